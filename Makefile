@@ -1,0 +1,47 @@
+# knowhub — the two commands a new user runs: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEMO_DIR := .demo
+export OMP_WAIT_POLICY := PASSIVE
+export OPENBLAS_NUM_THREADS := 1
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: demo test lint typecheck bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# Runtime only: numpy-based embedder, no torch.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+# Dev: torch's CPU build first (pinned), so nothing pulls a CUDA build, then extras.
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[st,dev]'
+	touch $(VENV)/.installed $@
+
+demo: $(VENV)/.installed
+	rm -rf $(DEMO_DIR)
+	$(BIN)/knowhub --data-dir $(DEMO_DIR)/data ingest examples/docs
+	$(BIN)/python examples/demo.py --data-dir $(DEMO_DIR)/data
+
+test: $(VENV)/.installed-dev
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+	$(BIN)/python -m pytest
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check --fix src tests benchmarks examples
+	$(BIN)/ruff format src tests benchmarks examples
+
+bench: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/ingest_search.py
+
+clean:
+	rm -rf $(VENV) $(DEMO_DIR) data .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,5 @@
+"""``python -m knowhub`` runs the CLI."""
+
+from knowhub.interfaces.cli import main
+
+main()

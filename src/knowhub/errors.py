@@ -1,0 +1,62 @@
+"""The one exception tree of knowhub.
+
+Every error raised on purpose by knowhub derives from :class:`KnowhubError`;
+its message says what failed, the offending value, and how to fix it::
+
+    KnowhubError
+    ├── ConfigError      bad configuration value, unknown provider, missing extra
+    ├── ProviderError    an embedder / store backend failed or is misconfigured
+    ├── IngestError      one file could not be loaded or indexed
+    │   └── LoaderError  the file's format is unsupported, corrupt, encrypted or empty
+    ├── StoreError       the store is unreadable, locked, or holds a mismatched index
+    ├── QueryError       invalid query arguments (top_k, min_score, filters, collection)
+    └── AuthError        missing or wrong credentials (HTTP/MCP interfaces)
+
+Interfaces (CLI, MCP, HTTP) turn these into their own kind of error; library code
+raises them and always chains the underlying cause.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AuthError",
+    "ConfigError",
+    "IngestError",
+    "KnowhubError",
+    "LoaderError",
+    "ProviderError",
+    "QueryError",
+    "StoreError",
+]
+
+
+class KnowhubError(Exception):
+    """Root of every error knowhub raises on purpose."""
+
+
+class ConfigError(KnowhubError):
+    """A configuration value, provider name or optional extra is wrong or missing."""
+
+
+class ProviderError(KnowhubError):
+    """A provider (embedder, store, …) failed."""
+
+
+class IngestError(KnowhubError):
+    """A file could not be ingested."""
+
+
+class LoaderError(IngestError):
+    """A file's content could not be turned into text (unsupported, corrupt, encrypted, empty)."""
+
+
+class StoreError(KnowhubError):
+    """The store could not be opened, read or written consistently."""
+
+
+class QueryError(KnowhubError):
+    """A search request has invalid arguments."""
+
+
+class AuthError(KnowhubError):
+    """A request carried missing or wrong credentials."""

@@ -1,0 +1,1 @@
+"""Ingestion: find files, turn them into text, chunk, embed and store them."""

@@ -1,0 +1,109 @@
+"""Word (.docx) loader built on python-docx, rendering the body as Markdown.
+
+Headings become ``#`` lines, list paragraphs ``- `` lines and tables Markdown
+tables, all in body order, so :func:`markdown_headings` finds the sections.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from knowhub.ingest.loaders.common import check_office_file, not_office_file, pick_title
+from knowhub.ingest.loaders.markdown import (
+    escape_markdown,
+    heading_title,
+    markdown_headings,
+    markdown_table,
+)
+from knowhub.models import LoadedDocument
+
+if TYPE_CHECKING:
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+__all__ = ["load_docx"]
+
+_HEADING_STYLE = re.compile(r"Heading ([1-9])")
+_MAX_MARKDOWN_LEVEL = 6
+
+
+def load_docx(path: Path, data: bytes) -> LoadedDocument:
+    """Load a .docx file as Markdown text.
+
+    Args:
+        path: the file.
+        data: its bytes.
+
+    Returns:
+        The document, titled by its Title property, else its first heading, else its stem.
+
+    Raises:
+        LoaderError: the file is encrypted or not a valid .docx.
+    """
+    check_office_file(path, data, ".docx")
+    from docx import Document
+    from docx.opc.exceptions import PackageNotFoundError
+
+    try:
+        document = Document(io.BytesIO(data))
+    except (PackageNotFoundError, KeyError, ValueError, SyntaxError, zipfile.BadZipFile) as exc:
+        # lxml's XMLSyntaxError derives from SyntaxError.
+        raise not_office_file(path, ".docx") from exc
+    text = _join_blocks(_block(item) for item in document.iter_inner_content())
+    headings = markdown_headings(text)
+    properties = document.core_properties
+    metadata: dict[str, Any] = {"author": properties.author} if properties.author else {}
+    return LoadedDocument(
+        text=text,
+        title=pick_title(path, properties.title, heading_title(headings)),
+        format="docx",
+        headings=headings,
+        metadata=metadata,
+    )
+
+
+def _block(item: Paragraph | Table) -> tuple[str, bool]:
+    """The Markdown for one body item, and whether it is a list item."""
+    from docx.table import Table
+
+    if isinstance(item, Table):
+        return markdown_table([[cell.text for cell in row.cells] for row in item.rows]), False
+    text = item.text.strip()
+    if not text:
+        return "", False
+    style = item.style.name if item.style is not None else ""
+    level = _heading_level(style or "")
+    if level:
+        return "#" * level + " " + " ".join(text.split()), False
+    # python-docx has no public API for list membership: numbering lives in w:numPr.
+    list_levels = item._p.xpath("./w:pPr/w:numPr/w:ilvl/@w:val")
+    if list_levels or (style or "").startswith("List"):
+        indent = "  " * int(list_levels[0]) if list_levels else ""
+        return f"{indent}- {' '.join(text.split())}", True
+    return escape_markdown(text), False
+
+
+def _heading_level(style: str) -> int:
+    if style == "Title":
+        return 1
+    match = _HEADING_STYLE.fullmatch(style)
+    return min(int(match[1]), _MAX_MARKDOWN_LEVEL) if match else 0
+
+
+def _join_blocks(blocks: Iterable[tuple[str, bool]]) -> str:
+    """Join blocks with blank lines, keeping consecutive list items on adjacent lines."""
+    parts: list[str] = []
+    previous_is_item = False
+    for text, is_item in blocks:
+        if not text:
+            continue
+        if parts:
+            parts.append("\n" if is_item and previous_is_item else "\n\n")
+        parts.append(text)
+        previous_is_item = is_item
+    return "".join(parts)

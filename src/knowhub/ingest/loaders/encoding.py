@@ -1,0 +1,165 @@
+"""Turn a text file's bytes into ``str``, guessing the encoding when it is not UTF-8.
+
+Order: byte-order marks, a declared charset (HTML ``<meta>``), strict UTF-8, then
+the two legacy encodings our users meet most (GB18030 for Chinese, CP1251 for
+Russian), and only then charset-normalizer's statistical guess. The two legacy
+encodings overlap — Russian CP1251 bytes often decode as GB18030 and Chinese
+GBK bytes always decode as CP1251 — so each result is kept only if it reads
+like its language (see :func:`_looks_russian` and :func:`_looks_chinese`).
+"""
+
+from __future__ import annotations
+
+import codecs
+import itertools
+import re
+from pathlib import Path
+
+from knowhub.ingest.loaders.common import loader_error
+
+__all__ = ["decode_text", "normalize_newlines"]
+
+# UTF-32 LE's BOM starts with UTF-16 LE's, so the longer marks are tried first.
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+_SNIFF_BYTES = 8192
+# C0 controls other than tab, newline, form feed, carriage return and escape, plus DEL.
+_CONTROL_BYTES = bytes([*range(0, 9), 11, *range(14, 27), *range(28, 32), 127])
+_MAX_CONTROL_SHARE = 0.1
+_PLAUSIBILITY_CHARS = 65536  # enough prose to judge a language, cheap on big files
+# Mislabelled declarations browsers silently widen (WHATWG Encoding Standard).
+_DECLARED_ALIASES = {
+    "gb2312": "gb18030",
+    "gbk": "gb18030",
+    "iso-8859-1": "cp1252",
+    "latin1": "cp1252",
+    "ascii": "cp1252",
+    "us-ascii": "cp1252",
+    # A page cannot declare UTF-16 in ASCII-compatible bytes; browsers read it as UTF-8.
+    "utf-16": "utf-8",
+    "utf-16le": "utf-8",
+    "utf-16be": "utf-8",
+}
+_WORD = re.compile(r"[^\W\d_]+")
+# Han ideographs plus CJK and full-width punctuation (not half-width katakana, which
+# is what other legacy encodings often turn into when misread as GB18030).
+_CHINESE_RUN = re.compile(
+    r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff01-\uff60\uffe0-\uffe6]+"
+)
+
+
+def decode_text(data: bytes, path: Path, declared: str | None = None) -> str:
+    """Decode a text file and normalize its newlines to ``\\n``.
+
+    Args:
+        data: the file's bytes.
+        path: the file, for error messages.
+        declared: an encoding the file declares about itself (HTML ``<meta charset>``),
+            tried after byte-order marks and ignored when unknown or wrong.
+
+    Returns:
+        The text, without a byte-order mark.
+
+    Raises:
+        LoaderError: the bytes look binary, or no encoding fits them.
+    """
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            # A BOM is a deliberate statement; a few bad bytes after it are damage,
+            # not a reason to doubt the encoding.
+            return normalize_newlines(data.decode(encoding, errors="replace"))
+    _reject_binary(data, path)
+    return normalize_newlines(_decode_unmarked(data, path, declared))
+
+
+def normalize_newlines(text: str) -> str:
+    """Turn ``\\r\\n`` and lone ``\\r`` into ``\\n``."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _decode_unmarked(data: bytes, path: Path, declared: str | None) -> str:
+    if declared:
+        text = _try_decode(data, _DECLARED_ALIASES.get(declared.lower(), declared))
+        if text is not None:
+            return text
+    text = _try_decode(data, "utf-8")
+    if text is not None:
+        return text
+    chinese = _try_decode(data, "gb18030")
+    cyrillic = _try_decode(data, "cp1251")
+    russian = cyrillic is not None and _looks_russian(cyrillic[:_PLAUSIBILITY_CHARS])
+    if chinese is not None and not russian and _looks_chinese(chinese[:_PLAUSIBILITY_CHARS]):
+        return chinese
+    if cyrillic is not None and russian:
+        return cyrillic
+    return _guess(data, path)
+
+
+def _try_decode(data: bytes, encoding: str) -> str | None:
+    try:
+        return data.decode(encoding)
+    except (UnicodeDecodeError, LookupError):
+        return None
+
+
+def _reject_binary(data: bytes, path: Path) -> None:
+    sample = data[:_SNIFF_BYTES]
+    controls = len(sample) - len(sample.translate(None, _CONTROL_BYTES))
+    if b"\x00" in sample or controls > _MAX_CONTROL_SHARE * len(sample):
+        raise loader_error(
+            path,
+            "looks like a binary file, not text: remove it or give it the right extension",
+        )
+
+
+def _looks_russian(text: str) -> bool:
+    """Whether ``text`` reads as Cyrillic prose rather than mis-decoded bytes.
+
+    Chinese GBK bytes decoded as CP1251 are Cyrillic letters too, but in words
+    that switch case mid-word (``ХвКЗТ``) or mix in Latin letters; real words
+    almost never do.
+    """
+    words = [word for word in _WORD.findall(text) if _has_cyrillic(word)]
+    if not words:
+        return False
+    odd = sum(1 for word in words if _is_odd_word(word))
+    return odd <= 0.1 * len(words)
+
+
+def _has_cyrillic(word: str) -> bool:
+    return any("\u0400" <= char <= "\u04ff" for char in word)
+
+
+def _is_odd_word(word: str) -> bool:
+    if any(char.isascii() for char in word):
+        return True
+    return any(a.islower() and b.isupper() for a, b in itertools.pairwise(word))
+
+
+def _looks_chinese(text: str) -> bool:
+    """Whether ``text`` reads as Chinese rather than mis-decoded bytes.
+
+    Western CP1252 text can decode as GB18030 too, but then each accented letter
+    pair becomes one isolated Han character inside a Latin word; Chinese prose
+    has runs of Han characters and punctuation.
+    """
+    runs = _CHINESE_RUN.findall(text)
+    chinese = sum(len(run) for run in runs)
+    other = sum(1 for char in text if not char.isascii()) - chinese
+    return bool(runs) and chinese >= 2 * other and chinese >= 1.5 * len(runs)
+
+
+def _guess(data: bytes, path: Path) -> str:
+    from charset_normalizer import from_bytes
+
+    best = from_bytes(data).best()
+    if best is None:
+        raise loader_error(
+            path, "has an unknown text encoding: save it as UTF-8 or give it the right extension"
+        )
+    return str(best)

@@ -1,0 +1,108 @@
+"""PowerPoint (.pptx) loader built on python-pptx: one page per slide.
+
+Each slide starts with a ``# <title>`` line (``# Slide N`` when it has none),
+then its text frames, tables as Markdown tables, and speaker notes under ``Notes:``.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from knowhub.ingest.loaders.common import check_office_file, not_office_file, pick_title
+from knowhub.ingest.loaders.markdown import escape_markdown, markdown_headings, markdown_table
+from knowhub.models import LoadedDocument
+
+__all__ = ["load_pptx"]
+
+SLIDE_SEPARATOR = "\n\n"
+
+
+def load_pptx(path: Path, data: bytes) -> LoadedDocument:
+    """Load a .pptx file, one page per slide.
+
+    Args:
+        path: the file.
+        data: its bytes.
+
+    Returns:
+        The document, titled by its Title property, else the first slide title, else
+        its stem; ``text`` is empty when no slide holds any text.
+
+    Raises:
+        LoaderError: the file is encrypted or not a valid .pptx.
+    """
+    check_office_file(path, data, ".pptx")
+    from pptx import Presentation
+    from pptx.exc import PackageNotFoundError
+
+    try:
+        presentation = Presentation(io.BytesIO(data))
+    except (PackageNotFoundError, KeyError, ValueError, SyntaxError, zipfile.BadZipFile) as exc:
+        # lxml's XMLSyntaxError derives from SyntaxError.
+        raise not_office_file(path, ".pptx") from exc
+    slides = [_slide(slide) for slide in presentation.slides]
+    if not any(title or body for title, body in slides):
+        slides = []  # only generated "Slide N" lines: let the caller report it empty
+    pages = [
+        "\n\n".join([f"# {title or f'Slide {number}'}", *body])
+        for number, (title, body) in enumerate(slides, start=1)
+    ]
+    starts: list[int] = []
+    offset = 0
+    for page in pages:
+        starts.append(offset)
+        offset += len(page) + len(SLIDE_SEPARATOR)
+    text = SLIDE_SEPARATOR.join(pages)
+    properties = presentation.core_properties
+    metadata: dict[str, Any] = {"slides": len(presentation.slides)}
+    if properties.author:
+        metadata["author"] = properties.author
+    first_title = next((title for title, _ in slides if title), None)
+    return LoadedDocument(
+        text=text,
+        title=pick_title(path, properties.title, first_title),
+        format="pptx",
+        headings=markdown_headings(text),
+        page_starts=tuple(starts),
+        metadata=metadata,
+    )
+
+
+def _slide(slide: Any) -> tuple[str, list[str]]:
+    """A slide's title (``""`` if none) and its body blocks."""
+    title_shape = slide.shapes.title
+    title = " ".join(title_shape.text_frame.text.split()) if title_shape is not None else ""
+    skip = title_shape.shape_id if title_shape is not None else None
+    body = [block for block in _shape_blocks(slide.shapes, skip) if block]
+    if slide.has_notes_slide:
+        frame = slide.notes_slide.notes_text_frame
+        notes = _frame_text(frame) if frame is not None else ""
+        if notes:
+            body.append(f"Notes:\n{notes}")
+    return title, body
+
+
+def _shape_blocks(shapes: Iterable[Any], skip: int | None) -> Iterator[str]:
+    """Text of each shape in slide order, descending into groups."""
+    from pptx.shapes.group import GroupShape
+
+    for shape in shapes:
+        if shape.shape_id == skip:
+            continue
+        if isinstance(shape, GroupShape):
+            yield from _shape_blocks(shape.shapes, skip)
+        elif shape.has_table:
+            rows = [[cell.text for cell in row.cells] for row in shape.table.rows]
+            yield markdown_table(rows)
+        elif shape.has_text_frame:
+            yield _frame_text(shape.text_frame)
+
+
+def _frame_text(frame: Any) -> str:
+    # python-pptx returns a line break inside a paragraph as a vertical tab.
+    lines = (paragraph.text.replace("\v", "\n").strip() for paragraph in frame.paragraphs)
+    return escape_markdown("\n".join(line for line in lines if line))

@@ -1,0 +1,1 @@
+"""Interfaces: thin adapters (CLI, and later MCP and HTTP) over ``knowhub.app.App``."""

@@ -1,0 +1,239 @@
+"""The ``knowhub`` command line: parse, call :class:`~knowhub.app.App`, format.
+
+Results go to stdout; progress, logs and errors go to stderr. Any knowhub
+error becomes a one-line message and exit status 1 (2 for usage errors);
+tracebacks only with ``--debug``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+from knowhub.app import App, build_app
+from knowhub.config import load_settings
+from knowhub.errors import KnowhubError
+from knowhub.ingest.pipeline import IngestReport
+from knowhub.interfaces.render import (
+    render_chunk,
+    render_collections,
+    render_documents,
+    render_hits,
+    render_report,
+)
+from knowhub.validate import parse_key_values
+
+__all__ = ["cli", "main"]
+
+log = logging.getLogger("knowhub")
+
+
+class _Context:
+    def __init__(self, data_dir: Path | None, config: Path | None, debug: bool) -> None:
+        self.data_dir = data_dir
+        self.config = config
+        self.debug = debug
+        self._app: App | None = None
+
+    def app(self, **overrides: Any) -> App:
+        if self._app is None:
+            settings = load_settings(
+                config_file=self.config, overrides={"data_dir": self.data_dir, **overrides}
+            )
+            self._app = build_app(settings)
+        return self._app
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--data-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Where the index lives (default ./data, or KNOWHUB_DATA_DIR).",
+)
+@click.option(
+    "--config",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="YAML settings file (default ./knowhub.yaml if present, or KNOWHUB_CONFIG).",
+)
+@click.option("--debug", is_flag=True, help="Show tracebacks and debug logs.")
+@click.version_option(package_name="knowhub")
+@click.pass_context
+def cli(ctx: click.Context, data_dir: Path | None, config: Path | None, debug: bool) -> None:
+    """knowhub: ingest your documents, then search them with citations."""
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.WARNING,
+        stream=sys.stderr,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    ctx.obj = _Context(data_dir, config, debug)
+    ctx.call_on_close(lambda: ctx.obj._app and ctx.obj._app.close())
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--collection", "-c", help="Collection to ingest into (default: 'default').")
+@click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Metadata on every chunk.")
+@click.option("--include", multiple=True, metavar="GLOB", help="Only files matching (repeatable).")
+@click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching (repeatable).")
+@click.option("--prune", is_flag=True, help="Remove documents whose files are gone.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_obj
+def ingest(
+    obj: _Context,
+    paths: tuple[Path, ...],
+    collection: str | None,
+    tags: tuple[str, ...],
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    prune: bool,
+    as_json: bool,
+) -> None:
+    """Index files or folders (recursively); unchanged files are skipped."""
+    with _errors(obj):
+        app = obj.app()
+        exclusions = [*app.settings.ingest.exclude, *exclude]
+        with _progress() as progress:
+            report = app.ingest(
+                list(paths), collection, parse_key_values(tags, "--tag"),
+                include=list(include), exclude=exclusions, prune=prune, progress=progress,
+            )  # fmt: skip
+        _emit(report.to_dict() if as_json else render_report(report), as_json)
+        _exit_for(report)
+
+
+@cli.command()
+@click.argument("query")
+@click.option("-k", "--top-k", type=int, help="Number of hits (1-100, default 5).")
+@click.option("--collection", "-c", help="Collection to search (default: 'default').")
+@click.option("--filter", "filters", multiple=True, metavar="KEY=VALUE", help="Metadata filter.")
+@click.option("--min-score", type=float, help="Drop hits scoring below this (fused score).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of hits.")
+@click.pass_obj
+def search(
+    obj: _Context,
+    query: str,
+    top_k: int | None,
+    collection: str | None,
+    filters: tuple[str, ...],
+    min_score: float | None,
+    as_json: bool,
+) -> None:
+    """Hybrid (dense + BM25) search with citations."""
+    with _errors(obj):
+        result = obj.app().search(
+            query, collection, top_k, parse_key_values(filters, "--filter"), min_score
+        )
+        if as_json:
+            _emit([h.to_dict() for h in result.hits], True)
+        else:
+            _emit(render_hits(result.hits), False)
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def collections(obj: _Context, as_json: bool) -> None:
+    """List collections with their document and chunk counts."""
+    with _errors(obj):
+        infos = obj.app().collections()
+        _emit([vars(i) for i in infos] if as_json else render_collections(infos), as_json)
+
+
+@cli.command()
+@click.option("--collection", "-c", help="Collection (default: 'default').")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def docs(obj: _Context, collection: str | None, as_json: bool) -> None:
+    """List the documents of a collection."""
+    with _errors(obj):
+        records = obj.app().documents(collection)
+        _emit([vars(r) for r in records] if as_json else render_documents(records), as_json)
+
+
+@cli.command()
+@click.argument("chunk_id")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def show(obj: _Context, chunk_id: str, as_json: bool) -> None:
+    """Show one chunk in full, with its citation."""
+    with _errors(obj):
+        hits = obj.app().chunk(chunk_id)
+        _emit([h.to_dict() for h in hits] if as_json else render_chunk(hits), as_json)
+
+
+@cli.command()
+@click.argument("path_or_doc_hash")
+@click.option("--collection", "-c", help="Collection (default: 'default').")
+@click.pass_obj
+def remove(obj: _Context, path_or_doc_hash: str, collection: str | None) -> None:
+    """Remove a document (by file path or doc hash) and all its chunks."""
+    with _errors(obj):
+        removed = obj.app().remove(path_or_doc_hash, collection)
+        for record in removed:
+            click.echo(f"removed {record.source} ({record.chunk_count} chunks)")
+
+
+@contextmanager
+def _errors(obj: _Context) -> Iterator[None]:
+    """Turn failures into one line on stderr and a non-zero exit (tracebacks with --debug)."""
+    try:
+        yield
+    except KnowhubError as exc:
+        if obj.debug:
+            raise
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    except (KeyboardInterrupt, click.exceptions.Exit, SystemExit):
+        raise
+    except Exception as exc:  # the CLI is the one place allowed to catch everything
+        if obj.debug:
+            raise
+        click.echo(f"error: {type(exc).__name__}: {exc} (run with --debug for details)", err=True)
+        sys.exit(1)
+
+
+@contextmanager
+def _progress() -> Iterator[Callable[[int, int, str], None] | None]:
+    """A progress bar on stderr when it is a terminal; nothing otherwise."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    bar: Any = None
+
+    def update(done: int, total: int, current: str) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = click.progressbar(length=total, label="ingesting", file=sys.stderr)
+            bar.__enter__()
+        bar.label = f"ingesting {current[-40:]}"
+        bar.update(done - bar.pos)
+
+    try:
+        yield update
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+
+
+def _emit(payload: Any, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(payload, ensure_ascii=False, indent=2, default=str))
+    else:
+        click.echo(payload)
+
+
+def _exit_for(report: IngestReport) -> None:
+    if not report.ok:
+        sys.exit(1)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="knowhub")

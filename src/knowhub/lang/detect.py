@@ -1,0 +1,76 @@
+"""Guess a text's language from the script most of its letters are written in.
+
+Script counting is all lexical search needs: the tokenizer works per script run
+anyway, and the language code is only stored with each chunk for filtering and
+display. It costs a few regex passes over at most :data:`SAMPLE_CHARS` characters.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "CYRILLIC",
+    "HAN",
+    "HANGUL",
+    "KANA",
+    "LATIN",
+    "SAMPLE_CHARS",
+    "detect_language",
+]
+
+# Character-class bodies (for use inside ``[...]``), shared with the tokenizer.
+HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
+# Kana without the punctuation that lives in the same blocks (゠ ・).
+KANA = "\u3041-\u3096\u309d-\u309f\u30a1-\u30fa\u30fc-\u30ff\u31f0-\u31ff\uff66-\uff9f"
+HANGUL = "\u1100-\u11ff\u3131-\u318e\uac00-\ud7a3"
+# Cyrillic letters, leaving out the numeric sign and combining marks (U+0482-U+0489).
+CYRILLIC = "\u0400-\u0481\u048a-\u052f"
+# Basic Latin and Latin-1/Extended letters, leaving out × and ÷.
+LATIN = "A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1eff"
+
+SAMPLE_CHARS = 2000
+"""Only this many leading characters are looked at."""
+
+_SCRIPTS = {
+    "han": re.compile(f"[{HAN}]+"),
+    "kana": re.compile(f"[{KANA}]+"),
+    "hangul": re.compile(f"[{HANGUL}]+"),
+    "cyrillic": re.compile(f"[{CYRILLIC}]+"),
+    "latin": re.compile(f"[{LATIN}]+"),
+}
+
+# A few kana inside Chinese text (a quoted brand name, a stray の) do not make it
+# Japanese; real Japanese prose is roughly half kana.
+_MIN_KANA_SHARE = 0.1
+
+
+def _count(script: str, sample: str) -> int:
+    return sum(len(run) for run in _SCRIPTS[script].findall(sample))
+
+
+def detect_language(text: str) -> str:
+    """Return the language code of the dominant script of ``text``.
+
+    Han → ``zh`` (``ja`` when kana are at least a tenth of the Han and kana
+    characters), Hangul → ``ko``, Cyrillic → ``ru``, Latin → ``en``; ``und``
+    when there are no letters of these scripts. Each letter counts once, and on
+    a tie the first script in that order wins.
+
+    Args:
+        text: any text; only its first :data:`SAMPLE_CHARS` characters are read.
+
+    Returns:
+        One of ``zh``, ``ja``, ``ko``, ``ru``, ``en``, ``und``.
+    """
+    sample = text[:SAMPLE_CHARS]
+    counts = {script: _count(script, sample) for script in _SCRIPTS}
+    cjk = counts["han"] + counts["kana"]
+    ranked = [
+        (cjk, "ja" if counts["kana"] >= _MIN_KANA_SHARE * cjk else "zh"),
+        (counts["hangul"], "ko"),
+        (counts["cyrillic"], "ru"),
+        (counts["latin"], "en"),
+    ]
+    best_count, best_language = max(ranked, key=lambda item: item[0])
+    return best_language if best_count else "und"

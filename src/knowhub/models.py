@@ -1,0 +1,141 @@
+"""Plain data objects passed between the pipeline stages.
+
+They carry no behaviour beyond small derived properties, so every layer can
+import them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Chunk",
+    "DocumentRecord",
+    "Heading",
+    "Hit",
+    "LoadedDocument",
+]
+
+
+@dataclass(frozen=True)
+class Heading:
+    """A heading found in a document's extracted text.
+
+    Attributes:
+        level: 1 for a top-level heading, 2 for its subsections, and so on.
+        title: the heading text, without markup.
+        char_start: offset of the heading line in ``LoadedDocument.text``.
+    """
+
+    level: int
+    title: str
+    char_start: int
+
+
+@dataclass(frozen=True)
+class LoadedDocument:
+    """What a loader extracts from one file.
+
+    Attributes:
+        text: the extracted text; every span of every chunk points into it.
+        title: a human title (first heading, document property or file stem).
+        format: the loader's format name (``markdown``, ``pdf``, ``docx`` …).
+        headings: headings in text order, used for each chunk's section path.
+        page_starts: for paged formats, the offset in ``text`` where page ``i + 1``
+            starts (so ``page_starts[0] == 0``); empty for formats without pages.
+        metadata: format-specific facts worth keeping (author, sheet names …).
+    """
+
+    text: str
+    title: str
+    format: str
+    headings: tuple[Heading, ...] = ()
+    page_starts: tuple[int, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A retrievable piece of one document.
+
+    ``text == document.text[char_start:char_end]``; lines are 1-based and
+    inclusive, chars 0-based with an exclusive end.
+    """
+
+    chunk_id: str
+    doc_hash: str
+    index: int
+    text: str
+    section_path: str
+    page: int | None
+    line_start: int
+    line_end: int
+    char_start: int
+    char_end: int
+    language: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    """One indexed file as the store knows it."""
+
+    collection: str
+    source: str
+    path: str
+    doc_hash: str
+    size: int
+    mtime_ns: int
+    title: str
+    format: str
+    chunk_count: int
+    char_count: int
+    pages: int | None
+    ingested_at: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result with everything needed to cite it."""
+
+    chunk_id: str
+    score: float
+    source: str
+    title: str
+    text: str
+    page: int | None
+    section_path: str
+    line_start: int
+    line_end: int
+    char_start: int
+    char_end: int
+    doc_hash: str
+    collection: str
+    language: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    lexical_rank: int | None = None
+    dense_rank: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form used by ``--json`` and the API layers."""
+        return {
+            "chunk_id": self.chunk_id,
+            "score": round(self.score, 6),
+            "source": self.source,
+            "title": self.title,
+            "text": self.text,
+            "page": self.page,
+            "section_path": self.section_path,
+            "line_start": self.line_start,
+            "line_end": self.line_end,
+            "char_start": self.char_start,
+            "char_end": self.char_end,
+            "doc_hash": self.doc_hash,
+            "collection": self.collection,
+            "language": self.language,
+            "metadata": self.metadata,
+            "lexical_rank": self.lexical_rank,
+            "dense_rank": self.dense_rank,
+        }

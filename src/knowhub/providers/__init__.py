@@ -1,0 +1,1 @@
+"""Provider implementations, one file per backend, built through ``knowhub.registry``."""

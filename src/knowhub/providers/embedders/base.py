@@ -1,0 +1,67 @@
+"""The embedder contract: batching and validation live here, once."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from knowhub.errors import ProviderError
+
+__all__ = ["Embedder", "Vectors"]
+
+Vectors = NDArray[np.float32]
+
+
+class Embedder(ABC):
+    """Turns text into L2-normalised float32 vectors.
+
+    Subclasses implement :meth:`_encode` for one batch. ``model_id`` identifies
+    the exact model (it keys the embedding cache and is recorded per collection);
+    ``languages`` lists the languages the model understands, or ``None`` for a
+    multilingual model — fusion gives the dense leg no weight for the others.
+    """
+
+    model_id: str
+    dim: int
+    languages: frozenset[str] | None = None
+    batch_size: int = 16
+    # Whether ingest may fan batches out to worker processes (False when encoding is cheap).
+    parallel: bool = True
+
+    @abstractmethod
+    def _encode(self, texts: list[str], is_query: bool) -> Vectors:
+        """Encode one batch; return shape ``(len(texts), dim)``."""
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        """Encode passages in batches of ``batch_size``."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        parts = [
+            self._checked(list(texts[i : i + self.batch_size]), is_query=False)
+            for i in range(0, len(texts), self.batch_size)
+        ]
+        return np.vstack(parts)
+
+    def embed_query(self, text: str) -> Vectors:
+        """Encode one query; returns shape ``(dim,)``."""
+        vector: Vectors = self._checked([text], is_query=True)[0]
+        return vector
+
+    def _checked(self, texts: list[str], is_query: bool) -> Vectors:
+        try:
+            out = np.asarray(self._encode(texts, is_query), dtype=np.float32)
+        except ProviderError:
+            raise
+        except Exception as exc:  # a model failure must name the model, not leak internals
+            raise ProviderError(f"embedder {self.model_id} failed: {exc}") from exc
+        if out.shape != (len(texts), self.dim):
+            raise ProviderError(
+                f"embedder {self.model_id} returned shape {out.shape}, "
+                f"expected ({len(texts)}, {self.dim})"
+            )
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        normalised: Vectors = out / np.maximum(norms, 1e-12)
+        return normalised

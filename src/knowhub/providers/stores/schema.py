@@ -1,0 +1,61 @@
+"""SQLite schema of the embedded store (bump SCHEMA_VERSION on any change)."""
+
+from __future__ import annotations
+
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "fts_table"]
+
+SCHEMA_VERSION = "1"
+
+SCHEMA: tuple[str, ...] = (
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE collections(
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        embedder TEXT NOT NULL,
+        dim INTEGER NOT NULL,
+        version INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL)""",
+    """CREATE TABLE documents(
+        id INTEGER PRIMARY KEY,
+        collection_id INTEGER NOT NULL REFERENCES collections(id),
+        path TEXT NOT NULL,
+        source TEXT NOT NULL,
+        doc_hash TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        title TEXT NOT NULL,
+        format TEXT NOT NULL,
+        chunk_count INTEGER NOT NULL,
+        char_count INTEGER NOT NULL,
+        pages INTEGER,
+        ingested_at TEXT NOT NULL,
+        metadata TEXT NOT NULL,
+        UNIQUE(collection_id, path))""",
+    "CREATE INDEX documents_hash ON documents(doc_hash)",
+    """CREATE TABLE chunks(
+        id INTEGER PRIMARY KEY,
+        chunk_id TEXT NOT NULL,
+        document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        collection_id INTEGER NOT NULL REFERENCES collections(id),
+        idx INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        section_path TEXT NOT NULL,
+        page INTEGER,
+        line_start INTEGER NOT NULL,
+        line_end INTEGER NOT NULL,
+        char_start INTEGER NOT NULL,
+        char_end INTEGER NOT NULL,
+        language TEXT NOT NULL,
+        metadata TEXT NOT NULL,
+        vector BLOB NOT NULL)""",
+    "CREATE INDEX chunks_document ON chunks(document_id)",
+    "CREATE INDEX chunks_collection ON chunks(collection_id)",
+    "CREATE INDEX chunks_chunk_id ON chunks(chunk_id)",
+    # Keyed by sha256(embedder id + text): unchanged text is never embedded twice.
+    "CREATE TABLE embedding_cache(key TEXT PRIMARY KEY, vector BLOB NOT NULL) WITHOUT ROWID",
+)
+
+
+def fts_table(collection_id: int) -> str:
+    """Name of a collection's FTS5 table (one per collection keeps BM25 statistics per corpus)."""
+    return f"fts_{int(collection_id)}"

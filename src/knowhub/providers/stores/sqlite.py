@@ -1,0 +1,428 @@
+"""The embedded store: one SQLite file is the single source of truth.
+
+Documents, chunks, metadata, vectors (float32 blobs) and the lexical index
+(one FTS5 table per collection, over pre-tokenized text) live in one file, so
+replacing a document is one transaction and a crash can never leave the
+vector and keyword sides disagreeing. Dense search is an exact numpy scan over
+a matrix loaded from SQLite and cached until the collection's version moves.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from knowhub.config import Settings
+from knowhub.errors import StoreError
+from knowhub.models import Chunk, DocumentRecord, Hit
+from knowhub.providers.embedders.base import Vectors
+from knowhub.providers.stores.schema import SCHEMA, SCHEMA_VERSION, fts_table
+
+__all__ = ["CollectionInfo", "SQLiteStore", "create"]
+
+DB_NAME = "knowhub.sqlite3"
+
+
+@dataclass(frozen=True)
+class CollectionInfo:
+    name: str
+    embedder: str
+    dim: int
+    version: int
+    documents: int
+    chunks: int
+    created_at: str
+
+
+@dataclass
+class _Matrix:
+    version: int
+    ids: np.ndarray[Any, np.dtype[np.int64]]
+    vectors: Vectors
+
+
+class SQLiteStore:
+    """Transactional store of collections, documents, chunks, vectors and FTS5."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA busy_timeout = 30000")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = NORMAL")
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"cannot open the store {path}: {exc}; restore it from a backup or move it "
+                "aside and re-ingest"
+            ) from exc
+        self._lock = threading.RLock()
+        self._matrices: dict[int, _Matrix] = {}
+
+    def close(self) -> None:
+        self._db.close()
+
+    # -- schema and transactions -------------------------------------------------
+
+    def _migrate(self) -> None:
+        # Checked inside the write lock so two processes opening a new store don't race.
+        with self.transaction() as db:
+            exists = db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+            ).fetchone()
+            if exists is None:
+                for statement in SCHEMA:
+                    db.execute(statement)
+                db.execute(
+                    "INSERT INTO meta(key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
+                )
+                return
+            (version,) = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if version != SCHEMA_VERSION:
+            raise StoreError(
+                f"store {self.path} has schema {version}, this knowhub expects {SCHEMA_VERSION}: "
+                "re-ingest into a new --data-dir"
+            )
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic write: ``BEGIN IMMEDIATE`` … ``COMMIT`` (rollback on any error)."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    # -- collections -------------------------------------------------------------
+
+    def ensure_collection(self, name: str, embedder: str, dim: int) -> int:
+        """Return the collection's id, creating it; refuse a different embedder."""
+        row = self._db.execute(
+            "SELECT id, embedder, dim FROM collections WHERE name = ?", (name,)
+        ).fetchone()
+        if row is not None:
+            if (row[1], row[2]) != (embedder, dim):
+                raise StoreError(
+                    f"collection {name!r} was built with embedder {row[1]} (dim {row[2]}), "
+                    f"but {embedder} (dim {dim}) is configured: switch back, or ingest into "
+                    "a new collection with --collection"
+                )
+            return int(row[0])
+        with self.transaction() as db:
+            cur = db.execute(
+                "INSERT INTO collections(name, embedder, dim, created_at) "
+                "VALUES (?, ?, ?, strftime('%Y-%m-%dT%H:%M:%SZ','now'))",
+                (name, embedder, dim),
+            )
+            cid = int(cur.lastrowid or 0)
+            db.execute(f"CREATE VIRTUAL TABLE {fts_table(cid)} USING fts5(tokens)")
+        return cid
+
+    def collection_id(self, name: str) -> int | None:
+        row = self._db.execute("SELECT id FROM collections WHERE name = ?", (name,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def collections(self) -> list[CollectionInfo]:
+        rows = self._db.execute(
+            "SELECT c.name, c.embedder, c.dim, c.version, c.created_at, "
+            "(SELECT count(*) FROM documents d WHERE d.collection_id = c.id), "
+            "(SELECT count(*) FROM chunks k WHERE k.collection_id = c.id) "
+            "FROM collections c ORDER BY c.name"
+        ).fetchall()
+        return [CollectionInfo(r[0], r[1], r[2], r[3], r[5], r[6], r[4]) for r in rows]
+
+    def version(self, cid: int) -> int:
+        (version,) = self._db.execute(
+            "SELECT version FROM collections WHERE id = ?", (cid,)
+        ).fetchone()
+        return int(version)
+
+    # -- documents ---------------------------------------------------------------
+
+    def record(self, cid: int, path: str) -> DocumentRecord | None:
+        row = self._db.execute(
+            f"SELECT {_DOC_COLUMNS} FROM documents d JOIN collections c ON c.id = d.collection_id "
+            "WHERE d.collection_id = ? AND d.path = ?",
+            (cid, path),
+        ).fetchone()
+        return None if row is None else _record(row)
+
+    def records(self, cid: int) -> list[DocumentRecord]:
+        rows = self._db.execute(
+            f"SELECT {_DOC_COLUMNS} FROM documents d JOIN collections c ON c.id = d.collection_id "
+            "WHERE d.collection_id = ? ORDER BY d.source",
+            (cid,),
+        ).fetchall()
+        return [_record(r) for r in rows]
+
+    def find_records(self, cid: int, path_or_hash: str) -> list[DocumentRecord]:
+        """Documents whose path equals, or whose doc_hash starts with, the key."""
+        rows = self._db.execute(
+            f"SELECT {_DOC_COLUMNS} FROM documents d JOIN collections c ON c.id = d.collection_id "
+            "WHERE d.collection_id = ? AND (d.path = ? OR d.source = ? OR "
+            "(length(?) >= 8 AND d.doc_hash LIKE ? || '%'))",
+            (cid, path_or_hash, path_or_hash, path_or_hash, path_or_hash.lower()),
+        ).fetchall()
+        return [_record(r) for r in rows]
+
+    def touch(self, cid: int, path: str, size: int, mtime_ns: int) -> None:
+        """Record a new size/mtime for a file whose content hash did not change."""
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE documents SET size = ?, mtime_ns = ? WHERE collection_id = ? AND path = ?",
+                (size, mtime_ns, cid, path),
+            )
+
+    def replace_document(
+        self,
+        cid: int,
+        record: DocumentRecord,
+        chunks: Sequence[Chunk],
+        vectors: Vectors,
+        tokens: Sequence[str],
+        cache_keys: Sequence[str],
+    ) -> None:
+        """Swap a document's old chunks for new ones in one transaction."""
+        if not (len(chunks) == len(vectors) == len(tokens) == len(cache_keys)):
+            raise StoreError("replace_document: chunks, vectors, tokens and keys differ in length")
+        fts = fts_table(cid)
+        with self._lock, self.transaction() as db:
+            self._delete(db, cid, record.path)
+            cur = db.execute(
+                "INSERT INTO documents(collection_id, path, source, doc_hash, size, mtime_ns, "
+                "title, format, chunk_count, char_count, pages, ingested_at, metadata) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (cid, record.path, record.source, record.doc_hash, record.size, record.mtime_ns,
+                 record.title, record.format, len(chunks), record.char_count, record.pages,
+                 record.ingested_at, json.dumps(record.metadata, ensure_ascii=False)),
+            )  # fmt: skip
+            doc_id = cur.lastrowid
+            blobs = [np.asarray(v, dtype=np.float32).tobytes() for v in vectors]
+            for chunk, blob, text_tokens in zip(chunks, blobs, tokens, strict=True):
+                cur = db.execute(
+                    "INSERT INTO chunks(chunk_id, document_id, collection_id, idx, text, "
+                    "section_path, page, line_start, line_end, char_start, char_end, language, "
+                    "metadata, vector) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (chunk.chunk_id, doc_id, cid, chunk.index, chunk.text, chunk.section_path,
+                     chunk.page, chunk.line_start, chunk.line_end, chunk.char_start,
+                     chunk.char_end, chunk.language,
+                     json.dumps(chunk.metadata, ensure_ascii=False), blob),
+                )  # fmt: skip
+                db.execute(f"INSERT INTO {fts}(rowid, tokens) VALUES (?, ?)", (cur.lastrowid, text_tokens))
+            db.executemany(
+                "INSERT OR IGNORE INTO embedding_cache(key, vector) VALUES (?, ?)",
+                zip(cache_keys, blobs, strict=True),
+            )
+            db.execute("UPDATE collections SET version = version + 1 WHERE id = ?", (cid,))
+
+    def remove_document(self, cid: int, path: str) -> bool:
+        """Delete a document and its chunks; False if it was not there."""
+        with self._lock, self.transaction() as db:
+            removed = self._delete(db, cid, path)
+            if removed:
+                db.execute("UPDATE collections SET version = version + 1 WHERE id = ?", (cid,))
+        return removed
+
+    def _delete(self, db: sqlite3.Connection, cid: int, path: str) -> bool:
+        row = db.execute(
+            "SELECT id FROM documents WHERE collection_id = ? AND path = ?", (cid, path)
+        ).fetchone()
+        if row is None:
+            return False
+        db.execute(
+            f"DELETE FROM {fts_table(cid)} WHERE rowid IN "
+            "(SELECT id FROM chunks WHERE document_id = ?)",
+            (row[0],),
+        )
+        db.execute("DELETE FROM chunks WHERE document_id = ?", (row[0],))
+        db.execute("DELETE FROM documents WHERE id = ?", (row[0],))
+        return True
+
+    # -- embedding cache ---------------------------------------------------------
+
+    def cached_vectors(self, keys: Sequence[str]) -> dict[str, Vectors]:
+        """Vectors already computed for these cache keys (chunk-content hashes)."""
+        found: dict[str, Vectors] = {}
+        for start in range(0, len(keys), 500):
+            part = list(keys[start : start + 500])
+            marks = ",".join("?" * len(part))
+            for key, blob in self._db.execute(
+                f"SELECT key, vector FROM embedding_cache WHERE key IN ({marks})", part
+            ):
+                found[key] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    # -- search ------------------------------------------------------------------
+
+    def lexical_search(
+        self, cid: int, tokens: Sequence[str], limit: int, filters: Mapping[str, str]
+    ) -> list[tuple[int, float]]:
+        """BM25 over the collection's FTS5 table: (chunk row id, score ↑ better)."""
+        if not tokens:
+            return []
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens)
+        where, params = _filter_sql(filters)
+        fts = fts_table(cid)
+        sql = (
+            f"SELECT f.rowid, bm25({fts}) AS s FROM {fts} f "
+            + ("JOIN chunks c ON c.id = f.rowid JOIN documents d ON d.id = c.document_id " if where else "")
+            + f"WHERE {fts} MATCH ?{where} ORDER BY s LIMIT ?"
+        )  # fmt: skip
+        rows = self._db.execute(sql, [match, *params, limit]).fetchall()
+        # FTS5's bm25() is negated so that ascending order is best-first.
+        return [(int(r), -float(s)) for r, s in rows]
+
+    def dense_search(
+        self, cid: int, query: Vectors, limit: int, filters: Mapping[str, str]
+    ) -> list[tuple[int, float]]:
+        """Exact cosine scan: (chunk row id, similarity)."""
+        matrix = self._matrix(cid)
+        if matrix.vectors.shape[0] == 0:
+            return []
+        scores = matrix.vectors @ query.astype(np.float32)
+        if filters:
+            allowed = np.fromiter(self._filtered_ids(cid, filters), dtype=np.int64)
+            scores = np.where(np.isin(matrix.ids, allowed), scores, -np.inf)
+        n = min(limit, scores.shape[0])
+        top = np.argpartition(-scores, n - 1)[:n]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(int(matrix.ids[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
+
+    def _matrix(self, cid: int) -> _Matrix:
+        version = self.version(cid)
+        with self._lock:
+            cached = self._matrices.get(cid)
+            if cached is not None and cached.version == version:
+                return cached
+            rows = self._db.execute(
+                "SELECT id, vector FROM chunks WHERE collection_id = ? ORDER BY id", (cid,)
+            ).fetchall()
+            dim = int(
+                self._db.execute("SELECT dim FROM collections WHERE id = ?", (cid,)).fetchone()[0]
+            )
+            ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+            matrix = _Matrix(version, ids, vectors.reshape(len(rows), dim))
+            self._matrices[cid] = matrix
+            return matrix
+
+    def _filtered_ids(self, cid: int, filters: Mapping[str, str]) -> Iterator[int]:
+        where, params = _filter_sql(filters)
+        for (rowid,) in self._db.execute(
+            "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id "
+            f"WHERE c.collection_id = ?{where}",
+            [cid, *params],
+        ):
+            yield int(rowid)
+
+    def hits(self, ids: Sequence[int]) -> dict[int, Hit]:
+        """Full rows for chunk row ids (score 0; the caller sets scores)."""
+        out: dict[int, Hit] = {}
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            marks = ",".join("?" * len(part))
+            for row in self._db.execute(f"{_HIT_SELECT} WHERE k.id IN ({marks})", part):
+                out[int(row[0])] = _hit(row)
+        return out
+
+    def chunks_by_id(self, chunk_id: str) -> list[Hit]:
+        """Chunks with this chunk id (one, unless identical files sit at two paths)."""
+        rows = self._db.execute(f"{_HIT_SELECT} WHERE k.chunk_id = ?", (chunk_id,)).fetchall()
+        return [_hit(r) for r in rows]
+
+    def integrity_report(self) -> dict[str, int]:
+        """Counts that must all be zero in a consistent store (used by tests and doctor)."""
+        checks = {
+            "orphan_chunks": "SELECT count(*) FROM chunks k LEFT JOIN documents d "
+            "ON d.id = k.document_id WHERE d.id IS NULL",
+            "chunk_count_mismatch": "SELECT count(*) FROM documents d WHERE d.chunk_count != "
+            "(SELECT count(*) FROM chunks k WHERE k.document_id = d.id)",
+            "foreign_chunk_ids": "SELECT count(*) FROM chunks k JOIN documents d "
+            "ON d.id = k.document_id WHERE substr(k.chunk_id, 1, 16) != substr(d.doc_hash, 1, 16)",
+        }
+        report = {name: int(self._db.execute(sql).fetchone()[0]) for name, sql in checks.items()}
+        mismatched = 0
+        for (cid,) in self._db.execute("SELECT id FROM collections").fetchall():
+            fts = fts_table(int(cid))
+            (n_fts,) = self._db.execute(f"SELECT count(*) FROM {fts}").fetchone()
+            (n_chunks,) = self._db.execute(
+                "SELECT count(*) FROM chunks WHERE collection_id = ?", (cid,)
+            ).fetchone()
+            (n_orphan_fts,) = self._db.execute(
+                f"SELECT count(*) FROM {fts} f LEFT JOIN chunks k ON k.id = f.rowid "
+                "WHERE k.id IS NULL"
+            ).fetchone()
+            mismatched += abs(int(n_fts) - int(n_chunks)) + int(n_orphan_fts)
+        report["fts_mismatch"] = mismatched
+        return report
+
+
+_DOC_COLUMNS = (
+    "c.name, d.source, d.path, d.doc_hash, d.size, d.mtime_ns, d.title, d.format, "
+    "d.chunk_count, d.char_count, d.pages, d.ingested_at, d.metadata"
+)
+_HIT_SELECT = (
+    "SELECT k.id, k.chunk_id, d.source, d.title, k.text, k.page, k.section_path, k.line_start, "
+    "k.line_end, k.char_start, k.char_end, d.doc_hash, c.name, k.language, k.metadata "
+    "FROM chunks k JOIN documents d ON d.id = k.document_id "
+    "JOIN collections c ON c.id = k.collection_id"
+)
+# Filters on these keys read a column; any other key reads the chunk's metadata JSON.
+_COLUMN_FILTERS = {"language": "c.language", "source": "d.source", "format": "d.format"}
+
+
+def _filter_sql(filters: Mapping[str, str]) -> tuple[str, list[Any]]:
+    """SQL conditions (each ANDed) for ``key=value`` filters on chunks ``c`` / documents ``d``.
+
+    A metadata value that is a list matches when any element equals the filter value.
+    """
+    clauses: list[str] = []
+    params: list[Any] = []
+    for key, value in filters.items():
+        if key in _COLUMN_FILTERS:
+            clauses.append(f"{_COLUMN_FILTERS[key]} = ?")
+            params.append(value)
+        else:
+            clauses.append(
+                "EXISTS (SELECT 1 FROM json_each(c.metadata, ?) WHERE CAST(value AS TEXT) = ?)"
+            )
+            params.extend([_json_path(key), value])
+    return "".join(f" AND {c}" for c in clauses), params
+
+
+def _json_path(key: str) -> str:
+    return '$."' + key.replace('"', '""') + '"'
+
+
+def _record(row: Sequence[Any]) -> DocumentRecord:
+    return DocumentRecord(
+        collection=row[0], source=row[1], path=row[2], doc_hash=row[3], size=row[4],
+        mtime_ns=row[5], title=row[6], format=row[7], chunk_count=row[8], char_count=row[9],
+        pages=row[10], ingested_at=row[11], metadata=json.loads(row[12] or "{}"),
+    )  # fmt: skip
+
+
+def _hit(row: Sequence[Any]) -> Hit:
+    return Hit(
+        chunk_id=row[1], score=0.0, source=row[2], title=row[3], text=row[4], page=row[5],
+        section_path=row[6], line_start=row[7], line_end=row[8], char_start=row[9],
+        char_end=row[10], doc_hash=row[11], collection=row[12], language=row[13],
+        metadata=json.loads(row[14] or "{}"),
+    )  # fmt: skip
+
+
+def create(settings: Settings) -> SQLiteStore:
+    return SQLiteStore(Path(settings.data_dir) / DB_NAME)

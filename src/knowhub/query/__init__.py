@@ -1,0 +1,1 @@
+"""The query pipeline: validate → tokenize → dense ‖ lexical → fuse → cut."""

@@ -1,0 +1,64 @@
+"""Argument validation shared by every interface (one wording for one mistake)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+
+from knowhub.errors import QueryError
+
+__all__ = [
+    "MAX_QUERY_BYTES",
+    "check_collection_name",
+    "check_min_score",
+    "check_query",
+    "check_top_k",
+    "parse_key_values",
+]
+
+COLLECTION_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+MAX_QUERY_BYTES = 4096
+
+
+def check_collection_name(name: str) -> str:
+    if not COLLECTION_RE.fullmatch(name):
+        raise QueryError(
+            f"invalid collection name {name!r}: use 1-64 characters a-z, 0-9, '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+def check_query(query: str) -> str:
+    text = query.strip()
+    if not text:
+        raise QueryError("query is empty: give the words to search for")
+    if len(text.encode()) > MAX_QUERY_BYTES:
+        raise QueryError(
+            f"query is {len(text.encode())} bytes, over the {MAX_QUERY_BYTES}-byte limit: shorten it"
+        )
+    return text
+
+
+def check_top_k(top_k: int, maximum: int = 100) -> int:
+    if not 1 <= top_k <= maximum:
+        raise QueryError(f"top_k must be between 1 and {maximum}, got {top_k}")
+    return top_k
+
+
+def check_min_score(min_score: float) -> float:
+    if not math.isfinite(min_score) or min_score < 0:
+        raise QueryError(f"min_score must be a number >= 0, got {min_score}")
+    return min_score
+
+
+def parse_key_values(items: Iterable[str], option: str) -> dict[str, str]:
+    """``["team=ops", "lang=en"]`` → ``{"team": "ops", "lang": "en"}``."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise QueryError(f"{option} {item!r} is not key=value: write e.g. {option} team=ops")
+        out[key.strip()] = value.strip()
+    return out

@@ -1,0 +1,18 @@
+"""Shared fixtures: a fast, deterministic app on a temporary data dir."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from knowhub import App, build_app
+from tests.helpers import fast_settings
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[App]:
+    application = build_app(fast_settings(tmp_path / "data"))
+    yield application
+    application.close()

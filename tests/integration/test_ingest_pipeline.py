@@ -1,0 +1,152 @@
+"""Ingest and search end to end on real SQLite files (hashing embedder for speed)."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from pathlib import Path
+
+import pytest
+
+from knowhub import App, StoreError, build_app
+from tests.helpers import fast_settings, write
+
+BACKUPS = "# Guide\n\n## Backups\n\nSnapshots of the database run every six hours.\n"
+UPGRADES = "# Guide\n\n## Upgrades\n\nUpgrade the controller firmware before the agents.\n"
+
+
+def corpus(root: Path) -> Path:
+    write(root / "ops/backups.md", BACKUPS)
+    write(root / "ops/upgrades.md", UPGRADES)
+    write(root / "notes.txt", "Lunch is served at noon in the atrium.\n")
+    return root
+
+
+def test_ingest_then_search_cites_source_section_and_lines(app: App, tmp_path: Path) -> None:
+    report = app.ingest([corpus(tmp_path / "docs")])
+    assert sorted(report.added) == ["notes.txt", "ops/backups.md", "ops/upgrades.md"]
+    assert report.ok and report.chunks >= 3
+    hit = app.search("how often are database snapshots taken").hits[0]
+    assert hit.source == "ops/backups.md"
+    assert hit.section_path == "Guide > Backups"
+    assert (hit.line_start, hit.line_end) == (3, 5)
+    assert "six hours" in hit.text
+
+
+def test_second_run_reads_no_file_and_embeds_nothing(
+    app: App, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = corpus(tmp_path / "docs")
+    app.ingest([docs])
+
+    def refuse(self: Path, *args: object, **kwargs: object) -> bytes:
+        raise AssertionError(f"read {self}")
+
+    monkeypatch.setattr(pathlib.Path, "read_bytes", refuse)
+    monkeypatch.setattr(pathlib.Path, "open", refuse)
+    report = app.ingest([docs])
+    assert len(report.unchanged) == 3
+    assert (report.added, report.updated, report.embedded) == ([], [], 0)
+
+
+def test_touched_but_identical_file_is_unchanged(app: App, tmp_path: Path) -> None:
+    docs = corpus(tmp_path / "docs")
+    app.ingest([docs])
+    os.utime(docs / "notes.txt", ns=(1, 1))
+    report = app.ingest([docs])
+    assert "notes.txt" in report.unchanged and report.embedded == 0
+
+
+def test_changed_file_replaces_its_chunks(app: App, tmp_path: Path) -> None:
+    docs = corpus(tmp_path / "docs")
+    app.ingest([docs])
+    write(docs / "notes.txt", "Dinner is served at seven in the garden.\n")
+    report = app.ingest([docs])
+    assert report.updated == ["notes.txt"]
+    texts = [h.text for h in app.search("served", top_k=10).hits]
+    assert any("Dinner" in t for t in texts)
+    assert not any("Lunch" in t for t in texts)
+    assert app.store.integrity_report() == dict.fromkeys(app.store.integrity_report(), 0)
+
+
+def test_unchanged_chunks_of_an_edited_file_come_from_the_cache(app: App, tmp_path: Path) -> None:
+    paragraphs = [f"Paragraph {i} talks about topic number {i} at length." * 8 for i in range(6)]
+    doc = write(tmp_path / "docs/long.md", "\n\n".join(paragraphs))
+    first = app.ingest([doc.parent])
+    write(doc, "\n\n".join([*paragraphs[:-1], "A brand new closing paragraph."]))
+    second = app.ingest([doc.parent])
+    assert second.updated == ["long.md"]
+    assert 0 < second.embedded < first.embedded
+    assert second.cached > 0
+
+
+def test_prune_removes_deleted_files_from_results(app: App, tmp_path: Path) -> None:
+    docs = corpus(tmp_path / "docs")
+    app.ingest([docs])
+    (docs / "ops/backups.md").unlink()
+    kept = app.ingest([docs])
+    assert kept.removed == []  # without --prune nothing is removed
+    report = app.ingest([docs], prune=True)
+    assert report.removed == ["ops/backups.md"]
+    sources = {h.source for h in app.search("database snapshots six hours", top_k=10).hits}
+    assert "ops/backups.md" not in sources
+
+
+def test_failed_file_does_not_stop_others_or_lose_old_content(app: App, tmp_path: Path) -> None:
+    docs = corpus(tmp_path / "docs")
+    app.ingest([docs])
+    (docs / "ops/upgrades.md").write_bytes(b"\x00\x01\x02binary\x00" * 100)
+    write(docs / "new.md", "# New\n\nA fresh document about telescopes.\n")
+    report = app.ingest([docs])
+    assert [s for s, _ in report.failed] == ["ops/upgrades.md"]
+    assert "binary" in report.failed[0][1]
+    assert report.added == ["new.md"]
+    # the last good version of the broken file is still searchable
+    assert app.search("controller firmware").hits[0].source == "ops/upgrades.md"
+
+
+def test_missing_path_is_reported(app: App, tmp_path: Path) -> None:
+    report = app.ingest([tmp_path / "nowhere"])
+    assert report.failed and "no such file" in report.failed[0][1]
+
+
+def test_tags_become_filters_inside_both_legs(app: App, tmp_path: Path) -> None:
+    write(tmp_path / "fin/budget.md", "# Budget\n\nThe travel budget is reviewed monthly.\n")
+    write(tmp_path / "eng/travel.md", "# Travel\n\nEngineers book travel through the portal.\n")
+    app.ingest([tmp_path / "fin"], tags={"knowledge": "finance"})
+    app.ingest([tmp_path / "eng"], tags={"knowledge": "engineering"})
+    hits = app.search("travel", top_k=10, filters={"knowledge": "finance"}).hits
+    assert [h.source for h in hits] == ["budget.md"]
+    assert hits[0].metadata["knowledge"] == "finance"
+
+
+def test_include_and_exclude_globs(app: App, tmp_path: Path) -> None:
+    docs = corpus(tmp_path / "docs")
+    assert sorted(app.ingest([docs], include=["*.md"]).added) == ["ops/backups.md", "ops/upgrades.md"]
+    assert app.ingest([docs], exclude=["ops/*"]).added == ["notes.txt"]
+
+
+def test_collections_are_separate(app: App, tmp_path: Path) -> None:
+    docs = corpus(tmp_path / "docs")
+    app.ingest([docs / "notes.txt"], collection="lunch")
+    app.ingest([docs / "ops"], collection="ops")
+    assert {c.name: c.documents for c in app.collections()} == {"lunch": 1, "ops": 2}
+    assert {h.source for h in app.search("served noon", collection="lunch").hits} == {"notes.txt"}
+
+
+def test_remove_by_path_and_by_hash(app: App, tmp_path: Path) -> None:
+    docs = corpus(tmp_path / "docs")
+    app.ingest([docs])
+    assert [r.source for r in app.remove(str(docs / "notes.txt"))] == ["notes.txt"]
+    record = next(r for r in app.documents() if r.source == "ops/backups.md")
+    assert [r.source for r in app.remove(record.doc_hash[:12])] == ["ops/backups.md"]
+    assert [r.source for r in app.documents()] == ["ops/upgrades.md"]
+
+
+def test_switching_embedder_on_a_collection_is_refused(tmp_path: Path) -> None:
+    docs = corpus(tmp_path / "docs")
+    first = build_app(fast_settings(tmp_path / "data"))
+    first.ingest([docs])
+    other = build_app(fast_settings(tmp_path / "data", **{"embedder.hashing.dim": 64}))
+    with pytest.raises(StoreError, match="new collection"):
+        other.ingest([docs])

