@@ -41,6 +41,7 @@ _Measure = Callable[[int, int], int]
 _BLANK_LINE = re.compile(r"\n[^\S\n]*\n")
 _NON_SPACE = re.compile(r"\S")
 _SPACE = re.compile(r"\s")
+_WORD_CHAR = re.compile(r"\w")
 _WORD = re.compile(r"\S+")
 # A Latin sentence ends at . ! ? ; before whitespace (so "3.5" stays whole); a
 # CJK one at 。！？；… whatever follows, as CJK puts no space between sentences.
@@ -342,7 +343,8 @@ def _overlap_start(
     if wanted >= previous_end:
         return unit[0]
     snapped = _snap_forward(text, wanted, previous_end)
-    first = _NON_SPACE.search(text, snapped, unit[0])
+    # Open on a word: an overlap of bare punctuation (a comma, a closing quote) is noise.
+    first = _WORD_CHAR.search(text, snapped, unit[0])
     return first.start() if first else unit[0]
 
 

@@ -20,9 +20,6 @@ from knowhub.providers.embedders.base import Embedder, Vectors
 
 __all__ = ["EmbedRunner", "cache_key", "gather"]
 
-# Below this many texts in one ingest run, starting worker processes costs more than it saves.
-POOL_THRESHOLD = 64
-
 _worker_embedder: Embedder | None = None
 
 
@@ -45,23 +42,21 @@ def _embed_in_worker(texts: list[str]) -> Vectors:
 
 
 class EmbedRunner:
-    """Encodes batches inline, or in worker processes once a run is big enough."""
+    """Encodes batches inline, or in one worker process per core for costly models."""
 
     def __init__(self, embedder: Embedder, settings: Settings) -> None:
         self.embedder = embedder
         self._settings = settings
         self._workers = settings.embedder.workers or (os.cpu_count() or 1)
         self._pool: ProcessPoolExecutor | None = None
-        self._submitted = 0
         self.embedded = 0  # texts actually encoded (not served from the cache)
 
     def submit(self, texts: Sequence[str]) -> list[Future[Vectors]]:
         """Queue texts for encoding; futures resolve to ``(n, dim)`` arrays, one per batch."""
-        self._submitted += len(texts)
         self.embedded += len(texts)
         size = self.embedder.batch_size
         batches = [list(texts[i : i + size]) for i in range(0, len(texts), size)]
-        pool = self._maybe_pool()
+        pool = self._maybe_pool(texts)
         if pool is not None:
             return [pool.submit(_embed_in_worker, batch) for batch in batches]
         futures: list[Future[Vectors]] = []
@@ -71,13 +66,9 @@ class EmbedRunner:
             futures.append(future)
         return futures
 
-    def _maybe_pool(self) -> ProcessPoolExecutor | None:
-        if (
-            self._pool is None
-            and self.embedder.parallel
-            and self._workers > 1
-            and self._submitted > POOL_THRESHOLD
-        ):
+    def _maybe_pool(self, texts: Sequence[str]) -> ProcessPoolExecutor | None:
+        # Started on the first real work, so a run with nothing to embed spawns nothing.
+        if self._pool is None and self.embedder.parallel and self._workers > 1 and texts:
             self._pool = ProcessPoolExecutor(
                 max_workers=self._workers,
                 mp_context=get_context("spawn"),

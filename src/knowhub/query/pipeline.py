@@ -16,7 +16,7 @@ from knowhub.providers.stores.sqlite import SQLiteStore
 from knowhub.query.fusion import reciprocal_rank_fusion, weighted_fusion
 from knowhub.validate import check_collection_name, check_min_score, check_query, check_top_k
 
-__all__ = ["SearchRequest", "SearchResult", "search"]
+__all__ = ["Legs", "SearchRequest", "SearchResult", "fuse", "retrieve", "search"]
 
 
 @dataclass(frozen=True)
@@ -49,10 +49,47 @@ class SearchResult:
         }
 
 
+@dataclass
+class Legs:
+    """What each retriever returned: ``[(chunk row id, score), …]`` best first."""
+
+    lexical: list[tuple[int, float]]
+    dense: list[tuple[int, float]]
+    language: str
+    dense_used: bool
+
+
 def search(
     store: SQLiteStore, embedder: Embedder, settings: SearchSettings, request: SearchRequest
 ) -> SearchResult:
     """Run one hybrid search and return the cut, cited hits."""
+    timings: dict[str, float] = {}
+    legs = retrieve(store, embedder, settings, request, timings)
+    clock = time.perf_counter()
+    fused = fuse(settings, legs)
+    fused = [(i, s) for i, s in fused if s >= request.min_score][: request.top_k]
+    rows = store.hits([i for i, _ in fused])
+    lexical_rank = {item: r for r, (item, _) in enumerate(legs.lexical, start=1)}
+    dense_rank = {item: r for r, (item, _) in enumerate(legs.dense, start=1)}
+    hits = [
+        replace(rows[i], score=s, lexical_rank=lexical_rank.get(i), dense_rank=dense_rank.get(i))
+        for i, s in fused
+        if i in rows
+    ]
+    timings["fusion"] = _lap(clock)
+    counts = {"lexical": len(legs.lexical), "dense": len(legs.dense), "hits": len(hits)}
+    return SearchResult(hits, legs.language, legs.dense_used, timings, counts)
+
+
+def retrieve(
+    store: SQLiteStore,
+    embedder: Embedder,
+    settings: SearchSettings,
+    request: SearchRequest,
+    timings: dict[str, float] | None = None,
+) -> Legs:
+    """Validate the request and run both legs, each with the filters applied inside it."""
+    timings = {} if timings is None else timings
     query = check_query(request.query)
     check_top_k(request.top_k, request.max_top_k)
     check_min_score(request.min_score)
@@ -62,12 +99,13 @@ def search(
         raise QueryError(
             f"unknown collection {request.collection!r} (known: {known}); ingest into it first"
         )
-    timings: dict[str, float] = {}
     clock = time.perf_counter()
     language = detect_language(query)
     tokens = query_tokens(query)
     # An embedder that does not know the query's language would only add noise.
-    dense_used = embedder.languages is None or language in embedder.languages
+    dense_used = settings.dense_weight > 0 and (
+        embedder.languages is None or language in embedder.languages
+    )
     timings["routing"] = _lap(clock)
     n = max(settings.candidates, request.top_k)
 
@@ -82,28 +120,14 @@ def search(
         clock = time.perf_counter()
         dense = store.dense_search(cid, vector, n, request.filters)
         timings["dense"] = _lap(clock)
-
-    clock = time.perf_counter()
-    fused = _fuse(settings, {"lexical": lexical, "dense": dense})
-    fused = [(i, s) for i, s in fused if s >= request.min_score][: request.top_k]
-    rows = store.hits([i for i, _ in fused])
-    lexical_rank = {item: r for r, (item, _) in enumerate(lexical, start=1)}
-    dense_rank = {item: r for r, (item, _) in enumerate(dense, start=1)}
-    hits = [
-        replace(rows[i], score=s, lexical_rank=lexical_rank.get(i), dense_rank=dense_rank.get(i))
-        for i, s in fused
-        if i in rows
-    ]
-    timings["fusion"] = _lap(clock)
-    counts = {"lexical": len(lexical), "dense": len(dense), "hits": len(hits)}
-    return SearchResult(hits, language, dense_used, timings, counts)
+    return Legs(lexical, dense, language, dense_used)
 
 
-def _fuse(
-    settings: SearchSettings, legs: Mapping[str, list[tuple[int, float]]]
-) -> list[tuple[int, float]]:
+def fuse(settings: SearchSettings, legs: Legs) -> list[tuple[int, float]]:
+    """Fuse the legs as configured: weighted min-max scores (default) or RRF."""
     base = {"dense": settings.dense_weight, "lexical": 1.0 - settings.dense_weight}
-    live = {leg: ranking for leg, ranking in legs.items() if ranking and base[leg] > 0}
+    rankings = {"lexical": legs.lexical, "dense": legs.dense}
+    live = {leg: ranking for leg, ranking in rankings.items() if ranking and base[leg] > 0}
     if not live:
         return []
     if settings.fusion == "rrf":

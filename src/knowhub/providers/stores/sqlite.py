@@ -338,6 +338,15 @@ class SQLiteStore:
                 out[int(row[0])] = _hit(row)
         return out
 
+    def chunk_sources(self, cid: int) -> dict[int, str]:
+        """Chunk row id → document source, for every chunk of a collection (evaluation)."""
+        rows = self._db.execute(
+            "SELECT k.id, d.source FROM chunks k JOIN documents d ON d.id = k.document_id "
+            "WHERE k.collection_id = ?",
+            (cid,),
+        )
+        return {int(rowid): str(source) for rowid, source in rows}
+
     def chunks_by_id(self, chunk_id: str) -> list[Hit]:
         """Chunks with this chunk id (one, unless identical files sit at two paths)."""
         rows = self._db.execute(f"{_HIT_SELECT} WHERE k.chunk_id = ?", (chunk_id,)).fetchall()

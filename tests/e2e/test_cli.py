@@ -1,0 +1,158 @@
+"""The `knowhub` command as a user runs it: a real subprocess, real files, real SQLite."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from knowhub.interfaces.cli import cli
+from tests.helpers import write
+
+FAST_ENV = {"KNOWHUB_EMBEDDER__PROVIDER": "hashing", "KNOWHUB_EMBEDDER__WORKERS": "1"}
+
+
+def knowhub(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("KNOWHUB_")}
+    full_env = {**inherited, **FAST_ENV, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "knowhub", *args],
+        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    write(tmp_path / "docs/guide.md", "# Guide\n\n## Backups\n\nBackups run every night at 02:30.\n")
+    write(tmp_path / "docs/ru.txt", "Резервные копии хранятся тридцать пять дней.\n")
+    write(tmp_path / "docs/zh.md", "# 手册\n\n## 报销\n\n出差住宿每晚最多报销六百元。\n")
+    return tmp_path / "docs"
+
+
+def test_ingest_prints_summary_and_second_run_is_unchanged(docs: Path, tmp_path: Path) -> None:
+    first = knowhub("ingest", str(docs), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "3 added" in first.stdout and "0 failed" in first.stdout
+    assert (tmp_path / "data" / "knowhub.sqlite3").exists()  # ./data by default
+    second = knowhub("ingest", str(docs), cwd=tmp_path)
+    assert "3 unchanged" in second.stdout and "0 embedded" in second.stdout
+
+
+def test_search_json_has_every_citation_field(docs: Path, tmp_path: Path) -> None:
+    knowhub("ingest", str(docs), cwd=tmp_path)
+    result = knowhub("search", "when do backups run", "--json", "-k", "2", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    hits = json.loads(result.stdout)
+    assert hits and hits[0]["source"] == "guide.md"
+    for key in ("chunk_id", "score", "source", "text", "page", "section_path", "line_start",
+                "line_end", "char_start", "char_end", "metadata"):  # fmt: skip
+        assert key in hits[0]
+    assert hits[0]["section_path"] == "Guide > Backups"
+
+
+def test_search_in_chinese_and_russian(docs: Path, tmp_path: Path) -> None:
+    knowhub("ingest", str(docs), cwd=tmp_path)
+    zh = json.loads(knowhub("search", "住宿报销多少钱", "--json", cwd=tmp_path).stdout)
+    ru = json.loads(knowhub("search", "сколько дней хранят копии", "--json", cwd=tmp_path).stdout)
+    assert zh[0]["source"] == "zh.md"
+    assert ru[0]["source"] == "ru.txt"
+
+
+def test_text_output_shows_citation_and_chunk_id(docs: Path, tmp_path: Path) -> None:
+    knowhub("ingest", str(docs), cwd=tmp_path)
+    out = knowhub("search", "backups night", cwd=tmp_path).stdout
+    assert "guide.md, § Guide > Backups, lines" in out
+    chunk_id = out.split("chunk ", 1)[1].split()[0]
+    shown = knowhub("show", chunk_id, cwd=tmp_path)
+    assert shown.returncode == 0 and "Backups run every night at 02:30." in shown.stdout
+
+
+def test_filters_tags_and_collections(docs: Path, tmp_path: Path) -> None:
+    knowhub("ingest", str(docs / "guide.md"), "--collection", "ops", "--tag", "team=ops",
+            cwd=tmp_path)  # fmt: skip
+    hits = json.loads(knowhub("search", "backups", "-c", "ops", "--filter", "team=ops", "--json",
+                              cwd=tmp_path).stdout)  # fmt: skip
+    assert hits and hits[0]["metadata"]["team"] == "ops"
+    none = json.loads(knowhub("search", "backups", "-c", "ops", "--filter", "team=hr", "--json",
+                              cwd=tmp_path).stdout)  # fmt: skip
+    assert none == []
+    assert "ops" in knowhub("collections", cwd=tmp_path).stdout
+    assert "guide.md" in knowhub("docs", "-c", "ops", cwd=tmp_path).stdout
+
+
+def test_remove_and_prune(docs: Path, tmp_path: Path) -> None:
+    knowhub("ingest", str(docs), cwd=tmp_path)
+    removed = knowhub("remove", str(docs / "ru.txt"), cwd=tmp_path)
+    assert removed.returncode == 0 and "removed ru.txt" in removed.stdout
+    (docs / "zh.md").unlink()
+    pruned = knowhub("ingest", str(docs), "--prune", "--json", cwd=tmp_path)
+    report = json.loads(pruned.stdout)
+    assert report["removed"] == ["zh.md"]
+    assert "zh.md" not in knowhub("docs", cwd=tmp_path).stdout
+
+
+def test_failed_file_gives_reason_and_nonzero_exit(docs: Path, tmp_path: Path) -> None:
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.7 truncated garbage")
+    (docs / "empty.md").write_text("   \n")
+    result = knowhub("ingest", str(docs), cwd=tmp_path)
+    assert result.returncode == 1
+    assert "3 added" in result.stdout and "2 failed" in result.stdout
+    assert "failed broken.pdf:" in result.stdout and "failed empty.md:" in result.stdout
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["search", "backups", "-k", "0"], "top_k must be between 1 and 100"),
+        (["search", "backups", "--min-score", "-1"], "min_score must be a number >= 0"),
+        (["search", "   "], "query is empty"),
+        (["search", "backups", "-c", "Bad Name"], "invalid collection name"),
+        (["search", "backups", "-c", "nope"], "unknown collection 'nope'"),
+        (["search", "backups", "--filter", "novalue"], "is not key=value"),
+        (["show", "0000_missing"], "no chunk with id"),
+        (["remove", "nothing-here.md"], "no document"),
+    ],
+)
+def test_bad_arguments_get_one_clear_line(
+    docs: Path, tmp_path: Path, args: list[str], message: str
+) -> None:
+    knowhub("ingest", str(docs), cwd=tmp_path)
+    result = knowhub(*args, cwd=tmp_path)
+    assert result.returncode == 1
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_bad_config_names_the_fix(docs: Path, tmp_path: Path) -> None:
+    (tmp_path / "knowhub.yaml").write_text("embedder: {provider: nope}\n")
+    result = knowhub("ingest", str(docs), cwd=tmp_path, env={"KNOWHUB_EMBEDDER__PROVIDER": "nope"})
+    assert result.returncode == 1
+    assert "unknown embedder provider 'nope'" in result.stderr and "hashing" in result.stderr
+
+
+def test_data_dir_from_flag_and_environment(docs: Path, tmp_path: Path) -> None:
+    knowhub("--data-dir", str(tmp_path / "flag"), "ingest", str(docs), cwd=tmp_path)
+    knowhub("ingest", str(docs), cwd=tmp_path, env={"KNOWHUB_DATA_DIR": str(tmp_path / "env")})
+    assert (tmp_path / "flag" / "knowhub.sqlite3").exists()
+    assert (tmp_path / "env" / "knowhub.sqlite3").exists()
+
+
+def test_debug_shows_traceback(tmp_path: Path) -> None:
+    result = knowhub("--debug", "search", "x", "-c", "missing", cwd=tmp_path)
+    assert result.returncode == 1 and "Traceback" in result.stderr
+
+
+def test_every_command_has_help() -> None:
+    assert isinstance(cli, click.Group)
+    for name, command in cli.commands.items():
+        assert command.help, f"`knowhub {name}` has no help text"
+        result = subprocess.run([sys.executable, "-m", "knowhub", name, "--help"],
+                                capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert result.returncode == 0 and "Usage:" in result.stdout
