@@ -80,14 +80,17 @@ class ChunkingSettings(_Section):
     def _overlap_below_size(self) -> ChunkingSettings:
         if self.overlap >= self.size:
             raise ValueError(
-                f"chunking.overlap ({self.overlap}) must be smaller than chunking.size ({self.size})"
+                f"chunking.overlap ({self.overlap}) must be smaller than "
+                f"chunking.size ({self.size})"
             )
         return self
 
 
 class SearchSettings(_Section):
     top_k: int = Field(5, ge=1, le=100)
-    candidates: int = Field(50, ge=1, le=1000, description="Hits taken from each leg before fusion.")
+    candidates: int = Field(
+        50, ge=1, le=1000, description="Hits taken from each leg before fusion."
+    )
     fusion: Literal["weighted", "rrf"] = "weighted"
     rrf_k: int = Field(60, ge=1)
     dense_weight: float = Field(0.5, ge=0.0, le=1.0, description="Weight of the dense leg.")

@@ -35,8 +35,9 @@ def check_query(query: str) -> str:
     if not text:
         raise QueryError("query is empty: give the words to search for")
     if len(text.encode()) > MAX_QUERY_BYTES:
+        size = len(text.encode())
         raise QueryError(
-            f"query is {len(text.encode())} bytes, over the {MAX_QUERY_BYTES}-byte limit: shorten it"
+            f"query is {size} bytes, over the {MAX_QUERY_BYTES}-byte limit: shorten it"
         )
     return text
 

@@ -17,7 +17,9 @@ from tests.helpers import write
 FAST_ENV = {"KNOWHUB_EMBEDDER__PROVIDER": "hashing", "KNOWHUB_EMBEDDER__WORKERS": "1"}
 
 
-def knowhub(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def knowhub(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     inherited = {k: v for k, v in os.environ.items() if not k.startswith("KNOWHUB_")}
     full_env = {**inherited, **FAST_ENV, **(env or {})}
     return subprocess.run(
@@ -28,7 +30,9 @@ def knowhub(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subproc
 
 @pytest.fixture
 def docs(tmp_path: Path) -> Path:
-    write(tmp_path / "docs/guide.md", "# Guide\n\n## Backups\n\nBackups run every night at 02:30.\n")
+    write(
+        tmp_path / "docs/guide.md", "# Guide\n\n## Backups\n\nBackups run every night at 02:30.\n"
+    )
     write(tmp_path / "docs/ru.txt", "Резервные копии хранятся тридцать пять дней.\n")
     write(tmp_path / "docs/zh.md", "# 手册\n\n## 报销\n\n出差住宿每晚最多报销六百元。\n")
     return tmp_path / "docs"
@@ -156,3 +160,20 @@ def test_every_command_has_help() -> None:
         result = subprocess.run([sys.executable, "-m", "knowhub", name, "--help"],
                                 capture_output=True, text=True, timeout=60)  # fmt: skip
         assert result.returncode == 0 and "Usage:" in result.stdout
+
+
+def test_progress_bar_shows_on_a_terminal_only(docs: Path, tmp_path: Path) -> None:
+    import pexpect
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWHUB_")}
+    env.update(FAST_ENV)
+    child = pexpect.spawn(
+        sys.executable, ["-m", "knowhub", "ingest", str(docs)],
+        cwd=str(tmp_path), env=env, encoding="utf-8", timeout=120,
+    )  # fmt: skip
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert "ingesting" in (child.before or "")
+    piped = knowhub("ingest", str(docs), "--collection", "other", cwd=tmp_path)
+    assert "ingesting" not in piped.stderr + piped.stdout

@@ -68,8 +68,14 @@ def assert_consistent(data: Path, folder: Path, allowed: dict[int, set[str]]) ->
         for record in store.records(cid):
             index = int(Path(record.path).stem[3:])
             assert record.doc_hash in allowed[index], f"{record.source} is neither old nor new"
-            hits = store.hits([rowid for rowid, _ in store.lexical_search(
-                cid, [f"word{index * 7 % 97}"], 10_000, {"source": record.source})])
+            hits = store.hits(
+                [
+                    rowid
+                    for rowid, _ in store.lexical_search(
+                        cid, [f"word{index * 7 % 97}"], 10_000, {"source": record.source}
+                    )
+                ]
+            )
             versions = {h.text.split(" version ")[1].split()[0] for h in hits.values()
                         if " version " in h.text}  # fmt: skip
             assert len(versions) <= 1, f"{record.source} mixes versions {versions}"

@@ -122,7 +122,10 @@ def test_tags_become_filters_inside_both_legs(app: App, tmp_path: Path) -> None:
 
 def test_include_and_exclude_globs(app: App, tmp_path: Path) -> None:
     docs = corpus(tmp_path / "docs")
-    assert sorted(app.ingest([docs], include=["*.md"]).added) == ["ops/backups.md", "ops/upgrades.md"]
+    assert sorted(app.ingest([docs], include=["*.md"]).added) == [
+        "ops/backups.md",
+        "ops/upgrades.md",
+    ]
     assert app.ingest([docs], exclude=["ops/*"]).added == ["notes.txt"]
 
 

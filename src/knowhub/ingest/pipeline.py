@@ -111,8 +111,8 @@ def ingest(
     """Bring ``collection`` in line with the files under ``paths``."""
     run = _Run(store, embedder, settings, collection, dict(tags or {}))
     started = time.perf_counter()
-    candidates, missing = _collect(paths, include or settings.ingest.include,
-                                   settings.ingest.exclude if exclude is None else exclude)  # fmt: skip
+    exclusions = settings.ingest.exclude if exclude is None else exclude
+    candidates, missing = _collect(paths, include or settings.ingest.include, exclusions)
     for root, reason in missing:
         run.report.failed.append((root, reason))
     try:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from knowhub.errors import ProviderError
+from knowhub.errors import KnowhubError, ProviderError
 
 __all__ = ["Embedder", "Vectors"]
 
@@ -53,7 +53,7 @@ class Embedder(ABC):
     def _checked(self, texts: list[str], is_query: bool) -> Vectors:
         try:
             out = np.asarray(self._encode(texts, is_query), dtype=np.float32)
-        except ProviderError:
+        except KnowhubError:
             raise
         except Exception as exc:  # a model failure must name the model, not leak internals
             raise ProviderError(f"embedder {self.model_id} failed: {exc}") from exc

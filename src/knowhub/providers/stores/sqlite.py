@@ -221,7 +221,9 @@ class SQLiteStore:
                      chunk.char_end, chunk.language,
                      json.dumps(chunk.metadata, ensure_ascii=False), blob),
                 )  # fmt: skip
-                db.execute(f"INSERT INTO {fts}(rowid, tokens) VALUES (?, ?)", (cur.lastrowid, text_tokens))
+                db.execute(
+                    f"INSERT INTO {fts}(rowid, tokens) VALUES (?, ?)", (cur.lastrowid, text_tokens)
+                )
             db.executemany(
                 "INSERT OR IGNORE INTO embedding_cache(key, vector) VALUES (?, ?)",
                 zip(cache_keys, blobs, strict=True),
@@ -276,11 +278,11 @@ class SQLiteStore:
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens)
         where, params = _filter_sql(filters)
         fts = fts_table(cid)
+        joins = "JOIN chunks c ON c.id = f.rowid JOIN documents d ON d.id = c.document_id "
         sql = (
-            f"SELECT f.rowid, bm25({fts}) AS s FROM {fts} f "
-            + ("JOIN chunks c ON c.id = f.rowid JOIN documents d ON d.id = c.document_id " if where else "")
-            + f"WHERE {fts} MATCH ?{where} ORDER BY s LIMIT ?"
-        )  # fmt: skip
+            f"SELECT f.rowid, bm25({fts}) AS s FROM {fts} f {joins if where else ''}"
+            f"WHERE {fts} MATCH ?{where} ORDER BY s LIMIT ?"
+        )
         rows = self._db.execute(sql, [match, *params, limit]).fetchall()
         # FTS5's bm25() is negated so that ascending order is best-first.
         return [(int(r), -float(s)) for r, s in rows]

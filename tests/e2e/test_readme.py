@@ -1,0 +1,70 @@
+"""Every command the README shows runs, on a temporary data dir."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from knowhub.config import Settings
+from tests.helpers import ROOT
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+FAST_ENV = {"KNOWHUB_EMBEDDER__PROVIDER": "hashing", "KNOWHUB_EMBEDDER__WORKERS": "1"}
+
+
+def blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.DOTALL)
+
+
+def test_readme_opens_with_the_two_commands() -> None:
+    first = re.search(r"```\w*\n(.*?)```", README, flags=re.DOTALL)
+    assert first is not None
+    commands = [line.split("#")[0].strip() for line in first.group(1).splitlines()]
+    assert commands[:2] == ["make demo", "make test"]
+
+
+def test_ci_calls_make_test_and_nothing_else() -> None:
+    lines = (ROOT / ".ci/run").read_text().splitlines()
+    commands = [ln for ln in lines if ln.strip() and not ln.startswith(("#", "set ", "cd "))]
+    assert commands == ["make test"]
+
+
+def test_makefile_has_both_targets() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^demo:", makefile, flags=re.MULTILINE)
+    assert re.search(r"^test:", makefile, flags=re.MULTILINE)
+
+
+def test_yaml_snippets_are_valid_settings() -> None:
+    for block in blocks("yaml"):
+        Settings.model_validate(yaml.safe_load(block))
+
+
+def test_every_console_command_runs(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "examples" / "docs", tmp_path / "docs")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWHUB_")}
+    env.update(FAST_ENV, KNOWHUB_DATA_DIR=str(tmp_path / "data"))
+    chunk_id = ""
+    commands = [ln[2:] for b in blocks("console") for ln in b.splitlines() if ln.startswith("$ ")]
+    assert len(commands) >= 8
+    for command in commands:
+        args = shlex.split(command.replace("CHUNK_ID", chunk_id))
+        assert args[0] == "knowhub"
+        result = subprocess.run(
+            [sys.executable, "-m", "knowhub", *args[1:]],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert result.returncode == 0, f"{command}\n{result.stderr}"
+        if "--json" in args and args[1] == "search":
+            hits = json.loads(result.stdout)
+            assert hits, f"{command} found nothing"
+            chunk_id = hits[0]["chunk_id"]
+    assert chunk_id, "no search --json command to take a chunk id from"

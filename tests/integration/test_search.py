@@ -1,0 +1,103 @@
+"""Hybrid search behaviour on a real SQLite store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from knowhub import App, QueryError, build_app
+from knowhub.providers.embedders.hashing import HashingEmbedder
+from knowhub.query.pipeline import SearchRequest, search
+from tests.helpers import fast_settings, write
+
+
+def test_filters_apply_inside_both_legs_before_fusion(tmp_path: Path) -> None:
+    # 30 "finance" documents outrank the single "legal" one on both legs; with only
+    # 5 candidates per leg a filter applied after fusion would find nothing.
+    app = build_app(fast_settings(tmp_path / "data", **{"search.candidates": 5}))
+    for i in range(30):
+        write(tmp_path / f"fin/{i}.md", f"Travel travel travel expenses report number {i}.\n")
+    write(tmp_path / "legal/contract.md", "A contract clause mentions travel once.\n")
+    app.ingest([tmp_path / "fin"], tags={"dept": "finance"})
+    app.ingest([tmp_path / "legal"], tags={"dept": "legal"})
+    unfiltered = app.search("travel expenses", top_k=5)
+    assert all(h.metadata["dept"] == "finance" for h in unfiltered.hits)
+    result = app.search("travel expenses", top_k=5, filters={"dept": "legal"})
+    assert [h.source for h in result.hits] == ["contract.md"]
+    assert result.counts["lexical"] == 1 and result.counts["dense"] == 1
+
+
+def test_language_filter_uses_the_chunk_language(app: App, tmp_path: Path) -> None:
+    write(tmp_path / "d/en.md", "Backups every six hours.\n")
+    write(tmp_path / "d/ru.md", "Резервные копии каждые шесть часов. Backups.\n")
+    app.ingest([tmp_path / "d"])
+    hits = app.search("backups", filters={"language": "ru"}).hits
+    assert [h.source for h in hits] == ["ru.md"]
+
+
+class EnglishOnly(HashingEmbedder):
+    languages = frozenset({"en"})
+
+
+def test_dense_leg_is_skipped_for_languages_the_embedder_does_not_know(
+    app: App, tmp_path: Path
+) -> None:
+    write(tmp_path / "d/zh.md", "数据库每六小时备份一次。\n")
+    write(tmp_path / "d/en.md", "The database is backed up every six hours.\n")
+    app.ingest([tmp_path / "d"])
+    embedder = EnglishOnly(app.embedder.dim)
+    embedder.model_id = app.embedder.model_id
+    zh = search(app.store, embedder, app.settings.search, SearchRequest("数据库备份", "default"))
+    en = search(
+        app.store, embedder, app.settings.search, SearchRequest("database backup", "default")
+    )
+    assert not zh.dense_used and zh.counts["dense"] == 0 and zh.hits[0].source == "zh.md"
+    assert en.dense_used and en.counts["dense"] > 0
+
+
+def test_rrf_fusion_is_selectable(tmp_path: Path) -> None:
+    app = build_app(fast_settings(tmp_path / "data", **{"search.fusion": "rrf"}))
+    write(tmp_path / "d/a.md", "Solar panels on the warehouse roof.\n")
+    app.ingest([tmp_path / "d"])
+    hit = app.search("solar panels").hits[0]
+    assert hit.score == pytest.approx(1 / 61 + 1 / 61)  # rank 1 in both legs
+
+
+def test_min_score_cuts_weak_hits(app: App, tmp_path: Path) -> None:
+    write(tmp_path / "d/a.md", "Solar panels on the warehouse roof.\n")
+    write(tmp_path / "d/b.md", "Roof repairs are booked in spring; panels of experts decide.\n")
+    app.ingest([tmp_path / "d"])
+    everything = app.search("solar panels warehouse", top_k=10).hits
+    strict = app.search("solar panels warehouse", top_k=10, min_score=0.99).hits
+    assert len(everything) == 2 and [h.source for h in strict] == ["a.md"]
+
+
+def test_hits_carry_ranks_of_both_legs(app: App, tmp_path: Path) -> None:
+    write(tmp_path / "d/a.md", "Solar panels on the warehouse roof.\n")
+    app.ingest([tmp_path / "d"])
+    hit = app.search("solar panels").hits[0]
+    assert (hit.lexical_rank, hit.dense_rank) == (1, 1)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"query": ""}, "query is empty"),
+        ({"query": "x" * 5000}, "over the 4096-byte limit"),
+        ({"top_k": 0}, "top_k must be between 1 and 100"),
+        ({"top_k": 101}, "top_k must be between 1 and 100"),
+        ({"min_score": -0.5}, "min_score must be a number >= 0"),
+        ({"min_score": float("nan")}, "min_score must be a number >= 0"),
+        ({"collection": "../etc"}, "invalid collection name"),
+        ({"collection": "absent"}, "unknown collection 'absent'"),
+    ],
+)
+def test_invalid_requests_are_query_errors(
+    app: App, tmp_path: Path, kwargs: dict[str, object], message: str
+) -> None:
+    write(tmp_path / "d/a.md", "Solar panels.\n")
+    app.ingest([tmp_path / "d"])
+    args: dict[str, object] = {"query": "solar", **kwargs}
+    with pytest.raises(QueryError, match=message):
+        app.search(**args)  # type: ignore[arg-type]
