@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
 import statistics
@@ -26,51 +25,15 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from knowhub import build_app, load_settings
 from knowhub.config import SearchSettings
+from knowhub.eval.beir import load_dataset, materialize, safe_name
+from knowhub.eval.metrics import mrr_at, ndcg_at, recall_at
 from knowhub.query.pipeline import Legs, SearchRequest, fuse, retrieve
 
 RESULTS = Path(__file__).parent / "results"
 DENSE_WEIGHTS = (0.3, 0.5, 0.7)
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
-
-
-def read_qrels(path: Path) -> dict[str, dict[str, int]]:
-    qrels: dict[str, dict[str, int]] = {}
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for number, line in enumerate(lines[1:], start=2):
-        parts = line.split("\t")
-        if len(parts) != 3:
-            raise SystemExit(f"{path}:{number}: expected 3 tab-separated fields, got {line!r}")
-        qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
-    return qrels
-
-
-def safe_name(doc_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", doc_id)
-
-
-def materialize(corpus: Sequence[Mapping[str, str]], folder: Path) -> dict[str, str]:
-    """Write each document once; return file stem → document id."""
-    folder.mkdir(parents=True, exist_ok=True)
-    stems: dict[str, str] = {}
-    for doc in corpus:
-        stem = safe_name(doc["_id"])
-        if stem in stems:
-            raise SystemExit(f"two document ids map to the file name {stem}")
-        stems[stem] = doc["_id"]
-        title = doc.get("title", "").strip()
-        text = f"# {title}\n\n{doc['text']}\n" if title else f"{doc['text']}\n"
-        path = folder / f"{stem}.md"
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
-    return stems
 
 
 def tree_rss_kb(pid: int) -> int:
@@ -117,22 +80,6 @@ def timed_ingest(
             "chunks": report["chunks"], "embedded": report["embedded"]}  # fmt: skip
 
 
-def ndcg_at(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 10) -> float:
-    dcg = sum(relevant.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
-    ideal = sorted(relevant.values(), reverse=True)[:k]
-    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
-    return dcg / idcg if idcg else 0.0
-
-
-def recall_at(ranked: Sequence[str], relevant: Mapping[str, int], k: int) -> float:
-    positives = {d for d, g in relevant.items() if g > 0}
-    return len(positives & set(ranked[:k])) / len(positives) if positives else 0.0
-
-
-def mrr_at(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 10) -> float:
-    return next((1 / (i + 1) for i, d in enumerate(ranked[:k]) if relevant.get(d, 0) > 0), 0.0)
-
-
 def doc_ranking(ranking: Sequence[tuple[int, float]], doc_of: Mapping[int, str]) -> list[str]:
     """Chunk ranking → document ranking (a document ranks at its best chunk)."""
     seen: dict[str, None] = {}
@@ -163,7 +110,8 @@ def main() -> None:
     name = args.dataset.name
     collection = safe_name(f"{name}-{args.provider}").lower()
     files = args.data_dir / "files" / name
-    stems = materialize(read_jsonl(args.dataset / "corpus.jsonl"), files)
+    dataset = load_dataset(args.dataset, args.split)
+    stems = materialize(dataset.corpus, files)
     env = {**os.environ, "KNOWHUB_EMBEDDER__PROVIDER": args.provider}
     first = timed_ingest(files, args.data_dir, collection, env)
     second = timed_ingest(files, args.data_dir, collection, env)
@@ -177,8 +125,7 @@ def main() -> None:
     doc_of = {
         rowid: stems[Path(source).stem] for rowid, source in app.store.chunk_sources(cid).items()
     }
-    queries = {q["_id"]: q["text"] for q in read_jsonl(args.dataset / "queries.jsonl")}
-    qrels = read_qrels(args.dataset / "qrels" / f"{args.split}.tsv")
+    queries, qrels = dataset.queries, dataset.qrels
     qids = sorted(qrels)[: args.limit or None]
     scores: dict[str, dict[str, list[float]]] = {}
     latencies: list[float] = []

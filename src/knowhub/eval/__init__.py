@@ -1,0 +1,1 @@
+"""Retrieval evaluation: BEIR data sets and ranking metrics."""
