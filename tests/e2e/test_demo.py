@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import subprocess
+import sys
 from types import ModuleType
 
 import pytest
@@ -16,6 +17,7 @@ def demo_module() -> ModuleType:
     spec = importlib.util.spec_from_file_location("demo", ROOT / "examples" / "demo.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules["demo"] = module  # dataclasses look their module up while the class is built
     spec.loader.exec_module(module)
     return module
 
