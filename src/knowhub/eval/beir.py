@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,14 +26,17 @@ class Dataset:
 
 
 def load_dataset(folder: Path, split: str = "test") -> Dataset:
-    """Read a BEIR folder; every judged query must exist in queries.jsonl."""
+    """Read a BEIR folder, checking every judgment against the corpus and the queries.
+
+    A judged query must have text in queries.jsonl and at least one judgment > 0, and
+    every judged document must be in corpus.jsonl: otherwise it could only score zero.
+    """
+    if not folder.is_dir():
+        raise ConfigError(f"{folder}: not a folder; give a BEIR data set folder")
     corpus = _read_jsonl(folder / "corpus.jsonl", ("_id", "text"))
     queries = {q["_id"]: q["text"] for q in _read_jsonl(folder / "queries.jsonl", ("_id", "text"))}
-    qrels = _read_qrels(folder / "qrels" / f"{split}.tsv")
-    for qid in qrels:
-        if qid not in queries:
-            raise ConfigError(f"{folder / 'qrels' / f'{split}.tsv'}: query {qid!r} has no text "
-                              "in queries.jsonl")  # fmt: skip
+    doc_ids = {doc["_id"] for doc in corpus}
+    qrels = _read_qrels(folder / "qrels" / f"{split}.tsv", doc_ids, queries)
     return Dataset(folder.name, corpus, queries, qrels)
 
 
@@ -59,19 +62,38 @@ def _read_jsonl(path: Path, required: Sequence[str]) -> list[dict[str, Any]]:
     return rows
 
 
-def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
+def _read_qrels(
+    path: Path, doc_ids: Set[str], queries: Mapping[str, str]
+) -> dict[str, dict[str, int]]:
     if not path.is_file():
-        raise ConfigError(f"{path}: missing; choose a split that has a qrels file")
+        splits = sorted(p.stem for p in path.parent.glob("*.tsv")) or ["none"]
+        raise ConfigError(f"{path}: missing; choose a split that has a qrels file "
+                          f"(found: {', '.join(splits)})")  # fmt: skip
     qrels: dict[str, dict[str, int]] = {}
+    first_line: dict[str, int] = {}
     lines = path.read_text(encoding="utf-8").splitlines()
     for number, line in enumerate(lines, start=1):
         parts = line.split("\t")
-        if number == 1 and parts[0] == "query-id":
+        if (number == 1 and parts[0] == "query-id") or not line.strip():
             continue
         if len(parts) != 3 or not parts[2].strip().lstrip("-").isdigit():
             raise ConfigError(f"{path}:{number}: expected 'query-id<TAB>corpus-id<TAB>score', "
                               f"got {line!r}")  # fmt: skip
-        qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
+        qid, doc_id = parts[0], parts[1]
+        if qid not in queries:
+            raise ConfigError(f"{path}:{number}: query {qid!r} has no text in queries.jsonl")
+        if doc_id not in doc_ids:
+            raise ConfigError(f"{path}:{number}: document {doc_id!r} is not in corpus.jsonl")
+        qrels.setdefault(qid, {})[doc_id] = int(parts[2])
+        first_line.setdefault(qid, number)
+    for qid, judged in qrels.items():
+        if max(judged.values()) <= 0:
+            raise ConfigError(
+                f"{path}:{first_line[qid]}: query {qid!r} has no judgment above 0, so nothing "
+                "could count as found; drop it or fix its scores"
+            )
+    if not qrels:
+        raise ConfigError(f"{path}: no judgments; a qrels file needs at least one line")
     return qrels
 
 

@@ -1,4 +1,4 @@
-"""Ranking metrics over one query, as small pure functions (graded relevance).
+"""Ranking metrics over one query, as small pure functions (graded relevance), and percentiles.
 
 nDCG follows Järvelin & Kekäläinen (2002) with the linear gain used by trec_eval
 and BEIR: DCG@k = Σ_i rel_i / log2(i + 1), i from 1.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-__all__ = ["mrr_at", "ndcg_at", "recall_at"]
+__all__ = ["hit_rate_at", "keyword_recall", "mrr_at", "ndcg_at", "percentile", "recall_at"]
 
 
 def ndcg_at(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 10) -> float:
@@ -26,3 +26,31 @@ def recall_at(ranked: Sequence[str], relevant: Mapping[str, int], k: int) -> flo
 
 def mrr_at(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 10) -> float:
     return next((1 / (i + 1) for i, doc in enumerate(ranked[:k]) if relevant.get(doc, 0) > 0), 0.0)
+
+
+def hit_rate_at(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 10) -> float:
+    """1.0 when any relevant document is in the top ``k`` (trec_eval's ``success@k``)."""
+    return 1.0 if any(relevant.get(doc, 0) > 0 for doc in ranked[:k]) else 0.0
+
+
+def keyword_recall(keywords: Sequence[str], texts: Sequence[str]) -> float:
+    """Share of ``keywords`` found in ``texts`` (case-insensitive, whitespace collapsed)."""
+    if not keywords:
+        return 0.0
+    haystack = _normal(" \n ".join(texts))
+    return sum(_normal(word) in haystack for word in keywords) / len(keywords)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile with linear interpolation (numpy's default); 0.0 if empty."""
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    position = (len(ordered) - 1) * q / 100
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.casefold().split())

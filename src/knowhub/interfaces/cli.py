@@ -22,11 +22,13 @@ from knowhub.config import load_settings
 from knowhub.errors import KnowhubError
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.interfaces.render import (
+    explain_hits,
     render_chunk,
     render_collections,
     render_documents,
     render_hits,
     render_report,
+    render_search_trace,
 )
 from knowhub.validate import parse_key_values
 
@@ -115,6 +117,9 @@ def ingest(
 @click.option("--filter", "filters", multiple=True, metavar="KEY=VALUE", help="Metadata filter.")
 @click.option("--min-score", type=float, help="Drop hits scoring below this (fused score).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of hits.")
+@click.option(
+    "--explain", is_flag=True, help="Show each hit's lexical, dense, fused and rerank ranks."
+)
 @click.pass_obj
 def search(
     obj: _Context,
@@ -124,16 +129,22 @@ def search(
     filters: tuple[str, ...],
     min_score: float | None,
     as_json: bool,
+    explain: bool,
 ) -> None:
     """Hybrid (dense + BM25) search with citations."""
     with _errors(obj):
         result = obj.app().search(
             query, collection, top_k, parse_key_values(filters, "--filter"), min_score
         )
+        why = explain_hits(result) if explain else None
         if as_json:
-            _emit([h.to_dict() for h in result.hits], True)
+            hits = [h.to_dict() for h in result.hits]
+            for hit, reasons in zip(hits, why or [], strict=False):
+                hit["explain"] = reasons
+            _emit(hits, True)
         else:
-            _emit(render_hits(result.hits), False)
+            trace = f"\n\n{render_search_trace(result)}" if explain else ""
+            _emit(render_hits(result.hits, why) + trace, False)
 
 
 @cli.command()
@@ -200,7 +211,7 @@ def _errors(obj: _Context) -> Iterator[None]:
 
 
 @contextmanager
-def _progress() -> Iterator[Callable[[int, int, str], None] | None]:
+def _progress(label: str = "ingesting") -> Iterator[Callable[[int, int, str], None] | None]:
     """A progress bar on stderr when it is a terminal; nothing otherwise."""
     if not sys.stderr.isatty():
         yield None
@@ -210,9 +221,9 @@ def _progress() -> Iterator[Callable[[int, int, str], None] | None]:
     def update(done: int, total: int, current: str) -> None:
         nonlocal bar
         if bar is None:
-            bar = click.progressbar(length=total, label="ingesting", file=sys.stderr)
+            bar = click.progressbar(length=total, label=label, file=sys.stderr)
             bar.__enter__()
-        bar.label = f"ingesting {current[-40:]}"
+        bar.label = f"{label} {current[-40:]}"
         bar.update(done - bar.pos)
 
     try:
@@ -237,3 +248,9 @@ def _exit_for(report: IngestReport) -> None:
 def main() -> None:
     """Console-script entry point."""
     cli(prog_name="knowhub")
+
+
+# Commands kept in their own modules; imported last because they use the helpers above.
+from knowhub.interfaces.cli_eval import eval_command  # noqa: E402
+
+cli.add_command(eval_command)

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.models import DocumentRecord, Hit
 from knowhub.providers.stores.sqlite import CollectionInfo
+from knowhub.query.pipeline import SearchResult
 
 __all__ = [
     "citation",
+    "explain_hits",
     "render_chunk",
     "render_collections",
     "render_documents",
     "render_hits",
     "render_report",
+    "render_search_trace",
 ]
 
 PREVIEW_CHARS = 240
@@ -32,7 +36,11 @@ def citation(hit: Hit) -> str:
     return ", ".join(parts)
 
 
-def render_hits(hits: Sequence[Hit]) -> str:
+def render_hits(
+    hits: Sequence[Hit], explanations: Sequence[Mapping[str, Any]] | None = None
+) -> str:
+    """Ranked hits with citation and preview; with ``explanations`` (see
+    :func:`explain_hits`) a line per hit says how it got its rank."""
     if not hits:
         return "no results (try other words, a lower --min-score, or check --collection)"
     blocks = []
@@ -41,10 +49,71 @@ def render_hits(hits: Sequence[Hit]) -> str:
         if len(preview) > PREVIEW_CHARS:
             preview = preview[:PREVIEW_CHARS].rstrip() + "…"
         body = textwrap.indent(textwrap.fill(preview, 96), "    ")
+        why = f"    {_explain_line(explanations[rank - 1])}\n" if explanations else ""
         blocks.append(
-            f"[{rank}] {hit.score:.3f}  {citation(hit)}\n    chunk {hit.chunk_id}\n{body}"
+            f"[{rank}] {hit.score:.3f}  {citation(hit)}\n    chunk {hit.chunk_id}\n{why}{body}"
         )
     return "\n\n".join(blocks)
+
+
+def explain_hits(result: SearchResult) -> list[dict[str, Any]]:
+    """Per hit: its rank in each leg, after fusion and after reranking.
+
+    ``rerank`` is ``"off"``, ``"failed"`` (with ``rerank_error``) or ``"F → R"``,
+    the move from fused rank F to final rank R.
+    """
+    outcome = result.rerank
+    explained = []
+    for rank, hit in enumerate(result.hits, start=1):
+        if outcome.used:
+            rerank = f"{hit.fused_rank} → {rank}"
+        else:
+            rerank = "failed" if outcome.error else "off"
+        explained.append({
+            "rank": rank,
+            "lexical_rank": hit.lexical_rank,
+            "dense_rank": hit.dense_rank,
+            "dense_used": result.dense_used,
+            "fused_score": None if hit.fused_score is None else round(hit.fused_score, 6),
+            "fused_rank": hit.fused_rank,
+            "rerank": rerank,
+            "rerank_score": None if hit.rerank_score is None else round(hit.rerank_score, 6),
+            "rerank_error": outcome.error,
+        })  # fmt: skip
+    return explained
+
+
+def render_search_trace(result: SearchResult) -> str:
+    """One line on how the search ran: language, legs, rerank and timings."""
+    outcome = result.rerank
+    if outcome.provider == "none":
+        rerank = "rerank off"
+    elif outcome.error:
+        rerank = f"rerank {outcome.provider} failed, fused order kept: {outcome.error}"
+    else:
+        rerank = f"rerank {outcome.provider} ({outcome.ms:.0f} ms)"
+    dense = f"dense {result.counts.get('dense', 0)}" if result.dense_used else "dense skipped"
+    timings = ", ".join(f"{stage} {ms:.1f}" for stage, ms in result.timings_ms.items())
+    return (
+        f"language {result.language} · candidates: lexical {result.counts.get('lexical', 0)}, "
+        f"{dense} · {rerank} · ms: {timings}"
+    )
+
+
+def _explain_line(why: Mapping[str, Any]) -> str:
+    lexical = f"#{why['lexical_rank']}" if why["lexical_rank"] else "-"
+    dense = f"#{why['dense_rank']}" if why["dense_rank"] else "-"
+    if not why["dense_used"]:
+        dense = "skipped"
+    fused = "-" if why["fused_score"] is None else f"{why['fused_score']:.3f}"
+    fused += f" (#{why['fused_rank']})" if why["fused_rank"] else ""
+    if why["rerank"] == "off":
+        rerank = "rerank: off"
+    elif why["rerank"] == "failed":
+        rerank = f"rerank failed: {why['rerank_error']}"
+    else:
+        rerank = f"rerank {why['rerank']} ({why['rerank_score']:.3f})"
+    return f"explain: lexical {lexical} · dense {dense} · fused {fused} · {rerank}"
 
 
 def render_report(report: IngestReport) -> str:

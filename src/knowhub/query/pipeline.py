@@ -1,4 +1,7 @@
-"""Hybrid search: validate → language → dense ‖ lexical (filters inside both) → fuse → cut."""
+"""Hybrid search: validate → language → dense ‖ lexical → fuse → rerank → cut.
+
+Filters apply inside both legs; the rerank stage is optional (``knowhub.query.rerank``).
+"""
 
 from __future__ import annotations
 
@@ -11,9 +14,11 @@ from knowhub.config import SearchSettings
 from knowhub.errors import QueryError
 from knowhub.lang import detect_language, query_tokens
 from knowhub.models import Hit
-from knowhub.providers.embedders.base import Embedder
+from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.stores.sqlite import SQLiteStore
+from knowhub.query.cache import SearchCaches
 from knowhub.query.fusion import reciprocal_rank_fusion, weighted_fusion
+from knowhub.query.rerank import RerankOutcome, RerankStage
 from knowhub.validate import check_collection_name, check_min_score, check_query, check_top_k
 
 __all__ = ["Legs", "SearchRequest", "SearchResult", "fuse", "retrieve", "search"]
@@ -38,6 +43,8 @@ class SearchResult:
     dense_used: bool
     timings_ms: dict[str, float] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    rerank: RerankOutcome = field(default_factory=RerankOutcome)
+    cache: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -46,6 +53,8 @@ class SearchResult:
             "dense_used": self.dense_used,
             "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
             "counts": self.counts,
+            "rerank": self.rerank.to_dict(),
+            "cache": self.cache,
         }
 
 
@@ -57,40 +66,64 @@ class Legs:
     dense: list[tuple[int, float]]
     language: str
     dense_used: bool
+    cache: str = "off"  # query embedding: hit | miss | skipped (no dense leg) | off
 
 
 def search(
-    store: SQLiteStore, embedder: Embedder, settings: SearchSettings, request: SearchRequest
-) -> SearchResult:
-    """Run one hybrid search and return the cut, cited hits."""
-    timings: dict[str, float] = {}
-    legs = retrieve(store, embedder, settings, request, timings)
-    clock = time.perf_counter()
-    fused = fuse(settings, legs)
-    fused = [(i, s) for i, s in fused if s >= request.min_score][: request.top_k]
-    rows = store.hits([i for i, _ in fused])
-    lexical_rank = {item: r for r, (item, _) in enumerate(legs.lexical, start=1)}
-    dense_rank = {item: r for r, (item, _) in enumerate(legs.dense, start=1)}
-    hits = [
-        replace(rows[i], score=s, lexical_rank=lexical_rank.get(i), dense_rank=dense_rank.get(i))
-        for i, s in fused
-        if i in rows
-    ]
-    timings["fusion"] = _lap(clock)
-    counts = {"lexical": len(legs.lexical), "dense": len(legs.dense), "hits": len(hits)}
-    return SearchResult(hits, legs.language, legs.dense_used, timings, counts)
-
-
-def retrieve(
     store: SQLiteStore,
     embedder: Embedder,
     settings: SearchSettings,
     request: SearchRequest,
-    timings: dict[str, float] | None = None,
-) -> Legs:
-    """Validate the request and run both legs, each with the filters applied inside it."""
-    timings = {} if timings is None else timings
-    query = check_query(request.query)
+    rerank: RerankStage | None = None,
+    caches: SearchCaches | None = None,
+) -> SearchResult:
+    """Run one hybrid search and return the cut, cited hits (reranked when ``rerank``).
+
+    With ``caches``, an identical request on an unchanged collection is answered from
+    the result cache (its key holds the collection version, so any ingest invalidates
+    it) and repeated query texts reuse their embedding.
+    """
+    clock = time.perf_counter()
+    cid = _validate(store, request)
+    key = (cid, store.version(cid), request.query.strip(), tuple(sorted(request.filters.items())),
+           request.top_k, request.min_score)  # fmt: skip
+    cached: SearchResult | None = caches.results.get(key) if caches is not None else None
+    if cached is not None:
+        return replace(cached, timings_ms={"cache": _lap(clock)},
+                       cache={**cached.cache, "result": "hit"})  # fmt: skip
+    timings: dict[str, float] = {}
+    legs = retrieve(store, embedder, settings, request, timings, caches)
+    clock = time.perf_counter()
+    fused = fuse(settings, legs)
+    window = request.top_k if rerank is None else rerank.window(request.top_k)
+    fused = [(i, s) for i, s in fused if s >= request.min_score][:window]
+    rows = store.hits([i for i, _ in fused])
+    lexical_rank = {item: r for r, (item, _) in enumerate(legs.lexical, start=1)}
+    dense_rank = {item: r for r, (item, _) in enumerate(legs.dense, start=1)}
+    hits = [
+        replace(rows[i], score=s, lexical_rank=lexical_rank.get(i), dense_rank=dense_rank.get(i),
+                fused_score=s, fused_rank=rank)
+        for rank, (i, s) in enumerate(fused, start=1)
+        if i in rows
+    ]  # fmt: skip
+    timings["fusion"] = _lap(clock)
+    outcome = RerankOutcome()
+    if rerank is not None:
+        hits, outcome = rerank(request.query.strip(), hits)
+        timings["rerank"] = outcome.ms
+    hits = hits[: request.top_k]
+    counts = {"lexical": len(legs.lexical), "dense": len(legs.dense), "hits": len(hits)}
+    cache = {"result": "miss" if caches is not None else "off", "query_embedding": legs.cache}
+    result = SearchResult(hits, legs.language, legs.dense_used, timings, counts, outcome, cache)
+    # A failed rerank is not cached: the next identical query may well succeed.
+    if caches is not None and outcome.error is None:
+        caches.results.put(key, result)
+    return result
+
+
+def _validate(store: SQLiteStore, request: SearchRequest) -> int:
+    """Check every argument; return the collection's id."""
+    check_query(request.query)
     check_top_k(request.top_k, request.max_top_k)
     check_min_score(request.min_score)
     cid = store.collection_id(check_collection_name(request.collection))
@@ -99,6 +132,21 @@ def retrieve(
         raise QueryError(
             f"unknown collection {request.collection!r} (known: {known}); ingest into it first"
         )
+    return cid
+
+
+def retrieve(
+    store: SQLiteStore,
+    embedder: Embedder,
+    settings: SearchSettings,
+    request: SearchRequest,
+    timings: dict[str, float] | None = None,
+    caches: SearchCaches | None = None,
+) -> Legs:
+    """Validate the request and run both legs, each with the filters applied inside it."""
+    timings = {} if timings is None else timings
+    cid = _validate(store, request)
+    query = request.query.strip()
     clock = time.perf_counter()
     language = detect_language(query)
     tokens = query_tokens(query)
@@ -113,14 +161,29 @@ def retrieve(
     lexical = store.lexical_search(cid, tokens, n, request.filters)
     timings["lexical"] = _lap(clock)
     dense: list[tuple[int, float]] = []
+    cache_state = "skipped"
     if dense_used:
         clock = time.perf_counter()
-        vector = embedder.embed_query(query)
+        vector, cache_state = _query_vector(embedder, query, caches)
         timings["query_embedding"] = _lap(clock)
         clock = time.perf_counter()
         dense = store.dense_search(cid, vector, n, request.filters)
         timings["dense"] = _lap(clock)
-    return Legs(lexical, dense, language, dense_used)
+    return Legs(lexical, dense, language, dense_used, cache_state)
+
+
+def _query_vector(
+    embedder: Embedder, query: str, caches: SearchCaches | None
+) -> tuple[Vectors, str]:
+    if caches is None:
+        return embedder.embed_query(query), "off"
+    key = (embedder.model_id, query)
+    vector = caches.query_vectors.get(key)
+    if vector is not None:
+        return vector, "hit"
+    vector = embedder.embed_query(query)
+    caches.query_vectors.put(key, vector)
+    return vector, "miss"
 
 
 def fuse(settings: SearchSettings, legs: Legs) -> list[tuple[int, float]]:

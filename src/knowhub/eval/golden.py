@@ -1,0 +1,99 @@
+"""Golden files: hand-written questions with the sources (or chunks) that answer them.
+
+A golden file is a JSON list; each entry is an object::
+
+    {"query": "How often are backups taken?",
+     "expected_sources": ["en/deployment-guide.md"],      # or "expected_chunk_ids": [...]
+     "expected_keywords": ["every 6 hours", "35 days"],   # optional
+     "id": "backups"}                                       # optional; default q1, q2, ...
+
+Sources are compared with ``hit.source`` (the path relative to the folder ingested).
+Every mistake is an error naming the file and the line of the entry.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from knowhub.errors import ConfigError
+from knowhub.eval.sets import EvalSet, JudgedQuery
+
+__all__ = ["golden_set", "load_golden"]
+
+FIELDS = ("id", "query", "expected_sources", "expected_chunk_ids", "expected_keywords", "notes")
+SHAPE = 'a JSON list of {"query", "expected_sources" | "expected_chunk_ids", "expected_keywords"?}'
+
+
+def golden_set(path: Path) -> EvalSet:
+    """An :class:`EvalSet` of the golden file's queries (no corpus: the collection is used)."""
+    return EvalSet(path.stem, path, load_golden(path))
+
+
+def load_golden(path: Path) -> list[JudgedQuery]:
+    """Read and check a golden file."""
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such file; give a golden JSON file or a BEIR folder")
+    text = path.read_text(encoding="utf-8-sig")
+    queries: list[JudgedQuery] = []
+    for number, (line, entry) in enumerate(_entries(text, path), start=1):
+        query = _entry(entry, f"{path}:{line}: entry {number}", f"q{number}", line)
+        if any(q.qid == query.qid for q in queries):
+            raise ConfigError(f"{path}:{line}: entry {number} repeats id {query.qid!r}")
+        queries.append(query)
+    if not queries:
+        raise ConfigError(f"{path}: the list is empty; add at least one entry ({SHAPE})")
+    return queries
+
+
+def _entries(text: str, path: Path) -> list[tuple[int, Any]]:
+    """The top-level list's items, each with the line it starts on."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
+    if not isinstance(data, list):
+        raise ConfigError(f"{path}: expected {SHAPE}, got a JSON {type(data).__name__}")
+    decoder, out = json.JSONDecoder(), []
+    position, line, counted = text.index("[") + 1, 1, 0
+    for _ in data:
+        while text[position] in " \t\r\n,":
+            position += 1
+        line, counted = line + text.count("\n", counted, position), position
+        value, position = decoder.raw_decode(text, position)
+        out.append((line, value))
+    return out
+
+
+def _entry(entry: Any, where: str, default_id: str, line: int) -> JudgedQuery:
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where} is not an object; expected {SHAPE}")
+    unknown = sorted(set(entry) - set(FIELDS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown field {unknown[0]!r}; known: {', '.join(FIELDS)}")
+    query = entry.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise ConfigError(f'{where} has no "query" (a non-empty string)')
+    sources = _strings(entry, "expected_sources", where)
+    chunks = _strings(entry, "expected_chunk_ids", where)
+    if bool(sources) == bool(chunks):
+        raise ConfigError(
+            f'{where} needs exactly one of "expected_sources" or "expected_chunk_ids" '
+            "(a non-empty list of strings)"
+        )
+    keywords = tuple(_strings(entry, "expected_keywords", where))
+    qid = str(entry.get("id", default_id))
+    if sources:
+        return JudgedQuery(qid, query, dict.fromkeys(sources, 1), "source", keywords, line)
+    return JudgedQuery(qid, query, dict.fromkeys(chunks, 1), "chunk", keywords, line)
+
+
+def _strings(entry: dict[str, Any], key: str, where: str) -> Sequence[str]:
+    value = entry.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError(f'{where}: "{key}" must be a list of non-empty strings')
+    if key in entry and not value:
+        raise ConfigError(f'{where}: "{key}" is empty; list at least one')
+    return [v.strip() for v in value]

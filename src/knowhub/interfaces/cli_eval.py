@@ -1,0 +1,192 @@
+"""``knowhub eval``: retrieval quality on a BEIR folder or a golden file, with gates.
+
+Parse, call :mod:`knowhub.eval` with the :class:`~knowhub.app.App`, format. Files go to
+``<data_dir>/eval/``: ``corpora/<collection>/`` (the BEIR corpus, one file per document),
+``reports/<name>-<split>/`` (report.json, .md, .html) and ``baselines/<name>-<split>.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from knowhub.app import App
+from knowhub.errors import ConfigError
+from knowhub.eval.gate import check_gate, find_gate
+from knowhub.eval.golden import golden_set
+from knowhub.eval.report import compare, load_report, write_reports
+from knowhub.eval.runner import EvalResult, check_judgments, index_corpus, run_queries
+from knowhub.eval.sets import EvalSet, beir_set
+from knowhub.interfaces.cli import _Context, _emit, _errors, _progress
+from knowhub.validate import check_collection_name
+
+__all__ = ["eval_command"]
+
+
+@click.command("eval")
+@click.argument("dataset", type=click.Path(path_type=Path))
+@click.option("--split", default="test", show_default=True, help="BEIR qrels split.")
+@click.option("--collection", "-c", help="Collection to search (default: eval-<data set>).")
+@click.option(
+    "--top-k",
+    type=click.IntRange(10, 100),
+    default=100,
+    show_default=True,
+    help="Hits retrieved per query (recall@100 needs 100).",
+)
+@click.option(
+    "--report",
+    "report_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Folder for report.json/.md/.html (default: under <data_dir>/eval/reports).",
+)
+@click.option("--gate", is_flag=True, help="Exit 1 when a metric is below its eval.gates minimum.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option(
+    "--baseline",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="A previous report.json to compare with (default: the saved baseline, if any).",
+)
+@click.option("--save-baseline", is_flag=True, help="Save this run as the baseline for NAME.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=0,
+    help="Evaluate N queries, a seeded sample (the same every run).",
+)
+@click.option(
+    "--subset-docs",
+    type=click.IntRange(min=0),
+    default=0,
+    help="Index N documents: those judged for the queries, plus a seeded sample.",
+)
+@click.pass_obj
+def eval_command(
+    obj: _Context,
+    dataset: Path,
+    split: str,
+    collection: str | None,
+    top_k: int,
+    report_dir: Path | None,
+    gate: bool,
+    as_json: bool,
+    baseline: Path | None,
+    save_baseline: bool,
+    limit: int,
+    subset_docs: int,
+) -> None:
+    """Measure retrieval quality on a BEIR folder or a golden JSON file.
+
+    A BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv) is indexed into its own
+    collection first (unchanged documents cost nothing on later runs). A golden file (a
+    JSON list of {"query", "expected_sources" | "expected_chunk_ids", "expected_keywords"})
+    is run against --collection as it is. Reports nDCG@10, Recall@10/100, MRR@10, hit
+    rate@10 and per-stage latency, and writes report.json, report.md and report.html.
+    """
+    if (limit or subset_docs) and not dataset.is_dir():
+        raise click.UsageError("--limit and --subset-docs apply to BEIR folders only")
+    with _errors(obj):
+        app = obj.app()
+        work = app.settings.data_dir / "eval"
+        evalset, name = _evalset(app, dataset, split, collection, limit, subset_docs, work)
+        with _progress("indexing") as progress:
+            ingest = index_corpus(app, evalset, name, progress)
+        check_judgments(app, evalset, name)
+        with _progress("searching") as progress:
+            result = run_queries(app, evalset, name, top_k, progress)
+        result.ingest = ingest
+        result.context = _context(app)
+        slug = evalset.name + (f"-{evalset.split}" if evalset.split else "")
+        report = _report(app, result, baseline or _existing(work / "baselines" / f"{slug}.json"))
+        if gate and "gate" not in report:
+            known = ", ".join(app.settings.eval.gates) or "none"
+            raise ConfigError(
+                f"no gate for {evalset.name!r} or collection {name!r} in eval.gates (configured: "
+                f"{known}); add one to knowhub.yaml (see knowhub.example.yaml)"
+            )
+        folder = report_dir or work / "reports" / slug
+        write_reports(report, folder)
+        if save_baseline:
+            _save_baseline(report, work / "baselines" / f"{slug}.json")
+        summary = {k: v for k, v in report.items() if k != "per_query"}
+        summary["report_dir"] = str(folder)
+        _emit(summary if as_json else _render(summary), as_json)
+        if gate and not report["gate"]["passed"]:
+            click.echo(f"gate {report['gate']['key']} failed:", err=True)
+            for failure in report["gate"]["failures"]:
+                click.echo(f"  {failure}", err=True)
+            sys.exit(1)
+
+
+def _evalset(
+    app: App, dataset: Path, split: str, collection: str | None, limit: int, docs: int, work: Path
+) -> tuple[EvalSet, str]:
+    if dataset.is_dir():
+        folder = dataset.resolve()
+        default = re.sub(r"[^a-z0-9_-]", "-", f"eval-{folder.name}".lower())[:57]
+        name = check_collection_name(collection or default + ("-subset" if docs else ""))
+        return beir_set(folder, split, work / "corpora" / name, limit, docs), name
+    return golden_set(dataset), check_collection_name(collection or app.settings.collection)
+
+
+def _context(app: App) -> dict[str, Any]:
+    settings = app.settings
+    return {
+        "embedder": settings.embedder.provider,
+        "fusion": settings.search.fusion,
+        "dense_weight": settings.search.dense_weight,
+        "candidates": settings.search.candidates,
+        "reranker": settings.reranker.provider,
+    }
+
+
+def _existing(path: Path) -> Path | None:
+    return path if path.is_file() else None
+
+
+def _report(app: App, result: EvalResult, baseline: Path | None) -> dict[str, Any]:
+    report = result.to_dict()
+    if baseline is not None:
+        report["baseline"] = compare(report, load_report(baseline), baseline)
+    found = find_gate(app.settings.eval.gates, [result.evalset.name, result.collection])
+    if found is not None:
+        report["gate"] = check_gate(found[0], found[1], result.metrics).to_dict()
+    return report
+
+
+def _save_baseline(report: dict[str, Any], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    saved = {k: v for k, v in report.items() if k not in ("baseline", "gate")}
+    path.write_text(json.dumps(saved, ensure_ascii=False, indent=2), encoding="utf-8")
+    click.echo(f"saved baseline {path}", err=True)
+
+
+def _render(summary: dict[str, Any]) -> str:
+    split = f" ({summary['split']})" if summary.get("split") else ""
+    docs = f", {summary['documents']} documents" if summary.get("documents") else ""
+    lines = [f"{summary['name']}{split}: {summary['queries']} queries{docs}, "
+             f"collection {summary['collection']}"]  # fmt: skip
+    if summary.get("ingest"):
+        lines.append("ingest: " + ", ".join(f"{v} {k}" for k, v in summary["ingest"].items()))
+    deltas = summary.get("baseline", {}).get("metrics", {})
+    thresholds = summary.get("gate", {}).get("thresholds", {})
+    for metric, value in summary["metrics"].items():
+        line = f"  {metric:<15}{value:.4f}"
+        if metric in deltas:
+            line += f"  ({deltas[metric]['delta']:+.4f} vs baseline)"
+        if metric in thresholds:
+            line += f"  gate ≥ {thresholds[metric]:.3f}"
+        lines.append(line)
+    lines.append(f"  {'latency ms':<15}{'p50':>8}{'p95':>9}")
+    for stage, values in summary["latency_ms"].items():
+        lines.append(f"  {stage:<15}{values['p50']:>8.1f}{values['p95']:>9.1f}")
+    if summary.get("gate"):
+        verdict = "passed" if summary["gate"]["passed"] else "failed"
+        lines.append(f"gate {summary['gate']['key']}: {verdict}")
+    lines.append(f"report: {Path(summary['report_dir']) / 'report.html'}")
+    return "\n".join(lines)

@@ -1,0 +1,54 @@
+"""Quality gates: each shortfall named with its size; misconfiguration never passes."""
+
+from __future__ import annotations
+
+import pytest
+
+from knowhub.config import Settings, load_settings
+from knowhub.errors import ConfigError
+from knowhub.eval.gate import Shortfall, check_gate, find_gate
+from tests.helpers import ROOT
+
+
+def test_shortfall_says_metric_value_minimum_and_gap() -> None:
+    assert str(Shortfall("ndcg@10", 0.7012, 0.72)) == "ndcg@10 0.701 < 0.720 (-0.019)"
+    # Three decimals would print two equal numbers: more are shown.
+    assert str(Shortfall("ndcg@10", 0.7196, 0.72)) == "ndcg@10 0.7196 < 0.7200 (-0.0004)"
+
+
+def test_gate_lists_every_failing_metric() -> None:
+    result = check_gate("s", {"ndcg@10": 0.8, "mrr@10": 0.5, "recall@10": 0.9},
+                        {"ndcg@10": 0.75, "mrr@10": 0.6, "recall@10": 0.85})  # fmt: skip
+    assert not result.passed
+    assert [f.metric for f in result.failures] == ["ndcg@10", "recall@10"]
+    assert result.to_dict()["failures"][0] == "ndcg@10 0.750 < 0.800 (-0.050)"
+
+
+def test_gate_passes_at_the_minimum() -> None:
+    assert check_gate("s", {"ndcg@10": 0.72}, {"ndcg@10": 0.72}).passed
+
+
+def test_unknown_or_unmeasured_metric_is_an_error() -> None:
+    with pytest.raises(ConfigError, match=r"eval\.gates\.s: unknown metric 'ndcg10'"):
+        check_gate("s", {"ndcg10": 0.5}, {"ndcg@10": 0.9})
+    with pytest.raises(ConfigError, match="keyword_recall was not measured"):
+        check_gate("s", {"keyword_recall": 0.5}, {"ndcg@10": 0.9})
+
+
+def test_gate_is_found_by_name_then_collection() -> None:
+    gates = {"scifact": {"ndcg@10": 0.72}, "mine": {"mrr@10": 0.5}}
+    assert find_gate(gates, ["scifact", "mine"]) == ("scifact", {"ndcg@10": 0.72})
+    assert find_gate(gates, ["other", "mine"]) == ("mine", {"mrr@10": 0.5})
+    assert find_gate(gates, ["other"]) is None
+
+
+def test_default_gates_hold_the_project_targets() -> None:
+    gates = Settings().eval.gates
+    assert gates["scifact"] == {"ndcg@10": 0.72}
+    for name in ("xquad-en", "xquad-ru", "xquad-zh", "cmrc2018-zh"):
+        assert gates[name] == {"ndcg@10": 0.95}
+
+
+def test_example_config_documents_the_default_gates() -> None:
+    settings = load_settings(config_file=ROOT / "knowhub.example.yaml", env={}, cwd=ROOT)
+    assert settings.eval.gates == Settings().eval.gates

@@ -1,0 +1,66 @@
+"""Golden files: what they accept, and a file:line error for every mistake."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from knowhub.errors import ConfigError
+from knowhub.eval.golden import load_golden
+from tests.helpers import ROOT, write
+
+GOOD = """[
+  {"query": "when do backups run?", "expected_sources": ["guide.md"],
+   "expected_keywords": ["02:30"]},
+  {"id": "c", "query": "which chunk?", "expected_chunk_ids": ["abc_0001_12345678"]}
+]
+"""
+
+
+def test_loads_sources_chunks_keywords_and_default_ids(tmp_path: Path) -> None:
+    first, second = load_golden(write(tmp_path / "g.json", GOOD))
+    assert (first.qid, first.unit, dict(first.relevant)) == ("q1", "source", {"guide.md": 1})
+    assert first.keywords == ("02:30",) and first.line == 2
+    assert (second.qid, second.unit, second.line) == ("c", "chunk", 4)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"query": "x"}', r"g.json: expected a JSON list .* got a JSON dict"),
+        ("[\n  1,\n  2\n]", r"g.json:2: entry 1 is not an object"),
+        ('[\n{"query": "a", "expected_sources": ["s"]},\n{"expected_sources": ["s"]}\n]',
+         r'g.json:3: entry 2 has no "query"'),
+        ('[\n\n  {"query": "a"}]', r'g.json:3: entry 1 needs exactly one of "expected_sources"'),
+        ('[{"query": "a", "expected_sources": ["s"], "expected_chunk_ids": ["c"]}]',
+         r"g.json:1: entry 1 needs exactly one of"),
+        ('[{"query": "a", "expected_source": "s"}]', r"g.json:1: entry 1: unknown field"),
+        ('[{"query": "a", "expected_sources": "s"}]', r'"expected_sources" must be a list'),
+        ('[{"query": "a", "expected_sources": []}]', r'"expected_sources" is empty'),
+        ('[{"id": "x", "query": "a", "expected_sources": ["s"]},\n'
+         ' {"id": "x", "query": "b", "expected_sources": ["s"]}]', r"g.json:2: entry 2 repeats"),
+        ("[]", r"g.json: the list is empty"),
+        ('[\n{"query": "a",\n "expected_sources": ["s"],,}]', r"g.json:3: not valid JSON"),
+    ],
+)  # fmt: skip
+def test_bad_golden_file_names_file_and_line(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_golden(write(tmp_path / "g.json", text))
+
+
+def test_missing_golden_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"nope\.json: no such file"):
+        load_golden(tmp_path / "nope.json")
+
+
+def test_example_golden_file_matches_the_example_questions() -> None:
+    golden = json.loads((ROOT / "examples" / "golden.json").read_text(encoding="utf-8"))
+    questions = yaml.safe_load((ROOT / "examples" / "questions.yaml").read_text(encoding="utf-8"))
+    assert [g["query"] for g in golden] == [q["question"] for q in questions]
+    for entry, question in zip(golden, questions, strict=True):
+        assert entry["expected_sources"] == [question["expected_source"].removeprefix("docs/")]
+        assert entry["expected_keywords"] == question.get("expected_facts", [])
+    assert len(load_golden(ROOT / "examples" / "golden.json")) == len(questions)
