@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import re
+import shlex
 import subprocess
 import sys
 from types import ModuleType
@@ -31,6 +33,7 @@ def test_make_demo_answers_every_sample_question_with_citations() -> None:
     assert "§ Deployment guide > Backups" in result.stdout  # citations carry section paths
     assert "p. 2" in result.stdout  # and pages, for the PDF and slides
 
+    readme_search_example_matches_the_demo_index()
     demo = demo_module()
     settings = load_settings(env={}, overrides={"data_dir": ROOT / ".demo" / "data"}, cwd=ROOT)
     app = build_app(settings)
@@ -43,3 +46,21 @@ def test_make_demo_answers_every_sample_question_with_citations() -> None:
     assert misses == [], f"expected source not in the top 3 for: {misses}"
     first = sum(a.first_is_expected for a in answered)
     assert first >= 0.9 * len(answered), f"only {first}/{len(answered)} ranked the source first"
+
+
+def readme_search_example_matches_the_demo_index() -> None:
+    """The sample output in the README is what this command prints on the demo's index."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```text\n\$ (knowhub --data-dir \.demo/data search .*?)\n(.*?)```", readme,
+                      flags=re.DOTALL)  # fmt: skip
+    assert block is not None, "README lost its sample search output"
+    args = shlex.split(block.group(1))[1:]
+    result = subprocess.run([sys.executable, "-m", "knowhub", *args], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+
+    def citations(text: str) -> list[str]:
+        return [ln.split("  ", 1)[1] for ln in text.splitlines() if re.match(r"\[\d+\] ", ln)]
+
+    assert citations(result.stdout) == citations(block.group(2))
+    assert re.findall(r"chunk \S+", result.stdout) == re.findall(r"chunk \S+", block.group(2))

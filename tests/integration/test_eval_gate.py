@@ -3,7 +3,7 @@
 `knowhub eval xquad-ru --subset-docs 200 --limit 200 --gate` indexes 200 of the 240 passages
 (the 140 judged for 200 seeded queries, plus 60 others) and must meet the `xquad-ru@subset`
 gate of the default settings (see config.py for the measured numbers and the margin).
-Measured: 138 s with the 2 cores shared with another embedding job.
+Measured: 114-138 s on 2 cores shared with another embedding job (estimated ~70 s alone).
 """
 
 from __future__ import annotations
