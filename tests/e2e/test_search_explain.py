@@ -37,6 +37,8 @@ def test_explain_shows_leg_ranks_fused_score_and_rerank_off(ingested: Path) -> N
         r"explain: lexical #\d+ · dense #\d+ · fused \d\.\d{3} \(#1\) · rerank: off", lines[0]
     ), lines[0]
     assert "rerank off" in result.stdout and "ms: routing" in result.stdout
+    # a fresh process: nothing cached yet, and the trace says so
+    assert "cache: result miss, query_embedding miss" in result.stdout
     plain = knowhub("search", QUERY, "-k", "3", cwd=ingested).stdout
     assert "explain:" not in plain and "ms: routing" not in plain
 

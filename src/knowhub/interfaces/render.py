@@ -84,7 +84,7 @@ def explain_hits(result: SearchResult) -> list[dict[str, Any]]:
 
 
 def render_search_trace(result: SearchResult) -> str:
-    """One line on how the search ran: language, legs, rerank and timings."""
+    """One line on how the search ran: language, legs, rerank, caches and timings."""
     outcome = result.rerank
     if outcome.provider == "none":
         rerank = "rerank off"
@@ -94,9 +94,10 @@ def render_search_trace(result: SearchResult) -> str:
         rerank = f"rerank {outcome.provider} ({outcome.ms:.0f} ms)"
     dense = f"dense {result.counts.get('dense', 0)}" if result.dense_used else "dense skipped"
     timings = ", ".join(f"{stage} {ms:.1f}" for stage, ms in result.timings_ms.items())
+    cache = ", ".join(f"{name} {state}" for name, state in result.cache.items()) or "off"
     return (
         f"language {result.language} · candidates: lexical {result.counts.get('lexical', 0)}, "
-        f"{dense} · {rerank} · ms: {timings}"
+        f"{dense} · {rerank} · cache: {cache} · ms: {timings}"
     )
 
 
