@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from knowhub import Settings, load_settings
@@ -24,3 +27,35 @@ def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+# The hashing embedder keeps subprocess tests fast; KNOWHUB_* from the caller's shell never leak in.
+FAST_ENV = {"KNOWHUB_EMBEDDER__PROVIDER": "hashing", "KNOWHUB_EMBEDDER__WORKERS": "1"}
+
+
+def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("KNOWHUB_")}
+    return {**inherited, **FAST_ENV, **(extra or {})}
+
+
+def knowhub(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m knowhub ARGS`` as a user would, output captured (not a terminal)."""
+    return subprocess.run(
+        [sys.executable, "-m", "knowhub", *args],
+        cwd=cwd, env=cli_env(env), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def knowhub_on_terminal(*args: str, cwd: Path) -> tuple[int | None, str]:
+    """Run ``python -m knowhub ARGS`` on a pseudo-terminal; return exit status and output."""
+    import pexpect
+
+    child = pexpect.spawn(
+        sys.executable, ["-m", "knowhub", *args],
+        cwd=str(cwd), env=cli_env(), encoding="utf-8", timeout=120,
+    )  # fmt: skip
+    child.expect(pexpect.EOF)
+    child.close()
+    return child.exitstatus, child.before or ""

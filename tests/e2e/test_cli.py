@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,20 +11,7 @@ import click
 import pytest
 
 from knowhub.interfaces.cli import cli
-from tests.helpers import write
-
-FAST_ENV = {"KNOWHUB_EMBEDDER__PROVIDER": "hashing", "KNOWHUB_EMBEDDER__WORKERS": "1"}
-
-
-def knowhub(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    inherited = {k: v for k, v in os.environ.items() if not k.startswith("KNOWHUB_")}
-    full_env = {**inherited, **FAST_ENV, **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "knowhub", *args],
-        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+from tests.helpers import knowhub, knowhub_on_terminal, write
 
 
 @pytest.fixture
@@ -163,17 +149,8 @@ def test_every_command_has_help() -> None:
 
 
 def test_progress_bar_shows_on_a_terminal_only(docs: Path, tmp_path: Path) -> None:
-    import pexpect
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWHUB_")}
-    env.update(FAST_ENV)
-    child = pexpect.spawn(
-        sys.executable, ["-m", "knowhub", "ingest", str(docs)],
-        cwd=str(tmp_path), env=env, encoding="utf-8", timeout=120,
-    )  # fmt: skip
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
-    assert "ingesting" in (child.before or "")
+    status, output = knowhub_on_terminal("ingest", str(docs), cwd=tmp_path)
+    assert status == 0
+    assert "ingesting" in output
     piped = knowhub("ingest", str(docs), "--collection", "other", cwd=tmp_path)
     assert "ingesting" not in piped.stderr + piped.stdout

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import write
+from tests.helpers import knowhub, knowhub_on_terminal, write
 
-FAST_ENV = {"KNOWHUB_EMBEDDER__PROVIDER": "hashing", "KNOWHUB_EMBEDDER__WORKERS": "1"}
 KEYS = {"ndcg@10", "recall@10", "recall@100", "mrr@10", "hit_rate@10"}
 CORPUS = (
     '{"_id": "d1", "title": "Backups", "text": "Backups run every night at 02:30."}\n'
@@ -21,17 +17,6 @@ CORPUS = (
     '{"_id": "d3", "title": "Warranty", "text": "Batteries are covered for 800 cycles."}\n'
     '{"_id": "d4", "title": "Parking", "text": "Visitors park in the north lot."}\n'
 )
-
-
-def knowhub(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    inherited = {k: v for k, v in os.environ.items() if not k.startswith("KNOWHUB_")}
-    return subprocess.run(
-        [sys.executable, "-m", "knowhub", *args],
-        cwd=cwd, env={**inherited, **FAST_ENV, **(env or {})},
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
 
 
 @pytest.fixture
@@ -160,17 +145,8 @@ def test_bad_golden_file_and_options(tmp_path: Path) -> None:
 def test_progress_bars_for_indexing_and_searching_on_a_terminal_only(
     beir: Path, tmp_path: Path
 ) -> None:
-    import pexpect
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWHUB_")}
-    env.update(FAST_ENV)
-    child = pexpect.spawn(
-        sys.executable, ["-m", "knowhub", "eval", str(beir)],
-        cwd=str(tmp_path), env=env, encoding="utf-8", timeout=120,
-    )  # fmt: skip
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
-    assert "indexing" in (child.before or "") and "searching" in (child.before or "")
+    status, output = knowhub_on_terminal("eval", str(beir), cwd=tmp_path)
+    assert status == 0
+    assert "indexing" in output and "searching" in output
     piped = knowhub("eval", str(beir), cwd=tmp_path)
     assert "indexing" not in piped.stderr and "searching" not in piped.stderr

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import shutil
@@ -14,10 +13,9 @@ from pathlib import Path
 import yaml
 
 from knowhub.config import Settings
-from tests.helpers import ROOT
+from tests.helpers import ROOT, cli_env
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-FAST_ENV = {"KNOWHUB_EMBEDDER__PROVIDER": "hashing", "KNOWHUB_EMBEDDER__WORKERS": "1"}
 
 
 def blocks(language: str) -> list[str]:
@@ -51,8 +49,7 @@ def test_yaml_snippets_are_valid_settings() -> None:
 def test_every_console_command_runs(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "examples" / "docs", tmp_path / "docs")
     shutil.copy(ROOT / "examples" / "golden.json", tmp_path / "golden.json")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWHUB_")}
-    env.update(FAST_ENV, KNOWHUB_DATA_DIR=str(tmp_path / "data"))
+    env = cli_env({"KNOWHUB_DATA_DIR": str(tmp_path / "data")})
     chunk_id = ""
     commands = [ln[2:] for b in blocks("console") for ln in b.splitlines() if ln.startswith("$ ")]
     assert len(commands) >= 8

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests import reranking
-from tests.e2e.test_cli import knowhub
-from tests.helpers import write
+from tests.helpers import knowhub, write
 
 QUERY = "database backup schedule"
 

@@ -92,7 +92,7 @@ def search(
         return replace(cached, timings_ms={"cache": _lap(clock)},
                        cache={**cached.cache, "result": "hit"})  # fmt: skip
     timings: dict[str, float] = {}
-    legs = retrieve(store, embedder, settings, request, timings, caches)
+    legs = _retrieve(store, embedder, settings, request, cid, timings, caches)
     clock = time.perf_counter()
     fused = fuse(settings, legs)
     window = request.top_k if rerank is None else rerank.window(request.top_k)
@@ -144,8 +144,20 @@ def retrieve(
     caches: SearchCaches | None = None,
 ) -> Legs:
     """Validate the request and run both legs, each with the filters applied inside it."""
-    timings = {} if timings is None else timings
     cid = _validate(store, request)
+    return _retrieve(store, embedder, settings, request, cid, {} if timings is None else timings,
+                     caches)  # fmt: skip
+
+
+def _retrieve(
+    store: SQLiteStore,
+    embedder: Embedder,
+    settings: SearchSettings,
+    request: SearchRequest,
+    cid: int,
+    timings: dict[str, float],
+    caches: SearchCaches | None,
+) -> Legs:
     query = request.query.strip()
     clock = time.perf_counter()
     language = detect_language(query)
