@@ -14,12 +14,12 @@ from knowhub import registry
 from knowhub.config import Settings
 from knowhub.errors import ConfigError, QueryError, StoreError
 from knowhub.ingest.pipeline import IngestReport, Progress, ingest
-from knowhub.models import DocumentRecord, Hit
+from knowhub.models import DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Embedder
 from knowhub.providers.rerankers.base import Reranker
 from knowhub.providers.stores.sqlite import CollectionInfo, SQLiteStore
 from knowhub.query.cache import SearchCaches
-from knowhub.query.pipeline import SearchRequest, SearchResult, search
+from knowhub.query.pipeline import SearchRequest, SearchResult, StageHook, search
 from knowhub.query.rerank import RerankStage
 from knowhub.validate import check_collection_name
 
@@ -29,11 +29,14 @@ __all__ = ["App", "build_app"]
 class App:
     """Ingest, search and inspect one data directory."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
+        """``embedder``: one already loaded, to share between Apps (server sessions)."""
         self.settings = settings
         self.caches = SearchCaches.sized(
             settings.search.query_cache_size, settings.search.result_cache_size
         )
+        if embedder is not None:
+            self.__dict__["embedder"] = embedder  # fills the cached_property below
 
     @cached_property
     def store(self) -> SQLiteStore:
@@ -86,8 +89,9 @@ class App:
         query: str,
         collection: str | None = None,
         top_k: int | None = None,
-        filters: Mapping[str, str] | None = None,
+        filters: Filters | None = None,
         min_score: float | None = None,
+        on_stage: StageHook | None = None,
     ) -> SearchResult:
         opts = self.settings.search
         request = SearchRequest(
@@ -97,13 +101,33 @@ class App:
             filters=dict(filters or {}),
             min_score=opts.min_score if min_score is None else min_score,
         )
-        return search(self.store, self.embedder, opts, request, self.reranker, self.caches)
+        return search(
+            self.store, self.embedder, opts, request, self.reranker, self.caches, on_stage
+        )
 
     def collections(self) -> list[CollectionInfo]:
         return self.store.collections()
 
     def documents(self, collection: str | None = None) -> list[DocumentRecord]:
         return self.store.records(self._collection_id(collection))
+
+    def document(self, doc_hash: str, collection: str | None = None) -> DocumentRecord:
+        """The document whose content hash is or starts with ``doc_hash`` (8+ characters)."""
+        key = doc_hash.strip().lower()
+        if len(key) < 8:
+            raise QueryError(
+                f"doc hash {doc_hash!r} is too short: give at least 8 characters of the "
+                "source hash shown in search results"
+            )
+        found = [r for r in self.documents(collection) if r.doc_hash.startswith(key)]
+        if len(found) != 1:
+            name = collection or self.settings.collection
+            problem = "no document" if not found else f"{len(found)} documents"
+            raise QueryError(
+                f"{problem} with hash {doc_hash!r} in collection {name!r}: copy doc_hash "
+                "from a search hit"
+            )
+        return found[0]
 
     def chunk(self, chunk_id: str) -> list[Hit]:
         found = self.store.chunks_by_id(chunk_id.strip())

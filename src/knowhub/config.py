@@ -34,8 +34,10 @@ __all__ = [
     "RerankerSettings",
     "SearchSettings",
     "SentenceTransformersOptions",
+    "ServerSettings",
     "Settings",
     "StoreSettings",
+    "TokenSettings",
     "load_settings",
 ]
 
@@ -174,6 +176,36 @@ class EvalSettings(_Section):
     )
 
 
+class TokenSettings(_Section):
+    """One bearer token of the HTTP servers; the secret itself stays in the environment."""
+
+    name: str = Field(description="Who holds it: shown in logs and metrics, never the token.")
+    token_env: str = Field(description="Environment variable holding the token.")
+    collections: list[str] = Field(
+        default_factory=lambda: ["*"], description="Collections it may read ('*': all)."
+    )
+    sessions: list[str] = Field(
+        default_factory=lambda: ["*"], description="Shared-mode session ids it may use ('*': all)."
+    )
+    read_only: bool = Field(False, description="No ingest, register or unregister.")
+
+
+class ServerSettings(_Section):
+    tokens: list[TokenSettings] = Field(
+        default_factory=list, description="Bearer tokens; none: open to localhost only."
+    )
+    allowed_origins: list[str] = Field(
+        default_factory=lambda: ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"],
+        description="Browser Origin headers accepted ('host:*' allows any port).",
+    )
+    max_body_bytes: int = Field(1_048_576, ge=1024, description="Larger request bodies: 413.")
+    max_result_chars: int = Field(
+        40_000, ge=500, description="Ceiling on a tool result's text (the max_chars budget)."
+    )
+    search_docs_tool: bool = Field(True, description="Also offer search under 'search_docs'.")
+    watch_debounce_ms: int = Field(800, ge=50, description="Quiet time before re-indexing.")
+
+
 class Settings(_Section):
     """Everything configurable, validated once."""
 
@@ -186,6 +218,7 @@ class Settings(_Section):
     reranker: RerankerSettings = RerankerSettings()
     ingest: IngestSettings = IngestSettings()
     eval: EvalSettings = EvalSettings()
+    server: ServerSettings = ServerSettings()
     # Values of the variables named by ``*api_key_env`` settings, read once by load_settings.
     _secrets: dict[str, str] = PrivateAttr(default_factory=dict)
 
@@ -231,12 +264,16 @@ def load_settings(
 
 
 def _key_env_names(model: BaseModel) -> set[str]:
-    """Every environment variable named by an ``*api_key_env`` field, at any depth."""
+    """Every environment variable named by an ``*api_key_env``/``token_env`` field, at any depth."""
     names: set[str] = set()
     for key, value in model:
         if isinstance(value, BaseModel):
             names |= _key_env_names(value)
-        elif key.endswith("api_key_env") and isinstance(value, str) and value:
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, BaseModel):
+                    names |= _key_env_names(item)
+        elif key.endswith(("api_key_env", "token_env")) and isinstance(value, str) and value:
             names.add(value)
     return names
 

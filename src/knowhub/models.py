@@ -6,16 +6,24 @@ import them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 __all__ = [
     "Chunk",
     "DocumentRecord",
+    "FilterValue",
+    "Filters",
     "Heading",
     "Hit",
     "LoadedDocument",
 ]
+
+FilterValue: TypeAlias = str | tuple[str, ...]
+"""A metadata filter's value: one value to equal, or a tuple of which any may match."""
+
+Filters: TypeAlias = Mapping[str, FilterValue]
 
 
 @dataclass(frozen=True)

@@ -6,14 +6,14 @@ Filters apply inside both legs; the rerank stage is optional (``knowhub.query.re
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from knowhub.config import SearchSettings
 from knowhub.errors import QueryError
 from knowhub.lang import detect_language, query_tokens
-from knowhub.models import Hit
+from knowhub.models import Filters, Hit
 from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.stores.sqlite import SQLiteStore
 from knowhub.query.cache import SearchCaches
@@ -21,7 +21,10 @@ from knowhub.query.fusion import reciprocal_rank_fusion, weighted_fusion
 from knowhub.query.rerank import RerankOutcome, RerankStage
 from knowhub.validate import check_collection_name, check_min_score, check_query, check_top_k
 
-__all__ = ["Legs", "SearchRequest", "SearchResult", "fuse", "retrieve", "search"]
+__all__ = ["Legs", "SearchRequest", "SearchResult", "StageHook", "fuse", "retrieve", "search"]
+
+StageHook = Callable[[str, int, float], None]
+"""Called as each stage ends: ``hook(stage, hits, elapsed_ms)`` (for live progress)."""
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,7 @@ class SearchRequest:
     query: str
     collection: str
     top_k: int = 5
-    filters: Mapping[str, str] = field(default_factory=dict)
+    filters: Filters = field(default_factory=dict)
     min_score: float = 0.0
     max_top_k: int = 100
 
@@ -76,23 +79,27 @@ def search(
     request: SearchRequest,
     rerank: RerankStage | None = None,
     caches: SearchCaches | None = None,
+    on_stage: StageHook | None = None,
 ) -> SearchResult:
     """Run one hybrid search and return the cut, cited hits (reranked when ``rerank``).
 
     With ``caches``, an identical request on an unchanged collection is answered from
     the result cache (its key holds the collection version, so any ingest invalidates
-    it) and repeated query texts reuse their embedding.
+    it) and repeated query texts reuse their embedding. ``on_stage`` hears each stage
+    as it ends.
     """
+    report = on_stage or _silent
     clock = time.perf_counter()
     cid = _validate(store, request)
     key = (cid, store.version(cid), request.query.strip(), tuple(sorted(request.filters.items())),
            request.top_k, request.min_score)  # fmt: skip
     cached: SearchResult | None = caches.results.get(key) if caches is not None else None
     if cached is not None:
+        report("cache", len(cached.hits), _lap(clock))
         return replace(cached, timings_ms={"cache": _lap(clock)},
                        cache={**cached.cache, "result": "hit"})  # fmt: skip
     timings: dict[str, float] = {}
-    legs = _retrieve(store, embedder, settings, request, cid, timings, caches)
+    legs = _retrieve(store, embedder, settings, request, cid, timings, caches, report)
     clock = time.perf_counter()
     fused = fuse(settings, legs)
     window = request.top_k if rerank is None else rerank.window(request.top_k)
@@ -107,10 +114,12 @@ def search(
         if i in rows
     ]  # fmt: skip
     timings["fusion"] = _lap(clock)
+    report("fusion", len(hits), timings["fusion"])
     outcome = RerankOutcome()
     if rerank is not None:
         hits, outcome = rerank(request.query.strip(), hits)
         timings["rerank"] = outcome.ms
+        report("rerank", len(hits), outcome.ms)
     hits = hits[: request.top_k]
     counts = {"lexical": len(legs.lexical), "dense": len(legs.dense), "hits": len(hits)}
     cache = {"result": "miss" if caches is not None else "off", "query_embedding": legs.cache}
@@ -146,7 +155,7 @@ def retrieve(
     """Validate the request and run both legs, each with the filters applied inside it."""
     cid = _validate(store, request)
     return _retrieve(store, embedder, settings, request, cid, {} if timings is None else timings,
-                     caches)  # fmt: skip
+                     caches, _silent)  # fmt: skip
 
 
 def _retrieve(
@@ -157,6 +166,7 @@ def _retrieve(
     cid: int,
     timings: dict[str, float],
     caches: SearchCaches | None,
+    report: StageHook,
 ) -> Legs:
     query = request.query.strip()
     clock = time.perf_counter()
@@ -167,11 +177,13 @@ def _retrieve(
         embedder.languages is None or language in embedder.languages
     )
     timings["routing"] = _lap(clock)
+    report("routing", 0, timings["routing"])
     n = max(settings.candidates, request.top_k)
 
     clock = time.perf_counter()
     lexical = store.lexical_search(cid, tokens, n, request.filters)
     timings["lexical"] = _lap(clock)
+    report("lexical", len(lexical), timings["lexical"])
     dense: list[tuple[int, float]] = []
     cache_state = "skipped"
     if dense_used:
@@ -181,6 +193,7 @@ def _retrieve(
         clock = time.perf_counter()
         dense = store.dense_search(cid, vector, n, request.filters)
         timings["dense"] = _lap(clock)
+        report("dense", len(dense), timings["query_embedding"] + timings["dense"])
     return Legs(lexical, dense, language, dense_used, cache_state)
 
 
@@ -210,6 +223,10 @@ def fuse(settings: SearchSettings, legs: Legs) -> list[tuple[int, float]]:
     total = sum(base[leg] for leg in live)
     # Weights renormalised over the legs that answered, so scores stay in [0, 1].
     return weighted_fusion(live, {leg: base[leg] / total for leg in live})
+
+
+def _silent(stage: str, hits: int, elapsed_ms: float) -> None:
+    """The stage hook used when nobody listens."""
 
 
 def _lap(start: float) -> float:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +22,7 @@ import numpy as np
 
 from knowhub.config import Settings
 from knowhub.errors import StoreError
-from knowhub.models import Chunk, DocumentRecord, Hit
+from knowhub.models import Chunk, DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Vectors
 from knowhub.providers.stores.schema import SCHEMA, SCHEMA_VERSION, fts_table
 
@@ -40,6 +40,7 @@ class CollectionInfo:
     documents: int
     chunks: int
     created_at: str
+    lexical_chunks: int  # rows in the FTS5 index: equal to ``chunks`` when it is whole
 
 
 @dataclass
@@ -139,10 +140,22 @@ class SQLiteStore:
         rows = self._db.execute(
             "SELECT c.name, c.embedder, c.dim, c.version, c.created_at, "
             "(SELECT count(*) FROM documents d WHERE d.collection_id = c.id), "
-            "(SELECT count(*) FROM chunks k WHERE k.collection_id = c.id) "
+            "(SELECT count(*) FROM chunks k WHERE k.collection_id = c.id), c.id "
             "FROM collections c ORDER BY c.name"
         ).fetchall()
-        return [CollectionInfo(r[0], r[1], r[2], r[3], r[5], r[6], r[4]) for r in rows]
+        return [
+            CollectionInfo(r[0], r[1], r[2], r[3], r[5], r[6], r[4], self._lexical_rows(r[7]))
+            for r in rows
+        ]
+
+    def _lexical_rows(self, cid: int) -> int:
+        table = fts_table(cid)
+        exists = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+        ).fetchone()
+        if exists is None:
+            return 0
+        return int(self._db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
 
     def version(self, cid: int) -> int:
         (version,) = self._db.execute(
@@ -270,7 +283,7 @@ class SQLiteStore:
     # -- search ------------------------------------------------------------------
 
     def lexical_search(
-        self, cid: int, tokens: Sequence[str], limit: int, filters: Mapping[str, str]
+        self, cid: int, tokens: Sequence[str], limit: int, filters: Filters
     ) -> list[tuple[int, float]]:
         """BM25 over the collection's FTS5 table: (chunk row id, score ↑ better)."""
         if not tokens:
@@ -288,7 +301,7 @@ class SQLiteStore:
         return [(int(r), -float(s)) for r, s in rows]
 
     def dense_search(
-        self, cid: int, query: Vectors, limit: int, filters: Mapping[str, str]
+        self, cid: int, query: Vectors, limit: int, filters: Filters
     ) -> list[tuple[int, float]]:
         """Exact cosine scan: (chunk row id, similarity)."""
         matrix = self._matrix(cid)
@@ -321,7 +334,7 @@ class SQLiteStore:
             self._matrices[cid] = matrix
             return matrix
 
-    def _filtered_ids(self, cid: int, filters: Mapping[str, str]) -> Iterator[int]:
+    def _filtered_ids(self, cid: int, filters: Filters) -> Iterator[int]:
         where, params = _filter_sql(filters)
         for (rowid,) in self._db.execute(
             "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id "
@@ -395,22 +408,26 @@ _HIT_SELECT = (
 _COLUMN_FILTERS = {"language": "c.language", "source": "d.source", "format": "d.format"}
 
 
-def _filter_sql(filters: Mapping[str, str]) -> tuple[str, list[Any]]:
-    """SQL conditions (each ANDed) for ``key=value`` filters on chunks ``c`` / documents ``d``.
+def _filter_sql(filters: Filters) -> tuple[str, list[Any]]:
+    """SQL conditions (each ANDed) for filters on chunks ``c`` / documents ``d``.
 
-    A metadata value that is a list matches when any element equals the filter value.
+    A tuple value matches any of its elements; a metadata value that is a list matches
+    when any of its elements matches.
     """
     clauses: list[str] = []
     params: list[Any] = []
     for key, value in filters.items():
+        values = list(value) if isinstance(value, tuple) else [value]
+        marks = ", ".join("?" * len(values))
         if key in _COLUMN_FILTERS:
-            clauses.append(f"{_COLUMN_FILTERS[key]} = ?")
-            params.append(value)
+            clauses.append(f"{_COLUMN_FILTERS[key]} IN ({marks})")
+            params.extend(values)
         else:
             clauses.append(
-                "EXISTS (SELECT 1 FROM json_each(c.metadata, ?) WHERE CAST(value AS TEXT) = ?)"
+                "EXISTS (SELECT 1 FROM json_each(c.metadata, ?) "
+                f"WHERE CAST(value AS TEXT) IN ({marks}))"
             )
-            params.extend([_json_path(key), value])
+            params.extend([_json_path(key), *values])
     return "".join(f" AND {c}" for c in clauses), params
 
 

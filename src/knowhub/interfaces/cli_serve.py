@@ -1,0 +1,132 @@
+"""``knowhub serve mcp``: the MCP server over stdio or streamable HTTP."""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from pathlib import Path
+
+import click
+
+from knowhub.config import load_settings
+from knowhub.interfaces.cli import _Context, _errors
+
+__all__ = ["parse_duration", "serve"]
+
+_DURATION = re.compile(r"(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[smhd]?)")
+_SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(text: str) -> float | None:
+    """``"30m"`` → 1800.0; ``"0"`` → None (never)."""
+    match = _DURATION.fullmatch(text.strip().lower())
+    if match is None:
+        raise click.BadParameter(f"{text!r} is not a duration: write e.g. 90s, 30m or 2h")
+    seconds = float(match["n"]) * _SECONDS[match["unit"]]
+    return seconds or None
+
+
+@click.group()
+def serve() -> None:
+    """Run a server."""
+
+
+@serve.command("mcp")
+@click.option(
+    "--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["local", "shared"]),
+    default="local",
+    show_default=True,
+    help="local: one folder; shared: many folders (HTTP).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True)
+@click.option(
+    "--docs",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("docs"),
+    show_default=True,
+    help="Local mode: the folder served as 'default'.",
+)
+@click.option(
+    "--path-root",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path(),
+    show_default=True,
+    help="Shared mode: folders are registered relative to it.",
+)
+@click.option(
+    "--idle-timeout",
+    default="30m",
+    show_default=True,
+    help="Shared mode: unload sessions idle this long (0: never).",
+)
+@click.option("--read-only", is_flag=True, help="No ingest/register/unregister tools.")
+@click.option(
+    "--allow-unauthenticated",
+    is_flag=True,
+    help="Allow a non-loopback --host with no token configured (not recommended).",
+)
+@click.option(
+    "--log-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write logs there instead of stderr.",
+)
+@click.pass_obj
+def serve_mcp(
+    obj: _Context,
+    transport: str,
+    mode: str,
+    host: str,
+    port: int,
+    docs: Path,
+    path_root: Path,
+    idle_timeout: str,
+    read_only: bool,
+    allow_unauthenticated: bool,
+    log_file: Path | None,
+) -> None:
+    """Serve the knowledge base to MCP clients (Claude Desktop, Cline, Cursor …).
+
+    Local mode indexes --docs on start (unchanged files cost nothing) and follows its
+    changes. Shared mode (HTTP) serves many folders: register one on /mcp, then use its
+    tools on /mcp/<session_id>. Nothing but protocol is written to stdout.
+    """
+    from knowhub.interfaces.mcp.server import ServeOptions
+    from knowhub.interfaces.mcp.server import serve as run
+
+    _configure_logging(log_file, obj.debug)
+    with _errors(obj):
+        settings = load_settings(config_file=obj.config, overrides={"data_dir": obj.data_dir})
+        options = ServeOptions(
+            transport=transport,  # type: ignore[arg-type]
+            mode=mode,  # type: ignore[arg-type]
+            host=host,
+            port=port,
+            docs=docs,
+            path_root=path_root,
+            idle_timeout_s=parse_duration(idle_timeout),
+            read_only=read_only,
+            allow_unauthenticated=allow_unauthenticated,
+        )
+        run(settings, options)
+
+
+def _configure_logging(log_file: Path | None, debug: bool) -> None:
+    """knowhub's own INFO logs to stderr (or ``log_file``); stdout stays the protocol's."""
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    handler: logging.Handler = (
+        logging.FileHandler(log_file, encoding="utf-8")
+        if log_file
+        else logging.StreamHandler(sys.stderr)
+    )
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG if debug else logging.WARNING)
+    logging.getLogger("knowhub").setLevel(logging.DEBUG if debug else logging.INFO)

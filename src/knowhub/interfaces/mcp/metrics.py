@@ -1,0 +1,58 @@
+"""Prometheus metrics of one server process (``GET /metrics``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+
+from knowhub.ingest.pipeline import IngestReport
+
+__all__ = ["Metrics"]
+
+
+class Metrics:
+    def __init__(self) -> None:
+        disable_created_metrics()  # the *_created series only add noise to a scrape
+        self.registry = CollectorRegistry()
+        self.searches = Counter(
+            "knowhub_searches", "Searches run", ["interface", "tool"], registry=self.registry
+        )
+        self.search_seconds = Histogram(
+            "knowhub_search_seconds", "Search latency", ["interface"], registry=self.registry,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+        )  # fmt: skip
+        self.tool_calls = Counter(
+            "knowhub_tool_calls", "MCP tool calls", ["tool", "outcome"], registry=self.registry
+        )
+        self.ingest_documents = Counter(
+            "knowhub_ingest_documents", "Documents ingested", ["result"], registry=self.registry
+        )
+        self.ingest_failures = Counter(
+            "knowhub_ingest_failures", "Files that failed to ingest", registry=self.registry
+        )
+        self.sessions = Gauge(
+            "knowhub_sessions", "Shared-mode sessions", ["state"], registry=self.registry
+        )
+
+    def track_sessions(self, registered: Callable[[], int], loaded: Callable[[], int]) -> None:
+        self.sessions.labels("registered").set_function(registered)
+        self.sessions.labels("loaded").set_function(loaded)
+
+    def record_ingest(self, report: IngestReport) -> None:
+        for result, items in (("added", report.added), ("updated", report.updated),
+                              ("removed", report.removed)):  # fmt: skip
+            if items:
+                self.ingest_documents.labels(result).inc(len(items))
+        if report.failed:
+            self.ingest_failures.inc(len(report.failed))
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

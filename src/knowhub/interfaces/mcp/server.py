@@ -1,0 +1,247 @@
+"""Assemble and run the MCP server for ``knowhub serve mcp``."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import anyio
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from knowhub.config import Settings
+from knowhub.errors import ConfigError, KnowhubError
+from knowhub.interfaces.mcp.access import LOCAL_USER, Principal, TokenBook
+from knowhub.interfaces.mcp.http import (
+    LOOPBACK_HOSTS,
+    PRINCIPAL_KEY,
+    Guard,
+    build_http_app,
+    mcp_endpoint,
+)
+from knowhub.interfaces.mcp.local import LocalService
+from knowhub.interfaces.mcp.metrics import Metrics
+from knowhub.interfaces.mcp.shared import SessionRegistry, add_control_tools
+from knowhub.interfaces.mcp.tools import Target, add_data_tools
+
+__all__ = [
+    "Closable",
+    "ServeOptions",
+    "build_local",
+    "build_shared",
+    "http_app",
+    "principal_of",
+    "serve",
+]
+
+log = logging.getLogger("knowhub.mcp")
+
+INSTRUCTIONS = (
+    "knowhub searches the user's own documents. Call query_knowledge_hub with the user's "
+    "question, answer from the passages it returns and cite them as [n]; use get_content "
+    "to read a passage in full and list_collections to see what is indexed."
+)
+
+
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    transport: Literal["stdio", "http"] = "stdio"
+    mode: Literal["local", "shared"] = "local"
+    host: str = "127.0.0.1"
+    port: int = 8080
+    docs: Path = Path("docs")
+    path_root: Path = Path()
+    idle_timeout_s: float | None = 1800.0
+    read_only: bool = False
+    allow_unauthenticated: bool = False
+
+
+def principal_of(ctx: Context) -> Principal:
+    """The caller set by :class:`Guard`; on stdio, the local user."""
+    request = ctx.request_context.request
+    scope = getattr(request, "scope", None)
+    if scope is None:
+        return LOCAL_USER
+    principal: Principal | None = scope.get(PRINCIPAL_KEY)
+    if principal is None:  # only /health lets one through, and it calls no tool
+        raise ToolError("unauthenticated")
+    return principal
+
+
+def _server(name: str) -> MCPServer:
+    return MCPServer(name, instructions=INSTRUCTIONS, version=version("knowhub"))
+
+
+def build_local(
+    settings: Settings, options: ServeOptions, metrics: Metrics
+) -> tuple[MCPServer, LocalService]:
+    service = LocalService(settings, options.docs, metrics, watch=True)
+
+    async def resolve(ctx: Context) -> Target:
+        return Target(service.kb, principal_of(ctx), service.docs, "local")
+
+    server = _server("knowhub")
+    add_data_tools(server, resolve, settings.server, metrics, options.read_only)
+    return server, service
+
+
+def build_shared(
+    settings: Settings, options: ServeOptions, metrics: Metrics
+) -> tuple[MCPServer, MCPServer, SessionRegistry]:
+    registry = SessionRegistry(settings, options.path_root, options.idle_timeout_s, metrics)
+
+    async def resolve(ctx: Context) -> Target:
+        principal = principal_of(ctx)
+        request = ctx.request_context.request
+        session_id = str(getattr(request, "path_params", {}).get("session_id", ""))
+        if not principal.may_use(session_id):
+            raise ToolError(f"unknown session {session_id!r}")
+        try:
+            record, kb = await anyio.to_thread.run_sync(lambda: registry.knowledge_base(session_id))
+        except KnowhubError as exc:
+            raise ToolError(str(exc)) from exc
+        return Target(kb, principal, Path(record.path), session_id)
+
+    data = _server("knowhub")
+    add_data_tools(data, resolve, settings.server, metrics, options.read_only)
+    control = _server("knowhub-control")
+    add_control_tools(control, registry, principal_of, options.read_only)
+    return data, control, registry
+
+
+def serve(settings: Settings, options: ServeOptions) -> None:
+    """Run until interrupted."""
+    if options.transport == "stdio":
+        if options.mode == "shared":
+            raise ConfigError("--mode shared needs --transport http (one process, many clients)")
+        _serve_stdio(settings, options)
+    else:
+        _serve_http(settings, options)
+
+
+def _serve_stdio(settings: Settings, options: ServeOptions) -> None:
+    server, service = build_local(settings, options, Metrics())
+    service.start()
+    try:
+        anyio.run(server.run_stdio_async)
+    finally:
+        service.close()
+
+
+def http_app(settings: Settings, options: ServeOptions) -> tuple[ASGIApp, Closable]:
+    """The ASGI app for ``options`` and the object to close when it stops."""
+    tokens = TokenBook(settings)
+    loopback = options.host in ("127.0.0.1", "localhost", "::1")
+    if not tokens and not loopback:
+        if not options.allow_unauthenticated:
+            raise ConfigError(
+                f"--host {options.host} exposes the server beyond this machine with no token: "
+                "configure server.tokens, or pass --allow-unauthenticated if you really mean it"
+            )
+        log.warning("serving %s with NO authentication: anyone who reaches it can use it",
+                    options.host)  # fmt: skip
+    metrics = Metrics()
+    started = time.time()
+    limit = settings.server.max_body_bytes
+    if options.mode == "local":
+        server, service = build_local(settings, options, metrics)
+        servers = [server]
+        routes = [Route("/mcp", mcp_endpoint(server, limit))]
+        background: list[Any] = []
+
+        def status() -> dict[str, Any]:
+            return {"sessions": 1, "loaded": 1, "chunks": service.kb.chunks(),
+                    "indexing": not service.ready.is_set()}  # fmt: skip
+
+        closer: Closable = service
+        service.start()
+    else:
+        data, control, registry = build_shared(settings, options, metrics)
+        servers = [data, control]
+        data_endpoint = mcp_endpoint(data, limit)
+        routes = [
+            Route("/mcp", mcp_endpoint(control, limit)),
+            Route("/mcp/{session_id}", _SessionGate(registry, data_endpoint)),
+        ]
+        background = [_reaper(registry)] if options.idle_timeout_s else []
+
+        def status() -> dict[str, Any]:
+            rows = registry.sessions()
+            return {"sessions": len(rows), "loaded": sum(1 for _, loaded, _ in rows if loaded),
+                    "chunks": sum(c or 0 for _, _, c in rows)}  # fmt: skip
+
+        closer = registry
+
+    def health(authenticated: bool) -> dict[str, Any]:
+        if not authenticated:
+            return {"status": "ok"}
+        return {"status": "ok", "mode": options.mode, "uptime_s": round(time.time() - started, 1),
+                **status()}  # fmt: skip
+
+    def guard(app: ASGIApp) -> ASGIApp:
+        hosts = LOOPBACK_HOSTS if loopback else None
+        return Guard(app, tokens, settings.server.allowed_origins, hosts, limit)
+
+    app = build_http_app(routes=routes, guard=guard, servers=servers, metrics=metrics,
+                         health=health, background=background)  # fmt: skip
+    return app, closer
+
+
+def _serve_http(settings: Settings, options: ServeOptions) -> None:
+    import uvicorn
+
+    app, closer = http_app(settings, options)
+    log.warning("knowhub MCP (%s mode) on http://%s:%d/mcp", options.mode, options.host,
+                options.port)  # fmt: skip
+    try:
+        uvicorn.run(app, host=options.host, port=options.port, log_level="warning")
+    finally:
+        closer.close()
+
+
+class _SessionGate:
+    """404 for a session that does not exist or that the token may not use.
+
+    A class, not a function: Starlette treats a plain function as a request handler.
+    """
+
+    def __init__(self, registry: SessionRegistry, endpoint: ASGIApp) -> None:
+        self.registry = registry
+        self.endpoint = endpoint
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        session_id = scope.get("path_params", {}).get("session_id", "")
+        principal: Principal | None = scope.get(PRINCIPAL_KEY)
+        known = self.registry.exists(session_id)
+        if principal is None or not principal.may_use(session_id) or not known:
+            response = Response(
+                '{"error": "unknown session: register the folder on /mcp first", "status": 404}',
+                status_code=404,
+                media_type="application/json",
+            )
+            await response(scope, receive, send)
+            return
+        await self.endpoint(scope, receive, send)
+
+
+def _reaper(registry: SessionRegistry) -> Any:
+    interval = max(1.0, min(30.0, (registry.idle_timeout_s or 60.0) / 4))
+
+    async def loop() -> None:
+        while True:
+            await anyio.sleep(interval)
+            await anyio.to_thread.run_sync(registry.unload_idle)
+
+    return loop

@@ -1,0 +1,348 @@
+"""Shared mode: one process serving many folders, each a session with its own index.
+
+Sessions live in ``DATA_DIR/sessions.json`` (so they survive restarts) and each keeps its
+index in ``DATA_DIR/sessions/<id>/``. A loaded session holds an open store and a folder
+watcher; one idle past the timeout is unloaded and reloads on its next call, re-syncing
+its folder (a stat per unchanged file, nothing re-embedded).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from knowhub.app import App
+from knowhub.config import Settings
+from knowhub.errors import AuthError, KnowhubError
+from knowhub.ingest.pipeline import Progress
+from knowhub.interfaces.mcp.access import Principal
+from knowhub.interfaces.mcp.kb import KnowledgeBase
+from knowhub.interfaces.mcp.metrics import Metrics
+from knowhub.interfaces.mcp.tools import inside_root, progress_reporter, tool_result
+from knowhub.interfaces.mcp.watch import FolderWatcher
+from knowhub.providers.embedders.base import Embedder
+
+__all__ = [
+    "RegisterOut",
+    "SessionOut",
+    "SessionRecord",
+    "SessionRegistry",
+    "SessionsOut",
+    "UnregisterOut",
+    "add_control_tools",
+]
+
+log = logging.getLogger("knowhub.mcp")
+
+
+@dataclass
+class SessionRecord:
+    session_id: str
+    path: str  # absolute
+    relative_path: str
+    description: str
+    created_at: float
+    last_access: float
+
+
+@dataclass
+class _Session:
+    record: SessionRecord
+    kb: KnowledgeBase | None = None
+    watcher: FolderWatcher | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class SessionRegistry:
+    def __init__(
+        self, settings: Settings, path_root: Path, idle_timeout_s: float | None, metrics: Metrics
+    ) -> None:
+        self.settings = settings
+        self.root = path_root.resolve()
+        self.idle_timeout_s = idle_timeout_s
+        self.metrics = metrics
+        self._file = Path(settings.data_dir) / "sessions.json"
+        self._lock = threading.Lock()
+        self._sessions = {r.session_id: _Session(r) for r in self._read()}
+        self._embedder_app = App(settings)  # holds the one embedder every session shares
+        metrics.track_sessions(lambda: len(self._sessions), self.loaded_count)
+
+    # -- control plane ---------------------------------------------------------
+
+    def register(
+        self, relative: str, description: str, progress: Progress | None = None
+    ) -> tuple[SessionRecord, int]:
+        """Create (or return) the session for ``relative``; index it now. → (record, chunks)."""
+        if not relative.strip():
+            raise KnowhubError("path is empty: give a folder relative to --path-root")
+        if Path(relative).is_absolute():
+            raise KnowhubError(
+                f"path {relative!r} is absolute: give it relative to --path-root ({self.root})"
+            )
+        folder = inside_root(self.root, relative)
+        folder.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            existing = next(
+                (s for s in self._sessions.values() if s.record.path == str(folder)), None
+            )
+            if existing is None:
+                now = time.time()
+                record = SessionRecord(
+                    session_id=secrets.token_hex(8), path=str(folder),
+                    relative_path=str(folder.relative_to(self.root)), description=description,
+                    created_at=now, last_access=now,
+                )  # fmt: skip
+                existing = _Session(record)
+                self._sessions[record.session_id] = existing
+                self._write()
+        kb = self._load(existing, progress)
+        return existing.record, kb.chunks()
+
+    def unregister(self, session_id: str) -> SessionRecord:
+        with self._lock:
+            session = self._sessions.pop(session_id, None)
+            if session is None:
+                raise KnowhubError(self._unknown(session_id))
+            self._write()
+        self._unload(session)
+        return session.record
+
+    def sessions(self) -> list[tuple[SessionRecord, bool, int | None]]:
+        """Every session → (record, loaded, chunks if loaded)."""
+        with self._lock:
+            current = list(self._sessions.values())
+        return [(s.record, s.kb is not None, s.kb.chunks() if s.kb else None) for s in current]
+
+    # -- data plane ------------------------------------------------------------
+
+    def exists(self, session_id: str) -> bool:
+        return session_id in self._sessions
+
+    def knowledge_base(self, session_id: str) -> tuple[SessionRecord, KnowledgeBase]:
+        """The session's knowledge base, loading it (and syncing its folder) if unloaded."""
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise KnowhubError(self._unknown(session_id))
+        session.record.last_access = time.time()
+        return session.record, self._load(session, None)
+
+    def loaded_count(self) -> int:
+        return sum(1 for s in self._sessions.values() if s.kb is not None)
+
+    def unload_idle(self) -> list[str]:
+        """Unload sessions idle longer than the timeout; return their ids."""
+        if self.idle_timeout_s is None:
+            return []
+        cutoff = time.time() - self.idle_timeout_s
+        idle = [s for s in list(self._sessions.values())
+                if s.kb is not None and s.record.last_access < cutoff]  # fmt: skip
+        for session in idle:
+            log.info("session %s idle: unloading", session.record.session_id)
+            self._unload(session)
+        if idle:
+            with self._lock:
+                self._write()  # keeps last_access for the next start
+        return [s.record.session_id for s in idle]
+
+    def close(self) -> None:
+        for session in list(self._sessions.values()):
+            self._unload(session)
+        with self._lock:
+            self._write()
+        self._embedder_app.close()
+
+    # -- internals -------------------------------------------------------------
+
+    def _load(self, session: _Session, progress: Progress | None) -> KnowledgeBase:
+        with session.lock:
+            if session.kb is not None:
+                return session.kb
+            record = session.record
+            folder = Path(record.path)
+            if not folder.is_dir():
+                raise KnowhubError(
+                    f"session {record.session_id}: folder {record.path} is gone; "
+                    "unregister the session or recreate the folder"
+                )
+            data_dir = Path(self.settings.data_dir) / "sessions" / record.session_id
+            settings = self.settings.model_copy(update={"data_dir": data_dir})
+            kb = KnowledgeBase(settings, self._shared_embedder())
+            report = kb.ingest([folder], settings.collection, prune=True, progress=progress)
+            self.metrics.record_ingest(report)
+            log.info("session %s loaded: %d added, %d updated, %d removed, %d unchanged",
+                     record.session_id, len(report.added), len(report.updated),
+                     len(report.removed), len(report.unchanged))  # fmt: skip
+            watcher = FolderWatcher(
+                folder, lambda: self._resync(session), self.settings.server.watch_debounce_ms
+            )
+            watcher.start()
+            session.kb, session.watcher = kb, watcher
+            return kb
+
+    def _resync(self, session: _Session) -> None:
+        kb = session.kb
+        if kb is not None:
+            report = kb.ingest([Path(session.record.path)], kb.settings.collection, prune=True)
+            self.metrics.record_ingest(report)
+
+    def _unload(self, session: _Session) -> None:
+        with session.lock:
+            if session.watcher is not None:
+                session.watcher.stop()
+            if session.kb is not None:
+                session.kb.close()
+            session.kb, session.watcher = None, None
+
+    def _shared_embedder(self) -> Embedder:
+        return self._embedder_app.embedder
+
+    def _unknown(self, session_id: str) -> str:
+        return f"unknown session {session_id!r}: register the folder first (tool 'register')"
+
+    def _read(self) -> list[SessionRecord]:
+        if not self._file.exists():
+            return []
+        try:
+            rows = json.loads(self._file.read_text(encoding="utf-8"))
+            return [SessionRecord(**row) for row in rows]
+        except (OSError, ValueError, TypeError) as exc:
+            raise KnowhubError(
+                f"{self._file} is unreadable ({exc}): fix or delete it (sessions are then "
+                "registered anew)"
+            ) from exc
+
+    def _write(self) -> None:
+        # Written whole to a temporary file and renamed: a crash leaves the old or new file.
+        self._file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self._file.with_suffix(".json.tmp")
+        rows = [asdict(s.record) for s in self._sessions.values()]
+        tmp.write_text(json.dumps(rows, indent=2), encoding="utf-8")
+        tmp.replace(self._file)
+
+
+# -- control tools ---------------------------------------------------------------------
+
+
+class RegisterOut(BaseModel):
+    session_id: str
+    path: str
+    relative_path: str
+    chunks_count: int
+    endpoint: str = Field(description="Data-plane URL path for this session's tools.")
+
+
+class SessionOut(BaseModel):
+    session_id: str
+    path: str
+    description: str
+    state: str = Field(description="Loaded or Unloaded.")
+    chunks_count: int | None
+    last_access: str
+
+
+class SessionsOut(BaseModel):
+    sessions: list[SessionOut]
+
+
+class UnregisterOut(BaseModel):
+    session_id: str
+    path: str
+
+
+def add_control_tools(
+    server: MCPServer,
+    registry: SessionRegistry,
+    principal_of: Any,
+    read_only: bool,
+) -> None:
+    """``register``, ``unregister`` and ``list`` on the control endpoint (``/mcp``)."""
+
+    def caller(ctx: Context) -> Principal:
+        principal: Principal = principal_of(ctx)
+        return principal
+
+    if not read_only:
+
+        @server.tool(
+            name="register",
+            title="Serve a folder",
+            annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                        idempotent_hint=True, open_world_hint=False),
+            description="Register a folder (relative to the server's --path-root; created "
+            "if missing) as a session and index it now, reporting progress. Registering "
+            "the same folder again returns its session.",
+        )  # fmt: skip
+        async def register(
+            path: Annotated[str, Field(min_length=1, description="Relative to --path-root.")],
+            ctx: Context,
+            description: str = "",
+        ) -> Annotated[CallToolResult, RegisterOut]:
+            who = caller(ctx)
+            try:
+                who.check_write("register folders")
+                record, chunks = await anyio.to_thread.run_sync(
+                    lambda: registry.register(path, description, progress_reporter(ctx))
+                )
+            except KnowhubError as exc:
+                raise ToolError(str(exc)) from exc
+            out = RegisterOut(session_id=record.session_id, path=record.path,
+                              relative_path=record.relative_path, chunks_count=chunks,
+                              endpoint=f"/mcp/{record.session_id}")  # fmt: skip
+            text = (f"session {out.session_id} serves {out.path} ({out.chunks_count} chunks); "
+                    f"its tools are at {out.endpoint}")  # fmt: skip
+            return tool_result(text, out)
+
+        @server.tool(
+            name="unregister",
+            title="Stop serving a folder",
+            annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True,
+                                        idempotent_hint=False, open_world_hint=False),
+            description="Forget a session and its index (the folder itself is kept).",
+        )  # fmt: skip
+        async def unregister(
+            session_id: Annotated[str, Field(min_length=1)], ctx: Context
+        ) -> Annotated[CallToolResult, UnregisterOut]:
+            who = caller(ctx)
+            try:
+                who.check_write("unregister sessions")
+                if not who.may_use(session_id):
+                    raise AuthError(f"unknown session {session_id!r}")
+                record = await anyio.to_thread.run_sync(lambda: registry.unregister(session_id))
+            except KnowhubError as exc:
+                raise ToolError(str(exc)) from exc
+            out = UnregisterOut(session_id=record.session_id, path=record.path)
+            return tool_result(f"session {out.session_id} ({out.path}) unregistered", out)
+
+    @server.tool(
+        name="list",
+        title="List sessions",
+        annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False,
+                                    idempotent_hint=True, open_world_hint=False),
+        description="The registered sessions: folder, Loaded/Unloaded, chunks, last access.",
+    )  # fmt: skip
+    async def list_sessions(ctx: Context) -> Annotated[CallToolResult, SessionsOut]:
+        who = caller(ctx)
+        rows = await anyio.to_thread.run_sync(registry.sessions)
+        out = SessionsOut(sessions=[
+            SessionOut(session_id=r.session_id, path=r.path, description=r.description,
+                       state="Loaded" if loaded else "Unloaded", chunks_count=chunks,
+                       last_access=time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                 time.gmtime(r.last_access)))
+            for r, loaded, chunks in rows
+            if who.may_use(r.session_id)
+        ])  # fmt: skip
+        lines = [f"- {s.session_id} {s.state} {s.path} ({s.chunks_count if s.chunks_count is not None else '?'} chunks, last access {s.last_access})"  # noqa: E501
+                 for s in out.sessions]  # fmt: skip
+        return tool_result("\n".join(lines) or "No sessions registered.", out)

@@ -1,0 +1,481 @@
+"""The data tools: search, list, inspect and ingest one knowledge base.
+
+Each tool resolves its :class:`Target` (which knowledge base, who is asking) from the
+request, runs the blocking App call in a worker thread, and answers with structured
+content plus readable Markdown. A :class:`~knowhub.errors.KnowhubError` becomes a tool
+error with its message; the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import anyio.from_thread
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from knowhub.config import ServerSettings
+from knowhub.errors import KnowhubError
+from knowhub.interfaces.mcp.access import Principal
+from knowhub.interfaces.mcp.kb import KnowledgeBase
+from knowhub.interfaces.mcp.metrics import Metrics
+from knowhub.models import Hit
+from knowhub.validate import MAX_QUERY_BYTES, check_filters, parse_key_values
+
+__all__ = [
+    "CollectionOut",
+    "CollectionsOut",
+    "ContentOut",
+    "DocumentOut",
+    "HitOut",
+    "IngestOut",
+    "Resolve",
+    "SearchOut",
+    "Target",
+    "add_data_tools",
+    "inside_root",
+    "progress_reporter",
+    "tool_result",
+]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a data-tool call works on."""
+
+    kb: KnowledgeBase
+    principal: Principal
+    root: Path  # ingest paths must resolve inside it
+    label: str  # "local" or the session id, for logs
+
+
+Resolve = Callable[[Context], Awaitable[Target]]
+
+
+class HitOut(BaseModel):
+    n: int = Field(description="Citation number, as [n] in the Markdown.")
+    chunk_id: str
+    score: float
+    text: str
+    source: str
+    title: str
+    page: int | None
+    section_path: str
+    line_start: int
+    line_end: int
+    char_start: int
+    char_end: int
+    source_hash: str = Field(description="The document's content hash (get_document_summary).")
+    collection: str
+    truncated: bool = Field(description="The text was cut to fit max_chars.")
+
+
+class SearchOut(BaseModel):
+    query: str
+    collection: str
+    hits: list[HitOut]
+    truncated: bool = Field(description="Hits were cut or dropped to fit max_chars.")
+    timings_ms: dict[str, float]
+
+
+class CollectionOut(BaseModel):
+    name: str
+    documents: int
+    chunks: int
+    lexical_index: bool = Field(description="Every chunk is in the BM25 (FTS5) index.")
+    embedder: str
+    active_version: int
+
+
+class CollectionsOut(BaseModel):
+    collections: list[CollectionOut]
+
+
+class DocumentOut(BaseModel):
+    source_hash: str
+    source: str
+    path: str
+    title: str
+    format: str
+    collection: str
+    ingested_at: str
+    status: str
+    chunk_count: int
+    total_chars: int
+    average_chunk_chars: float
+    pages: int | None
+
+
+class ContentOut(BaseModel):
+    chunk_id: str
+    text: str
+    source: str
+    title: str
+    collection: str
+    source_hash: str
+    page: int | None
+    section_path: str
+    line_start: int
+    line_end: int
+    char_start: int
+    char_end: int
+
+
+class IngestOut(BaseModel):
+    collection: str
+    added: list[str]
+    updated: list[str]
+    unchanged: int
+    removed: list[str]
+    failed: list[dict[str, str]]
+    chunks: int
+    seconds: float
+
+
+READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                       open_world_hint=False)  # fmt: skip
+# Ingest adds or replaces documents but never deletes one; running it twice changes nothing.
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                        open_world_hint=False)  # fmt: skip
+
+Query = Annotated[
+    str, Field(min_length=1, max_length=MAX_QUERY_BYTES, description="What to search for.")
+]
+MinScore = Annotated[float, Field(ge=0.0, description="Drop hits whose fused score is lower.")]
+
+
+def add_data_tools(
+    server: MCPServer,
+    resolve: Resolve,
+    settings: ServerSettings,
+    metrics: Metrics,
+    read_only: bool,
+) -> None:
+    """Register the data tools on ``server`` (``ingest`` only when not ``read_only``)."""
+
+    async def run_search(
+        ctx: Context, tool: str, query: str, top_k: int, collection: str,
+        filters: dict[str, Any] | None, min_score: float, max_chars: int | None,
+    ) -> CallToolResult:  # fmt: skip
+        target = await resolve(ctx)
+        started = time.perf_counter()
+        with _tool_errors(metrics, tool):
+            target.principal.check_read(collection)
+            typed = check_filters(filters)
+            hook = _stage_progress(ctx)
+            result = await _in_thread(
+                lambda: target.kb.reader.search(
+                    query, collection, top_k, typed, min_score, on_stage=hook
+                )
+            )
+        metrics.searches.labels("mcp", tool).inc()
+        metrics.search_seconds.labels("mcp").observe(time.perf_counter() - started)
+        budget = min(max_chars or settings.max_result_chars, settings.max_result_chars)
+        out = _search_out(query, collection, result.hits, budget, result.timings_ms)
+        return tool_result(_search_markdown(out), out)
+
+    @server.tool(
+        name="query_knowledge_hub",
+        title="Search the knowledge base",
+        annotations=READ,
+        description=(
+            "Hybrid (semantic + keyword) search over the knowledge base. Returns the best "
+            "passages with numbered citations: source file, page, section and line span. "
+            "Cite [n] when you use a passage; fetch more of it with get_content."
+        ),
+    )
+    async def query_knowledge_hub(
+        query: Query,
+        ctx: Context,
+        top_k: Annotated[int, Field(ge=1, le=20, description="Passages to return.")] = 5,
+        collection: Annotated[str, Field(description="Collection to search.")] = "default",
+        filters: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description='Metadata filters: {"team": "ops", "lang": {"in": ["en", "ru"]}}; '
+                "keys include language, source and format, plus ingest tags."
+            ),
+        ] = None,
+        min_score: MinScore = 0.0,
+        max_chars: Annotated[
+            int | None, Field(ge=200, description="Size budget of the whole result, in chars.")
+        ] = None,
+    ) -> Annotated[CallToolResult, SearchOut]:
+        return await run_search(ctx, "query_knowledge_hub", query, top_k, collection, filters,
+                                min_score, max_chars)  # fmt: skip
+
+    if settings.search_docs_tool:
+
+        @server.tool(
+            name="search_docs",
+            title="Search the documents",
+            annotations=READ,
+            description="Search the indexed documents (default collection); same results "
+            "as query_knowledge_hub, under the name mcp-doc-indexer clients use.",
+        )
+        async def search_docs(
+            query: Query,
+            ctx: Context,
+            limit: Annotated[int, Field(ge=1, le=20, description="Passages to return.")] = 5,
+            min_score: MinScore = 0.0,
+        ) -> Annotated[CallToolResult, SearchOut]:
+            return await run_search(ctx, "search_docs", query, limit, "default", None,
+                                    min_score, None)  # fmt: skip
+
+    @server.tool(
+        name="list_collections",
+        title="List collections",
+        annotations=READ,
+        description="The collections of the knowledge base with document and chunk counts.",
+    )
+    async def list_collections(ctx: Context) -> Annotated[CallToolResult, CollectionsOut]:
+        target = await resolve(ctx)
+        with _tool_errors(metrics, "list_collections"):
+            infos = await _in_thread(target.kb.reader.collections)
+        out = CollectionsOut(
+            collections=[
+                CollectionOut(
+                    name=i.name,
+                    documents=i.documents,
+                    chunks=i.chunks,
+                    lexical_index=i.lexical_chunks == i.chunks,
+                    embedder=i.embedder,
+                    active_version=i.version,
+                )
+                for i in infos
+                if target.principal.may_read(i.name)
+            ]
+        )
+        lines = [
+            f"- **{c.name}**: {c.documents} documents, {c.chunks} chunks, embedder {c.embedder}, "
+            f"version {c.active_version}{'' if c.lexical_index else ' (lexical index incomplete)'}"
+            for c in out.collections
+        ]
+        return tool_result("\n".join(lines) or "No collections yet.", out)
+
+    @server.tool(
+        name="get_document_summary",
+        title="Describe a document",
+        annotations=READ,
+        description="A document's source, status, chunk count and sizes, from the "
+        "source_hash of a search hit (8 or more leading characters are enough).",
+    )
+    async def get_document_summary(
+        source_hash: Annotated[str, Field(min_length=1, max_length=128)],
+        ctx: Context,
+        collection: str = "default",
+    ) -> Annotated[CallToolResult, DocumentOut]:
+        target = await resolve(ctx)
+        with _tool_errors(metrics, "get_document_summary"):
+            target.principal.check_read(collection)
+            record = await _in_thread(lambda: target.kb.reader.document(source_hash, collection))
+        out = DocumentOut(
+            source_hash=record.doc_hash, source=record.source, path=record.path,
+            title=record.title, format=record.format, collection=record.collection,
+            ingested_at=record.ingested_at, status="indexed", chunk_count=record.chunk_count,
+            total_chars=record.char_count,
+            average_chunk_chars=round(record.char_count / max(record.chunk_count, 1), 1),
+            pages=record.pages,
+        )  # fmt: skip
+        text = (
+            f"**{out.source}** ({out.format}, {out.title!r}): {out.chunk_count} chunks, "
+            f"{out.total_chars} chars (average {out.average_chunk_chars})"
+            + (f", {out.pages} pages" if out.pages else "")
+            + f"; ingested {out.ingested_at}; hash {out.source_hash}"
+        )
+        return tool_result(text, out)
+
+    @server.tool(
+        name="get_content",
+        title="Read a passage",
+        annotations=READ,
+        description="The full text of one chunk (chunk_id from a search hit) with its "
+        "line and character span in the source.",
+    )
+    async def get_content(
+        chunk_id: Annotated[str, Field(min_length=1, max_length=200)], ctx: Context
+    ) -> Annotated[CallToolResult, ContentOut]:
+        target = await resolve(ctx)
+        with _tool_errors(metrics, "get_content"):
+            found = await _in_thread(lambda: target.kb.reader.chunk(chunk_id))
+            readable = [h for h in found if target.principal.may_read(h.collection)]
+            if not readable:
+                raise KnowhubError(
+                    f"no chunk with id {chunk_id!r}: copy an id from a search result"
+                )
+        hit = readable[0]
+        out = ContentOut(
+            chunk_id=hit.chunk_id, text=hit.text, source=hit.source, title=hit.title,
+            collection=hit.collection, source_hash=hit.doc_hash, page=hit.page,
+            section_path=hit.section_path, line_start=hit.line_start, line_end=hit.line_end,
+            char_start=hit.char_start, char_end=hit.char_end,
+        )  # fmt: skip
+        return tool_result(f"{_cite(hit)}\n\n{hit.text}", out)
+
+    if read_only:
+        return
+
+    @server.tool(
+        name="ingest",
+        title="Index files",
+        annotations=WRITE,
+        description="Index a file or folder under the server's document root into a "
+        "collection; unchanged files are skipped. Reports progress.",
+    )
+    async def ingest(
+        path: Annotated[str, Field(min_length=1, description="Relative to the document root.")],
+        ctx: Context,
+        collection: str = "default",
+        tags: Annotated[
+            dict[str, str] | None, Field(description="Metadata on every chunk, for filters.")
+        ] = None,
+    ) -> Annotated[CallToolResult, IngestOut]:
+        target = await resolve(ctx)
+        with _tool_errors(metrics, "ingest"):
+            target.principal.check_write("ingest")
+            target.principal.check_read(collection)
+            where = inside_root(target.root, path)
+            if not where.exists():
+                raise KnowhubError(f"path {path!r} does not exist under the document root")
+            tag_map = parse_key_values([f"{k}={v}" for k, v in (tags or {}).items()], "tags")
+            progress = progress_reporter(ctx)
+            report = await _in_thread(
+                lambda: target.kb.ingest([where], collection, tag_map, progress=progress)
+            )
+        metrics.record_ingest(report)
+        out = IngestOut(
+            collection=report.collection, added=report.added, updated=report.updated,
+            unchanged=len(report.unchanged), removed=report.removed,
+            failed=[{"source": s, "reason": r} for s, r in report.failed],
+            chunks=report.chunks, seconds=round(report.seconds, 3),
+        )  # fmt: skip
+        text = (
+            f"{len(out.added)} added, {len(out.updated)} updated, {out.unchanged} unchanged, "
+            f"{len(out.failed)} failed ({out.chunks} chunks written) into {out.collection!r}"
+        )
+        text += "".join(f"\n- failed {f['source']}: {f['reason']}" for f in out.failed)
+        return tool_result(text, out)
+
+
+def inside_root(root: Path, path: str) -> Path:
+    """``path`` (relative, or absolute inside ``root``) resolved; refuse any escape."""
+    candidate = Path(path)
+    if ".." in candidate.parts:
+        raise KnowhubError(f"path {path!r} contains '..': give a path inside the document root")
+    base = root.resolve()
+    full = (candidate if candidate.is_absolute() else base / candidate).resolve()
+    if not full.is_relative_to(base):
+        raise KnowhubError(
+            f"path {path!r} resolves outside the document root {base} (absolute path or a "
+            "symlink leading out): give a path inside it"
+        )
+    return full
+
+
+# -- helpers -------------------------------------------------------------------------
+
+
+async def _in_thread(fn: Callable[[], T]) -> T:
+    return await anyio.to_thread.run_sync(fn)
+
+
+@contextmanager
+def _tool_errors(metrics: Metrics, tool: str) -> Iterator[None]:
+    try:
+        yield
+    except KnowhubError as exc:
+        metrics.tool_calls.labels(tool, "error").inc()
+        raise ToolError(str(exc)) from exc
+    metrics.tool_calls.labels(tool, "ok").inc()
+
+
+def _stage_progress(ctx: Context) -> Callable[[str, int, float], None]:
+    """A stage hook that sends each finished stage to the client as a progress note."""
+    step = 0
+
+    def hook(stage: str, hits: int, elapsed_ms: float) -> None:
+        nonlocal step
+        step += 1
+        message = f"{stage}: {hits} hits in {elapsed_ms:.1f} ms"
+        anyio.from_thread.run(ctx.report_progress, step, None, message)
+
+    return hook
+
+
+def progress_reporter(ctx: Context) -> Callable[[int, int, str], None]:
+    """An ingest progress callback (called from a worker thread) that notifies the client."""
+
+    def progress(done: int, total: int, source: str) -> None:
+        anyio.from_thread.run(ctx.report_progress, done, total, source)
+
+    return progress
+
+
+def _search_out(
+    query: str, collection: str, hits: list[Hit], budget: int, timings: dict[str, float]
+) -> SearchOut:
+    """Hits cut to fit ``budget`` characters of text in all; later hits give way first."""
+    out: list[HitOut] = []
+    left = budget
+    truncated = False
+    for n, hit in enumerate(hits, start=1):
+        overhead = len(_cite(hit)) + 16
+        if left - overhead < 80:
+            truncated = True
+            break
+        room = left - overhead
+        cut = len(hit.text) > room
+        text = hit.text[:room].rstrip() + " …" if cut else hit.text
+        truncated = truncated or cut
+        left -= overhead + len(text)
+        out.append(HitOut(
+            n=n, chunk_id=hit.chunk_id, score=round(hit.score, 4), text=text, source=hit.source,
+            title=hit.title, page=hit.page, section_path=hit.section_path,
+            line_start=hit.line_start, line_end=hit.line_end, char_start=hit.char_start,
+            char_end=hit.char_end, source_hash=hit.doc_hash, collection=hit.collection,
+            truncated=cut,
+        ))  # fmt: skip
+    timings_ms = {k: round(v, 2) for k, v in timings.items()}
+    return SearchOut(query=query, collection=collection, hits=out, truncated=truncated,
+                     timings_ms=timings_ms)  # fmt: skip
+
+
+def _cite(hit: Hit | HitOut) -> str:
+    parts = [hit.source]
+    if hit.page:
+        parts.append(f"p. {hit.page}")
+    if hit.section_path:
+        parts.append(hit.section_path)
+    parts.append(f"lines {hit.line_start}-{hit.line_end}")
+    return ", ".join(parts)
+
+
+def _search_markdown(out: SearchOut) -> str:
+    if not out.hits:
+        return f"No results for {out.query!r} in collection {out.collection!r}."
+    blocks = [f"{len(out.hits)} results for {out.query!r} in {out.collection!r}:"]
+    for hit in out.hits:
+        blocks.append(f"**[{hit.n}]** {_cite(hit)} (score {hit.score:.3f})\n\n{hit.text}")
+    blocks.append(
+        "Sources:\n" + "\n".join(f"[{h.n}] {_cite(h)} — chunk `{h.chunk_id}`" for h in out.hits)
+    )
+    if out.truncated:
+        blocks.append("(Cut to fit max_chars: fetch a whole passage with get_content.)")
+    return "\n\n".join(blocks)
+
+
+def tool_result(text: str, out: BaseModel) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=out.model_dump(mode="json"),
+    )
