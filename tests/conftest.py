@@ -16,3 +16,9 @@ def app(tmp_path: Path) -> Iterator[App]:
     application = build_app(fast_settings(tmp_path / "data"))
     yield application
     application.close()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Async tests (``@pytest.mark.anyio``) run on asyncio, as the MCP SDK's clients do."""
+    return "asyncio"

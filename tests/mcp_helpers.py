@@ -1,0 +1,135 @@
+"""Start real ``knowhub serve mcp`` processes and talk to them with the official SDK client."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.helpers import cli_env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def stdio_params(*args: str, cwd: Path, env: dict[str, str] | None = None) -> StdioServerParameters:
+    """Parameters that launch ``python -m knowhub ARGS serve mcp …`` on stdio."""
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "knowhub", *args], env=cli_env(env), cwd=str(cwd)
+    )
+
+
+@dataclass
+class HttpServer:
+    """A ``knowhub serve mcp --transport http`` child process."""
+
+    url: str
+    process: subprocess.Popen[str]
+    log: Path
+    token: str | None = None
+    extra_headers: dict[str, str] = field(default_factory=dict)
+
+    def headers(self, token: str | None = None) -> dict[str, str]:
+        value = token if token is not None else self.token
+        auth = {"Authorization": f"Bearer {value}"} if value else {}
+        return {**auth, **self.extra_headers}
+
+    @asynccontextmanager
+    async def client(self, path: str = "/mcp", token: str | None = None) -> AsyncIterator[Client]:
+        async with httpx.AsyncClient(headers=self.headers(token), timeout=60) as http:
+            async with Client(streamable_http_client(self.url + path, http_client=http)) as c:
+                yield c
+
+    def get(self, path: str, token: str | None = None, **kwargs: Any) -> httpx.Response:
+        return httpx.get(self.url + path, headers=self.headers(token), timeout=30, **kwargs)
+
+    def post(self, path: str, token: str | None = None, **kwargs: Any) -> httpx.Response:
+        headers = {**self.headers(token), **kwargs.pop("headers", {})}
+        return httpx.post(self.url + path, headers=headers, timeout=30, **kwargs)
+
+    def logs(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+
+@contextmanager
+def http_server(
+    *serve_args: str,
+    cwd: Path,
+    data_dir: Path,
+    env: dict[str, str] | None = None,
+    token: str | None = None,
+) -> Iterator[HttpServer]:
+    """Run ``knowhub --data-dir D serve mcp --transport http --port P SERVE_ARGS`` until exit."""
+    port = free_port()
+    log = cwd / f"server-{port}.log"
+    with log.open("w", encoding="utf-8") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "knowhub", "--data-dir", str(data_dir), "serve", "mcp",
+             "--transport", "http", "--port", str(port), *serve_args],
+            cwd=cwd, env=cli_env(env), stdout=out, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+    server = HttpServer(f"http://127.0.0.1:{port}", process, log, token)
+    try:
+        _wait_ready(server)
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _wait_ready(server: HttpServer, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise AssertionError(f"server exited {server.process.returncode}:\n{server.logs()}")
+        try:
+            if httpx.get(server.url + "/health", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"server not ready after {timeout} s:\n{server.logs()}")
+
+
+def wait_until(check: Any, timeout: float = 20.0, interval: float = 0.25) -> Any:
+    """Poll ``check()`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout} s (last value: {last!r})")
+
+
+async def eventually(check: Any, timeout: float = 20.0, interval: float = 0.25) -> Any:
+    """Async :func:`wait_until`: await ``check()`` until truthy, without blocking the loop."""
+    import anyio
+
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = await check()
+        if last:
+            return last
+        await anyio.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout} s (last value: {last!r})")
