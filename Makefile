@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 DEMO_DIR := .demo
+# The MCP Inspector CLI, the npm client the e2e tests drive the server with (pinned).
+INSPECTOR_DIR := .cache/mcp-inspector
+INSPECTOR_VERSION := 2.12.0
+INSPECTOR := $(INSPECTOR_DIR)/.installed-$(INSPECTOR_VERSION)
 export OMP_WAIT_POLICY := PASSIVE
 export OPENBLAS_NUM_THREADS := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
@@ -18,6 +22,13 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e .
 	touch $@
 
+# Installed only when missing (or when INSPECTOR_VERSION changes); needs node and npm.
+$(INSPECTOR):
+	rm -rf $(INSPECTOR_DIR)
+	npm install --prefix $(INSPECTOR_DIR) --no-audit --no-fund --loglevel=error \
+	  @modelcontextprotocol/inspector@$(INSPECTOR_VERSION)
+	touch $@
+
 # Dev: torch's CPU build first (pinned), so nothing pulls a CUDA build, then extras.
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
@@ -29,7 +40,7 @@ demo: $(VENV)/.installed
 	$(BIN)/knowhub --data-dir $(DEMO_DIR)/data ingest examples/docs
 	$(BIN)/python examples/demo.py --data-dir $(DEMO_DIR)/data
 
-test: $(VENV)/.installed-dev
+test: $(VENV)/.installed-dev $(INSPECTOR)
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy

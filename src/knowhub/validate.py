@@ -17,9 +17,12 @@ __all__ = [
     "check_min_score",
     "check_query",
     "check_top_k",
+    "parse_duration",
     "parse_key_values",
 ]
 
+_DURATION = re.compile(r"(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[smhd]?)")
+_SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 COLLECTION_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 MAX_QUERY_BYTES = 4096
 
@@ -108,3 +111,12 @@ def _filter_scalar(key: str, value: Any) -> str:
         f"filters.{key}: {value!r} is not a value to match: use a string, a number, "
         'a boolean or {"in": [...]}'
     )
+
+
+def parse_duration(text: str, option: str) -> float | None:
+    """``"30m"`` → 1800.0 seconds; ``"0"`` → None (never)."""
+    match = _DURATION.fullmatch(text.strip().lower())
+    if match is None:
+        raise QueryError(f"{option} {text!r} is not a duration: write e.g. 90s, 30m or 2h")
+    seconds = float(match["n"]) * _SECONDS[match["unit"]]
+    return seconds or None

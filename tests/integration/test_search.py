@@ -36,6 +36,29 @@ def test_language_filter_uses_the_chunk_language(app: App, tmp_path: Path) -> No
     assert [h.source for h in hits] == ["ru.md"]
 
 
+def test_in_filters_match_any_value_in_both_legs(app: App, tmp_path: Path) -> None:
+    for team in ("ops", "dev", "legal"):
+        write(tmp_path / team / "note.md", f"Quarterly rota for the {team} team: backups.\n")
+        app.ingest([tmp_path / team], tags={"team": team})
+    result = app.search("backups rota", top_k=5, filters={"team": ("ops", "dev")})
+    assert sorted(h.metadata["team"] for h in result.hits) == ["dev", "ops"]
+    assert result.counts["lexical"] == 2 and result.counts["dense"] == 2
+    mixed = app.search("backups", filters={"team": ("legal",), "language": ("en", "ru")})
+    assert [h.metadata["team"] for h in mixed.hits] == ["legal"]
+
+
+def test_search_reports_each_stage_as_it_ends(app: App, tmp_path: Path) -> None:
+    write(tmp_path / "d/a.md", "Backups run every six hours.\n")
+    app.ingest([tmp_path / "d"])
+    heard: list[tuple[str, int]] = []
+    app.search("backups", on_stage=lambda stage, hits, ms: heard.append((stage, hits)))
+    assert [s for s, _ in heard] == ["routing", "lexical", "dense", "fusion"]
+    assert dict(heard)["lexical"] == 1 and dict(heard)["fusion"] == 1
+    heard.clear()
+    app.search("backups", on_stage=lambda stage, hits, ms: heard.append((stage, hits)))
+    assert heard == [("cache", 1)]
+
+
 class EnglishOnly(HashingEmbedder):
     languages = frozenset({"en"})
 

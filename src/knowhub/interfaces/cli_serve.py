@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 import sys
 from pathlib import Path
 
@@ -11,21 +10,9 @@ import click
 
 from knowhub.config import load_settings
 from knowhub.interfaces.cli import _Context, _errors
+from knowhub.validate import parse_duration
 
-__all__ = ["parse_duration", "serve"]
-
-_DURATION = re.compile(r"(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[smhd]?)")
-_SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_duration(text: str) -> float | None:
-    """``"30m"`` → 1800.0; ``"0"`` → None (never)."""
-    match = _DURATION.fullmatch(text.strip().lower())
-    if match is None:
-        raise click.BadParameter(f"{text!r} is not a duration: write e.g. 90s, 30m or 2h")
-    seconds = float(match["n"]) * _SECONDS[match["unit"]]
-    return seconds or None
-
+__all__ = ["serve"]
 
 @click.group()
 def serve() -> None:
@@ -109,7 +96,7 @@ def serve_mcp(
             port=port,
             docs=docs,
             path_root=path_root,
-            idle_timeout_s=parse_duration(idle_timeout),
+            idle_timeout_s=parse_duration(idle_timeout, "--idle-timeout"),
             read_only=read_only,
             allow_unauthenticated=allow_unauthenticated,
         )

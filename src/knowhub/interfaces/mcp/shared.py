@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+import shutil
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -117,6 +118,8 @@ class SessionRegistry:
                 raise KnowhubError(self._unknown(session_id))
             self._write()
         self._unload(session)
+        # Its index goes too (the folder itself is kept): a new registration starts afresh.
+        shutil.rmtree(Path(self.settings.data_dir) / "sessions" / session_id, ignore_errors=True)
         return session.record
 
     def sessions(self) -> list[tuple[SessionRecord, bool, int | None]]:

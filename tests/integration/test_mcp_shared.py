@@ -1,0 +1,407 @@
+"""Shared mode over HTTP: sessions registered on /mcp, each with its own data plane.
+
+Every test runs real ``knowhub serve mcp --transport http --mode shared`` processes (the
+hashing embedder keeps them fast) and talks to them with the official SDK client.
+"""
+
+from __future__ import annotations
+
+import calendar
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, MCPError
+from mcp_types import CallToolResult, TextContent
+
+from tests.helpers import write
+from tests.mcp_helpers import HttpServer, eventually, http_server
+
+pytestmark = pytest.mark.anyio
+
+ADMIN = "admin-secret"
+DATA_TOOLS = {
+    "query_knowledge_hub",
+    "search_docs",
+    "list_collections",
+    "get_document_summary",
+    "get_content",
+    "ingest",
+}
+UNKNOWN_ID = "0123456789abcdef"
+# An MCP initialize request, as a client's first POST sends it.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+STREAM_HEADERS = {"Accept": "application/json, text/event-stream"}
+KANGAROO = "# Kangaroos\n\nThe kangaroo hops over the outback.\n"
+
+
+def token_env(*extra: dict[str, Any]) -> dict[str, str]:
+    """Server env: the admin token (every session) plus ``extra`` token specs."""
+    specs: list[dict[str, Any]] = [{"name": "admin", "token_env": "TOK_ADMIN", "sessions": ["*"]}]
+    specs.extend(extra)
+    return {"KNOWHUB_SERVER__TOKENS": json.dumps(specs), "TOK_ADMIN": ADMIN}
+
+
+def shared_server(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Any:
+    return http_server(
+        "--mode", "shared", "--path-root", str(tmp_path / "root"), *args,
+        cwd=tmp_path, data_dir=tmp_path / "data", env=env or token_env(), token=ADMIN,
+    )  # fmt: skip
+
+
+def animals(root: Path) -> None:
+    """Folder ``alpha`` (zebra, giraffe) and folder ``beta`` (volcano)."""
+    write(root / "alpha" / "zebra.md", "# Zebras\n\nThe zebra migrates across the savanna.\n")
+    write(
+        root / "alpha" / "notes" / "giraffe.md",
+        "# Giraffes\n\nThe giraffe browses acacia leaves on tall trees.\n",
+    )
+    write(root / "beta" / "volcano.md", "# Volcanoes\n\nMagma erupts from the volcano crater.\n")
+
+
+def text_of(result: CallToolResult) -> str:
+    return "\n".join(c.text for c in result.content if isinstance(c, TextContent))
+
+
+async def ok(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    """Call ``tool``; it must succeed. → its structured content."""
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, f"{tool}({arguments}) failed: {text_of(result)}"
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def fails(client: Client, tool: str, **arguments: Any) -> str:
+    """Call ``tool``; it must be a tool error (not a protocol failure). → its message."""
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, f"{tool}({arguments}) should have failed: {text_of(result)}"
+    return text_of(result)
+
+
+async def sources(client: Client, query: str, **arguments: Any) -> list[str]:
+    out = await ok(client, "query_knowledge_hub", query=query, **arguments)
+    return [hit["source"] for hit in out["hits"]]
+
+
+async def sessions(server: HttpServer, token: str | None = None) -> dict[str, dict[str, Any]]:
+    async with server.client("/mcp", token) as control:
+        out = await ok(control, "list")
+    return {s["session_id"]: s for s in out["sessions"]}
+
+
+def leaves(exc: BaseException) -> Iterator[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from leaves(inner)
+    else:
+        yield exc
+
+
+async def assert_sdk_refused(server: HttpServer, path: str, token: str | None = None) -> None:
+    """The SDK client cannot even initialize on ``path`` (the server answers 404)."""
+    with pytest.raises(BaseException) as caught:  # the SDK wraps it in task groups
+        async with server.client(path, token) as client:
+            await client.list_tools()
+    errors = list(leaves(caught.value))
+    assert any(isinstance(e, MCPError) and "Not Found" in e.message for e in errors), errors
+
+
+def raw_status(server: HttpServer, path: str, token: str | None = None) -> int:
+    return server.post(path, token, json=INITIALIZE, headers=STREAM_HEADERS).status_code
+
+
+def load_lines(server: HttpServer, session_id: str) -> list[str]:
+    return re.findall(rf"session {session_id} loaded: [^\n]*", server.logs())
+
+
+async def test_register_refusals_data_plane_isolation_watch_and_unregister(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    animals(root)
+    (tmp_path / "outside").mkdir()
+    write(tmp_path / "outside" / "secret.md", "# Secret\n\nOutside the root.\n")
+    (root / "link").symlink_to(tmp_path / "outside", target_is_directory=True)
+
+    with shared_server(tmp_path) as server:
+        progress: list[tuple[float, float | None, str | None]] = []
+
+        async def on_progress(done: float, total: float | None, message: str | None) -> None:
+            progress.append((done, total, message))
+
+        async with server.client("/mcp") as control:
+            tools = {t.name for t in (await control.list_tools()).tools}
+            assert tools == {"register", "unregister", "list"}
+
+            # 1. register: a relative folder, indexed now, with progress notifications.
+            arguments = {"path": "alpha", "description": "animals"}
+            result = await control.call_tool("register", arguments, progress_callback=on_progress)
+            assert not result.is_error, text_of(result)
+            alpha = result.structured_content
+            assert alpha is not None
+            sid_a = alpha["session_id"]
+            assert re.fullmatch(r"[0-9a-f]{16}", sid_a)
+            assert alpha["path"] == str((root / "alpha").resolve())
+            assert Path(alpha["path"]).is_absolute()
+            assert alpha["relative_path"] == "alpha"
+            assert alpha["chunks_count"] >= 2
+            assert alpha["endpoint"] == f"/mcp/{sid_a}"
+            assert sid_a in text_of(result)
+            assert progress, "no progress notification arrived"
+            assert [p[1] for p in progress] == [2] * len(progress)  # total: the 2 files
+            assert [p[0] for p in progress] == sorted(p[0] for p in progress)
+            assert progress[-1][0] == 2
+            assert {p[2] for p in progress} == {"zebra.md", "notes/giraffe.md"}
+
+            # The same folder, spelled differently, is the same session.
+            again = await ok(control, "register", path="./alpha/")
+            assert again["session_id"] == sid_a
+            assert again["chunks_count"] == alpha["chunks_count"]
+
+            beta = await ok(control, "register", path="beta")
+            sid_b = beta["session_id"]
+            assert sid_b != sid_a
+            assert beta["chunks_count"] >= 1
+
+            # A missing folder is created, empty.
+            fresh = await ok(control, "register", path="fresh/nested")
+            assert fresh["chunks_count"] == 0
+            assert (root / "fresh" / "nested").is_dir()
+
+            # 2. refusals: tool errors with clear messages; nothing created.
+            message = await fails(control, "register", path="../escape")
+            assert "'..'" in message
+            assert not (tmp_path / "escape").exists()
+            message = await fails(control, "register", path="/etc")
+            assert "absolute" in message and "--path-root" in message
+            message = await fails(control, "register", path="link")
+            assert "outside the document root" in message
+            message = await fails(control, "register", path="link/deeper")
+            assert "outside the document root" in message
+            assert not (tmp_path / "outside" / "deeper").exists()
+            message = await fails(control, "register", path="")
+            assert "path" in message and "at least 1 character" in message
+            message = await fails(control, "register", path="   ")
+            assert "path is empty" in message
+
+            listed = {s["session_id"]: s for s in (await ok(control, "list"))["sessions"]}
+            assert set(listed) == {sid_a, sid_b, fresh["session_id"]}
+            assert listed[sid_a]["description"] == "animals"
+            assert all(s["state"] == "Loaded" for s in listed.values())
+
+        # 3. the data plane of session A: every data tool.
+        async with server.client(f"/mcp/{sid_a}") as data:
+            tools = {t.name for t in (await data.list_tools()).tools}
+            assert tools == DATA_TOOLS
+
+            result = await data.call_tool("query_knowledge_hub", {"query": "zebra savanna"})
+            assert not result.is_error, text_of(result)
+            assert result.structured_content is not None
+            top = result.structured_content["hits"][0]
+            assert top["source"] == "zebra.md"
+            assert top["n"] == 1 and top["line_start"] >= 1 and top["line_end"] >= top["line_start"]
+            assert "[1] zebra.md" in text_of(result)
+            assert f"chunk `{top['chunk_id']}`" in text_of(result)
+
+            found = await ok(data, "search_docs", query="giraffe acacia")
+            assert found["hits"][0]["source"] == "notes/giraffe.md"
+
+            collections = (await ok(data, "list_collections"))["collections"]
+            assert [(c["name"], c["documents"]) for c in collections] == [("default", 2)]
+
+            summary = await ok(data, "get_document_summary", source_hash=top["source_hash"][:12])
+            assert summary["source"] == "zebra.md"
+            assert summary["chunk_count"] >= 1
+
+            content = await ok(data, "get_content", chunk_id=top["chunk_id"])
+            assert "zebra migrates" in content["text"]
+            assert content["source"] == "zebra.md"
+
+            write(root / "alpha" / "extra" / "koala.md", "# Koalas\n\nThe koala eats eucalyptus.\n")
+            ingested = await ok(data, "ingest", path="extra", collection="marsupials")
+            assert ingested["added"] == ["koala.md"] or ingested["added"] == ["extra/koala.md"]
+            hits = await sources(data, "koala eucalyptus", collection="marsupials")
+            assert hits == ingested["added"]
+            # Ingest paths are relative to the session's folder and may not leave it.
+            message = await fails(data, "ingest", path="../beta")
+            assert "'..'" in message
+
+            # 5. watching: a file dropped into the folder becomes searchable, no reload.
+            write(root / "alpha" / "late.md", KANGAROO)
+
+            async def kangaroo_found() -> bool:
+                return "late.md" in await sources(data, "kangaroo outback")
+
+            await eventually(kangaroo_found, timeout=10)
+            assert len(load_lines(server, sid_a)) == 1, server.logs()
+
+        # Isolation: B's data plane knows nothing of A's documents, and the other way round.
+        async with server.client(f"/mcp/{sid_b}") as data_b:
+            assert "volcano.md" in await sources(data_b, "volcano magma")
+            b_sources = await sources(data_b, "zebra savanna giraffe kangaroo")
+            assert b_sources and not {"zebra.md", "notes/giraffe.md", "late.md"} & set(b_sources)
+            collections = (await ok(data_b, "list_collections"))["collections"]
+            assert [(c["name"], c["documents"]) for c in collections] == [("default", 1)]
+        async with server.client(f"/mcp/{sid_a}") as data:
+            assert "volcano.md" not in await sources(data, "volcano magma crater")
+
+        # Unknown sessions: 404 on the raw route, and the SDK client cannot use them.
+        assert raw_status(server, f"/mcp/{sid_a}") == 200
+        response = server.post(f"/mcp/{UNKNOWN_ID}", json=INITIALIZE, headers=STREAM_HEADERS)
+        assert response.status_code == 404
+        assert "unknown session" in response.json()["error"]
+        await assert_sdk_refused(server, f"/mcp/{UNKNOWN_ID}")
+
+        # 7. unregister: gone from list, its data plane 404s, a second unregister fails.
+        index_b = tmp_path / "data" / "sessions" / sid_b
+        assert index_b.is_dir()
+        async with server.client("/mcp") as control:
+            gone = await ok(control, "unregister", session_id=sid_b)
+            assert gone == {"session_id": sid_b, "path": str((root / "beta").resolve())}
+            listed = {s["session_id"] for s in (await ok(control, "list"))["sessions"]}
+            assert listed == {sid_a, fresh["session_id"]}
+            message = await fails(control, "unregister", session_id=sid_b)
+            assert "unknown session" in message
+            message = await fails(control, "unregister", session_id=UNKNOWN_ID)
+            assert "unknown session" in message and UNKNOWN_ID in message
+        assert raw_status(server, f"/mcp/{sid_b}") == 404
+        await assert_sdk_refused(server, f"/mcp/{sid_b}")
+        assert (root / "beta" / "volcano.md").exists()  # the folder itself is kept
+        assert not index_b.exists()  # "forget a session and its index"
+        # The server kept serving through all of it.
+        async with server.client(f"/mcp/{sid_a}") as data:
+            assert (await sources(data, "zebra"))[0] == "zebra.md"
+
+
+async def test_idle_sessions_unload_and_reload_with_changes(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    animals(root)
+    with shared_server(tmp_path, "--idle-timeout", "2s") as server:
+        async with server.client("/mcp") as control:
+            registered = await ok(control, "register", path="alpha")
+        sid = registered["session_id"]
+
+        # 4. list: Loaded, chunks, last access (UTC, just now).
+        row = (await sessions(server))[sid]
+        assert row["state"] == "Loaded"
+        assert row["chunks_count"] == registered["chunks_count"] >= 2
+        stamp = calendar.timegm(time.strptime(row["last_access"], "%Y-%m-%dT%H:%M:%SZ"))
+        assert abs(stamp - time.time()) < 60
+        health = server.get("/health").json()
+        assert (health["sessions"], health["loaded"]) == (1, 1)
+        assert server.get("/health", token="").json() == {"status": "ok"}
+
+        # Idle past the timeout: unloaded, and /health counts it so.
+        async def unloaded() -> bool:
+            return bool((await sessions(server))[sid]["state"] == "Unloaded")
+
+        await eventually(unloaded, timeout=15)
+        row = (await sessions(server))[sid]
+        assert row["chunks_count"] is None
+        health = server.get("/health").json()
+        assert (health["sessions"], health["loaded"]) == (1, 0)
+        assert f"session {sid} idle: unloading" in server.logs()
+
+        # Changes while unloaded (no watcher runs): a new file, an edited one.
+        write(root / "alpha" / "late.md", KANGAROO)
+        write(root / "alpha" / "zebra.md", "# Okapis\n\nThe okapi hides in the rainforest.\n")
+
+        # The next data-plane call reloads the session, re-syncing the folder.
+        async with server.client(f"/mcp/{sid}") as data:
+            assert (await sources(data, "kangaroo outback"))[0] == "late.md"
+            row = (await sessions(server))[sid]
+            assert row["state"] == "Loaded"
+            assert server.get("/health").json()["loaded"] == 1
+            assert (await sources(data, "okapi rainforest"))[0] == "zebra.md"
+            assert (await sources(data, "giraffe acacia"))[0] == "notes/giraffe.md"
+            summary = (await ok(data, "list_collections"))["collections"][0]
+            assert summary["documents"] == 3
+        lines = load_lines(server, sid)
+        assert len(lines) == 2, lines
+        assert "1 added, 1 updated, 0 removed, 1 unchanged" in lines[1], lines
+
+
+async def test_sessions_persist_across_restarts_and_tokens_limit_them(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    animals(root)
+    with shared_server(tmp_path) as first:
+        async with first.client("/mcp") as control:
+            alpha = await ok(control, "register", path="alpha")
+            beta = await ok(control, "register", path="beta")
+    sid_a, sid_b = alpha["session_id"], beta["session_id"]
+    stored = json.loads((tmp_path / "data" / "sessions.json").read_text(encoding="utf-8"))
+    assert {row["session_id"] for row in stored} == {sid_a, sid_b}
+
+    env = {
+        **token_env(
+            {"name": "limited", "token_env": "TOK_LIMITED", "sessions": [sid_a]},
+            {"name": "reader", "token_env": "TOK_READER", "read_only": True},
+        ),
+        "TOK_LIMITED": "limited-secret",
+        "TOK_READER": "reader-secret",
+    }
+    with shared_server(tmp_path, env=env) as server:
+        # 6. persistence: the sessions are back, unloaded until used.
+        listed = await sessions(server)
+        assert set(listed) == {sid_a, sid_b}
+        assert {s["state"] for s in listed.values()} == {"Unloaded"}
+        assert listed[sid_a]["path"] == alpha["path"]
+
+        async with server.client(f"/mcp/{sid_a}") as data:
+            assert (await sources(data, "zebra savanna"))[0] == "zebra.md"
+        # The stored index was reused: nothing re-embedded.
+        assert load_lines(server, sid_a) == [
+            f"session {sid_a} loaded: 0 added, 0 updated, 0 removed, 2 unchanged"
+        ], server.logs()
+        assert load_lines(server, sid_b) == []  # loaded lazily, not on start
+        listed = await sessions(server)
+        assert (listed[sid_a]["state"], listed[sid_b]["state"]) == ("Loaded", "Unloaded")
+        assert listed[sid_a]["chunks_count"] == alpha["chunks_count"]
+
+        # 8. a token limited to session A sees only A.
+        assert set(await sessions(server, "limited-secret")) == {sid_a}
+        async with server.client(f"/mcp/{sid_a}", "limited-secret") as data:
+            assert (await sources(data, "giraffe"))[0] == "notes/giraffe.md"
+        assert raw_status(server, f"/mcp/{sid_b}", "limited-secret") == 404
+        assert raw_status(server, f"/mcp/{sid_b}") == 200  # B exists: the 404 is the token's
+        await assert_sdk_refused(server, f"/mcp/{sid_b}", "limited-secret")
+        async with server.client("/mcp", "limited-secret") as control:
+            assert "unknown session" in await fails(control, "unregister", session_id=sid_b)
+        assert set(await sessions(server)) == {sid_a, sid_b}
+
+        # A read-only token reads but may not register, unregister or ingest.
+        async with server.client("/mcp", "reader-secret") as control:
+            rows = (await ok(control, "list"))["sessions"]
+            assert {row["session_id"] for row in rows} == {sid_a, sid_b}
+            assert "read-only" in await fails(control, "register", path="gamma")
+            assert "read-only" in await fails(control, "unregister", session_id=sid_a)
+        assert not (root / "gamma").exists()
+        assert set(await sessions(server)) == {sid_a, sid_b}
+        async with server.client(f"/mcp/{sid_b}", "reader-secret") as data:
+            assert (await sources(data, "volcano"))[0] == "volcano.md"
+            assert "read-only" in await fails(data, "ingest", path=".")
+
+        # No (or a wrong) token: 401 everywhere, the same for existing and unknown sessions.
+        answers = []
+        for path in ("/mcp", f"/mcp/{sid_a}", f"/mcp/{UNKNOWN_ID}"):
+            for token in ("", "wrong-secret"):
+                response = server.post(path, token, json=INITIALIZE, headers=STREAM_HEADERS)
+                assert response.status_code == 401, (path, token, response.text)
+                answers.append((response.text, response.headers.get("www-authenticate")))
+        assert len(set(answers)) == 1, answers
+        assert answers[0][1] == 'Bearer realm="knowhub"'
+        assert sid_a not in answers[0][0]
+        assert server.get("/health", token="").json() == {"status": "ok"}

@@ -1,0 +1,593 @@
+"""``knowhub serve mcp`` over stdio: a real server process, the official SDK client.
+
+Each test starts its own server on a small corpus (English, Chinese, Russian) with the
+hashing embedder; a start takes a second or two.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+from mcp import Client
+from mcp.client.stdio import stdio_client
+
+from tests.helpers import cli_env, write
+from tests.mcp_helpers import eventually, stdio_params, wait_until
+
+pytestmark = pytest.mark.anyio
+
+CORPUS = {
+    "backups.md": (
+        "# Backups\n\n"
+        "## Schedule\n\n"
+        "The nightly backup job copies the PostgreSQL database to cold storage at 02:00 UTC.\n"
+        "Database snapshots are kept in cold storage for ninety days, then deleted.\n\n"
+        "## Restore drills\n\n"
+        "Every quarter the on-call engineer restores last night's snapshot into a scratch\n"
+        "cluster and compares the row counts of the ten largest tables with production.\n"
+    ),
+    "deploy.txt": (
+        "Deployments\n\n"
+        "Releases roll out with Kubernetes rolling updates. A canary receives five percent\n"
+        "of the traffic for thirty minutes before the rest of the fleet is updated.\n"
+        "A failed canary is rolled back with helm rollback.\n"
+    ),
+    "zh/年假.md": (
+        "# 年假制度\n\n"
+        "员工每年享有十五天带薪年假。年假需要提前两周向直属经理申请，"
+        "未休完的年假可以顺延到下一年第一季度。\n"
+    ),
+    "ru/vpn.md": (
+        "# Настройка VPN\n\n"
+        "Чтобы подключиться к корпоративной сети из дома, установите клиент WireGuard\n"
+        "и импортируйте конфигурационный файл из портала самообслуживания.\n"
+        "Пароль от VPN меняется каждые девяносто дней.\n"
+    ),
+    "teams/ops/ops-runbook.md": (
+        "# Ops escalation\n\n"
+        "Escalation for operations: page the ops on-call through PagerDuty when the error\n"
+        "budget burns faster than two percent an hour, then open an incident channel.\n"
+    ),
+    "teams/dev/dev-guide.md": (
+        "# Dev escalation\n\n"
+        "Escalation for developers: a failing main branch blocks merges; the author of the\n"
+        "breaking commit reverts it first and investigates afterwards.\n"
+    ),
+    "teams/qa/qa-plan.md": (
+        "# QA escalation\n\n"
+        "Escalation for testers: a release candidate with a critical bug is rejected and\n"
+        "the release manager is told in the release thread within the hour.\n"
+    ),
+}
+
+QUESTIONS = [
+    ("how long are database snapshots kept in cold storage", "backups.md"),
+    ("what share of traffic does the canary receive", "deploy.txt"),
+    ("员工每年有几天带薪年假", "zh/年假.md"),
+    ("как подключиться к корпоративной сети через VPN", "ru/vpn.md"),
+]
+
+READ_TOOLS = {
+    "query_knowledge_hub",
+    "search_docs",
+    "list_collections",
+    "get_document_summary",
+    "get_content",
+}
+
+HIT_FIELDS = {
+    "n", "chunk_id", "score", "text", "source", "title", "page", "section_path", "line_start",
+    "line_end", "char_start", "char_end", "source_hash", "collection", "truncated",
+}  # fmt: skip
+
+ProgressNote = tuple[float, float | None, str | None]
+
+
+def make_corpus(tmp_path: Path, files: dict[str, str] = CORPUS) -> Path:
+    """``tmp_path/docs`` filled with ``files``; returns ``tmp_path`` (data goes in data/)."""
+    for name, text in files.items():
+        write(tmp_path / "docs" / name, text)
+    return tmp_path
+
+
+@asynccontextmanager
+async def serve(root: Path, *extra: str, stderr: str = "stderr.log") -> AsyncIterator[Client]:
+    """A stdio client of ``knowhub serve mcp --docs ROOT/docs EXTRA``; stderr to a file."""
+    params = stdio_params(
+        "--data-dir", str(root / "data"), "serve", "mcp", "--docs", str(root / "docs"), *extra,
+        cwd=root,
+    )  # fmt: skip
+    with (root / stderr).open("a", encoding="utf-8") as errlog:
+        async with Client(stdio_client(params, errlog=errlog)) as client:
+            yield client
+
+
+async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
+    """The structured result of a call that must succeed."""
+    result = await client.call_tool(tool, args)
+    text = result.content[0].text if result.content else ""  # type: ignore[union-attr]
+    assert not result.is_error, f"{tool}({args}) failed: {text}"
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def markdown(client: Client, tool: str, **args: Any) -> str:
+    result = await client.call_tool(tool, args)
+    assert not result.is_error
+    text: str = result.content[0].text  # type: ignore[union-attr]
+    return text
+
+
+async def fails(client: Client, tool: str, args: dict[str, Any], *expected: str) -> str:
+    """Call ``tool``; it must be a tool error naming every ``expected`` piece, and the
+    server must answer a normal call right after it."""
+    result = await client.call_tool(tool, args)
+    text: str = result.content[0].text  # type: ignore[union-attr]
+    assert result.is_error, f"{tool}({args}) should fail, got: {text}"
+    for piece in expected:
+        assert piece.lower() in text.lower(), f"{piece!r} not in the error: {text}"
+    after = await call(client, "list_collections")
+    assert [c["name"] for c in after["collections"]][:1] == ["default"]
+    return text
+
+
+async def documents(client: Client, collection: str = "default") -> int:
+    out = await call(client, "list_collections")
+    counts = {c["name"]: c["documents"] for c in out["collections"]}
+    return int(counts.get(collection, 0))
+
+
+async def indexed(client: Client, count: int) -> None:
+    """Wait for the first sync: the default collection holds ``count`` documents."""
+
+    async def ready() -> bool:
+        return await documents(client) == count
+
+    await eventually(ready)
+
+
+async def search(client: Client, query: str, **args: Any) -> list[dict[str, Any]]:
+    out = await call(client, "query_knowledge_hub", query=query, **args)
+    hits: list[dict[str, Any]] = out["hits"]
+    return hits
+
+
+# -- 1. every tool -------------------------------------------------------------------
+
+
+async def test_every_tool_over_stdio(tmp_path: Path) -> None:
+    root = make_corpus(tmp_path)
+    docs = root / "docs"
+    async with serve(root) as client:
+        listed = (await client.list_tools()).tools
+        assert {t.name for t in listed} == READ_TOOLS | {"ingest"}
+        assert len(listed) == 6
+        for tool in listed:
+            hints = tool.annotations
+            assert hints is not None, tool.name
+            if tool.name == "ingest":
+                assert hints.read_only_hint is False
+                assert hints.destructive_hint is False
+            else:
+                assert hints.read_only_hint is True, tool.name
+                assert hints.destructive_hint is False, tool.name
+        schema = next(t for t in listed if t.name == "query_knowledge_hub").input_schema
+        assert schema["required"] == ["query"]
+        assert {"top_k", "collection", "filters", "min_score", "max_chars"} <= set(
+            schema["properties"]
+        )
+
+        await indexed(client, len(CORPUS))
+
+        # The expected document ranks first, in each language.
+        for question, source in QUESTIONS:
+            hits = await search(client, question, top_k=3)
+            assert hits, question
+            assert hits[0]["source"] == source, (question, [h["source"] for h in hits])
+        hits = await search(client, QUESTIONS[0][0], top_k=4)
+        assert len(hits) == 4
+        for n, hit in enumerate(hits, start=1):
+            assert set(hit) == HIT_FIELDS
+            assert hit["n"] == n
+            assert hit["collection"] == "default"
+            assert hit["score"] > 0
+            assert re.fullmatch(r"[0-9a-f]{64}", hit["source_hash"])
+            assert 1 <= hit["line_start"] <= hit["line_end"]
+            assert 0 <= hit["char_start"] < hit["char_end"]
+            assert hit["page"] is None  # text formats have no pages
+            assert hit["truncated"] is False
+        assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+        assert hits[0]["section_path"].startswith("Backups")
+        text = await markdown(client, "query_knowledge_hub", query=QUESTIONS[0][0], top_k=4)
+        for hit in hits:
+            assert f"[{hit['n']}]" in text
+            assert hit["chunk_id"] in text
+        assert "backups.md" in text
+
+        # max_chars bounds the passages' text.
+        unbounded = await call(client, "query_knowledge_hub", query="escalation", top_k=5)
+        assert unbounded["truncated"] is False
+        assert sum(len(h["text"]) for h in unbounded["hits"]) > 200
+        bounded = await call(
+            client, "query_knowledge_hub", query="escalation", top_k=5, max_chars=200
+        )
+        assert bounded["truncated"] is True
+        assert 1 <= len(bounded["hits"]) < len(unbounded["hits"]) or any(
+            h["truncated"] for h in bounded["hits"]
+        )
+        assert sum(len(h["text"]) for h in bounded["hits"]) <= 200
+        assert bounded["hits"][0]["chunk_id"] == unbounded["hits"][0]["chunk_id"]
+
+        # Ingest tagged subfolders into "extra" (paths relative to the docs root).
+        for team in ("ops", "dev", "qa"):
+            report = await call(
+                client, "ingest", path=f"teams/{team}", collection="extra", tags={"team": team}
+            )
+            assert report["collection"] == "extra"
+            assert len(report["added"]) == 1, report
+            assert report["failed"] == []
+            assert report["chunks"] >= 1
+        again = await call(
+            client, "ingest", path="teams/ops", collection="extra", tags={"team": "ops"}
+        )
+        assert (again["added"], again["updated"], again["unchanged"]) == ([], [], 1)
+
+        def teams(found: list[dict[str, Any]]) -> set[str]:
+            assert all(h["collection"] == "extra" for h in found)
+            return {Path(h["source"]).name.split("-")[0] for h in found}
+
+        everyone = await search(client, "escalation", collection="extra", top_k=10)
+        assert teams(everyone) == {"ops", "dev", "qa"}
+        ops = await search(
+            client, "escalation", collection="extra", top_k=10, filters={"team": "ops"}
+        )
+        assert teams(ops) == {"ops"}
+        some = await search(
+            client, "escalation", collection="extra", top_k=10,
+            filters={"team": {"in": ["ops", "dev"]}},
+        )  # fmt: skip
+        assert teams(some) == {"ops", "dev"}
+        none = await search(
+            client, "escalation", collection="extra", top_k=10, filters={"team": "sales"}
+        )
+        assert none == []
+        await fails(
+            client, "query_knowledge_hub",
+            {"query": "escalation", "collection": "extra", "filters": {"team": {"gt": 1}}},
+            "filters.team", '{"in"',
+        )  # fmt: skip
+
+        # search_docs: the same search on the default collection.
+        found = await call(client, "search_docs", query=QUESTIONS[1][0], limit=2)
+        assert found["collection"] == "default"
+        assert 1 <= len(found["hits"]) <= 2
+        assert found["hits"][0]["source"] == "deploy.txt"
+
+        # list_collections.
+        listing = await call(client, "list_collections")
+        by_name = {c["name"]: c for c in listing["collections"]}
+        assert set(by_name) == {"default", "extra"}
+        assert by_name["default"]["documents"] == len(CORPUS)
+        assert by_name["extra"]["documents"] == 3
+        for info in by_name.values():
+            assert info["chunks"] >= info["documents"]
+            assert info["lexical_index"] is True
+            assert info["embedder"].startswith("hashing")
+            assert info["active_version"] >= 1
+
+        # get_document_summary, by full hash and by an 8-character prefix.
+        hit = (await search(client, QUESTIONS[0][0], top_k=1))[0]
+        full = await call(client, "get_document_summary", source_hash=hit["source_hash"])
+        short = await call(client, "get_document_summary", source_hash=hit["source_hash"][:8])
+        assert full == short
+        assert full["source_hash"] == hit["source_hash"]
+        assert full["source"] == "backups.md"
+        assert full["collection"] == "default"
+        assert full["status"] == "indexed"
+        assert full["chunk_count"] >= 1
+        on_disk = (docs / "backups.md").read_text(encoding="utf-8")
+        assert 0.5 * len(on_disk) <= full["total_chars"] <= len(on_disk)
+        assert full["average_chunk_chars"] == round(full["total_chars"] / full["chunk_count"], 1)
+        assert re.match(r"\d{4}-\d{2}-\d{2}", full["ingested_at"])
+
+        # get_content: the chunk's text lies on its line span of the file on disk.
+        for question, source in QUESTIONS:
+            hit = (await search(client, question, top_k=1))[0]
+            content = await call(client, "get_content", chunk_id=hit["chunk_id"])
+            assert content["chunk_id"] == hit["chunk_id"]
+            assert content["source"] == source
+            assert content["source_hash"] == hit["source_hash"]
+            lines = (docs / source).read_text(encoding="utf-8").splitlines()
+            span = "\n".join(lines[content["line_start"] - 1 : content["line_end"]])
+            assert content["text"].strip(), source
+            assert content["text"] in span, (source, content["line_start"], content["line_end"])
+            assert span.strip() == content["text"].strip(), source
+        restore = (await search(client, "restore drills row counts", top_k=1))[0]
+        assert restore["source"] == "backups.md"
+        assert restore["line_start"] > 1  # a later section, not the file's start
+        content = await call(client, "get_content", chunk_id=restore["chunk_id"])
+        lines = (docs / "backups.md").read_text(encoding="utf-8").splitlines()
+        assert "Restore drills" in "\n".join(lines[content["line_start"] - 1 : content["line_end"]])
+
+
+# -- 2. progress ---------------------------------------------------------------------
+
+
+async def test_progress_names_stages_and_counts_files(tmp_path: Path) -> None:
+    batch = {f"batch/part{i}.md": f"# Part {i}\n\nBatch file number {i} of four.\n" for i in range(4)}
+    root = make_corpus(tmp_path, {"backups.md": CORPUS["backups.md"], **batch})
+    async with serve(root) as client:
+        await indexed(client, 5)
+
+        notes: list[ProgressNote] = []
+
+        async def record(progress: float, total: float | None, message: str | None) -> None:
+            notes.append((progress, total, message))
+
+        result = await client.call_tool(
+            "query_knowledge_hub", {"query": "nightly backup of PostgreSQL"},
+            progress_callback=record,
+        )  # fmt: skip
+        assert not result.is_error
+        await eventually(_async_true(lambda: len(notes) >= 4), timeout=5)
+        messages = [m or "" for _, _, m in notes]
+        stages = [m.split(":")[0] for m in messages]
+        assert stages == ["routing", "lexical", "dense", "fusion"], messages
+        for message in messages:
+            assert re.fullmatch(r"\w+: \d+ hits in \d+(\.\d+)? ms", message), message
+        assert [p for p, _, _ in notes] == sorted(p for p, _, _ in notes)
+        assert re.search(r"fusion: [1-9]\d* hits", messages[-1])
+
+        notes.clear()
+        result = await client.call_tool(
+            "ingest", {"path": "batch", "collection": "batch"}, progress_callback=record
+        )
+        assert not result.is_error
+        await eventually(_async_true(lambda: len(notes) >= 4), timeout=5)
+        assert [(p, t) for p, t, _ in notes] == [(1, 4), (2, 4), (3, 4), (4, 4)]
+        assert {Path(m or "").name for _, _, m in notes} == {f"part{i}.md" for i in range(4)}
+
+
+def _async_true(check: Callable[[], object]) -> Callable[[], Awaitable[bool]]:
+    """An async check for :func:`eventually` from a plain one."""
+
+    async def wrapped() -> bool:
+        return bool(check())
+
+    return wrapped
+
+
+# -- 3. errors -----------------------------------------------------------------------
+
+
+async def test_errors_are_tool_errors_and_the_server_goes_on(tmp_path: Path) -> None:
+    root = make_corpus(tmp_path, {"backups.md": CORPUS["backups.md"]})
+    outside = write(tmp_path / "outside" / "secret.md", "# Secret\n\nNot for the index.\n")
+    (root / "docs" / "escape").symlink_to(outside.parent, target_is_directory=True)
+    async with serve(root) as client:
+        await indexed(client, 1)
+        hit = (await search(client, "nightly backup", top_k=1))[0]
+
+        await fails(client, "query_knowledge_hub", {"query": ""}, "query")
+        await fails(client, "query_knowledge_hub", {"query": "   \n\t "}, "query is empty")
+        await fails(client, "query_knowledge_hub", {"query": "backup", "top_k": 99}, "top_k", "20")
+        await fails(client, "search_docs", {"query": "backup", "limit": 0}, "limit")
+        await fails(
+            client, "query_knowledge_hub", {"query": "backup", "collection": "nope"},
+            "unknown collection 'nope'",
+        )  # fmt: skip
+        await fails(
+            client, "query_knowledge_hub", {"query": "backup", "collection": "Bad Name!"},
+            "invalid collection name",
+        )  # fmt: skip
+        await fails(client, "get_content", {"chunk_id": "feedface_0000_00000000"}, "no chunk")
+        await fails(
+            client, "get_document_summary", {"source_hash": "0123456789abcdef"}, "no document"
+        )
+        await fails(client, "get_document_summary", {"source_hash": "abc"}, "too short")
+        await fails(client, "ingest", {"path": "../outside"}, "..")
+        await fails(client, "ingest", {"path": str(outside.parent)}, "outside the document root")
+        await fails(client, "ingest", {"path": str(outside)}, "outside the document root")
+        await fails(client, "ingest", {"path": "escape"}, "outside the document root")
+        await fails(client, "ingest", {"path": "escape/secret.md"}, "outside the document root")
+        await fails(client, "ingest", {"path": "no/such/folder"}, "does not exist")
+
+        # Still serving, and nothing from outside the root got in.
+        assert (await search(client, "nightly backup", top_k=1))[0]["chunk_id"] == hit["chunk_id"]
+        for found in await search(client, "secret not for the index", top_k=10):
+            assert "Not for the index" not in found["text"]
+        listing = await call(client, "list_collections")
+        assert [c["name"] for c in listing["collections"]] == ["default"]
+
+
+# -- 4. stdout carries protocol only ------------------------------------------------
+
+
+def test_stdout_carries_only_protocol(tmp_path: Path) -> None:
+    root = make_corpus(tmp_path, {"backups.md": CORPUS["backups.md"]})
+    process = subprocess.Popen(
+        [sys.executable, "-m", "knowhub", "--data-dir", str(root / "data"), "serve", "mcp",
+         "--docs", str(root / "docs")],
+        cwd=root, env=cli_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, encoding="utf-8",
+    )  # fmt: skip
+    out: list[str] = []
+    err: list[str] = []
+    readers = [_drain(process.stdout, out), _drain(process.stderr, err)]
+    assert process.stdin is not None
+    stdin = process.stdin
+
+    def send(message: dict[str, Any] | str) -> None:
+        line = message if isinstance(message, str) else json.dumps(message)
+        stdin.write(line + "\n")
+        stdin.flush()
+
+    def answer(request_id: int) -> dict[str, Any]:
+        def find() -> dict[str, Any] | None:
+            for line in list(out):
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(message, dict) and message.get("id") == request_id:
+                    return message
+            return None
+
+        found: dict[str, Any] = wait_until(find, timeout=30)
+        return found
+
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw-test", "version": "0"}}})  # fmt: skip
+        init = answer(1)
+        assert init["result"]["serverInfo"]["name"] == "knowhub"
+        assert "tools" in init["result"]["capabilities"]
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        wait_until(lambda: any(" added, " in line for line in err), timeout=30)
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        send("{not json")
+        send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "query_knowledge_hub", "arguments": {"query": "nightly backup"}}})  # fmt: skip
+        tools = answer(2)["result"]["tools"]
+        assert len(tools) == 6
+        called = answer(3)["result"]
+        assert called.get("isError") is not True
+        assert called["structuredContent"]["hits"][0]["source"] == "backups.md"
+        time.sleep(0.5)  # anything late (a log line, a stray print) would show up now
+    finally:
+        stdin.close()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        for reader in readers:
+            reader.join(timeout=5)
+
+    assert process.returncode == 0, "".join(err)
+    assert out, "no output at all"
+    messages = []
+    for line in out:
+        message = json.loads(line)  # every stdout line is JSON …
+        assert isinstance(message, dict)
+        assert message.get("jsonrpc") == "2.0", line  # … and JSON-RPC
+        messages.append(message)
+    ids = [m.get("id") for m in messages if "id" in m]
+    assert {1, 2, 3} <= set(ids)
+    assert set(ids) <= {1, 2, 3, None}
+    for message in messages:
+        if message.get("id") is None and "error" in message:
+            assert message["error"]["code"] == -32700, message  # the garbage line: parse error
+    stderr = "".join(err)
+    assert re.search(r"1 added, 0 updated, 0 removed, 0 unchanged, 0 failed, [1-9]\d* embedded", stderr)
+    assert "INFO knowhub.mcp" in stderr
+    assert not any("INFO" in line or "Traceback" in line for line in out)
+
+
+def _drain(stream: IO[str] | None, into: list[str]) -> threading.Thread:
+    assert stream is not None
+
+    def run() -> None:
+        for line in stream:
+            into.append(line)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+# -- 5. a restart embeds nothing ----------------------------------------------------
+
+
+async def test_restart_embeds_nothing(tmp_path: Path) -> None:
+    root = make_corpus(tmp_path)
+    async with serve(root, stderr="first.log") as client:
+        await indexed(client, len(CORPUS))
+        before = await call(client, "list_collections")
+    first = (root / "first.log").read_text(encoding="utf-8")
+    n = len(CORPUS)
+    assert re.search(rf"{n} added, 0 updated, 0 removed, 0 unchanged, 0 failed, [1-9]\d* embedded", first), first  # fmt: skip  # noqa: E501
+
+    log = root / "second.log"
+    async with serve(root, "--log-file", str(log), stderr="second-stderr.log") as client:
+        wait_for = re.compile(r"\d+ added, .* embedded")
+        await eventually(
+            _async_true(lambda: log.exists() and wait_for.search(log.read_text("utf-8")))
+        )
+        after = await call(client, "list_collections")
+        hits = await search(client, QUESTIONS[0][0], top_k=1)
+    second = log.read_text(encoding="utf-8")
+    assert re.search(rf"0 added, 0 updated, 0 removed, {n} unchanged, 0 failed, 0 embedded", second), second  # fmt: skip  # noqa: E501
+    assert after == before  # same documents, chunks and version: nothing was rewritten
+    assert hits[0]["source"] == QUESTIONS[0][1]
+    assert "added" not in (root / "second-stderr.log").read_text(encoding="utf-8")
+
+
+# -- 6. the folder is watched -------------------------------------------------------
+
+
+async def test_watching_follows_adds_edits_and_deletes(tmp_path: Path) -> None:
+    files = {"backups.md": CORPUS["backups.md"], "deploy.txt": CORPUS["deploy.txt"]}
+    root = make_corpus(tmp_path, files)
+    note = root / "docs" / "notes" / "fresh.md"
+    async with serve(root) as client:
+        await indexed(client, 2)
+
+        async def texts(word: str) -> str:
+            return "\n".join(h["text"] for h in await search(client, word, top_k=10))
+
+        write(note, "# Fresh\n\nThe zephyrquokka service answers on port 7070.\n")
+
+        async def added() -> bool:
+            return "zephyrquokka" in await texts("zephyrquokka")
+
+        await eventually(added, timeout=15)
+        hits = await search(client, "zephyrquokka", top_k=1)
+        assert hits[0]["source"] == "notes/fresh.md"
+        assert await documents(client) == 3
+
+        write(note, "# Fresh\n\nThe marmotblizzard service answers on port 7070.\n")
+
+        async def edited() -> bool:
+            return "marmotblizzard" in await texts("marmotblizzard")
+
+        await eventually(edited, timeout=15)
+        assert "zephyrquokka" not in await texts("zephyrquokka")
+        assert "zephyrquokka" not in await texts("service port 7070")
+        assert await documents(client) == 3
+
+        note.unlink()
+
+        async def deleted() -> bool:
+            return await documents(client) == 2
+
+        await eventually(deleted, timeout=15)
+        assert "marmotblizzard" not in await texts("marmotblizzard")
+        assert all(h["source"] != "notes/fresh.md" for h in await search(client, "service port"))
+
+
+# -- 7. read-only -------------------------------------------------------------------
+
+
+async def test_read_only_offers_no_ingest(tmp_path: Path) -> None:
+    root = make_corpus(tmp_path, {"backups.md": CORPUS["backups.md"]})
+    async with serve(root, "--read-only") as client:
+        tools = (await client.list_tools()).tools
+        assert {t.name for t in tools} == READ_TOOLS
+        assert all(t.annotations and t.annotations.read_only_hint for t in tools)
+        await indexed(client, 1)  # read-only still indexes its own folder
+        result = await client.call_tool("ingest", {"path": "."})
+        assert result.is_error
+        assert "ingest" in result.content[0].text  # type: ignore[union-attr]
+        assert (await search(client, "nightly backup", top_k=1))[0]["source"] == "backups.md"

@@ -1,0 +1,115 @@
+"""Logic of the MCP server that needs no running server: tokens, paths, budgets, durations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from knowhub import load_settings
+from knowhub.errors import AuthError, ConfigError, KnowhubError, QueryError
+from knowhub.interfaces.mcp.access import LOCAL_USER, Principal, TokenBook
+from knowhub.interfaces.mcp.http import _matches
+from knowhub.interfaces.mcp.tools import _search_out, inside_root
+from knowhub.models import Hit
+from knowhub.validate import parse_duration
+
+TOKENS = (
+    '[{"name": "admin", "token_env": "TOK_ADMIN"},'
+    ' {"name": "reader", "token_env": "TOK_READER", "collections": ["docs"],'
+    '  "sessions": ["s1"], "read_only": true}]'
+)
+
+
+def _book(**env: str) -> TokenBook:
+    return TokenBook(load_settings(env={"KNOWHUB_SERVER__TOKENS": TOKENS, **env}))
+
+
+def test_tokens_map_to_their_principals_and_nothing_else() -> None:
+    book = _book(TOK_ADMIN="a-secret", TOK_READER="r-secret")
+    assert book
+    admin = book.lookup("Bearer a-secret")
+    reader = book.lookup("bearer r-secret")
+    assert admin is not None and admin.name == "admin" and not admin.read_only
+    assert reader is not None and reader.read_only
+    assert reader.may_read("docs") and not reader.may_read("other")
+    assert reader.may_use("s1") and not reader.may_use("s2")
+    for header in (None, "", "Bearer", "Bearer ", "Basic a-secret", "Bearer a-secret2", "a-secret"):
+        assert book.lookup(header) is None, header
+    with pytest.raises(AuthError, match="'reader' is read-only"):
+        reader.check_write("ingest")
+    with pytest.raises(AuthError, match="may not read collection 'other'"):
+        reader.check_read("other")
+    LOCAL_USER.check_write("ingest")
+    LOCAL_USER.check_read("anything")
+
+
+def test_a_token_whose_variable_is_unset_stops_the_server_with_its_name() -> None:
+    with pytest.raises(ConfigError, match="TOK_READER is not set"):
+        _book(TOK_ADMIN="a-secret")
+    assert not TokenBook(load_settings(env={}))
+
+
+def test_secrets_stay_out_of_the_settings_dump() -> None:
+    settings = load_settings(
+        env={"KNOWHUB_SERVER__TOKENS": TOKENS, "TOK_ADMIN": "a-secret", "TOK_READER": "r-x"}
+    )
+    assert "a-secret" not in repr(settings) and "a-secret" not in str(settings.model_dump())
+
+
+def test_paths_must_stay_inside_the_root(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    (root / "link").symlink_to(tmp_path / "outside")
+    assert inside_root(root, "sub") == (root / "sub").resolve()
+    assert inside_root(root, str(root / "sub")) == (root / "sub").resolve()
+    for bad, why in [("../outside", "contains '..'"), ("sub/../../outside", "contains '..'"),
+                     (str(tmp_path / "outside"), "outside the document root"),
+                     ("link", "outside the document root"), ("/etc", "outside")]:  # fmt: skip
+        with pytest.raises(KnowhubError, match=why):
+            inside_root(root, bad)
+
+
+def _hit(n: int, text: str) -> Hit:
+    return Hit(
+        chunk_id=f"c{n}", score=1.0 / n, source=f"doc{n}.md", title="t", text=text, page=None,
+        section_path="A > B", line_start=1, line_end=3, char_start=0, char_end=len(text),
+        doc_hash=f"{n:064d}", collection="default", language="en",
+    )  # fmt: skip
+
+
+def test_the_result_budget_bounds_the_text_and_says_so() -> None:
+    hits = [_hit(n, "word " * 200) for n in range(1, 6)]
+    whole = _search_out("q", "default", hits, 100_000, {})
+    assert len(whole.hits) == 5 and not whole.truncated
+    assert not any(h.truncated for h in whole.hits)
+    small = _search_out("q", "default", hits, 1_500, {})
+    assert small.truncated and 1 <= len(small.hits) < 5
+    assert sum(len(h.text) for h in small.hits) <= 1_500
+    assert [h.n for h in small.hits] == list(range(1, len(small.hits) + 1))
+    assert small.hits[-1].truncated and small.hits[-1].text.endswith("…")
+
+
+def test_origin_and_host_patterns() -> None:
+    allowed = ["http://localhost:*", "https://app.example.com"]
+    assert _matches("http://localhost:5173", allowed)
+    assert _matches("https://app.example.com", allowed)
+    assert not _matches("http://localhost.evil.com", allowed)
+    assert not _matches("http://localhost:80x", allowed)
+    assert not _matches("https://app.example.com.evil", allowed)
+    assert not _matches("http://evil.example", allowed)
+
+
+def test_durations() -> None:
+    assert parse_duration("30m", "--t") == 1800.0
+    assert parse_duration("90s", "--t") == parse_duration("90", "--t") == 90.0
+    assert parse_duration("2h", "--t") == 7200.0
+    assert parse_duration("0", "--t") is None
+    with pytest.raises(QueryError, match="--t 'soon' is not a duration"):
+        parse_duration("soon", "--t")
+
+
+def test_principal_wildcards() -> None:
+    everyone = Principal("x")
+    assert everyone.may_read("any") and everyone.may_use("any")
