@@ -70,4 +70,4 @@ eval: $(VENV)/.installed
 	done; exit $$status
 
 clean:
-	rm -rf $(VENV) $(DEMO_DIR) data .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(DEMO_DIR) data .pytest_cache .mypy_cache .ruff_cache $(INSPECTOR_DIR)

@@ -50,9 +50,11 @@ class HttpServer:
 
     @asynccontextmanager
     async def client(self, path: str = "/mcp", token: str | None = None) -> AsyncIterator[Client]:
-        async with httpx.AsyncClient(headers=self.headers(token), timeout=60) as http:
-            async with Client(streamable_http_client(self.url + path, http_client=http)) as c:
-                yield c
+        async with (
+            httpx.AsyncClient(headers=self.headers(token), timeout=60) as http,
+            Client(streamable_http_client(self.url + path, http_client=http)) as c,
+        ):
+            yield c
 
     def get(self, path: str, token: str | None = None, **kwargs: Any) -> httpx.Response:
         return httpx.get(self.url + path, headers=self.headers(token), timeout=30, **kwargs)

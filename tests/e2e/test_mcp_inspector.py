@@ -11,14 +11,14 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.helpers import FAST_ENV, ROOT, cli_env, write
-from tests.mcp_helpers import http_server
+from tests.mcp_helpers import HttpServer, http_server
 
 INSPECTOR_ENV = "KNOWHUB_MCP_INSPECTOR"
 INSPECTOR_BIN = ROOT / ".cache" / "mcp-inspector" / "node_modules" / ".bin" / "mcp-inspector"
@@ -46,7 +46,8 @@ class Run:
         self.stderr = done.stderr
 
     def __repr__(self) -> str:  # shown by pytest when an assertion fails
-        return f"Run(rc={self.returncode}, stdout={self.stdout[-3000:]!r}, stderr={self.stderr[-3000:]!r})"
+        out, err = self.stdout[-3000:], self.stderr[-3000:]
+        return f"Run(rc={self.returncode}, stdout={out!r}, stderr={err!r})"
 
     @property
     def result(self) -> dict[str, Any]:
@@ -80,7 +81,6 @@ def inspector_path() -> Path:
 @pytest.fixture
 def inspect(tmp_path: Path) -> Inspect:
     """Run ``mcp-inspector --cli --format json ARGS``; its state stays under tmp_path."""
-    binary = inspector_path()
     home = tmp_path / "inspector-home"
     home.mkdir()
     env = cli_env(
@@ -95,7 +95,7 @@ def inspect(tmp_path: Path) -> Inspect:
 
     def run(*args: str) -> Run:
         done = subprocess.run(
-            [str(binary), "--cli", "--format", "json", *args],
+            [str(inspector_path()), "--cli", "--format", "json", *args],
             cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
             timeout=90,
         )  # fmt: skip
@@ -104,13 +104,26 @@ def inspect(tmp_path: Path) -> Inspect:
     return run
 
 
+def write_docs(folder: Path) -> Path:
+    write(folder / "guide.md", "# Guide\n\n## Backups\n\nBackups run every night at 02:30.\n")
+    write(folder / "hr.txt", "Vacation policy: employees get 28 days of paid leave.\n")
+    return folder
+
+
 @pytest.fixture
 def docs(tmp_path: Path) -> Path:
-    write(
-        tmp_path / "docs/guide.md", "# Guide\n\n## Backups\n\nBackups run every night at 02:30.\n"
-    )
-    write(tmp_path / "docs/hr.txt", "Vacation policy: employees get 28 days of paid leave.\n")
-    return tmp_path / "docs"
+    return write_docs(tmp_path / "docs")
+
+
+@pytest.fixture(scope="module")
+def token_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    """One HTTP server for the module, local mode over the docs, token 'secret' required."""
+    root = tmp_path_factory.mktemp("http")
+    docs = write_docs(root / "docs")
+    with http_server(
+        "--docs", str(docs), cwd=root, data_dir=root / "data", env=TOKEN_ENV, token="secret"
+    ) as server:
+        yield server
 
 
 @pytest.fixture
@@ -161,42 +174,34 @@ def test_stdio_tool_error_is_reported_as_an_error(
 
 
 def test_http_with_token_lists_tools_and_answers_a_query(
-    inspect: Inspect, docs: Path, tmp_path: Path
+    inspect: Inspect, token_server: HttpServer
 ) -> None:
-    with http_server(
-        "--docs", str(docs), cwd=tmp_path, data_dir=tmp_path / "data", env=TOKEN_ENV,
-        token="secret",
-    ) as server:  # fmt: skip
-        target = ["--transport", "http", "--header", "Authorization: Bearer secret",
-                  "--", f"{server.url}/mcp"]  # fmt: skip
-        listed = inspect("--method", "tools/list", *target)
-        assert listed.returncode == 0, listed
-        assert {tool["name"] for tool in listed.result["tools"]} == TOOLS
+    target = ["--transport", "http", "--header", "Authorization: Bearer secret",
+              "--", f"{token_server.url}/mcp"]  # fmt: skip
+    listed = inspect("--method", "tools/list", *target)
+    assert listed.returncode == 0, listed
+    assert {tool["name"] for tool in listed.result["tools"]} == TOOLS
 
-        called = inspect(
-            "--method", "tools/call", "--tool-name", "query_knowledge_hub",
-            "--tool-args-json", '{"query": "how many days of paid leave", "top_k": 1}', *target,
-        )  # fmt: skip
-        assert called.returncode == 0, called
-        assert _sources(called.result) == ["hr.txt"]
+    called = inspect(
+        "--method", "tools/call", "--tool-name", "query_knowledge_hub",
+        "--tool-args-json", '{"query": "how many days of paid leave", "top_k": 1}', *target,
+    )  # fmt: skip
+    assert called.returncode == 0, called
+    assert _sources(called.result) == ["hr.txt"]
 
-        collections = inspect("--method", "tools/call", "--tool-name", "list_collections", *target)
-        assert collections.returncode == 0, collections
-        assert "default" in json.dumps(collections.result["structuredContent"])
+    collections = inspect("--method", "tools/call", "--tool-name", "list_collections", *target)
+    assert collections.returncode == 0, collections
+    assert "default" in json.dumps(collections.result["structuredContent"])
 
 
 @pytest.mark.parametrize("header", [None, "Authorization: Bearer wrong"], ids=["none", "wrong"])
 def test_http_without_the_token_fails(
-    inspect: Inspect, docs: Path, tmp_path: Path, header: str | None
+    inspect: Inspect, token_server: HttpServer, header: str | None
 ) -> None:
-    with http_server(
-        "--docs", str(docs), cwd=tmp_path, data_dir=tmp_path / "data", env=TOKEN_ENV,
-        token="secret",
-    ) as server:  # fmt: skip
-        headers = ["--header", header] if header else []
-        # --stored-auth-only: fail at once instead of offering an interactive OAuth login.
-        run = inspect("--method", "tools/list", "--transport", "http", "--stored-auth-only",
-                      *headers, "--", f"{server.url}/mcp")  # fmt: skip
+    headers = ["--header", header] if header else []
+    # --stored-auth-only: fail at once instead of offering an interactive OAuth login.
+    run = inspect("--method", "tools/list", "--transport", "http", "--stored-auth-only",
+                  *headers, "--", f"{token_server.url}/mcp")  # fmt: skip
     assert run.returncode == AUTH_REQUIRED, run
     assert not run.stdout.strip(), run
     assert run.error["code"] == "auth_required"
