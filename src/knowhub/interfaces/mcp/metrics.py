@@ -20,7 +20,8 @@ __all__ = ["Metrics"]
 
 class Metrics:
     def __init__(self) -> None:
-        disable_created_metrics()  # the *_created series only add noise to a scrape
+        # The *_created series only add noise to a scrape.
+        disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = CollectorRegistry()
         self.searches = Counter(
             "knowhub_searches", "Searches run", ["interface", "tool"], registry=self.registry

@@ -108,6 +108,7 @@ class SessionRegistry:
                 existing = _Session(record)
                 self._sessions[record.session_id] = existing
                 self._write()
+            existing.record.last_access = time.time()
         kb = self._load(existing, progress)
         return existing.record, kb.chunks()
 
@@ -346,6 +347,13 @@ def add_control_tools(
             for r, loaded, chunks in rows
             if who.may_use(r.session_id)
         ])  # fmt: skip
-        lines = [f"- {s.session_id} {s.state} {s.path} ({s.chunks_count if s.chunks_count is not None else '?'} chunks, last access {s.last_access})"  # noqa: E501
-                 for s in out.sessions]  # fmt: skip
+        lines = [
+            f"- {s.session_id} {s.state} {s.path} ({_count(s.chunks_count)} chunks, "
+            f"last access {s.last_access})"
+            for s in out.sessions
+        ]
         return tool_result("\n".join(lines) or "No sessions registered.", out)
+
+
+def _count(chunks: int | None) -> str:
+    return "?" if chunks is None else str(chunks)
