@@ -213,7 +213,7 @@ async def test_register_refusals_data_plane_isolation_watch_and_unregister(
             top = result.structured_content["hits"][0]
             assert top["source"] == "zebra.md"
             assert top["n"] == 1 and top["line_start"] >= 1 and top["line_end"] >= top["line_start"]
-            assert "[1] zebra.md" in text_of(result)
+            assert "**[1]** zebra.md" in text_of(result)
             assert f"chunk `{top['chunk_id']}`" in text_of(result)
 
             found = await ok(data, "search_docs", query="giraffe acacia")

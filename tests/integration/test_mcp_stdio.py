@@ -117,8 +117,9 @@ async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
     result = await client.call_tool(tool, args)
     text = result.content[0].text if result.content else ""  # type: ignore[union-attr]
     assert not result.is_error, f"{tool}({args}) failed: {text}"
-    assert result.structured_content is not None
-    return result.structured_content
+    structured: dict[str, Any] | None = result.structured_content
+    assert structured is not None
+    return structured
 
 
 async def markdown(client: Client, tool: str, **args: Any) -> str:
@@ -214,18 +215,19 @@ async def test_every_tool_over_stdio(tmp_path: Path) -> None:
             assert hit["chunk_id"] in text
         assert "backups.md" in text
 
-        # max_chars bounds the passages' text.
+        # max_chars bounds the whole result: the Markdown and so every passage in it.
         unbounded = await call(client, "query_knowledge_hub", query="escalation", top_k=5)
         assert unbounded["truncated"] is False
-        assert sum(len(h["text"]) for h in unbounded["hits"]) > 200
-        bounded = await call(
-            client, "query_knowledge_hub", query="escalation", top_k=5, max_chars=200
+        assert sum(len(h["text"]) for h in unbounded["hits"]) > 600
+        raw = await client.call_tool(
+            "query_knowledge_hub", {"query": "escalation", "top_k": 5, "max_chars": 600}
         )
-        assert bounded["truncated"] is True
+        bounded = raw.structured_content
+        assert bounded is not None and bounded["truncated"] is True
+        assert len(raw.content[0].text) <= 600  # type: ignore[union-attr]
         assert 1 <= len(bounded["hits"]) < len(unbounded["hits"]) or any(
             h["truncated"] for h in bounded["hits"]
         )
-        assert sum(len(h["text"]) for h in bounded["hits"]) <= 200
         assert bounded["hits"][0]["chunk_id"] == unbounded["hits"][0]["chunk_id"]
 
         # Ingest tagged subfolders into "extra" (paths relative to the docs root).
@@ -324,7 +326,9 @@ async def test_every_tool_over_stdio(tmp_path: Path) -> None:
 
 
 async def test_progress_names_stages_and_counts_files(tmp_path: Path) -> None:
-    batch = {f"batch/part{i}.md": f"# Part {i}\n\nBatch file number {i} of four.\n" for i in range(4)}
+    batch = {
+        f"batch/part{i}.md": f"# Part {i}\n\nBatch file number {i} of four.\n" for i in range(4)
+    }
     root = make_corpus(tmp_path, {"backups.md": CORPUS["backups.md"], **batch})
     async with serve(root) as client:
         await indexed(client, 5)
@@ -378,7 +382,7 @@ async def test_errors_are_tool_errors_and_the_server_goes_on(tmp_path: Path) -> 
         await indexed(client, 1)
         hit = (await search(client, "nightly backup", top_k=1))[0]
 
-        await fails(client, "query_knowledge_hub", {"query": ""}, "query")
+        await fails(client, "query_knowledge_hub", {"query": ""}, "query", "at least 1")
         await fails(client, "query_knowledge_hub", {"query": "   \n\t "}, "query is empty")
         await fails(client, "query_knowledge_hub", {"query": "backup", "top_k": 99}, "top_k", "20")
         await fails(client, "search_docs", {"query": "backup", "limit": 0}, "limit")
@@ -395,7 +399,7 @@ async def test_errors_are_tool_errors_and_the_server_goes_on(tmp_path: Path) -> 
             client, "get_document_summary", {"source_hash": "0123456789abcdef"}, "no document"
         )
         await fails(client, "get_document_summary", {"source_hash": "abc"}, "too short")
-        await fails(client, "ingest", {"path": "../outside"}, "..")
+        await fails(client, "ingest", {"path": "../outside"}, "contains '..'")
         await fails(client, "ingest", {"path": str(outside.parent)}, "outside the document root")
         await fails(client, "ingest", {"path": str(outside)}, "outside the document root")
         await fails(client, "ingest", {"path": "escape"}, "outside the document root")
@@ -474,6 +478,9 @@ def test_stdout_carries_only_protocol(tmp_path: Path) -> None:
             process.wait()
         for reader in readers:
             reader.join(timeout=5)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
 
     assert process.returncode == 0, "".join(err)
     assert out, "no output at all"
@@ -490,7 +497,9 @@ def test_stdout_carries_only_protocol(tmp_path: Path) -> None:
         if message.get("id") is None and "error" in message:
             assert message["error"]["code"] == -32700, message  # the garbage line: parse error
     stderr = "".join(err)
-    assert re.search(r"1 added, 0 updated, 0 removed, 0 unchanged, 0 failed, [1-9]\d* embedded", stderr)
+    assert re.search(
+        r"1 added, 0 updated, 0 removed, 0 unchanged, 0 failed, [1-9]\d* embedded", stderr
+    )
     assert "INFO knowhub.mcp" in stderr
     assert not any("INFO" in line or "Traceback" in line for line in out)
 
@@ -517,7 +526,8 @@ async def test_restart_embeds_nothing(tmp_path: Path) -> None:
         before = await call(client, "list_collections")
     first = (root / "first.log").read_text(encoding="utf-8")
     n = len(CORPUS)
-    assert re.search(rf"{n} added, 0 updated, 0 removed, 0 unchanged, 0 failed, [1-9]\d* embedded", first), first  # fmt: skip  # noqa: E501
+    embedded = rf"{n} added, 0 updated, 0 removed, 0 unchanged, 0 failed, [1-9]\d* embedded"
+    assert re.search(embedded, first), first
 
     log = root / "second.log"
     async with serve(root, "--log-file", str(log), stderr="second-stderr.log") as client:
@@ -528,7 +538,8 @@ async def test_restart_embeds_nothing(tmp_path: Path) -> None:
         after = await call(client, "list_collections")
         hits = await search(client, QUESTIONS[0][0], top_k=1)
     second = log.read_text(encoding="utf-8")
-    assert re.search(rf"0 added, 0 updated, 0 removed, {n} unchanged, 0 failed, 0 embedded", second), second  # fmt: skip  # noqa: E501
+    nothing = rf"0 added, 0 updated, 0 removed, {n} unchanged, 0 failed, 0 embedded"
+    assert re.search(nothing, second), second
     assert after == before  # same documents, chunks and version: nothing was rewritten
     assert hits[0]["source"] == QUESTIONS[0][1]
     assert "added" not in (root / "second-stderr.log").read_text(encoding="utf-8")

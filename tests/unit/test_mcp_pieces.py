@@ -10,7 +10,7 @@ from knowhub import load_settings
 from knowhub.errors import AuthError, ConfigError, KnowhubError, QueryError
 from knowhub.interfaces.mcp.access import LOCAL_USER, Principal, TokenBook
 from knowhub.interfaces.mcp.http import _matches
-from knowhub.interfaces.mcp.tools import _search_out, inside_root
+from knowhub.interfaces.mcp.tools import _search_markdown, _search_out, inside_root
 from knowhub.models import Hit
 from knowhub.validate import parse_duration
 
@@ -89,6 +89,7 @@ def test_the_result_budget_bounds_the_text_and_says_so() -> None:
     assert sum(len(h.text) for h in small.hits) <= 1_500
     assert [h.n for h in small.hits] == list(range(1, len(small.hits) + 1))
     assert small.hits[-1].truncated and small.hits[-1].text.endswith("…")
+    assert len(_search_markdown(small)) <= 1_500 < len(_search_markdown(whole))
 
 
 def test_origin_and_host_patterns() -> None:

@@ -421,21 +421,24 @@ def progress_reporter(ctx: Context) -> Callable[[int, int, str], None]:
     return progress
 
 
+_CUT_NOTE = "(Cut to fit max_chars: fetch a whole passage with get_content.)"
+
+
 def _search_out(
     query: str, collection: str, hits: list[Hit], budget: int, timings: dict[str, float]
 ) -> SearchOut:
-    """Hits cut to fit ``budget`` characters of text in all; later hits give way first."""
+    """Hits cut so that the whole Markdown answer fits ``budget``; later hits give way first."""
     out: list[HitOut] = []
-    left = budget
+    left = budget - len(_heading(query, collection, len(hits))) - len(_CUT_NOTE) - 4
     truncated = False
     for n, hit in enumerate(hits, start=1):
-        overhead = len(_cite(hit)) + 16
-        if left - overhead < 80:
+        overhead = len(_hit_heading(n, hit, hit.score)) + 4  # + the blank lines around it
+        room = left - overhead
+        if room < 80:  # less than a phrase: leave the rest out
             truncated = True
             break
-        room = left - overhead
         cut = len(hit.text) > room
-        text = hit.text[:room].rstrip() + " …" if cut else hit.text
+        text = hit.text[: room - 2].rstrip() + " …" if cut else hit.text
         truncated = truncated or cut
         left -= overhead + len(text)
         out.append(HitOut(
@@ -460,17 +463,22 @@ def _cite(hit: Hit | HitOut) -> str:
     return ", ".join(parts)
 
 
+def _heading(query: str, collection: str, count: int) -> str:
+    return f"{count} results for {query!r} in {collection!r}:"
+
+
+def _hit_heading(n: int, hit: Hit | HitOut, score: float) -> str:
+    return f"**[{n}]** {_cite(hit)} — chunk `{hit.chunk_id}` (score {score:.3f})"
+
+
 def _search_markdown(out: SearchOut) -> str:
+    """Numbered passages, each headed by its citation and chunk id (for get_content)."""
     if not out.hits:
         return f"No results for {out.query!r} in collection {out.collection!r}."
-    blocks = [f"{len(out.hits)} results for {out.query!r} in {out.collection!r}:"]
-    for hit in out.hits:
-        blocks.append(f"**[{hit.n}]** {_cite(hit)} (score {hit.score:.3f})\n\n{hit.text}")
-    blocks.append(
-        "Sources:\n" + "\n".join(f"[{h.n}] {_cite(h)} — chunk `{h.chunk_id}`" for h in out.hits)
-    )
+    blocks = [_heading(out.query, out.collection, len(out.hits))]
+    blocks += [f"{_hit_heading(h.n, h, h.score)}\n\n{h.text}" for h in out.hits]
     if out.truncated:
-        blocks.append("(Cut to fit max_chars: fetch a whole passage with get_content.)")
+        blocks.append(_CUT_NOTE)
     return "\n\n".join(blocks)
 
 
