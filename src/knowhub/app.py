@@ -6,22 +6,27 @@ never build providers or touch the store themselves.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 
 from knowhub import registry
+from knowhub.answer.pipeline import Answer, Event, answer_events
+from knowhub.answer.prompt import rewrite_messages
+from knowhub.answer.router import route
 from knowhub.config import Settings
-from knowhub.errors import ConfigError, QueryError, StoreError
+from knowhub.errors import ConfigError, KnowhubError, QueryError, StoreError
 from knowhub.ingest.pipeline import IngestReport, Progress, ingest
+from knowhub.lang import detect_language
 from knowhub.models import DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Embedder
+from knowhub.providers.llms.base import LLM, ChatMessage
 from knowhub.providers.rerankers.base import Reranker
 from knowhub.providers.stores.sqlite import CollectionInfo, SQLiteStore
 from knowhub.query.cache import SearchCaches
 from knowhub.query.pipeline import SearchRequest, SearchResult, StageHook, search
 from knowhub.query.rerank import RerankStage
-from knowhub.validate import check_collection_name
+from knowhub.validate import check_collection_name, check_query
 
 __all__ = ["App", "build_app"]
 
@@ -63,6 +68,61 @@ class App:
                 "not a knowhub.providers.rerankers.Reranker: fix the plugin's factory"
             )
         return RerankStage(reranker, opts.provider, opts.candidates, opts.timeout_s)
+
+    @cached_property
+    def llm(self) -> LLM | None:
+        """The answering model, or None for ``llm.provider: none`` (extractive answers)."""
+        llm: LLM | None = registry.create("llm", self.settings.llm.provider, self.settings)
+        return llm
+
+    def ask(
+        self,
+        question: str,
+        collection: str | None = None,
+        filters: Filters | None = None,
+        history: Sequence[ChatMessage] = (),
+    ) -> Iterator[Event]:
+        """Answer ``question`` from the collection as a stream of events (see ``knowhub.answer``).
+
+        Routing runs first (a greeting is answered without searching); with history and an
+        LLM, a follow-up is rewritten into a standalone query before retrieval.
+        """
+        check_query(question)
+        opts = self.settings.answer
+        language = detect_language(question)
+        found = route(question, self.llm if opts.llm_router else None)
+        yield "stage", {"stage": "routing", "ms": round(found.ms, 3), **found.to_dict()}
+        notes = [found.note] if found.note else []
+        if found.intent == "chat":
+            yield "token", {"text": found.reply or ""}
+            chat = Answer(question, question, found.reply or "", "chat", [], 0.0, 1.0,
+                          intent="chat", model="rules")  # fmt: skip
+            yield "end", {**chat.to_dict(), "route": found.to_dict()}
+            return
+        query = question
+        if history and self.llm is not None and opts.rewrite_followups:
+            query, note = _standalone(self.llm, question, history)
+            notes += [note] if note else []
+        scope = {**dict(filters or {}), **found.filters}
+        queries = found.queries if found.intent == "compare" else [query]
+
+        def retrieve(text: str) -> tuple[list[Hit], dict[str, float]]:
+            results = [self.search(q, collection, opts.max_sources, scope) for q in queries]
+            if len(results) == 1:
+                return results[0].hits, results[0].timings_ms
+            return _interleave([r.hits for r in results], opts.max_sources), {}
+
+        events = answer_events(
+            question, retrieve, self.llm, opts, query=query, language=language,
+            history=history, dense_range=self.embedder.relevance_range,
+        )  # fmt: skip
+        for kind, payload in events:
+            if kind == "end":
+                payload["intent"] = found.intent
+                payload["route"] = found.to_dict()
+                payload["notes"] = notes + payload["notes"]
+                payload["timings_ms"]["routing"] = round(found.ms, 3)
+            yield kind, payload
 
     def close(self) -> None:
         if "store" in self.__dict__:
@@ -132,9 +192,7 @@ class App:
     def chunk(self, chunk_id: str) -> list[Hit]:
         found = self.store.chunks_by_id(chunk_id.strip())
         if not found:
-            raise QueryError(
-                f"no chunk with id {chunk_id!r}: copy an id from `knowhub search` output"
-            )
+            raise QueryError(f"no chunk with id {chunk_id!r}: copy a chunk_id from a search result")
         return found
 
     def remove(self, key: str, collection: str | None = None) -> list[DocumentRecord]:
@@ -158,6 +216,28 @@ class App:
             known = ", ".join(c.name for c in self.store.collections()) or "none yet"
             raise StoreError(f"unknown collection {name!r} (known: {known}); ingest into it first")
         return cid
+
+
+def _standalone(llm: LLM, question: str, history: Sequence[ChatMessage]) -> tuple[str, str | None]:
+    """The follow-up as a standalone query (the question itself if rewriting fails)."""
+    try:
+        messages = rewrite_messages(question, history)
+        rewritten = llm.complete(messages, max_tokens=100, temperature=0.0).strip()
+    except KnowhubError as exc:
+        return question, f"follow-up rewrite failed, searching the question as asked: {exc}"
+    if not rewritten or len(rewritten.encode()) > 4096:
+        return question, "follow-up rewrite gave nothing usable; searching the question"
+    return rewritten, None
+
+
+def _interleave(rankings: list[list[Hit]], limit: int) -> list[Hit]:
+    """Merge sub-query results turn by turn (each sub-query's best first), without repeats."""
+    merged: dict[str, Hit] = {}
+    for rank in range(max((len(r) for r in rankings), default=0)):
+        for ranking in rankings:
+            if rank < len(ranking):
+                merged.setdefault(ranking[rank].chunk_id, ranking[rank])
+    return list(merged.values())[:limit]
 
 
 def build_app(settings: Settings) -> App:

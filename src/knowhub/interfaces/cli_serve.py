@@ -14,6 +14,7 @@ from knowhub.validate import parse_duration
 
 __all__ = ["serve"]
 
+
 @click.group()
 def serve() -> None:
     """Run a server."""

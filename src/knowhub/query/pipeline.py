@@ -107,9 +107,10 @@ def search(
     rows = store.hits([i for i, _ in fused])
     lexical_rank = {item: r for r, (item, _) in enumerate(legs.lexical, start=1)}
     dense_rank = {item: r for r, (item, _) in enumerate(legs.dense, start=1)}
+    dense_score = dict(legs.dense)
     hits = [
         replace(rows[i], score=s, lexical_rank=lexical_rank.get(i), dense_rank=dense_rank.get(i),
-                fused_score=s, fused_rank=rank)
+                fused_score=s, fused_rank=rank, dense_score=dense_score.get(i))
         for rank, (i, s) in enumerate(fused, start=1)
         if i in rows
     ]  # fmt: skip

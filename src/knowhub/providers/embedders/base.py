@@ -27,6 +27,9 @@ class Embedder(ABC):
     model_id: str
     dim: int
     languages: frozenset[str] | None = None
+    # Cosine similarities meaning "unrelated" and "clearly about it" for this model, used to
+    # judge whether the best source can answer a question (None: judged on words alone).
+    relevance_range: tuple[float, float] | None = None
     batch_size: int = 16
     # Whether ingest may fan batches out to worker processes (False when encoding is cheap).
     parallel: bool = True

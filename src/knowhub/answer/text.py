@@ -1,0 +1,62 @@
+"""Sentences and term overlap, for any mix of English, Chinese and Russian."""
+
+from __future__ import annotations
+
+import re
+
+from knowhub.lang import index_tokens, query_tokens
+
+__all__ = ["coverage", "sentences"]
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
+_MARKUP = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|>\s*)")
+_TABLE_RULE = re.compile(r"^\|[\s:|-]+\|$")
+_CLOSED = tuple(".!?:;。！？：；")
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences of ``text``: prose split at sentence ends, table rows as "column: value".
+
+    Lines wrapped inside a paragraph are joined (a line that does not end a sentence,
+    followed by one starting in lower case); other lines — slide bullets, list items,
+    stand alone. Markdown headings are dropped, and list markers.
+    """
+    out: list[str] = []
+    for block in re.split(r"\n\s*\n", text):
+        lines = [line.strip() for line in block.splitlines() if line.strip()]
+        if lines and all(line.startswith("|") for line in lines):
+            out.extend(_table_rows(lines))
+            continue
+        merged: list[str] = []
+        for raw in lines:
+            if raw.startswith("#"):
+                continue  # a heading names a section; it is in the hit's section path already
+            line = _MARKUP.sub("", raw)
+            continues = line == raw and line[:1].islower()  # a list item never continues
+            if merged and continues and not merged[-1].endswith(_CLOSED):
+                merged[-1] += " " + line
+            elif line:
+                merged.append(line)
+        for piece in merged:
+            out.extend(s.strip() for s in _SENTENCE_END.split(piece) if s.strip())
+    return out
+
+
+def _table_rows(lines: list[str]) -> list[str]:
+    """A Markdown table's rows as "column: value; …" (the header names each value)."""
+    rows = [[cell.strip() for cell in line.strip("|").split("|")]
+            for line in lines if not _TABLE_RULE.match(line)]  # fmt: skip
+    if len(rows) < 2:
+        return [" ".join(r) for r in rows]
+    header = rows[0]
+    return ["; ".join(f"{h}: {v}" for h, v in zip(header, row, strict=False) if v)
+            for row in rows[1:]]  # fmt: skip
+
+
+def coverage(query: str, text: str) -> float:
+    """Share of the query's terms (stemmed, stopwords out) that ``text`` contains, 0–1."""
+    terms = query_tokens(query)
+    if not terms:
+        return 0.0
+    present = set(index_tokens(text))
+    return sum(1 for t in terms if t in present) / len(terms)

@@ -1,0 +1,77 @@
+"""``knowhub ask``: an answer with citations (extractive offline, or from the configured LLM)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from knowhub.interfaces.cli import _Context, _emit, _errors
+from knowhub.validate import parse_key_values
+
+__all__ = ["ask", "render_answer"]
+
+
+@click.command()
+@click.argument("question")
+@click.option("--collection", "-c", help="Collection to answer from (default: 'default').")
+@click.option("--filter", "filters", multiple=True, metavar="KEY=VALUE", help="Metadata filter.")
+@click.option("--stream", is_flag=True, help="Print the answer as it is generated.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON (with --stream: one event per line)."
+)
+@click.pass_obj
+def ask(
+    obj: _Context,
+    question: str,
+    collection: str | None,
+    filters: tuple[str, ...],
+    stream: bool,
+    as_json: bool,
+) -> None:
+    """Answer QUESTION from your documents, citing sources as [n].
+
+    With no LLM configured (llm.provider: none) the answer is extractive: the best
+    sentences of the top sources. When nothing relevant is found it says so
+    (hit_type insufficient_context) instead of inventing an answer.
+    """
+    with _errors(obj):
+        events = obj.app().ask(question, collection, parse_key_values(filters, "--filter"))
+        if stream and as_json:
+            for kind, payload in events:
+                click.echo(json.dumps({"event": kind, **payload}, ensure_ascii=False))
+            return
+        result: dict[str, Any] = {}
+        for kind, payload in events:
+            if kind == "token" and stream:
+                click.echo(payload["text"], nl=False)
+            elif kind == "end":
+                result = payload
+        if as_json:
+            _emit(result, True)
+        else:
+            _emit(render_answer(result, answer_shown=stream), False)
+
+
+def render_answer(result: dict[str, Any], answer_shown: bool = False) -> str:
+    """The answer, its numbered sources and a one-line verdict."""
+    lines = [] if answer_shown else [result["answer"]]
+    lines.append("")
+    if result["sources"] and result["hit_type"] == "rag":
+        lines.append("Sources:")
+        for s in result["sources"]:
+            where = [s["source"]]
+            if s["page"]:
+                where.append(f"p. {s['page']}")
+            if s["section_path"]:
+                where.append(f"§ {s['section_path']}")
+            where.append(f"lines {s['line_start']}-{s['line_end']}")
+            lines.append(f"  [{s['n']}] {', '.join(where)}")
+    elif result["sources"] and result["hit_type"] == "insufficient_context":
+        lines.append("Closest sources (not relevant enough to answer from):")
+        lines += [f"  {s['source']}" for s in result["sources"][:3]]
+    lines.append(
+        f"({result['hit_type']}, confidence {result['confidence']:.2f}, {result['model']})"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,183 @@
+"""Answer logic without a server: sentences, evidence, extractive answers, citation checks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from knowhub.answer.citations import check_citations
+from knowhub.answer.extractive import extractive_answer
+from knowhub.answer.pipeline import answer_events, collect
+from knowhub.answer.prompt import build_messages
+from knowhub.answer.router import route
+from knowhub.answer.text import coverage, sentences
+from knowhub.config import AnswerSettings
+from knowhub.models import Hit
+from knowhub.providers.llms.base import LLM, ChatMessage
+
+
+def _hit(n: int, text: str, source: str = "", page: int | None = None) -> Hit:
+    return Hit(
+        chunk_id=f"c{n}", score=1.0 - n / 10, source=source or f"doc{n}.md", title="", text=text,
+        page=page, section_path="Guide > Backups", line_start=1, line_end=4, char_start=0,
+        char_end=len(text), doc_hash="0" * 64, collection="default", language="en",
+    )  # fmt: skip
+
+
+BACKUPS = _hit(1, "# Backups\n\nThe timer takes an incremental database\nbackup every 6 hours. "
+               "Full backups run nightly.\n\nOld backups are kept for 35 days.")  # fmt: skip
+VPN = _hit(2, "Connect to the VPN before you open the admin console.")
+
+
+def test_sentences_join_wrapped_prose_and_keep_bullets_apart() -> None:
+    assert sentences(BACKUPS.text) == [
+        "The timer takes an incremental database backup every 6 hours.",
+        "Full backups run nightly.",
+        "Old backups are kept for 35 days.",
+    ]
+    assert sentences("Heron arm gets sensing\nOsprey pilot in Q3\n- third item") == [
+        "Heron arm gets sensing", "Osprey pilot in Q3", "third item",
+    ]  # fmt: skip
+    assert sentences("数据库每六小时备份一次。完整备份每晚进行！") == [
+        "数据库每六小时备份一次。", "完整备份每晚进行！",
+    ]  # fmt: skip
+
+
+def test_table_rows_read_as_column_value_pairs() -> None:
+    table = "| model | charge_min |\n| --- | --- |\n| OL-1000 | 95 |\n| FT-40 | 60 |"
+    assert sentences(table) == ["model: OL-1000; charge_min: 95", "model: FT-40; charge_min: 60"]
+
+
+def test_coverage_counts_stemmed_question_terms() -> None:
+    # "backup" is there; "often" and "taken" are not
+    assert coverage("How often are backups taken?", BACKUPS.text) == 1 / 3
+    assert coverage("capital of France", BACKUPS.text) == 0.0
+    assert coverage("the of and", BACKUPS.text) == 0.0  # stopwords only
+    assert coverage("备份", "数据库每六小时备份一次。") == 1.0
+
+
+def test_extractive_answer_cites_the_best_sentences_in_source_order() -> None:
+    text = extractive_answer("How long are backups kept?", [VPN, BACKUPS], max_sentences=2)
+    assert text == (
+        "The timer takes an incremental database backup every 6 hours. [2] "
+        "Old backups are kept for 35 days. [2]"
+    )
+    # No shared word (found by meaning): the top source's opening stands in.
+    assert extractive_answer("capital of France", [VPN, BACKUPS]) == (
+        "Connect to the VPN before you open the admin console. [1]"
+    )
+    assert extractive_answer("anything", []) == ""
+
+
+def test_citations_must_exist_and_support_their_sentence() -> None:
+    sources = [BACKUPS, VPN]
+    good = check_citations("Backups are kept for 35 days [1]. Use the VPN [2].", sources, 0.3)
+    assert (good.claims, good.supported, good.invalid, good.score) == (2, 2, [], 1.0)
+    after = check_citations("Backups are kept for 35 days. [1] Use the VPN. [2]", sources, 0.3)
+    assert (after.claims, after.supported, after.uncited) == (2, 2, 0)
+    bad = check_citations(
+        "Backups are kept for 35 days [7]. The moon is made of cheese [1]. No citation here.",
+        sources, 0.3,
+    )  # fmt: skip
+    assert bad.invalid == [7] and bad.cited == [7, 1]
+    assert bad.unsupported == [("The moon is made of cheese .", 1)] or bad.unsupported[0][1] == 1
+    assert (bad.claims, bad.supported, bad.uncited) == (2, 0, 1)
+    assert bad.score == 0.0
+
+
+def test_the_prompt_numbers_sources_before_the_question() -> None:
+    hit = _hit(1, "Text one.", source="guide.pdf", page=3)
+    history = [ChatMessage("user", "earlier"), ChatMessage("assistant", "reply")]
+    messages = build_messages("What now?", [hit], history)
+    assert [m.role for m in messages] == ["system", "user", "assistant", "user"]
+    assert "[1] guide.pdf — page 3 — section: Guide > Backups\nText one." in messages[0].content
+    assert "cite" in messages[0].content and messages[-1].content == "What now?"
+
+
+class ScriptedLLM(LLM):
+    """Streams a fixed answer word by word; records the messages it got."""
+
+    model_id = "fake:scripted"
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.calls: list[list[ChatMessage]] = []
+
+    def _complete(self, messages: list[ChatMessage], *, max_tokens: int, temperature: float,
+                  json_mode: bool) -> str:  # fmt: skip
+        self.calls.append(messages)
+        return self.answer
+
+    def _stream(
+        self, messages: list[ChatMessage], *, max_tokens: int, temperature: float
+    ) -> Iterator[str]:
+        self.calls.append(messages)
+        for word in self.answer.split(" "):
+            yield word + " "
+
+
+def _retrieve(hits: list[Hit]):  # type: ignore[no-untyped-def]
+    return lambda query: (hits, {"lexical": 1.0})
+
+
+def test_llm_answers_stream_tokens_and_carry_checked_citations() -> None:
+    llm = ScriptedLLM("Backups are kept for 35 days [1].")
+    events = list(answer_events("How long are backups kept?", _retrieve([BACKUPS, VPN]), llm,
+                                AnswerSettings()))  # fmt: skip
+    kinds = [k for k, _ in events]
+    assert kinds[:2] == ["stage", "sources"] and kinds[-1] == "end"
+    assert kinds.count("token") == 7
+    end = events[-1][1]
+    assert end["hit_type"] == "rag" and end["model"] == "fake:scripted"
+    assert end["answer"] == "Backups are kept for 35 days [1]."
+    assert end["citations"]["supported"] == 1 and end["confidence"] > 0.7
+    assert {"retrieval", "prompt_build", "llm_first_token", "llm_total"} <= set(end["timings_ms"])
+    assert end["sources"][0]["n"] == 1 and end["sources_count"] == 2
+
+
+def test_an_unsupported_answer_lowers_confidence() -> None:
+    good = collect(answer_events("How long are backups kept?", _retrieve([BACKUPS]),
+                                 ScriptedLLM("Backups are kept for 35 days [1]."),
+                                 AnswerSettings()))  # fmt: skip
+    bad = collect(answer_events("How long are backups kept?", _retrieve([BACKUPS]),
+                                ScriptedLLM("Penguins live in Antarctica [3]."),
+                                AnswerSettings()))  # fmt: skip
+    assert bad["confidence"] < good["confidence"]
+    assert bad["citations"]["invalid"] == [3] and any("do not exist" in n for n in bad["notes"])
+
+
+def test_no_relevant_source_means_no_answer_and_no_llm_call() -> None:
+    llm = ScriptedLLM("Paris [1].")
+    end = collect(answer_events("What is the capital of France?", _retrieve([BACKUPS, VPN]), llm,
+                                AnswerSettings()))  # fmt: skip
+    assert end["hit_type"] == "insufficient_context" and llm.calls == []
+    assert end["answer"] == "The documents do not cover this question."
+    assert "is below answer.min_evidence" in end["notes"][0]
+    ru = collect(answer_events("Какая столица Франции?", _retrieve([BACKUPS]), None,
+                               AnswerSettings(), language="ru"))  # fmt: skip
+    assert ru["answer"] == "В документах нет ответа на этот вопрос."
+
+
+def test_rules_route_greetings_and_questions_about_the_assistant() -> None:
+    for text in ("hello", "Hi there!", "thanks", "你好", "谢谢！", "Привет", "who are you?",
+                 "你能做什么", "что ты умеешь?"):  # fmt: skip
+        found = route(text)
+        assert found.intent == "chat" and found.by == "rules" and found.reply, text
+        assert found.ms < 5
+    for text in ("hello world program in C", "How do backups work?", "谢谢你的报销制度是什么"):
+        assert route(text).intent == "search", text
+
+
+def test_llm_router_extracts_filters_and_comparisons_and_falls_back() -> None:
+    found = route("only the ops docs: backups?", ScriptedLLM(
+        '{"intent": "filter", "filters": {"team": "ops"}, "queries": []}'))  # fmt: skip
+    assert (found.intent, found.by, found.filters) == ("filter", "llm", {"team": "ops"})
+    compare = route(
+        "Kestrel vs Osprey battery",
+        ScriptedLLM(
+            '{"intent": "compare", "filters": {}, "queries": ["Kestrel battery", "Osprey battery"]}'
+        ),
+    )
+    assert compare.queries == ["Kestrel battery", "Osprey battery"]
+    for reply in ("not json", '{"intent": "dance"}', '{"intent": "filter", "filters": {}}'):
+        fallback = route("backups?", ScriptedLLM(reply))
+        assert fallback.intent == "search" and fallback.by == "fallback" and fallback.note
