@@ -34,6 +34,7 @@ def test_make_demo_answers_every_sample_question_with_citations() -> None:
     assert "p. 2" in result.stdout  # and pages, for the PDF and slides
 
     readme_search_example_matches_the_demo_index()
+    readme_ask_example_matches_the_demo_index()
     demo = demo_module()
     settings = load_settings(env={}, overrides={"data_dir": ROOT / ".demo" / "data"}, cwd=ROOT)
     app = build_app(settings)
@@ -64,3 +65,16 @@ def readme_search_example_matches_the_demo_index() -> None:
 
     assert citations(result.stdout) == citations(block.group(2))
     assert re.findall(r"chunk \S+", result.stdout) == re.findall(r"chunk \S+", block.group(2))
+
+
+def readme_ask_example_matches_the_demo_index() -> None:
+    """The README's sample answer is what `knowhub ask` prints on the demo's index."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```text\n\$ (knowhub --data-dir \.demo/data ask .*?)\n(.*?)```", readme,
+                      flags=re.DOTALL)  # fmt: skip
+    assert block is not None, "README lost its sample answer"
+    args = shlex.split(block.group(1))[1:]
+    result = subprocess.run([sys.executable, "-m", "knowhub", *args], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == block.group(2).strip()

@@ -17,9 +17,8 @@ _CLOSED = tuple(".!?:;。！？：；")
 def sentences(text: str) -> list[str]:
     """Sentences of ``text``: prose split at sentence ends, table rows as "column: value".
 
-    Lines wrapped inside a paragraph are joined (a line that does not end a sentence,
-    followed by one starting in lower case); other lines — slide bullets, list items,
-    stand alone. Markdown headings are dropped, and list markers.
+    Lines of a paragraph wrapped at a fixed width are joined; other lines — slide
+    bullets, list items — stand alone. Markdown headings and list markers are dropped.
     """
     out: list[str] = []
     for block in re.split(r"\n\s*\n", text):
@@ -27,14 +26,18 @@ def sentences(text: str) -> list[str]:
         if lines and all(line.startswith("|") for line in lines):
             out.extend(_table_rows(lines))
             continue
+        lines = [line for line in lines if not line.startswith("#")]  # in the section path
+        # A paragraph wrapped at a fixed width has some line continuing in lower case; then
+        # every line break in it is a wrap. Otherwise (slide bullets) each line stands alone.
+        wrapped = any(
+            nxt[:1].islower() and not cur.endswith(_CLOSED)
+            for cur, nxt in zip(lines, lines[1:], strict=False)
+        )
         merged: list[str] = []
         for raw in lines:
-            if raw.startswith("#"):
-                continue  # a heading names a section; it is in the hit's section path already
             line = _MARKUP.sub("", raw)
-            continues = line == raw and line[:1].islower()  # a list item never continues
-            if merged and continues and not merged[-1].endswith(_CLOSED):
-                merged[-1] += " " + line
+            if merged and wrapped and line == raw and not merged[-1].endswith(_CLOSED):
+                merged[-1] += " " + line  # a list item (marker removed) never continues
             elif line:
                 merged.append(line)
         for piece in merged:
