@@ -8,9 +8,8 @@ import pytest
 
 from knowhub import load_settings
 from knowhub.errors import AuthError, ConfigError, KnowhubError, QueryError
-from knowhub.interfaces.mcp.access import LOCAL_USER, Principal, TokenBook
-from knowhub.interfaces.mcp.http import _matches
 from knowhub.interfaces.mcp.tools import _search_markdown, _search_out, inside_root
+from knowhub.interfaces.security import LOCAL_USER, Principal, TokenBook, _matches
 from knowhub.models import Hit
 from knowhub.validate import parse_duration
 

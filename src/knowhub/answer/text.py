@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 from knowhub.lang import index_tokens, query_tokens
 
@@ -30,8 +31,7 @@ def sentences(text: str) -> list[str]:
         # A paragraph wrapped at a fixed width has some line continuing in lower case; then
         # every line break in it is a wrap. Otherwise (slide bullets) each line stands alone.
         wrapped = any(
-            nxt[:1].islower() and not cur.endswith(_CLOSED)
-            for cur, nxt in zip(lines, lines[1:], strict=False)
+            nxt[:1].islower() and not cur.endswith(_CLOSED) for cur, nxt in pairwise(lines)
         )
         merged: list[str] = []
         for raw in lines:

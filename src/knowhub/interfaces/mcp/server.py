@@ -19,18 +19,20 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from knowhub.config import Settings
 from knowhub.errors import ConfigError, KnowhubError
-from knowhub.interfaces.mcp.access import LOCAL_USER, Principal, TokenBook
-from knowhub.interfaces.mcp.http import (
-    LOOPBACK_HOSTS,
-    PRINCIPAL_KEY,
-    Guard,
-    build_http_app,
-    mcp_endpoint,
-)
+from knowhub.interfaces.mcp.http import build_http_app, mcp_endpoint
 from knowhub.interfaces.mcp.local import LocalService
 from knowhub.interfaces.mcp.metrics import Metrics
 from knowhub.interfaces.mcp.shared import SessionRegistry, add_control_tools
 from knowhub.interfaces.mcp.tools import Target, add_data_tools
+from knowhub.interfaces.security import (
+    LOCAL_USER,
+    LOOPBACK_HOSTS,
+    PRINCIPAL_KEY,
+    Guard,
+    Principal,
+    TokenBook,
+    check_bind,
+)
 
 __all__ = [
     "Closable",
@@ -143,15 +145,7 @@ def _serve_stdio(settings: Settings, options: ServeOptions) -> None:
 def http_app(settings: Settings, options: ServeOptions) -> tuple[ASGIApp, Closable]:
     """The ASGI app for ``options`` and the object to close when it stops."""
     tokens = TokenBook(settings)
-    loopback = options.host in ("127.0.0.1", "localhost", "::1")
-    if not tokens and not loopback:
-        if not options.allow_unauthenticated:
-            raise ConfigError(
-                f"--host {options.host} exposes the server beyond this machine with no token: "
-                "configure server.tokens, or pass --allow-unauthenticated if you really mean it"
-            )
-        log.warning("serving %s with NO authentication: anyone who reaches it can use it",
-                    options.host)  # fmt: skip
+    loopback = check_bind(tokens, options.host, options.allow_unauthenticated)
     metrics = Metrics()
     started = time.time()
     limit = settings.server.max_body_bytes

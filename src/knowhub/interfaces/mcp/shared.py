@@ -28,11 +28,11 @@ from knowhub.app import App
 from knowhub.config import Settings
 from knowhub.errors import AuthError, KnowhubError
 from knowhub.ingest.pipeline import Progress
-from knowhub.interfaces.mcp.access import Principal
 from knowhub.interfaces.mcp.kb import KnowledgeBase
 from knowhub.interfaces.mcp.metrics import Metrics
 from knowhub.interfaces.mcp.tools import inside_root, progress_reporter, tool_result
 from knowhub.interfaces.mcp.watch import FolderWatcher
+from knowhub.interfaces.security import Principal
 from knowhub.providers.embedders.base import Embedder
 
 __all__ = [

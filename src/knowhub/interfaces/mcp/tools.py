@@ -24,9 +24,9 @@ from pydantic import BaseModel, Field
 
 from knowhub.config import ServerSettings
 from knowhub.errors import KnowhubError
-from knowhub.interfaces.mcp.access import Principal
 from knowhub.interfaces.mcp.kb import KnowledgeBase
 from knowhub.interfaces.mcp.metrics import Metrics
+from knowhub.interfaces.security import Principal
 from knowhub.models import Hit
 from knowhub.validate import MAX_QUERY_BYTES, check_filters, parse_key_values
 
