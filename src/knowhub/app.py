@@ -9,21 +9,27 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from knowhub import registry
+from knowhub.answer.faq import FaqMatch, match_faq
 from knowhub.answer.pipeline import Answer, Event, answer_events
 from knowhub.answer.prompt import rewrite_messages
 from knowhub.answer.router import route
 from knowhub.config import Settings
 from knowhub.errors import ConfigError, KnowhubError, QueryError, StoreError
+from knowhub.ingest.faq import load_faq
 from knowhub.ingest.pipeline import IngestReport, Progress, ingest
 from knowhub.lang import detect_language
 from knowhub.models import DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Embedder
 from knowhub.providers.llms.base import LLM, ChatMessage
 from knowhub.providers.rerankers.base import Reranker
-from knowhub.providers.stores.sqlite import CollectionInfo, SQLiteStore
+from knowhub.providers.stores.sqlite import CollectionInfo, FaqEntry, SQLiteStore
 from knowhub.query.cache import SearchCaches
+from knowhub.query.debug import diagnose
 from knowhub.query.pipeline import SearchRequest, SearchResult, StageHook, search
 from knowhub.query.rerank import RerankStage
 from knowhub.validate import check_collection_name, check_query
@@ -99,6 +105,18 @@ class App:
                           intent="chat", model="rules")  # fmt: skip
             yield "end", {**chat.to_dict(), "route": found.to_dict()}
             return
+        faq = self._faq_match(question, collection)
+        if faq is not None:
+            yield "stage", {"stage": "faq", "hits": 1, **faq.to_dict()}
+            yield "token", {"text": faq.entry.answer}
+            direct = Answer(question, question, faq.entry.answer, "faq_direct", [],
+                            faq.similarity, faq.similarity, model="faq")  # fmt: skip
+            direct.notes.append(
+                f"FAQ match ({faq.by}, {faq.similarity:.2f}) on {faq.entry.question!r} from "
+                f"{Path(faq.entry.source).name}:{faq.entry.line}"
+            )
+            yield "end", {**direct.to_dict(), "faq": faq.to_dict(), "route": found.to_dict()}
+            return
         query = question
         if history and self.llm is not None and opts.rewrite_followups:
             query, note = _standalone(self.llm, question, history)
@@ -123,6 +141,52 @@ class App:
                 payload["notes"] = notes + payload["notes"]
                 payload["timings_ms"]["routing"] = round(found.ms, 3)
             yield kind, payload
+
+    def faq_import(
+        self, paths: Sequence[Path], collection: str | None = None
+    ) -> list[tuple[str, int]]:
+        """Load FAQ files into the collection (each file's entries replace its old ones)."""
+        cid = self.store.ensure_collection(
+            check_collection_name(collection or self.settings.collection),
+            self.embedder.model_id, self.embedder.dim,
+        )  # fmt: skip
+        loaded = [(path.resolve(), load_faq(path)) for path in paths]  # all parse, or none load
+        done = []
+        for path, pairs in loaded:
+            # Embedded as queries: a user's question is compared with them as query to query.
+            vectors = np.stack([self.embedder.embed_query(p.question) for p in pairs])
+            self.store.replace_faq(cid, str(path), [(p.question, p.answer, p.line) for p in pairs],
+                                   vectors)  # fmt: skip
+            done.append((str(path), len(pairs)))
+        return done
+
+    def faq(self, collection: str | None = None) -> list[FaqEntry]:
+        return self.store.faq(self._collection_id(collection))
+
+    def faq_remove(self, source: str, collection: str | None = None) -> int:
+        removed = self.store.remove_faq(
+            self._collection_id(collection), str(Path(source).resolve())
+        )
+        if not removed:
+            raise QueryError(
+                f"no FAQ entries from {source!r}: give the file as imported "
+                "(see `knowhub faq list`)"
+            )
+        return removed
+
+    def _faq_match(self, question: str, collection: str | None) -> FaqMatch | None:
+        opts = self.settings.faq
+        name = check_collection_name(collection or self.settings.collection)
+        cid = self.store.collection_id(name)
+        entries = self.store.faq(cid) if opts.enabled and cid is not None else []
+        if not entries:
+            return None
+        key = (self.embedder.model_id, question.strip())
+        vector = self.caches.query_vectors.get(key)
+        if vector is None:
+            vector = self.embedder.embed_query(question.strip())
+            self.caches.query_vectors.put(key, vector)  # the search reuses it
+        return match_faq(question, entries, vector, opts.word_threshold, opts.meaning_threshold)
 
     def close(self) -> None:
         if "store" in self.__dict__:
@@ -164,6 +228,23 @@ class App:
         return search(
             self.store, self.embedder, opts, request, self.reranker, self.caches, on_stage
         )
+
+    def debug_search(
+        self,
+        query: str,
+        collection: str | None = None,
+        top_k: int | None = None,
+        filters: Filters | None = None,
+    ) -> dict[str, Any]:
+        """One search's every stage, candidates and timings (see ``knowhub.query.debug``)."""
+        request = SearchRequest(
+            query=query,
+            collection=collection or self.settings.collection,
+            top_k=self.settings.search.top_k if top_k is None else top_k,
+            filters=dict(filters or {}),
+            min_score=self.settings.search.min_score,
+        )
+        return diagnose(self.store, self.embedder, self.settings.search, request, self.reranker)
 
     def collections(self) -> list[CollectionInfo]:
         return self.store.collections()

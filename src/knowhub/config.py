@@ -28,6 +28,7 @@ __all__ = [
     "CrossEncoderOptions",
     "EmbedderSettings",
     "EvalSettings",
+    "FaqSettings",
     "HashingOptions",
     "HttpRerankerOptions",
     "IngestSettings",
@@ -41,6 +42,7 @@ __all__ = [
     "Settings",
     "StoreSettings",
     "TokenSettings",
+    "TraceSettings",
     "load_settings",
 ]
 
@@ -197,6 +199,31 @@ class AnswerSettings(_Section):
     )
 
 
+class FaqSettings(_Section):
+    enabled: bool = Field(True, description="Answer repeated FAQ questions with their answer.")
+    word_threshold: float = Field(
+        0.8, ge=0.0, le=1.0, description="Share of shared question terms (Dice) for a match."
+    )
+    meaning_threshold: float = Field(
+        0.95, ge=0.0, le=1.0, description="Cosine similarity of the two questions for a match."
+    )
+
+
+class TraceSettings(_Section):
+    enabled: bool = Field(True, description="Write a JSONL trace of every run to DATA_DIR/traces.")
+    max_file_mb: float = Field(10.0, gt=0, description="Rotate the trace file past this size.")
+    keep_files: int = Field(5, ge=1, description="Rotated trace files kept.")
+    otlp_endpoint: str = Field(
+        "", description="OTLP/HTTP traces endpoint, e.g. http://localhost:4318/v1/traces."
+    )
+    otlp_headers_env: str = Field(
+        "", description="Environment variable holding OTLP headers: 'key=value,key2=value2'."
+    )
+    langsmith_api_key_env: str = Field("", description="Environment variable with the key.")
+    langsmith_project: str = "knowhub"
+    langsmith_endpoint: str = "https://api.smith.langchain.com"
+
+
 class IngestSettings(_Section):
     include: list[str] = Field(default_factory=list, description="Glob patterns to keep.")
     exclude: list[str] = Field(
@@ -267,6 +294,8 @@ class Settings(_Section):
     reranker: RerankerSettings = RerankerSettings()
     llm: LlmSettings = LlmSettings()
     answer: AnswerSettings = AnswerSettings()
+    faq: FaqSettings = FaqSettings()
+    trace: TraceSettings = TraceSettings()
     ingest: IngestSettings = IngestSettings()
     eval: EvalSettings = EvalSettings()
     server: ServerSettings = ServerSettings()
@@ -280,6 +309,10 @@ class Settings(_Section):
         captures them: a ``Settings`` built directly holds none.
         """
         return self._secrets.get(env_name)
+
+    def secret_values(self) -> list[str]:
+        """Every captured secret, for scrubbing them out of traces and logs."""
+        return list(self._secrets.values())
 
 
 def load_settings(
@@ -315,7 +348,7 @@ def load_settings(
 
 
 def _key_env_names(model: BaseModel) -> set[str]:
-    """Every environment variable named by an ``*api_key_env``/``token_env`` field, at any depth."""
+    """Every environment variable named by a ``*_env`` field (keys, tokens), at any depth."""
     names: set[str] = set()
     for key, value in model:
         if isinstance(value, BaseModel):
@@ -324,7 +357,7 @@ def _key_env_names(model: BaseModel) -> set[str]:
             for item in value:
                 if isinstance(item, BaseModel):
                     names |= _key_env_names(item)
-        elif key.endswith(("api_key_env", "token_env")) and isinstance(value, str) and value:
+        elif key.endswith("_env") and isinstance(value, str) and value:
             names.add(value)
     return names
 

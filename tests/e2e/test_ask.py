@@ -126,3 +126,31 @@ def test_an_llm_that_fails_is_a_clear_error(kb: Path) -> None:
     env = {**_llm_env(server), "KNOWHUB_LLM__BASE_URL": closed_url()}
     refused = knowhub("ask", "backups?", cwd=kb, env=env)
     assert refused.returncode == 1 and "cannot reach" in refused.stderr, refused.stderr
+
+
+def test_faq_entries_answer_repeated_questions_directly(kb: Path) -> None:
+    write(kb / "faq.csv", "question,answer\nHow long are backups kept?,Thirty-five days.\n"
+          "How do I reset my password?,Use the self-service portal.\n")  # fmt: skip
+    imported = knowhub("faq", "import", "faq.csv", cwd=kb)
+    assert imported.returncode == 0 and "2 FAQ entries from" in imported.stdout
+    assert "faq.csv:2  How long are backups kept?" in knowhub("faq", "list", cwd=kb).stdout
+    answer = json.loads(knowhub("ask", "how long are BACKUPS kept", "--json", cwd=kb).stdout)
+    assert answer["hit_type"] == "faq_direct" and answer["answer"] == "Thirty-five days."
+    assert answer["faq"]["by"] == "exact" and answer["faq"]["line"] == 2
+    assert "FAQ match (exact, 1.00)" in answer["notes"][0]
+    reworded = json.loads(knowhub("ask", "Backups: how long kept?", "--json", cwd=kb).stdout)
+    assert reworded["hit_type"] == "faq_direct" and reworded["faq"]["by"] == "words"
+    other = json.loads(
+        knowhub("ask", "How often do database backups run?", "--json", cwd=kb).stdout
+    )
+    assert other["hit_type"] == "rag"  # a different question goes to the documents
+    write(kb / "faq.csv", "question,answer\nHow do I reset my password?,Ask IT.\n")
+    assert "1 FAQ entries" in knowhub("faq", "import", "faq.csv", cwd=kb).stdout  # replaced
+    again = json.loads(knowhub("ask", "How long are backups kept?", "--json", cwd=kb).stdout)
+    assert again["hit_type"] != "faq_direct"
+    removed = knowhub("faq", "remove", "faq.csv", cwd=kb)
+    assert removed.returncode == 0 and "removed 1 FAQ entries" in removed.stdout
+    missing = knowhub("faq", "remove", "faq.csv", cwd=kb)
+    assert missing.returncode == 1 and "no FAQ entries from" in missing.stderr
+    bad = knowhub("faq", "import", write(kb / "bad.csv", "title,body\nx,y\n").name, cwd=kb)
+    assert bad.returncode == 1 and "bad.csv:1: the header needs" in bad.stderr

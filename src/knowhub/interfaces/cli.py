@@ -253,8 +253,10 @@ def main() -> None:
 # Commands kept in their own modules; imported last because they use the helpers above.
 from knowhub.interfaces.cli_ask import ask  # noqa: E402
 from knowhub.interfaces.cli_eval import eval_command  # noqa: E402
+from knowhub.interfaces.cli_faq import faq  # noqa: E402
 from knowhub.interfaces.cli_serve import serve  # noqa: E402
 
 cli.add_command(ask)
 cli.add_command(eval_command)
+cli.add_command(faq)
 cli.add_command(serve)

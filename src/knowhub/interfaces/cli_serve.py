@@ -1,4 +1,5 @@
-"""``knowhub serve mcp``: the MCP server over stdio or streamable HTTP."""
+"""``knowhub serve mcp`` (the MCP server over stdio or streamable HTTP) and
+``knowhub serve http`` (the HTTP API)."""
 
 from __future__ import annotations
 
@@ -102,6 +103,36 @@ def serve_mcp(
             allow_unauthenticated=allow_unauthenticated,
         )
         run(settings, options)
+
+
+@serve.command("http")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
+@click.option(
+    "--allow-unauthenticated",
+    is_flag=True,
+    help="Allow a non-loopback --host with no token configured (not recommended).",
+)
+@click.option(
+    "--log-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write logs there instead of stderr.",
+)
+@click.pass_obj
+def serve_http(
+    obj: _Context, host: str, port: int, allow_unauthenticated: bool, log_file: Path | None
+) -> None:
+    """Serve the HTTP API: search, answers (JSON, SSE, WebSocket), collections, metrics.
+
+    The same bearer tokens and checks as the MCP server (server.* settings); OpenAPI
+    documentation at /docs.
+    """
+    from knowhub.interfaces.http.server import serve as run
+
+    _configure_logging(log_file, obj.debug)
+    with _errors(obj):
+        settings = load_settings(config_file=obj.config, overrides={"data_dir": obj.data_dir})
+        run(settings, host, port, allow_unauthenticated)
 
 
 def _configure_logging(log_file: Path | None, debug: bool) -> None:

@@ -12,7 +12,7 @@ import json
 import logging
 from dataclasses import dataclass
 
-from starlette.datastructures import Headers
+from starlette.datastructures import Headers, QueryParams
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -117,18 +117,19 @@ class Guard:
         self.public_paths = public_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        # WebSocket handshakes get the same checks (a browser sends Origin on them too).
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
         origin = headers.get("origin")
         if origin and not _matches(origin, self.origins):
-            await _error(403, f"origin {origin!r} is not allowed: add it to "
-                         "server.allowed_origins")(scope, receive, send)  # fmt: skip
+            await _refuse(_error(403, f"origin {origin!r} is not allowed: add it to "
+                                 "server.allowed_origins"), scope, receive, send)  # fmt: skip
             return
         host = headers.get("host", "")
         if self.hosts is not None and not _matches(host, self.hosts):
-            await _error(421, f"host {host!r} is not this server")(scope, receive, send)
+            await _refuse(_error(421, f"host {host!r} is not this server"), scope, receive, send)
             return
         length = headers.get("content-length")
         if length and length.isdigit() and int(length) > self.max_body_bytes:
@@ -138,12 +139,12 @@ class Guard:
             return
         principal: Principal | None = LOCAL_USER
         if self.tokens:
-            principal = self.tokens.lookup(headers.get("authorization"))
+            principal = self.tokens.lookup(_authorization(scope, headers))
             if principal is None and scope["path"] not in self.public_paths:
                 response = _error(401, "missing or invalid bearer token: send "
                                   "'Authorization: Bearer <token>'")  # fmt: skip
                 response.headers["WWW-Authenticate"] = 'Bearer realm="knowhub"'
-                await response(scope, receive, send)
+                await _refuse(response, scope, receive, send)
                 return
         scope[PRINCIPAL_KEY] = principal
         await self.app(scope, receive, send)
@@ -170,6 +171,27 @@ def _matches(value: str, allowed: list[str]) -> bool:
         if pattern.endswith(":*") and value.startswith(pattern[:-1]) and port.isdigit():
             return True
     return False
+
+
+def _authorization(scope: Scope, headers: Headers) -> str | None:
+    """The Authorization header; on a WebSocket handshake without one, ``?token=``.
+
+    Browsers cannot set headers on a WebSocket, so only there may the token ride in the
+    URL (compared exactly like the header's).
+    """
+    found = headers.get("authorization")
+    if found is None and scope["type"] == "websocket":
+        token = QueryParams(scope.get("query_string", b"")).get("token")
+        found = f"Bearer {token}" if token else None
+    return found
+
+
+async def _refuse(response: Response, scope: Scope, receive: Receive, send: Send) -> None:
+    """Send ``response``; a WebSocket handshake gets it as its HTTP denial, or else a close."""
+    if scope["type"] == "http" or "websocket.http.response" in scope.get("extensions", {}):
+        await response(scope, receive, send)
+        return
+    await send({"type": "websocket.close", "code": 1008, "reason": ""})
 
 
 def _error(status: int, message: str) -> Response:

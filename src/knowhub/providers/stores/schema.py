@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "fts_table"]
+__all__ = ["ADDITIONS", "SCHEMA", "SCHEMA_VERSION", "fts_table"]
 
 SCHEMA_VERSION = "1"
 
@@ -53,6 +53,20 @@ SCHEMA: tuple[str, ...] = (
     "CREATE INDEX chunks_chunk_id ON chunks(chunk_id)",
     # Keyed by sha256(embedder id + text): unchanged text is never embedded twice.
     "CREATE TABLE embedding_cache(key TEXT PRIMARY KEY, vector BLOB NOT NULL) WITHOUT ROWID",
+)
+
+# Tables added since schema 1, created on open when missing: older stores gain them
+# without a re-ingest (nothing existing changes shape).
+ADDITIONS: tuple[str, ...] = (
+    """CREATE TABLE IF NOT EXISTS faq(
+        id INTEGER PRIMARY KEY,
+        collection_id INTEGER NOT NULL REFERENCES collections(id),
+        source TEXT NOT NULL,
+        question TEXT NOT NULL,
+        answer TEXT NOT NULL,
+        line INTEGER NOT NULL,
+        vector BLOB NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS faq_collection ON faq(collection_id, source)",
 )
 
 

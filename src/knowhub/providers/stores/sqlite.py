@@ -24,9 +24,9 @@ from knowhub.config import Settings
 from knowhub.errors import StoreError
 from knowhub.models import Chunk, DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Vectors
-from knowhub.providers.stores.schema import SCHEMA, SCHEMA_VERSION, fts_table
+from knowhub.providers.stores.schema import ADDITIONS, SCHEMA, SCHEMA_VERSION, fts_table
 
-__all__ = ["CollectionInfo", "SQLiteStore", "create"]
+__all__ = ["CollectionInfo", "FaqEntry", "SQLiteStore", "create"]
 
 DB_NAME = "knowhub.sqlite3"
 
@@ -41,6 +41,15 @@ class CollectionInfo:
     chunks: int
     created_at: str
     lexical_chunks: int  # rows in the FTS5 index: equal to ``chunks`` when it is whole
+
+
+@dataclass(frozen=True)
+class FaqEntry:
+    source: str
+    question: str
+    answer: str
+    line: int
+    vector: Vectors
 
 
 @dataclass
@@ -88,13 +97,19 @@ class SQLiteStore:
                 db.execute(
                     "INSERT INTO meta(key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
                 )
-                return
             (version,) = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if version != SCHEMA_VERSION:
             raise StoreError(
                 f"store {self.path} has schema {version}, this knowhub expects {SCHEMA_VERSION}: "
                 "re-ingest into a new --data-dir"
             )
+        has_faq = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='faq'"
+        ).fetchone()
+        if has_faq is None:  # the write lock is taken only when something is missing
+            with self.transaction() as db:
+                for statement in ADDITIONS:
+                    db.execute(statement)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -366,6 +381,38 @@ class SQLiteStore:
         """Chunks with this chunk id (one, unless identical files sit at two paths)."""
         rows = self._db.execute(f"{_HIT_SELECT} WHERE k.chunk_id = ?", (chunk_id,)).fetchall()
         return [_hit(r) for r in rows]
+
+    # -- FAQ -----------------------------------------------------------------------
+
+    def replace_faq(
+        self, cid: int, source: str, entries: Sequence[tuple[str, str, int]], vectors: Vectors
+    ) -> None:
+        """Make ``entries`` (question, answer, line) the FAQ of ``source``, atomically."""
+        blobs = [np.asarray(v, dtype=np.float32).tobytes() for v in vectors]
+        with self._lock, self.transaction() as db:
+            db.execute("DELETE FROM faq WHERE collection_id = ? AND source = ?", (cid, source))
+            db.executemany(
+                "INSERT INTO faq(collection_id, source, question, answer, line, vector) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(cid, source, q, a, line, b) for (q, a, line), b in zip(entries, blobs,
+                                                                          strict=True)],
+            )  # fmt: skip
+
+    def faq(self, cid: int) -> list[FaqEntry]:
+        rows = self._db.execute(
+            "SELECT source, question, answer, line, vector FROM faq WHERE collection_id = ? "
+            "ORDER BY source, line",
+            (cid,),
+        ).fetchall()
+        return [FaqEntry(r[0], r[1], r[2], r[3], np.frombuffer(r[4], dtype=np.float32))
+                for r in rows]  # fmt: skip
+
+    def remove_faq(self, cid: int, source: str) -> int:
+        """Delete the FAQ entries of ``source``; how many there were."""
+        with self._lock, self.transaction() as db:
+            cur = db.execute("DELETE FROM faq WHERE collection_id = ? AND source = ?",
+                             (cid, source))  # fmt: skip
+            return int(cur.rowcount)
 
     def integrity_report(self) -> dict[str, int]:
         """Counts that must all be zero in a consistent store (used by tests and doctor)."""

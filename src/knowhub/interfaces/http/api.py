@@ -1,0 +1,121 @@
+"""Assemble the HTTP API: FastAPI routes behind the same guard as the MCP server.
+
+Outermost first: metrics (so refused requests are counted too) → :class:`Guard` (Origin,
+Host, body size, bearer token; the WebSocket handshake included) → FastAPI. ``/health``,
+``/docs`` and ``/openapi.json`` are public: the schema describes the API but holds no data,
+and a browser cannot send a token to open the docs page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib.metadata import version
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute
+from starlette.types import ASGIApp
+
+from knowhub.app import App, build_app
+from knowhub.config import Settings
+from knowhub.errors import KnowhubError
+from knowhub.interfaces.http.errors import describe_invalid, error_body
+from knowhub.interfaces.http.metrics import ERROR_KEY, ApiMetrics, MetricsMiddleware
+from knowhub.interfaces.http.routes import routers
+from knowhub.interfaces.http.service import Service
+from knowhub.interfaces.http.sessions import Conversations
+from knowhub.interfaces.security import LOOPBACK_HOSTS, Guard, TokenBook, check_bind
+
+__all__ = ["PUBLIC_PATHS", "create_app"]
+
+PUBLIC_PATHS = frozenset({"/health", "/docs", "/docs/oauth2-redirect", "/openapi.json"})
+
+DESCRIPTION = (
+    "Search your documents and get answers with citations. Send `Authorization: Bearer "
+    "<token>` when `server.tokens` are configured (WebSocket clients may use `?token=`). "
+    'Errors are `{"error": message, "status": code}`.'
+)
+
+
+def create_app(
+    settings: Settings,
+    *,
+    host: str = "127.0.0.1",
+    allow_unauthenticated: bool = False,
+    app: App | None = None,
+    conversations: Conversations | None = None,
+) -> ASGIApp:
+    """The ASGI app serving ``settings``' data directory.
+
+    ``host`` is where it will listen: without tokens only loopback is allowed (unless
+    ``allow_unauthenticated``), and on loopback the Host header must name it. ``app``:
+    an App already built (and warmed); otherwise one is built, and closed on shutdown.
+    """
+    tokens = TokenBook(settings)
+    loopback = check_bind(tokens, host, allow_unauthenticated)
+    owned = app is None
+    service = Service(app or build_app(settings), settings, ApiMetrics(),
+                      conversations or Conversations())  # fmt: skip
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if owned:
+                service.app.close()
+
+    api = FastAPI(
+        title="knowhub",
+        version=version("knowhub"),
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        max_body_size=settings.server.max_body_bytes,
+        # Nothing leaves the machine unless asked: no OpenTelemetry from FastAPI itself.
+        telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
+    )
+    parts = routers(service)
+    for part in parts:
+        api.include_router(part)
+    limit = settings.server.max_body_bytes
+    _error_handlers(api, limit)
+    guarded = Guard(api, tokens, settings.server.allowed_origins,
+                    LOOPBACK_HOSTS if loopback else None, limit, PUBLIC_PATHS)  # fmt: skip
+    paths = _paths([*api.routes, *(route for part in parts for route in part.routes)])
+    return MetricsMiddleware(guarded, service.metrics, paths)
+
+
+def _error_handlers(api: FastAPI, limit: int) -> None:
+    """Every error in the one shape ``{"error", "status"}``, validation included (400)."""
+
+    async def invalid(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        request.scope[ERROR_KEY] = "ValidationError"
+        return JSONResponse(error_body(describe_invalid(exc.errors()), 400), status_code=400)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        detail = str(exc.detail)
+        if exc.status_code == 413:  # a chunked body that outgrew the limit while arriving
+            detail = f"request body over {limit} bytes (server.max_body_bytes)"
+        body = error_body(detail, exc.status_code)
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+    async def knowhub_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, KnowhubError)
+        request.scope[ERROR_KEY] = type(exc).__name__
+        body = error_body(exc)
+        return JSONResponse(body, status_code=body["status"])
+
+    api.add_exception_handler(RequestValidationError, invalid)
+    api.add_exception_handler(HTTPException, http_error)
+    api.add_exception_handler(KnowhubError, knowhub_error)
+
+
+def _paths(routes: list[BaseRoute]) -> frozenset[str]:
+    return frozenset(
+        path for route in routes if isinstance(path := getattr(route, "path", None), str)
+    )

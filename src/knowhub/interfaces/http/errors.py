@@ -1,0 +1,45 @@
+"""How failures look on the wire: one JSON shape, ``{"error": message, "status": code}``.
+
+The same shape the security guard answers with, so a client handles every error one way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from knowhub.errors import AuthError, KnowhubError, ProviderError, QueryError, StoreError
+
+__all__ = ["describe_invalid", "error_body", "error_status"]
+
+
+def error_status(exc: BaseException) -> int:
+    """The HTTP status for an error: the caller's fault (4xx) or an upstream one (502)."""
+    if isinstance(exc, AuthError):
+        return 403
+    if isinstance(exc, ProviderError):
+        return 502  # the model, embedder or reranker behind us failed, not this server
+    if isinstance(exc, QueryError | StoreError):
+        return 400
+    return 500
+
+
+def error_body(exc: BaseException | str, status: int | None = None) -> dict[str, Any]:
+    if isinstance(exc, str):
+        return {"error": exc, "status": status or 500}
+    if isinstance(exc, KnowhubError):
+        return {"error": str(exc), "status": status or error_status(exc)}
+    # Anything else is a bug: its text may hold internals, so it stays in the server log.
+    return {"error": "internal error: see the server log", "status": status or 500}
+
+
+def describe_invalid(errors: Sequence[Any], whole: str = "body") -> str:
+    """Pydantic's validation errors as one line: ``top_k: Input should be ≤ 100; …``.
+
+    ``whole`` names what an error about the entire input is about (``body``, ``message``).
+    """
+    parts = []
+    for error in errors:
+        where = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or whole
+        parts.append(f"{where}: {error.get('msg', 'invalid')}")
+    return "invalid request: " + "; ".join(parts)

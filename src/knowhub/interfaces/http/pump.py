@@ -1,0 +1,112 @@
+"""Carry a blocking answer stream from a worker thread to the event loop, event by event.
+
+``App.ask`` is a plain iterator that blocks on the model; the pump runs it in its own
+thread and hands each event over an anyio memory stream the moment it is made, so tokens
+reach the client as they are generated. Closing the pump (the client went away) stops the
+producer at its next event and closes the iterator, which closes the model's stream.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import anyio
+import anyio.from_thread
+from anyio.lowlevel import EventLoopToken, current_token
+
+__all__ = ["CONTENT_EVENTS", "EventPump"]
+
+log = logging.getLogger("knowhub.http")
+
+Event = tuple[str, dict[str, Any]]
+CONTENT_EVENTS = frozenset({"sources", "token", "end"})
+"""Events that carry the answer itself; before the first, nothing is committed to a client."""
+
+
+class EventPump:
+    """``events()`` run in a daemon thread; read with :meth:`next` or ``async for``.
+
+    A thread of its own rather than the shared worker pool: an answer may stream for a
+    minute, and a few slow models must not starve searches of workers.
+    """
+
+    def __init__(self, events: Callable[[], Iterator[Event]], buffer: int = 256) -> None:
+        self._events = events
+        self._send, self._receive = anyio.create_memory_object_stream[Event | BaseException](buffer)
+        self._stop = threading.Event()
+
+    def start(self) -> EventPump:
+        """Start producing; call from the event loop that will read."""
+        token = current_token()
+        threading.Thread(
+            target=self._produce, args=(token,), name="knowhub-answer", daemon=True
+        ).start()
+        return self
+
+    async def next(self) -> Event | None:
+        """The next event; None at the end. Re-raises what the producer raised."""
+        try:
+            item = await self._receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._receive.close()
+            return None
+        if isinstance(item, BaseException):
+            self._receive.close()  # a failure is always the producer's last word
+            raise item
+        return item
+
+    async def until_content(self) -> list[Event]:
+        """Events up to and including the first that carries content (see CONTENT_EVENTS).
+
+        Errors found before it (a bad collection, a failed search) are raised here, while
+        the caller can still answer with an HTTP status instead of a started stream.
+        """
+        seen: list[Event] = []
+        while (event := await self.next()) is not None:
+            seen.append(event)
+            if event[0] in CONTENT_EVENTS:
+                break
+        return seen
+
+    async def __aiter__(self) -> AsyncIterator[Event]:
+        while (event := await self.next()) is not None:
+            yield event
+
+    def close(self) -> None:
+        """Stop the producer (at its next event) and drop what it has not delivered."""
+        self._stop.set()
+        self._receive.close()
+
+    def _produce(self, token: EventLoopToken) -> None:
+        try:
+            iterator = self._events()
+            try:
+                for event in iterator:
+                    if self._stop.is_set():
+                        return
+                    anyio.from_thread.run(self._send.send, event, token=token)
+            finally:
+                close = getattr(iterator, "close", None)
+                if close is not None:
+                    close()  # a generator: its own finally blocks close the model's stream
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return  # the reader closed the pump: nobody wants the rest
+        except Exception as exc:  # every failure goes to the reader, who decides how to show it
+            self._hand_over(exc, token)
+        finally:
+            self._finish(token)
+
+    def _hand_over(self, exc: Exception, token: EventLoopToken) -> None:
+        try:
+            anyio.from_thread.run(self._send.send, exc, token=token)
+        except Exception:  # reader or event loop gone: the error has nobody to go to
+            log.debug("answer failed after its reader left: %s", exc)
+
+    def _finish(self, token: EventLoopToken) -> None:
+        try:
+            anyio.from_thread.run_sync(self._send.close, token=token)
+        except Exception:  # the event loop has stopped (server shutting down)
+            log.debug("answer stream closed after the event loop stopped")

@@ -1,0 +1,68 @@
+"""Request bodies of the HTTP API (FastAPI validates them and documents them in OpenAPI).
+
+Unknown fields are refused, so a misspelt option is an error rather than silently ignored.
+Query text is checked by :func:`knowhub.validate.check_query` (one wording everywhere), and
+filters by :func:`knowhub.validate.check_filters`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["AskBody", "DebugBody", "QuestionBody", "SearchBody", "Turn", "WsQuestion"]
+
+FILTERS = (
+    'Metadata filters: a value to equal, or {"in": [...]} for any of several, e.g. '
+    '{"team": "ops", "lang": {"in": ["en", "ru"]}}.'
+)
+MAX_HISTORY = 40
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DebugBody(_Body):
+    query: str = Field(description="What to search for (at most 4096 bytes).")
+    collection: str | None = Field(None, description="Collection (default: the configured one).")
+    top_k: int | None = Field(None, ge=1, le=100, description="Hits to return (default 5).")
+    filters: dict[str, Any] | None = Field(None, description=FILTERS)
+
+
+class SearchBody(DebugBody):
+    min_score: float | None = Field(None, ge=0.0, description="Drop hits scoring below this.")
+    explain: bool = Field(False, description="Add each hit's rank per leg, fused and reranked.")
+
+
+class Turn(_Body):
+    """One earlier turn; system messages are not accepted from clients."""
+
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class QuestionBody(_Body):
+    question: str = Field(description="The question (at most 4096 bytes).")
+    collection: str | None = Field(None, description="Collection (default: the configured one).")
+    filters: dict[str, Any] | None = Field(None, description=FILTERS)
+    session_id: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9_.:-]{1,128}$",
+        description="Keep the conversation under this id (per token, in this process's memory): "
+        "each answer is remembered and earlier turns let follow-ups be understood.",
+    )
+    history: list[Turn] | None = Field(
+        None,
+        max_length=MAX_HISTORY,
+        description="Earlier turns, oldest first; when given, used instead of the session's.",
+    )
+
+
+class AskBody(QuestionBody):
+    stream: bool = Field(False, description="Server-Sent Events instead of one JSON answer.")
+
+
+class WsQuestion(QuestionBody):
+    id: str | int | None = Field(None, description="Echoed in every event of this answer.")

@@ -1,0 +1,53 @@
+"""Run the HTTP API with uvicorn (``knowhub serve http``)."""
+
+from __future__ import annotations
+
+import logging
+
+from knowhub.app import App, build_app
+from knowhub.config import Settings
+from knowhub.interfaces.http.api import create_app
+
+__all__ = ["serve", "warm"]
+
+log = logging.getLogger("knowhub.http")
+
+
+def warm(app: App) -> None:
+    """Open the store and build every provider now, so a bad setting stops the start-up
+    with its own message and the first request does not pay for loading the model."""
+    for name in ("store", "embedder", "llm", "reranker"):
+        getattr(app, name)
+
+
+def serve(settings: Settings, host: str, port: int, allow_unauthenticated: bool = False) -> None:
+    """Serve until interrupted."""
+    import uvicorn
+
+    app = build_app(settings)
+    try:
+        asgi = create_app(settings, host=host, allow_unauthenticated=allow_unauthenticated,
+                          app=app)  # fmt: skip
+        warm(app)
+        shown = f"[{host}]" if ":" in host else host
+        log.warning("knowhub HTTP API on http://%s:%d (docs: /docs)", shown, port)
+        # A WebSocket message is held to the same limit as a request body.
+        limit = settings.server.max_body_bytes
+        config = uvicorn.Config(asgi, host=host, port=port, log_level="warning", ws_max_size=limit)
+        server = uvicorn.Server(config)
+        logging.getLogger("uvicorn.error").addFilter(_DeniedHandshakeNoise())  # after its config
+        server.run()
+    finally:
+        app.close()
+
+
+class _DeniedHandshakeNoise(logging.Filter):
+    """Drop uvicorn's false alarm after a refused WebSocket handshake.
+
+    The guard refuses a handshake with an HTTP response (401, 403, 421: ASGI's
+    ``websocket.http.response``); uvicorn's websockets-sansio protocol sends it, then logs
+    "returned without completing handshake" at ERROR as if the app had failed.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "ASGI callable returned without completing handshake."

@@ -1,0 +1,43 @@
+"""LangSmith export (extra ``langsmith``): one run per trace, active only with a key."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from knowhub.errors import ConfigError
+from knowhub.trace.record import Trace
+
+__all__ = ["LangSmithSink"]
+
+_RUN_TYPES = {"search": "retriever", "answer": "chain", "ingest": "chain"}
+
+
+class LangSmithSink:
+    def __init__(self, api_key: str, project: str, endpoint: str) -> None:
+        try:
+            from langsmith import Client
+        except ImportError as exc:
+            raise ConfigError(
+                "trace.langsmith_api_key_env is set but langsmith is not installed: "
+                "pip install 'knowhub[langsmith]'"
+            ) from exc
+        self._client: Any = Client(api_key=api_key, api_url=endpoint)
+        self.project = project
+
+    def emit(self, trace: Trace) -> None:
+        start = datetime.fromisoformat(trace.started_at.replace("Z", "+00:00"))
+        outputs = {"hit_type": trace.hit_type, "answer": trace.answer,
+                   "source_ids": trace.source_ids, "ingest": trace.ingest}  # fmt: skip
+        self._client.create_run(
+            name=f"knowhub.{trace.kind}",
+            run_type=_RUN_TYPES.get(trace.kind, "chain"),
+            inputs={"query": trace.query, "collection": trace.collection},
+            outputs={k: v for k, v in outputs.items() if v is not None},
+            start_time=start,
+            end_time=start + timedelta(milliseconds=trace.duration_ms),
+            error=trace.error,
+            project_name=self.project,
+            extra={"metadata": {"trace_id": trace.trace_id, "stages_ms": trace.stages_ms,
+                                "interface": trace.interface, "kb_version": trace.kb_version}},
+        )  # fmt: skip

@@ -1,0 +1,67 @@
+"""The trace record and how each kind of run becomes one."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = ["PREVIEW_CHARS", "Trace", "new_trace", "preview"]
+
+PREVIEW_CHARS = 160
+
+
+@dataclass
+class Trace:
+    """What one run did and where its time went."""
+
+    trace_id: str
+    kind: str  # search | answer | ingest
+    interface: str  # cli | mcp | http | python
+    collection: str
+    started_at: str  # ISO 8601, UTC
+    duration_ms: float = 0.0
+    kb_version: int | None = None
+    stages_ms: dict[str, float] = field(default_factory=dict)
+    stage_hits: dict[str, int] = field(default_factory=dict)
+    query: str | None = None  # a preview, never more than PREVIEW_CHARS
+    intent: str | None = None
+    hit_type: str | None = None
+    confidence: float | None = None
+    sources_count: int | None = None
+    top_source_score: float | None = None
+    source_ids: list[str] = field(default_factory=list)  # chunk ids, best first
+    cache: dict[str, str] = field(default_factory=dict)
+    model: str | None = None
+    answer: str | None = None  # a preview
+    ingest: dict[str, Any] | None = None
+    error: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Trace:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    @property
+    def slowest_stage(self) -> str | None:
+        return max(self.stages_ms, key=lambda s: self.stages_ms[s]) if self.stages_ms else None
+
+
+def new_trace(kind: str, interface: str, collection: str) -> tuple[Trace, float]:
+    """A fresh trace and the clock reading its duration is measured from."""
+    started = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return Trace(uuid.uuid4().hex[:16], kind, interface, collection, started), time.perf_counter()
+
+
+def preview(text: str | None) -> str | None:
+    """At most PREVIEW_CHARS of ``text`` on one line."""
+    if text is None:
+        return None
+    flat = " ".join(text.split())
+    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"

@@ -1,0 +1,152 @@
+"""Run real ``knowhub serve http`` processes and read their streams as a client would."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx
+
+from tests.helpers import cli_env
+from tests.mcp_helpers import free_port
+
+
+@dataclass
+class ApiServer:
+    """A ``knowhub serve http`` child process."""
+
+    url: str
+    process: subprocess.Popen[str]
+    log: Path
+    token: str | None = None
+
+    def headers(self, token: str | None = None) -> dict[str, str]:
+        value = token if token is not None else self.token
+        return {"Authorization": f"Bearer {value}"} if value else {}
+
+    def get(self, path: str, token: str | None = None, **kwargs: Any) -> httpx.Response:
+        headers = {**self.headers(token), **kwargs.pop("headers", {})}
+        return httpx.get(self.url + path, headers=headers, timeout=30, **kwargs)
+
+    def post(self, path: str, token: str | None = None, **kwargs: Any) -> httpx.Response:
+        headers = {**self.headers(token), **kwargs.pop("headers", {})}
+        return httpx.post(self.url + path, headers=headers, timeout=30, **kwargs)
+
+    @property
+    def ws_url(self) -> str:
+        return self.url.replace("http://", "ws://", 1) + "/api/stream"
+
+    def logs(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+
+@contextmanager
+def api_server(
+    *serve_args: str, cwd: Path, data_dir: Path, env: dict[str, str] | None = None,
+    token: str | None = None,
+) -> Iterator[ApiServer]:  # fmt: skip
+    """Run ``knowhub --data-dir D serve http --port P SERVE_ARGS`` until the block ends."""
+    port = free_port()
+    log = cwd / f"api-{port}.log"
+    with log.open("w", encoding="utf-8") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "knowhub", "--data-dir", str(data_dir), "serve", "http",
+             "--port", str(port), *serve_args],
+            cwd=cwd, env=cli_env(env), stdout=out, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+    server = ApiServer(f"http://127.0.0.1:{port}", process, log, token)
+    try:
+        _wait_ready(server)
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _wait_ready(server: ApiServer, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise AssertionError(f"server exited {server.process.returncode}:\n{server.logs()}")
+        try:
+            if httpx.get(server.url + "/health", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"server not ready after {timeout} s:\n{server.logs()}")
+
+
+@dataclass
+class SseEvent:
+    event: str
+    data: dict[str, Any]
+    at: float  # time.perf_counter() when its last line arrived
+
+
+def read_sse(lines: Iterator[str]) -> list[SseEvent]:
+    """Parse a ``text/event-stream`` body line by line, stamping each event on arrival."""
+    events: list[SseEvent] = []
+    kind, data = "message", []
+    for line in lines:
+        if line == "":
+            if data:
+                events.append(SseEvent(kind, json.loads("\n".join(data)), time.perf_counter()))
+            kind, data = "message", []
+        elif line.startswith("event:"):
+            kind = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].strip())
+    return events
+
+
+FULL = "full-Xc4nR8vB2mQ7tLp1"
+READER = "reader-Jw6dK1sF9hG3yUe5"
+LIMITED = "limited-Pz2aT5oN7cV0bMq8"
+TOKENS = [
+    {"name": "full", "token_env": "KH_TEST_API_FULL"},
+    {"name": "reader", "token_env": "KH_TEST_API_READER", "read_only": True},
+    {"name": "limited", "token_env": "KH_TEST_API_LIMITED", "collections": ["default"]},
+]
+TOKEN_ENV = {
+    "KNOWHUB_SERVER__TOKENS": json.dumps(TOKENS),
+    "KH_TEST_API_FULL": FULL,
+    "KH_TEST_API_READER": READER,
+    "KH_TEST_API_LIMITED": LIMITED,
+}
+OPS = (
+    "# Operations\n\n## Backups\n\nDatabase backups run every 6 hours.\nThey are kept for 35 "
+    "days.\n\n## Access\n\nUse the VPN for the console.\n"
+)
+HR = "# HR\n\n## Leave\n\nEmployees get 28 days of annual leave.\n"
+MINUTES = "# Board minutes\n\nThe orchid merger closes in spring; nobody outside the board knows.\n"
+
+
+def build_corpus(root: Path) -> Path:
+    """Index ops.md and hr.md into ``default`` and minutes.md into ``private``; the data dir."""
+    from knowhub import build_app
+    from tests.helpers import fast_settings, write
+
+    write(root / "docs/ops.md", OPS)
+    write(root / "docs/team/hr.md", HR)
+    write(root / "private/minutes.md", MINUTES)
+    data = root / "data"
+    app = build_app(fast_settings(data))
+    try:
+        for folder, collection in (("docs", "default"), ("private", "private")):
+            report = app.ingest([root / folder], collection)
+            assert not report.failed, report.failed
+    finally:
+        app.close()
+    return data

@@ -1,0 +1,144 @@
+"""The HTTP API's small parts: conversation memory, the answer pump, error shapes."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import pytest
+
+from knowhub.errors import AuthError, ConfigError, ProviderError, QueryError, StoreError
+from knowhub.interfaces.http.errors import describe_invalid, error_body, error_status
+from knowhub.interfaces.http.pump import EventPump
+from knowhub.interfaces.http.sessions import Conversations
+from knowhub.providers.llms.base import ChatMessage
+
+Event = tuple[str, dict[str, Any]]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_session_keeps_its_last_turns_as_chat_messages() -> None:
+    memory = Conversations(max_turns=2)
+    for n in range(3):
+        memory.record("alice", "s", f"q{n}", f"a{n}")
+    assert memory.history("alice", "s") == [
+        ChatMessage("user", "q1"), ChatMessage("assistant", "a1"),
+        ChatMessage("user", "q2"), ChatMessage("assistant", "a2"),
+    ]  # fmt: skip
+    assert memory.history("alice", "other") == []
+    assert memory.history("bob", "s") == []  # another token never sees it
+
+
+def test_the_least_recently_used_session_goes_first() -> None:
+    memory = Conversations(max_sessions=2)
+    memory.record("t", "a", "q", "x")
+    memory.record("t", "b", "q", "x")
+    memory.history("t", "a")  # a is now the most recently used
+    memory.record("t", "c", "q", "x")
+    assert len(memory) == 2
+    assert memory.history("t", "b") == [] and memory.history("t", "a") != []
+
+
+def test_idle_sessions_are_forgotten() -> None:
+    clock = Clock()
+    memory = Conversations(idle_s=60, clock=clock)
+    memory.record("t", "old", "q", "a")
+    clock.now = 30
+    memory.record("t", "new", "q", "a")
+    clock.now = 61
+    assert memory.history("t", "old") == [] and memory.history("t", "new") != []
+    clock.now = 200
+    assert len(memory) == 0
+
+
+@pytest.mark.anyio
+async def test_the_pump_delivers_events_in_order_then_ends() -> None:
+    def events() -> Iterator[Event]:
+        for n in range(5):
+            yield "token", {"n": n}
+        yield "end", {"answer": "done"}
+
+    pump = EventPump(events).start()
+    got = [event async for event in pump]
+    assert got == [*[("token", {"n": n}) for n in range(5)], ("end", {"answer": "done"})]
+    assert await pump.next() is None
+
+
+@pytest.mark.anyio
+async def test_the_pump_holds_back_until_content_and_reraises_failures() -> None:
+    def failing() -> Iterator[Event]:
+        yield "stage", {"stage": "routing"}
+        raise QueryError("unknown collection 'x'")
+
+    with pytest.raises(QueryError, match="unknown collection"):
+        await EventPump(failing).start().until_content()
+
+    def answering() -> Iterator[Event]:
+        yield "stage", {"stage": "routing"}
+        yield "sources", {"sources": []}
+        raise ProviderError("llm down")
+
+    pump = EventPump(answering).start()
+    assert [kind for kind, _ in await pump.until_content()] == ["stage", "sources"]
+    with pytest.raises(ProviderError, match="llm down"):
+        await pump.next()
+
+
+@pytest.mark.anyio
+async def test_closing_the_pump_stops_the_producer_and_closes_its_stream() -> None:
+    closed = threading.Event()
+    produced: list[int] = []
+
+    def endless() -> Iterator[Event]:
+        try:
+            for n in range(10_000):
+                produced.append(n)
+                time.sleep(0.01)
+                yield "token", {"n": n}
+        finally:
+            closed.set()  # where a provider closes its HTTP stream
+
+    pump = EventPump(endless, buffer=1).start()
+    assert await pump.next() == ("token", {"n": 0})
+    pump.close()
+    with anyio.fail_after(5):
+        while not closed.is_set():
+            await anyio.sleep(0.01)
+    assert len(produced) < 10
+
+
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [(QueryError("x"), 400), (StoreError("x"), 400), (AuthError("x"), 403),
+     (ProviderError("x"), 502), (ConfigError("x"), 500)],
+)  # fmt: skip
+def test_errors_map_to_statuses(error: Exception, status: int) -> None:
+    assert error_status(error) == status
+    assert error_body(error) == {"error": "x", "status": status}
+
+
+def test_unexpected_errors_keep_their_text_out_of_the_answer() -> None:
+    assert error_body(KeyError("secret internals")) == {
+        "error": "internal error: see the server log", "status": 500,
+    }  # fmt: skip
+
+
+def test_validation_errors_read_as_one_line() -> None:
+    errors = [
+        {"loc": ("body", "top_k"), "msg": "Input should be less than or equal to 100"},
+        {"loc": ("body", "history", 0, "role"), "msg": "Input should be 'user' or 'assistant'"},
+    ]
+    assert describe_invalid(errors) == (
+        "invalid request: top_k: Input should be less than or equal to 100; "
+        "history.0.role: Input should be 'user' or 'assistant'"
+    )
