@@ -6,6 +6,7 @@ never build providers or touch the store themselves.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -32,6 +33,10 @@ from knowhub.query.cache import SearchCaches
 from knowhub.query.debug import diagnose
 from knowhub.query.pipeline import SearchRequest, SearchResult, StageHook, search
 from knowhub.query.rerank import RerankStage
+from knowhub.trace.build import record_answer, record_ingest, record_search
+from knowhub.trace.jsonl import read_traces
+from knowhub.trace.record import Trace, new_trace, preview
+from knowhub.trace.tracer import Tracer, build_tracer
 from knowhub.validate import check_collection_name, check_query
 
 __all__ = ["App", "build_app"]
@@ -40,9 +45,13 @@ __all__ = ["App", "build_app"]
 class App:
     """Ingest, search and inspect one data directory."""
 
-    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
-        """``embedder``: one already loaded, to share between Apps (server sessions)."""
+    def __init__(
+        self, settings: Settings, embedder: Embedder | None = None, interface: str = "python"
+    ) -> None:
+        """``embedder``: one already loaded, to share between Apps (server sessions);
+        ``interface``: who calls (cli, mcp, http), recorded in every trace."""
         self.settings = settings
+        self.interface = interface
         self.caches = SearchCaches.sized(
             settings.search.query_cache_size, settings.search.result_cache_size
         )
@@ -76,6 +85,10 @@ class App:
         return RerankStage(reranker, opts.provider, opts.candidates, opts.timeout_s)
 
     @cached_property
+    def tracer(self) -> Tracer:
+        return build_tracer(self.settings)
+
+    @cached_property
     def llm(self) -> LLM | None:
         """The answering model, or None for ``llm.provider: none`` (extractive answers)."""
         llm: LLM | None = registry.create("llm", self.settings.llm.provider, self.settings)
@@ -91,8 +104,33 @@ class App:
         """Answer ``question`` from the collection as a stream of events (see ``knowhub.answer``).
 
         Routing runs first (a greeting is answered without searching); with history and an
-        LLM, a follow-up is rewritten into a standalone query before retrieval.
+        LLM, a follow-up is rewritten into a standalone query before retrieval. The run is
+        traced, also when it fails or the caller stops reading.
         """
+        name = collection or self.settings.collection
+        trace, clock = new_trace("answer", self.interface, name)
+        trace.query = question.strip()  # the user's words, kept whole for `traces save-case`
+        try:
+            for kind, payload in self._ask(question, collection, filters, history):
+                if kind == "end":
+                    record_answer(trace, payload)
+                yield kind, payload
+        except KnowhubError as exc:
+            trace.error = str(exc)
+            raise
+        except GeneratorExit:
+            trace.notes.append("the caller stopped reading before the end")
+            raise
+        finally:
+            self._emit(trace, clock, name)
+
+    def _ask(
+        self,
+        question: str,
+        collection: str | None,
+        filters: Filters | None,
+        history: Sequence[ChatMessage],
+    ) -> Iterator[Event]:
         check_query(question)
         opts = self.settings.answer
         language = detect_language(question)
@@ -125,7 +163,7 @@ class App:
         queries = found.queries if found.intent == "compare" else [query]
 
         def retrieve(text: str) -> tuple[list[Hit], dict[str, float]]:
-            results = [self.search(q, collection, opts.max_sources, scope) for q in queries]
+            results = [self._search(q, collection, opts.max_sources, scope) for q in queries]
             if len(results) == 1:
                 return results[0].hits, results[0].timings_ms
             return _interleave([r.hits for r in results], opts.max_sources), {}
@@ -188,6 +226,19 @@ class App:
             self.caches.query_vectors.put(key, vector)  # the search reuses it
         return match_faq(question, entries, vector, opts.word_threshold, opts.meaning_threshold)
 
+    def traces(self) -> Iterator[Trace]:
+        """Every recorded trace of this data dir, oldest first."""
+        return read_traces(Path(self.settings.data_dir) / "traces")
+
+    def _emit(self, trace: Trace, clock: float, collection: str) -> None:
+        trace.duration_ms = round((time.perf_counter() - clock) * 1000.0, 3)
+        try:
+            cid = self.store.collection_id(collection)
+            trace.kb_version = None if cid is None else self.store.version(cid)
+        except KnowhubError:
+            trace.kb_version = None  # an invalid or unreadable collection is the trace's error
+        self.tracer.emit(trace)
+
     def close(self) -> None:
         if "store" in self.__dict__:
             self.store.close()
@@ -203,12 +254,45 @@ class App:
         progress: Progress | None = None,
     ) -> IngestReport:
         name = check_collection_name(collection or self.settings.collection)
-        return ingest(
-            self.store, self.embedder, self.settings, paths, name,
-            tags=tags, include=include, exclude=exclude, prune=prune, progress=progress,
-        )  # fmt: skip
+        trace, clock = new_trace("ingest", self.interface, name)
+        trace.query = preview(" ".join(str(p) for p in paths))
+        try:
+            report = ingest(
+                self.store, self.embedder, self.settings, paths, name,
+                tags=tags, include=include, exclude=exclude, prune=prune, progress=progress,
+            )  # fmt: skip
+        except KnowhubError as exc:
+            trace.error = str(exc)
+            self._emit(trace, clock, name)
+            raise
+        record_ingest(trace, report)
+        self._emit(trace, clock, name)
+        return report
 
     def search(
+        self,
+        query: str,
+        collection: str | None = None,
+        top_k: int | None = None,
+        filters: Filters | None = None,
+        min_score: float | None = None,
+        on_stage: StageHook | None = None,
+    ) -> SearchResult:
+        """One hybrid search, traced."""
+        name = collection or self.settings.collection
+        trace, clock = new_trace("search", self.interface, name)
+        trace.query = query.strip()
+        try:
+            result = self._search(query, collection, top_k, filters, min_score, on_stage)
+        except KnowhubError as exc:
+            trace.error = str(exc)
+            self._emit(trace, clock, name)
+            raise
+        record_search(trace, result.timings_ms, result.counts, result.cache, result.hits)
+        self._emit(trace, clock, name)
+        return result
+
+    def _search(
         self,
         query: str,
         collection: str | None = None,
@@ -321,6 +405,6 @@ def _interleave(rankings: list[list[Hit]], limit: int) -> list[Hit]:
     return list(merged.values())[:limit]
 
 
-def build_app(settings: Settings) -> App:
+def build_app(settings: Settings, interface: str = "python") -> App:
     """Create the application object for ``settings`` (providers load lazily)."""
-    return App(settings)
+    return App(settings, interface=interface)

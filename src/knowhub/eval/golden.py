@@ -21,7 +21,7 @@ from typing import Any
 from knowhub.errors import ConfigError
 from knowhub.eval.sets import EvalSet, JudgedQuery
 
-__all__ = ["golden_set", "load_golden"]
+__all__ = ["add_case", "golden_set", "load_golden"]
 
 FIELDS = ("id", "query", "expected_sources", "expected_chunk_ids", "expected_keywords", "notes")
 SHAPE = 'a JSON list of {"query", "expected_sources" | "expected_chunk_ids", "expected_keywords"?}'
@@ -97,3 +97,37 @@ def _strings(entry: dict[str, Any], key: str, where: str) -> Sequence[str]:
     if key in entry and not value:
         raise ConfigError(f'{where}: "{key}" is empty; list at least one')
     return [v.strip() for v in value]
+
+
+def add_case(path: Path, query: str, expected_source: str) -> tuple[str, bool]:
+    """Add ``query`` → ``expected_source`` to the golden file (created if missing).
+
+    A query already in the file gains the source instead of a second entry. Returns the
+    entry's id and whether it is new.
+    """
+    entries: list[dict[str, Any]] = []
+    if path.exists():
+        load_golden(path)  # refuse to extend a file that is already broken
+        entries = json.loads(path.read_text(encoding="utf-8-sig"))
+    for entry in entries:
+        if entry.get("query", "").strip() == query.strip():
+            sources = entry.setdefault("expected_sources", [])
+            if expected_source not in sources:
+                sources.append(expected_source)
+            _write(path, entries)
+            return str(entry.get("id", f"q{entries.index(entry) + 1}")), False
+    ids = {str(e.get("id", f"q{i}")) for i, e in enumerate(entries, start=1)}
+    number = len(entries) + 1
+    while f"case-{number}" in ids:
+        number += 1
+    entries.append({"id": f"case-{number}", "query": query.strip(),
+                    "expected_sources": [expected_source]})  # fmt: skip
+    _write(path, entries)
+    return f"case-{number}", True
+
+
+def _write(path: Path, entries: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(entries, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)

@@ -49,7 +49,7 @@ class _Context:
             settings = load_settings(
                 config_file=self.config, overrides={"data_dir": self.data_dir, **overrides}
             )
-            self._app = build_app(settings)
+            self._app = build_app(settings, interface="cli")
         return self._app
 
 
@@ -255,8 +255,10 @@ from knowhub.interfaces.cli_ask import ask  # noqa: E402
 from knowhub.interfaces.cli_eval import eval_command  # noqa: E402
 from knowhub.interfaces.cli_faq import faq  # noqa: E402
 from knowhub.interfaces.cli_serve import serve  # noqa: E402
+from knowhub.interfaces.cli_traces import traces  # noqa: E402
 
 cli.add_command(ask)
 cli.add_command(eval_command)
 cli.add_command(faq)
 cli.add_command(serve)
+cli.add_command(traces)

@@ -72,7 +72,8 @@ def summarize(traces: list[Trace]) -> dict[str, Any]:
 
 def waterfall(trace: Trace, width: int = 40) -> str:
     """The stages laid end to end, each a bar scaled to the run's duration."""
-    total = max(trace.duration_ms, sum(trace.stages_ms.values()), 1e-9)
+    spans = [ms for s, ms in trace.stages_ms.items() if not s.endswith("first_token")]
+    total = max(trace.duration_ms, sum(spans), 1e-9)
     head = [
         f"trace {trace.trace_id}  {trace.kind} via {trace.interface}  {trace.started_at}",
         f"collection {trace.collection} (version {trace.kb_version})  total "
@@ -92,7 +93,8 @@ def waterfall(trace: Trace, width: int = 40) -> str:
         bar = " " * start + "█" * length
         rows.append(f"  {stage:<{name_width}} {bar:<{width + 1}} {ms:8.1f} ms"
                     + (f"  {hits} hits" if hits is not None else ""))  # fmt: skip
-        at += ms
+        if not stage.endswith("first_token"):  # a moment inside the next stage, not a span
+            at += ms
     notes = [f"  note: {n}" for n in trace.notes]
     return "\n".join([*head, *rows, *notes])
 

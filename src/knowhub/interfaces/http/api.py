@@ -57,7 +57,7 @@ def create_app(
     tokens = TokenBook(settings)
     loopback = check_bind(tokens, host, allow_unauthenticated)
     owned = app is None
-    service = Service(app or build_app(settings), settings, ApiMetrics(),
+    service = Service(app or build_app(settings, interface="http"), settings, ApiMetrics(),
                       conversations or Conversations())  # fmt: skip
 
     @asynccontextmanager

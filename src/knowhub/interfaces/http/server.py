@@ -24,7 +24,7 @@ def serve(settings: Settings, host: str, port: int, allow_unauthenticated: bool 
     """Serve until interrupted."""
     import uvicorn
 
-    app = build_app(settings)
+    app = build_app(settings, interface="http")
     try:
         asgi = create_app(settings, host=host, allow_unauthenticated=allow_unauthenticated,
                           app=app)  # fmt: skip

@@ -23,12 +23,12 @@ __all__ = ["KnowledgeBase"]
 class KnowledgeBase:
     def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
         self.settings = settings
-        self.reader = App(settings, embedder)
+        self.reader = App(settings, embedder, interface="mcp")
         self._write_lock = threading.Lock()
 
     @cached_property
     def writer(self) -> App:
-        return App(self.settings, self.reader.embedder)
+        return App(self.settings, self.reader.embedder, interface="mcp")
 
     def ingest(
         self,

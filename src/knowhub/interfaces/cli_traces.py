@@ -1,0 +1,128 @@
+"""``knowhub traces``: what each search, answer and ingest did, and where its time went."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from knowhub.errors import QueryError
+from knowhub.eval.golden import add_case
+from knowhub.interfaces.cli import _Context, _emit, _errors
+from knowhub.trace.record import Trace, preview
+from knowhub.trace.report import parse_since, select, summarize, waterfall
+
+__all__ = ["traces"]
+
+
+@click.group(invoke_without_command=True)
+@click.option("--kind", type=click.Choice(["search", "answer", "ingest"]), help="Only this kind.")
+@click.option("--slow", "slow_ms", type=float, metavar="MS", help="Only runs slower than MS.")
+@click.option("--errors", is_flag=True, help="Only runs that failed.")
+@click.option("--since", metavar="WHEN", help="Only runs since 30m / 2h / 7d ago or an ISO date.")
+@click.option(
+    "--limit",
+    type=click.IntRange(1),
+    default=20,
+    show_default=True,
+    help="Most recent runs listed.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (summary and runs).")
+@click.pass_context
+def traces(
+    ctx: click.Context,
+    kind: str | None,
+    slow_ms: float | None,
+    errors: bool,
+    since: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """List recent runs and summarise them: count, p50/p95 per stage, the slowest stage."""
+    if ctx.invoked_subcommand is not None:
+        return
+    obj: _Context = ctx.obj
+    with _errors(obj):
+        chosen = select(
+            obj.app().traces(), kind, slow_ms, errors, parse_since(since) if since else None
+        )
+        recent = chosen[-limit:][::-1]
+        summary = summarize(chosen)
+        if as_json:
+            _emit({"summary": summary, "traces": [t.to_dict() for t in recent]}, True)
+        else:
+            _emit(_render(summary, recent), False)
+
+
+@traces.command("show")
+@click.argument("trace_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the trace as JSON.")
+@click.pass_obj
+def show(obj: _Context, trace_id: str, as_json: bool) -> None:
+    """One run as a stage waterfall (TRACE_ID or its first 6+ characters)."""
+    with _errors(obj):
+        trace = _find(obj, trace_id)
+        _emit(trace.to_dict() if as_json else waterfall(trace), as_json)
+
+
+@traces.command("save-case")
+@click.argument("trace_id")
+@click.option(
+    "--expected",
+    required=True,
+    metavar="SOURCE",
+    help="The source that should have answered (as search results name it).",
+)
+@click.option(
+    "--golden",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=Path("golden.json"),
+    show_default=True,
+    help="Golden file to extend.",
+)
+@click.pass_obj
+def save_case(obj: _Context, trace_id: str, expected: str, golden: Path) -> None:
+    """Turn a run's query into a regression case for `knowhub eval GOLDEN`."""
+    with _errors(obj):
+        trace = _find(obj, trace_id)
+        if trace.kind == "ingest" or not trace.query:
+            raise QueryError(f"trace {trace.trace_id} is an ingest run: it has no query to save")
+        case, new = add_case(golden, trace.query, expected.strip())
+        verb = "added" if new else "updated"
+        click.echo(f"{verb} {case} in {golden}: {trace.query!r} → {expected}")
+
+
+def _find(obj: _Context, trace_id: str) -> Trace:
+    key = trace_id.strip()
+    if len(key) < 6:
+        raise QueryError(f"trace id {trace_id!r} is too short: give 6+ characters")
+    found = [t for t in obj.app().traces() if t.trace_id.startswith(key)]
+    if len(found) != 1:
+        problem = "no trace" if not found else f"{len(found)} traces"
+        raise QueryError(f"{problem} with id {trace_id!r}: list them with `knowhub traces`")
+    return found[0]
+
+
+def _render(summary: dict[str, object], recent: list[Trace]) -> str:
+    if not summary["count"]:
+        return "no traces match (traces are written to DATA_DIR/traces by every run)"
+    total = summary["total_ms"]
+    lines = [
+        f"{summary['count']} runs ({summary['errors']} failed): {summary['by_kind']}; total "
+        f"p50 {total['p50']} ms, p95 {total['p95']} ms; slowest stage: "  # type: ignore[index]
+        f"{summary['slowest_stage']}",
+        "",
+        f"{'stage':<18}{'runs':>6}{'p50 ms':>10}{'p95 ms':>10}",
+    ]
+    stages: dict[str, dict[str, float]] = summary["stages_ms"]  # type: ignore[assignment]
+    for stage, row in stages.items():
+        lines.append(f"{stage:<18}{row['count']:>6}{row['p50']:>10}{row['p95']:>10}")
+    lines += ["", "recent runs:"]
+    for t in recent:
+        outcome = (t.error and f"ERROR {preview(t.error)}") or t.hit_type or ""
+        lines.append(
+            f"  {t.trace_id}  {t.started_at[:19]}  {t.kind:<6} {t.interface:<4} "
+            f"{t.duration_ms:8.1f} ms  {t.collection}  {outcome}  "
+            f"{preview(t.query) or ''}"
+        )
+    return "\n".join(lines)
