@@ -408,6 +408,10 @@ def test_metrics_count_requests_errors_stages_and_answers(server: ApiServer) -> 
     assert value("knowhub_stage_seconds_count", stage="lexical") >= 1
     assert value("knowhub_stage_seconds_count", stage="retrieval") >= 1
     assert value("knowhub_http_request_seconds_count", route="/api/search") >= ok
+    collections = server.get("/api/collections").json()
+    for row in collections["collections"] if isinstance(collections, dict) else collections:
+        assert value("knowhub_index_chunks", collection=row["name"]) == row["chunks"]
+        assert value("knowhub_index_documents", collection=row["name"]) == row["documents"]
 
 
 def test_serving_beyond_loopback_without_a_token_is_refused(tmp_path: Path) -> None:

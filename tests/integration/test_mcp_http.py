@@ -260,6 +260,15 @@ async def test_metrics_need_a_token_and_count_searches(server: HttpServer) -> No
     assert 'knowhub_search_seconds_bucket{interface="mcp",le="0.005"}' in after
     assert _metric(after, "knowhub_ingest_documents_total", result="added") >= 4
     assert "# TYPE knowhub_sessions gauge" in after
+    assert _metric(after, "knowhub_stage_seconds_count", stage="lexical") == searches
+    assert _metric(after, "knowhub_ingest_chunks_total") >= 4
+    full = server.get("/health", FULL).json()
+    assert (
+        _metric(after, "knowhub_index_chunks", collection="default")
+        + _metric(after, "knowhub_index_chunks", collection="private")
+        == full["chunks"]
+    )
+    assert _metric(after, "knowhub_index_documents", collection="default") >= 4
 
 
 # -- 3. what each token may do --------------------------------------------------------------

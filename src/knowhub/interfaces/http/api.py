@@ -27,6 +27,7 @@ from knowhub.interfaces.http.metrics import ERROR_KEY, ApiMetrics, MetricsMiddle
 from knowhub.interfaces.http.routes import routers
 from knowhub.interfaces.http.service import Service
 from knowhub.interfaces.http.sessions import Conversations
+from knowhub.interfaces.index_metrics import IndexSizes
 from knowhub.interfaces.security import LOOPBACK_HOSTS, Guard, TokenBook, check_bind
 
 __all__ = ["PUBLIC_PATHS", "create_app"]
@@ -59,6 +60,9 @@ def create_app(
     owned = app is None
     service = Service(app or build_app(settings, interface="http"), settings, ApiMetrics(),
                       conversations or Conversations())  # fmt: skip
+    service.metrics.registry.register(
+        IndexSizes(lambda: [(c.name, c.documents, c.chunks) for c in service.app.collections()])
+    )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

@@ -14,6 +14,7 @@ from prometheus_client import (
 )
 
 from knowhub.ingest.pipeline import IngestReport
+from knowhub.interfaces.index_metrics import IndexSizes, Sizes
 
 __all__ = ["Metrics"]
 
@@ -39,6 +40,13 @@ class Metrics:
         self.ingest_failures = Counter(
             "knowhub_ingest_failures", "Files that failed to ingest", registry=self.registry
         )
+        self.stage_seconds = Histogram(
+            "knowhub_stage_seconds", "Search stage latency", ["stage"], registry=self.registry,
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+        )  # fmt: skip
+        self.ingest_chunks = Counter(
+            "knowhub_ingest_chunks", "Chunks written by ingests", registry=self.registry
+        )
         self.sessions = Gauge(
             "knowhub_sessions", "Shared-mode sessions", ["state"], registry=self.registry
         )
@@ -54,6 +62,10 @@ class Metrics:
                 self.ingest_documents.labels(result).inc(len(items))
         if report.failed:
             self.ingest_failures.inc(len(report.failed))
+        self.ingest_chunks.inc(report.chunks)
+
+    def track_index(self, sizes: Sizes) -> None:
+        self.registry.register(IndexSizes(sizes))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -160,6 +160,9 @@ def http_app(settings: Settings, options: ServeOptions) -> tuple[ASGIApp, Closab
                     "indexing": not service.ready.is_set()}  # fmt: skip
 
         closer: Closable = service
+        metrics.track_index(
+            lambda: [(c.name, c.documents, c.chunks) for c in service.kb.reader.collections()]
+        )
         service.start()
     else:
         data, control, registry = build_shared(settings, options, metrics)
@@ -176,6 +179,7 @@ def http_app(settings: Settings, options: ServeOptions) -> tuple[ASGIApp, Closab
             return {"sessions": len(rows), "loaded": sum(1 for _, loaded, _ in rows if loaded),
                     "chunks": sum(c or 0 for _, _, c in rows)}  # fmt: skip
 
+        metrics.track_index(registry.index_sizes)
         closer = registry
 
     def health(authenticated: bool) -> dict[str, Any]:

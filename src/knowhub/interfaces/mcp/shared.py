@@ -142,6 +142,16 @@ class SessionRegistry:
         session.record.last_access = time.time()
         return session.record, self._load(session, None)
 
+    def index_sizes(self) -> list[tuple[str, int, int]]:
+        """(``session/collection``, documents, chunks) of every loaded session."""
+        rows = []
+        for session in list(self._sessions.values()):
+            kb = session.kb
+            if kb is not None:
+                for c in kb.reader.collections():
+                    rows.append((f"{session.record.session_id}/{c.name}", c.documents, c.chunks))
+        return rows
+
     def loaded_count(self) -> int:
         return sum(1 for s in self._sessions.values() if s.kb is not None)
 

@@ -172,7 +172,7 @@ def add_data_tools(
         with _tool_errors(metrics, tool):
             target.principal.check_read(collection)
             typed = check_filters(filters)
-            hook = _stage_progress(ctx)
+            hook = _stage_progress(ctx, metrics)
             result = await _in_thread(
                 lambda: target.kb.reader.search(
                     query, collection, top_k, typed, min_score, on_stage=hook
@@ -399,13 +399,14 @@ def _tool_errors(metrics: Metrics, tool: str) -> Iterator[None]:
     metrics.tool_calls.labels(tool, "ok").inc()
 
 
-def _stage_progress(ctx: Context) -> Callable[[str, int, float], None]:
+def _stage_progress(ctx: Context, metrics: Metrics) -> Callable[[str, int, float], None]:
     """A stage hook that sends each finished stage to the client as a progress note."""
     step = 0
 
     def hook(stage: str, hits: int, elapsed_ms: float) -> None:
         nonlocal step
         step += 1
+        metrics.stage_seconds.labels(stage).observe(elapsed_ms / 1000.0)
         message = f"{stage}: {hits} hits in {elapsed_ms:.1f} ms"
         anyio.from_thread.run(ctx.report_progress, step, None, message)
 
