@@ -7,6 +7,10 @@ DEMO_DIR := .demo
 INSPECTOR_DIR := .cache/mcp-inspector
 INSPECTOR_VERSION := 2.12.0
 INSPECTOR := $(INSPECTOR_DIR)/.installed-$(INSPECTOR_VERSION)
+# The browser the web console's end-to-end tests drive: Debian's Chromium (playwright only
+# drives it; `playwright install` would download one). Elsewhere: KNOWHUB_CHROMIUM=path.
+CHROMIUM ?= /usr/bin/chromium
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 export OMP_WAIT_POLICY := PASSIVE
 export OPENBLAS_NUM_THREADS := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
@@ -29,6 +33,10 @@ $(INSPECTOR):
 	  @modelcontextprotocol/inspector@$(INSPECTOR_VERSION)
 	touch $@
 
+$(CHROMIUM):
+	$(SUDO) apt-get update -q
+	$(SUDO) apt-get install -y -q --no-install-recommends chromium
+
 # Dev: torch's CPU build first (pinned), so nothing pulls a CUDA build, then extras.
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
@@ -40,7 +48,7 @@ demo: $(VENV)/.installed
 	$(BIN)/knowhub --data-dir $(DEMO_DIR)/data ingest examples/docs
 	$(BIN)/python examples/demo.py --data-dir $(DEMO_DIR)/data
 
-test: $(VENV)/.installed-dev $(INSPECTOR)
+test: $(VENV)/.installed-dev $(INSPECTOR) $(CHROMIUM)
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy

@@ -360,6 +360,13 @@ class App:
             raise QueryError(f"no chunk with id {chunk_id!r}: copy a chunk_id from a search result")
         return found
 
+    def document_chunks(self, record: DocumentRecord) -> list[Hit]:
+        """The chunks of ``record`` (from :meth:`document`) in the order they were written."""
+        cid = self._collection_id(record.collection)
+        rows = [i for i, source in self.store.chunk_sources(cid).items() if source == record.source]
+        hits = self.store.hits(rows)
+        return [hits[i] for i in sorted(hits) if hits[i].doc_hash == record.doc_hash]
+
     def remove(self, key: str, collection: str | None = None) -> list[DocumentRecord]:
         """Remove documents matching a path (as given or as stored) or a doc-hash prefix."""
         cid = self._collection_id(collection)

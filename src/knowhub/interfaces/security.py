@@ -2,7 +2,8 @@
 
 Bearer tokens come from the configuration (secrets from the environment); :class:`Guard`
 is the ASGI middleware in front of every route: Origin allow-list, Host check when bound
-to loopback (DNS rebinding), body size limit, bearer token.
+to loopback (DNS rebinding), body size limit, bearer token (or, for browser pages under a
+:class:`CookieLogin` prefix only, the same token in a cookie).
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ import hmac
 import json
 import logging
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from starlette.datastructures import Headers, QueryParams
-from starlette.responses import Response
+from starlette.requests import cookie_parser
+from starlette.responses import RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from knowhub.config import Settings
@@ -23,6 +26,7 @@ __all__ = [
     "LOCAL_USER",
     "LOOPBACK_HOSTS",
     "PRINCIPAL_KEY",
+    "CookieLogin",
     "Guard",
     "Principal",
     "TokenBook",
@@ -97,6 +101,24 @@ class TokenBook:
         return found
 
 
+@dataclass(frozen=True)
+class CookieLogin:
+    """Browser pages under ``prefix`` (the web console) may carry the token in a cookie.
+
+    A browser cannot add an ``Authorization`` header to a link it follows, so there, and only
+    there, the token may come in the ``cookie`` a login form set (HttpOnly, SameSite=Strict:
+    another site's page cannot make the browser send it). A page asked for without a valid
+    token is redirected to ``login_path``.
+    """
+
+    prefix: str
+    cookie: str
+    login_path: str
+
+    def covers(self, path: str) -> bool:
+        return path == self.prefix or path.startswith(self.prefix + "/")
+
+
 class Guard:
     """Origin, Host, size and bearer-token checks in front of every route."""
 
@@ -108,6 +130,7 @@ class Guard:
         hosts: list[str] | None,
         max_body_bytes: int,
         public_paths: frozenset[str] = frozenset({"/health"}),
+        cookie_login: CookieLogin | None = None,
     ) -> None:
         self.app = app
         self.tokens = tokens
@@ -115,6 +138,7 @@ class Guard:
         self.hosts = hosts
         self.max_body_bytes = max_body_bytes
         self.public_paths = public_paths
+        self.cookie_login = cookie_login
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # WebSocket handshakes get the same checks (a browser sends Origin on them too).
@@ -139,15 +163,29 @@ class Guard:
             return
         principal: Principal | None = LOCAL_USER
         if self.tokens:
-            principal = self.tokens.lookup(_authorization(scope, headers))
+            principal = self.tokens.lookup(_authorization(scope, headers, self.cookie_login))
             if principal is None and scope["path"] not in self.public_paths:
-                response = _error(401, "missing or invalid bearer token: send "
-                                  "'Authorization: Bearer <token>'")  # fmt: skip
-                response.headers["WWW-Authenticate"] = 'Bearer realm="knowhub"'
-                await _refuse(response, scope, receive, send)
+                await _refuse(self._unauthenticated(scope), scope, receive, send)
                 return
         scope[PRINCIPAL_KEY] = principal
         await self.app(scope, receive, send)
+
+    def _unauthenticated(self, scope: Scope) -> Response:
+        """A browser page goes to the login form (and back after it); anything else gets 401."""
+        login = self.cookie_login
+        if (
+            login is not None
+            and scope["type"] == "http"
+            and scope["method"] in ("GET", "HEAD")
+            and login.covers(scope["path"])
+        ):
+            query = scope.get("query_string", b"").decode("latin-1")
+            back = scope["path"] + (f"?{query}" if query else "")
+            return RedirectResponse(f"{login.login_path}?next={quote(back, safe='')}", 303)
+        response = _error(401, "missing or invalid bearer token: send "
+                          "'Authorization: Bearer <token>'")  # fmt: skip
+        response.headers["WWW-Authenticate"] = 'Bearer realm="knowhub"'
+        return response
 
 
 def check_bind(tokens: TokenBook, host: str, allow_unauthenticated: bool) -> bool:
@@ -173,15 +211,24 @@ def _matches(value: str, allowed: list[str]) -> bool:
     return False
 
 
-def _authorization(scope: Scope, headers: Headers) -> str | None:
-    """The Authorization header; on a WebSocket handshake without one, ``?token=``.
+def _authorization(scope: Scope, headers: Headers, login: CookieLogin | None) -> str | None:
+    """The Authorization header; on a WebSocket handshake without one, ``?token=``; on a
+    browser page under ``login``'s prefix without one, its cookie.
 
     Browsers cannot set headers on a WebSocket, so only there may the token ride in the
-    URL (compared exactly like the header's).
+    URL (compared exactly like the header's); nor on a page link, so only there the cookie.
     """
     found = headers.get("authorization")
     if found is None and scope["type"] == "websocket":
         token = QueryParams(scope.get("query_string", b"")).get("token")
+        found = f"Bearer {token}" if token else None
+    if (
+        found is None
+        and login is not None
+        and scope["type"] == "http"
+        and login.covers(scope["path"])
+    ):
+        token = cookie_parser(headers.get("cookie", "")).get(login.cookie)
         found = f"Bearer {token}" if token else None
     return found
 

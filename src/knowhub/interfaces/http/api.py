@@ -3,7 +3,8 @@
 Outermost first: metrics (so refused requests are counted too) → :class:`Guard` (Origin,
 Host, body size, bearer token; the WebSocket handshake included) → FastAPI. ``/health``,
 ``/docs`` and ``/openapi.json`` are public: the schema describes the API but holds no data,
-and a browser cannot send a token to open the docs page.
+and a browser cannot send a token to open the docs page. The web console (``/ui``) takes the
+token from its login cookie as well: see :mod:`knowhub.interfaces.http.console`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from starlette.types import ASGIApp
 from knowhub.app import App, build_app
 from knowhub.config import Settings
 from knowhub.errors import KnowhubError
+from knowhub.interfaces.http import console
 from knowhub.interfaces.http.errors import describe_invalid, error_body
 from knowhub.interfaces.http.metrics import ERROR_KEY, ApiMetrics, MetricsMiddleware
 from knowhub.interfaces.http.routes import routers
@@ -81,13 +83,14 @@ def create_app(
         # Nothing leaves the machine unless asked: no OpenTelemetry from FastAPI itself.
         telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
     )
-    parts = routers(service)
+    parts = [*routers(service), console.console_router(service)]
     for part in parts:
         api.include_router(part)
     limit = settings.server.max_body_bytes
     _error_handlers(api, limit)
     guarded = Guard(api, tokens, settings.server.allowed_origins,
-                    LOOPBACK_HOSTS if loopback else None, limit, PUBLIC_PATHS)  # fmt: skip
+                    LOOPBACK_HOSTS if loopback else None, limit,
+                    PUBLIC_PATHS | console.PUBLIC_PATHS, console.CONSOLE_LOGIN)  # fmt: skip
     paths = _paths([*api.routes, *(route for part in parts for route in part.routes)])
     return MetricsMiddleware(guarded, service.metrics, paths)
 
