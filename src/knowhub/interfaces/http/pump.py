@@ -108,5 +108,7 @@ class EventPump:
     def _finish(self, token: EventLoopToken) -> None:
         try:
             anyio.from_thread.run_sync(self._send.close, token=token)
-        except Exception:  # the event loop has stopped (server shutting down)
+        except Exception:  # the event loop has stopped (server shutting down, test ended)
+            # Nobody else can touch the stream now; left open, it would warn when collected.
+            self._send.close()
             log.debug("answer stream closed after the event loop stopped")
