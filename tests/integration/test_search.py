@@ -155,3 +155,14 @@ def test_caches_can_be_disabled(tmp_path: Path) -> None:
     off.ingest([tmp_path / "d"])
     off.search("solar")
     assert off.search("solar").cache["result"] == "miss"
+
+
+def test_a_collection_built_with_another_embedder_is_a_clear_error(tmp_path: Path) -> None:
+    built = build_app(fast_settings(tmp_path / "data"))
+    write(tmp_path / "d/a.md", "Backups run nightly.\n")
+    built.ingest([tmp_path / "d"])
+    built.close()
+    other = build_app(fast_settings(tmp_path / "data", **{"embedder.hashing.dim": 128}))
+    with pytest.raises(QueryError, match=r"built with embedder hashing-256 \(dim 256\), but"):
+        other.search("backups")
+    other.close()

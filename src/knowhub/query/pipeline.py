@@ -188,6 +188,7 @@ def _retrieve(
     dense: list[tuple[int, float]] = []
     cache_state = "skipped"
     if dense_used:
+        _check_embedder(store, embedder, cid, request.collection)
         clock = time.perf_counter()
         vector, cache_state = _query_vector(embedder, query, caches)
         timings["query_embedding"] = _lap(clock)
@@ -196,6 +197,16 @@ def _retrieve(
         timings["dense"] = _lap(clock)
         report("dense", len(dense), timings["query_embedding"] + timings["dense"])
     return Legs(lexical, dense, language, dense_used, cache_state)
+
+
+def _check_embedder(store: SQLiteStore, embedder: Embedder, cid: int, name: str) -> None:
+    built_with, dim = store.embedder_of(cid)
+    if (built_with, dim) != (embedder.model_id, embedder.dim):
+        raise QueryError(
+            f"collection {name!r} was built with embedder {built_with} (dim {dim}), but "
+            f"{embedder.model_id} (dim {embedder.dim}) is configured: switch embedder.provider "
+            "back, or re-ingest into a new collection"
+        )
 
 
 def _query_vector(

@@ -147,6 +147,12 @@ class SQLiteStore:
             db.execute(f"CREATE VIRTUAL TABLE {fts_table(cid)} USING fts5(tokens)")
         return cid
 
+    def embedder_of(self, cid: int) -> tuple[str, int]:
+        """The (embedder id, dimension) the collection was built with."""
+        row = self._db.execute("SELECT embedder, dim FROM collections WHERE id = ?", (cid,))
+        name, dim = row.fetchone()
+        return str(name), int(dim)
+
     def collection_id(self, name: str) -> int | None:
         row = self._db.execute("SELECT id FROM collections WHERE name = ?", (name,)).fetchone()
         return None if row is None else int(row[0])
