@@ -48,6 +48,12 @@ class ScriptedLLM(LLM):
         yield from (word + " " for word in text.split(" "))
 
 
+@pytest.fixture(autouse=True)
+def _forget_the_scripted_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever these tests register is gone afterwards (other tests list the providers)."""
+    monkeypatch.setattr(registry, "_registered", dict(registry._registered))
+
+
 def _app(tmp_path: Path, script: Script, **overrides: object) -> tuple[App, ScriptedLLM]:
     llm = ScriptedLLM(script)
     registry.register("llm", "scripted", lambda settings: llm)
