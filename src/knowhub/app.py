@@ -28,7 +28,7 @@ from knowhub.models import DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Embedder
 from knowhub.providers.llms.base import LLM, ChatMessage
 from knowhub.providers.rerankers.base import Reranker
-from knowhub.providers.stores.sqlite import CollectionInfo, FaqEntry, SQLiteStore
+from knowhub.providers.stores.base import CollectionInfo, FaqEntry, Store
 from knowhub.query.cache import SearchCaches
 from knowhub.query.debug import diagnose
 from knowhub.query.pipeline import SearchRequest, SearchResult, StageHook, search
@@ -59,8 +59,8 @@ class App:
             self.__dict__["embedder"] = embedder  # fills the cached_property below
 
     @cached_property
-    def store(self) -> SQLiteStore:
-        store: SQLiteStore = registry.create("store", self.settings.store.provider, self.settings)
+    def store(self) -> Store:
+        store: Store = registry.create("store", self.settings.store.provider, self.settings)
         return store
 
     @cached_property

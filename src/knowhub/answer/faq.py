@@ -11,7 +11,7 @@ import numpy as np
 
 from knowhub.lang import query_tokens
 from knowhub.providers.embedders.base import Vectors
-from knowhub.providers.stores.sqlite import FaqEntry
+from knowhub.providers.stores.base import FaqEntry
 
 __all__ = ["FaqMatch", "match_faq"]
 

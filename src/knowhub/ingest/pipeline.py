@@ -29,7 +29,7 @@ from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS, load
 from knowhub.lang import index_tokens
 from knowhub.models import Chunk, DocumentRecord
 from knowhub.providers.embedders.base import Embedder, Vectors
-from knowhub.providers.stores.sqlite import SQLiteStore
+from knowhub.providers.stores.base import Store
 
 __all__ = ["IngestReport", "Progress", "contextual_text", "ingest"]
 
@@ -97,7 +97,7 @@ def contextual_text(chunk: Chunk) -> str:
 
 
 def ingest(
-    store: SQLiteStore,
+    store: Store,
     embedder: Embedder,
     settings: Settings,
     paths: Sequence[Path],
@@ -148,7 +148,7 @@ class _Run:
 
     def __init__(
         self,
-        store: SQLiteStore,
+        store: Store,
         embedder: Embedder,
         settings: Settings,
         collection: str,

@@ -8,7 +8,7 @@ from typing import Any
 
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.models import DocumentRecord, Hit
-from knowhub.providers.stores.sqlite import CollectionInfo
+from knowhub.providers.stores.base import CollectionInfo
 from knowhub.query.pipeline import SearchResult
 
 __all__ = [

@@ -15,7 +15,7 @@ from knowhub.config import SearchSettings
 from knowhub.lang import query_tokens
 from knowhub.models import Hit
 from knowhub.providers.embedders.base import Embedder
-from knowhub.providers.stores.sqlite import SQLiteStore
+from knowhub.providers.stores.base import Store
 from knowhub.query.cache import SearchCaches
 from knowhub.query.pipeline import Legs, SearchRequest, fuse, retrieve, search
 from knowhub.query.rerank import RerankStage
@@ -24,7 +24,7 @@ __all__ = ["dense_decision", "diagnose"]
 
 
 def diagnose(
-    store: SQLiteStore,
+    store: Store,
     embedder: Embedder,
     settings: SearchSettings,
     request: SearchRequest,

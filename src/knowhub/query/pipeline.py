@@ -15,7 +15,7 @@ from knowhub.errors import QueryError
 from knowhub.lang import detect_language, query_tokens
 from knowhub.models import Filters, Hit
 from knowhub.providers.embedders.base import Embedder, Vectors
-from knowhub.providers.stores.sqlite import SQLiteStore
+from knowhub.providers.stores.base import Store
 from knowhub.query.cache import SearchCaches
 from knowhub.query.fusion import reciprocal_rank_fusion, weighted_fusion
 from knowhub.query.rerank import RerankOutcome, RerankStage
@@ -73,7 +73,7 @@ class Legs:
 
 
 def search(
-    store: SQLiteStore,
+    store: Store,
     embedder: Embedder,
     settings: SearchSettings,
     request: SearchRequest,
@@ -131,7 +131,7 @@ def search(
     return result
 
 
-def _validate(store: SQLiteStore, request: SearchRequest) -> int:
+def _validate(store: Store, request: SearchRequest) -> int:
     """Check every argument; return the collection's id."""
     check_query(request.query)
     check_top_k(request.top_k, request.max_top_k)
@@ -146,7 +146,7 @@ def _validate(store: SQLiteStore, request: SearchRequest) -> int:
 
 
 def retrieve(
-    store: SQLiteStore,
+    store: Store,
     embedder: Embedder,
     settings: SearchSettings,
     request: SearchRequest,
@@ -160,7 +160,7 @@ def retrieve(
 
 
 def _retrieve(
-    store: SQLiteStore,
+    store: Store,
     embedder: Embedder,
     settings: SearchSettings,
     request: SearchRequest,
@@ -199,7 +199,7 @@ def _retrieve(
     return Legs(lexical, dense, language, dense_used, cache_state)
 
 
-def _check_embedder(store: SQLiteStore, embedder: Embedder, cid: int, name: str) -> None:
+def _check_embedder(store: Store, embedder: Embedder, cid: int, name: str) -> None:
     built_with, dim = store.embedder_of(cid)
     if (built_with, dim) != (embedder.model_id, embedder.dim):
         raise QueryError(

@@ -11,7 +11,7 @@ import pytest
 from knowhub.answer.faq import match_faq
 from knowhub.errors import IngestError
 from knowhub.ingest.faq import load_faq
-from knowhub.providers.stores.sqlite import FaqEntry
+from knowhub.providers.stores.base import FaqEntry
 from tests.helpers import write
 
 

@@ -24,32 +24,12 @@ from knowhub.config import Settings
 from knowhub.errors import StoreError
 from knowhub.models import Chunk, DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Vectors
+from knowhub.providers.stores.base import CollectionInfo, FaqEntry, Store
 from knowhub.providers.stores.schema import ADDITIONS, SCHEMA, SCHEMA_VERSION, fts_table
 
-__all__ = ["CollectionInfo", "FaqEntry", "SQLiteStore", "create"]
+__all__ = ["DB_NAME", "SQLiteStore", "create"]
 
 DB_NAME = "knowhub.sqlite3"
-
-
-@dataclass(frozen=True)
-class CollectionInfo:
-    name: str
-    embedder: str
-    dim: int
-    version: int
-    documents: int
-    chunks: int
-    created_at: str
-    lexical_chunks: int  # rows in the FTS5 index: equal to ``chunks`` when it is whole
-
-
-@dataclass(frozen=True)
-class FaqEntry:
-    source: str
-    question: str
-    answer: str
-    line: int
-    vector: Vectors
 
 
 @dataclass
@@ -505,5 +485,6 @@ def _hit(row: Sequence[Any]) -> Hit:
     )  # fmt: skip
 
 
-def create(settings: Settings) -> SQLiteStore:
+def create(settings: Settings) -> Store:
+    # Typed as the contract, so mypy proves SQLiteStore keeps every method of it.
     return SQLiteStore(Path(settings.data_dir) / DB_NAME)

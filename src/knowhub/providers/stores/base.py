@@ -1,0 +1,102 @@
+"""The store contract every backend keeps (SQLite embedded; scale-out backends follow it).
+
+A store holds collections; each collection holds documents, their chunks (text, citation
+spans, metadata), one vector per chunk and a lexical index over our own per-language tokens,
+plus FAQ entries. Chunk rows have integer ids that both search legs return and
+:meth:`Store.hits` resolves. Every write of a document is atomic: readers see the old
+version or the new one, never a mix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from knowhub.models import Chunk, DocumentRecord, Filters, Hit
+from knowhub.providers.embedders.base import Vectors
+
+__all__ = ["CollectionInfo", "FaqEntry", "Store"]
+
+
+@dataclass(frozen=True)
+class CollectionInfo:
+    name: str
+    embedder: str
+    dim: int
+    version: int
+    documents: int
+    chunks: int
+    created_at: str
+    lexical_chunks: int  # rows in the lexical index: equal to ``chunks`` when it is whole
+
+
+@dataclass(frozen=True)
+class FaqEntry:
+    source: str
+    question: str
+    answer: str
+    line: int
+    vector: Vectors
+
+
+@runtime_checkable
+class Store(Protocol):
+    # -- collections
+    def ensure_collection(self, name: str, embedder: str, dim: int) -> int:
+        """The collection's id, creating it; a different embedder or dim is a StoreError."""
+
+    def collection_id(self, name: str) -> int | None: ...
+    def collections(self) -> list[CollectionInfo]: ...
+    def version(self, cid: int) -> int:
+        """Bumped by every write to the collection (keys the result cache)."""
+
+    def embedder_of(self, cid: int) -> tuple[str, int]: ...
+
+    # -- documents
+    def record(self, cid: int, path: str) -> DocumentRecord | None: ...
+    def records(self, cid: int) -> list[DocumentRecord]: ...
+    def find_records(self, cid: int, path_or_hash: str) -> list[DocumentRecord]: ...
+    def touch(self, cid: int, path: str, size: int, mtime_ns: int) -> None: ...
+    def replace_document(
+        self,
+        cid: int,
+        record: DocumentRecord,
+        chunks: Sequence[Chunk],
+        vectors: Vectors,
+        tokens: Sequence[str],
+        cache_keys: Sequence[str],
+    ) -> None:
+        """Swap a document's old chunks for ``chunks`` atomically (``tokens``: one string of
+        space-separated lexical terms per chunk; ``cache_keys``: embedding-cache keys)."""
+
+    def remove_document(self, cid: int, path: str) -> bool: ...
+    def cached_vectors(self, keys: Sequence[str]) -> dict[str, Vectors]: ...
+
+    # -- search
+    def lexical_search(
+        self, cid: int, tokens: Sequence[str], limit: int, filters: Filters
+    ) -> list[tuple[int, float]]:
+        """BM25-style: (chunk row id, score, higher is better), best first."""
+
+    def dense_search(
+        self, cid: int, query: Vectors, limit: int, filters: Filters
+    ) -> list[tuple[int, float]]:
+        """(chunk row id, cosine similarity), best first."""
+
+    def hits(self, ids: Sequence[int]) -> dict[int, Hit]: ...
+    def chunk_sources(self, cid: int) -> dict[int, str]: ...
+    def chunks_by_id(self, chunk_id: str) -> list[Hit]: ...
+
+    # -- FAQ
+    def replace_faq(
+        self, cid: int, source: str, entries: Sequence[tuple[str, str, int]], vectors: Vectors
+    ) -> None: ...
+    def faq(self, cid: int) -> list[FaqEntry]: ...
+    def remove_faq(self, cid: int, source: str) -> int: ...
+
+    # -- health
+    def integrity_report(self) -> dict[str, int]:
+        """Counts of inconsistencies (orphans, missing index rows…); all zero when whole."""
+
+    def close(self) -> None: ...
