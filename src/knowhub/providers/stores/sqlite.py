@@ -212,6 +212,13 @@ class SQLiteStore:
         """Swap a document's old chunks for new ones in one transaction."""
         if not (len(chunks) == len(vectors) == len(tokens) == len(cache_keys)):
             raise StoreError("replace_document: chunks, vectors, tokens and keys differ in length")
+        embedder, dim = self.embedder_of(cid)
+        if chunks and np.shape(vectors)[1:] != (dim,):
+            # Stored silently, they would break every later dense search of the collection.
+            raise StoreError(
+                f"replace_document: {record.source}: vectors have shape {np.shape(vectors)}, "
+                f"but the collection holds {embedder} vectors of dim {dim}: embed with {embedder}"
+            )
         fts = fts_table(cid)
         with self._lock, self.transaction() as db:
             self._delete(db, cid, record.path)
@@ -306,11 +313,24 @@ class SQLiteStore:
     ) -> list[tuple[int, float]]:
         """Exact cosine scan: (chunk row id, similarity)."""
         matrix = self._matrix(cid)
+        allowed: np.ndarray[Any, np.dtype[np.int64]] | None = None
+        if filters:
+            for _ in range(_TORN_READ_RETRIES):
+                # The filter is a second query: a write landing between it and the matrix
+                # read pairs one version's vectors with another's row ids (a torn read;
+                # SQLite even reuses freed ids), so read both again until none came between.
+                allowed = np.fromiter(self._filtered_ids(cid, filters), dtype=np.int64)
+                if self.version(cid) == matrix.version:
+                    break
+                matrix = self._matrix(cid)
+            else:
+                raise StoreError(
+                    f"collection {cid} changed during every try of a filtered search: retry"
+                )
         if matrix.vectors.shape[0] == 0:
             return []
         scores = matrix.vectors @ query.astype(np.float32)
-        if filters:
-            allowed = np.fromiter(self._filtered_ids(cid, filters), dtype=np.int64)
+        if allowed is not None:
             scores = np.where(np.isin(matrix.ids, allowed), scores, -np.inf)
         n = min(limit, scores.shape[0])
         top = np.argpartition(-scores, n - 1)[:n]
@@ -318,6 +338,8 @@ class SQLiteStore:
         return [(int(matrix.ids[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
 
     def _matrix(self, cid: int) -> _Matrix:
+        # Read before the rows, so a write landing in between leaves the matrix labelled
+        # older than its rows (reloaded next time), never newer.
         version = self.version(cid)
         with self._lock:
             cached = self._matrices.get(cid)
@@ -437,6 +459,9 @@ _HIT_SELECT = (
     "FROM chunks k JOIN documents d ON d.id = k.document_id "
     "JOIN collections c ON c.id = k.collection_id"
 )
+# A filtered dense search rereads while writes land between its two queries; this many
+# collisions in a row mean something writes without pause, and an error beats a torn read.
+_TORN_READ_RETRIES = 100
 # Filters on these keys read a column; any other key reads the chunk's metadata JSON.
 _COLUMN_FILTERS = {"language": "c.language", "source": "d.source", "format": "d.format"}
 
