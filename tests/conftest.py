@@ -9,6 +9,7 @@ import pytest
 
 from knowhub import App, build_app
 from tests.helpers import fast_settings
+from tests.pg_server import PgServer, shared_server, stop_shared_server
 
 
 @pytest.fixture
@@ -16,6 +17,13 @@ def app(tmp_path: Path) -> Iterator[App]:
     application = build_app(fast_settings(tmp_path / "data"))
     yield application
     application.close()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """The session's embedded PostgreSQL, started by the first test that needs it."""
+    yield shared_server()
+    stop_shared_server()
 
 
 @pytest.fixture

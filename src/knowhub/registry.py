@@ -25,6 +25,7 @@ _BUILTINS: dict[tuple[str, str], str] = {
     ("embedder", "sentence-transformers"): "knowhub.providers.embedders.sentence_tf:create",
     ("embedder", "hashing"): "knowhub.providers.embedders.hashing:create",
     ("store", "sqlite"): "knowhub.providers.stores.sqlite:create",
+    ("store", "postgres"): "knowhub.providers.stores.postgres:create",
     ("reranker", "none"): "knowhub.providers.rerankers.base:disabled",
     ("reranker", "cross-encoder"): "knowhub.providers.rerankers.cross_encoder:create",
     ("reranker", "http"): "knowhub.providers.rerankers.http:create",

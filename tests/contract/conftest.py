@@ -25,7 +25,9 @@ from knowhub.lang import detect_language, index_tokens
 from knowhub.models import Chunk, DocumentRecord
 from knowhub.providers.embedders.base import Vectors
 from knowhub.providers.stores.base import Store
+from knowhub.providers.stores.postgres import PostgresStore
 from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
+from tests.pg_server import shared_server
 
 Opener = Callable[[], Store]
 BackendFactory = Callable[[Path], Opener]
@@ -44,6 +46,17 @@ def _sqlite(tmp_path: Path) -> Opener:
     return opener
 
 
+def _postgres(tmp_path: Path) -> Opener:
+    # A database of its own per test, on the session's embedded server (started lazily by
+    # the first postgres test; its failure to start fails the test, never skips it).
+    url = shared_server().create_database()
+
+    def opener() -> Store:
+        return PostgresStore(url)
+
+    return opener
+
+
 # Adding a backend is one entry here: a factory that, for one test's ``tmp_path``, returns
 # an opener of a fresh, empty location every call of which reaches the same data, e.g.
 #     "postgres": _postgres,  # opener connects to a database/schema named after tmp_path
@@ -51,12 +64,15 @@ def _sqlite(tmp_path: Path) -> Opener:
 # never mistaken for a passing contract.
 BACKENDS: dict[str, BackendFactory] = {
     "sqlite": _sqlite,
+    "postgres": _postgres,
 }
 
 
 @pytest.fixture(params=list(BACKENDS))
 def store_factory(request: pytest.FixtureRequest) -> BackendFactory:
     """The backend under test, as a ``(tmp_path) -> opener`` factory."""
+    if request.param == "postgres":
+        request.getfixturevalue("pg_server")  # stops the shared server when the session ends
     factory: BackendFactory = BACKENDS[request.param]
     return factory
 

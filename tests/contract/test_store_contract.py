@@ -706,3 +706,41 @@ def test_integrity_holds_after_a_mixed_workload(store: Store) -> None:
     assert_whole(store)
     counts = {c.name: (c.documents, c.chunks, c.lexical_chunks) for c in store.collections()}
     assert counts == {"docs": (1, 1, 1), "notes": (1, 4, 4)}
+
+
+# -- verify and export read each leg -------------------------------------------------------
+
+
+def test_stored_chunks_give_back_each_chunk_with_its_vector_and_tokens(store: Store) -> None:
+    cid = new_collection(store)
+    notes = new_collection(store, "notes")
+    texts = ["first part", "second part", "third part"]
+    doc = make_doc("a.md", texts, metadata={"team": "core"}, section_path="A > B", seed=4)
+    put(store, cid, doc)
+    put(store, notes, make_doc("a.md", ["elsewhere"], collection="notes", seed=5))
+
+    stored = store.stored_chunks(cid, doc.path)
+    assert [s.chunk for s in stored] == doc.chunks, "every Chunk field, in index order"
+    assert [s.tokens for s in stored] == doc.tokens
+    for item, vector in zip(stored, doc.vectors, strict=True):
+        assert item.vector is not None
+        np.testing.assert_array_equal(np.asarray(item.vector, dtype=np.float32), vector)
+    assert store.stored_chunks(cid, "/corpus/missing.md") == []
+
+    store.remove_document(cid, doc.path)
+    assert store.stored_chunks(cid, doc.path) == []
+    assert [s.chunk.text for s in store.stored_chunks(notes, doc.path)] == ["elsewhere"]
+
+
+def test_a_whole_store_has_no_orphans_to_remove(store: Store) -> None:
+    cid = new_collection(store)
+    assert store.orphans(cid) == []
+    for revision in range(3):
+        put(store, cid, make_doc("a.md", ["x"] * (3 - revision), seed=revision, revision=revision))
+    put(store, cid, make_doc("b.md", ["b", "c"], seed=1))
+    store.remove_document(cid, "/corpus/b.md")
+    version = store.version(cid)
+    assert store.orphans(cid) == []
+    assert store.remove_orphans(cid) == 0
+    assert store.version(cid) == version, "removing nothing is no write"
+    assert_whole(store)

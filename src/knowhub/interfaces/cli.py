@@ -252,13 +252,17 @@ def main() -> None:
 
 # Commands kept in their own modules; imported last because they use the helpers above.
 from knowhub.interfaces.cli_ask import ask  # noqa: E402
+from knowhub.interfaces.cli_bundle import export_command, import_command, verify  # noqa: E402
 from knowhub.interfaces.cli_eval import eval_command  # noqa: E402
 from knowhub.interfaces.cli_faq import faq  # noqa: E402
 from knowhub.interfaces.cli_serve import serve  # noqa: E402
 from knowhub.interfaces.cli_traces import traces  # noqa: E402
 
 cli.add_command(ask)
+cli.add_command(export_command)
+cli.add_command(import_command)
 cli.add_command(eval_command)
 cli.add_command(faq)
 cli.add_command(serve)
 cli.add_command(traces)
+cli.add_command(verify)

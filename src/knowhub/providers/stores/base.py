@@ -16,7 +16,7 @@ from typing import Protocol, runtime_checkable
 from knowhub.models import Chunk, DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Vectors
 
-__all__ = ["CollectionInfo", "FaqEntry", "Store"]
+__all__ = ["CollectionInfo", "FaqEntry", "Orphan", "Store", "StoredChunk"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,28 @@ class FaqEntry:
     answer: str
     line: int
     vector: Vectors
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """One chunk of a document as the store holds it in each leg (verify and export read it).
+
+    ``vector`` is None when the dense leg has no vector for the chunk, ``tokens`` None when
+    the lexical leg has no row for it (both present in a whole store).
+    """
+
+    chunk: Chunk
+    vector: Vectors | None
+    tokens: str | None
+
+
+@dataclass(frozen=True)
+class Orphan:
+    """A row no document owns: ``kind`` is ``chunk`` (a chunk whose document is gone),
+    ``lexical`` or ``vector`` (an index row whose chunk is gone); ``key`` names it."""
+
+    kind: str
+    key: str
 
 
 @runtime_checkable
@@ -71,6 +93,10 @@ class Store(Protocol):
         space-separated lexical terms per chunk; ``cache_keys``: embedding-cache keys)."""
 
     def remove_document(self, cid: int, path: str) -> bool: ...
+    def stored_chunks(self, cid: int, path: str) -> list[StoredChunk]:
+        """The document's chunks in index order, each with its vector and lexical tokens
+        (empty when the document is unknown)."""
+
     def cached_vectors(self, keys: Sequence[str]) -> dict[str, Vectors]: ...
 
     # -- search
@@ -98,5 +124,11 @@ class Store(Protocol):
     # -- health
     def integrity_report(self) -> dict[str, int]:
         """Counts of inconsistencies (orphans, missing index rows…); all zero when whole."""
+
+    def orphans(self, cid: int) -> list[Orphan]:
+        """The collection's rows that no document owns (empty when whole)."""
+
+    def remove_orphans(self, cid: int) -> int:
+        """Delete what :meth:`orphans` lists, atomically; how many rows went."""
 
     def close(self) -> None: ...

@@ -24,7 +24,7 @@ from knowhub.config import Settings
 from knowhub.errors import StoreError
 from knowhub.models import Chunk, DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Vectors
-from knowhub.providers.stores.base import CollectionInfo, FaqEntry, Store
+from knowhub.providers.stores.base import CollectionInfo, FaqEntry, Orphan, Store, StoredChunk
 from knowhub.providers.stores.schema import ADDITIONS, SCHEMA, SCHEMA_VERSION, fts_table
 
 __all__ = ["DB_NAME", "SQLiteStore", "create"]
@@ -259,6 +259,18 @@ class SQLiteStore:
                 db.execute("UPDATE collections SET version = version + 1 WHERE id = ?", (cid,))
         return removed
 
+    def stored_chunks(self, cid: int, path: str) -> list[StoredChunk]:
+        """The document's chunks with their vectors and FTS tokens, in one consistent read."""
+        rows = self._db.execute(
+            "SELECT k.chunk_id, d.doc_hash, k.idx, k.text, k.section_path, k.page, "
+            "k.line_start, k.line_end, k.char_start, k.char_end, k.language, k.metadata, "
+            f"k.vector, f.tokens FROM documents d JOIN chunks k ON k.document_id = d.id "
+            f"LEFT JOIN {fts_table(cid)} f ON f.rowid = k.id "
+            "WHERE d.collection_id = ? AND d.path = ? ORDER BY k.idx, k.id",
+            (cid, path),
+        ).fetchall()
+        return [StoredChunk(_chunk(r), _vector(r[12]), r[13]) for r in rows]
+
     def _delete(self, db: sqlite3.Connection, cid: int, path: str) -> bool:
         row = db.execute(
             "SELECT id FROM documents WHERE collection_id = ? AND path = ?", (cid, path)
@@ -448,6 +460,29 @@ class SQLiteStore:
         report["fts_mismatch"] = mismatched
         return report
 
+    def orphans(self, cid: int) -> list[Orphan]:
+        """Chunks whose document row is gone, and FTS rows whose chunk row is gone."""
+        chunks = self._db.execute(_ORPHAN_CHUNKS.format(what="k.chunk_id"), (cid,)).fetchall()
+        lexical = self._db.execute(_ORPHAN_FTS.format(fts=fts_table(cid)), (cid,)).fetchall()
+        return [Orphan("chunk", str(r[0])) for r in chunks] + [
+            Orphan("lexical", f"row {r[0]}") for r in lexical
+        ]
+
+    def remove_orphans(self, cid: int) -> int:
+        """Delete orphan chunks (with their FTS rows) and orphan FTS rows in one transaction."""
+        fts = fts_table(cid)
+        with self._lock, self.transaction() as db:
+            ids = [r[0] for r in db.execute(_ORPHAN_CHUNKS.format(what="k.id"), (cid,))]
+            stray = [r[0] for r in db.execute(_ORPHAN_FTS.format(fts=fts), (cid,))]
+            for rowid in ids:
+                db.execute(f"DELETE FROM {fts} WHERE rowid = ?", (rowid,))
+                db.execute("DELETE FROM chunks WHERE id = ?", (rowid,))
+            for rowid in stray:
+                db.execute(f"DELETE FROM {fts} WHERE rowid = ?", (rowid,))
+            if ids or stray:
+                db.execute("UPDATE collections SET version = version + 1 WHERE id = ?", (cid,))
+        return len(ids) + len(stray)
+
 
 _DOC_COLUMNS = (
     "c.name, d.source, d.path, d.doc_hash, d.size, d.mtime_ns, d.title, d.format, "
@@ -458,6 +493,16 @@ _HIT_SELECT = (
     "k.line_end, k.char_start, k.char_end, d.doc_hash, c.name, k.language, k.metadata "
     "FROM chunks k JOIN documents d ON d.id = k.document_id "
     "JOIN collections c ON c.id = k.collection_id"
+)
+# Chunks of a collection whose document row is gone (written around the store, or by a bug).
+_ORPHAN_CHUNKS = (
+    "SELECT {what} FROM chunks k LEFT JOIN documents d ON d.id = k.document_id "
+    "WHERE k.collection_id = ? AND (d.id IS NULL OR d.collection_id != k.collection_id)"
+)
+# FTS rows whose chunk row is gone: a lexical hit on one would resolve to nothing.
+_ORPHAN_FTS = (
+    "SELECT f.rowid FROM {fts} f LEFT JOIN chunks k ON k.id = f.rowid AND k.collection_id = ? "
+    "WHERE k.id IS NULL"
 )
 # A filtered dense search rereads while writes land between its two queries; this many
 # collisions in a row mean something writes without pause, and an error beats a torn read.
@@ -499,6 +544,21 @@ def _record(row: Sequence[Any]) -> DocumentRecord:
         mtime_ns=row[5], title=row[6], format=row[7], chunk_count=row[8], char_count=row[9],
         pages=row[10], ingested_at=row[11], metadata=json.loads(row[12] or "{}"),
     )  # fmt: skip
+
+
+def _chunk(row: Sequence[Any]) -> Chunk:
+    return Chunk(
+        chunk_id=row[0], doc_hash=row[1], index=row[2], text=row[3], section_path=row[4],
+        page=row[5], line_start=row[6], line_end=row[7], char_start=row[8], char_end=row[9],
+        language=row[10], metadata=json.loads(row[11] or "{}"),
+    )  # fmt: skip
+
+
+def _vector(blob: bytes | None) -> Vectors | None:
+    """A stored float32 vector; None for a missing or torn blob (verify reports it)."""
+    if not blob or len(blob) % 4:
+        return None
+    return np.frombuffer(blob, dtype=np.float32)
 
 
 def _hit(row: Sequence[Any]) -> Hit:

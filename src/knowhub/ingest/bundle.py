@@ -1,0 +1,368 @@
+"""Portable bundles: one collection as JSON lines (``knowhub export`` / ``knowhub import``).
+
+A bundle carries everything search reads, so an imported collection answers exactly as
+the exported one did without re-embedding: documents, every chunk field, the lexical
+tokens string and the vector (base64 of float32 little-endian), and FAQ entries.
+Gzip is chosen by the ``.gz`` suffix on export and detected by magic bytes on import.
+
+Layout, one JSON object a line::
+
+    {"kind": "header", "format": "knowhub-bundle", "format_version": 1, "knowhub": "0.1.0",
+     "collection": "handbook", "embedder": "hashing/…", "dim": 384, "created_at": "…Z"}
+    {"kind": "document", <DocumentRecord fields but collection>}
+    {"kind": "chunk", <Chunk fields>, "tokens": "…", "vector": "<base64>"}   # its chunks
+    {"kind": "faq", "source": …, "question": …, "answer": …, "line": 3, "vector": "…"}
+    {"kind": "end", "documents": 12, "chunks": 80, "faq": 4}
+
+Import reads the whole bundle once before writing anything, so a damaged line (named by
+number) stops it with nothing written; then each document is one atomic
+``replace_document`` (skipped when the stored record is already the bundle's), so importing
+the same bundle twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import gzip
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from knowhub.errors import ConfigError, IngestError, StoreError
+from knowhub.ingest.embed import cache_key
+from knowhub.ingest.pipeline import contextual_text
+from knowhub.models import Chunk, DocumentRecord
+from knowhub.providers.embedders.base import Vectors
+from knowhub.providers.stores.base import Store
+from knowhub.validate import check_collection_name
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "BundleStats", "export_bundle", "import_bundle"]
+
+FORMAT = "knowhub-bundle"
+FORMAT_VERSION = 1
+
+# A write landing mid-export would mix two versions of the collection: export again.
+_EXPORT_TRIES = 3
+_DOC_FIELDS = {f.name: f.type for f in fields(DocumentRecord) if f.name != "collection"}
+_CHUNK_FIELDS = {f.name: f.type for f in fields(Chunk)}
+# Expected JSON types per field (bool is an int to json, so it is refused explicitly).
+_TYPES: dict[str, tuple[type, ...]] = {
+    "str": (str,), "int": (int,), "int | None": (int, type(None)), "dict[str, Any]": (dict,),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BundleStats:
+    """What one export or import moved."""
+
+    path: str
+    collection: str
+    embedder: str
+    dim: int
+    documents: int
+    chunks: int
+    faq: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# -- export -------------------------------------------------------------------------------
+
+
+def export_bundle(store: Store, collection: str, out: Path) -> BundleStats:
+    """Write ``collection`` to ``out`` (gzip when it ends in ``.gz``), replacing it whole."""
+    cid = store.collection_id(check_collection_name(collection))
+    if cid is None:
+        raise StoreError(f"unknown collection {collection!r}: ingest into it first")
+    partial = out.with_name(out.name + ".partial")
+    for _ in range(_EXPORT_TRIES):
+        version = store.version(cid)
+        try:
+            stats = _write(store, cid, collection, out, partial)
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+        if store.version(cid) == version:
+            partial.replace(out)  # a reader never sees half a bundle
+            return stats
+    partial.unlink(missing_ok=True)
+    raise StoreError(
+        f"collection {collection!r} changed during each of {_EXPORT_TRIES} exports: "
+        "export when no ingest is running"
+    )
+
+
+def _write(store: Store, cid: int, name: str, out: Path, partial: Path) -> BundleStats:
+    embedder, dim = store.embedder_of(cid)
+    header = {
+        "kind": "header", "format": FORMAT, "format_version": FORMAT_VERSION,
+        "knowhub": _version(), "collection": name, "embedder": embedder, "dim": dim,
+        "created_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }  # fmt: skip
+    documents = chunks = 0
+    entries = store.faq(cid)
+    with _open_write(partial, gz=out.name.endswith(".gz")) as handle:
+        _put(handle, header)
+        for record in _write_order(store, cid):
+            stored = store.stored_chunks(cid, record.path)
+            broken = len(stored) != record.chunk_count or any(
+                s.vector is None or s.tokens is None for s in stored
+            )
+            if broken:
+                raise StoreError(
+                    f"{record.source} is not whole in collection {name!r} (chunks missing from "
+                    "a search leg): run `knowhub verify --fix`, then export"
+                )
+            doc = {k: v for k, v in asdict(record).items() if k != "collection"}
+            _put(handle, {"kind": "document", **doc})
+            for item in stored:
+                assert item.vector is not None  # checked above; narrows for mypy
+                _put(handle, {"kind": "chunk", **asdict(item.chunk), "tokens": item.tokens,
+                              "vector": _encode(item.vector)})  # fmt: skip
+            documents += 1
+            chunks += len(stored)
+        for entry in entries:
+            _put(handle, {"kind": "faq", "source": entry.source, "question": entry.question,
+                          "answer": entry.answer, "line": entry.line,
+                          "vector": _encode(entry.vector)})  # fmt: skip
+        _put(handle, {"kind": "end", "documents": documents, "chunks": chunks,
+                      "faq": len(entries)})  # fmt: skip
+    return BundleStats(str(out), name, embedder, dim, documents, chunks, len(entries))
+
+
+def _write_order(store: Store, cid: int) -> list[DocumentRecord]:
+    """Records in the order their chunks were written, so an import numbers rows alike and
+    search ties break the same way in both stores."""
+    first: dict[str, int] = {}
+    for rowid, source in store.chunk_sources(cid).items():
+        first[source] = min(rowid, first.get(source, rowid))
+    records = store.records(cid)
+    return sorted(records, key=lambda r: (first.get(r.source, 2**63), r.source, r.path))
+
+
+def _open_write(path: Path, gz: bool) -> IO[str]:
+    if gz:
+        return gzip.open(path, "wt", encoding="utf-8", newline="\n")
+    return path.open("w", encoding="utf-8", newline="\n")
+
+
+def _put(handle: IO[str], obj: dict[str, Any]) -> None:
+    handle.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+
+def _encode(vector: Vectors) -> str:
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
+
+
+def _version() -> str:
+    try:
+        return metadata.version("knowhub")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+# -- import -------------------------------------------------------------------------------
+
+
+@dataclass
+class _Document:
+    record: dict[str, Any]
+    chunks: list[Chunk]
+    vectors: list[Vectors]
+    tokens: list[str]
+    line: int
+
+
+def import_bundle(
+    store: Store, path: Path, embedder: tuple[str, int], collection: str | None = None
+) -> BundleStats:
+    """Load a bundle into ``collection`` (default: the bundle's own) of ``store``.
+
+    ``embedder``: the configured (model id, dim); a bundle built with another is refused,
+    since queries embedded by one model cannot be compared with another's vectors.
+    """
+    if not path.is_file():
+        raise IngestError(f"no bundle at {path}: give the file `knowhub export` wrote")
+    header = _header(path)
+    built = (header["embedder"], header["dim"])
+    if built != embedder:
+        raise ConfigError(
+            f"bundle {path} was built with embedder {built[0]} (dim {built[1]}), but "
+            f"{embedder[0]} (dim {embedder[1]}) is configured: configure {built[0]} for this "
+            "data dir, or re-ingest the files instead of importing"
+        )
+    name = check_collection_name(collection or header["collection"])
+    for _ in _read(path, header):  # the whole bundle parses, or nothing is written
+        pass
+    cid = store.ensure_collection(name, built[0], built[1])
+    documents = chunks = faq = 0
+    for _, item in _read(path, header):
+        if isinstance(item, _Document):
+            record = DocumentRecord(collection=name, **item.record)
+            if store.record(cid, record.path) == record:
+                continue  # already imported: rewriting would renumber its rows for nothing
+            texts = [contextual_text(c) for c in item.chunks]
+            vectors = (
+                np.stack(item.vectors)
+                if item.vectors
+                else np.zeros((0, built[1]), dtype=np.float32)
+            )
+            keys = [cache_key(built[0], t) for t in texts]
+            store.replace_document(cid, record, item.chunks, vectors, item.tokens, keys)
+            documents += 1
+            chunks += len(item.chunks)
+        else:
+            source, entries, faq_vectors = item
+            store.replace_faq(cid, source, entries, np.stack(faq_vectors))
+            faq += len(entries)
+    return BundleStats(str(path), name, built[0], built[1], documents, chunks, faq)
+
+
+_Faq = tuple[str, list[tuple[str, str, int]], list[Vectors]]
+
+
+def _read(path: Path, header: dict[str, Any]) -> Iterator[tuple[str, _Document | _Faq]]:
+    """Yield each complete document, then each FAQ source's entries; check the end line."""
+    dim = int(header["dim"])
+    current: _Document | None = None
+    faq: dict[str, tuple[list[tuple[str, str, int]], list[Vectors]]] = {}
+    counts = {"documents": 0, "chunks": 0, "faq": 0}
+    end: dict[str, Any] | None = None
+    number = 1
+    for number, obj in _objects(path):
+        if number == 1:
+            continue
+        kind = obj.get("kind")
+        with _at(path, number):
+            if end is not None:
+                raise ValueError("a line after the end line")
+            if kind in ("document", "faq", "end") and current is not None:
+                yield "document", _complete(current, path)
+                current = None
+            if kind == "document":
+                current = _Document(_checked(obj, _DOC_FIELDS), [], [], [], number)
+                counts["documents"] += 1
+            elif kind == "chunk":
+                if current is None:
+                    raise ValueError("a chunk before any document")
+                values = _checked(obj, {**_CHUNK_FIELDS, "tokens": "str", "vector": "str"})
+                tokens, vector = values.pop("tokens"), values.pop("vector")
+                current.chunks.append(Chunk(**values))
+                current.vectors.append(_decode(vector, dim))
+                current.tokens.append(tokens)
+                counts["chunks"] += 1
+            elif kind == "faq":
+                v = _checked(obj, {"source": "str", "question": "str", "answer": "str",
+                                   "line": "int", "vector": "str"})  # fmt: skip
+                entries, vectors = faq.setdefault(v["source"], ([], []))
+                entries.append((v["question"], v["answer"], v["line"]))
+                vectors.append(_decode(v["vector"], dim))
+                counts["faq"] += 1
+            elif kind == "end":
+                end = _checked(obj, {"documents": "int", "chunks": "int", "faq": "int"})
+                if end != counts:
+                    raise ValueError(f"the end line counts {end}, the bundle holds {counts}")
+            else:
+                raise ValueError(f"unknown kind {kind!r}")
+    if end is None:
+        raise IngestError(
+            f"{path}: ends at line {number} without its end line: the bundle is truncated; "
+            "export it again"
+        )
+    for source, (entries, vectors) in faq.items():
+        yield "faq", (source, entries, vectors)
+
+
+def _complete(doc: _Document, path: Path) -> _Document:
+    declared = doc.record["chunk_count"]
+    if len(doc.chunks) != declared:
+        raise IngestError(
+            f"{path}: line {doc.line}: document {doc.record['source']!r} declares {declared} "
+            f"chunks, the bundle holds {len(doc.chunks)}: the bundle is damaged; export it again"
+        )
+    return doc
+
+
+def _header(path: Path) -> dict[str, Any]:
+    for _, obj in _objects(path):
+        with _at(path, 1):
+            if obj.get("kind") != "header" or obj.get("format") != FORMAT:
+                raise ValueError(f"not a knowhub bundle (no {FORMAT} header line)")
+            version = obj.get("format_version")
+            if version != FORMAT_VERSION:
+                raise ConfigError(
+                    f"{path}: bundle format version {version!r} is not one this knowhub "
+                    f"({_version()}) reads ({FORMAT_VERSION}): import it with the knowhub "
+                    "that exported it, or a newer one"
+                )
+            return _checked(obj, {"collection": "str", "embedder": "str", "dim": "int",
+                                  "knowhub": "str", "created_at": "str"})  # fmt: skip
+    raise IngestError(f"{path}: empty file: not a knowhub bundle")
+
+
+def _objects(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, JSON object) for each line; a damaged line is an IngestError naming it."""
+    number = 0
+    with _open_read(path) as handle:
+        while True:
+            with _at(path, number + 1):
+                line = handle.readline()
+                if not line:
+                    return
+                obj = json.loads(line)
+                if not isinstance(obj, dict):
+                    raise ValueError("not a JSON object")
+            number += 1
+            yield number, obj
+
+
+@contextmanager
+def _at(path: Path, number: int) -> Iterator[None]:
+    """Turn a parse failure on line ``number`` into an IngestError naming that line."""
+    try:
+        yield
+    except IngestError:
+        raise
+    except (ValueError, KeyError, TypeError, OSError, EOFError, binascii.Error) as exc:
+        raise IngestError(
+            f"{path}: line {number}: {exc}: the bundle is damaged; export it again"
+        ) from exc
+
+
+def _open_read(path: Path) -> IO[str]:
+    with path.open("rb") as probe:
+        gz = probe.read(2) == b"\x1f\x8b"
+    if gz:
+        return gzip.open(path, "rt", encoding="utf-8", newline="")
+    return path.open(encoding="utf-8", newline="")
+
+
+def _checked(obj: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema's fields of ``obj``, each of its declared JSON type."""
+    values: dict[str, Any] = {}
+    for name, declared in schema.items():
+        if name not in obj:
+            raise ValueError(f"field {name!r} is missing")
+        value = obj[name]
+        allowed = _TYPES[str(declared)]
+        if isinstance(value, bool) or not isinstance(value, allowed):
+            raise ValueError(f"field {name!r} is {type(value).__name__}, expected {declared}")
+        values[name] = value
+    return values
+
+
+def _decode(text: str, dim: int) -> Vectors:
+    raw = base64.b64decode(text, validate=True)
+    if len(raw) != 4 * dim:
+        raise ValueError(f"a vector of {len(raw)} bytes, expected {4 * dim} (dim {dim})")
+    vector: Vectors = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+    return vector

