@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -59,3 +60,11 @@ def knowhub_on_terminal(*args: str, cwd: Path) -> tuple[int | None, str]:
     child.expect(pexpect.EOF)
     child.close()
     return child.exitstatus, child.before or ""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port

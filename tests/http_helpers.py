@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,8 +13,7 @@ from typing import Any
 
 import httpx2 as httpx
 
-from tests.helpers import cli_env
-from tests.mcp_helpers import free_port
+from tests.mcp_helpers import running
 
 
 @dataclass
@@ -53,39 +51,10 @@ def api_server(
     token: str | None = None,
 ) -> Iterator[ApiServer]:  # fmt: skip
     """Run ``knowhub --data-dir D serve http --port P SERVE_ARGS`` until the block ends."""
-    port = free_port()
-    log = cwd / f"api-{port}.log"
-    with log.open("w", encoding="utf-8") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "knowhub", "--data-dir", str(data_dir), "serve", "http",
-             "--port", str(port), *serve_args],
-            cwd=cwd, env=cli_env(env), stdout=out, stderr=subprocess.STDOUT, text=True,
-        )  # fmt: skip
-    server = ApiServer(f"http://127.0.0.1:{port}", process, log, token)
-    try:
-        _wait_ready(server)
-        yield server
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def _wait_ready(server: ApiServer, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise AssertionError(f"server exited {server.process.returncode}:\n{server.logs()}")
-        try:
-            if httpx.get(server.url + "/health", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError(f"server not ready after {timeout} s:\n{server.logs()}")
+    with running(["--data-dir", str(data_dir), "serve", "http", *serve_args], cwd, env) as (
+        url, process, log,
+    ):  # fmt: skip
+        yield ApiServer(url, process, log, token)
 
 
 @dataclass

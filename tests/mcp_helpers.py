@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -17,13 +16,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.helpers import cli_env
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.helpers import cli_env, free_port
 
 
 def stdio_params(*args: str, cwd: Path, env: dict[str, str] | None = None) -> StdioServerParameters:
@@ -68,26 +61,24 @@ class HttpServer:
 
 
 @contextmanager
-def http_server(
-    *serve_args: str,
-    cwd: Path,
-    data_dir: Path,
-    env: dict[str, str] | None = None,
-    token: str | None = None,
-) -> Iterator[HttpServer]:
-    """Run ``knowhub --data-dir D serve mcp --transport http --port P SERVE_ARGS`` until exit."""
+def running(argv: list[str], cwd: Path, env: dict[str, str] | None) -> Iterator[
+    tuple[str, subprocess.Popen[str], Path]
+]:  # fmt: skip
+    """Run ``python -m knowhub ARGV --port P`` until the block ends; yield (url, process, log).
+
+    Ready when ``/health`` answers; stopped with SIGTERM (SIGKILL after 15 s).
+    """
     port = free_port()
     log = cwd / f"server-{port}.log"
     with log.open("w", encoding="utf-8") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "knowhub", "--data-dir", str(data_dir), "serve", "mcp",
-             "--transport", "http", "--port", str(port), *serve_args],
+            [sys.executable, "-m", "knowhub", *argv, "--port", str(port)],
             cwd=cwd, env=cli_env(env), stdout=out, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
-    server = HttpServer(f"http://127.0.0.1:{port}", process, log, token)
+    url = f"http://127.0.0.1:{port}"
     try:
-        _wait_ready(server)
-        yield server
+        _wait_ready(url, process, log)
+        yield url, process, log
     finally:
         process.terminate()
         try:
@@ -97,18 +88,34 @@ def http_server(
             process.wait()
 
 
-def _wait_ready(server: HttpServer, timeout: float = 60.0) -> None:
+@contextmanager
+def http_server(
+    *serve_args: str,
+    cwd: Path,
+    data_dir: Path,
+    env: dict[str, str] | None = None,
+    token: str | None = None,
+) -> Iterator[HttpServer]:
+    """Run ``knowhub --data-dir D serve mcp --transport http --port P SERVE_ARGS`` until exit."""
+    argv = ["--data-dir", str(data_dir), "serve", "mcp", "--transport", "http", *serve_args]
+    with running(argv, cwd, env) as (url, process, log):
+        yield HttpServer(url, process, log, token)
+
+
+def _wait_ready(url: str, process: subprocess.Popen[str], log: Path, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise AssertionError(f"server exited {server.process.returncode}:\n{server.logs()}")
+        if process.poll() is not None:
+            logs = log.read_text(encoding="utf-8", errors="replace")
+            raise AssertionError(f"server exited {process.returncode}:\n{logs}")
         try:
-            if httpx.get(server.url + "/health", timeout=2).status_code == 200:
+            if httpx.get(url + "/health", timeout=2).status_code == 200:
                 return
         except httpx.TransportError:
             pass
-        time.sleep(0.1)
-    raise AssertionError(f"server not ready after {timeout} s:\n{server.logs()}")
+        time.sleep(0.05)
+    logs = log.read_text(encoding="utf-8", errors="replace")
+    raise AssertionError(f"server not ready after {timeout} s:\n{logs}")
 
 
 def wait_until(check: Any, timeout: float = 20.0, interval: float = 0.25) -> Any:

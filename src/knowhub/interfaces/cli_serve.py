@@ -16,6 +16,18 @@ from knowhub.validate import parse_duration
 __all__ = ["serve"]
 
 
+_allow_unauthenticated = click.option(
+    "--allow-unauthenticated",
+    is_flag=True,
+    help="Allow a non-loopback --host with no token configured (not recommended).",
+)
+_log_file = click.option(
+    "--log-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write logs there instead of stderr.",
+)
+
+
 @click.group()
 def serve() -> None:
     """Run a server."""
@@ -55,16 +67,8 @@ def serve() -> None:
     help="Shared mode: unload sessions idle this long (0: never).",
 )
 @click.option("--read-only", is_flag=True, help="No ingest/register/unregister tools.")
-@click.option(
-    "--allow-unauthenticated",
-    is_flag=True,
-    help="Allow a non-loopback --host with no token configured (not recommended).",
-)
-@click.option(
-    "--log-file",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Write logs there instead of stderr.",
-)
+@_allow_unauthenticated
+@_log_file
 @click.pass_obj
 def serve_mcp(
     obj: _Context,
@@ -108,16 +112,8 @@ def serve_mcp(
 @serve.command("http")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
-@click.option(
-    "--allow-unauthenticated",
-    is_flag=True,
-    help="Allow a non-loopback --host with no token configured (not recommended).",
-)
-@click.option(
-    "--log-file",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Write logs there instead of stderr.",
-)
+@_allow_unauthenticated
+@_log_file
 @click.pass_obj
 def serve_http(
     obj: _Context, host: str, port: int, allow_unauthenticated: bool, log_file: Path | None
