@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -232,6 +233,22 @@ class App:
         """Every recorded trace of this data dir, oldest first."""
         return read_traces(Path(self.settings.data_dir) / "traces")
 
+    @contextmanager
+    def _traced(self, kind: str, collection: str, query: str | None) -> Iterator[Trace]:
+        """A trace of the block's run, emitted when it ends, with the error if it failed."""
+        trace, clock = new_trace(kind, self.interface, collection)
+        trace.query = query
+        try:
+            yield trace
+        except KnowhubError as exc:
+            trace.error = str(exc)
+            raise
+        except Exception as exc:  # a bug still leaves a trace saying what broke
+            trace.error = f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            self._emit(trace, clock, collection)
+
     def _emit(self, trace: Trace, clock: float, collection: str) -> None:
         trace.duration_ms = round((time.perf_counter() - clock) * 1000.0, 3)
         try:
@@ -256,19 +273,12 @@ class App:
         progress: Progress | None = None,
     ) -> IngestReport:
         name = check_collection_name(collection or self.settings.collection)
-        trace, clock = new_trace("ingest", self.interface, name)
-        trace.query = preview(" ".join(str(p) for p in paths))
-        try:
+        with self._traced("ingest", name, preview(" ".join(str(p) for p in paths))) as trace:
             report = ingest(
                 self.store, self.embedder, self.settings, paths, name,
                 tags=tags, include=include, exclude=exclude, prune=prune, progress=progress,
             )  # fmt: skip
-        except KnowhubError as exc:
-            trace.error = str(exc)
-            self._emit(trace, clock, name)
-            raise
-        record_ingest(trace, report)
-        self._emit(trace, clock, name)
+            record_ingest(trace, report)
         return report
 
     def search(
@@ -282,16 +292,9 @@ class App:
     ) -> SearchResult:
         """One hybrid search, traced."""
         name = collection or self.settings.collection
-        trace, clock = new_trace("search", self.interface, name)
-        trace.query = query.strip()
-        try:
+        with self._traced("search", name, query.strip()) as trace:
             result = self._search(query, collection, top_k, filters, min_score, on_stage)
-        except KnowhubError as exc:
-            trace.error = str(exc)
-            self._emit(trace, clock, name)
-            raise
-        record_search(trace, result.timings_ms, result.counts, result.cache, result.hits)
-        self._emit(trace, clock, name)
+            record_search(trace, result.timings_ms, result.counts, result.cache, result.hits)
         return result
 
     def _search(
