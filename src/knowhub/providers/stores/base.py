@@ -13,10 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+import numpy as np
+
+from knowhub.errors import StoreError
 from knowhub.models import Chunk, DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Vectors
 
-__all__ = ["CollectionInfo", "FaqEntry", "Orphan", "Store", "StoredChunk"]
+__all__ = ["CollectionInfo", "FaqEntry", "Orphan", "Store", "StoredChunk", "checked_vectors"]
 
 
 @dataclass(frozen=True)
@@ -132,3 +135,26 @@ class Store(Protocol):
         """Delete what :meth:`orphans` lists, atomically; how many rows went."""
 
     def close(self) -> None: ...
+
+
+def checked_vectors(
+    record: DocumentRecord,
+    chunks: Sequence[Chunk],
+    vectors: Vectors,
+    tokens: Sequence[str],
+    cache_keys: Sequence[str],
+    embedder: str,
+    dim: int,
+) -> Vectors:
+    """What every backend checks before ``replace_document`` writes: one vector, token string
+    and cache key per chunk, each vector of the collection's dimension. Returns the vectors
+    as a float32 ``(len(chunks), dim)`` array."""
+    if not (len(chunks) == len(vectors) == len(tokens) == len(cache_keys)):
+        raise StoreError("replace_document: chunks, vectors, tokens and keys differ in length")
+    if chunks and np.shape(vectors)[1:] != (dim,):
+        # Stored silently, they would break every later dense search of the collection.
+        raise StoreError(
+            f"replace_document: {record.source}: vectors have shape {np.shape(vectors)}, "
+            f"but the collection holds {embedder} vectors of dim {dim}: embed with {embedder}"
+        )
+    return np.asarray(vectors, dtype=np.float32).reshape(len(chunks), dim)

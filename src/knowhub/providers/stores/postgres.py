@@ -32,7 +32,14 @@ from knowhub.config import Settings
 from knowhub.errors import StoreError
 from knowhub.models import Chunk, DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Vectors
-from knowhub.providers.stores.base import CollectionInfo, FaqEntry, Orphan, Store, StoredChunk
+from knowhub.providers.stores.base import (
+    CollectionInfo,
+    FaqEntry,
+    Orphan,
+    Store,
+    StoredChunk,
+    checked_vectors,
+)
 from knowhub.providers.stores.pg_schema import (
     HNSW_MAX_DIM,
     PG_SCHEMA,
@@ -272,15 +279,8 @@ class PostgresStore:
         cache_keys: Sequence[str],
     ) -> None:
         """Swap a document's old chunks for new ones in one transaction."""
-        if not (len(chunks) == len(vectors) == len(tokens) == len(cache_keys)):
-            raise StoreError("replace_document: chunks, vectors, tokens and keys differ in length")
         embedder, dim = self.embedder_of(cid)
-        if chunks and np.shape(vectors)[1:] != (dim,):
-            raise StoreError(
-                f"replace_document: {record.source}: vectors have shape {np.shape(vectors)}, "
-                f"but the collection holds {embedder} vectors of dim {dim}: embed with {embedder}"
-            )
-        rows = np.asarray(vectors, dtype=np.float32).reshape(len(chunks), dim)
+        rows = checked_vectors(record, chunks, vectors, tokens, cache_keys, embedder, dim)
         term_lists = [t.split() for t in tokens]
         with self._transaction() as conn:
             # Locking the collection row first serialises writers of one collection, so

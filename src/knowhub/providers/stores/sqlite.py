@@ -24,7 +24,14 @@ from knowhub.config import Settings
 from knowhub.errors import StoreError
 from knowhub.models import Chunk, DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Vectors
-from knowhub.providers.stores.base import CollectionInfo, FaqEntry, Orphan, Store, StoredChunk
+from knowhub.providers.stores.base import (
+    CollectionInfo,
+    FaqEntry,
+    Orphan,
+    Store,
+    StoredChunk,
+    checked_vectors,
+)
 from knowhub.providers.stores.schema import ADDITIONS, SCHEMA, SCHEMA_VERSION, fts_table
 
 __all__ = ["DB_NAME", "SQLiteStore", "create"]
@@ -210,15 +217,8 @@ class SQLiteStore:
         cache_keys: Sequence[str],
     ) -> None:
         """Swap a document's old chunks for new ones in one transaction."""
-        if not (len(chunks) == len(vectors) == len(tokens) == len(cache_keys)):
-            raise StoreError("replace_document: chunks, vectors, tokens and keys differ in length")
         embedder, dim = self.embedder_of(cid)
-        if chunks and np.shape(vectors)[1:] != (dim,):
-            # Stored silently, they would break every later dense search of the collection.
-            raise StoreError(
-                f"replace_document: {record.source}: vectors have shape {np.shape(vectors)}, "
-                f"but the collection holds {embedder} vectors of dim {dim}: embed with {embedder}"
-            )
+        vectors = checked_vectors(record, chunks, vectors, tokens, cache_keys, embedder, dim)
         fts = fts_table(cid)
         with self._lock, self.transaction() as db:
             self._delete(db, cid, record.path)
