@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
@@ -91,8 +93,9 @@ def build_local(
 ) -> tuple[MCPServer, LocalService]:
     service = LocalService(settings, options.docs, metrics, watch=True)
 
-    async def resolve(ctx: Context) -> Target:
-        return Target(service.kb, principal_of(ctx), service.docs, "local")
+    @asynccontextmanager
+    async def resolve(ctx: Context) -> AsyncIterator[Target]:
+        yield Target(service.kb, principal_of(ctx), service.docs, "local")
 
     server = _server("knowhub")
     add_data_tools(server, resolve, settings.server, metrics, options.read_only)
@@ -104,17 +107,21 @@ def build_shared(
 ) -> tuple[MCPServer, MCPServer, SessionRegistry]:
     registry = SessionRegistry(settings, options.path_root, options.idle_timeout_s, metrics)
 
-    async def resolve(ctx: Context) -> Target:
+    @asynccontextmanager
+    async def resolve(ctx: Context) -> AsyncIterator[Target]:
         principal = principal_of(ctx)
         request = ctx.request_context.request
         session_id = str(getattr(request, "path_params", {}).get("session_id", ""))
         if not principal.may_use(session_id):
             raise ToolError(f"unknown session {session_id!r}")
         try:
-            record, kb = await anyio.to_thread.run_sync(lambda: registry.knowledge_base(session_id))
+            record, kb = await anyio.to_thread.run_sync(lambda: registry.acquire(session_id))
         except KnowhubError as exc:
             raise ToolError(str(exc)) from exc
-        return Target(kb, principal, Path(record.path), session_id)
+        try:
+            yield Target(kb, principal, Path(record.path), session_id)
+        finally:
+            registry.release(session_id)
 
     data = _server("knowhub")
     add_data_tools(data, resolve, settings.server, metrics, options.read_only)

@@ -64,6 +64,7 @@ class _Session:
     kb: KnowledgeBase | None = None
     watcher: FolderWatcher | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    in_use: int = 0  # tool calls holding the session: the idle reaper leaves it loaded
 
 
 class SessionRegistry:
@@ -134,13 +135,27 @@ class SessionRegistry:
     def exists(self, session_id: str) -> bool:
         return session_id in self._sessions
 
-    def knowledge_base(self, session_id: str) -> tuple[SessionRecord, KnowledgeBase]:
-        """The session's knowledge base, loading it (and syncing its folder) if unloaded."""
-        session = self._sessions.get(session_id)
-        if session is None:
-            raise KnowhubError(self._unknown(session_id))
-        session.record.last_access = time.time()
-        return session.record, self._load(session, None)
+    def acquire(self, session_id: str) -> tuple[SessionRecord, KnowledgeBase]:
+        """The session's knowledge base, loading it (and syncing its folder) if unloaded,
+        held until :meth:`release` so that no idle unload closes it mid-call."""
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                raise KnowhubError(self._unknown(session_id))
+            session.in_use += 1
+            session.record.last_access = time.time()
+        try:
+            return session.record, self._load(session, None)
+        except BaseException:
+            self.release(session_id)
+            raise
+
+    def release(self, session_id: str) -> None:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is not None:
+                session.in_use -= 1
+                session.record.last_access = time.time()
 
     def index_sizes(self) -> list[tuple[str, int, int]]:
         """(``session/collection``, documents, chunks) of every loaded session."""
@@ -160,15 +175,16 @@ class SessionRegistry:
         if self.idle_timeout_s is None:
             return []
         cutoff = time.time() - self.idle_timeout_s
-        idle = [s for s in list(self._sessions.values())
-                if s.kb is not None and s.record.last_access < cutoff]  # fmt: skip
-        for session in idle:
-            log.info("session %s idle: unloading", session.record.session_id)
-            self._unload(session)
-        if idle:
+        with self._lock:
+            idle = [
+                s for s in self._sessions.values()
+                if s.kb is not None and not s.in_use and s.record.last_access < cutoff
+            ]  # fmt: skip
+        unloaded = [s for s in idle if self._unload(s, only_idle=True)]
+        if unloaded:
             with self._lock:
                 self._write()  # keeps last_access for the next start
-        return [s.record.session_id for s in idle]
+        return [s.record.session_id for s in unloaded]
 
     def close(self) -> None:
         for session in list(self._sessions.values()):
@@ -211,13 +227,20 @@ class SessionRegistry:
             report = kb.ingest([Path(session.record.path)], kb.settings.collection, prune=True)
             self.metrics.record_ingest(report)
 
-    def _unload(self, session: _Session) -> None:
+    def _unload(self, session: _Session, only_idle: bool = False) -> bool:
         with session.lock:
+            # Checked again under the session's lock: a call that acquired the session since
+            # it was found idle holds it now (or waits in _load and reloads it afterwards).
+            if only_idle and session.in_use:
+                return False
+            if only_idle:
+                log.info("session %s idle: unloading", session.record.session_id)
             if session.watcher is not None:
                 session.watcher.stop()
             if session.kb is not None:
                 session.kb.close()
             session.kb, session.watcher = None, None
+            return True
 
     def _shared_embedder(self) -> Embedder:
         return self._embedder_app.embedder

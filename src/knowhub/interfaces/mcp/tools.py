@@ -9,8 +9,8 @@ error with its message; the server keeps serving.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -59,7 +59,8 @@ class Target:
     label: str  # "local" or the session id, for logs
 
 
-Resolve = Callable[[Context], Awaitable[Target]]
+# Holds the target for the whole tool call (shared mode never unloads a session in use).
+Resolve = Callable[[Context], AbstractAsyncContextManager[Target]]
 
 
 class HitOut(BaseModel):
@@ -167,22 +168,22 @@ def add_data_tools(
         ctx: Context, tool: str, query: str, top_k: int, collection: str,
         filters: dict[str, Any] | None, min_score: float, max_chars: int | None,
     ) -> CallToolResult:  # fmt: skip
-        target = await resolve(ctx)
-        started = time.perf_counter()
-        with _tool_errors(metrics, tool):
-            target.principal.check_read(collection)
-            typed = check_filters(filters)
-            hook = _stage_progress(ctx, metrics)
-            result = await _in_thread(
-                lambda: target.kb.reader.search(
-                    query, collection, top_k, typed, min_score, on_stage=hook
+        async with resolve(ctx) as target:
+            started = time.perf_counter()
+            with _tool_errors(metrics, tool):
+                target.principal.check_read(collection)
+                typed = check_filters(filters)
+                hook = _stage_progress(ctx, metrics)
+                result = await _in_thread(
+                    lambda: target.kb.reader.search(
+                        query, collection, top_k, typed, min_score, on_stage=hook
+                    )
                 )
-            )
-        metrics.searches.labels("mcp", tool).inc()
-        metrics.search_seconds.labels("mcp").observe(time.perf_counter() - started)
-        budget = min(max_chars or settings.max_result_chars, settings.max_result_chars)
-        out = _search_out(query, collection, result.hits, budget, result.timings_ms)
-        return tool_result(_search_markdown(out), out)
+            metrics.searches.labels("mcp", tool).inc()
+            metrics.search_seconds.labels("mcp").observe(time.perf_counter() - started)
+            budget = min(max_chars or settings.max_result_chars, settings.max_result_chars)
+            out = _search_out(query, collection, result.hits, budget, result.timings_ms)
+            return tool_result(_search_markdown(out), out)
 
     @server.tool(
         name="query_knowledge_hub",
@@ -239,29 +240,30 @@ def add_data_tools(
         description="The collections of the knowledge base with document and chunk counts.",
     )
     async def list_collections(ctx: Context) -> Annotated[CallToolResult, CollectionsOut]:
-        target = await resolve(ctx)
-        with _tool_errors(metrics, "list_collections"):
-            infos = await _in_thread(target.kb.reader.collections)
-        out = CollectionsOut(
-            collections=[
-                CollectionOut(
-                    name=i.name,
-                    documents=i.documents,
-                    chunks=i.chunks,
-                    lexical_index=i.lexical_chunks == i.chunks,
-                    embedder=i.embedder,
-                    active_version=i.version,
-                )
-                for i in infos
-                if target.principal.may_read(i.name)
+        async with resolve(ctx) as target:
+            with _tool_errors(metrics, "list_collections"):
+                infos = await _in_thread(target.kb.reader.collections)
+            out = CollectionsOut(
+                collections=[
+                    CollectionOut(
+                        name=i.name,
+                        documents=i.documents,
+                        chunks=i.chunks,
+                        lexical_index=i.lexical_chunks == i.chunks,
+                        embedder=i.embedder,
+                        active_version=i.version,
+                    )
+                    for i in infos
+                    if target.principal.may_read(i.name)
+                ]
+            )
+            lines = [
+                f"- **{c.name}**: {c.documents} documents, {c.chunks} chunks, "
+                f"embedder {c.embedder}, version {c.active_version}"
+                f"{'' if c.lexical_index else ' (lexical index incomplete)'}"
+                for c in out.collections
             ]
-        )
-        lines = [
-            f"- **{c.name}**: {c.documents} documents, {c.chunks} chunks, embedder {c.embedder}, "
-            f"version {c.active_version}{'' if c.lexical_index else ' (lexical index incomplete)'}"
-            for c in out.collections
-        ]
-        return tool_result("\n".join(lines) or "No collections yet.", out)
+            return tool_result("\n".join(lines) or "No collections yet.", out)
 
     @server.tool(
         name="get_document_summary",
@@ -275,25 +277,27 @@ def add_data_tools(
         ctx: Context,
         collection: str = "default",
     ) -> Annotated[CallToolResult, DocumentOut]:
-        target = await resolve(ctx)
-        with _tool_errors(metrics, "get_document_summary"):
-            target.principal.check_read(collection)
-            record = await _in_thread(lambda: target.kb.reader.document(source_hash, collection))
-        out = DocumentOut(
-            source_hash=record.doc_hash, source=record.source, path=record.path,
-            title=record.title, format=record.format, collection=record.collection,
-            ingested_at=record.ingested_at, status="indexed", chunk_count=record.chunk_count,
-            total_chars=record.char_count,
-            average_chunk_chars=round(record.char_count / max(record.chunk_count, 1), 1),
-            pages=record.pages,
-        )  # fmt: skip
-        text = (
-            f"**{out.source}** ({out.format}, {out.title!r}): {out.chunk_count} chunks, "
-            f"{out.total_chars} chars (average {out.average_chunk_chars})"
-            + (f", {out.pages} pages" if out.pages else "")
-            + f"; ingested {out.ingested_at}; hash {out.source_hash}"
-        )
-        return tool_result(text, out)
+        async with resolve(ctx) as target:
+            with _tool_errors(metrics, "get_document_summary"):
+                target.principal.check_read(collection)
+                record = await _in_thread(
+                    lambda: target.kb.reader.document(source_hash, collection)
+                )
+            out = DocumentOut(
+                source_hash=record.doc_hash, source=record.source, path=record.path,
+                title=record.title, format=record.format, collection=record.collection,
+                ingested_at=record.ingested_at, status="indexed", chunk_count=record.chunk_count,
+                total_chars=record.char_count,
+                average_chunk_chars=round(record.char_count / max(record.chunk_count, 1), 1),
+                pages=record.pages,
+            )  # fmt: skip
+            text = (
+                f"**{out.source}** ({out.format}, {out.title!r}): {out.chunk_count} chunks, "
+                f"{out.total_chars} chars (average {out.average_chunk_chars})"
+                + (f", {out.pages} pages" if out.pages else "")
+                + f"; ingested {out.ingested_at}; hash {out.source_hash}"
+            )
+            return tool_result(text, out)
 
     @server.tool(
         name="get_content",
@@ -305,22 +309,22 @@ def add_data_tools(
     async def get_content(
         chunk_id: Annotated[str, Field(min_length=1, max_length=200)], ctx: Context
     ) -> Annotated[CallToolResult, ContentOut]:
-        target = await resolve(ctx)
-        with _tool_errors(metrics, "get_content"):
-            found = await _in_thread(lambda: target.kb.reader.chunk(chunk_id))
-            readable = [h for h in found if target.principal.may_read(h.collection)]
-            if not readable:
-                raise KnowhubError(
-                    f"no chunk with id {chunk_id!r}: copy an id from a search result"
-                )
-        hit = readable[0]
-        out = ContentOut(
-            chunk_id=hit.chunk_id, text=hit.text, source=hit.source, title=hit.title,
-            collection=hit.collection, source_hash=hit.doc_hash, page=hit.page,
-            section_path=hit.section_path, line_start=hit.line_start, line_end=hit.line_end,
-            char_start=hit.char_start, char_end=hit.char_end,
-        )  # fmt: skip
-        return tool_result(f"{_cite(hit)}\n\n{hit.text}", out)
+        async with resolve(ctx) as target:
+            with _tool_errors(metrics, "get_content"):
+                found = await _in_thread(lambda: target.kb.reader.chunk(chunk_id))
+                readable = [h for h in found if target.principal.may_read(h.collection)]
+                if not readable:
+                    raise KnowhubError(
+                        f"no chunk with id {chunk_id!r}: copy an id from a search result"
+                    )
+            hit = readable[0]
+            out = ContentOut(
+                chunk_id=hit.chunk_id, text=hit.text, source=hit.source, title=hit.title,
+                collection=hit.collection, source_hash=hit.doc_hash, page=hit.page,
+                section_path=hit.section_path, line_start=hit.line_start, line_end=hit.line_end,
+                char_start=hit.char_start, char_end=hit.char_end,
+            )  # fmt: skip
+            return tool_result(f"{_cite(hit)}\n\n{hit.text}", out)
 
     if read_only:
         return
@@ -340,31 +344,31 @@ def add_data_tools(
             dict[str, str] | None, Field(description="Metadata on every chunk, for filters.")
         ] = None,
     ) -> Annotated[CallToolResult, IngestOut]:
-        target = await resolve(ctx)
-        with _tool_errors(metrics, "ingest"):
-            target.principal.check_write("ingest")
-            target.principal.check_read(collection)
-            where = inside_root(target.root, path)
-            if not where.exists():
-                raise KnowhubError(f"path {path!r} does not exist under the document root")
-            tag_map = parse_key_values([f"{k}={v}" for k, v in (tags or {}).items()], "tags")
-            progress = progress_reporter(ctx)
-            report = await _in_thread(
-                lambda: target.kb.ingest([where], collection, tag_map, progress=progress)
+        async with resolve(ctx) as target:
+            with _tool_errors(metrics, "ingest"):
+                target.principal.check_write("ingest")
+                target.principal.check_read(collection)
+                where = inside_root(target.root, path)
+                if not where.exists():
+                    raise KnowhubError(f"path {path!r} does not exist under the document root")
+                tag_map = parse_key_values([f"{k}={v}" for k, v in (tags or {}).items()], "tags")
+                progress = progress_reporter(ctx)
+                report = await _in_thread(
+                    lambda: target.kb.ingest([where], collection, tag_map, progress=progress)
+                )
+            metrics.record_ingest(report)
+            out = IngestOut(
+                collection=report.collection, added=report.added, updated=report.updated,
+                unchanged=len(report.unchanged), removed=report.removed,
+                failed=[{"source": s, "reason": r} for s, r in report.failed],
+                chunks=report.chunks, seconds=round(report.seconds, 3),
+            )  # fmt: skip
+            text = (
+                f"{len(out.added)} added, {len(out.updated)} updated, {out.unchanged} unchanged, "
+                f"{len(out.failed)} failed ({out.chunks} chunks written) into {out.collection!r}"
             )
-        metrics.record_ingest(report)
-        out = IngestOut(
-            collection=report.collection, added=report.added, updated=report.updated,
-            unchanged=len(report.unchanged), removed=report.removed,
-            failed=[{"source": s, "reason": r} for s, r in report.failed],
-            chunks=report.chunks, seconds=round(report.seconds, 3),
-        )  # fmt: skip
-        text = (
-            f"{len(out.added)} added, {len(out.updated)} updated, {out.unchanged} unchanged, "
-            f"{len(out.failed)} failed ({out.chunks} chunks written) into {out.collection!r}"
-        )
-        text += "".join(f"\n- failed {f['source']}: {f['reason']}" for f in out.failed)
-        return tool_result(text, out)
+            text += "".join(f"\n- failed {f['source']}: {f['reason']}" for f in out.failed)
+            return tool_result(text, out)
 
 
 def inside_root(root: Path, path: str) -> Path:
