@@ -219,37 +219,53 @@ class SQLiteStore:
         """Swap a document's old chunks for new ones in one transaction."""
         embedder, dim = self.embedder_of(cid)
         vectors = checked_vectors(record, chunks, vectors, tokens, cache_keys, embedder, dim)
-        fts = fts_table(cid)
         with self._lock, self.transaction() as db:
             self._delete(db, cid, record.path)
+            self._insert(db, cid, record, chunks, vectors, tokens, cache_keys, None)
+
+    def _insert(
+        self,
+        db: sqlite3.Connection,
+        cid: int,
+        record: DocumentRecord,
+        chunks: Sequence[Chunk],
+        vectors: Vectors,
+        tokens: Sequence[str],
+        cache_keys: Sequence[str],
+        ids: Sequence[int] | None,
+    ) -> None:
+        """Insert a document, its chunks (with row ``ids`` when given, else fresh ones) and
+        their FTS rows, and bump the collection's version; the caller holds the transaction."""
+        fts = fts_table(cid)
+        cur = db.execute(
+            "INSERT INTO documents(collection_id, path, source, doc_hash, size, mtime_ns, "
+            "title, format, chunk_count, char_count, pages, ingested_at, metadata) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (cid, record.path, record.source, record.doc_hash, record.size, record.mtime_ns,
+             record.title, record.format, len(chunks), record.char_count, record.pages,
+             record.ingested_at, json.dumps(record.metadata, ensure_ascii=False)),
+        )  # fmt: skip
+        doc_id = cur.lastrowid
+        blobs = [np.asarray(v, dtype=np.float32).tobytes() for v in vectors]
+        row_ids: Sequence[int | None] = ids if ids is not None else [None] * len(chunks)
+        for chunk, blob, text_tokens, row_id in zip(chunks, blobs, tokens, row_ids, strict=True):
             cur = db.execute(
-                "INSERT INTO documents(collection_id, path, source, doc_hash, size, mtime_ns, "
-                "title, format, chunk_count, char_count, pages, ingested_at, metadata) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (cid, record.path, record.source, record.doc_hash, record.size, record.mtime_ns,
-                 record.title, record.format, len(chunks), record.char_count, record.pages,
-                 record.ingested_at, json.dumps(record.metadata, ensure_ascii=False)),
+                "INSERT INTO chunks(id, chunk_id, document_id, collection_id, idx, text, "
+                "section_path, page, line_start, line_end, char_start, char_end, language, "
+                "metadata, vector) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (row_id, chunk.chunk_id, doc_id, cid, chunk.index, chunk.text,
+                 chunk.section_path, chunk.page, chunk.line_start, chunk.line_end, chunk.char_start,
+                 chunk.char_end, chunk.language,
+                 json.dumps(chunk.metadata, ensure_ascii=False), blob),
             )  # fmt: skip
-            doc_id = cur.lastrowid
-            blobs = [np.asarray(v, dtype=np.float32).tobytes() for v in vectors]
-            for chunk, blob, text_tokens in zip(chunks, blobs, tokens, strict=True):
-                cur = db.execute(
-                    "INSERT INTO chunks(chunk_id, document_id, collection_id, idx, text, "
-                    "section_path, page, line_start, line_end, char_start, char_end, language, "
-                    "metadata, vector) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (chunk.chunk_id, doc_id, cid, chunk.index, chunk.text, chunk.section_path,
-                     chunk.page, chunk.line_start, chunk.line_end, chunk.char_start,
-                     chunk.char_end, chunk.language,
-                     json.dumps(chunk.metadata, ensure_ascii=False), blob),
-                )  # fmt: skip
-                db.execute(
-                    f"INSERT INTO {fts}(rowid, tokens) VALUES (?, ?)", (cur.lastrowid, text_tokens)
-                )
-            db.executemany(
-                "INSERT OR IGNORE INTO embedding_cache(key, vector) VALUES (?, ?)",
-                zip(cache_keys, blobs, strict=True),
+            db.execute(
+                f"INSERT INTO {fts}(rowid, tokens) VALUES (?, ?)", (cur.lastrowid, text_tokens)
             )
-            db.execute("UPDATE collections SET version = version + 1 WHERE id = ?", (cid,))
+        db.executemany(
+            "INSERT OR IGNORE INTO embedding_cache(key, vector) VALUES (?, ?)",
+            zip(cache_keys, blobs, strict=True),
+        )
+        db.execute("UPDATE collections SET version = version + 1 WHERE id = ?", (cid,))
 
     def remove_document(self, cid: int, path: str) -> bool:
         """Delete a document and its chunks; False if it was not there."""

@@ -1,0 +1,249 @@
+"""The catalog + external index logic of IndexedStore, against an in-memory index that can
+fail at any step (the real Milvus and Chroma indexes run the contract suite).
+
+The failures stand for a process killed, or a server lost, between the steps of a write:
+the catalog must stay the truth, searches must never show a row it does not hold, and the
+next write must clean up what the interrupted one left in the index."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from knowhub.models import Filters
+from knowhub.providers.embedders.base import Vectors
+from knowhub.providers.stores.indexed import IndexedStore
+from knowhub.providers.stores.sqlite import SQLiteStore
+from knowhub.providers.stores.vector_index import IndexRow
+from tests.contract.conftest import DIM, EMBEDDER, assert_whole, axis, make_doc, put
+
+
+class IndexDownError(Exception):
+    """The index failed (a killed process stops at the same point)."""
+
+
+class MemoryIndex:
+    """An exact in-memory index; ``fail`` names the operation that raises next."""
+
+    name = "memory"
+
+    def __init__(self, lexical: bool = False) -> None:
+        self.lexical = lexical
+        self.spaces: dict[str, dict[int, tuple[IndexRow, Vectors]]] = {}
+        self.fail: str | None = None
+
+    def _check(self, op: str) -> None:
+        if self.fail == op:
+            self.fail = None
+            raise IndexDownError(op)
+
+    def create(self, space: str, dim: int) -> None:
+        self.spaces.setdefault(space, {})
+
+    def drop(self, space: str) -> None:
+        self.spaces.pop(space, None)
+
+    def upsert(self, space: str, rows: Sequence[IndexRow], vectors: Vectors) -> None:
+        self._check("upsert")
+        for row, vector in zip(rows, vectors, strict=True):
+            self.spaces[space][row.id] = (row, np.asarray(vector, dtype=np.float32))
+
+    def delete(self, space: str, ids: Sequence[int]) -> None:
+        self._check("delete")
+        for row_id in ids:
+            self.spaces.get(space, {}).pop(row_id, None)
+
+    def dense_search(
+        self, space: str, query: Vectors, limit: int, groups: Sequence[Sequence[str]]
+    ) -> list[tuple[int, float]]:
+        scored = [
+            (row_id, float(vector @ query))
+            for row_id, (row, vector) in self.spaces.get(space, {}).items()
+            if all(set(group) & set(row.terms) for group in groups)
+        ]
+        return sorted(scored, key=lambda s: -s[1])[:limit]
+
+    def lexical_search(
+        self, space: str, tokens: Sequence[str], limit: int, groups: Sequence[Sequence[str]]
+    ) -> list[tuple[int, float]]:
+        scored = [
+            (row_id, float(sum(row.tokens.split().count(t) for t in tokens)))
+            for row_id, (row, _) in self.spaces.get(space, {}).items()
+            if all(set(group) & set(row.terms) for group in groups)
+        ]
+        return sorted([s for s in scored if s[1] > 0], key=lambda s: -s[1])[:limit]
+
+    def ids(self, space: str) -> set[int]:
+        return set(self.spaces.get(space, {}))
+
+    def present(self, space: str, ids: Sequence[int]) -> set[int]:
+        return set(ids) & self.ids(space)
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def index() -> MemoryIndex:
+    return MemoryIndex()
+
+
+@pytest.fixture
+def store(tmp_path: Path, index: MemoryIndex) -> IndexedStore:
+    return IndexedStore(tmp_path / "catalog.sqlite3", index, "kh_")
+
+
+def _journal(store: IndexedStore) -> list[tuple[str, list[int]]]:
+    rows = store._db.execute("SELECT op, ids FROM index_journal ORDER BY id").fetchall()
+    return [(op, json.loads(ids)) for op, ids in rows]
+
+
+def _sources(store: IndexedStore, cid: int, query: Vectors, filters: Filters | None = None,
+             limit: int = 10) -> list[str]:  # fmt: skip
+    found = store.dense_search(cid, query, limit, filters or {})
+    hits = store.hits([row_id for row_id, _ in found])
+    return [hits[row_id].source for row_id, _ in found]
+
+
+def test_a_write_reaches_the_index_under_the_catalog_row_ids(
+    store: IndexedStore, index: MemoryIndex
+) -> None:
+    cid = store.ensure_collection("docs", EMBEDDER, DIM)
+    put(store, cid, make_doc("a.md", ["alpha one", "alpha two"], vectors=[axis(0), axis(1)]))
+    assert index.ids(store.space(cid)) == set(store.chunk_sources(cid))
+    assert _sources(store, cid, axis(1))[0] == "a.md"
+    assert _journal(store) == []
+    assert_whole(store)
+
+
+def test_an_index_failure_before_the_commit_leaves_the_old_document(
+    store: IndexedStore, index: MemoryIndex
+) -> None:
+    cid = store.ensure_collection("docs", EMBEDDER, DIM)
+    put(store, cid, make_doc("a.md", ["old text"], vectors=[axis(0)]))
+    before = store.chunk_sources(cid)
+    new = make_doc("a.md", ["new text", "more"], vectors=[axis(2), axis(3)], revision=1)
+    index.fail = "upsert"
+    with pytest.raises(IndexDownError):
+        put(store, cid, new)
+    assert store.chunk_sources(cid) == before  # the catalog never saw the new version
+    assert [op for op, _ in _journal(store)] == ["pending"]
+    assert _sources(store, cid, axis(0)) == ["a.md"]
+    # The next write replays the journal first: the index ends as the catalog is.
+    put(store, cid, make_doc("b.md", ["other"], vectors=[axis(5)]))
+    assert _journal(store) == []
+    assert index.ids(store.space(cid)) == set(store.chunk_sources(cid))
+    assert store.orphans(cid) == []
+
+
+def test_new_rows_written_before_the_commit_stay_invisible(
+    store: IndexedStore, index: MemoryIndex
+) -> None:
+    """A write stopped after the index upsert: its rows outscore everything, yet no search
+    returns them, and a search still fills its limit from live rows."""
+    cid = store.ensure_collection("docs", EMBEDDER, DIM)
+    put(store, cid, make_doc("a.md", ["a0", "a1", "a2"], vectors=[axis(0)] * 3))
+    rows = [IndexRow(10_000 + i, (), "") for i in range(5)]
+    index.upsert(store.space(cid), rows, np.stack([axis(7)] * 5))
+    with store._lock, store.transaction() as db:
+        store._journal(db, cid, "pending", [r.id for r in rows])
+    found = store.dense_search(cid, axis(7), 3, {})
+    assert len(found) == 3 and {r for r, _ in found} <= set(store.chunk_sources(cid))
+    assert store.orphans(cid) == []  # journaled: cleaned by the next write, not orphans
+
+
+def test_a_failed_delete_after_the_commit_is_retried_by_the_next_write(
+    store: IndexedStore, index: MemoryIndex, caplog: pytest.LogCaptureFixture
+) -> None:
+    cid = store.ensure_collection("docs", EMBEDDER, DIM)
+    old = put(store, cid, make_doc("a.md", ["old text"], vectors=[axis(0)]))
+    old_ids = set(store.chunk_sources(cid))
+    index.fail = "delete"
+    with caplog.at_level(logging.WARNING, logger="knowhub.store"):
+        put(store, cid, make_doc("a.md", ["new text"], vectors=[axis(0)], revision=1))
+    assert "deleting 1 replaced rows failed" in caplog.text
+    assert old_ids <= index.ids(store.space(cid))  # the stale row is still in the index…
+    found = store.dense_search(cid, axis(0), 5, {})
+    assert [store.hits([r])[r].doc_hash for r, _ in found] != [old.record.doc_hash]
+    assert not old_ids & {r for r, _ in found}  # …but never found
+    store.remove_document(cid, "/corpus/none.md")  # any write replays the journal
+    assert index.ids(store.space(cid)) == set(store.chunk_sources(cid))
+    assert _journal(store) == []
+
+
+def test_row_ids_are_never_reused(store: IndexedStore) -> None:
+    cid = store.ensure_collection("docs", EMBEDDER, DIM)
+    seen: set[int] = set()
+    for revision in range(4):
+        put(store, cid, make_doc("a.md", ["x", "y"], revision=revision, seed=revision))
+        ids = set(store.chunk_sources(cid))
+        assert not ids & seen
+        seen |= ids
+        store.remove_document(cid, "/corpus/a.md")  # frees the largest ids every time
+
+
+def test_verify_sees_missing_and_stray_index_rows_and_fix_removes_strays(
+    store: IndexedStore, index: MemoryIndex
+) -> None:
+    cid = store.ensure_collection("docs", EMBEDDER, DIM)
+    put(store, cid, make_doc("a.md", ["one", "two"], vectors=[axis(0), axis(1)]))
+    space = store.space(cid)
+    first, second = sorted(index.ids(space))
+    index.delete(space, [first])
+    index.upsert(space, [IndexRow(99_999, (), "")], np.stack([axis(4)]))
+    stored = store.stored_chunks(cid, "/corpus/a.md")
+    assert [s.vector is None for s in stored] == [True, False]
+    assert store.orphans(cid)[0].key == "memory row 99999"
+    assert store.integrity_report()["index_mismatch"] == 2
+    assert store.remove_orphans(cid) == 1
+    assert index.ids(space) == {second}
+
+
+def test_a_lexical_index_serves_the_lexical_leg(tmp_path: Path) -> None:
+    index = MemoryIndex(lexical=True)
+    store = IndexedStore(tmp_path / "catalog.sqlite3", index, "kh_")
+    cid = store.ensure_collection("docs", EMBEDDER, DIM)
+    doc = put(store, cid, make_doc("a.md", ["giraffe acacia", "okapi forest"]))
+    found = store.lexical_search(cid, doc.tokens[1].split(), 5, {})
+    assert [store.hits([r])[r].text for r, _ in found] == ["okapi forest"]
+    index.spaces[store.space(cid)].clear()  # the catalog's FTS5 is not what answered
+    assert store.lexical_search(cid, doc.tokens[1].split(), 5, {}) == []
+
+
+def test_filters_match_what_the_sqlite_store_matches(tmp_path: Path) -> None:
+    """Random metadata and filters: the index's term matching keeps exactly the rows the
+    SQLite store's SQL keeps (lists match any element, booleans as 1/0, numbers as text)."""
+    rng = random.Random(7)
+    values: list[object] = ["ops", "dev", 1, 2.5, True, False, None, ["ops", "qa"], [1, "x"]]
+    sqlite = SQLiteStore(tmp_path / "plain.sqlite3")
+    indexed = IndexedStore(tmp_path / "catalog.sqlite3", MemoryIndex(), "kh_")
+    cids = [s.ensure_collection("docs", EMBEDDER, DIM) for s in (sqlite, indexed)]
+    for n in range(30):
+        meta = [{"team": rng.choice(values), "level": rng.choice(values)} for _ in range(3)]
+        doc = make_doc(f"d{n}.md", [f"text {n} {i}" for i in range(3)], seed=n,
+                       fmt=rng.choice(["markdown", "pdf"]), chunk_metadata=meta)  # fmt: skip
+        for store, cid in zip((sqlite, indexed), cids, strict=True):
+            put(store, cid, doc)
+    choices = ["ops", "dev", "qa", "1", "2.5", "0", "x", "markdown", "pdf", "d3.md"]
+    for _ in range(60):
+        keys = rng.sample(["team", "level", "format", "source"], rng.randint(1, 2))
+        filters: Filters = {
+            k: tuple(rng.sample(choices, rng.randint(1, 3))) if rng.random() < 0.5
+            else rng.choice(choices)
+            for k in keys
+        }  # fmt: skip
+        expected = {
+            sqlite.hits([r])[r].chunk_id
+            for r, _ in sqlite.dense_search(cids[0], axis(0), 90, filters)
+        }
+        got = {
+            indexed.hits([r])[r].chunk_id
+            for r, _ in indexed.dense_search(cids[1], axis(0), 90, filters)
+        }
+        assert got == expected, filters
