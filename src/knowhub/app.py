@@ -6,9 +6,12 @@ never build providers or touch the store themselves.
 
 from __future__ import annotations
 
+import json
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -22,7 +25,7 @@ from knowhub.answer.prompt import rewrite_messages
 from knowhub.answer.router import route
 from knowhub.config import Settings
 from knowhub.errors import ConfigError, KnowhubError, QueryError, StoreError
-from knowhub.ingest.bundle import BundleStats, export_bundle, import_bundle
+from knowhub.ingest.bundle import BundleStats, bundle_collection, export_bundle, import_bundle
 from knowhub.ingest.faq import load_faq
 from knowhub.ingest.pipeline import IngestReport, Progress, ingest
 from knowhub.ingest.verify import VerifyReport, verify_index
@@ -31,7 +34,7 @@ from knowhub.models import DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Embedder
 from knowhub.providers.llms.base import LLM, ChatMessage
 from knowhub.providers.rerankers.base import Reranker
-from knowhub.providers.stores.base import CollectionInfo, FaqEntry, Store
+from knowhub.providers.stores.base import FaqEntry, Store
 from knowhub.query.cache import SearchCaches
 from knowhub.query.debug import diagnose
 from knowhub.query.pipeline import SearchRequest, SearchResult, StageHook, search
@@ -40,7 +43,15 @@ from knowhub.trace.build import record_answer, record_ingest, record_search
 from knowhub.trace.jsonl import read_traces
 from knowhub.trace.record import Trace, new_trace, preview
 from knowhub.trace.tracer import Tracer, build_tracer
-from knowhub.validate import check_collection_name, check_query
+from knowhub.validate import check_collection_name, check_query, logical_name
+from knowhub.versions import (
+    CollectionView,
+    Target,
+    collection_views,
+    embedder_spec,
+    resolve_target,
+    version_settings,
+)
 
 __all__ = ["App", "build_app"]
 
@@ -60,6 +71,8 @@ class App:
         )
         if embedder is not None:
             self.__dict__["embedder"] = embedder  # fills the cached_property below
+        self._version_embedders: dict[str, Embedder] = {}
+        self._embedders_lock = threading.Lock()
 
     @cached_property
     def store(self) -> Store:
@@ -97,6 +110,42 @@ class App:
         llm: LLM | None = registry.create("llm", self.settings.llm.provider, self.settings)
         return llm
 
+    # -- versions: what a request on a collection reads (see knowhub.versions)
+
+    def resolve(self, collection: str | None = None, version: int | None = None) -> Target:
+        """The version a request on ``collection`` uses: the active one, read now (so an
+        activation applies from the next request on), or version ``version``."""
+        name = check_collection_name(collection or self.settings.collection)
+        return resolve_target(self.store, name, version)
+
+    def embedder_for(self, target: Target) -> Embedder:
+        """The embedder ``target``'s version was built with."""
+        if target.version is None or target.version.embedder is None:
+            return self.embedder  # the common case, on every request: no settings to build
+        return self.embedder_with(self.settings_for(target))
+
+    def embedder_with(self, settings: Settings) -> Embedder:
+        """The embedder ``settings`` configure, loaded once per App (the App's own one
+        when they configure the same)."""
+        spec = embedder_spec(settings)
+        if spec == embedder_spec(self.settings):
+            return self.embedder
+        key = json.dumps(spec, sort_keys=True)
+        with self._embedders_lock:
+            if key not in self._version_embedders:
+                built: Embedder = registry.create("embedder", settings.embedder.provider, settings)
+                self._version_embedders[key] = built
+            return self._version_embedders[key]
+
+    def settings_for(self, target: Target) -> Settings:
+        """The settings with ``target``'s embedder and chunking (what ingest into it uses)."""
+        return version_settings(self.settings, target.version)
+
+    def _reads(self, trace: Trace, collection: str | None, version: int | None = None) -> Target:
+        target = self.resolve(collection, version)
+        trace.kb_version = target.describe()
+        return target
+
     def ask(
         self,
         question: str,
@@ -114,7 +163,9 @@ class App:
         trace, clock = new_trace("answer", self.interface, name)
         trace.query = question.strip()  # the user's words, kept whole for `traces save-case`
         try:
-            for kind, payload in self._ask(question, collection, filters, history):
+            # One version for the whole answer, even if another is activated meanwhile.
+            target = self._reads(trace, collection)
+            for kind, payload in self._ask(question, target, filters, history):
                 if kind == "end":
                     record_answer(trace, payload)
                 yield kind, payload
@@ -125,12 +176,12 @@ class App:
             trace.notes.append("the caller stopped reading before the end")
             raise
         finally:
-            self._emit(trace, clock, name)
+            self._emit(trace, clock)
 
     def _ask(
         self,
         question: str,
-        collection: str | None,
+        target: Target,
         filters: Filters | None,
         history: Sequence[ChatMessage],
     ) -> Iterator[Event]:
@@ -146,7 +197,7 @@ class App:
                           intent="chat", model="rules")  # fmt: skip
             yield "end", {**chat.to_dict(), "route": found.to_dict()}
             return
-        faq = self._faq_match(question, collection)
+        faq = self._faq_match(question, target)
         if faq is not None:
             yield "stage", {"stage": "faq", "hits": 1, **faq.to_dict()}
             yield "token", {"text": faq.entry.answer}
@@ -166,14 +217,14 @@ class App:
         queries = found.queries if found.intent == "compare" else [query]
 
         def retrieve(text: str) -> tuple[list[Hit], dict[str, float]]:
-            results = [self._search(q, collection, opts.max_sources, scope) for q in queries]
+            results = [self._search(target, q, opts.max_sources, scope) for q in queries]
             if len(results) == 1:
                 return results[0].hits, results[0].timings_ms
             return _interleave([r.hits for r in results], opts.max_sources), {}
 
         events = answer_events(
             question, retrieve, self.llm, opts, query=query, language=language,
-            history=history, dense_range=self.embedder.relevance_range,
+            history=history, dense_range=self.embedder_for(target).relevance_range,
         )  # fmt: skip
         for kind, payload in events:
             if kind == "end":
@@ -187,27 +238,24 @@ class App:
         self, paths: Sequence[Path], collection: str | None = None
     ) -> list[tuple[str, int]]:
         """Load FAQ files into the collection (each file's entries replace its old ones)."""
-        cid = self.store.ensure_collection(
-            check_collection_name(collection or self.settings.collection),
-            self.embedder.model_id, self.embedder.dim,
-        )  # fmt: skip
+        target = self.resolve(collection)
+        embedder = self.embedder_for(target)
+        cid = self.store.ensure_collection(target.physical, embedder.model_id, embedder.dim)
         loaded = [(path.resolve(), load_faq(path)) for path in paths]  # all parse, or none load
         done = []
         for path, pairs in loaded:
             # Embedded as queries: a user's question is compared with them as query to query.
-            vectors = np.stack([self.embedder.embed_query(p.question) for p in pairs])
+            vectors = np.stack([embedder.embed_query(p.question) for p in pairs])
             self.store.replace_faq(cid, str(path), [(p.question, p.answer, p.line) for p in pairs],
                                    vectors)  # fmt: skip
             done.append((str(path), len(pairs)))
         return done
 
     def faq(self, collection: str | None = None) -> list[FaqEntry]:
-        return self.store.faq(self._collection_id(collection))
+        return self.store.faq(self.locate(collection)[1])
 
     def faq_remove(self, source: str, collection: str | None = None) -> int:
-        removed = self.store.remove_faq(
-            self._collection_id(collection), str(Path(source).resolve())
-        )
+        removed = self.store.remove_faq(self.locate(collection)[1], str(Path(source).resolve()))
         if not removed:
             raise QueryError(
                 f"no FAQ entries from {source!r}: give the file as imported "
@@ -215,17 +263,17 @@ class App:
             )
         return removed
 
-    def _faq_match(self, question: str, collection: str | None) -> FaqMatch | None:
+    def _faq_match(self, question: str, target: Target) -> FaqMatch | None:
         opts = self.settings.faq
-        name = check_collection_name(collection or self.settings.collection)
-        cid = self.store.collection_id(name)
+        cid = self.store.collection_id(target.physical)
         entries = self.store.faq(cid) if opts.enabled and cid is not None else []
         if not entries:
             return None
-        key = (self.embedder.model_id, question.strip())
+        embedder = self.embedder_for(target)
+        key = (embedder.model_id, question.strip())
         vector = self.caches.query_vectors.get(key)
         if vector is None:
-            vector = self.embedder.embed_query(question.strip())
+            vector = embedder.embed_query(question.strip())
             self.caches.query_vectors.put(key, vector)  # the search reuses it
         return match_faq(question, entries, vector, opts.word_threshold, opts.meaning_threshold)
 
@@ -247,15 +295,19 @@ class App:
             trace.error = f"{type(exc).__name__}: {exc}"
             raise
         finally:
-            self._emit(trace, clock, collection)
+            self._emit(trace, clock)
 
-    def _emit(self, trace: Trace, clock: float, collection: str) -> None:
+    def _emit(self, trace: Trace, clock: float) -> None:
         trace.duration_ms = round((time.perf_counter() - clock) * 1000.0, 3)
-        try:
-            cid = self.store.collection_id(collection)
-            trace.kb_version = None if cid is None else self.store.version(cid)
-        except KnowhubError:
-            trace.kb_version = None  # an invalid or unreadable collection is the trace's error
+        if trace.kb_version is not None:
+            try:
+                cid = self.store.collection_id(trace.kb_version["physical"])
+                revision = None if cid is None else self.store.version(cid)
+            except KnowhubError:
+                revision = None  # an unreadable collection is the trace's error
+            # A collection that does not exist was not read: the trace's error says so.
+            trace.kb_version = None if revision is None else {**trace.kb_version,
+                                                              "revision": revision}  # fmt: skip
         self.tracer.emit(trace)
 
     def close(self) -> None:
@@ -271,13 +323,20 @@ class App:
         exclude: Sequence[str] | None = None,
         prune: bool = False,
         progress: Progress | None = None,
+        *,
+        version: int | None = None,
     ) -> IngestReport:
+        """Bring the collection's active version (or ``version``) in line with ``paths``,
+        embedded and chunked as that version was built."""
         name = check_collection_name(collection or self.settings.collection)
         with self._traced("ingest", name, preview(" ".join(str(p) for p in paths))) as trace:
+            target = self._reads(trace, name, version)
             report = ingest(
-                self.store, self.embedder, self.settings, paths, name,
-                tags=tags, include=include, exclude=exclude, prune=prune, progress=progress,
+                self.store, self.embedder_for(target), self.settings_for(target), paths,
+                target.physical, tags=tags, include=include, exclude=exclude, prune=prune,
+                progress=progress,
             )  # fmt: skip
+            report.collection = target.collection
             record_ingest(trace, report)
         return report
 
@@ -289,18 +348,21 @@ class App:
         filters: Filters | None = None,
         min_score: float | None = None,
         on_stage: StageHook | None = None,
+        *,
+        version: int | None = None,
     ) -> SearchResult:
-        """One hybrid search, traced."""
+        """One hybrid search of the collection's active version (or ``version``), traced."""
         name = collection or self.settings.collection
         with self._traced("search", name, query.strip()) as trace:
-            result = self._search(query, collection, top_k, filters, min_score, on_stage)
+            target = self._reads(trace, collection, version)
+            result = self._search(target, query, top_k, filters, min_score, on_stage)
             record_search(trace, result.timings_ms, result.counts, result.cache, result.hits)
         return result
 
     def _search(
         self,
+        target: Target,
         query: str,
-        collection: str | None = None,
         top_k: int | None = None,
         filters: Filters | None = None,
         min_score: float | None = None,
@@ -309,14 +371,16 @@ class App:
         opts = self.settings.search
         request = SearchRequest(
             query=query,
-            collection=collection or self.settings.collection,
+            collection=target.physical,
             top_k=opts.top_k if top_k is None else top_k,
             filters=dict(filters or {}),
             min_score=opts.min_score if min_score is None else min_score,
         )
-        return search(
-            self.store, self.embedder, opts, request, self.reranker, self.caches, on_stage
-        )
+        result = search(
+            self.store, self.embedder_for(target), opts, request, self.reranker, self.caches,
+            on_stage,
+        )  # fmt: skip
+        return replace(result, hits=_named(result.hits, target))
 
     def debug_search(
         self,
@@ -326,20 +390,30 @@ class App:
         filters: Filters | None = None,
     ) -> dict[str, Any]:
         """One search's every stage, candidates and timings (see ``knowhub.query.debug``)."""
+        target = self.resolve(collection)
         request = SearchRequest(
             query=query,
-            collection=collection or self.settings.collection,
+            collection=target.physical,
             top_k=self.settings.search.top_k if top_k is None else top_k,
             filters=dict(filters or {}),
             min_score=self.settings.search.min_score,
         )
-        return diagnose(self.store, self.embedder, self.settings.search, request, self.reranker)
+        embedder = self.embedder_for(target)
+        report = diagnose(self.store, embedder, self.settings.search, request, self.reranker)
+        report["collection"] = target.collection
+        for hit in report["hits"]:
+            hit["collection"] = target.collection
+        return report
 
-    def collections(self) -> list[CollectionInfo]:
-        return self.store.collections()
+    def collections(self) -> list[CollectionView]:
+        """Each collection once, under its own name, as its active version holds it."""
+        return collection_views(self.store)
 
-    def documents(self, collection: str | None = None) -> list[DocumentRecord]:
-        return self.store.records(self._collection_id(collection))
+    def documents(
+        self, collection: str | None = None, *, version: int | None = None
+    ) -> list[DocumentRecord]:
+        target, cid = self.locate(collection, version)
+        return [replace(r, collection=target.collection) for r in self.store.records(cid)]
 
     def document(self, doc_hash: str, collection: str | None = None) -> DocumentRecord:
         """The document whose content hash is or starts with ``doc_hash`` (8+ characters)."""
@@ -360,21 +434,31 @@ class App:
         return found[0]
 
     def chunk(self, chunk_id: str) -> list[Hit]:
-        found = self.store.chunks_by_id(chunk_id.strip())
+        """The chunk with this id in the active version of its collection."""
+        targets: dict[str, Target] = {}
+        found = []
+        for hit in self.store.chunks_by_id(chunk_id.strip()):
+            name = logical_name(hit.collection)
+            target = targets.setdefault(name, resolve_target(self.store, name))
+            if target.physical == hit.collection:
+                found += _named([hit], target)
         if not found:
             raise QueryError(f"no chunk with id {chunk_id!r}: copy a chunk_id from a search result")
         return found
 
     def document_chunks(self, record: DocumentRecord) -> list[Hit]:
         """The chunks of ``record`` (from :meth:`document`) in the order they were written."""
-        cid = self._collection_id(record.collection)
+        target, cid = self.locate(record.collection)
         rows = [i for i, source in self.store.chunk_sources(cid).items() if source == record.source]
         hits = self.store.hits(rows)
-        return [hits[i] for i in sorted(hits) if hits[i].doc_hash == record.doc_hash]
+        return _named(
+            [hits[i] for i in sorted(hits) if hits[i].doc_hash == record.doc_hash], target
+        )
 
     def remove(self, key: str, collection: str | None = None) -> list[DocumentRecord]:
-        """Remove documents matching a path (as given or as stored) or a doc-hash prefix."""
-        cid = self._collection_id(collection)
+        """Remove documents matching a path (as given or as stored) or a doc-hash prefix
+        from the collection's active version."""
+        target, cid = self.locate(collection)
         absolute = str(Path(key).absolute())
         found = self.store.find_records(cid, key) or self.store.find_records(cid, absolute)
         if not found:
@@ -384,40 +468,59 @@ class App:
             )
         for record in found:
             self.store.remove_document(cid, record.path)
-        return found
+        return [replace(r, collection=target.collection) for r in found]
 
     def verify(self, collection: str | None = None, fix: bool = False) -> VerifyReport:
         """Check that the index matches its files (every collection unless one is named);
         ``fix`` repairs what it can (re-ingest, remove, delete orphans), then checks again."""
         if collection is not None:
-            self._collection_id(collection)  # an unknown name is an error, not "all fine"
-        names = [collection] if collection else [c.name for c in self.store.collections()]
-        configured = (self.embedder.model_id, self.embedder.dim)
+            self.locate(collection)  # an unknown name is an error, not "all fine"
+        names = [collection] if collection else [c.name for c in self.collections()]
+        targets = {t.physical: t for t in map(self.resolve, names)}  # each active version
+        embedders = {}
+        for physical, target in targets.items():
+            embedder = self.embedder_for(target)
+            embedders[physical] = (embedder.model_id, embedder.dim)
 
         def reingest(
             paths: Sequence[Path], name: str, tags: Mapping[str, str], include: Sequence[str]
         ) -> IngestReport:
-            return self.ingest(paths, name, tags, include=include, exclude=[])
+            target = targets[name]
+            return self.ingest(paths, target.collection, tags, include=include, exclude=[],
+                               version=target.number)  # fmt: skip
 
-        return verify_index(self.store, names, configured, reingest if fix else None)
+        return verify_index(self.store, embedders, reingest if fix else None)
 
     def export(self, out: Path, collection: str | None = None) -> BundleStats:
-        """Write the collection to a portable JSONL bundle (see ``knowhub.ingest.bundle``)."""
-        self._collection_id(collection)
-        return export_bundle(self.store, collection or self.settings.collection, out)
+        """Write the collection's active version to a portable JSONL bundle (see
+        ``knowhub.ingest.bundle``)."""
+        target, _ = self.locate(collection)
+        return export_bundle(self.store, target.physical, out)
 
     def import_bundle(self, path: Path, collection: str | None = None) -> BundleStats:
-        """Load a bundle into ``collection`` (default: the one it was exported from)."""
-        configured = (self.embedder.model_id, self.embedder.dim)
-        return import_bundle(self.store, path, configured, collection)
+        """Load a bundle into ``collection``'s active version (default: the collection it
+        was exported from); it must have been built with that version's embedder."""
+        target = self.resolve(collection or bundle_collection(path))
+        embedder = self.embedder_for(target)
+        return import_bundle(self.store, path, (embedder.model_id, embedder.dim), target.physical)
 
-    def _collection_id(self, collection: str | None) -> int:
-        name = check_collection_name(collection or self.settings.collection)
-        cid = self.store.collection_id(name)
+    def locate(self, collection: str | None, version: int | None = None) -> tuple[Target, int]:
+        """The version a request reads and its store id; an unknown collection is an error."""
+        target = self.resolve(collection, version)
+        cid = self.store.collection_id(target.physical)
         if cid is None:
-            known = ", ".join(c.name for c in self.store.collections()) or "none yet"
-            raise StoreError(f"unknown collection {name!r} (known: {known}); ingest into it first")
-        return cid
+            known = ", ".join(c.name for c in self.collections()) or "none yet"
+            raise StoreError(
+                f"unknown collection {target.collection!r} (known: {known}); ingest into it first"
+            )
+        return target, cid
+
+
+def _named(hits: list[Hit], target: Target) -> list[Hit]:
+    """``hits`` under their collection's name (the store names a version n >= 2 "C@vN")."""
+    if target.physical == target.collection:
+        return hits
+    return [replace(hit, collection=target.collection) for hit in hits]
 
 
 def _standalone(llm: LLM, question: str, history: Sequence[ChatMessage]) -> tuple[str, str | None]:

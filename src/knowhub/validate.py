@@ -12,11 +12,14 @@ from knowhub.models import FilterValue
 
 __all__ = [
     "MAX_QUERY_BYTES",
+    "VERSION_SEPARATOR",
     "check_collection_name",
     "check_filters",
     "check_min_score",
     "check_query",
+    "check_store_name",
     "check_top_k",
+    "logical_name",
     "parse_duration",
     "parse_key_values",
 ]
@@ -24,6 +27,10 @@ __all__ = [
 _DURATION = re.compile(r"(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[smhd]?)")
 _SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 COLLECTION_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+# Version n >= 2 of collection C is the store collection "C@vN": '@' is outside the names
+# users may give, so the two can never clash.
+VERSION_SEPARATOR = "@v"
+_STORE_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}(@v[1-9][0-9]*)?")
 MAX_QUERY_BYTES = 4096
 
 
@@ -34,6 +41,23 @@ def check_collection_name(name: str) -> str:
             "starting with a letter or digit"
         )
     return name
+
+
+def check_store_name(name: str) -> str:
+    """A collection's name, or the store's name of one of its versions (``name@vN``).
+
+    Pipelines take these from the app, which checked the user's name with
+    :func:`check_collection_name` and chose the version (``knowhub.versions``).
+    """
+    if not _STORE_NAME_RE.fullmatch(name):
+        check_collection_name(name)  # the user's wording for a bad name
+        raise QueryError(f"invalid store collection name {name!r}: expected NAME or NAME@vN")
+    return name
+
+
+def logical_name(store_name: str) -> str:
+    """The collection a store collection holds a version of (itself for version 1)."""
+    return store_name.split(VERSION_SEPARATOR, 1)[0]
 
 
 def check_query(query: str) -> str:

@@ -744,3 +744,84 @@ def test_a_whole_store_has_no_orphans_to_remove(store: Store) -> None:
     assert store.remove_orphans(cid) == 0
     assert store.version(cid) == version, "removing nothing is no write"
     assert_whole(store)
+
+
+# -- dropping a collection ---------------------------------------------------------------
+
+
+def test_drop_collection_removes_it_whole_and_leaves_the_others(opener: Opener) -> None:
+    store = opener()
+    keep = new_collection(store, "keep")
+    gone = new_collection(store, "gone")
+    kept = put(store, keep, make_doc("k.md", ["kept words here"], collection="keep", seed=1))
+    dropped = put(store, gone, make_doc("g.md", ["dropped words", "more"], collection="gone"))
+    store.replace_faq(gone, "faq.md", [("Why?", "Because.", 1)], unit_vectors(1, 5))
+    old_rows = [rowid for rowid, _ in lexical(store, gone, "dropped words")]
+    assert old_rows
+
+    store.drop_collection(gone)
+    store.drop_collection(gone)  # an unknown id is ignored
+    assert store.collection_id("gone") is None
+    assert [c.name for c in store.collections()] == ["keep"]
+    assert store.chunks_by_id(dropped.chunks[0].chunk_id) == []
+    assert store.hits(old_rows) == {}
+    assert texts(store, lexical(store, keep, "words")) == ["kept words here"]
+    assert texts(store, store.dense_search(keep, kept.vectors[0], 5, NO_FILTERS)) == [
+        "kept words here"
+    ]
+    assert_whole(store)
+
+    # The name is free again, for any embedder, under an id never used before.
+    again = store.ensure_collection("gone", "other/embedder", 8)
+    assert again not in (keep, gone)
+    assert store.records(again) == [] and store.faq(again) == []
+    assert lexical(store, again, "dropped words") == []
+    store.close()
+    assert opener().collection_id("gone") == again
+
+
+# -- metadata ----------------------------------------------------------------------------
+
+
+def test_meta_values_change_only_by_compare_and_set(opener: Opener) -> None:
+    store = opener()
+    key = "versions:docs"
+    assert store.get_meta(key) is None
+    assert store.set_meta(key, "one", None)
+    assert not store.set_meta(key, "two", None), "the key is no longer absent"
+    assert not store.set_meta(key, "two", "stale")
+    assert store.get_meta(key) == "one"
+    assert store.set_meta(key, "двa ✓", "one")
+    assert opener().get_meta(key) == "двa ✓", "another connection sees the committed value"
+    assert not store.set_meta(key, None, "one")
+    assert store.set_meta(key, None, "двa ✓")
+    assert store.get_meta(key) is None
+    assert store.set_meta(key, None, None), "deleting an absent key, expecting absence"
+    with pytest.raises(StoreError, match="namespace"):
+        store.set_meta("schema_version", "0", None)
+    store.close()
+    assert opener().get_meta(key) is None
+
+
+def test_concurrent_compare_and_set_loses_no_update(opener: Opener) -> None:
+    key, writers, rounds = "test:counter", 4, 15
+    stores = [opener() for _ in range(writers)]
+    errors: list[BaseException] = []
+
+    def increment(store: Store) -> None:
+        try:
+            for _ in range(rounds):
+                while True:
+                    seen = store.get_meta(key)
+                    if store.set_meta(key, str(int(seen or 0) + 1), seen):
+                        break
+        except BaseException as exc:  # reported below: a thread's failure must fail the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=increment, args=(s,)) for s in stores]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    assert stores[0].get_meta(key) == str(writers * rounds)

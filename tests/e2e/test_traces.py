@@ -53,8 +53,9 @@ def test_each_run_is_traced_and_summarised(kb: Path) -> None:
     assert answer["hit_type"] == "rag" and answer["intent"] == "search"
     assert answer["sources_count"] >= 1 and answer["source_ids"][0].count("_") == 2
     assert answer["confidence"] > 0 and answer["top_source_score"] is not None
-    version = json.loads(knowhub("collections", "--json", cwd=kb).stdout)[0]["version"]
-    assert answer["kb_version"] == version and answer["model"] == "extractive"
+    revision = json.loads(knowhub("collections", "--json", cwd=kb).stdout)[0]["version"]
+    read = {"collection": "default", "version": 1, "physical": "default", "revision": revision}
+    assert answer["kb_version"] == read and answer["model"] == "extractive"
     assert {"routing", "lexical", "dense", "fusion", "extractive"} <= set(answer["stages_ms"])
     assert search["stage_hits"]["lexical"] >= 1 and search["cache"]["result"] == "miss"
     assert search["query"] == "database backups" and search["duration_ms"] > 0
@@ -156,6 +157,8 @@ def test_otlp_gets_one_span_per_stage_and_langsmith_failures_do_not_break_runs(
     attributes = {a.key: a.value for a in root.attributes}
     assert attributes["knowhub.collection"].string_value == "default"
     assert attributes["knowhub.interface"].string_value == "cli"
+    assert attributes["knowhub.kb_version"].int_value == 1
+    assert attributes["knowhub.kb_physical"].string_value == "default"
 
 
 @pytest.mark.anyio

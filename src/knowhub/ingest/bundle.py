@@ -42,9 +42,16 @@ from knowhub.ingest.pipeline import contextual_text
 from knowhub.models import Chunk, DocumentRecord
 from knowhub.providers.embedders.base import Vectors
 from knowhub.providers.stores.base import Store
-from knowhub.validate import check_collection_name
+from knowhub.validate import check_store_name, logical_name
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "BundleStats", "export_bundle", "import_bundle"]
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "BundleStats",
+    "bundle_collection",
+    "export_bundle",
+    "import_bundle",
+]
 
 FORMAT = "knowhub-bundle"
 FORMAT_VERSION = 1
@@ -80,7 +87,7 @@ class BundleStats:
 
 def export_bundle(store: Store, collection: str, out: Path) -> BundleStats:
     """Write ``collection`` to ``out`` (gzip when it ends in ``.gz``), replacing it whole."""
-    cid = store.collection_id(check_collection_name(collection))
+    cid = store.collection_id(check_store_name(collection))
     if cid is None:
         raise StoreError(f"unknown collection {collection!r}: ingest into it first")
     partial = out.with_name(out.name + ".partial")
@@ -103,9 +110,10 @@ def export_bundle(store: Store, collection: str, out: Path) -> BundleStats:
 
 def _write(store: Store, cid: int, name: str, out: Path, partial: Path) -> BundleStats:
     embedder, dim = store.embedder_of(cid)
+    label = logical_name(name)  # a version's bundle imports as its collection, not as "C@vN"
     header = {
         "kind": "header", "format": FORMAT, "format_version": FORMAT_VERSION,
-        "knowhub": _version(), "collection": name, "embedder": embedder, "dim": dim,
+        "knowhub": _version(), "collection": label, "embedder": embedder, "dim": dim,
         "created_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }  # fmt: skip
     documents = chunks = 0
@@ -136,7 +144,7 @@ def _write(store: Store, cid: int, name: str, out: Path, partial: Path) -> Bundl
                           "vector": _encode(entry.vector)})  # fmt: skip
         _put(handle, {"kind": "end", "documents": documents, "chunks": chunks,
                       "faq": len(entries)})  # fmt: skip
-    return BundleStats(str(out), name, embedder, dim, documents, chunks, len(entries))
+    return BundleStats(str(out), label, embedder, dim, documents, chunks, len(entries))
 
 
 def _write_order(store: Store, cid: int) -> list[DocumentRecord]:
@@ -190,8 +198,6 @@ def import_bundle(
     ``embedder``: the configured (model id, dim); a bundle built with another is refused,
     since queries embedded by one model cannot be compared with another's vectors.
     """
-    if not path.is_file():
-        raise IngestError(f"no bundle at {path}: give the file `knowhub export` wrote")
     header = _header(path)
     built = (header["embedder"], header["dim"])
     if built != embedder:
@@ -200,7 +206,7 @@ def import_bundle(
             f"{embedder[0]} (dim {embedder[1]}) is configured: configure {built[0]} for this "
             "data dir, or re-ingest the files instead of importing"
         )
-    name = check_collection_name(collection or header["collection"])
+    name = check_store_name(collection or header["collection"])
     for _ in _read(path, header):  # the whole bundle parses, or nothing is written
         pass
     cid = store.ensure_collection(name, built[0], built[1])
@@ -224,7 +230,12 @@ def import_bundle(
             source, entries, faq_vectors = item
             store.replace_faq(cid, source, entries, np.stack(faq_vectors))
             faq += len(entries)
-    return BundleStats(str(path), name, built[0], built[1], documents, chunks, faq)
+    return BundleStats(str(path), logical_name(name), built[0], built[1], documents, chunks, faq)
+
+
+def bundle_collection(path: Path) -> str:
+    """The collection the bundle was exported from (where an import goes by default)."""
+    return str(_header(path)["collection"])
 
 
 _Faq = tuple[str, list[tuple[str, str, int]], list[Vectors]]
@@ -293,6 +304,8 @@ def _complete(doc: _Document, path: Path) -> _Document:
 
 
 def _header(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise IngestError(f"no bundle at {path}: give the file `knowhub export` wrote")
     for _, obj in _objects(path):
         with _at(path, 1):
             if obj.get("kind") != "header" or obj.get("format") != FORMAT:

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS
+from knowhub.models import DocumentRecord
 
-__all__ = ["Candidate", "discover", "matches"]
+__all__ = ["Candidate", "Rediscovery", "discover", "matches", "rediscover"]
 
 
 @dataclass(frozen=True)
@@ -60,3 +61,43 @@ def _walk(root: Path) -> Iterator[Path]:
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         for name in files:
             yield Path(folder) / name
+
+
+@dataclass(frozen=True)
+class Rediscovery:
+    """An ingest run's arguments that find ``records``' files again, each under its old
+    source (its citation name) and with its old tags."""
+
+    paths: list[Path]
+    tags: dict[str, str]
+    include: list[str]
+    records: list[DocumentRecord]
+
+
+def rediscover(records: Sequence[DocumentRecord]) -> list[Rediscovery]:
+    """How to ingest these documents' files again (verify's repair, a version's build)."""
+    groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[DocumentRecord]] = {}
+    for record in records:
+        tags = tuple(sorted(record.metadata.get("tags", {}).items()))
+        groups.setdefault((_root(record), tags), []).append(record)
+    found = []
+    for (root, tags), group in groups.items():
+        if root:  # a folder walk with each source as a literal pattern keeps "guide/a.md"
+            found.append(Rediscovery([Path(root)], dict(tags), [_literal(r.source) for r in group],
+                                     group))  # fmt: skip
+        else:  # a file named on its own gets its file name as source, as it had
+            found.append(Rediscovery([Path(r.path) for r in group], dict(tags), [], group))
+    return found
+
+
+def _root(record: DocumentRecord) -> str:
+    """The folder the document was ingested from ('' when it was named on its own)."""
+    path = Path(record.path).as_posix()
+    if "/" not in record.source or not path.endswith("/" + record.source):
+        return ""
+    return str(Path(record.path[: len(record.path) - len(record.source)]))
+
+
+def _literal(source: str) -> str:
+    """A glob that matches exactly ``source`` (``[``, ``*`` and ``?`` escaped)."""
+    return "".join(f"[{c}]" if c in "[*?" else c for c in source)

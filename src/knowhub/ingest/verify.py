@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from knowhub.ingest.discover import rediscover
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.models import DocumentRecord
 from knowhub.providers.stores.base import Store
@@ -78,17 +79,16 @@ class VerifyReport:
 
 def verify_index(
     store: Store,
-    collections: Sequence[str],
-    embedder: tuple[str, int],
+    embedders: Mapping[str, tuple[str, int]],
     reingest: Reingest | None = None,
 ) -> VerifyReport:
-    """Check ``collections`` against their files; with ``reingest``, repair them and check
-    again. ``embedder``: the configured (model id, dim)."""
-    report = _check(store, collections, embedder)
+    """Check each collection of ``embedders`` against its files; with ``reingest``, repair
+    them and check again. ``embedders``: collection → the (model id, dim) it must have."""
+    report = _check(store, embedders)
     if reingest is None or not report.problems:
         return report
     fixed, failed = _repair(store, report.problems, reingest)
-    after = _check(store, collections, embedder)
+    after = _check(store, embedders)
     after.found_before_fix = report.problems
     after.fixed, after.fix_failed = fixed, failed
     return after
@@ -117,9 +117,9 @@ def render_verify(report: VerifyReport) -> str:
 # -- checks -----------------------------------------------------------------------------
 
 
-def _check(store: Store, collections: Sequence[str], embedder: tuple[str, int]) -> VerifyReport:
-    report = VerifyReport(list(collections))
-    for name in collections:
+def _check(store: Store, embedders: Mapping[str, tuple[str, int]]) -> VerifyReport:
+    report = VerifyReport(list(embedders))
+    for name, embedder in embedders.items():
         cid = store.collection_id(name)
         if cid is None:
             report.problems.append(
@@ -140,7 +140,7 @@ def _check(store: Store, collections: Sequence[str], embedder: tuple[str, int]) 
         for record in store.records(cid):
             report.documents += 1
             report.chunks += _check_document(store, cid, record, built[1], report)
-    if not collections:
+    if not embedders:
         report.info.append("no collections yet: ingest something first")
     return report
 
@@ -253,20 +253,12 @@ def _reingest(
     name: str, records: Sequence[DocumentRecord], reingest: Reingest
 ) -> tuple[list[str], list[str]]:
     """Ingest the records' files again so that each keeps its source (its citation name)."""
-    groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[DocumentRecord]] = {}
-    for record in records:
-        tags = tuple(sorted(record.metadata.get("tags", {}).items()))
-        groups.setdefault((_root(record), tags), []).append(record)
     fixed: list[str] = []
     failed: list[str] = []
-    for (root, tags), group in groups.items():
-        if root:  # a folder walk with each source as a literal pattern keeps "guide/a.md"
-            patterns = [_literal(r.source) for r in group]
-            result = reingest([Path(root)], name, dict(tags), patterns)
-        else:  # a file named on its own gets its file name as source, as it had
-            result = reingest([Path(r.path) for r in group], name, dict(tags), [])
+    for group in rediscover(records):
+        result = reingest(group.paths, name, group.tags, group.include)
         failures = dict(result.failed)
-        for record in group:
+        for record in group.records:
             if record.source in failures:
                 failed.append(f"{name}: {record.source}: re-ingest failed: "
                               f"{failures[record.source]}")  # fmt: skip
@@ -275,16 +267,3 @@ def _reingest(
             else:
                 failed.append(f"{name}: {record.source}: re-ingest did not pick the file up")
     return fixed, failed
-
-
-def _root(record: DocumentRecord) -> str:
-    """The folder the document was ingested from ('' when it was named on its own)."""
-    path = Path(record.path).as_posix()
-    if "/" not in record.source or not path.endswith("/" + record.source):
-        return ""
-    return str(Path(record.path[: len(record.path) - len(record.source)]))
-
-
-def _literal(source: str) -> str:
-    """A glob that matches exactly ``source`` (``[``, ``*`` and ``?`` escaped)."""
-    return "".join(f"[{c}]" if c in "[*?" else c for c in source)

@@ -257,6 +257,7 @@ from knowhub.interfaces.cli_eval import eval_command  # noqa: E402
 from knowhub.interfaces.cli_faq import faq  # noqa: E402
 from knowhub.interfaces.cli_serve import serve  # noqa: E402
 from knowhub.interfaces.cli_traces import traces  # noqa: E402
+from knowhub.interfaces.cli_versions import versions  # noqa: E402
 
 cli.add_command(ask)
 cli.add_command(export_command)
@@ -266,3 +267,4 @@ cli.add_command(faq)
 cli.add_command(serve)
 cli.add_command(traces)
 cli.add_command(verify)
+cli.add_command(versions)

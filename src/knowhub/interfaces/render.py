@@ -8,8 +8,8 @@ from typing import Any
 
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.models import DocumentRecord, Hit
-from knowhub.providers.stores.base import CollectionInfo
 from knowhub.query.pipeline import SearchResult
+from knowhub.versions import CollectionView
 
 __all__ = [
     "citation",
@@ -20,6 +20,7 @@ __all__ = [
     "render_hits",
     "render_report",
     "render_search_trace",
+    "render_table",
 ]
 
 PREVIEW_CHARS = 240
@@ -130,12 +131,14 @@ def render_report(report: IngestReport) -> str:
     return "\n".join(lines)
 
 
-def render_collections(infos: Sequence[CollectionInfo]) -> str:
+def render_collections(infos: Sequence[CollectionView]) -> str:
     if not infos:
         return "no collections yet: run `knowhub ingest PATH`"
     rows = [("collection", "documents", "chunks", "embedder", "version")]
-    rows += [(i.name, str(i.documents), str(i.chunks), i.embedder, str(i.version)) for i in infos]
-    return _table(rows)
+    rows += [(i.name, str(i.documents), str(i.chunks), i.embedder,
+              f"{i.active_version} of {i.versions}" if i.versions > 1 else "1")
+             for i in infos]  # fmt: skip
+    return render_table(rows)
 
 
 def render_documents(records: Sequence[DocumentRecord]) -> str:
@@ -147,7 +150,7 @@ def render_documents(records: Sequence[DocumentRecord]) -> str:
          r.ingested_at)
         for r in records
     ]  # fmt: skip
-    return _table(rows)
+    return render_table(rows)
 
 
 def render_chunk(hits: Sequence[Hit]) -> str:
@@ -163,7 +166,8 @@ def render_chunk(hits: Sequence[Hit]) -> str:
     return "\n\n---\n\n".join(blocks)
 
 
-def _table(rows: Sequence[Sequence[str]]) -> str:
+def render_table(rows: Sequence[Sequence[str]]) -> str:
+    """Rows as left-aligned columns (the first row is the header)."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join(
         "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()

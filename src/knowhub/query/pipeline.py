@@ -19,7 +19,13 @@ from knowhub.providers.stores.base import Store
 from knowhub.query.cache import SearchCaches
 from knowhub.query.fusion import reciprocal_rank_fusion, weighted_fusion
 from knowhub.query.rerank import RerankOutcome, RerankStage
-from knowhub.validate import check_collection_name, check_min_score, check_query, check_top_k
+from knowhub.validate import (
+    check_min_score,
+    check_query,
+    check_store_name,
+    check_top_k,
+    logical_name,
+)
 
 __all__ = ["Legs", "SearchRequest", "SearchResult", "StageHook", "fuse", "retrieve", "search"]
 
@@ -136,9 +142,9 @@ def _validate(store: Store, request: SearchRequest) -> int:
     check_query(request.query)
     check_top_k(request.top_k, request.max_top_k)
     check_min_score(request.min_score)
-    cid = store.collection_id(check_collection_name(request.collection))
+    cid = store.collection_id(check_store_name(request.collection))
     if cid is None:
-        known = ", ".join(c.name for c in store.collections()) or "none yet"
+        known = ", ".join(sorted({logical_name(c.name) for c in store.collections()})) or "none yet"
         raise QueryError(
             f"unknown collection {request.collection!r} (known: {known}); ingest into it first"
         )

@@ -23,7 +23,9 @@ class Trace:
     collection: str
     started_at: str  # ISO 8601, UTC
     duration_ms: float = 0.0
-    kb_version: int | None = None
+    # What the run read: {"collection", "version", "physical" (its store collection),
+    # "revision" (the store's write counter of it)}; None when no collection was read.
+    kb_version: dict[str, Any] | None = None
     stages_ms: dict[str, float] = field(default_factory=dict)
     stage_hits: dict[str, int] = field(default_factory=dict)
     query: str | None = None  # a preview, never more than PREVIEW_CHARS
@@ -46,7 +48,24 @@ class Trace:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trace:
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        values = {k: v for k, v in data.items() if k in known}
+        if isinstance(values.get("kb_version"), int):
+            # Written before versions existed: every collection was its own version 1, and
+            # the number recorded was its revision.
+            name = values["collection"]
+            values["kb_version"] = {"collection": name, "version": 1, "physical": name,
+                                    "revision": values["kb_version"]}  # fmt: skip
+        return cls(**values)
+
+    @property
+    def kb_version_label(self) -> str:
+        """``version 2 (handbook@v2, revision 7)`` for people; ``version ?`` when unknown."""
+        kb = self.kb_version
+        if not kb:
+            return "version ?"
+        where = [kb["physical"]] if kb["physical"] != self.collection else []
+        where += [f"revision {kb['revision']}"] if kb.get("revision") is not None else []
+        return f"version {kb['version']}" + (f" ({', '.join(where)})" if where else "")
 
     @property
     def slowest_stage(self) -> str | None:

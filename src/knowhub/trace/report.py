@@ -76,7 +76,7 @@ def waterfall(trace: Trace, width: int = 40) -> str:
     total = max(trace.duration_ms, sum(spans), 1e-9)
     head = [
         f"trace {trace.trace_id}  {trace.kind} via {trace.interface}  {trace.started_at}",
-        f"collection {trace.collection} (version {trace.kb_version})  total "
+        f"collection {trace.collection} ({trace.kb_version_label})  total "
         f"{trace.duration_ms:.1f} ms" + (f"  query {trace.query!r}" if trace.query else ""),
     ]
     if trace.hit_type:

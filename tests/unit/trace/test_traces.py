@@ -101,3 +101,17 @@ def test_since_accepts_durations_and_dates() -> None:
     assert parse_since("2026-11-29", now) == datetime(2026, 11, 29, tzinfo=UTC)
     with pytest.raises(QueryError, match="neither a duration"):
         parse_since("yesterday", now)
+
+
+def test_kb_version_names_the_version_read_and_old_traces_still_load() -> None:
+    read = {"collection": "default", "version": 2, "physical": "default@v2", "revision": 7}
+    trace = _trace(kb_version=read)
+    assert Trace.from_dict(json.loads(json.dumps(trace.to_dict()))).kb_version == read
+    assert trace.kb_version_label == "version 2 (default@v2, revision 7)"
+    assert "collection default (version 2 (default@v2, revision 7))" in waterfall(trace)
+    # Before versions, kb_version was the collection's revision: it was its version 1.
+    old = Trace.from_dict({**_trace().to_dict(), "kb_version": 4})
+    assert old.kb_version == {"collection": "default", "version": 1, "physical": "default",
+                              "revision": 4}  # fmt: skip
+    assert old.kb_version_label == "version 1 (revision 4)"
+    assert _trace().kb_version_label == "version ?"

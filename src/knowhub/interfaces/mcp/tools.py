@@ -95,7 +95,7 @@ class CollectionOut(BaseModel):
     chunks: int
     lexical_index: bool = Field(description="Every chunk is in the BM25 (FTS5) index.")
     embedder: str
-    active_version: int
+    active_version: int = Field(description="The knowledge-base version answering queries.")
 
 
 class CollectionsOut(BaseModel):
@@ -251,7 +251,7 @@ def add_data_tools(
                         chunks=i.chunks,
                         lexical_index=i.lexical_chunks == i.chunks,
                         embedder=i.embedder,
-                        active_version=i.version,
+                        active_version=i.active_version,
                     )
                     for i in infos
                     if target.principal.may_read(i.name)

@@ -19,7 +19,15 @@ from knowhub.errors import StoreError
 from knowhub.models import Chunk, DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Vectors
 
-__all__ = ["CollectionInfo", "FaqEntry", "Orphan", "Store", "StoredChunk", "checked_vectors"]
+__all__ = [
+    "CollectionInfo",
+    "FaqEntry",
+    "Orphan",
+    "Store",
+    "StoredChunk",
+    "checked_meta_key",
+    "checked_vectors",
+]
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,19 @@ class Store(Protocol):
         """Bumped by every write to the collection (keys the result cache)."""
 
     def embedder_of(self, cid: int) -> tuple[str, int]: ...
+    def drop_collection(self, cid: int) -> None:
+        """Delete the collection and all it holds (documents, chunks, both index legs, FAQ)
+        atomically; unknown ids are ignored. Its id is never given to another collection,
+        so caches keyed by (id, version) cannot serve a dropped collection's rows."""
+
+    # -- metadata: small values shared by every process using the store (see versions.py)
+    def get_meta(self, key: str) -> str | None:
+        """The value stored under ``key`` (``namespace:name``), or None."""
+
+    def set_meta(self, key: str, value: str | None, expected: str | None) -> bool:
+        """Compare-and-set: store ``value`` under ``key`` (None deletes it) only if the key
+        still holds ``expected`` (None: absent), in one atomic write; False, writing
+        nothing, when another writer changed it first."""
 
     # -- documents
     def record(self, cid: int, path: str) -> DocumentRecord | None: ...
@@ -135,6 +156,14 @@ class Store(Protocol):
         """Delete what :meth:`orphans` lists, atomically; how many rows went."""
 
     def close(self) -> None: ...
+
+
+def checked_meta_key(key: str) -> str:
+    """``key`` if it is namespaced (``versions:handbook``): keys without a ``:`` are the
+    store's own (``schema_version``) and never reachable through ``set_meta``."""
+    if ":" not in key.strip(":"):
+        raise StoreError(f"meta key {key!r} has no namespace: use 'namespace:name'")
+    return key
 
 
 def checked_vectors(

@@ -38,6 +38,7 @@ from knowhub.providers.stores.base import (
     Orphan,
     Store,
     StoredChunk,
+    checked_meta_key,
     checked_vectors,
 )
 from knowhub.providers.stores.pg_schema import (
@@ -238,6 +239,54 @@ class PostgresStore:
             raise StoreError(f"no collection with id {cid} in {self.url}: list them with status")
         return int(row[0])
 
+    def drop_collection(self, cid: int) -> None:
+        """Delete the collection, its rows and its vector index in one transaction (ids
+        come from an identity sequence, so the id is never reused)."""
+        with self._transaction() as conn:
+            found = conn.execute(
+                "SELECT 1 FROM knowhub.collections WHERE id = %s FOR UPDATE", (cid,)
+            ).fetchone()
+            if found is None:
+                return
+            for table in ("chunks", "documents", "faq"):
+                conn.execute(
+                    f"DELETE FROM knowhub.{table} WHERE collection_id = %s".encode(), (cid,)
+                )
+            conn.execute("DELETE FROM knowhub.collections WHERE id = %s", (cid,))
+            # Last: dropping an index locks the whole chunks table until the commit.
+            conn.execute(f"DROP INDEX IF EXISTS knowhub.chunks_hnsw_{int(cid)}".encode())
+
+    # -- metadata ------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        row = self._one("SELECT value FROM knowhub.meta WHERE key = %s", (checked_meta_key(key),))
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str | None, expected: str | None) -> bool:
+        """Compare-and-set ``key`` in one statement: a concurrent writer's committed change
+        makes its condition false (PostgreSQL re-checks the updated row), so it returns False."""
+        key = checked_meta_key(key)
+        with self._transaction() as conn:
+            if expected is None and value is None:
+                absent = conn.execute("SELECT 1 FROM knowhub.meta WHERE key = %s", (key,))
+                return absent.fetchone() is None
+            if expected is None:
+                cur = conn.execute(
+                    "INSERT INTO knowhub.meta(key, value) VALUES (%s, %s) "
+                    "ON CONFLICT (key) DO NOTHING",
+                    (key, value),
+                )
+            elif value is None:
+                cur = conn.execute(
+                    "DELETE FROM knowhub.meta WHERE key = %s AND value = %s", (key, expected)
+                )
+            else:
+                cur = conn.execute(
+                    "UPDATE knowhub.meta SET value = %s WHERE key = %s AND value = %s",
+                    (value, key, expected),
+                )
+            return cur.rowcount == 1
+
     # -- documents ---------------------------------------------------------------
 
     def record(self, cid: int, path: str) -> DocumentRecord | None:
@@ -382,29 +431,35 @@ class PostgresStore:
             return []
         where, params = _filter_sql(filters)
         params.update(
-            cid=cid, limit=limit, terms=terms, queries=[_lexeme(t) for t in terms],
-            any=" | ".join(_lexeme(t) for t in terms), k1=_K1, b=_B,
+            cid=cid, limit=limit, terms=terms, any=" | ".join(_lexeme(t) for t in terms),
+            k1=_K1, b=_B,
         )  # fmt: skip
+        # Filters apply after the statistics: FTS5 counts every row of the collection.
+        filtered = (
+            f"JOIN knowhub.chunks k ON k.id = h.id "
+            f"JOIN knowhub.documents d ON d.id = k.document_id WHERE true{where} "
+            if where
+            else ""
+        )
         rows = self._all(
-            # stats: N and avgdl; q: each term's idf from the rows holding it (FTS5's
-            # nHit); m: the matching rows, filtered before the limit; tf = positions.
-            "WITH stats AS (SELECT c.chunks::float8 AS n, "
+            # h: one row per (matching chunk, query term in it) with the term's frequency
+            # (positions); setweight+ts_filter keep just the query's lexemes in C, where
+            # unnesting whole tsvectors cost seconds. q: each term's idf from the number
+            # of rows holding it (FTS5's nHit), counted from h itself.
+            "WITH stats AS MATERIALIZED (SELECT c.chunks::float8 AS n, "
             "  greatest(c.terms::float8 / greatest(c.chunks, 1), 1e-9) AS avgdl "
             "  FROM knowhub.collections c WHERE c.id = %(cid)s), "
-            "q AS (SELECT u.term, greatest(ln(greatest((s.n - h.hits + 0.5) / (h.hits + 0.5), "
-            "  1e-12)), 1e-6) AS idf "
-            "  FROM unnest(%(terms)s::text[], %(queries)s::tsquery[]) AS u(term, query) "
-            "  CROSS JOIN stats s CROSS JOIN LATERAL (SELECT count(*) AS hits "
-            "  FROM knowhub.chunks k WHERE k.collection_id = %(cid)s AND k.terms @@ u.query) h), "
-            "m AS (SELECT k.id, k.terms, k.n_terms FROM knowhub.chunks k "
-            "  JOIN knowhub.documents d ON d.id = k.document_id "
-            f"  WHERE k.collection_id = %(cid)s AND k.terms @@ %(any)s::tsquery{where}) "
-            "SELECT m.id, sum(q.idf * cardinality(l.positions) * (%(k1)s + 1) / "
-            "  (cardinality(l.positions) + %(k1)s * (1 - %(b)s + %(b)s * m.n_terms / s.avgdl))) "
-            "  AS score "
-            "FROM m CROSS JOIN stats s CROSS JOIN LATERAL unnest(m.terms) l "
-            "JOIN q ON q.term = l.lexeme "
-            "GROUP BY m.id ORDER BY score DESC, m.id LIMIT %(limit)s",
+            "h AS MATERIALIZED (SELECT k.id, k.n_terms, l.lexeme, "
+            "  cardinality(l.positions) AS tf FROM knowhub.chunks k CROSS JOIN LATERAL "
+            "  unnest(ts_filter(setweight(k.terms, 'A', %(terms)s::text[]), '{a}')) l "
+            "  WHERE k.collection_id = %(cid)s AND k.terms @@ %(any)s::tsquery), "
+            "q AS MATERIALIZED (SELECT h.lexeme, greatest(ln(greatest((s.n - count(*) + 0.5) "
+            "  / (count(*) + 0.5), 1e-12)), 1e-6) AS idf FROM h CROSS JOIN stats s "
+            "  GROUP BY h.lexeme, s.n) "
+            "SELECT h.id, sum(q.idf * h.tf * (%(k1)s + 1) / "
+            "  (h.tf + %(k1)s * (1 - %(b)s + %(b)s * h.n_terms / s.avgdl))) AS score "
+            "FROM h JOIN q ON q.lexeme = h.lexeme CROSS JOIN stats s "
+            f"{filtered}GROUP BY h.id ORDER BY score DESC, h.id LIMIT %(limit)s",
             params,
         )
         return [(int(rowid), float(score)) for rowid, score in rows]

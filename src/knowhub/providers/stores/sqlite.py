@@ -30,6 +30,7 @@ from knowhub.providers.stores.base import (
     Orphan,
     Store,
     StoredChunk,
+    checked_meta_key,
     checked_vectors,
 )
 from knowhub.providers.stores.schema import ADDITIONS, SCHEMA, SCHEMA_VERSION, fts_table
@@ -126,8 +127,8 @@ class SQLiteStore:
             return int(row[0])
         with self.transaction() as db:
             cur = db.execute(
-                "INSERT INTO collections(name, embedder, dim, created_at) "
-                "VALUES (?, ?, ?, strftime('%Y-%m-%dT%H:%M:%SZ','now'))",
+                "INSERT INTO collections(id, name, embedder, dim, created_at) "
+                f"VALUES ({_NEXT_COLLECTION_ID}, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%SZ','now'))",
                 (name, embedder, dim),
             )
             cid = int(cur.lastrowid or 0)
@@ -170,6 +171,53 @@ class SQLiteStore:
             "SELECT version FROM collections WHERE id = ?", (cid,)
         ).fetchone()
         return int(version)
+
+    def drop_collection(self, cid: int) -> None:
+        """Delete the collection, its rows and its FTS table in one transaction."""
+        with self._lock, self.transaction() as db:
+            self._drop(db, cid)
+
+    def _drop(self, db: sqlite3.Connection, cid: int) -> bool:
+        """:meth:`drop_collection` inside the caller's transaction; False if unknown."""
+        if db.execute("SELECT 1 FROM collections WHERE id = ?", (cid,)).fetchone() is None:
+            return False
+        db.execute(f"DROP TABLE IF EXISTS {fts_table(cid)}")
+        for table in ("chunks", "documents", "faq"):
+            db.execute(f"DELETE FROM {table} WHERE collection_id = ?", (cid,))
+        db.execute("DELETE FROM collections WHERE id = ?", (cid,))
+        db.execute(
+            "INSERT INTO meta(key, value) VALUES ('dropped_collection_id', ?) "
+            "ON CONFLICT(key) DO UPDATE SET "
+            "value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
+            (cid,),
+        )
+        self._matrices.pop(cid, None)
+        return True
+
+    # -- metadata --------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        row = self._db.execute(
+            "SELECT value FROM meta WHERE key = ?", (checked_meta_key(key),)
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str | None, expected: str | None) -> bool:
+        """Compare-and-set ``key`` inside one write transaction (other writers wait)."""
+        key = checked_meta_key(key)
+        with self._lock, self.transaction() as db:
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            if (None if row is None else row[0]) != expected:
+                return False
+            if value is None:
+                db.execute("DELETE FROM meta WHERE key = ?", (key,))
+            else:
+                db.execute(
+                    "INSERT INTO meta(key, value) VALUES (?, ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    (key, value),
+                )
+        return True
 
     # -- documents ---------------------------------------------------------------
 
@@ -519,6 +567,12 @@ _ORPHAN_CHUNKS = (
 _ORPHAN_FTS = (
     "SELECT f.rowid FROM {fts} f LEFT JOIN chunks k ON k.id = f.rowid AND k.collection_id = ? "
     "WHERE k.id IS NULL"
+)
+# SQLite hands a deleted row's id out again; a dropped collection's must never be, since
+# dense matrices (here and in other processes) and result caches are keyed by (id, version).
+_NEXT_COLLECTION_ID = (
+    "(SELECT max(coalesce((SELECT max(id) FROM collections), 0), coalesce((SELECT "
+    "CAST(value AS INTEGER) FROM meta WHERE key = 'dropped_collection_id'), 0)) + 1)"
 )
 # A filtered dense search rereads while writes land between its two queries; this many
 # collisions in a row mean something writes without pause, and an error beats a torn read.

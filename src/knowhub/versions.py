@@ -1,0 +1,245 @@
+"""Knowledge-base versions: a collection answered from one of its builds at a time.
+
+A collection ``C`` has numbered versions. Version 1 is the store collection named ``C``, so
+an index built before versions existed needs no migration; version n ≥ 2 is the store
+collection ``C@vN``, a name no user can type (``@`` is not allowed in collection names), so
+it never clashes with one of theirs. Every interface takes ``C``, and each request reads
+which version is active (:func:`resolve_target`): switching is one write of the record, and a
+request in flight finishes on the version it started on.
+
+The record of ``C`` is JSON kept in the store itself, under the meta key ``versions:C``, so
+it holds for every backend and for every process or host sharing the store. It is only
+ever changed by compare-and-set (:func:`update`), so two processes changing it at once
+(a build finishing while someone activates) never lose either change.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from knowhub.config import ChunkingSettings, EmbedderSettings, Settings
+from knowhub.errors import QueryError, StoreError
+from knowhub.providers.stores.base import CollectionInfo, Store
+from knowhub.validate import VERSION_SEPARATOR, logical_name
+
+__all__ = [
+    "BUILDING",
+    "FAILED",
+    "READY",
+    "CollectionView",
+    "Target",
+    "Version",
+    "VersionSet",
+    "collection_views",
+    "embedder_spec",
+    "physical_name",
+    "read_versions",
+    "resolve_target",
+    "update",
+    "utc_now",
+    "version_settings",
+]
+
+BUILDING, READY, FAILED = "building", "ready", "failed"
+# Compare-and-set rounds before giving up: each lost round means another writer changed
+# the record in the instant between our read and our write.
+_CAS_TRIES = 50
+
+
+def physical_name(collection: str, number: int) -> str:
+    """The store collection holding version ``number`` of ``collection``."""
+    return collection if number == 1 else f"{collection}{VERSION_SEPARATOR}{number}"
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class Version:
+    """One build of a collection.
+
+    ``embedder`` (the provider and its options, see :func:`embedder_spec`) and ``chunking``
+    rebuild what wrote it, so queries and ingests into this version use them whatever is
+    configured today; None means "as configured" (a version 1 recorded before anyone
+    pinned it). ``embedder_id``/``dim`` are what the store recorded for its vectors.
+    """
+
+    number: int
+    physical: str
+    embedder_id: str
+    dim: int
+    embedder: dict[str, Any] | None
+    chunking: dict[str, Any] | None
+    created_at: str
+    state: str = READY
+    gate: dict[str, Any] | None = None
+
+    @property
+    def chunk_size(self) -> int | None:
+        return None if self.chunking is None else int(self.chunking["size"])
+
+
+@dataclass(frozen=True)
+class VersionSet:
+    """Every version of one collection, which one is active and which was before it."""
+
+    collection: str
+    versions: tuple[Version, ...]
+    active: int
+    previous: int | None = None
+
+    def get(self, number: int) -> Version:
+        for version in self.versions:
+            if version.number == number:
+                return version
+        known = ", ".join(str(v.number) for v in self.versions)
+        raise QueryError(
+            f"collection {self.collection!r} has no version {number} (known: {known}); "
+            f"list them with `knowhub versions list --collection {self.collection}`"
+        )
+
+    def put(self, version: Version) -> VersionSet:
+        """This set with ``version`` added, or replacing the one of the same number."""
+        others = tuple(v for v in self.versions if v.number != version.number)
+        ordered = tuple(sorted((*others, version), key=lambda v: v.number))
+        return replace(self, versions=ordered)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> VersionSet:
+        data = json.loads(text)
+        versions = tuple(Version(**v) for v in data.pop("versions"))
+        return cls(versions=versions, **data)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What one request on a collection reads or writes: a version and its store collection.
+
+    ``version`` is None for a collection that has no versions record (version 1, built and
+    used with the configured embedder and chunking).
+    """
+
+    collection: str
+    number: int
+    physical: str
+    version: Version | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """The trace's ``kb_version``: the collection, the version and its store collection."""
+        return {"collection": self.collection, "version": self.number, "physical": self.physical}
+
+
+@dataclass(frozen=True)
+class CollectionView(CollectionInfo):
+    """A collection as users see it: its active version's contents under its own name.
+
+    ``version`` (inherited) is the active version's write counter; ``active_version`` the
+    number of the version answering, of ``versions`` built.
+    """
+
+    active_version: int = 1
+    versions: int = 1
+
+
+def _meta_key(collection: str) -> str:
+    return f"versions:{collection}"
+
+
+def read_versions(store: Store, collection: str) -> VersionSet | None:
+    """The collection's record, or None when it never had a second version."""
+    raw = store.get_meta(_meta_key(collection))
+    return None if raw is None else _parse(raw, collection)
+
+
+def resolve_target(store: Store, collection: str, number: int | None = None) -> Target:
+    """The active version of ``collection`` (or version ``number``), read now."""
+    return _target(read_versions(store, collection), collection, number)
+
+
+def _target(record: VersionSet | None, collection: str, number: int | None) -> Target:
+    if record is None:
+        if number not in (None, 1):
+            raise QueryError(
+                f"collection {collection!r} has no version {number} (known: 1); build one "
+                f"with `knowhub versions build --collection {collection}`"
+            )
+        return Target(collection, 1, collection)
+    version = record.get(record.active if number is None else number)
+    return Target(collection, version.number, version.physical, version)
+
+
+def update(
+    store: Store, collection: str, change: Callable[[VersionSet | None], VersionSet]
+) -> VersionSet:
+    """Apply ``change`` to the collection's record atomically, retrying while other
+    writers get there first; ``change`` may run more than once and must only compute."""
+    key = _meta_key(collection)
+    for _ in range(_CAS_TRIES):
+        raw = store.get_meta(key)
+        changed = change(None if raw is None else _parse(raw, collection))
+        if store.set_meta(key, changed.to_json(), raw):
+            return changed
+    raise StoreError(
+        f"the versions record of {collection!r} changed during each of {_CAS_TRIES} tries: "
+        "another process keeps writing it; retry"
+    )
+
+
+def collection_views(store: Store) -> list[CollectionView]:
+    """Each collection once, under its own name, showing its active version."""
+    infos = {info.name: info for info in store.collections()}
+    views = []
+    for name in sorted({logical_name(n) for n in infos}):
+        record = read_versions(store, name)
+        target = _target(record, name, None)
+        info = infos.get(target.physical)
+        if info is None:  # only while a forced activation points at an unbuilt version
+            continue
+        fields = {**vars(info), "name": name}
+        count = len(record.versions) if record else 1
+        views.append(CollectionView(**fields, active_version=target.number, versions=count))
+    return views
+
+
+def embedder_spec(settings: Settings) -> dict[str, Any]:
+    """The configured embedder as a version records it: its provider and that provider's
+    options (``embedder.workers`` is how fast to build, not what is built, so left out)."""
+    options = settings.embedder
+    spec: dict[str, Any] = {"provider": options.provider}
+    section = getattr(options, options.provider.replace("-", "_"), None)
+    if isinstance(section, BaseModel):  # a plugin provider has no options section
+        spec[options.provider.replace("-", "_")] = section.model_dump(mode="json")
+    return spec
+
+
+def version_settings(settings: Settings, version: Version | None) -> Settings:
+    """``settings`` with the embedder and chunking ``version`` was built with."""
+    if version is None or (version.embedder is None and version.chunking is None):
+        return settings
+    changes: dict[str, Any] = {}
+    if version.embedder is not None:
+        merged = {**settings.embedder.model_dump(), **version.embedder}
+        changes["embedder"] = EmbedderSettings.model_validate(merged)
+    if version.chunking is not None:
+        changes["chunking"] = ChunkingSettings.model_validate(version.chunking)
+    return settings.model_copy(update=changes)
+
+
+def _parse(raw: str, collection: str) -> VersionSet:
+    try:
+        return VersionSet.from_json(raw)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise StoreError(
+            f"the versions record of {collection!r} is unreadable ({exc}): restore the store "
+            "from a backup"
+        ) from exc
