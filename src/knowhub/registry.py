@@ -26,6 +26,8 @@ _BUILTINS: dict[tuple[str, str], str] = {
     ("embedder", "hashing"): "knowhub.providers.embedders.hashing:create",
     ("store", "sqlite"): "knowhub.providers.stores.sqlite:create",
     ("store", "postgres"): "knowhub.providers.stores.postgres:create",
+    ("store", "milvus"): "knowhub.providers.stores.milvus:create",
+    ("store", "chroma"): "knowhub.providers.stores.chroma:create",
     ("reranker", "none"): "knowhub.providers.rerankers.base:disabled",
     ("reranker", "cross-encoder"): "knowhub.providers.rerankers.cross_encoder:create",
     ("reranker", "http"): "knowhub.providers.rerankers.http:create",

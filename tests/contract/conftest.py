@@ -24,9 +24,14 @@ from knowhub.ingest.embed import cache_key
 from knowhub.lang import detect_language, index_tokens
 from knowhub.models import Chunk, DocumentRecord
 from knowhub.providers.embedders.base import Vectors
+from knowhub.providers.stores import chroma, milvus
 from knowhub.providers.stores.base import Store
 from knowhub.providers.stores.postgres import PostgresStore
 from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
+from tests.chroma_server import shared_server as shared_chroma_server
+from tests.chroma_server import unique_prefix
+from tests.helpers import fast_settings
+from tests.milvus_server import shared_server as shared_milvus_server
 from tests.pg_server import shared_server
 
 Opener = Callable[[], Store]
@@ -57,6 +62,55 @@ def _postgres(tmp_path: Path) -> Opener:
     return opener
 
 
+def _milvus(tmp_path: Path) -> Opener:
+    # milvus-lite in the test's own data dir: every opener() call in this process shares
+    # its in-process server (counted, so closing the last store stops it).
+    settings = fast_settings(tmp_path / "store", **{"store.provider": "milvus"})
+
+    def opener() -> Store:
+        return milvus.create(settings)
+
+    return opener
+
+
+def _milvus_server(tmp_path: Path) -> Opener:
+    # The session's Milvus server (milvus-lite's, or the real one KNOWHUB_TEST_MILVUS_URI
+    # names); the test's catalog names Milvus collections of its own.
+    settings = shared_milvus_server().settings(tmp_path / "store")
+
+    def opener() -> Store:
+        return milvus.create(settings)
+
+    return opener
+
+
+def _chroma(tmp_path: Path) -> Opener:
+    # Chroma's persistent client in the test's own data dir: the stores this process opens
+    # on it share one client (and its one-process lock).
+    settings = fast_settings(tmp_path / "store", **{"store.provider": "chroma"})
+
+    def opener() -> Store:
+        return chroma.create(settings)
+
+    return opener
+
+
+def _chroma_http(tmp_path: Path) -> Opener:
+    # The session's `chroma run` server (started lazily by the first such test; its failure
+    # to start fails the test), under collection names of this test's own.
+    server = shared_chroma_server()
+    settings = fast_settings(
+        tmp_path / "store",
+        **{"store.provider": "chroma", "store.chroma.host": server.host,
+           "store.chroma.port": server.port, "store.chroma.prefix": unique_prefix()},
+    )  # fmt: skip
+
+    def opener() -> Store:
+        return chroma.create(settings)
+
+    return opener
+
+
 # Adding a backend is one entry here: a factory that, for one test's ``tmp_path``, returns
 # an opener of a fresh, empty location every call of which reaches the same data, e.g.
 #     "postgres": _postgres,  # opener connects to a database/schema named after tmp_path
@@ -65,6 +119,10 @@ def _postgres(tmp_path: Path) -> Opener:
 BACKENDS: dict[str, BackendFactory] = {
     "sqlite": _sqlite,
     "postgres": _postgres,
+    "milvus": _milvus,
+    "milvus-server": _milvus_server,
+    "chroma": _chroma,
+    "chroma-http": _chroma_http,
 }
 
 
@@ -73,6 +131,10 @@ def store_factory(request: pytest.FixtureRequest) -> BackendFactory:
     """The backend under test, as a ``(tmp_path) -> opener`` factory."""
     if request.param == "postgres":
         request.getfixturevalue("pg_server")  # stops the shared server when the session ends
+    if request.param == "chroma-http":
+        request.getfixturevalue("chroma_server")  # the same, for the Chroma server
+    if request.param == "milvus-server":
+        request.getfixturevalue("milvus_server")  # the same, for the Milvus server
     factory: BackendFactory = BACKENDS[request.param]
     return factory
 

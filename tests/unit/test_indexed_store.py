@@ -7,10 +7,11 @@ next write must clean up what the interrupted one left in the index."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +48,7 @@ class MemoryIndex:
         self.spaces.setdefault(space, {})
 
     def drop(self, space: str) -> None:
+        self._check("drop")
         self.spaces.pop(space, None)
 
     def upsert(self, space: str, rows: Sequence[IndexRow], vectors: Vectors) -> None:
@@ -177,6 +179,22 @@ def test_a_failed_delete_after_the_commit_is_retried_by_the_next_write(
     assert _journal(store) == []
 
 
+def test_a_drop_interrupted_before_the_index_drop_is_finished_by_the_next_write(
+    store: IndexedStore, index: MemoryIndex
+) -> None:
+    cid = store.ensure_collection("old", EMBEDDER, DIM)
+    put(store, cid, make_doc("a.md", ["text"], vectors=[axis(0)]))
+    index.fail = "drop"
+    with pytest.raises(IndexDownError):
+        store.drop_collection(cid)
+    assert store.collection_id("old") is None  # the catalog's drop committed
+    assert store.space(cid) in index.spaces and [op for op, _ in _journal(store)] == ["drop"]
+    other = store.ensure_collection("new", EMBEDDER, DIM)
+    put(store, other, make_doc("b.md", ["text"], vectors=[axis(1)]))
+    assert store.space(cid) not in index.spaces
+    assert _journal(store) == []
+
+
 def test_row_ids_are_never_reused(store: IndexedStore) -> None:
     cid = store.ensure_collection("docs", EMBEDDER, DIM)
     seen: set[int] = set()
@@ -247,3 +265,64 @@ def test_filters_match_what_the_sqlite_store_matches(tmp_path: Path) -> None:
             for r, _ in indexed.dense_search(cids[1], axis(0), 90, filters)
         }
         assert got == expected, filters
+
+
+class RacingIndex(MemoryIndex):
+    """Runs ``after_search`` once, right after its next dense search read the index."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.after_search: Callable[[], object] | None = None
+
+    def dense_search(
+        self, space: str, query: Vectors, limit: int, groups: Sequence[Sequence[str]]
+    ) -> list[tuple[int, float]]:
+        found = super().dense_search(space, query, limit, groups)
+        action, self.after_search = self.after_search, None
+        if action is not None:
+            action()
+        return found
+
+
+def test_a_replace_committed_between_the_search_and_its_check_is_searched_again(
+    tmp_path: Path,
+) -> None:
+    """The search read the old rows, then another connection replaced the document before
+    the catalog check: checked alone, the result would hold neither version."""
+    index = RacingIndex()
+    reader = IndexedStore(tmp_path / "catalog.sqlite3", index, "kh_")
+    writer = IndexedStore(tmp_path / "catalog.sqlite3", index, "kh_")
+    cid = writer.ensure_collection("docs", EMBEDDER, DIM)
+    put(writer, cid, make_doc("a.md", ["old text"], vectors=[axis(0)]))
+    new = make_doc("a.md", ["new text"], vectors=[axis(0)], revision=1)
+    index.after_search = lambda: put(writer, cid, new)
+    found = reader.dense_search(cid, axis(0), 5, {})
+    assert [reader.hits([r])[r].text for r, _ in found] == ["new text"]
+
+
+def test_a_search_outpaced_by_writes_finally_runs_between_two_of_them(tmp_path: Path) -> None:
+    """Every search is followed by another replace, as beside an ingest faster than the
+    index searches: after a few tries the store searches holding the writers' lock."""
+    index = RacingIndex()
+    reader = IndexedStore(tmp_path / "catalog.sqlite3", index, "kh_")
+    writer = IndexedStore(tmp_path / "catalog.sqlite3", index, "kh_")
+    cid = writer.ensure_collection("docs", EMBEDDER, DIM)
+    put(writer, cid, make_doc("a.md", ["text r0"], vectors=[axis(0)]))
+    revisions = [0]
+
+    def replace_unless_locked() -> None:
+        with reader._lock_file.open("a+") as handle:
+            try:  # held by the reader: a write would wait for it (here, forever)
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return
+            fcntl.flock(handle, fcntl.LOCK_UN)
+        revisions.append(revisions[-1] + 1)
+        r = revisions[-1]
+        put(writer, cid, make_doc("a.md", [f"text r{r}"], vectors=[axis(0)], revision=r))
+        index.after_search = replace_unless_locked
+
+    index.after_search = replace_unless_locked
+    found = reader.dense_search(cid, axis(0), 5, {})
+    assert [reader.hits([r])[r].text for r, _ in found] == [f"text r{revisions[-1]}"]
+    assert len(revisions) > 2, "the writes did not outpace the search"

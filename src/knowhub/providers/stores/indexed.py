@@ -28,7 +28,7 @@ import logging
 import secrets
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -47,6 +47,10 @@ from knowhub.providers.stores.vector_index import (
 __all__ = ["IndexedStore"]
 
 log = logging.getLogger("knowhub.store")
+
+# A search rereads while writes commit between its index search and its catalog check;
+# after this many collisions in a row it takes the writers' lock for one more try.
+_TORN_READ_RETRIES = 3
 
 _JOURNAL = """CREATE TABLE IF NOT EXISTS index_journal(
     id INTEGER PRIMARY KEY,
@@ -92,6 +96,18 @@ class IndexedStore(SQLiteStore):
             self._created.add(cid)
         return cid
 
+    def drop_collection(self, cid: int) -> None:
+        """The catalog's drop, journaled in its transaction, then the index space's (a
+        process killed in between leaves the journal entry: the next write drops it)."""
+        with self._writing():
+            with self._lock, self.transaction() as db:
+                entry = self._journal(db, cid, "drop", []) if self._drop(db, cid) else None
+            self._created.discard(cid)
+            if entry is not None:
+                self.index.drop(self.space(cid))
+                with self._lock, self.transaction() as db:
+                    db.execute("DELETE FROM index_journal WHERE id = ?", (entry,))
+
     def replace_document(
         self,
         cid: int,
@@ -136,10 +152,16 @@ class IndexedStore(SQLiteStore):
     @contextmanager
     def _writing(self) -> Iterator[None]:
         """One writer at a time across threads and processes, after a journal replay."""
+        with self._writers_lock():
+            self._replay()
+            yield
+
+    @contextmanager
+    def _writers_lock(self) -> Iterator[None]:
+        """The writers' lock (threads and processes): no write commits while it is held."""
         with self._writer, self._lock_file.open("a+") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
-                self._replay()
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
@@ -179,12 +201,15 @@ class IndexedStore(SQLiteStore):
     def _replay(self) -> None:
         """Delete the rows of every journal entry left by an interrupted write."""
         entries = self._db.execute(
-            "SELECT id, collection_id, ids FROM index_journal ORDER BY id"
+            "SELECT id, collection_id, op, ids FROM index_journal ORDER BY id"
         ).fetchall()
-        for entry, cid, ids in entries:
+        for entry, cid, op, ids in entries:
             log.info("%s: cleaning up after an interrupted write (%s)", self.index.name, entry)
             try:
-                self.index.delete(self.space(int(cid)), json.loads(ids))
+                if op == "drop":
+                    self.index.drop(self.space(int(cid)))
+                else:
+                    self.index.delete(self.space(int(cid)), json.loads(ids))
             except Exception as exc:
                 raise StoreError(
                     f"{self.index.name} is unreachable ({exc}): writes wait for it; check "
@@ -198,10 +223,10 @@ class IndexedStore(SQLiteStore):
     def dense_search(
         self, cid: int, query: Vectors, limit: int, filters: Filters
     ) -> list[tuple[int, float]]:
-        found = self.index.dense_search(
-            self.space(cid), query, limit + self._in_flight(cid), filter_groups(filters)
+        groups = filter_groups(filters)
+        return self._consistent(
+            cid, limit, lambda n: self.index.dense_search(self.space(cid), query, n, groups)
         )
-        return self._live(cid, found)[:limit]
 
     def lexical_search(
         self, cid: int, tokens: Sequence[str], limit: int, filters: Filters
@@ -210,10 +235,35 @@ class IndexedStore(SQLiteStore):
             return super().lexical_search(cid, tokens, limit, filters)
         if not tokens:
             return []
-        found = self.index.lexical_search(
-            self.space(cid), tokens, limit + self._in_flight(cid), filter_groups(filters)
+        groups = filter_groups(filters)
+        return self._consistent(
+            cid, limit, lambda n: self.index.lexical_search(self.space(cid), tokens, n, groups)
         )
-        return self._live(cid, found)[:limit]
+
+    def _consistent(
+        self, cid: int, limit: int, search: Callable[[int], list[tuple[int, float]]]
+    ) -> list[tuple[int, float]]:
+        """``search(n)``'s live results, index and catalog read at one catalog version.
+
+        The index search and the live check are two reads: a document replaced between
+        them (its new rows written to the index after the search, the catalog committed
+        before the check) would show neither version. The version only grows, so when it
+        is the same before the search and after the check, no commit came between. Writes
+        landing faster than a search runs (an ingest beside a slow index) would keep it
+        retrying, so it finally searches holding the writers' lock, between two writes."""
+        for _ in range(_TORN_READ_RETRIES):
+            version = self._version_or_none(cid)
+            found = search(limit + self._in_flight(cid))
+            live = self._live(cid, found)
+            if self._version_or_none(cid) == version:
+                return live[:limit]
+        with self._writers_lock():
+            return self._live(cid, search(limit + self._in_flight(cid)))[:limit]
+
+    def _version_or_none(self, cid: int) -> int | None:
+        """The collection's version; None once it is dropped (searches then find nothing)."""
+        row = self._db.execute("SELECT version FROM collections WHERE id = ?", (cid,)).fetchone()
+        return None if row is None else int(row[0])
 
     def _in_flight(self, cid: int) -> int:
         """Rows the index may hold that the catalog does not: searches fetch this many more.

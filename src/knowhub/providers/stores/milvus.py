@@ -1,0 +1,622 @@
+"""The Milvus store: a SQLite catalog, with vectors and BM25 served by Milvus.
+
+Switched on with ``store: {provider: milvus}`` (milvus-lite, embedded in this process, in
+``DATA_DIR/milvus.db``) or ``store: {provider: milvus, milvus: {uri: http://host:19530}}``
+(a Milvus server or cluster). :class:`~knowhub.providers.stores.indexed.IndexedStore`
+keeps documents, chunk text and a copy of every vector in ``DATA_DIR/knowhub-milvus.sqlite3``
+and decides which rows exist; :class:`MilvusIndex` holds one Milvus collection per knowhub
+collection and runs both search legs, filters inside each:
+
+* ``vector``: the chunk's L2-normalised embedding, searched by COSINE similarity. milvus-lite
+  searches it exactly (FLAT: an embedded index stays small, and an exact scan keeps its
+  rankings those of the SQLite store); a server builds HNSW, which Milvus only applies to
+  sealed segments large enough to need it (it scans small and growing ones exactly).
+* ``tokens``: knowhub's own per-language terms (jieba, Snowball, bigrams), space-separated.
+  A Milvus BM25 function turns them into the ``sparse`` field, the lexical leg. The analyzer
+  must not re-tokenize them: a server splits on whitespace only; milvus-lite has no such
+  tokenizer, so it gets its ``standard`` one (``\\w+``, lower-cased), and any term that one
+  would split or fold is spelled as hex first (:func:`_lexical_text`), one word to both.
+* ``terms``: the :func:`~knowhub.providers.stores.vector_index.filter_terms` of the chunk,
+  matched with ``array_contains_any`` per filter group, the groups ANDed.
+
+Every request reads at consistency level Strong, so a write is visible to the next search.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import logging
+import re
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from knowhub.config import Settings
+from knowhub.errors import ConfigError, StoreError
+from knowhub.providers.embedders.base import Vectors
+from knowhub.providers.stores.base import Store
+from knowhub.providers.stores.indexed import IndexedStore
+from knowhub.providers.stores.vector_index import IndexRow
+
+__all__ = ["CATALOG_NAME", "LITE_NAME", "MilvusIndex", "create"]
+
+CATALOG_NAME = "knowhub-milvus.sqlite3"  # beside, never instead of, the SQLite store's file
+LITE_NAME = "milvus.db"  # a folder: pymilvus starts milvus-lite for a URI ending in .db
+
+log = logging.getLogger("knowhub.store")
+
+_EXTRA = "pip install 'knowhub[milvus]'"
+_PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")  # what Milvus accepts in a name
+# Milvus limits: VARCHAR bytes, elements of an ARRAY, top-k of one search.
+_MAX_VARCHAR = 65_535
+_MAX_TERMS = 4_096
+_MAX_TOPK = 16_384
+_TERM_BYTES = 512  # a longer filter term is stored (and matched) as its sha256
+_BATCH_BYTES = 8 << 20  # gRPC messages are capped (64 MB by default on a server)
+_PAGE = 4_096  # ids per query: well under the 16,384-row result window
+# milvus-lite searches rows still in its memtable by a slow scan (a 5,000-row memtable
+# costs ~1 s per BM25 query, 60 ms once flushed), so the embedded one is flushed after this
+# many rows, behind its _Gate. A milvus-lite server (no gate: other processes search it)
+# flushes itself at 128 MB; a Milvus server seals its segments itself.
+_LITE_FLUSH_ROWS = 1_000
+# HNSW on a server: Milvus's usual build parameters; ef >= top k is required.
+_HNSW = {"M": 16, "efConstruction": 200}
+_HNSW_EF = 128
+# FTS5's bm25() constants (the SQLite store), so both backends weigh terms alike.
+_BM25 = {"bm25_k1": 1.2, "bm25_b": 0.75}
+_PLAIN = re.compile(r"[^\W_]+")  # a term milvus-lite's \w+ tokenizer keeps whole
+
+
+class _Gate:
+    """Searches share it, writes take it alone (writers first, so searches cannot starve
+    them). milvus-lite empties its memtable before the segment it flushes becomes visible,
+    so a search running during a flush (and any write may flush) misses those rows; all
+    its clients live in one process, so a lock in this process closes that window."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._readers = 0
+        self._writers = 0  # waiting or writing
+        self._writing = False
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._changed:
+            self._changed.wait_for(lambda: not self._writers)
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._readers -= 1
+                self._changed.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._changed:
+            self._writers += 1
+            self._changed.wait_for(lambda: not self._readers and not self._writing)
+            self._writing = True
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._writing = False
+                self._writers -= 1
+                self._changed.notify_all()
+
+
+class MilvusIndex:
+    """Chunk vectors, BM25 and filter terms in Milvus: one collection per space."""
+
+    name = "milvus"
+    lexical = True
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        lite: bool,
+        gate: _Gate | None = None,
+        on_close: Callable[[], None] | None = None,
+    ) -> None:
+        """``client``: a connected ``MilvusClient``; ``lite``: it talks to milvus-lite;
+        ``gate``: shared by every index of one embedded milvus-lite (none for a server);
+        ``on_close``: called once when the index closes (releases a milvus-lite server)."""
+        self._client = client
+        self._lite = lite
+        self._gate = gate
+        self._on_close = on_close
+        self._closed = False
+        self._loaded: set[str] = set()  # spaces known to exist and loaded for search
+        self._unflushed: dict[str, int] = {}
+        self._flush_lock = threading.Lock()
+
+    # -- spaces --------------------------------------------------------------------------
+
+    def create(self, space: str, dim: int) -> None:
+        if self._exists(space):
+            return
+        pymilvus = _pymilvus()
+        with self._rpc(f"creating collection {space}"):
+            schema = self._client.create_schema(auto_id=False, enable_dynamic_field=False)
+            self._add_fields(pymilvus, schema, dim)
+            self._client.create_collection(space, schema=schema, consistency_level="Strong")
+            # milvus-lite indexes synchronously; waiting would only poll (0.5 s a round).
+            self._client.create_index(space, self._index_params(), sync=not self._lite)
+            self._client.load_collection(space)
+        self._loaded.add(space)
+
+    def _add_fields(self, pymilvus: Any, schema: Any, dim: int) -> None:
+        types = pymilvus.DataType
+        analyzer = {"tokenizer": "standard" if self._lite else "whitespace"}
+        schema.add_field("id", types.INT64, is_primary=True)
+        schema.add_field("vector", types.FLOAT_VECTOR, dim=dim)
+        schema.add_field("terms", types.ARRAY, element_type=types.VARCHAR,
+                         max_capacity=_MAX_TERMS, max_length=_TERM_BYTES)  # fmt: skip
+        schema.add_field("tokens", types.VARCHAR, max_length=_MAX_VARCHAR,
+                         enable_analyzer=True, analyzer_params=analyzer)  # fmt: skip
+        schema.add_field("sparse", types.SPARSE_FLOAT_VECTOR)
+        schema.add_function(
+            pymilvus.Function(
+                name="bm25",
+                function_type=pymilvus.FunctionType.BM25,
+                input_field_names=["tokens"],
+                output_field_names=["sparse"],
+            )
+        )
+
+    def _index_params(self) -> Any:
+        params = self._client.prepare_index_params()
+        if self._lite:
+            params.add_index("vector", index_type="FLAT", metric_type="COSINE")
+        else:
+            params.add_index("vector", index_type="HNSW", metric_type="COSINE", params=_HNSW)
+        params.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25",
+                         params=_BM25)  # fmt: skip
+        return params
+
+    def drop(self, space: str) -> None:
+        with self._rpc(f"dropping collection {space}"):
+            if self._client.has_collection(space):
+                self._client.drop_collection(space)
+        self._loaded.discard(space)
+
+    def _exists(self, space: str) -> bool:
+        """Whether the space exists, loaded for search: milvus-lite starts every collection
+        released, and a server may have released one since."""
+        self._check_open()
+        if space in self._loaded:
+            return True
+        with self._rpc(f"opening collection {space}"):
+            if not self._client.has_collection(space):
+                return False
+            self._client.load_collection(space)
+        self._loaded.add(space)
+        return True
+
+    # -- writes --------------------------------------------------------------------------
+
+    def upsert(self, space: str, rows: Sequence[IndexRow], vectors: Vectors) -> None:
+        records = [_record(row, vector) for row, vector in zip(rows, vectors, strict=True)]
+        if not self._exists(space):
+            raise StoreError(f"milvus: collection {space} does not exist: reopen the store")
+        for batch in _batches(records):
+            with self._writing(f"writing {len(batch)} rows to {space}"):
+                self._client.upsert(space, batch)
+        if self._gate is not None:  # embedded milvus-lite; see _LITE_FLUSH_ROWS
+            self._maybe_flush(space, len(records))
+
+    def _maybe_flush(self, space: str, written: int) -> None:
+        with self._flush_lock:
+            pending = self._unflushed.get(space, 0) + written
+            self._unflushed[space] = 0 if pending >= _LITE_FLUSH_ROWS else pending
+        if pending >= _LITE_FLUSH_ROWS:
+            with self._writing(f"flushing {space}"):
+                self._client.flush(space)
+
+    def delete(self, space: str, ids: Sequence[int]) -> None:
+        if not ids or not self._exists(space):
+            return
+        for start in range(0, len(ids), _PAGE):
+            part = [int(i) for i in ids[start : start + _PAGE]]
+            with self._writing(f"deleting {len(part)} rows from {space}"):
+                self._client.delete(space, ids=part)
+
+    # -- search --------------------------------------------------------------------------
+
+    def dense_search(
+        self, space: str, query: Vectors, limit: int, groups: Sequence[Sequence[str]]
+    ) -> list[tuple[int, float]]:
+        params: dict[str, Any] = {"metric_type": "COSINE"}
+        if not self._lite:
+            params["params"] = {"ef": max(_HNSW_EF, min(limit, _MAX_TOPK))}
+        return self._search(space, query, "vector", params, limit, groups)
+
+    def lexical_search(
+        self, space: str, tokens: Sequence[str], limit: int, groups: Sequence[Sequence[str]]
+    ) -> list[tuple[int, float]]:
+        if not tokens:
+            return []
+        found = self._search(
+            space, _lexical_text(tokens), "sparse", {"metric_type": "BM25"}, limit, groups
+        )
+        # A server reports the BM25 score, milvus-lite its negation (a distance): BM25 is
+        # never negative, so its magnitude is the score either way; the order is Milvus's.
+        return [(row_id, abs(distance)) for row_id, distance in found]
+
+    def _search(
+        self,
+        space: str,
+        data: Any,
+        field: str,
+        params: dict[str, Any],
+        limit: int,
+        groups: Sequence[Sequence[str]],
+    ) -> list[tuple[int, float]]:
+        expression = _filter_expression(groups)
+        if limit <= 0 or expression is None or not self._exists(space):
+            return []
+        with self._reading(f"searching {space}"):
+            results = self._client.search(
+                space, data=[data], anns_field=field, limit=min(limit, _MAX_TOPK),
+                filter=expression, search_params=params, output_fields=["id"],
+                consistency_level="Strong",
+            )  # fmt: skip
+        return [(int(hit["id"]), float(hit["distance"])) for hit in results[0]]
+
+    # -- inventory -----------------------------------------------------------------------
+
+    def ids(self, space: str) -> set[int]:
+        if not self._exists(space):
+            return set()
+        found: set[int] = set()
+        with self._reading(f"listing the rows of {space}"):
+            pages = self._client.query_iterator(space, batch_size=_PAGE, output_fields=["id"])
+            try:
+                while page := pages.next():
+                    found.update(int(row["id"]) for row in page)
+            finally:
+                pages.close()
+        return found
+
+    def present(self, space: str, ids: Sequence[int]) -> set[int]:
+        if not ids or not self._exists(space):
+            return set()
+        found: set[int] = set()
+        for start in range(0, len(ids), _PAGE):
+            part = [int(i) for i in ids[start : start + _PAGE]]
+            with self._reading(f"reading rows of {space}"):
+                rows = self._client.query(
+                    space, filter=f"id in {part}", output_fields=["id"], limit=len(part),
+                    consistency_level="Strong",
+                )  # fmt: skip
+            found.update(int(row["id"]) for row in rows)
+        return found
+
+    # -- lifetime ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._client.close()
+        finally:
+            if self._on_close is not None:
+                self._on_close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError("the milvus index is closed: open the store again")
+
+    @contextmanager
+    def _reading(self, what: str) -> Iterator[None]:
+        with self._gate.shared() if self._gate else nullcontext(), self._rpc(what):
+            yield
+
+    @contextmanager
+    def _writing(self, what: str) -> Iterator[None]:
+        with self._gate.exclusive() if self._gate else nullcontext(), self._rpc(what):
+            yield
+
+    @contextmanager
+    def _rpc(self, what: str) -> Iterator[None]:
+        """Turn pymilvus and gRPC errors into a StoreError saying what was being done."""
+        self._check_open()
+        pymilvus, grpc = _pymilvus(), _grpc()
+        try:
+            yield
+        except (pymilvus.MilvusException, grpc.RpcError) as exc:
+            raise StoreError(
+                f"milvus: {what} failed: {_reason(exc)}; check store.milvus in knowhub.yaml "
+                "and that the server runs"
+            ) from exc
+
+
+# -- rows, terms and filters -----------------------------------------------------------------
+
+
+def _record(row: IndexRow, vector: Vectors) -> dict[str, Any]:
+    """One Milvus row; a row Milvus would refuse is a StoreError before anything is written."""
+    tokens = _lexical_text(row.tokens.split())
+    if len(tokens.encode()) > _MAX_VARCHAR:
+        raise StoreError(
+            f"milvus: chunk row {row.id} has {len(tokens.encode())} bytes of lexical terms, "
+            f"over Milvus's VARCHAR limit of {_MAX_VARCHAR}: lower chunking.size"
+        )
+    if len(row.terms) > _MAX_TERMS:
+        raise StoreError(
+            f"milvus: chunk row {row.id} has {len(row.terms)} filter terms (metadata values), "
+            f"over Milvus's array limit of {_MAX_TERMS}: shorten its metadata lists"
+        )
+    terms = [_stored_term(term) for term in row.terms]
+    return {"id": row.id, "vector": vector, "terms": terms, "tokens": tokens}
+
+
+def _lexical_text(tokens: Sequence[str]) -> str:
+    """Terms joined by spaces, each one word to whitespace and ``\\w+`` tokenizers alike.
+
+    knowhub's terms are lower-case letters and digits, which pass as they are; any other
+    (an underscore, a mark, a capital: from an imported bundle, say) is written as ``_``
+    and its UTF-8 in hex, which no plain term can equal (plain terms hold no ``_``).
+    """
+    return " ".join(
+        token if _PLAIN.fullmatch(token) and token == token.lower()
+        else "_" + token.encode().hex()
+        for token in tokens
+    )  # fmt: skip
+
+
+def _stored_term(term: str) -> str:
+    """A filter term as stored and matched: itself, or its sha256 when longer than an
+    array element may be (a term always holds the key separator, a digest never does)."""
+    if len(term.encode()) <= _TERM_BYTES:
+        return term
+    return "sha256:" + hashlib.sha256(term.encode()).hexdigest()
+
+
+def _filter_expression(groups: Sequence[Sequence[str]]) -> str | None:
+    """The Milvus boolean expression of filter groups: "" for none, None when a group is
+    empty (nothing can match it)."""
+    if any(not group for group in groups):
+        return None
+    return " and ".join(
+        f"array_contains_any(terms, [{', '.join(_literal(_stored_term(t)) for t in group)}])"
+        for group in groups
+    )
+
+
+def _literal(text: str) -> str:
+    """A string literal of Milvus's expression grammar (and milvus-lite's, which knows only
+    the escapes ``\\\\ \\" \\' \\n \\r \\t``): every other character stands for itself."""
+    escaped = (
+        text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+    )
+    return f'"{escaped}"'
+
+
+def _batches(records: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    """Records in batches of at most :data:`_BATCH_BYTES` (estimated), each non-empty."""
+    batch: list[dict[str, Any]] = []
+    size = 0
+    for record in records:
+        weight = 64 + 4 * len(record["vector"]) + len(record["tokens"]) * 3
+        weight += sum(len(term) * 3 for term in record["terms"])
+        if batch and size + weight > _BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+        batch.append(record)
+        size += weight
+    if batch:
+        yield batch
+
+
+def _reason(exc: BaseException) -> str:
+    message = getattr(exc, "message", None)
+    if callable(getattr(exc, "details", None)):  # a grpc.RpcError
+        message = exc.details()  # type: ignore[attr-defined]
+    return str(message or exc)
+
+
+# -- connecting --------------------------------------------------------------------------------
+
+
+def _pymilvus() -> Any:  # untyped: pymilvus ships no annotations mypy reads
+    try:
+        import pymilvus
+    except ImportError as exc:
+        raise ConfigError(
+            f"store.provider is milvus, but pymilvus is not installed: {_EXTRA}"
+        ) from exc
+    return pymilvus
+
+
+def _server_manager() -> Any:
+    """milvus-lite's registry of the servers it runs in this process, one per folder."""
+    try:
+        from milvus_lite.server_manager import server_manager_instance
+    except ImportError as exc:
+        raise ConfigError(
+            f"store.milvus.uri is empty, which means milvus-lite, but it is not installed: "
+            f"{_EXTRA}, or set store.milvus.uri to a Milvus server"
+        ) from exc
+    return server_manager_instance
+
+
+def _grpc() -> Any:
+    import grpc  # pymilvus depends on it
+
+    return grpc
+
+
+class _QuietPymilvus(logging.Filter):
+    """Drops two pymilvus log records that only repeat what knowhub reports better: the
+    error (with traceback) it logs for every failed call, which knowhub raises as a
+    StoreError, and milvus-lite's missing iterator timestamp, which is harmless."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.funcName != "_log_rpc_error" and not record.getMessage().startswith(
+            "failed to get mvccTs"
+        )
+
+
+_quiet = _QuietPymilvus()
+
+
+def _quiet_pymilvus() -> None:
+    for name in ("pymilvus.decorators", "pymilvus.client.iterator.query_iterator"):
+        logger = logging.getLogger(name)
+        if _quiet not in logger.filters:
+            logger.addFilter(_quiet)
+
+
+class _LiteServers:
+    """milvus-lite runs as a gRPC server inside this process, started by pymilvus for a
+    ``.db`` folder and shared by every client of that folder. Counting the indexes open on
+    each folder lets the last one to close stop its server, which releases the folder's
+    lock so another process can open it; one process at a time may. The indexes of one
+    folder also share its :class:`_Gate`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users: dict[Path, int] = {}
+        self._gates: dict[Path, _Gate] = {}
+
+    def open(self, path: Path, db_name: str) -> MilvusIndex:
+        pymilvus = _pymilvus()
+        _server_manager()  # before pymilvus, whose own message names another extra
+        path = path.absolute()
+        with self._lock:
+            if not self._users.get(path):
+                _check_not_locked(path)
+            try:
+                client, _ = _connect(pymilvus, uri=str(path), db_name=db_name)
+            except pymilvus.MilvusException as exc:
+                self._stop_unused(path)
+                raise _lite_error(path, exc) from exc
+            self._users[path] = self._users.get(path, 0) + 1
+            gate = self._gates.setdefault(path, _Gate())
+        return MilvusIndex(client, lite=True, gate=gate, on_close=lambda: self._release(path))
+
+    def _release(self, path: Path) -> None:
+        with self._lock:
+            self._users[path] -= 1
+            self._stop_unused(path)
+
+    def _stop_unused(self, path: Path) -> None:
+        if not self._users.get(path):
+            self._users.pop(path, None)
+            self._gates.pop(path, None)
+            _server_manager().release_server(str(path))  # flushes, frees the lock
+
+
+_LITE = _LiteServers()
+
+
+def _check_not_locked(path: Path) -> None:
+    """Refuse a milvus-lite folder another process holds (milvus-lite takes an exclusive
+    flock on ``LOCK`` while open) before pymilvus tries and logs a traceback."""
+    lock = path / "LOCK"
+    if not lock.exists():
+        return
+    with lock.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise _locked_error(path) from exc
+        fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _locked_error(path: Path) -> StoreError:
+    return StoreError(
+        f"milvus-lite at {path} is open in another process (milvus-lite allows one process "
+        "at a time): stop it (e.g. a running `knowhub serve`), or run a Milvus server and "
+        "set store.milvus.uri"
+    )
+
+
+def _lite_error(path: Path, exc: BaseException) -> StoreError:
+    if (path / "LOCK").exists():
+        try:
+            _check_not_locked(path)
+        except StoreError as locked:
+            return locked
+    return StoreError(f"cannot open milvus-lite at {path}: {_reason(exc)}")
+
+
+def _connect(pymilvus: Any, **options: str) -> tuple[Any, bool]:
+    """A ``MilvusClient`` that has proved the server answers and ``db_name`` exists, and
+    whether the server is milvus-lite (also run as ``python -m milvus_lite server``), which
+    lacks the whitespace tokenizer and indexes synchronously."""
+    client = pymilvus.MilvusClient(**options)
+    try:
+        client.list_collections()
+        return client, str(client.get_server_version()).startswith("milvus_lite")
+    except BaseException:
+        client.close()
+        raise
+
+
+def _open_server(uri: str, token: str, db_name: str) -> MilvusIndex:
+    pymilvus = _pymilvus()
+    try:
+        client, lite = _connect(pymilvus, uri=uri, token=token, db_name=db_name)
+    except pymilvus.MilvusException as exc:
+        raise StoreError(
+            f"cannot use Milvus at {_display_uri(uri)}"
+            + (f" (database {db_name})" if db_name else "")
+            + f": {_reason(exc)}; check store.milvus.uri, token_env and db_name in "
+            "knowhub.yaml and that the server runs"
+        ) from exc
+    return MilvusIndex(client, lite=lite)
+
+
+def _display_uri(uri: str) -> str:
+    """``uri`` without a user or password it may carry."""
+    parts = urlsplit(uri)
+    if parts.password is None and parts.username is None:
+        return uri
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return parts._replace(netloc=netloc).geturl()
+
+
+def _token(settings: Settings) -> str:
+    env = settings.store.milvus.token_env
+    if not env:
+        return ""
+    token = settings.secret(env)
+    if not token:
+        raise StoreError(
+            f"store.milvus.token_env names {env}, which is not set: export the Milvus token "
+            "(user:password, or an API key) in it"
+        )
+    return token
+
+
+def create(settings: Settings) -> Store:
+    # Typed as the contract, so mypy proves IndexedStore keeps every method of it.
+    options = settings.store.milvus
+    if not _PREFIX.fullmatch(options.prefix):
+        raise StoreError(
+            f"store.milvus.prefix {options.prefix!r} is not a Milvus name: use letters, digits "
+            "and _ (not starting with a digit)"
+        )
+    data_dir = Path(settings.data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    _pymilvus()
+    _quiet_pymilvus()  # after pymilvus configured its loggers on import
+    if options.uri:
+        index = _open_server(options.uri, _token(settings), options.db_name)
+    else:
+        index = _LITE.open(data_dir / LITE_NAME, options.db_name)
+    try:
+        return IndexedStore(data_dir / CATALOG_NAME, index, options.prefix)
+    except BaseException:
+        index.close()
+        raise

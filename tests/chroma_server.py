@@ -1,0 +1,126 @@
+"""A throwaway Chroma server (``chroma run``, from the chromadb wheel) for the tests.
+
+It listens on a free 127.0.0.1 port with its data in a temporary directory, and gets
+SIGTERM when its parent dies, even by SIGKILL. One server serves a whole pytest session;
+each test names its collections with a prefix of its own (:func:`unique_prefix`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+from tests.helpers import SharedServer, free_port
+
+__all__ = [
+    "ChromaServer",
+    "die_with_parent",
+    "shared_server",
+    "stop_shared_server",
+    "unique_prefix",
+    "wait_until_up",
+]
+
+_PREFIX = "knowhub-chroma-"
+_PR_SET_PDEATHSIG = 1
+# A directory younger than this may belong to a run that is still starting up.
+_STALE_AFTER_S = 120
+
+
+def die_with_parent() -> None:
+    """``preexec_fn`` of a server: SIGTERM when the test process dies, even by SIGKILL."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _remove_stale_dirs(base: Path) -> None:
+    """Delete the data dirs of killed runs (their server died with them)."""
+    for folder in base.glob(f"{_PREFIX}*"):
+        try:
+            pid = int((folder / "server.pid").read_text())
+            alive = b"chromadb" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (OSError, ValueError):
+            alive = False
+        if not alive and time.time() - folder.stat().st_mtime > _STALE_AFTER_S:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def wait_until_up(
+    process: subprocess.Popen[bytes], url: str, log: Path, timeout: float = 60
+) -> None:
+    """Return once the server ``process`` answers at ``url`` (its heartbeat); raise if it
+    exits or stays silent past ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not _answers(f"{url}/api/v2/heartbeat"):
+        if process.poll() is not None:
+            text = log.read_text(errors="replace")
+            raise RuntimeError(f"chroma run exited {process.returncode}:\n{text}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"chroma run did not answer within {timeout} s")
+        time.sleep(0.05)
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return False
+
+
+def unique_prefix() -> str:
+    """A collection-name prefix no other test uses."""
+    return f"t{uuid.uuid4().hex[:10]}_"
+
+
+class ChromaServer:
+    """One ``chroma run`` server in a temporary directory, deleted by :meth:`stop`."""
+
+    def __init__(self) -> None:
+        base = Path(tempfile.gettempdir())
+        _remove_stale_dirs(base)
+        self.dir = Path(tempfile.mkdtemp(prefix=_PREFIX, dir=base))
+        self.host = "127.0.0.1"
+        self.port = free_port()
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 60) -> ChromaServer:
+        log_path = self.dir / "chroma.log"
+        # The `chroma` script's own entry point, run by this interpreter (any venv layout).
+        command = [sys.executable, "-c", "from chromadb.cli.cli import app; app()", "run",
+                   "--path", str(self.dir / "data"), "--host", self.host,
+                   "--port", str(self.port)]  # fmt: skip
+        with log_path.open("ab") as log:
+            self._proc = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent
+            )
+        (self.dir / "server.pid").write_text(str(self._proc.pid))
+        try:
+            wait_until_up(self._proc, f"http://{self.host}:{self.port}", log_path, timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGTERM)
+            try:
+                self._proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+_shared = SharedServer(lambda: ChromaServer().start(), ChromaServer.stop)
+shared_server = _shared.get  # the process's one server, started on first use
+stop_shared_server = _shared.stop
