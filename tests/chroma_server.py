@@ -7,7 +7,6 @@ each test names its collections with a prefix of its own (:func:`unique_prefix`)
 
 from __future__ import annotations
 
-import ctypes
 import shutil
 import signal
 import subprocess
@@ -19,11 +18,10 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-from tests.helpers import SharedServer, free_port
+from tests.helpers import SharedServer, die_with, free_port, stop_process
 
 __all__ = [
     "ChromaServer",
-    "die_with_parent",
     "shared_server",
     "stop_shared_server",
     "unique_prefix",
@@ -31,14 +29,8 @@ __all__ = [
 ]
 
 _PREFIX = "knowhub-chroma-"
-_PR_SET_PDEATHSIG = 1
 # A directory younger than this may belong to a run that is still starting up.
 _STALE_AFTER_S = 120
-
-
-def die_with_parent() -> None:
-    """``preexec_fn`` of a server: SIGTERM when the test process dies, even by SIGKILL."""
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _remove_stale_dirs(base: Path) -> None:
@@ -100,7 +92,7 @@ class ChromaServer:
                    "--port", str(self.port)]  # fmt: skip
         with log_path.open("ab") as log:
             self._proc = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent
+                command, stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with(signal.SIGTERM)
             )
         (self.dir / "server.pid").write_text(str(self._proc.pid))
         try:
@@ -111,13 +103,7 @@ class ChromaServer:
         return self
 
     def stop(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.send_signal(signal.SIGTERM)
-            try:
-                self._proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+        stop_process(self._proc)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

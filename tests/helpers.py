@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import atexit
+import ctypes
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -15,6 +17,7 @@ from typing import Generic, TypeVar
 from knowhub import Settings, load_settings
 
 S = TypeVar("S")
+_PR_SET_PDEATHSIG = 1
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -98,3 +101,24 @@ class SharedServer(Generic[S]):
             if self._server is not None:
                 self._stop(self._server)
                 self._server = None
+
+
+def die_with(sig: int) -> Callable[[], None]:
+    """A ``preexec_fn`` that has the child sent ``sig`` when the test process dies, even by
+    SIGKILL (it runs in the child, after any uid switch, which would clear it)."""
+
+    def arm() -> None:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, sig)
+
+    return arm
+
+
+def stop_process(proc: subprocess.Popen[bytes] | None, sig: int = signal.SIGTERM) -> None:
+    """Send ``sig``, give the process 15 s to exit, then kill it."""
+    if proc is not None and proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

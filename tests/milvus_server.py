@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -19,8 +20,7 @@ import time
 from pathlib import Path
 
 from knowhub import Settings, load_settings
-from tests.chroma_server import die_with_parent
-from tests.helpers import SharedServer, free_port
+from tests.helpers import SharedServer, die_with, free_port, stop_process
 
 __all__ = ["MilvusServer", "shared_server", "stop_shared_server"]
 
@@ -48,7 +48,7 @@ class MilvusServer:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "milvus_lite", "server", "--data-dir",
                  str(self._dir / "data"), "--host", "127.0.0.1", "--port", str(port)],
-                stdout=out, stderr=subprocess.STDOUT, preexec_fn=die_with_parent,
+                stdout=out, stderr=subprocess.STDOUT, preexec_fn=die_with(signal.SIGTERM),
             )  # fmt: skip
         self.uri = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + timeout
@@ -74,13 +74,7 @@ class MilvusServer:
         return load_settings(env=env, overrides=values, cwd=data_dir.parent)
 
     def stop(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+        stop_process(self._proc)
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
 

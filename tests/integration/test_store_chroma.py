@@ -29,9 +29,9 @@ from knowhub.errors import ConfigError, StoreError
 from knowhub.providers.stores import chroma
 from knowhub.providers.stores.indexed import IndexedStore
 from knowhub.providers.stores.vector_index import IndexRow
-from tests.chroma_server import ChromaServer, die_with_parent, unique_prefix, wait_until_up
+from tests.chroma_server import ChromaServer, unique_prefix, wait_until_up
 from tests.contract.conftest import make_doc, new_collection, normalised, put
-from tests.helpers import ROOT, cli_env, fast_settings, free_port, knowhub, write
+from tests.helpers import ROOT, cli_env, die_with, fast_settings, free_port, knowhub, write
 
 CORPUS = {
     "ops/backups.md": "# Backups\n\nBackups run every night at 02:30 and are kept for 35 days.\n\n"
@@ -430,7 +430,11 @@ def _run_chroma(words: list[str], cwd: Path, port: str) -> subprocess.Popen[byte
     log = cwd / "chroma.log"
     with log.open("ab") as out:
         process = subprocess.Popen(
-            [str(script), *words[1:]], cwd=cwd, stdout=out, stderr=out, preexec_fn=die_with_parent
+            [str(script), *words[1:]],
+            cwd=cwd,
+            stdout=out,
+            stderr=out,
+            preexec_fn=die_with(signal.SIGTERM),
         )
     try:
         wait_until_up(process, f"http://localhost:{port}", log)
