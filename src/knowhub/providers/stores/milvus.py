@@ -58,6 +58,11 @@ _MAX_TOPK = 16_384
 _TERM_BYTES = 512  # a longer filter term is stored (and matched) as its sha256
 _BATCH_BYTES = 8 << 20  # gRPC messages are capped (64 MB by default on a server)
 _PAGE = 4_096  # ids per query: well under the 16,384-row result window
+# pymilvus pings an idle channel every 10 s; a gRPC server with the default policy (milvus-
+# lite's, embedded or `python -m milvus_lite server`) allows one per 5 minutes and, after two
+# early ones, closes the channel with "Too many pings": the next search of an idle `knowhub
+# serve` failed. Pinging just over that still finds a dead connection.
+_GRPC_OPTIONS = {"grpc.keepalive_time_ms": 330_000}
 # milvus-lite searches rows still in its memtable by a slow scan (a 5,000-row memtable
 # costs ~1 s per BM25 query, 60 ms once flushed), so the embedded one is flushed after this
 # many rows, behind its _Gate. A milvus-lite server (no gate: other processes search it)
@@ -553,7 +558,7 @@ def _connect(pymilvus: Any, **options: str) -> tuple[Any, bool]:
     """A ``MilvusClient`` that has proved the server answers and ``db_name`` exists, and
     whether the server is milvus-lite (also run as ``python -m milvus_lite server``), which
     lacks the whitespace tokenizer and indexes synchronously."""
-    client = pymilvus.MilvusClient(**options)
+    client = pymilvus.MilvusClient(**options, grpc_options=_GRPC_OPTIONS)
     try:
         client.list_collections()
         return client, str(client.get_server_version()).startswith("milvus_lite")
