@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,6 +35,20 @@ from knowhub.providers.stores.base import (
     checked_vectors,
 )
 from knowhub.providers.stores.schema import ADDITIONS, SCHEMA, SCHEMA_VERSION, fts_table
+from knowhub.providers.stores.sqlite_connections import Connections
+from knowhub.providers.stores.sqlite_rows import (
+    DOC_COLUMNS,
+    HIT_SELECT,
+    INTEGRITY_CHECKS,
+    NEXT_COLLECTION_ID,
+    ORPHAN_CHUNKS,
+    ORPHAN_FTS,
+    chunk_of,
+    filter_sql,
+    hit_of,
+    record_of,
+    vector_of,
+)
 
 __all__ = ["DB_NAME", "SQLiteStore", "create"]
 
@@ -53,23 +68,28 @@ class SQLiteStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
+        self._connections = Connections(path)
         try:
-            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA busy_timeout = 30000")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute("PRAGMA synchronous = NORMAL")
-            self._db.execute("PRAGMA foreign_keys = ON")
             self._migrate()
+        except StoreError:  # a schema this knowhub cannot read
+            self._connections.close()
+            raise
         except sqlite3.DatabaseError as exc:
+            self._connections.close()
             raise StoreError(
                 f"cannot open the store {path}: {exc}; restore it from a backup or move it "
                 "aside and re-ingest"
             ) from exc
         self._lock = threading.RLock()
-        self._matrices: dict[int, _Matrix] = {}
+        self._matrices: OrderedDict[int, _Matrix] = OrderedDict()  # least recently used first
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        """The calling thread's connection (see :mod:`.sqlite_connections` for why)."""
+        return self._connections.get()
 
     def close(self) -> None:
-        self._db.close()
+        self._connections.close()
 
     # -- schema and transactions -------------------------------------------------
 
@@ -101,14 +121,16 @@ class SQLiteStore:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One atomic write: ``BEGIN IMMEDIATE`` … ``COMMIT`` (rollback on any error)."""
-        self._db.execute("BEGIN IMMEDIATE")
+        """One atomic write on this thread's connection: ``BEGIN IMMEDIATE`` … ``COMMIT``
+        (rollback on any error); other threads' reads see it once it commits."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
         try:
-            yield self._db
+            yield db
         except BaseException:
-            self._db.execute("ROLLBACK")
+            db.execute("ROLLBACK")
             raise
-        self._db.execute("COMMIT")
+        db.execute("COMMIT")
 
     # -- collections -------------------------------------------------------------
 
@@ -128,7 +150,7 @@ class SQLiteStore:
         with self.transaction() as db:
             cur = db.execute(
                 "INSERT INTO collections(id, name, embedder, dim, created_at) "
-                f"VALUES ({_NEXT_COLLECTION_ID}, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%SZ','now'))",
+                f"VALUES ({NEXT_COLLECTION_ID}, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%SZ','now'))",
                 (name, embedder, dim),
             )
             cid = int(cur.lastrowid or 0)
@@ -223,29 +245,41 @@ class SQLiteStore:
 
     def record(self, cid: int, path: str) -> DocumentRecord | None:
         row = self._db.execute(
-            f"SELECT {_DOC_COLUMNS} FROM documents d JOIN collections c ON c.id = d.collection_id "
+            f"SELECT {DOC_COLUMNS} FROM documents d JOIN collections c ON c.id = d.collection_id "
             "WHERE d.collection_id = ? AND d.path = ?",
             (cid, path),
         ).fetchone()
-        return None if row is None else _record(row)
+        return None if row is None else record_of(row)
 
     def records(self, cid: int) -> list[DocumentRecord]:
         rows = self._db.execute(
-            f"SELECT {_DOC_COLUMNS} FROM documents d JOIN collections c ON c.id = d.collection_id "
+            f"SELECT {DOC_COLUMNS} FROM documents d JOIN collections c ON c.id = d.collection_id "
             "WHERE d.collection_id = ? ORDER BY d.source",
             (cid,),
         ).fetchall()
-        return [_record(r) for r in rows]
+        return [record_of(r) for r in rows]
 
-    def find_records(self, cid: int, path_or_hash: str) -> list[DocumentRecord]:
-        """Documents whose path equals, or whose doc_hash starts with, the key."""
+    def find_records(self, cid: int, path_or_source: str) -> list[DocumentRecord]:
+        """Documents whose path or source equals the key."""
         rows = self._db.execute(
-            f"SELECT {_DOC_COLUMNS} FROM documents d JOIN collections c ON c.id = d.collection_id "
-            "WHERE d.collection_id = ? AND (d.path = ? OR d.source = ? OR "
-            "(length(?) >= 8 AND d.doc_hash LIKE ? || '%'))",
-            (cid, path_or_hash, path_or_hash, path_or_hash, path_or_hash.lower()),
+            f"SELECT {DOC_COLUMNS} FROM documents d JOIN collections c ON c.id = d.collection_id "
+            "WHERE d.collection_id = ? AND (d.path = ? OR d.source = ?) ORDER BY d.source",
+            (cid, path_or_source, path_or_source),
         ).fetchall()
-        return [_record(r) for r in rows]
+        return [record_of(r) for r in rows]
+
+    def find_by_hash_prefix(self, cid: int, prefix: str) -> list[DocumentRecord]:
+        """Documents whose doc_hash starts with ``prefix``: substr() equality, not LIKE
+        (whose ``_`` and ``%`` made ``________`` match every document)."""
+        if not prefix:
+            return []
+        rows = self._db.execute(
+            f"SELECT {DOC_COLUMNS} FROM documents d JOIN collections c ON c.id = d.collection_id "
+            "WHERE d.collection_id = ?1 AND substr(d.doc_hash, 1, length(?2)) = ?2 "
+            "ORDER BY d.source",
+            (cid, prefix),
+        ).fetchall()
+        return [record_of(r) for r in rows]
 
     def touch(self, cid: int, path: str, size: int, mtime_ns: int) -> None:
         """Record a new size/mtime for a file whose content hash did not change."""
@@ -333,7 +367,7 @@ class SQLiteStore:
             "WHERE d.collection_id = ? AND d.path = ? ORDER BY k.idx, k.id",
             (cid, path),
         ).fetchall()
-        return [StoredChunk(_chunk(r), _vector(r[12]), r[13]) for r in rows]
+        return [StoredChunk(chunk_of(r), vector_of(r[12]), r[13]) for r in rows]
 
     def _delete(self, db: sqlite3.Connection, cid: int, path: str) -> bool:
         row = db.execute(
@@ -373,7 +407,7 @@ class SQLiteStore:
         if not tokens:
             return []
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens)
-        where, params = _filter_sql(filters)
+        where, params = filter_sql(filters)
         fts = fts_table(cid)
         joins = "JOIN chunks c ON c.id = f.rowid JOIN documents d ON d.id = c.document_id "
         sql = (
@@ -420,6 +454,7 @@ class SQLiteStore:
         with self._lock:
             cached = self._matrices.get(cid)
             if cached is not None and cached.version == version:
+                self._matrices.move_to_end(cid)
                 return cached
             rows = self._db.execute(
                 "SELECT id, vector FROM chunks WHERE collection_id = ? ORDER BY id", (cid,)
@@ -431,10 +466,16 @@ class SQLiteStore:
             vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
             matrix = _Matrix(version, ids, vectors.reshape(len(rows), dim))
             self._matrices[cid] = matrix
+            self._matrices.move_to_end(cid)
+            while len(self._matrices) > 1 and (
+                sum(m.vectors.nbytes + m.ids.nbytes for m in self._matrices.values())
+                > _MATRIX_CACHE_BYTES
+            ):
+                self._matrices.popitem(last=False)
             return matrix
 
     def _filtered_ids(self, cid: int, filters: Filters) -> Iterator[int]:
-        where, params = _filter_sql(filters)
+        where, params = filter_sql(filters)
         for (rowid,) in self._db.execute(
             "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id "
             f"WHERE c.collection_id = ?{where}",
@@ -448,8 +489,8 @@ class SQLiteStore:
         for start in range(0, len(ids), 500):
             part = list(ids[start : start + 500])
             marks = ",".join("?" * len(part))
-            for row in self._db.execute(f"{_HIT_SELECT} WHERE k.id IN ({marks})", part):
-                out[int(row[0])] = _hit(row)
+            for row in self._db.execute(f"{HIT_SELECT} WHERE k.id IN ({marks})", part):
+                out[int(row[0])] = hit_of(row)
         return out
 
     def chunk_sources(self, cid: int) -> dict[int, str]:
@@ -463,8 +504,8 @@ class SQLiteStore:
 
     def chunks_by_id(self, chunk_id: str) -> list[Hit]:
         """Chunks with this chunk id (one, unless identical files sit at two paths)."""
-        rows = self._db.execute(f"{_HIT_SELECT} WHERE k.chunk_id = ?", (chunk_id,)).fetchall()
-        return [_hit(r) for r in rows]
+        rows = self._db.execute(f"{HIT_SELECT} WHERE k.chunk_id = ?", (chunk_id,)).fetchall()
+        return [hit_of(r) for r in rows]
 
     # -- FAQ -----------------------------------------------------------------------
 
@@ -500,15 +541,8 @@ class SQLiteStore:
 
     def integrity_report(self) -> dict[str, int]:
         """Counts that must all be zero in a consistent store (used by tests and doctor)."""
-        checks = {
-            "orphan_chunks": "SELECT count(*) FROM chunks k LEFT JOIN documents d "
-            "ON d.id = k.document_id WHERE d.id IS NULL",
-            "chunk_count_mismatch": "SELECT count(*) FROM documents d WHERE d.chunk_count != "
-            "(SELECT count(*) FROM chunks k WHERE k.document_id = d.id)",
-            "foreign_chunk_ids": "SELECT count(*) FROM chunks k JOIN documents d "
-            "ON d.id = k.document_id WHERE substr(k.chunk_id, 1, 16) != substr(d.doc_hash, 1, 16)",
-        }
-        report = {name: int(self._db.execute(sql).fetchone()[0]) for name, sql in checks.items()}
+        db = self._db
+        report = {name: int(db.execute(sql).fetchone()[0]) for name, sql in INTEGRITY_CHECKS}
         mismatched = 0
         for (cid,) in self._db.execute("SELECT id FROM collections").fetchall():
             fts = fts_table(int(cid))
@@ -526,8 +560,8 @@ class SQLiteStore:
 
     def orphans(self, cid: int) -> list[Orphan]:
         """Chunks whose document row is gone, and FTS rows whose chunk row is gone."""
-        chunks = self._db.execute(_ORPHAN_CHUNKS.format(what="k.chunk_id"), (cid,)).fetchall()
-        lexical = self._db.execute(_ORPHAN_FTS.format(fts=fts_table(cid)), (cid,)).fetchall()
+        chunks = self._db.execute(ORPHAN_CHUNKS.format(what="k.chunk_id"), (cid,)).fetchall()
+        lexical = self._db.execute(ORPHAN_FTS.format(fts=fts_table(cid)), (cid,)).fetchall()
         return [Orphan("chunk", str(r[0])) for r in chunks] + [
             Orphan("lexical", f"row {r[0]}") for r in lexical
         ]
@@ -536,8 +570,8 @@ class SQLiteStore:
         """Delete orphan chunks (with their FTS rows) and orphan FTS rows in one transaction."""
         fts = fts_table(cid)
         with self._lock, self.transaction() as db:
-            ids = [r[0] for r in db.execute(_ORPHAN_CHUNKS.format(what="k.id"), (cid,))]
-            stray = [r[0] for r in db.execute(_ORPHAN_FTS.format(fts=fts), (cid,))]
+            ids = [r[0] for r in db.execute(ORPHAN_CHUNKS.format(what="k.id"), (cid,))]
+            stray = [r[0] for r in db.execute(ORPHAN_FTS.format(fts=fts), (cid,))]
             for rowid in ids:
                 db.execute(f"DELETE FROM {fts} WHERE rowid = ?", (rowid,))
                 db.execute("DELETE FROM chunks WHERE id = ?", (rowid,))
@@ -548,96 +582,12 @@ class SQLiteStore:
         return len(ids) + len(stray)
 
 
-_DOC_COLUMNS = (
-    "c.name, d.source, d.path, d.doc_hash, d.size, d.mtime_ns, d.title, d.format, "
-    "d.chunk_count, d.char_count, d.pages, d.ingested_at, d.metadata"
-)
-_HIT_SELECT = (
-    "SELECT k.id, k.chunk_id, d.source, d.title, k.text, k.page, k.section_path, k.line_start, "
-    "k.line_end, k.char_start, k.char_end, d.doc_hash, c.name, k.language, k.metadata "
-    "FROM chunks k JOIN documents d ON d.id = k.document_id "
-    "JOIN collections c ON c.id = k.collection_id"
-)
-# Chunks of a collection whose document row is gone (written around the store, or by a bug).
-_ORPHAN_CHUNKS = (
-    "SELECT {what} FROM chunks k LEFT JOIN documents d ON d.id = k.document_id "
-    "WHERE k.collection_id = ? AND (d.id IS NULL OR d.collection_id != k.collection_id)"
-)
-# FTS rows whose chunk row is gone: a lexical hit on one would resolve to nothing.
-_ORPHAN_FTS = (
-    "SELECT f.rowid FROM {fts} f LEFT JOIN chunks k ON k.id = f.rowid AND k.collection_id = ? "
-    "WHERE k.id IS NULL"
-)
-# SQLite hands a deleted row's id out again; a dropped collection's must never be, since
-# dense matrices (here and in other processes) and result caches are keyed by (id, version).
-_NEXT_COLLECTION_ID = (
-    "(SELECT max(coalesce((SELECT max(id) FROM collections), 0), coalesce((SELECT "
-    "CAST(value AS INTEGER) FROM meta WHERE key = 'dropped_collection_id'), 0)) + 1)"
-)
+# Dense matrices kept in memory, together: past this, those of the collections searched
+# least recently are dropped (and reloaded when searched); the one just loaded always stays.
+_MATRIX_CACHE_BYTES = 2 << 30
 # A filtered dense search rereads while writes land between its two queries; this many
 # collisions in a row mean something writes without pause, and an error beats a torn read.
 _TORN_READ_RETRIES = 100
-# Filters on these keys read a column; any other key reads the chunk's metadata JSON.
-_COLUMN_FILTERS = {"language": "c.language", "source": "d.source", "format": "d.format"}
-
-
-def _filter_sql(filters: Filters) -> tuple[str, list[Any]]:
-    """SQL conditions (each ANDed) for filters on chunks ``c`` / documents ``d``.
-
-    A tuple value matches any of its elements; a metadata value that is a list matches
-    when any of its elements matches.
-    """
-    clauses: list[str] = []
-    params: list[Any] = []
-    for key, value in filters.items():
-        values = list(value) if isinstance(value, tuple) else [value]
-        marks = ", ".join("?" * len(values))
-        if key in _COLUMN_FILTERS:
-            clauses.append(f"{_COLUMN_FILTERS[key]} IN ({marks})")
-            params.extend(values)
-        else:
-            clauses.append(
-                "EXISTS (SELECT 1 FROM json_each(c.metadata, ?) "
-                f"WHERE CAST(value AS TEXT) IN ({marks}))"
-            )
-            params.extend([_json_path(key), *values])
-    return "".join(f" AND {c}" for c in clauses), params
-
-
-def _json_path(key: str) -> str:
-    return '$."' + key.replace('"', '""') + '"'
-
-
-def _record(row: Sequence[Any]) -> DocumentRecord:
-    return DocumentRecord(
-        collection=row[0], source=row[1], path=row[2], doc_hash=row[3], size=row[4],
-        mtime_ns=row[5], title=row[6], format=row[7], chunk_count=row[8], char_count=row[9],
-        pages=row[10], ingested_at=row[11], metadata=json.loads(row[12] or "{}"),
-    )  # fmt: skip
-
-
-def _chunk(row: Sequence[Any]) -> Chunk:
-    return Chunk(
-        chunk_id=row[0], doc_hash=row[1], index=row[2], text=row[3], section_path=row[4],
-        page=row[5], line_start=row[6], line_end=row[7], char_start=row[8], char_end=row[9],
-        language=row[10], metadata=json.loads(row[11] or "{}"),
-    )  # fmt: skip
-
-
-def _vector(blob: bytes | None) -> Vectors | None:
-    """A stored float32 vector; None for a missing or torn blob (verify reports it)."""
-    if not blob or len(blob) % 4:
-        return None
-    return np.frombuffer(blob, dtype=np.float32)
-
-
-def _hit(row: Sequence[Any]) -> Hit:
-    return Hit(
-        chunk_id=row[1], score=0.0, source=row[2], title=row[3], text=row[4], page=row[5],
-        section_path=row[6], line_start=row[7], line_end=row[8], char_start=row[9],
-        char_end=row[10], doc_hash=row[11], collection=row[12], language=row[13],
-        metadata=json.loads(row[14] or "{}"),
-    )  # fmt: skip
 
 
 def create(settings: Settings) -> Store:

@@ -1,0 +1,139 @@
+"""The SQL of the SQLite catalog, and its rows as models.
+
+Column lists and queries of :class:`.sqlite.SQLiteStore` too long to read inline, the
+filter language's translation to SQL, and the conversion of a selected row into a
+:class:`~knowhub.models.DocumentRecord`, :class:`~knowhub.models.Chunk` or
+:class:`~knowhub.models.Hit`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from knowhub.models import Chunk, DocumentRecord, Filters, Hit
+from knowhub.providers.embedders.base import Vectors
+
+__all__ = [
+    "DOC_COLUMNS",
+    "HIT_SELECT",
+    "INTEGRITY_CHECKS",
+    "NEXT_COLLECTION_ID",
+    "ORPHAN_CHUNKS",
+    "ORPHAN_FTS",
+    "chunk_of",
+    "filter_sql",
+    "hit_of",
+    "record_of",
+    "vector_of",
+]
+
+DOC_COLUMNS = (
+    "c.name, d.source, d.path, d.doc_hash, d.size, d.mtime_ns, d.title, d.format, "
+    "d.chunk_count, d.char_count, d.pages, d.ingested_at, d.metadata"
+)
+HIT_SELECT = (
+    "SELECT k.id, k.chunk_id, d.source, d.title, k.text, k.page, k.section_path, k.line_start, "
+    "k.line_end, k.char_start, k.char_end, d.doc_hash, c.name, k.language, k.metadata "
+    "FROM chunks k JOIN documents d ON d.id = k.document_id "
+    "JOIN collections c ON c.id = k.collection_id"
+)
+# Chunks of a collection whose document row is gone (written around the store, or by a bug).
+ORPHAN_CHUNKS = (
+    "SELECT {what} FROM chunks k LEFT JOIN documents d ON d.id = k.document_id "
+    "WHERE k.collection_id = ? AND (d.id IS NULL OR d.collection_id != k.collection_id)"
+)
+# FTS rows whose chunk row is gone: a lexical hit on one would resolve to nothing.
+ORPHAN_FTS = (
+    "SELECT f.rowid FROM {fts} f LEFT JOIN chunks k ON k.id = f.rowid AND k.collection_id = ? "
+    "WHERE k.id IS NULL"
+)
+
+# SQLite hands a deleted row's id out again; a dropped collection's must never be, since
+# dense matrices (here and in other processes) and result caches are keyed by (id, version).
+NEXT_COLLECTION_ID = (
+    "(SELECT max(coalesce((SELECT max(id) FROM collections), 0), coalesce((SELECT "
+    "CAST(value AS INTEGER) FROM meta WHERE key = 'dropped_collection_id'), 0)) + 1)"
+)
+# Counts that are all zero in a consistent store (integrity_report), FTS checks aside.
+INTEGRITY_CHECKS = (
+    (
+        "orphan_chunks",
+        "SELECT count(*) FROM chunks k LEFT JOIN documents d "
+        "ON d.id = k.document_id WHERE d.id IS NULL",
+    ),
+    (
+        "chunk_count_mismatch",
+        "SELECT count(*) FROM documents d WHERE d.chunk_count != "
+        "(SELECT count(*) FROM chunks k WHERE k.document_id = d.id)",
+    ),
+    (
+        "foreign_chunk_ids",
+        "SELECT count(*) FROM chunks k JOIN documents d "
+        "ON d.id = k.document_id WHERE substr(k.chunk_id, 1, 16) != substr(d.doc_hash, 1, 16)",
+    ),
+)
+# Filters on these keys read a column; any other key reads the chunk's metadata JSON.
+_COLUMN_FILTERS = {"language": "c.language", "source": "d.source", "format": "d.format"}
+
+
+def filter_sql(filters: Filters) -> tuple[str, list[Any]]:
+    """SQL conditions (each ANDed) for filters on chunks ``c`` / documents ``d``.
+
+    A tuple value matches any of its elements; a metadata value that is a list matches
+    when any of its elements matches.
+    """
+    clauses: list[str] = []
+    params: list[Any] = []
+    for key, value in filters.items():
+        values = list(value) if isinstance(value, tuple) else [value]
+        marks = ", ".join("?" * len(values))
+        if key in _COLUMN_FILTERS:
+            clauses.append(f"{_COLUMN_FILTERS[key]} IN ({marks})")
+            params.extend(values)
+        else:
+            clauses.append(
+                "EXISTS (SELECT 1 FROM json_each(c.metadata, ?) "
+                f"WHERE CAST(value AS TEXT) IN ({marks}))"
+            )
+            params.extend([_json_path(key), *values])
+    return "".join(f" AND {c}" for c in clauses), params
+
+
+def _json_path(key: str) -> str:
+    return '$."' + key.replace('"', '""') + '"'
+
+
+def record_of(row: Sequence[Any]) -> DocumentRecord:
+    return DocumentRecord(
+        collection=row[0], source=row[1], path=row[2], doc_hash=row[3], size=row[4],
+        mtime_ns=row[5], title=row[6], format=row[7], chunk_count=row[8], char_count=row[9],
+        pages=row[10], ingested_at=row[11], metadata=json.loads(row[12] or "{}"),
+    )  # fmt: skip
+
+
+def chunk_of(row: Sequence[Any]) -> Chunk:
+    return Chunk(
+        chunk_id=row[0], doc_hash=row[1], index=row[2], text=row[3], section_path=row[4],
+        page=row[5], line_start=row[6], line_end=row[7], char_start=row[8], char_end=row[9],
+        language=row[10], metadata=json.loads(row[11] or "{}"),
+    )  # fmt: skip
+
+
+def vector_of(blob: bytes | None) -> Vectors | None:
+    """A stored float32 vector; None for a missing or torn blob (verify reports it)."""
+    if not blob or len(blob) % 4:
+        return None
+    return np.frombuffer(blob, dtype=np.float32)
+
+
+def hit_of(row: Sequence[Any]) -> Hit:
+    return Hit(
+        chunk_id=row[1], score=0.0, source=row[2], title=row[3], text=row[4], page=row[5],
+        section_path=row[6], line_start=row[7], line_end=row[8], char_start=row[9],
+        char_end=row[10], doc_hash=row[11], collection=row[12], language=row[13],
+        metadata=json.loads(row[14] or "{}"),
+    )  # fmt: skip

@@ -1,0 +1,109 @@
+"""SQLite catalogs: a read in flight on one thread never pins what other threads read.
+
+``serve http`` searches on many worker threads while ``serve mcp`` (another process) commits
+ingests into the same file. SQLite keeps a connection's read snapshot while any of its
+statements is unfinished, so one connection shared by every thread (as the store had) kept
+the snapshot of whichever read was in flight, and under continuous load never saw a newer
+commit: a search missed a revision the other process had just reported committed (and a
+write on that connection failed with "database is locked").
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from knowhub.lang import query_tokens
+from knowhub.providers.stores.base import Store
+from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
+from tests.contract.conftest import BACKENDS, axis, make_doc, new_collection, put
+
+TIMEOUT_S = 10
+
+
+@pytest.fixture(params=["sqlite", "chroma"])
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Store]]:
+    """Opens the catalog (plain SQLite, or the SQLite catalog of an indexed store) anew."""
+    opened: list[Store] = []
+
+    def open_store() -> Store:
+        opened.append(BACKENDS[request.param](tmp_path)())
+        return opened[-1]
+
+    yield open_store
+    for store in reversed(opened):
+        store.close()
+
+
+def _hold_a_read(store: Store, started: threading.Event, finish: threading.Event) -> None:
+    # Any statement left unfinished on the store's connection: a big fetchall under way or
+    # the lazily iterated filter of a dense search, on another worker thread.
+    cursor = store._db.execute("SELECT id FROM chunks")  # type: ignore[attr-defined]
+    cursor.fetchone()
+    started.set()
+    finish.wait(TIMEOUT_S)
+    cursor.fetchall()
+
+
+def test_a_search_finds_what_another_process_committed_while_a_read_is_in_flight(
+    opener: Callable[[], Store],
+) -> None:
+    store = opener()
+    cid = new_collection(store)
+    put(store, cid, make_doc("a.md", ["one alpha", "two alpha", "three alpha"]))
+    before = store.version(cid)
+    started, finish = threading.Event(), threading.Event()
+    reader = threading.Thread(target=_hold_a_read, args=(store, started, finish))
+    reader.start()
+    try:
+        assert started.wait(TIMEOUT_S)
+        other_process = opener()  # a connection of its own, as serve mcp's ingest has
+        fresh = make_doc("b.md", ["zebra crossing"], vectors=np.stack([axis(3)]))
+        put(other_process, cid, fresh)
+
+        assert store.version(cid) == before + 1  # keys the result cache: it must move
+        found = store.lexical_search(cid, query_tokens("zebra crossing"), 5, {})
+        dense = store.dense_search(cid, axis(3), 1, {})
+        hits = store.hits([row for row, _ in found + dense])
+        assert {hit.source for hit in hits.values()} == {"b.md"}
+        put(store, cid, make_doc("c.md", ["a write from this process"]))  # not "locked"
+        assert store.version(cid) == before + 2
+    finally:
+        finish.set()
+        reader.join(TIMEOUT_S)
+    assert not reader.is_alive()
+
+
+def test_a_thread_that_ends_closes_its_connection_and_close_closes_the_rest(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(tmp_path / DB_NAME)
+    cid = new_collection(store)
+    workers = [threading.Thread(target=store.version, args=(cid,)) for _ in range(8)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(TIMEOUT_S)
+    assert store._connections.open == 1  # this thread's; the workers' went with them
+    held = threading.Event()
+    done = threading.Event()
+
+    def hold() -> None:
+        store.version(cid)
+        held.set()
+        done.wait(TIMEOUT_S)
+
+    worker = threading.Thread(target=hold)
+    worker.start()
+    assert held.wait(TIMEOUT_S)
+    assert store._connections.open == 2
+    store.close()
+    assert store._connections.open == 0
+    done.set()
+    worker.join(TIMEOUT_S)
+    with pytest.raises(Exception, match="closed"):
+        store.version(cid)
