@@ -5,23 +5,27 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from knowhub.errors import QueryError
 from knowhub.models import FilterValue
 
 __all__ = [
     "MAX_QUERY_BYTES",
+    "MIN_HASH_PREFIX",
     "VERSION_SEPARATOR",
     "check_collection_name",
+    "check_doc_hash_prefix",
     "check_filters",
     "check_min_score",
     "check_query",
     "check_store_name",
+    "check_text",
     "check_top_k",
     "logical_name",
     "parse_duration",
     "parse_key_values",
+    "unpaired_surrogate",
 ]
 
 _DURATION = re.compile(r"(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[smhd]?)")
@@ -32,9 +36,82 @@ COLLECTION_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 VERSION_SEPARATOR = "@v"
 _STORE_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}(@v[1-9][0-9]*)?")
 MAX_QUERY_BYTES = 4096
+# Eight, not four: many words are hex ("face", "added", "decade"), so a shorter minimum lets
+# a word typed by mistake pass for a hash; and a 4-digit prefix of one document also starts
+# another in 14% of 10,000-document collections, an 8-digit one in 1 of 430,000.
+MIN_HASH_PREFIX = 8
+_HEX_RE = re.compile(r"[0-9a-f]+")
+T = TypeVar("T")
+
+
+def unpaired_surrogate(value: Any, field: str) -> str | None:
+    """What is wrong with ``value`` (a string, or dicts and lists of them, keys included)
+    when it holds a lone UTF-16 surrogate, or None.
+
+    JSON's ``"\\ud800"`` and undecodable bytes in a command line (Python's surrogateescape)
+    both arrive as one: such a string cannot be encoded, so SQLite, the tokenizers and the
+    JSON reply would all fail on it later, far from the field that carried it.
+    """
+    if isinstance(value, str):
+        at = _surrogate_at(value)
+        if at is None:
+            return None
+        return (
+            f"{field}: contains an unpaired surrogate (U+{ord(value[at]):04X}) at position {at}; "
+            "send valid UTF-8 text"
+        )
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and (problem := unpaired_surrogate(key, f"{field} key")):
+                return problem
+            if problem := unpaired_surrogate(item, f"{field}.{key}"):
+                return problem
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            if problem := unpaired_surrogate(item, f"{field}[{i}]"):
+                return problem
+    return None
+
+
+def _surrogate_at(text: str) -> int | None:
+    try:
+        text.encode("utf-8")  # C speed; surrogates are the one thing UTF-8 cannot encode
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
+def check_text(value: T, field: str) -> T:
+    """``value`` unchanged, or a QueryError naming ``field`` if it holds a lone surrogate."""
+    problem = unpaired_surrogate(value, field)
+    if problem is not None:
+        raise QueryError(problem)
+    return value
+
+
+def check_doc_hash_prefix(text: str, field: str = "doc hash") -> str:
+    """A doc-hash prefix as users type it: hex digits only, at least :data:`MIN_HASH_PREFIX`
+    of them; returned in lower case (hashes are stored so).
+
+    Stores compare it as plain text, yet it is checked here so that no character a pattern
+    language gives a meaning (``_ % * [ \\``) ever reaches one.
+    """
+    key = text.strip().lower()
+    if not _HEX_RE.fullmatch(key):
+        raise QueryError(
+            f"{field} {text!r} is not a doc-hash prefix: use hex digits only (0-9, a-f), at "
+            f"least {MIN_HASH_PREFIX} of them, as `knowhub docs` lists them"
+        )
+    if len(key) < MIN_HASH_PREFIX:
+        raise QueryError(
+            f"{field} {text!r} is too short: give at least {MIN_HASH_PREFIX} hex digits of "
+            "the doc hash, as `knowhub docs` lists them"
+        )
+    return key
 
 
 def check_collection_name(name: str) -> str:
+    check_text(name, "collection")
     if not COLLECTION_RE.fullmatch(name):
         raise QueryError(
             f"invalid collection name {name!r}: use 1-64 characters a-z, 0-9, '_' or '-', "
@@ -60,8 +137,8 @@ def logical_name(store_name: str) -> str:
     return store_name.split(VERSION_SEPARATOR, 1)[0]
 
 
-def check_query(query: str) -> str:
-    text = query.strip()
+def check_query(query: str, field: str = "query") -> str:
+    text = check_text(query, field).strip()
     if not text:
         raise QueryError("query is empty: give the words to search for")
     if len(text.encode()) > MAX_QUERY_BYTES:
@@ -88,6 +165,7 @@ def parse_key_values(items: Iterable[str], option: str) -> dict[str, str]:
     """``["team=ops", "lang=en"]`` → ``{"team": "ops", "lang": "en"}``."""
     out: dict[str, str] = {}
     for item in items:
+        check_text(item, option)
         key, sep, value = item.partition("=")
         if not sep or not key.strip() or not value.strip():
             raise QueryError(f"{option} {item!r} is not key=value: write e.g. {option} team=ops")
@@ -102,6 +180,7 @@ def check_filters(filters: Any) -> dict[str, FilterValue]:
     """
     if filters is None:
         return {}
+    check_text(filters, "filters")
     if not isinstance(filters, dict):
         raise QueryError(
             f"filters must be an object of key: value, got {type(filters).__name__}: "

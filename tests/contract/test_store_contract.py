@@ -125,7 +125,9 @@ def test_records_round_trip_and_are_found_by_path_source_or_hash(store: Store) -
     assert sorted(r.source for r in store.records(cid)) == ["b.pdf", "guide/a.md"]
     assert store.find_records(cid, b.path) == [b.record]
     assert store.find_records(cid, "b.pdf") == [b.record]
-    assert store.find_records(cid, a.record.doc_hash[:12]) == [a.record]
+    assert store.find_records(cid, a.record.doc_hash) == [], "a hash is not a path"
+    assert store.find_by_hash_prefix(cid, a.record.doc_hash[:12]) == [a.record]
+    assert store.find_by_hash_prefix(cid, a.record.doc_hash) == [a.record]
     assert store.find_records(cid, "nothing-like-this") == []
 
     store.touch(cid, a.path, size=4242, mtime_ns=99)
@@ -133,6 +135,31 @@ def test_records_round_trip_and_are_found_by_path_source_or_hash(store: Store) -
     assert touched is not None
     assert (touched.size, touched.mtime_ns) == (4242, 99)
     assert touched.doc_hash == a.record.doc_hash
+
+
+def test_wildcard_characters_never_match_by_pattern(store: Store) -> None:
+    # `knowhub remove '________'` once removed every document: the prefix went into LIKE.
+    cid = new_collection(store)
+    docs = [put(store, cid, make_doc(f"doc{i}.md", [f"text {i}"], seed=i)) for i in range(4)]
+    odd = put(store, cid, make_doc("odd_name%[x]*?.md", ["odd"], seed=9))
+    h = docs[0].record.doc_hash
+    patterns = [
+        "_", "%", "\\", "[", "*", "?", "________", "a%%%%%%%", "%%%%%%%%", "********",
+        "[0-9a-f]*", "\\%", "%_", f"{h[:7]}_", f"{h[:7]}?", f"{h[:4]}%", f"{h[:4]}*",
+        f"[{h[0]}]{h[1:8]}", f"{h[:6]}\\{h[6:8]}", f"{h[:4]}%{h[6:8]}",
+    ]  # fmt: skip
+    for pattern in patterns:
+        assert store.find_records(cid, pattern) == [], f"path {pattern!r} matched"
+        assert store.find_by_hash_prefix(cid, pattern) == [], f"prefix {pattern!r} matched"
+    near_misses = ["odd_name%[x]*?.m_", "odd%", "odd_name_[x]*?.md", "/corpus/odd*", "odd?na*"]
+    for near in near_misses:
+        assert store.find_records(cid, near) == [], f"source {near!r} matched by pattern"
+    assert store.find_records(cid, "odd_name%[x]*?.md") == [odd.record]
+    assert store.find_records(cid, odd.path) == [odd.record]
+    assert store.find_by_hash_prefix(cid, h[:8]) == [docs[0].record]
+    assert store.find_by_hash_prefix(cid, h[:8].upper()) == [], "hashes are lower case hex"
+    assert store.find_by_hash_prefix(cid, "") == [], "an empty prefix matches nothing"
+    assert len(store.records(cid)) == 5
 
 
 # -- atomic replace and delete ---------------------------------------------------------

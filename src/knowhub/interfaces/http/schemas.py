@@ -2,14 +2,17 @@
 
 Unknown fields are refused, so a misspelt option is an error rather than silently ignored.
 Query text is checked by :func:`knowhub.validate.check_query` (one wording everywhere), and
-filters by :func:`knowhub.validate.check_filters`.
+filters by :func:`knowhub.validate.check_filters`. Every string of a body, keys and nested
+ones included, is checked for lone surrogates (JSON's ``"\\ud800"``) before any field.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from knowhub.validate import check_text
 
 __all__ = ["AskBody", "DebugBody", "QuestionBody", "SearchBody", "Turn", "WsQuestion"]
 
@@ -22,6 +25,18 @@ MAX_HISTORY = 40
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _encodable(cls, data: Any) -> Any:
+        """Refuse a lone surrogate in any field, named (a 400, not a 500 when the store or
+        the reply fails to encode it). Raises QueryError, which pydantic lets through to
+        the one KnowhubError handler of each interface, so the wording is validate's."""
+        if isinstance(data, dict):
+            for key, value in data.items():
+                check_text(key, "field name")
+                check_text(value, str(key))
+        return data
 
 
 class DebugBody(_Body):

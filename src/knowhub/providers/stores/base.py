@@ -102,7 +102,15 @@ class Store(Protocol):
     # -- documents
     def record(self, cid: int, path: str) -> DocumentRecord | None: ...
     def records(self, cid: int) -> list[DocumentRecord]: ...
-    def find_records(self, cid: int, path_or_hash: str) -> list[DocumentRecord]: ...
+    def find_records(self, cid: int, path_or_source: str) -> list[DocumentRecord]:
+        """Documents whose path or source equals ``path_or_source`` exactly."""
+
+    def find_by_hash_prefix(self, cid: int, prefix: str) -> list[DocumentRecord]:
+        """Documents whose doc_hash starts with ``prefix``, compared as plain text: never
+        a LIKE/GLOB pattern, so ``_ % * [ \\`` match only themselves (that is, nothing);
+        an empty prefix matches nothing. Callers check the prefix
+        (:func:`knowhub.validate.check_doc_hash_prefix`)."""
+
     def touch(self, cid: int, path: str, size: int, mtime_ns: int) -> None: ...
     def replace_document(
         self,

@@ -299,13 +299,23 @@ class PostgresStore:
         )
         return [_record(r) for r in rows]
 
-    def find_records(self, cid: int, path_or_hash: str) -> list[DocumentRecord]:
-        """Documents whose path or source equals, or whose doc_hash starts with, the key."""
+    def find_records(self, cid: int, path_or_source: str) -> list[DocumentRecord]:
+        """Documents whose path or source equals the key."""
         rows = self._all(
-            f"{_DOC_SELECT} WHERE d.collection_id = %(cid)s AND (d.path = %(key)s OR "
-            "d.source = %(key)s OR (length(%(key)s) >= 8 AND starts_with(d.doc_hash, %(low)s))) "
-            "ORDER BY d.id",
-            {"cid": cid, "key": path_or_hash, "low": path_or_hash.lower()},
+            f"{_DOC_SELECT} WHERE d.collection_id = %(cid)s AND "
+            "(d.path = %(key)s OR d.source = %(key)s) ORDER BY d.source",
+            {"cid": cid, "key": path_or_source},
+        )
+        return [_record(r) for r in rows]
+
+    def find_by_hash_prefix(self, cid: int, prefix: str) -> list[DocumentRecord]:
+        """Documents whose doc_hash starts with ``prefix`` (starts_with(): no LIKE pattern)."""
+        if not prefix:
+            return []
+        rows = self._all(
+            f"{_DOC_SELECT} WHERE d.collection_id = %s AND starts_with(d.doc_hash, %s) "
+            "ORDER BY d.source",
+            (cid, prefix),
         )
         return [_record(r) for r in rows]
 
