@@ -37,7 +37,10 @@ from tests.http_helpers import (
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
     root = tmp_path_factory.mktemp("http-api")
     data = build_corpus(root)
-    with api_server(cwd=root, data_dir=data, env=TOKEN_ENV, token=FULL) as running:
+    # Tests here send wrong tokens on purpose, more than the default 10 per minute: this one
+    # server must not lock them out (the limit has its own tests in test_auth_throttle.py).
+    env = {**TOKEN_ENV, "KNOWHUB_SERVER__AUTH_MAX_FAILURES": "1000"}
+    with api_server(cwd=root, data_dir=data, env=env, token=FULL) as running:
         yield running
 
 
@@ -412,6 +415,22 @@ def test_metrics_count_requests_errors_stages_and_answers(server: ApiServer) -> 
     for row in collections["collections"] if isinstance(collections, dict) else collections:
         assert value("knowhub_index_chunks", collection=row["name"]) == row["chunks"]
         assert value("knowhub_index_documents", collection=row["name"]) == row["documents"]
+
+
+def test_metrics_show_a_limited_token_only_its_collections_sizes(server: ApiServer) -> None:
+    def chunks(token: str) -> dict[str, float]:
+        text = server.get("/metrics", token=token).text
+        return {
+            s.labels["collection"]: s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+            if s.name == "knowhub_index_chunks"
+        }
+
+    assert set(chunks(FULL)) == {"default", "private"}
+    limited = chunks(LIMITED)
+    assert limited == {"default": chunks(FULL)["default"]}  # "private": not even its name
+    assert "private" not in server.get("/metrics", token=LIMITED).text
 
 
 def test_serving_beyond_loopback_without_a_token_is_refused(tmp_path: Path) -> None:

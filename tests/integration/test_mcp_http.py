@@ -37,6 +37,9 @@ TOKENS = [
 TOKEN_ENV = {
     "KNOWHUB_SERVER__TOKENS": json.dumps(TOKENS),
     "KNOWHUB_SERVER__MAX_BODY_BYTES": "2048",
+    # Wrong tokens are sent here on purpose: not to be locked out by them (the throttle has
+    # its own tests in test_auth_throttle.py).
+    "KNOWHUB_SERVER__AUTH_MAX_FAILURES": "1000",
     "KH_TEST_TOK_FULL": FULL,
     "KH_TEST_TOK_READER": READER,
     "KH_TEST_TOK_LIMITED": LIMITED,
@@ -265,6 +268,21 @@ async def test_metrics_need_a_token_and_count_searches(server: HttpServer) -> No
     full = server.get("/health", FULL).json()
     assert _metric(after, "knowhub_index_chunks") == full["chunks"]  # summed over collections
     assert _metric(after, "knowhub_index_documents", collection="default") >= 4
+
+
+def test_metrics_show_a_limited_token_only_its_collections_sizes(server: HttpServer) -> None:
+    def collections(token: str) -> set[str]:
+        text = server.get("/metrics", token).text
+        return {
+            s.labels["collection"]
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+            if s.name in ("knowhub_index_chunks", "knowhub_index_documents")
+        }
+
+    assert {"default", "private"} <= collections(FULL)  # (and what earlier tests ingested)
+    assert collections(LIMITED) == {"default"}
+    assert "private" not in server.get("/metrics", LIMITED).text
 
 
 # -- 3. what each token may do --------------------------------------------------------------

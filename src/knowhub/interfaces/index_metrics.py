@@ -1,20 +1,46 @@
-"""Index sizes as Prometheus gauges, read from the store at scrape time."""
+"""Index sizes as Prometheus gauges, read from the store at scrape time, and only those of
+collections the scraping token may read (a token limited to one collection must not learn
+the others' names or sizes from ``/metrics``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-__all__ = ["IndexSizes"]
+from knowhub.interfaces.security import Principal
 
-Sizes = Callable[[], Iterable[tuple[str, int, int]]]
-"""Yields ``(collection label, documents, chunks)`` for every index served."""
+__all__ = ["IndexSize", "IndexSizes", "Sizes"]
 
 
-class IndexSizes(Collector):
+@dataclass(frozen=True)
+class IndexSize:
+    """One served collection's size; ``session`` is its shared-mode session, if any."""
+
+    collection: str
+    documents: int
+    chunks: int
+    session: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.session}/{self.collection}" if self.session else self.collection
+
+    def visible_to(self, principal: Principal) -> bool:
+        """The same test the tools and routes apply before showing a collection."""
+        in_session = self.session is None or principal.may_use(self.session)
+        return in_session and principal.may_read(self.collection)
+
+
+Sizes = Callable[[], Iterable[IndexSize]]
+"""Yields the size of every index served."""
+
+
+class IndexSizes:
     """``knowhub_index_documents`` and ``knowhub_index_chunks`` per collection.
 
     Read when Prometheus scrapes, so the numbers are never stale and cost nothing between
@@ -24,17 +50,30 @@ class IndexSizes(Collector):
     def __init__(self, sizes: Sizes) -> None:
         self._sizes = sizes
 
+    def render(self, principal: Principal | None) -> bytes:
+        """The two gauges in the text format, for what ``principal`` may read (None: nothing)."""
+        registry = CollectorRegistry()
+        registry.register(_Scoped(self._sizes, principal))
+        return generate_latest(registry)
+
+
+class _Scoped(Collector):
+    def __init__(self, sizes: Sizes, principal: Principal | None) -> None:
+        self._sizes = sizes
+        self._principal = principal
+
     def collect(self) -> Iterator[Any]:
         documents = GaugeMetricFamily("knowhub_index_documents", "Documents indexed",
                                       labels=["collection"])  # fmt: skip
         chunks = GaugeMetricFamily("knowhub_index_chunks", "Chunks indexed",
                                    labels=["collection"])  # fmt: skip
         try:
-            rows = list(self._sizes())
+            rows = list(self._sizes()) if self._principal is not None else []
         except Exception:  # a scrape must not fail because one store is busy or gone
             rows = []
-        for name, docs, count in rows:
-            documents.add_metric([name], docs)
-            chunks.add_metric([name], count)
+        for row in rows:
+            if self._principal is not None and row.visible_to(self._principal):
+                documents.add_metric([row.label], row.documents)
+                chunks.add_metric([row.label], row.chunks)
         yield documents
         yield chunks

@@ -3,15 +3,22 @@
 Bearer tokens come from the configuration (secrets from the environment); :class:`Guard`
 is the ASGI middleware in front of every route: Origin allow-list, Host check when bound
 to loopback (DNS rebinding), body size limit, bearer token (or, for browser pages under a
-:class:`CookieLogin` prefix only, the same token in a cookie).
+:class:`CookieLogin` prefix only, the same token in a cookie). Wrong tokens are counted per
+client address (:class:`FailureLimiter`): too many and that address gets 429 for a while.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import logging
-from dataclasses import dataclass
+import math
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from starlette.datastructures import Headers, QueryParams
@@ -27,10 +34,13 @@ __all__ = [
     "LOOPBACK_HOSTS",
     "PRINCIPAL_KEY",
     "CookieLogin",
+    "FailureLimiter",
     "Guard",
     "Principal",
+    "ThrottledError",
     "TokenBook",
     "check_bind",
+    "client_address",
 ]
 
 log = logging.getLogger("knowhub.security")
@@ -54,6 +64,11 @@ class Principal:
     def may_use(self, session_id: str) -> bool:
         return "*" in self.sessions or session_id in self.sessions
 
+    @property
+    def session_scoped(self) -> bool:
+        """Limited to some shared-mode sessions, so kept off the control tools."""
+        return "*" not in self.sessions
+
     def check_read(self, collection: str) -> None:
         if not self.may_read(collection):
             raise AuthError(f"token {self.name!r} may not read collection {collection!r}")
@@ -67,10 +82,88 @@ LOCAL_USER = Principal("local")
 """The caller on stdio or on an HTTP server with no tokens (localhost only)."""
 
 
-class TokenBook:
-    """The configured tokens, compared in constant time."""
+class ThrottledError(AuthError):
+    """A client address sent too many wrong tokens: it is refused (429) for ``retry_after`` s."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, client: str, retry_after: int) -> None:
+        super().__init__(
+            f"too many failed authentications from {client}: try again in {retry_after} s"
+        )
+        self.retry_after = retry_after
+
+
+@dataclass
+class _Failures:
+    times: deque[float] = field(default_factory=deque)  # within the window, oldest first
+    locked_until: float = 0.0
+
+
+class FailureLimiter:
+    """Failed authentications per client address, in a table bounded by count.
+
+    An address with ``limit`` failures within ``window_s`` is locked out for ``lockout_s``.
+    Successes are never counted, and do not clear earlier failures (or one valid token would
+    let its holder guess the others unthrottled). At most ``max_clients`` addresses are
+    remembered: the one that failed least recently is forgotten first, so memory stays
+    bounded however many addresses an attacker uses.
+    """
+
+    def __init__(
+        self,
+        limit: int,
+        window_s: float,
+        lockout_s: float,
+        max_clients: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.limit = limit
+        self.window_s = window_s
+        self.lockout_s = lockout_s
+        self.max_clients = max_clients
+        self._clock = clock
+        self._clients: OrderedDict[str, _Failures] = OrderedDict()
+        self._lock = threading.Lock()  # console routes and the guard may run on other threads
+
+    def __len__(self) -> int:
+        return len(self._clients)
+
+    def locked(self, client: str) -> int | None:
+        """Whole seconds until ``client`` may try again, or None if it may now."""
+        with self._lock:
+            entry = self._clients.get(client)
+            left = entry.locked_until - self._clock() if entry else 0.0
+        return max(1, math.ceil(left)) if left > 0 else None
+
+    def failed(self, client: str) -> bool:
+        """Count one failure of ``client``; True when this one locks it out."""
+        now = self._clock()
+        with self._lock:
+            entry = self._clients.pop(client, None) or _Failures()
+            self._clients[client] = entry  # now the most recent
+            while len(self._clients) > self.max_clients:
+                self._clients.popitem(last=False)
+            while entry.times and entry.times[0] <= now - self.window_s:
+                entry.times.popleft()
+            entry.times.append(now)
+            if len(entry.times) < self.limit:
+                return False
+            entry.times.clear()
+            entry.locked_until = now + self.lockout_s
+            return True
+
+
+class TokenBook:
+    """The configured tokens, compared in constant time; wrong ones counted per client.
+
+    Secrets are kept and compared as SHA-256 digests: equal lengths, so the comparison's
+    time tells nothing about a secret's length either.
+    """
+
+    def __init__(self, settings: Settings, clock: Callable[[], float] = time.monotonic) -> None:
+        server = settings.server
+        self.failures = FailureLimiter(server.auth_max_failures, server.auth_window_s,
+                                       server.auth_lockout_s, server.auth_tracked_clients,
+                                       clock)  # fmt: skip
         self._entries: list[tuple[bytes, Principal]] = []
         for spec in settings.server.tokens:
             secret = settings.secret(spec.token_env)
@@ -82,7 +175,7 @@ class TokenBook:
             principal = Principal(
                 spec.name, frozenset(spec.collections), frozenset(spec.sessions), spec.read_only
             )
-            self._entries.append((secret.encode(), principal))
+            self._entries.append((_digest(secret.encode()), principal))
 
     def __bool__(self) -> bool:
         return bool(self._entries)
@@ -92,12 +185,35 @@ class TokenBook:
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             return None
-        given = token.strip().encode()
+        given = _digest(token.strip().encode())
         found = None
         for secret, principal in self._entries:
             # Every entry is compared, so timing tells nothing about which one matched.
             if hmac.compare_digest(secret, given):
                 found = principal
+        return found
+
+    def authenticate(self, authorization: str | None, client: str, path: str) -> Principal | None:
+        """:meth:`lookup`, counting and logging wrong credentials per ``client`` address.
+
+        None when no credential was sent (nothing guessed, nothing counted) or a wrong one.
+        Raises :class:`ThrottledError` while ``client`` is locked out — for any credential, the
+        right one too: were it let through, guessing would go on at full speed.
+        """
+        scheme, _, token = (authorization or "").strip().partition(" ")
+        if scheme.lower() in ("", "bearer") and not token.strip():
+            return None
+        wait = self.failures.locked(client)
+        if wait is not None:
+            raise ThrottledError(client, wait)
+        found = self.lookup(authorization)
+        if found is None:
+            # Never the credential itself; %r keeps a path's control characters on one line.
+            log.warning("authentication failed: wrong token from %s for %r", client, path)
+            if self.failures.failed(client):
+                log.warning("%s locked out for %g s: %d failed authentications within %g s",
+                            client, self.failures.lockout_s, self.failures.limit,
+                            self.failures.window_s)  # fmt: skip
         return found
 
 
@@ -163,7 +279,14 @@ class Guard:
             return
         principal: Principal | None = LOCAL_USER
         if self.tokens:
-            principal = self.tokens.lookup(_authorization(scope, headers, self.cookie_login))
+            try:
+                principal = self.tokens.authenticate(
+                    _authorization(scope, headers, self.cookie_login),
+                    client_address(scope), scope["path"],
+                )  # fmt: skip
+            except ThrottledError as exc:
+                await _refuse(_throttled(exc), scope, receive, send)
+                return
             if principal is None and scope["path"] not in self.public_paths:
                 await _refuse(self._unauthenticated(scope), scope, receive, send)
                 return
@@ -199,6 +322,26 @@ def check_bind(tokens: TokenBook, host: str, allow_unauthenticated: bool) -> boo
             )
         log.warning("serving %s with NO authentication: anyone who reaches it can use it", host)
     return loopback
+
+
+def client_address(scope: Scope) -> str:
+    """The peer's IP address, what failures are counted by (``unknown`` if the server has none).
+
+    Deliberately not ``X-Forwarded-For``: any client could write another address there.
+    """
+    client = scope.get("client")
+    return str(client[0]) if client else "unknown"
+
+
+def _throttled(exc: ThrottledError) -> Response:
+    """429 with ``Retry-After``, in the JSON shape of every other refusal."""
+    response = _error(429, str(exc))
+    response.headers["Retry-After"] = str(exc.retry_after)
+    return response
+
+
+def _digest(secret: bytes) -> bytes:
+    return hashlib.sha256(secret).digest()
 
 
 def _matches(value: str, allowed: list[str]) -> bool:

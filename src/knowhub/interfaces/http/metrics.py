@@ -1,7 +1,8 @@
 """Prometheus metrics of the HTTP API (``GET /metrics``), in a registry of its own.
 
 Routes are labelled by their template (``/api/search``), never by the raw path, so a
-scanner probing random URLs cannot grow the series without bound.
+scanner probing random URLs cannot grow the series without bound. Nothing is per collection
+except the index sizes, which each scrape shows only for what the scraping token may read.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from prometheus_client import (
 )
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from knowhub.interfaces.index_metrics import IndexSizes, Sizes
+from knowhub.interfaces.security import Principal
+
 __all__ = ["ERROR_KEY", "ApiMetrics", "MetricsMiddleware"]
 
 ERROR_KEY = "knowhub.error"
@@ -32,6 +36,7 @@ class ApiMetrics:
         # The *_created series only add noise to a scrape.
         disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = CollectorRegistry()
+        self.index: IndexSizes | None = None
         self.requests = Counter(
             "knowhub_http_requests", "Requests answered, by route, method and status",
             ["route", "method", "status"], registry=self.registry,
@@ -62,8 +67,13 @@ class ApiMetrics:
         for stage, ms in timings_ms.items():
             self.stages.labels(stage).observe(ms / 1000.0)
 
-    def render(self) -> bytes:
-        return generate_latest(self.registry)
+    def track_index(self, sizes: Sizes) -> None:
+        self.index = IndexSizes(sizes)
+
+    def render(self, principal: Principal | None) -> bytes:
+        """Every series, the index sizes of what ``principal`` may read among them."""
+        scoped = self.index.render(principal) if self.index else b""
+        return generate_latest(self.registry) + scoped
 
 
 class MetricsMiddleware:

@@ -54,7 +54,8 @@ def build_http_app(
         return JSONResponse(health(authenticated))
 
     async def metrics_route(request: Request) -> Response:
-        return Response(metrics.render(), media_type="text/plain; version=0.0.4")
+        body = metrics.render(request.scope.get(PRINCIPAL_KEY))
+        return Response(body, media_type="text/plain; version=0.0.4")
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -1,4 +1,8 @@
-"""Prometheus metrics of one server process (``GET /metrics``)."""
+"""Prometheus metrics of one server process (``GET /metrics``).
+
+Nothing here is per collection or session except the index sizes, which each scrape shows
+only for what the scraping token may read.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from prometheus_client import (
 
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.interfaces.index_metrics import IndexSizes, Sizes
+from knowhub.interfaces.security import Principal
 
 __all__ = ["Metrics"]
 
@@ -24,6 +29,7 @@ class Metrics:
         # The *_created series only add noise to a scrape.
         disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = CollectorRegistry()
+        self.index: IndexSizes | None = None
         self.searches = Counter(
             "knowhub_searches", "Searches run", ["interface", "tool"], registry=self.registry
         )
@@ -65,7 +71,9 @@ class Metrics:
         self.ingest_chunks.inc(report.chunks)
 
     def track_index(self, sizes: Sizes) -> None:
-        self.registry.register(IndexSizes(sizes))
+        self.index = IndexSizes(sizes)
 
-    def render(self) -> bytes:
-        return generate_latest(self.registry)
+    def render(self, principal: Principal | None) -> bytes:
+        """Every series, the index sizes of what ``principal`` may read among them."""
+        scoped = self.index.render(principal) if self.index else b""
+        return generate_latest(self.registry) + scoped

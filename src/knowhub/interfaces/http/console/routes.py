@@ -39,7 +39,13 @@ from knowhub.interfaces.http.errors import error_body
 from knowhub.interfaces.http.metrics import ERROR_KEY
 from knowhub.interfaces.http.service import Service, principal_of
 from knowhub.interfaces.render import citation, explain_hits
-from knowhub.interfaces.security import PRINCIPAL_KEY, Principal, TokenBook
+from knowhub.interfaces.security import (
+    PRINCIPAL_KEY,
+    Principal,
+    ThrottledError,
+    TokenBook,
+    client_address,
+)
 from knowhub.trace.record import Trace
 from knowhub.trace.report import select, summarize
 
@@ -62,9 +68,10 @@ def golden_path(service: Service) -> Path:
     return (Path(service.settings.data_dir) / "golden.json").absolute()
 
 
-def console_router(service: Service) -> APIRouter:
+def console_router(service: Service, tokens: TokenBook) -> APIRouter:
+    """The pages; ``tokens`` is the guard's own, so wrong logins and wrong bearer tokens
+    count against one limit per client address."""
     router = APIRouter(prefix="/ui", include_in_schema=False)
-    tokens = TokenBook(service.settings)
     app = service.app
 
     async def render(
@@ -287,7 +294,16 @@ def console_router(service: Service) -> APIRouter:
         token = form.get("token", "").strip()
         if not tokens:
             return RedirectResponse(target, 303)
-        if not token or tokens.lookup(f"Bearer {token}") is None:
+        try:
+            found = tokens.authenticate(f"Bearer {token}", client_address(request.scope),
+                                        request.url.path)  # fmt: skip
+        except ThrottledError as exc:
+            request.scope[ERROR_KEY] = "429"
+            refused = page(request, "login.html", status=429, next=target, open_console=False,
+                           error=str(exc))  # fmt: skip
+            refused.headers["Retry-After"] = str(exc.retry_after)
+            return refused
+        if found is None:
             request.scope[ERROR_KEY] = "401"
             return page(request, "login.html", status=401, next=target, open_console=False,
                         error=WRONG_TOKEN)  # fmt: skip
