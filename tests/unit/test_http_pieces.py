@@ -8,10 +8,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
 
 from knowhub.errors import AuthError, ConfigError, ProviderError, QueryError, StoreError
 from knowhub.interfaces.http.errors import describe_invalid, error_body, error_status
+from knowhub.interfaces.http.limits import Gate, ServerBusyError
 from knowhub.interfaces.http.pump import EventPump
 from knowhub.interfaces.http.sessions import Conversations
 from knowhub.providers.llms.base import ChatMessage
@@ -59,6 +61,78 @@ def test_idle_sessions_are_forgotten() -> None:
     assert memory.history("t", "old") == [] and memory.history("t", "new") != []
     clock.now = 200
     assert len(memory) == 0
+
+
+def test_sessions_are_bounded_in_characters_too() -> None:
+    memory = Conversations(max_chars=100)
+    memory.record("t", "a", "q" * 40, "x" * 40)
+    memory.record("t", "b", "q" * 10, "x" * 10)  # 100 chars in all: both kept
+    assert len(memory) == 2
+    memory.record("t", "c", "q", "x")  # over: the least recently used goes
+    assert len(memory) == 2 and memory.history("t", "a") == []
+    memory.record("t", "huge", "q" * 500, "x" * 500)  # alone over the bound: kept, alone
+    assert len(memory) == 1 and memory.history("t", "huge") != []
+
+
+@pytest.mark.anyio
+async def test_a_gate_runs_its_slots_queues_the_next_and_refuses_past_the_queue() -> None:
+    gate = Gate("answer", slots=2, queue=1)
+    first, second = await gate.acquire(), await gate.acquire()
+    assert gate.busy == 2
+    got: list[str] = []
+
+    async def third() -> None:
+        release = await gate.acquire()
+        got.append("third")
+        release()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(third)
+        with anyio.fail_after(5):
+            while gate.waiting != 1:
+                await anyio.sleep(0)
+        with pytest.raises(ServerBusyError, match="all 2 answer slots are taken"):
+            await gate.acquire()
+        first()
+    assert got == ["third"]
+    second()
+    assert gate.busy == 0
+
+
+@pytest.mark.anyio
+async def test_worker_gate_runs_calls_in_bounded_threads() -> None:
+    gate = Gate("worker", slots=2, queue=0)
+    started = threading.Barrier(3)
+    release = threading.Event()
+
+    def blocked() -> str:
+        started.wait(5)
+        release.wait(5)
+        return threading.current_thread().name
+
+    async with anyio.create_task_group() as group:
+        for _ in range(2):
+            group.start_soon(gate.run, blocked)
+        await anyio.to_thread.run_sync(started.wait, 5)  # both calls hold a slot
+        with pytest.raises(ServerBusyError):
+            await gate.run(lambda: "third")
+        release.set()
+    assert await gate.run(lambda: "free again") == "free again"
+
+
+@pytest.mark.anyio
+async def test_the_pump_gives_its_slot_back_when_its_thread_ends() -> None:
+    gate = Gate("answer", slots=1, queue=0)
+    release = await gate.acquire()
+
+    def events() -> Iterator[Event]:
+        yield "end", {"answer": "done"}
+
+    pump = EventPump(events, on_exit=release).start()
+    assert [event async for event in pump] == [("end", {"answer": "done"})]
+    with anyio.fail_after(5):
+        while gate.busy:
+            await anyio.sleep(0.01)
 
 
 @pytest.mark.anyio

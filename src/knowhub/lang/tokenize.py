@@ -4,7 +4,8 @@ SQLite FTS5's own tokenizer cannot segment Chinese (nDCG 0.11 against 0.96 with
 jieba, see DESIGN.md), so the index holds text we tokenize here, one *script
 run* at a time; mixed-language text therefore needs no language detector:
 
-* Han runs are segmented by jieba (loaded on the first Chinese text only);
+* Han runs are segmented by jieba (loaded once, on the first Chinese text or by
+  :func:`load_tokenizers`);
 * Latin words are stemmed with Porter (Porter 1980, via Snowball), Cyrillic
   words with Snowball Russian (``ё`` folded to ``е`` first);
 * kana and Hangul runs become overlapping character bigrams, the usual
@@ -33,7 +34,7 @@ from knowhub.lang.stopwords import STOPWORDS_EN, STOPWORDS_RU, STOPWORDS_ZH
 if TYPE_CHECKING:
     import jieba
 
-__all__ = ["count_tokens", "index_tokens", "query_tokens"]
+__all__ = ["count_tokens", "index_tokens", "load_tokenizers", "query_tokens"]
 
 # One alternative per script; digits stick to a following or preceding letter
 # ("p53", "1990s") the way FTS5's unicode61 keeps them, bare numbers stand alone.
@@ -50,13 +51,21 @@ _TERM_RE = re.compile(
 # count_tokens: one per CJK character, one per run of other letters and digits.
 _COUNT_RE = re.compile(f"[{HAN}{KANA}{HANGUL}]|[^\\W_{HAN}{KANA}{HANGUL}]+")
 
-# Words seen in a corpus follow Zipf's law, so a bounded cache answers most
-# stemming calls; this bound keeps it to a few MB in a long-running server.
-_STEM_CACHE_SIZE = 1 << 16
+# Words seen in a corpus follow Zipf's law, so a bounded cache answers most stemming
+# calls. Bounded by count and, since only words of up to _CACHED_WORD_CHARS are kept
+# (longer ones are rare and stemmed each time), by bytes: under 10 MB per language even
+# when hostile queries fill it with unique words.
+_STEM_CACHE_SIZE = 1 << 15
+_CACHED_WORD_CHARS = 32
 
-# Snowball stemmers keep the word being stemmed on the instance, so concurrent
-# callers must take turns.
+# Snowball stemmers keep the word being stemmed on the instance, so concurrent callers
+# take turns; the lock also makes each stemmer load once.
 _STEM_LOCK = threading.Lock()
+
+# jieba's dictionary costs ~1 s and ~40 MB to load; without the lock every thread that
+# met Chinese text first loaded its own copy at once (20 threads: 23 s and 700 MB).
+_SEGMENTER_LOCK = threading.Lock()
+_segmenter_instance: jieba.Tokenizer | None = None
 
 
 @functools.cache
@@ -68,31 +77,57 @@ def _stemmer(algorithm: str) -> Callable[[str], str]:
 
 
 def _stem(algorithm: str, word: str) -> str:
-    stem = _stemmer(algorithm)
     with _STEM_LOCK:
-        return stem(word)
+        return _stemmer(algorithm)(word)
 
 
-@functools.lru_cache(maxsize=_STEM_CACHE_SIZE)
-def _latin_term(word: str) -> str | None:
+def _latin_stem(word: str) -> str | None:
     return None if word in STOPWORDS_EN else _stem("porter", word)
 
 
-@functools.lru_cache(maxsize=_STEM_CACHE_SIZE)
-def _cyrillic_term(word: str) -> str | None:
+def _cyrillic_stem(word: str) -> str | None:
     word = word.replace("ё", "е")
     return None if word in STOPWORDS_RU else _stem("russian", word)
 
 
-@functools.cache
-def _segmenter() -> jieba.Tokenizer:
-    import jieba
+_latin_cached = functools.lru_cache(maxsize=_STEM_CACHE_SIZE)(_latin_stem)
+_cyrillic_cached = functools.lru_cache(maxsize=_STEM_CACHE_SIZE)(_cyrillic_stem)
 
-    # jieba logs its dictionary loading to stderr (its logger starts at DEBUG); keep quiet.
-    jieba.setLogLevel(logging.WARNING)
-    segmenter = jieba.Tokenizer()
-    segmenter.initialize()
-    return segmenter
+
+def _latin_term(word: str) -> str | None:
+    return _latin_cached(word) if len(word) <= _CACHED_WORD_CHARS else _latin_stem(word)
+
+
+def _cyrillic_term(word: str) -> str | None:
+    return _cyrillic_cached(word) if len(word) <= _CACHED_WORD_CHARS else _cyrillic_stem(word)
+
+
+def _segmenter() -> jieba.Tokenizer:
+    global _segmenter_instance
+    found = _segmenter_instance
+    if found is not None:
+        return found
+    with _SEGMENTER_LOCK:
+        if _segmenter_instance is None:
+            import jieba
+
+            # jieba logs its dictionary loading to stderr (its logger starts at DEBUG).
+            jieba.setLogLevel(logging.WARNING)
+            segmenter = jieba.Tokenizer()
+            segmenter.initialize()
+            _segmenter_instance = segmenter
+        return _segmenter_instance
+
+
+def load_tokenizers() -> None:
+    """Load jieba's dictionary and the Snowball stemmers now, once.
+
+    Servers call this during warm-up, so that no request pays for the loading; any
+    thread may call it (or simply tokenize) concurrently: each loads exactly once.
+    """
+    _segmenter()
+    for algorithm in ("porter", "russian"):
+        _stem(algorithm, "warm")
 
 
 def _han_terms(run: str) -> list[str]:

@@ -112,3 +112,63 @@ def test_jieba_loads_on_first_chinese_text_and_stays_silent() -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout == ""
     assert result.stderr == ""
+
+
+def _run_python(script: str) -> str:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=False,
+        timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+# Counts how often a jieba dictionary is loaded in a fresh interpreter.
+COUNT_JIEBA_LOADS = (
+    "import threading, jieba\n"
+    "loads = []\n"
+    "original = jieba.Tokenizer.initialize\n"
+    "def counting(self, *args, **kwargs):\n"
+    "    loads.append(1)\n"
+    "    return original(self, *args, **kwargs)\n"
+    "jieba.Tokenizer.initialize = counting\n"
+    "from knowhub.lang import query_tokens\n"
+)
+
+
+def test_concurrent_first_use_loads_jieba_once() -> None:
+    script = COUNT_JIEBA_LOADS + (
+        "barrier = threading.Barrier(16)\n"
+        "results = []\n"
+        "def work():\n"
+        "    barrier.wait()\n"
+        "    results.append(tuple(query_tokens('年假有多少天')))\n"
+        "threads = [threading.Thread(target=work) for _ in range(16)]\n"
+        "for t in threads: t.start()\n"
+        "for t in threads: t.join(timeout=100)\n"
+        "print(len(loads), len(results), len(set(results)))\n"
+    )
+    assert _run_python(script).split() == ["1", "16", "1"]
+
+
+def test_load_tokenizers_loads_jieba_before_any_text() -> None:
+    script = COUNT_JIEBA_LOADS + (
+        "from knowhub.lang import load_tokenizers\n"
+        "load_tokenizers()\n"
+        "print(len(loads))\n"
+        "query_tokens('年假有多少天'); load_tokenizers()\n"
+        "print(len(loads))\n"
+    )
+    assert _run_python(script).split() == ["1", "1"]
+
+
+def test_stem_caches_are_bounded_and_skip_long_words() -> None:
+    from knowhub.lang import tokenize
+
+    for cached in (tokenize._latin_cached, tokenize._cyrillic_cached):
+        assert cached.cache_info().maxsize == tokenize._STEM_CACHE_SIZE
+    before = tokenize._latin_cached.cache_info().currsize
+    words = [f"{'x' * 100}{n}" for n in range(50)]  # hostile: long and all different
+    assert index_tokens(" ".join(words)) == words  # still stemmed (nothing to strip)
+    assert tokenize._latin_cached.cache_info().currsize == before

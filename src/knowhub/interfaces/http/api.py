@@ -2,9 +2,10 @@
 
 Outermost first: metrics (so refused requests are counted too) → :class:`Guard` (Origin,
 Host, body size, bearer token; the WebSocket handshake included) → FastAPI. ``/health``,
-``/docs`` and ``/openapi.json`` are public: the schema describes the API but holds no data,
-and a browser cannot send a token to open the docs page. The web console (``/ui``) takes the
-token from its login cookie as well: see :mod:`knowhub.interfaces.http.console`.
+``/ready``, ``/docs`` and ``/openapi.json`` are public: the probes tell strangers nothing, the
+schema describes the API but holds no data, and a browser cannot send a token to open the
+docs page. The web console (``/ui``) takes the token from its login cookie as well: see
+:mod:`knowhub.interfaces.http.console`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.metadata import version
 
+import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
@@ -29,12 +31,12 @@ from knowhub.interfaces.http.metrics import ERROR_KEY, ApiMetrics, MetricsMiddle
 from knowhub.interfaces.http.routes import routers
 from knowhub.interfaces.http.service import Service
 from knowhub.interfaces.http.sessions import Conversations
-from knowhub.interfaces.index_metrics import IndexSizes
+from knowhub.interfaces.index_metrics import IndexSize
 from knowhub.interfaces.security import LOOPBACK_HOSTS, Guard, TokenBook, check_bind
 
 __all__ = ["PUBLIC_PATHS", "create_app"]
 
-PUBLIC_PATHS = frozenset({"/health", "/docs", "/docs/oauth2-redirect", "/openapi.json"})
+PUBLIC_PATHS = frozenset({"/health", "/ready", "/docs", "/docs/oauth2-redirect", "/openapi.json"})
 
 DESCRIPTION = (
     "Search your documents and get answers with citations. Send `Authorization: Bearer "
@@ -62,13 +64,16 @@ def create_app(
     owned = app is None
     service = Service(app or build_app(settings, interface="http"), settings, ApiMetrics(),
                       conversations or Conversations())  # fmt: skip
-    service.metrics.registry.register(
-        IndexSizes(lambda: [(c.name, c.documents, c.chunks) for c in service.app.collections()])
+    service.metrics.track_index(
+        lambda: [IndexSize(c.name, c.documents, c.chunks) for c in service.app.collections()]
     )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         try:
+            # Before the first request (uvicorn listens only after this): models loaded,
+            # /ready says 200. Quick when ``serve`` has warmed the App already.
+            await anyio.to_thread.run_sync(service.health.warm)
             yield
         finally:
             if owned:
@@ -83,7 +88,7 @@ def create_app(
         # Nothing leaves the machine unless asked: no OpenTelemetry from FastAPI itself.
         telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
     )
-    parts = [*routers(service), console.console_router(service)]
+    parts = [*routers(service), console.console_router(service, tokens)]
     for part in parts:
         api.include_router(part)
     limit = settings.server.max_body_bytes

@@ -9,12 +9,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from knowhub.errors import AuthError, KnowhubError, ProviderError, QueryError, StoreError
+from knowhub.interfaces.http.limits import ServerBusyError
+from knowhub.interfaces.security import ThrottledError
 
 __all__ = ["describe_invalid", "error_body", "error_status"]
 
 
 def error_status(exc: BaseException) -> int:
     """The HTTP status for an error: the caller's fault (4xx) or an upstream one (502)."""
+    if isinstance(exc, ServerBusyError):
+        return 503  # with Retry-After: every slot taken and the queue full
+    if isinstance(exc, ThrottledError):
+        return 429  # too many wrong tokens from this address: with Retry-After
     if isinstance(exc, AuthError):
         return 403
     if isinstance(exc, ProviderError):

@@ -4,6 +4,8 @@
 thread and hands each event over an anyio memory stream the moment it is made, so tokens
 reach the client as they are generated. Closing the pump (the client went away) stops the
 producer at its next event and closes the iterator, which closes the model's stream.
+``on_exit`` runs on the event loop once the thread is done, which is how the answer slot
+it held (:class:`~knowhub.interfaces.http.limits.Gate`) is given back.
 """
 
 from __future__ import annotations
@@ -33,8 +35,14 @@ class EventPump:
     minute, and a few slow models must not starve searches of workers.
     """
 
-    def __init__(self, events: Callable[[], Iterator[Event]], buffer: int = 256) -> None:
+    def __init__(
+        self,
+        events: Callable[[], Iterator[Event]],
+        buffer: int = 256,
+        on_exit: Callable[[], None] | None = None,
+    ) -> None:
         self._events = events
+        self._on_exit = on_exit
         self._send, self._receive = anyio.create_memory_object_stream[Event | BaseException](buffer)
         self._stop = threading.Event()
 
@@ -106,8 +114,13 @@ class EventPump:
             log.debug("answer failed after its reader left: %s", exc)
 
     def _finish(self, token: EventLoopToken) -> None:
+        def finish() -> None:
+            self._send.close()
+            if self._on_exit is not None:
+                self._on_exit()
+
         try:
-            anyio.from_thread.run_sync(self._send.close, token=token)
+            anyio.from_thread.run_sync(finish, token=token)
         except Exception:  # the event loop has stopped (server shutting down, test ended)
             # Nobody else can touch the stream now; left open, it would warn when collected.
             self._send.close()

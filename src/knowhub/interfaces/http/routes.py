@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, Query, Request, WebSocket
 from fastapi.security import HTTPBearer
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from knowhub.interfaces.http.errors import error_body
 from knowhub.interfaces.http.schemas import AskBody, DebugBody, SearchBody
 from knowhub.interfaces.http.service import Event, Service, principal_of, sse
 from knowhub.interfaces.http.ws import answer_socket
@@ -80,7 +81,7 @@ def routers(service: Service) -> list[APIRouter]:
             collection = question.collection
             if not body.stream:
                 return JSONResponse(await service.answer(question))
-            pump = service.pump(question)
+            pump = await service.pump(question)
             try:
                 # Held back until the answer starts, so a bad request still gets its status.
                 first = await pump.until_content()
@@ -117,30 +118,38 @@ def routers(service: Service) -> list[APIRouter]:
         return {"collection": name, "documents": [dataclasses.asdict(r) for r in records]}
 
     @api.get("/metrics", summary="Prometheus metrics", response_class=Response)
-    async def metrics() -> Response:
-        return Response(service.metrics.render(), media_type="text/plain; version=0.0.4")
+    async def metrics(request: Request) -> Response:
+        body = service.metrics.render(principal_of(request))  # index sizes: its collections
+        return Response(body, media_type="text/plain; version=0.0.4")
 
     @public.get("/health", summary="Liveness; more detail for an authenticated caller")
     async def health(request: Request) -> Any:
+        # From memory, on the event loop: answers however busy the worker threads are.
         principal = request.scope.get(PRINCIPAL_KEY)
         if principal is None:
             return {"status": "ok"}
-        try:
-            infos = await service.run(service.app.collections)
-        except Exception as exc:
-            return await service.fail(request, exc)
-        readable = [i for i in infos if principal.may_read(i.name)]
         return {
             "status": "ok",
+            "ready": service.health.warmed.is_set(),
             "uptime_s": round(time.time() - service.started, 1),
-            "collections": len(readable),
-            "documents": sum(i.documents for i in readable),
-            "chunks": sum(i.chunks for i in readable),
+            **service.health.sizes(principal),
             "embedder": service.settings.embedder.provider,
             "llm": service.settings.llm.provider,
             "reranker": service.settings.reranker.provider,
             "sessions": len(service.conversations),
+            "workers_busy": service.workers.busy,
+            "answers_busy": service.answers.busy,
+            "queued": service.workers.waiting + service.answers.waiting,
         }
+
+    @public.get(
+        "/ready", summary="Readiness: 503 until models are warm, or while the store is down"
+    )
+    async def ready() -> Response:
+        problem = await service.health.problem()
+        if problem is None:
+            return JSONResponse({"status": "ready"})
+        return JSONResponse(error_body(problem, 503), status_code=503, headers={"Retry-After": "5"})
 
     # Not under the bearer dependency (an HTTP-only one): the guard checks the handshake.
     @public.websocket("/api/stream")

@@ -4,20 +4,14 @@ from __future__ import annotations
 
 import logging
 
-from knowhub.app import App, build_app
+from knowhub.app import build_app
 from knowhub.config import Settings
 from knowhub.interfaces.http.api import create_app
+from knowhub.interfaces.warmup import warm
 
-__all__ = ["serve", "warm"]
+__all__ = ["serve"]
 
 log = logging.getLogger("knowhub.http")
-
-
-def warm(app: App) -> None:
-    """Open the store and build every provider now, so a bad setting stops the start-up
-    with its own message and the first request does not pay for loading the model."""
-    for name in ("store", "embedder", "llm", "reranker"):
-        getattr(app, name)
 
 
 def serve(settings: Settings, host: str, port: int, allow_unauthenticated: bool = False) -> None:
@@ -28,6 +22,8 @@ def serve(settings: Settings, host: str, port: int, allow_unauthenticated: bool 
     try:
         asgi = create_app(settings, host=host, allow_unauthenticated=allow_unauthenticated,
                           app=app)  # fmt: skip
+        # Here, not only in the app's lifespan: a bad setting ends the start-up with its
+        # own message rather than uvicorn's "Application startup failed".
         warm(app)
         shown = f"[{host}]" if ":" in host else host
         log.warning("knowhub HTTP API on http://%s:%d (docs: /docs)", shown, port)

@@ -1,18 +1,17 @@
 """What every route shares: the App, the caller's limits, error answers, answer bookkeeping.
 
-Blocking App calls run in worker threads; answers stream from an :class:`EventPump`.
+Blocking App calls run in worker threads, answers stream from an :class:`EventPump`; both
+are bounded (see :mod:`knowhub.interfaces.http.limits`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import anyio.to_thread
 from starlette.requests import HTTPConnection
 from starlette.responses import JSONResponse
 
@@ -20,6 +19,8 @@ from knowhub.app import App
 from knowhub.config import Settings
 from knowhub.errors import AuthError, KnowhubError, QueryError, StoreError
 from knowhub.interfaces.http.errors import error_body
+from knowhub.interfaces.http.health import HealthState
+from knowhub.interfaces.http.limits import RETRY_AFTER_S, Gate
 from knowhub.interfaces.http.metrics import ERROR_KEY, ApiMetrics
 from knowhub.interfaces.http.pump import EventPump
 from knowhub.interfaces.http.schemas import QuestionBody
@@ -67,7 +68,20 @@ class Service:
     settings: Settings
     metrics: ApiMetrics
     conversations: Conversations = field(default_factory=Conversations)
-    started: float = field(default_factory=time.time)
+    health: HealthState = field(init=False)
+    workers: Gate = field(init=False)
+    answers: Gate = field(init=False)
+
+    def __post_init__(self) -> None:
+        opts = self.settings.server
+        self.health = HealthState(self.app)
+        self.workers = Gate("worker", opts.workers, opts.max_queued)
+        self.answers = Gate("answer", opts.max_answers, opts.max_queued)
+
+    @property
+    def started(self) -> float:
+        """When the server started (``time.time()``)."""
+        return self.health.started
 
     def collection(self, principal: Principal, name: str | None) -> str:
         """The collection to use (the configured one by default), if the caller may read it."""
@@ -76,7 +90,8 @@ class Service:
         return resolved
 
     async def run(self, call: Callable[[], T]) -> T:
-        return await anyio.to_thread.run_sync(call)
+        """``call()`` in one of ``server.workers`` threads (ServerBusyError past the queue)."""
+        return await self.workers.run(call)
 
     async def failure(self, exc: BaseException, collection: str | None) -> dict[str, Any]:
         """The error body for ``exc``; 404 when the cause is a collection that does not exist."""
@@ -99,7 +114,8 @@ class Service:
     ) -> JSONResponse:
         body = await self.failure(exc, collection)
         connection.scope[ERROR_KEY] = type(exc).__name__
-        return JSONResponse(body, status_code=body["status"])
+        retry = {"Retry-After": str(RETRY_AFTER_S)} if body["status"] == 503 else None
+        return JSONResponse(body, status_code=body["status"], headers=retry)
 
     def question(self, principal: Principal, body: QuestionBody) -> Question:
         """Check an ask request up front, so its mistakes are answered before any stream."""
@@ -114,11 +130,21 @@ class Service:
             history = []
         return Question(text, collection, filters, history, principal.name, body.session_id)
 
-    def pump(self, question: Question) -> EventPump:
+    async def pump(self, question: Question) -> EventPump:
+        """The answer's events, produced in a thread holding one of ``server.max_answers``
+        slots until it ends (ServerBusyError when the queue for them is full)."""
         app = self.app
-        return EventPump(
-            lambda: app.ask(question.text, question.collection, question.filters, question.history)
-        ).start()
+        release = await self.answers.acquire()
+        try:
+            return EventPump(
+                lambda: app.ask(
+                    question.text, question.collection, question.filters, question.history
+                ),
+                on_exit=release,
+            ).start()
+        except BaseException:
+            release()
+            raise
 
     def answered(self, question: Question, end: dict[str, Any]) -> None:
         """Bookkeeping for a finished answer: metrics, and the session's memory."""
@@ -130,19 +156,17 @@ class Service:
             )
 
     async def answer(self, question: Question) -> dict[str, Any]:
-        """The whole answer (the ``end`` payload); errors are raised."""
-
-        def collect() -> dict[str, Any]:
-            for kind, payload in self.app.ask(
-                question.text, question.collection, question.filters, question.history
-            ):
+        """The whole answer (the ``end`` payload); errors are raised. Produced like a
+        stream, so that a slow model holds an answer slot, never a search worker."""
+        pump = await self.pump(question)
+        try:
+            async for kind, payload in pump:
                 if kind == "end":
+                    self.answered(question, payload)
                     return payload
-            raise RuntimeError("the answer ended without an 'end' event")
-
-        end = await self.run(collect)
-        self.answered(question, end)
-        return end
+        finally:
+            pump.close()
+        raise RuntimeError("the answer ended without an 'end' event")
 
     async def events(
         self, question: Question, first: list[Event], pump: EventPump, route: str

