@@ -15,7 +15,7 @@ export OMP_WAIT_POLICY := PASSIVE
 export OPENBLAS_NUM_THREADS := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test lint bench eval clean
+.PHONY: demo test lint bench eval load clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -76,6 +76,13 @@ eval: $(VENV)/.installed
 	status=0; for set in $(EVAL_SETS); do \
 	  $(BIN)/knowhub eval $(DATASETS)/$$set --split test --gate || status=1; \
 	done; exit $$status
+
+# Both servers on a copy of examples/docs, loaded by `knowhub bench load` with a writer;
+# the report goes to benchmarks/results/load-<clients>c-<duration>s/ (docs/benchmarks.md).
+CLIENTS ?= 100
+DURATION ?= 60
+load: $(VENV)/.installed
+	$(BIN)/python benchmarks/load_run.py --clients $(CLIENTS) --duration $(DURATION)
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR) data .pytest_cache .mypy_cache .ruff_cache $(INSPECTOR_DIR)
