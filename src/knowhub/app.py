@@ -27,7 +27,13 @@ from knowhub.config import Settings
 from knowhub.errors import ConfigError, KnowhubError, QueryError, StoreError
 from knowhub.ingest.bundle import BundleStats, bundle_collection, export_bundle, import_bundle
 from knowhub.ingest.faq import load_faq
-from knowhub.ingest.pipeline import IngestReport, Progress, ingest
+from knowhub.ingest.pipeline import (
+    IngestCancelledError,
+    IngestReport,
+    IngestStopped,
+    Progress,
+    ingest,
+)
 from knowhub.ingest.verify import VerifyReport, verify_index
 from knowhub.lang import detect_language
 from knowhub.models import DocumentRecord, Filters, Hit
@@ -39,11 +45,18 @@ from knowhub.query.cache import SearchCaches
 from knowhub.query.debug import diagnose
 from knowhub.query.pipeline import SearchRequest, SearchResult, StageHook, search
 from knowhub.query.rerank import RerankStage
+from knowhub.surrogates import escape_surrogates
 from knowhub.trace.build import record_answer, record_ingest, record_search
 from knowhub.trace.jsonl import read_traces
 from knowhub.trace.record import Trace, new_trace, preview
 from knowhub.trace.tracer import Tracer, build_tracer
-from knowhub.validate import check_collection_name, check_query, logical_name
+from knowhub.validate import (
+    check_collection_name,
+    check_doc_hash_prefix,
+    check_query,
+    check_text,
+    logical_name,
+)
 from knowhub.versions import (
     CollectionView,
     Target,
@@ -185,7 +198,7 @@ class App:
         filters: Filters | None,
         history: Sequence[ChatMessage],
     ) -> Iterator[Event]:
-        check_query(question)
+        check_query(question, "question")
         opts = self.settings.answer
         language = detect_language(question)
         found = route(question, self.llm if opts.llm_router else None)
@@ -241,7 +254,8 @@ class App:
         target = self.resolve(collection)
         embedder = self.embedder_for(target)
         cid = self.store.ensure_collection(target.physical, embedder.model_id, embedder.dim)
-        loaded = [(path.resolve(), load_faq(path)) for path in paths]  # all parse, or none load
+        limit = self.settings.ingest.max_file_bytes
+        loaded = [(path.resolve(), load_faq(path, limit)) for path in paths]  # all or none load
         done = []
         for path, pairs in loaded:
             # Embedded as queries: a user's question is compared with them as query to query.
@@ -325,17 +339,25 @@ class App:
         progress: Progress | None = None,
         *,
         version: int | None = None,
+        confine: Path | None = None,
     ) -> IngestReport:
         """Bring the collection's active version (or ``version``) in line with ``paths``,
-        embedded and chunked as that version was built."""
+        embedded and chunked as that version was built; with ``confine``, only files
+        resolving inside that folder (a served folder: symlinks leading out are skipped)."""
         name = check_collection_name(collection or self.settings.collection)
         with self._traced("ingest", name, preview(" ".join(str(p) for p in paths))) as trace:
             target = self._reads(trace, name, version)
-            report = ingest(
-                self.store, self.embedder_for(target), self.settings_for(target), paths,
-                target.physical, tags=tags, include=include, exclude=exclude, prune=prune,
-                progress=progress,
-            )  # fmt: skip
+            try:
+                report = ingest(
+                    self.store, self.embedder_for(target), self.settings_for(target), paths,
+                    target.physical, tags=tags, include=include, exclude=exclude, prune=prune,
+                    progress=progress, confine=confine,
+                )  # fmt: skip
+            except (IngestStopped, IngestCancelledError) as stopped:
+                stopped.report.collection = target.collection
+                record_ingest(trace, stopped.report)  # the trace is written as the block exits
+                trace.error = str(stopped)
+                raise
             report.collection = target.collection
             record_ingest(trace, report)
         return report
@@ -417,7 +439,7 @@ class App:
 
     def document(self, doc_hash: str, collection: str | None = None) -> DocumentRecord:
         """The document whose content hash is or starts with ``doc_hash`` (8+ characters)."""
-        key = doc_hash.strip().lower()
+        key = check_text(doc_hash, "doc_hash").strip().lower()
         if len(key) < 8:
             raise QueryError(
                 f"doc hash {doc_hash!r} is too short: give at least 8 characters of the "
@@ -437,7 +459,7 @@ class App:
         """The chunk with this id in the active version of its collection."""
         targets: dict[str, Target] = {}
         found = []
-        for hit in self.store.chunks_by_id(chunk_id.strip()):
+        for hit in self.store.chunks_by_id(check_text(chunk_id, "chunk_id").strip()):
             name = logical_name(hit.collection)
             target = targets.setdefault(name, resolve_target(self.store, name))
             if target.physical == hit.collection:
@@ -455,20 +477,46 @@ class App:
             [hits[i] for i in sorted(hits) if hits[i].doc_hash == record.doc_hash], target
         )
 
-    def remove(self, key: str, collection: str | None = None) -> list[DocumentRecord]:
-        """Remove documents matching a path (as given or as stored) or a doc-hash prefix
-        from the collection's active version."""
+    def remove(
+        self, key: str, collection: str | None = None, *, all_matches: bool = False
+    ) -> list[DocumentRecord]:
+        """Remove the documents ``key`` names from the collection's active version: by path
+        (as given or as stored) or source, else by doc-hash prefix (hex, 8+ digits). When
+        several match, none is removed (the error lists them) unless ``all_matches``."""
         target, cid = self.locate(collection)
-        absolute = str(Path(key).absolute())
-        found = self.store.find_records(cid, key) or self.store.find_records(cid, absolute)
-        if not found:
+        name = target.collection
+        found = self._documents_named(cid, key, name)
+        if len(found) > 1 and not all_matches:
+            listing = "".join(f"\n  {r.source}  {r.doc_hash}" for r in found)
             raise QueryError(
-                f"no document {key!r} in collection {collection or self.settings.collection!r}: "
-                "give a path or a doc hash (8+ characters) as listed by `knowhub docs`"
+                f"{key!r} matches {len(found)} documents in collection {name!r}, so none was "
+                "removed: give more of the doc hash, or --all-matches to remove them all:" + listing
             )
         for record in found:
             self.store.remove_document(cid, record.path)
-        return [replace(r, collection=target.collection) for r in found]
+        return [replace(r, collection=name) for r in found]
+
+    def _documents_named(self, cid: int, key: str, name: str) -> list[DocumentRecord]:
+        """By path or source first; only a key that is none of these is a hash prefix.
+        Paths are stored with undecodable name bytes escaped, so is the key."""
+        stored = escape_surrogates(key)
+        absolute = escape_surrogates(str(Path(key).absolute()))
+        found = self.store.find_records(cid, stored) or self.store.find_records(cid, absolute)
+        if found:
+            return found
+        try:
+            prefix = check_doc_hash_prefix(stored, "path_or_doc_hash")
+        except QueryError as exc:
+            raise QueryError(
+                f"no document with path or source {key!r} in collection {name!r}; {exc}"
+            ) from exc
+        found = self.store.find_by_hash_prefix(cid, prefix)
+        if not found:
+            raise QueryError(
+                f"no document {key!r} in collection {name!r}: give a path, or a doc hash as "
+                "listed by `knowhub docs`"
+            )
+        return found
 
     def verify(self, collection: str | None = None, fix: bool = False) -> VerifyReport:
         """Check that the index matches its files (every collection unless one is named);

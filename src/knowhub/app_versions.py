@@ -281,8 +281,8 @@ def _rebuild(
     report: BuildReport,
     progress: Progress | None,
 ) -> None:
-    present = [r for r in records if Path(r.path).is_file()]
-    report.missing = [r.source for r in records if not Path(r.path).is_file()]
+    present = [r for r in records if Path(r.disk_path).is_file()]
+    report.missing = [r.source for r in records if not Path(r.disk_path).is_file()]
     done = 0
     for group in rediscover(present):
         step = None if progress is None else _shifted(progress, done, len(present))

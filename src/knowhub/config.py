@@ -265,7 +265,28 @@ class IngestSettings(_Section):
     exclude: list[str] = Field(
         default_factory=lambda: [".*", "~$*", "node_modules/*", "*/node_modules/*", "*.tmp"]
     )
-    max_file_mb: float = Field(200.0, gt=0)
+    max_file_bytes: int = Field(
+        200_000_000, ge=1, description="Larger files, or Office files unpacking to more, fail."
+    )
+    max_extracted_chars: int = Field(
+        50_000_000, ge=1, description="A file whose text runs past this fails (bounds memory)."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_max_file_mb(cls, data: Any) -> Any:
+        # A renamed key gets its own message: "extra inputs are not permitted" says nothing
+        # about what to write instead.
+        if isinstance(data, dict) and "max_file_mb" in data:
+            try:
+                hint = f"{int(float(data['max_file_mb']) * 1024 * 1024)}"
+            except (TypeError, ValueError):
+                hint = "200000000"
+            raise ValueError(
+                "max_file_mb was replaced by ingest.max_file_bytes (a byte count): "
+                f"write `max_file_bytes: {hint}` instead"
+            )
+        return data
 
 
 def _default_gates() -> dict[str, dict[str, float]]:
@@ -314,8 +335,27 @@ class ServerSettings(_Section):
     max_result_chars: int = Field(
         40_000, ge=500, description="Ceiling on a tool result's text (the max_chars budget)."
     )
+    workers: int = Field(
+        16, ge=1, description="HTTP API threads for searches and other blocking calls."
+    )
+    max_answers: int = Field(
+        16, ge=1, description="HTTP API answers produced at once (each in a thread)."
+    )
+    max_queued: int = Field(
+        512, ge=0, description="Requests waiting for a worker or answer slot; more get 503."
+    )
     search_docs_tool: bool = Field(True, description="Also offer search under 'search_docs'.")
     watch_debounce_ms: int = Field(800, ge=50, description="Quiet time before re-indexing.")
+    auth_max_failures: int = Field(
+        10, ge=1, description="Wrong tokens one client address may send per auth_window_s."
+    )
+    auth_window_s: float = Field(60.0, gt=0, description="The window auth_max_failures counts in.")
+    auth_lockout_s: float = Field(
+        60.0, gt=0, description="How long an address over the limit gets 429 (Retry-After)."
+    )
+    auth_tracked_clients: int = Field(
+        10_000, ge=1, description="Client addresses remembered; the stalest is forgotten first."
+    )
 
 
 class Settings(_Section):

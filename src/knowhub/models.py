@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+from knowhub.surrogates import restore_surrogates
+
 __all__ = [
     "Chunk",
     "DocumentRecord",
@@ -102,6 +104,12 @@ class DocumentRecord:
     pages: int | None
     ingested_at: str
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def disk_path(self) -> str:
+        """``path`` as the file system spells it: a stored path has undecodable name bytes
+        escaped (see :mod:`knowhub.surrogates`), this one opens the file."""
+        return restore_surrogates(self.path)
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -94,6 +95,26 @@ def test_failed_file_gives_reason_and_nonzero_exit(docs: Path, tmp_path: Path) -
     assert "3 added" in result.stdout and "2 failed" in result.stdout
     assert "failed broken.pdf:" in result.stdout and "failed empty.md:" in result.stdout
     assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_fifo_and_symlinked_file_in_a_folder(docs: Path, tmp_path: Path) -> None:
+    # `mkfifo d/x.txt; knowhub ingest d` blocked forever, writing nothing.
+    os.mkfifo(docs / "x.txt")
+    write(tmp_path / "elsewhere" / "kept.md", "# Kept\n\nA linked file from elsewhere.\n")
+    (docs / "linked.md").symlink_to(tmp_path / "elsewhere" / "kept.md")
+    result = knowhub("ingest", str(docs), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "4 added" in result.stdout and "0 failed, 1 skipped" in result.stdout
+    assert "skipped x.txt: is a FIFO (named pipe), not a regular file" in result.stdout
+    traced = json.loads(knowhub("traces", "--json", "--kind", "ingest", cwd=tmp_path).stdout)
+    (skip,) = traced["traces"][0]["ingest"]["skipped"]  # /ui/ingestion shows the run's skips
+    assert skip["source"] == "x.txt" and "FIFO" in skip["reason"]
+    # The local CLI follows symlinked files (the README says so).
+    assert "linked.md" in knowhub("search", "linked file elsewhere", cwd=tmp_path).stdout
+    named = knowhub("ingest", str(docs / "x.txt"), cwd=tmp_path)
+    assert named.returncode == 1
+    assert "failed x.txt: x.txt: is a FIFO (named pipe)" in named.stdout
+    assert "no such file" not in named.stdout
 
 
 @pytest.mark.parametrize(

@@ -67,12 +67,14 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     write(root / "docs/team/hr.md", HR)
     write(root / "docs/release.md", f"# {XSS_TITLE}\n\nThe release ships on Friday.\n")
     write(root / "docs/broken.pdf", "this is not a PDF")
+    os.mkfifo(root / "docs/pipe.txt")  # skipped, with its reason, in /ui/ingestion
     write(root / "private/minutes.md", MINUTES)
     data = root / "data"
     app = build_app(fast_settings(data))
     try:  # each ingest is a trace of kind ingest, as from the CLI
         report = app.ingest([root / "docs"], "default")
         assert [source for source, _ in report.failed] == ["broken.pdf"], report.failed
+        assert [source for source, _ in report.skipped] == ["pipe.txt"], report.skipped
         app.ingest([root / "private"], "private")
     finally:
         app.close()
@@ -253,6 +255,7 @@ def test_ingestion_lists_runs_with_failure_reasons(page: Page, console: Console)
     expect(runs).to_contain_text("default")
     expect(runs).to_contain_text("private")
     expect(runs.locator("tr.failures")).to_contain_text("broken.pdf")
+    expect(runs.locator("tr.failures")).to_contain_text("skipped pipe.txt: is a FIFO")
 
 
 def test_evals_chart_metrics_across_runs(page: Page, console: Console) -> None:

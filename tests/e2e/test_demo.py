@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import shlex
 import subprocess
@@ -77,4 +78,27 @@ def readme_ask_example_matches_the_demo_index() -> None:
     result = subprocess.run([sys.executable, "-m", "knowhub", *args], cwd=ROOT,
                             capture_output=True, text=True, timeout=120)  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == block.group(2).strip()
+    as_json = subprocess.run([sys.executable, "-m", "knowhub", *args, "--json"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    scores = [s["score"] for s in json.loads(as_json.stdout)["sources"]]
+    printed = _untie(result.stdout.strip().splitlines(), block.group(2).strip().splitlines(),
+                     scores)  # fmt: skip
+    assert printed == block.group(2).strip().splitlines()
+
+
+def _untie(printed: list[str], shown: list[str], scores: list[float]) -> list[str]:
+    """``printed`` with neighbouring sources swapped back to the README's order where their
+    scores tie within 0.001: the embedder's float rounding differs between CPUs (seen: the
+    README's [4] and [5], 0.3944 and 0.3943, swapped on another machine). A tie among sources
+    the answer cites would change its [n] too, and still fail."""
+    lines = list(printed)
+    number = re.compile(r"^  \[(\d+)\] ")
+    for i in range(len(lines) - 1):
+        first, second = number.match(lines[i]), number.match(lines[i + 1])
+        if not (first and second) or i + 1 >= len(shown):
+            continue
+        n = int(first.group(1))
+        swapped = [number.sub(f"  [{n}] ", lines[i + 1]), number.sub(f"  [{n + 1}] ", lines[i])]
+        if swapped == shown[i : i + 2] and abs(scores[n - 1] - scores[n]) < 0.001:
+            lines[i : i + 2] = swapped
+    return lines

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from knowhub import App, StoreError, build_app
+from knowhub.ingest.loaders.reading import RegularFile
 from tests.helpers import fast_settings, write
 
 BACKUPS = "# Guide\n\n## Backups\n\nSnapshots of the database run every six hours.\n"
@@ -44,6 +45,7 @@ def test_second_run_reads_no_file_and_embeds_nothing(
 
     monkeypatch.setattr(pathlib.Path, "read_bytes", refuse)
     monkeypatch.setattr(pathlib.Path, "open", refuse)
+    monkeypatch.setattr(RegularFile, "read", refuse)  # how ingest reads a file's contents
     report = app.ingest([docs])
     assert len(report.unchanged) == 3
     assert (report.added, report.updated, report.embedded) == ([], [], 0)
@@ -153,3 +155,45 @@ def test_switching_embedder_on_a_collection_is_refused(tmp_path: Path) -> None:
     other = build_app(fast_settings(tmp_path / "data", **{"embedder.hashing.dim": 64}))
     with pytest.raises(StoreError, match="new collection"):
         other.ingest([docs])
+
+
+# A FIFO blocked the whole run in open(): bounded, so the old code fails instead of hanging.
+@pytest.mark.timeout(60)
+def test_a_fifo_in_a_folder_is_skipped_with_its_reason_and_the_rest_is_ingested(
+    app: App, tmp_path: Path
+) -> None:
+    docs = corpus(tmp_path / "docs")
+    os.mkfifo(docs / "x.txt")
+    report = app.ingest([docs], prune=True)
+    assert sorted(report.added) == ["notes.txt", "ops/backups.md", "ops/upgrades.md"]
+    assert report.ok and report.failed == []
+    assert report.skipped == [
+        ("x.txt", "x.txt: is a FIFO (named pipe), not a regular file; only regular files are "
+         "ingested")
+    ]  # fmt: skip
+    assert report.to_dict()["skipped"] == [{"source": s, "reason": r} for s, r in report.skipped]
+
+
+@pytest.mark.timeout(60)
+def test_a_fifo_named_directly_fails_saying_what_it_is(app: App, tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "x.txt")
+    report = app.ingest([tmp_path / "x.txt"])
+    assert report.failed == [
+        ("x.txt", "x.txt: is a FIFO (named pipe), not a regular file; only regular files are "
+         "ingested")
+    ]  # fmt: skip
+
+
+def test_confined_ingest_skips_links_leading_out_and_prunes_what_they_brought_in(
+    app: App, tmp_path: Path
+) -> None:
+    docs = corpus(tmp_path / "docs")
+    write(tmp_path / "outside" / "secret.txt", "The vault combination is 1234.\n")
+    (docs / "leak.txt").symlink_to(tmp_path / "outside" / "secret.txt")
+    # Unconfined (the local CLI): a symlinked file is followed, wherever it leads.
+    assert "leak.txt" in app.ingest([docs]).added
+    report = app.ingest([docs], prune=True, confine=docs)
+    assert report.removed == ["leak.txt"]  # indexed before: it must not stay served
+    assert [s for s, _ in report.skipped] == ["leak.txt"]
+    assert "leads outside" in report.skipped[0][1]
+    assert all("vault" not in h.text for h in app.search("vault combination", top_k=10).hits)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import calendar
 import json
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -371,15 +372,14 @@ async def test_sessions_persist_across_restarts_and_tokens_limit_them(tmp_path: 
         assert (listed[sid_a]["state"], listed[sid_b]["state"]) == ("Loaded", "Unloaded")
         assert listed[sid_a]["chunks_count"] == alpha["chunks_count"]
 
-        # 8. a token limited to session A sees only A.
-        assert set(await sessions(server, "limited-secret")) == {sid_a}
+        # 8. a token limited to session A reaches only A (and no control tool: see below).
         async with server.client(f"/mcp/{sid_a}", "limited-secret") as data:
             assert (await sources(data, "giraffe"))[0] == "notes/giraffe.md"
         assert raw_status(server, f"/mcp/{sid_b}", "limited-secret") == 404
         assert raw_status(server, f"/mcp/{sid_b}") == 200  # B exists: the 404 is the token's
         await assert_sdk_refused(server, f"/mcp/{sid_b}", "limited-secret")
         async with server.client("/mcp", "limited-secret") as control:
-            assert "unknown session" in await fails(control, "unregister", session_id=sid_b)
+            assert "limited to sessions" in await fails(control, "unregister", session_id=sid_b)
         assert set(await sessions(server)) == {sid_a, sid_b}
 
         # A read-only token reads but may not register, unregister or ingest.
@@ -394,6 +394,11 @@ async def test_sessions_persist_across_restarts_and_tokens_limit_them(tmp_path: 
             assert (await sources(data, "volcano"))[0] == "volcano.md"
             assert "read-only" in await fails(data, "ingest", path=".")
 
+        # /metrics: both sessions' index sizes, but to the token limited to A only A's.
+        assert f'collection="{sid_b}/default"' in server.get("/metrics").text
+        scoped = server.get("/metrics", "limited-secret").text
+        assert f'collection="{sid_a}/default"' in scoped and sid_b not in scoped
+
         # No (or a wrong) token: 401 everywhere, the same for existing and unknown sessions.
         answers = []
         for path in ("/mcp", f"/mcp/{sid_a}", f"/mcp/{UNKNOWN_ID}"):
@@ -405,3 +410,91 @@ async def test_sessions_persist_across_restarts_and_tokens_limit_them(tmp_path: 
         assert answers[0][1] == 'Bearer realm="knowhub"'
         assert sid_a not in answers[0][0]
         assert server.get("/health", token="").json() == {"status": "ok"}
+
+
+async def test_a_session_token_may_not_use_the_control_tools(tmp_path: Path) -> None:
+    # Limited to one session, `register beta` handed it beta's id (and list/unregister
+    # reached the control plane too).
+    root = tmp_path / "root"
+    animals(root)
+    env = {
+        **token_env({"name": "limited", "token_env": "TOK_LIMITED", "sessions": [UNKNOWN_ID]}),
+        "TOK_LIMITED": "limited-secret",
+    }
+    with shared_server(tmp_path, env=env) as server:
+        async with server.client("/mcp") as control:
+            sid_b = (await ok(control, "register", path="beta"))["session_id"]
+        async with server.client("/mcp", "limited-secret") as control:
+            for tool, arguments in [
+                ("register", {"path": "beta"}), ("register", {"path": "gamma"}), ("list", {}),
+                ("unregister", {"session_id": sid_b}), ("unregister", {"session_id": UNKNOWN_ID}),
+            ]:  # fmt: skip
+                message = await fails(control, tool, **arguments)
+                assert f"token 'limited' is limited to sessions, so it may not call '{tool}'" in (
+                    message
+                )
+                assert "sessions ['*'] in server.tokens" in message  # the fix
+                assert sid_b not in message
+        assert not (root / "gamma").exists()
+        assert set(await sessions(server)) == {sid_b}
+
+
+async def test_register_errors_name_the_path_and_the_fix(tmp_path: Path) -> None:
+    # `register "\x00"` and a symlink loop answered only "Error executing tool register".
+    root = tmp_path / "root"
+    animals(root)
+    (root / "loop").symlink_to(root / "loop")
+    with shared_server(tmp_path) as server:
+        async with server.client("/mcp") as control:
+            message = await fails(control, "register", path="\x00")
+            assert "path '\\x00' contains a NUL character: give a plain path" in message
+            for path in ("loop", "loop/deeper"):
+                message = await fails(control, "register", path=path)
+                assert f"path '{path}' cannot be resolved (" in message
+                assert "fix or remove the symlink" in message
+            message = await fails(control, "register", path="alpha/zebra.md")
+            assert "path 'alpha/zebra.md': cannot use" in message and "not a file" in message
+            assert (await ok(control, "register", path="alpha"))["chunks_count"] >= 2
+
+
+@pytest.mark.timeout(120)  # register blocked on the FIFO forever
+async def test_sessions_serve_no_file_from_outside_the_folder_and_skip_fifos(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    animals(root)
+    outside = tmp_path / "outside"
+    write(outside / "secret.txt", "The vault combination is 4711.\n")
+    write(outside / "folder" / "vault.md", "# Vault\n\nThe vault key 4711 hangs by the door.\n")
+    alpha = root / "alpha"
+    (alpha / "leak.txt").symlink_to(outside / "secret.txt")
+    (alpha / "away").symlink_to(outside / "folder", target_is_directory=True)
+    os.mkfifo(alpha / "x.txt")
+
+    async def no_secret(data: Client) -> None:
+        out = await ok(data, "query_knowledge_hub", query="vault combination key 4711", top_k=20)
+        assert all("4711" not in hit["text"] for hit in out["hits"]), out["hits"]
+
+    with shared_server(tmp_path) as server:
+        async with server.client("/mcp") as control:
+            sid = (await ok(control, "register", path="alpha"))["session_id"]
+        async with server.client(f"/mcp/{sid}") as data:
+            await no_secret(data)
+            ingested = await ok(data, "ingest", path=".")
+            reasons = {s["source"]: s["reason"] for s in ingested["skipped"]}
+            assert set(reasons) == {"leak.txt", "away", "x.txt"}
+            assert reasons["leak.txt"].startswith(f"leak.txt: leads outside {alpha.resolve()}")
+            assert reasons["x.txt"].startswith("x.txt: is a FIFO (named pipe)")
+            # The watcher's re-sync: a link added later is skipped, a new file comes in.
+            (alpha / "late-leak.txt").symlink_to(outside / "secret.txt")
+            write(alpha / "late.md", KANGAROO)
+
+            async def kangaroo_found() -> bool:
+                return "late.md" in await sources(data, "kangaroo outback")
+
+            await eventually(kangaroo_found, timeout=10)
+            await no_secret(data)
+        logs = server.logs()
+        assert f"session {sid}: skipped leak.txt: leads outside" in logs
+        assert f"session {sid}: skipped x.txt: is a FIFO (named pipe)" in logs
+        assert f"session {sid}: skipped late-leak.txt: leads outside" in logs

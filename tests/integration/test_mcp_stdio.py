@@ -7,6 +7,7 @@ hashing embedder; a start takes a second or two.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -602,3 +603,39 @@ async def test_read_only_offers_no_ingest(tmp_path: Path) -> None:
         assert result.is_error
         assert "ingest" in result.content[0].text  # type: ignore[union-attr]
         assert (await search(client, "nightly backup", top_k=1))[0]["source"] == "backups.md"
+
+
+# -- 8. what the served folder holds ---------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+async def test_fifos_and_links_leading_out_are_skipped_at_start_by_the_watcher_and_ingest(
+    tmp_path: Path,
+) -> None:
+    root = make_corpus(tmp_path, {"backups.md": CORPUS["backups.md"]})
+    docs = root / "docs"
+    os.mkfifo(docs / "x.txt")  # the first sync blocked on it forever
+    outside = write(tmp_path / "outside" / "secret.md", "# Vault\n\nThe vault code is 4711.\n")
+    (docs / "leak.md").symlink_to(outside)
+    (docs / "loop.md").symlink_to(docs / "loop.md")
+    async with serve(root) as client:
+        await indexed(client, 1)
+        # The watcher re-syncs through the same discovery: a new FIFO cannot stop it.
+        os.mkfifo(docs / "y.md")
+        write(docs / "late.md", "# Late\n\nThe zephyrquokka answers on port 7070.\n")
+        await indexed(client, 2)
+        assert all("4711" not in h["text"] for h in await search(client, "vault code", top_k=10))
+
+        out = await call(client, "ingest", path=".")
+        reasons = {s["source"]: s["reason"] for s in out["skipped"]}
+        assert set(reasons) == {"x.txt", "y.md", "leak.md", "loop.md"}
+        assert reasons["x.txt"].startswith("x.txt: is a FIFO (named pipe), not a regular file")
+        assert reasons["leak.md"].startswith(f"leak.md: leads outside {docs.resolve()}")
+        assert "- skipped leak.md: leads outside" in await markdown(client, "ingest", path=".")
+        named = await call(client, "ingest", path="x.txt")
+        assert named["failed"] == [{"source": "x.txt", "reason": reasons["x.txt"]}]
+        await fails(client, "ingest", {"path": "loop.md"}, "path 'loop.md' cannot be resolved")
+        await fails(client, "ingest", {"path": "a\x00"}, "path 'a\\x00' contains a NUL")
+    log = (root / "stderr.log").read_text(encoding="utf-8")
+    assert "skipped x.txt: is a FIFO (named pipe)" in log
+    assert "skipped leak.md: leads outside" in log

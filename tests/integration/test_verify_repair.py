@@ -3,6 +3,7 @@ whether it came from a folder walk or was named on its own."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -40,5 +41,24 @@ def test_fix_keeps_each_documents_source_and_tags(tmp_path: Path) -> None:
         after = {r.source: r.metadata["tags"] for r in app.documents("kb")}
         assert after == before, "the lookalike file was not picked up, names and tags kept"
         assert app.search("pangolin scales", "kb").hits[0].lexical_rank == 1
+    finally:
+        app.close()
+
+
+def test_a_file_replaced_by_a_fifo_is_reported_changed_without_blocking(tmp_path: Path) -> None:
+    # verify hashed a file whose size or mtime moved with open(): a FIFO blocked it forever.
+    path = write(tmp_path / "docs" / "sub" / "a.md", "# A\n\nArmadillos roll into balls.\n")
+    app = build_app(fast_settings(tmp_path / "data"))
+    try:
+        app.ingest([tmp_path / "docs"], "kb")
+        path.unlink()
+        os.mkfifo(path)
+        report = app.verify("kb")
+        assert [(p.kind, p.subject) for p in report.problems] == [("changed_file", "sub/a.md")]
+        fixed = app.verify("kb", fix=True)  # the repair says why it could not re-ingest it
+        assert fixed.fix_failed == [
+            "kb: sub/a.md: re-ingest failed: skipped: sub/a.md: is a FIFO (named pipe), not a "
+            "regular file; only regular files are ingested"
+        ]
     finally:
         app.close()

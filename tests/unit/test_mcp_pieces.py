@@ -5,10 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
 
 from knowhub import load_settings
 from knowhub.errors import AuthError, ConfigError, KnowhubError, QueryError
-from knowhub.interfaces.mcp.tools import _search_markdown, _search_out, inside_root
+from knowhub.interfaces.mcp.metrics import Metrics
+from knowhub.interfaces.mcp.tools import _search_markdown, _search_out, inside_root, tool_errors
 from knowhub.interfaces.security import LOCAL_USER, Principal, TokenBook, _matches
 from knowhub.models import Hit
 from knowhub.validate import parse_duration
@@ -113,3 +116,34 @@ def test_durations() -> None:
 def test_principal_wildcards() -> None:
     everyone = Principal("x")
     assert everyone.may_read("any") and everyone.may_use("any")
+
+
+@pytest.mark.anyio
+async def test_an_unexpected_exception_is_a_tool_error_naming_the_call_and_the_fix() -> None:
+    # The SDK shows a crash as a bare "Error executing tool register"; the wrapper names it.
+    server = MCPServer("t")
+    metrics = Metrics()
+
+    @server.tool(name="register")
+    async def register(path: str) -> str:
+        with tool_errors(metrics, "register", path=path):
+            Path(path).stat()  # ValueError: embedded null byte
+        return "unreachable"
+
+    async with Client(server) as client:
+        result = await client.call_tool("register", {"path": "a\x00b"})
+    assert result.is_error
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert "register(path='a\\x00b') failed: ValueError: embedded null byte" in text
+    assert "check these arguments" in text
+    labels = {"tool": "register", "outcome": "error"}
+    assert metrics.registry.get_sample_value("knowhub_tool_calls_total", labels) == 1
+
+
+def test_paths_with_nul_or_a_symlink_loop_are_refused_with_the_reason(tmp_path: Path) -> None:
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    with pytest.raises(KnowhubError, match=r"path 'a\\x00' contains a NUL character"):
+        inside_root(tmp_path, "a\x00")
+    for bad in ("loop", "loop/deeper"):
+        with pytest.raises(KnowhubError, match=rf"path '{bad}' cannot be resolved .*symlink"):
+            inside_root(tmp_path, bad)

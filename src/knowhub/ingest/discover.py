@@ -1,17 +1,26 @@
-"""Find the files an ingest run should look at."""
+"""Find the files an ingest run should look at.
+
+Discovery only ever stats (never opens) what it finds, so a FIFO, socket or device in a
+folder cannot block it; anything that is not a regular file is passed over with a reason.
+Under a confining root (a served folder), every file must also resolve inside that root:
+a symlink leading out is passed over, so no file from elsewhere can be served.
+"""
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS
 from knowhub.models import DocumentRecord
+from knowhub.surrogates import escape_surrogates, restore_surrogates
 
-__all__ = ["Candidate", "Rediscovery", "discover", "matches", "rediscover"]
+__all__ = ["Candidate", "Rediscovery", "Skipped", "discover", "matches", "rediscover"]
 
 
 @dataclass(frozen=True)
@@ -22,45 +31,177 @@ class Candidate:
     source: str
     explicit: bool  # named on the command line, so an unsupported type is an error
 
+    def __post_init__(self) -> None:
+        # The source is shown, stored and traced: undecodable name bytes are escaped
+        # (knowhub.surrogates); ``path`` keeps them, to open the file.
+        object.__setattr__(self, "source", escape_surrogates(self.source))
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """Something discovery passed over, and why (``reason`` starts with ``source``)."""
+
+    path: str
+    source: str
+    reason: str
+    explicit: bool  # named by the caller: its ingest failed, rather than a file was skipped
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "source", escape_surrogates(self.source))
+        object.__setattr__(self, "reason", escape_surrogates(self.reason))
+
 
 def matches(relative: str, patterns: Sequence[str]) -> bool:
-    """Glob match on the posix relative path (``*`` crosses folders) or on the file name."""
+    """Glob match on the posix relative path (``*`` crosses folders) or on the file name.
+
+    Both sides are compared as sources are stored (undecodable bytes escaped), so the
+    literal patterns :func:`rediscover` builds from stored sources find their files.
+    """
+    relative = escape_surrogates(relative)
+    patterns = [escape_surrogates(p) for p in patterns]
     name = relative.rsplit("/", 1)[-1]
     return any(fnmatch.fnmatch(relative, p) or fnmatch.fnmatch(name, p) for p in patterns)
 
 
 def discover(
-    roots: Sequence[Path], include: Sequence[str], exclude: Sequence[str]
-) -> Iterator[Candidate]:
+    roots: Sequence[Path],
+    include: Sequence[str],
+    exclude: Sequence[str],
+    confine: Path | None = None,
+) -> Iterator[Candidate | Skipped]:
     """Yield files under each root (recursively, sorted) that pass include/exclude.
 
     Folder walks keep only supported extensions; a file named explicitly is always
     yielded so that an unsupported one fails with a reason instead of vanishing.
-    Missing roots raise ``FileNotFoundError`` for the caller to report.
+    Anything that is not a regular file, and with ``confine`` anything resolving outside
+    it, comes as :class:`Skipped`. Missing roots raise ``FileNotFoundError``.
     """
+    fence = None if confine is None else Path(os.path.realpath(confine))
     for root in roots:
         absolute = Path(os.path.abspath(root))
-        if absolute.is_file():
-            yield Candidate(str(absolute), absolute.name, explicit=True)
-            continue
-        if not absolute.is_dir():
+        is_dir, problem = _examine(absolute, fence)
+        if problem == _MISSING:
             raise FileNotFoundError(f"{root}: no such file or folder")
-        for path in sorted(_walk(absolute)):
-            relative = path.relative_to(absolute).as_posix()
-            if path.suffix.lower() not in SUPPORTED_EXTENSIONS:
-                continue
-            if include and not matches(relative, include):
-                continue
-            if matches(relative, exclude):
-                continue
-            yield Candidate(str(path), relative, explicit=False)
+        if problem:
+            yield Skipped(str(absolute), absolute.name, f"{absolute.name}: {problem}", True)
+        elif not is_dir:
+            yield Candidate(str(absolute), absolute.name, explicit=True)
+        else:
+            yield from _walk_root(absolute, include, exclude, fence)
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        for name in files:
-            yield Path(folder) / name
+def _walk_root(
+    root: Path, include: Sequence[str], exclude: Sequence[str], fence: Path | None
+) -> Iterator[Candidate | Skipped]:
+    for found in sorted(_walk(root)):
+        if found.path == root:  # the folder named could not be listed: that run failed
+            yield Skipped(str(root), root.name, f"{root.name}: {found.problem}", explicit=True)
+            continue
+        relative = found.path.relative_to(root).as_posix()
+        if found.folder:  # reported when the files in it could have been picked
+            probe = relative + "/"
+            if (include and not matches(probe, include)) or matches(probe, exclude):
+                continue
+        else:
+            if found.path.suffix.lower() not in SUPPORTED_EXTENSIONS:
+                continue
+            if (include and not matches(relative, include)) or matches(relative, exclude):
+                continue
+        problem = found.problem
+        # Only a link can lead out of the fence: the walk never descends a symlinked
+        # folder, so a plain entry lies inside the root, which _examine checked.
+        if found.link and not problem:
+            problem = _examine(found.path, fence)[1]
+        if problem:
+            yield Skipped(str(found.path), relative, f"{relative}: {problem}", explicit=False)
+        else:
+            yield Candidate(str(found.path), relative, explicit=False)
+
+
+@dataclass(frozen=True, order=True)
+class _Found:
+    path: Path
+    link: bool = False  # a symlink to a file: where it leads is checked later
+    folder: bool = False
+    problem: str = ""
+
+
+def _walk(folder: Path) -> Iterator[_Found]:
+    """Every entry under ``folder``; symlinked folders are reported, never descended."""
+    try:
+        with os.scandir(folder) as listing:
+            entries = list(listing)
+    except OSError as exc:
+        yield _Found(folder, folder=True, problem=f"folder not readable ({exc.strerror}); "
+                     "its files are left out: fix its permissions")  # fmt: skip
+        return
+    for entry in entries:
+        path = Path(entry.path)
+        # DirEntry answers these from the directory listing: no stat, nothing opened.
+        if entry.is_dir(follow_symlinks=False):
+            if not entry.name.startswith("."):
+                yield from _walk(path)
+        elif entry.is_symlink():
+            if not _links_to_folder(path):
+                yield _Found(path, link=True)
+            elif not entry.name.startswith("."):
+                yield _Found(path, folder=True, problem=_FOLDER_LINK)
+        elif entry.is_file(follow_symlinks=False):
+            yield _Found(path)
+        else:
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            except OSError:
+                continue  # gone since the listing: nothing to report
+            yield _Found(path, problem=_not_regular(mode))
+
+
+_MISSING = "no such file or folder"
+_FOLDER_LINK = (
+    "is a symlink to a folder; folder symlinks are not followed: name its target to ingest it"
+)
+
+
+def _links_to_folder(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(path.stat().st_mode)
+    except OSError:
+        return False  # broken or looping: examined (and reported) as a file
+
+
+def _examine(path: Path, fence: Path | None) -> tuple[bool, str]:
+    """(is a folder, what is wrong with it or ''), following symlinks; nothing is opened."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        return False, _unreachable(path, exc)
+    if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+        return False, _not_regular(mode)
+    if fence is not None and not Path(os.path.realpath(path)).is_relative_to(fence):
+        return stat.S_ISDIR(mode), (
+            f"leads outside {fence} (through a symlink), so it is not served: "
+            "move the file inside or remove the link"
+        )
+    return stat.S_ISDIR(mode), ""
+
+
+def _unreachable(path: Path, exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "is a symlink loop: fix or remove the link"
+    if exc.errno == errno.ENOENT:
+        return "is a broken symlink (its target is gone): fix or remove it" if path.is_symlink() \
+            else _MISSING  # fmt: skip
+    return f"cannot be read ({exc.strerror}): check its permissions"
+
+
+def _not_regular(mode: int) -> str:
+    kind = (
+        "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
+        else "a socket" if stat.S_ISSOCK(mode)
+        else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "not a file or folder"
+    )  # fmt: skip
+    return f"is {kind}, not a regular file; only regular files are ingested"
 
 
 @dataclass(frozen=True)
@@ -86,7 +227,7 @@ def rediscover(records: Sequence[DocumentRecord]) -> list[Rediscovery]:
             found.append(Rediscovery([Path(root)], dict(tags), [_literal(r.source) for r in group],
                                      group))  # fmt: skip
         else:  # a file named on its own gets its file name as source, as it had
-            found.append(Rediscovery([Path(r.path) for r in group], dict(tags), [], group))
+            found.append(Rediscovery([Path(r.disk_path) for r in group], dict(tags), [], group))
     return found
 
 
@@ -95,7 +236,7 @@ def _root(record: DocumentRecord) -> str:
     path = Path(record.path).as_posix()
     if "/" not in record.source or not path.endswith("/" + record.source):
         return ""
-    return str(Path(record.path[: len(record.path) - len(record.source)]))
+    return str(Path(restore_surrogates(record.path[: len(record.path) - len(record.source)])))
 
 
 def _literal(source: str) -> str:

@@ -3,24 +3,35 @@
 Ingest is embedder-bound (DESIGN.md: ~1–9 passages per CPU-second), so texts
 whose vectors are cached are never re-encoded, and large jobs fan out to one
 worker process per core, each with one thread (threads contend on 2 cores).
+
+Workers die with the process that started them, however it ends (a signal,
+``kill -9``): they hold a model's memory and must never outlive their run.
 """
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
+import multiprocessing
 import os
+import signal
+import sys
+import threading
+import weakref
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from multiprocessing import get_context
 
 import numpy as np
 
 from knowhub.config import Settings
 from knowhub.providers.embedders.base import Embedder, Vectors
 
-__all__ = ["EmbedRunner", "cache_key", "gather"]
+__all__ = ["EmbedRunner", "abort_all", "cache_key", "gather"]
 
 _worker_embedder: Embedder | None = None
+_live: weakref.WeakSet[EmbedRunner] = weakref.WeakSet()  # the runners with workers
+_live_lock = threading.Lock()
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
 def cache_key(model_id: str, text: str) -> str:
@@ -28,12 +39,34 @@ def cache_key(model_id: str, text: str) -> str:
     return hashlib.sha256(f"{model_id}\0{text}".encode()).hexdigest()
 
 
-def _init_worker(settings_json: str) -> None:
+def _init_worker(settings_json: str, parent_pid: int) -> None:
     global _worker_embedder
     from knowhub.registry import create
 
+    _die_with_parent(parent_pid)
+    # A terminal's Ctrl-C reaches the whole process group; the parent decides what stops.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     settings = Settings.model_validate_json(settings_json)
     _worker_embedder = create("embedder", settings.embedder.provider, settings)
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Exit when ``parent_pid`` dies: orphans would otherwise wait on their queue forever."""
+    if sys.platform == "linux":
+        # The kernel's way, which needs no thread to get the GIL. It fires when the thread
+        # that spawned this worker exits; EmbedRunner's owner closes it in that same thread.
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent_pid:
+        os._exit(1)  # the parent died before prctl took effect: no signal will come
+    # Everywhere (macOS too): the pipe multiprocessing keeps from the parent reads EOF.
+    threading.Thread(target=_exit_when_parent_ends, name="parent watch", daemon=True).start()
+
+
+def _exit_when_parent_ends() -> None:
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        parent.join()
+        os._exit(1)
 
 
 def _embed_in_worker(texts: list[str]) -> Vectors:
@@ -71,16 +104,43 @@ class EmbedRunner:
         if self._pool is None and self.embedder.parallel and self._workers > 1 and texts:
             self._pool = ProcessPoolExecutor(
                 max_workers=self._workers,
-                mp_context=get_context("spawn"),
+                mp_context=multiprocessing.get_context("spawn"),
                 initializer=_init_worker,
-                initargs=(self._settings.model_dump_json(),),
+                initargs=(self._settings.model_dump_json(), os.getpid()),
             )
+            with _live_lock:
+                _live.add(self)
         return self._pool
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        """Stop the workers once the batches they are encoding are done."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def abort(self) -> None:
+        """Stop the workers now, mid-batch: their results are no longer wanted (waits on
+        them fail); safe from another thread than the runner's."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        # Private, but the only handle on the processes before Python 3.14's kill_workers();
+        # shutdown() forgets them, and shutdown(wait=False) alone would still have the
+        # interpreter's exit wait for every batch in flight.
+        workers = list(pool._processes.values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in workers:
+            process.kill()
+        for process in workers:
+            process.join(timeout=5)
+
+
+def abort_all() -> None:
+    """:meth:`~EmbedRunner.abort` every runner of this process that has workers."""
+    with _live_lock:
+        runners = list(_live)
+    for runner in runners:
+        runner.abort()
 
 
 def gather(futures: Sequence[Future[Vectors]], dim: int) -> Vectors:

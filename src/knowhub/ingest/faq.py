@@ -20,6 +20,7 @@ from pathlib import Path
 
 from knowhub.errors import IngestError
 from knowhub.ingest.loaders.encoding import decode_text, normalize_newlines
+from knowhub.ingest.loaders.reading import open_regular
 
 __all__ = ["FAQ_SUFFIXES", "FaqPair", "load_faq"]
 
@@ -38,15 +39,18 @@ class FaqPair:
     line: int  # where the question is, 1-based (the row for CSV, the index + 1 for JSON)
 
 
-def load_faq(path: Path) -> list[FaqPair]:
-    """The question/answer pairs of ``path``; at least one, or an IngestError."""
+def load_faq(path: Path, max_bytes: int) -> list[FaqPair]:
+    """The question/answer pairs of ``path`` (at most ``max_bytes`` long, a regular file:
+    a FIFO would block the read forever); at least one, or an IngestError."""
     suffix = path.suffix.lower()
     if suffix not in FAQ_SUFFIXES:
         raise IngestError(
             f"{path}: FAQ files are {', '.join(FAQ_SUFFIXES)}; got {suffix or 'no extension'}"
         )
     try:
-        text = normalize_newlines(decode_text(path.read_bytes(), path))
+        with open_regular(path) as file:
+            data = file.read(max_bytes)
+        text = normalize_newlines(decode_text(data, path))
     except OSError as exc:
         raise IngestError(f"{path}: cannot read it ({exc})") from exc
     if suffix in (".csv", ".tsv"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -21,17 +22,27 @@ from typing import Any
 import numpy as np
 
 from knowhub.config import Settings
-from knowhub.errors import KnowhubError, LoaderError
+from knowhub.errors import IngestError, KnowhubError, LoaderError
 from knowhub.ingest.chunk import ChunkingOptions, chunk_document
-from knowhub.ingest.discover import Candidate, discover
-from knowhub.ingest.embed import EmbedRunner, cache_key, gather
-from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS, load
+from knowhub.ingest.discover import Candidate, Skipped, discover
+from knowhub.ingest.embed import EmbedRunner, abort_all, cache_key, gather
+from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS, Limits, load
+from knowhub.ingest.loaders.reading import open_regular
 from knowhub.lang import index_tokens
 from knowhub.models import Chunk, DocumentRecord
 from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.stores.base import Store
+from knowhub.surrogates import escape_surrogates
 
-__all__ = ["IngestReport", "Progress", "contextual_text", "ingest"]
+__all__ = [
+    "IngestCancelledError",
+    "IngestReport",
+    "IngestStopped",
+    "Progress",
+    "contextual_text",
+    "ingest",
+    "stop_ingests",
+]
 
 Progress = Callable[[int, int, str], None]
 """Called as ``progress(done, total, current_source)``."""
@@ -47,14 +58,27 @@ class IngestReport:
     unchanged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
+    # Passed over by discovery (a FIFO, a symlink leading out of a served folder, …).
+    skipped: list[tuple[str, str]] = field(default_factory=list)
     chunks: int = 0
     embedded: int = 0
     cached: int = 0
     seconds: float = 0.0
+    stopped: bool = False  # interrupted: ``not_done`` were left as they were
+    not_done: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.failed
+        return not self.failed and not self.stopped
+
+    @property
+    def kept(self) -> int:
+        """Documents of this run that are in the index, current."""
+        return len(self.added) + len(self.updated) + len(self.unchanged)
+
+    def stop_summary(self) -> str:
+        """What a stopped run left: ``12 documents kept, 3 not done``."""
+        return f"{self.kept} documents kept, {len(self.not_done)} not done"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -64,11 +88,56 @@ class IngestReport:
             "unchanged": self.unchanged,
             "removed": self.removed,
             "failed": [{"source": s, "reason": r} for s, r in self.failed],
+            "skipped": [{"source": s, "reason": r} for s, r in self.skipped],
             "chunks": self.chunks,
             "embedded": self.embedded,
             "cached": self.cached,
             "seconds": round(self.seconds, 3),
+            "stopped": self.stopped,
+            "not_done": self.not_done,
         }
+
+
+class IngestStopped(KeyboardInterrupt):
+    """An ingest run interrupted by a ``KeyboardInterrupt`` (Ctrl-C; the CLI raises one
+    on SIGTERM too).
+
+    A ``KeyboardInterrupt``, so that it goes on stopping the program; ``report`` says
+    what was written (each document whole) and what was not.
+    """
+
+    def __init__(self, report: IngestReport) -> None:
+        super().__init__(f"ingest stopped: {report.stop_summary()}")
+        self.report = report
+
+
+class IngestCancelledError(IngestError):
+    """An ingest run stopped by :func:`stop_ingests` (its process is shutting down)."""
+
+    def __init__(self, report: IngestReport) -> None:
+        super().__init__(f"ingest stopped: the server is shutting down; "
+                         f"{report.stop_summary()}; run it again to continue")  # fmt: skip
+        self.report = report
+
+
+_shutting_down = threading.Event()
+
+
+def stop_ingests() -> None:
+    """Stop every ingest run of this process now, each with :class:`IngestCancelledError`
+    (documents written are kept): a server shutting down would otherwise wait for them to
+    end. For good: the process is ending."""
+    _shutting_down.set()
+    abort_all()  # a run waiting on its workers' batches stops waiting
+
+
+def _stop_if_shutting_down() -> None:
+    if _shutting_down.is_set():
+        raise _ShutdownRequestedError
+
+
+class _ShutdownRequestedError(Exception):
+    """Raised between documents once :func:`stop_ingests` was called."""
 
 
 @dataclass
@@ -107,20 +176,31 @@ def ingest(
     exclude: Sequence[str] | None = None,
     prune: bool = False,
     progress: Progress | None = None,
+    confine: Path | None = None,
 ) -> IngestReport:
-    """Bring ``collection`` in line with the files under ``paths``."""
+    """Bring ``collection`` in line with the files under ``paths``.
+
+    With ``confine`` (a served folder), only files resolving inside it are ingested.
+    """
     run = _Run(store, embedder, settings, collection, dict(tags or {}))
     started = time.perf_counter()
     exclusions = settings.ingest.exclude if exclude is None else exclude
-    candidates, missing = _collect(paths, include or settings.ingest.include, exclusions)
-    for root, reason in missing:
-        run.report.failed.append((root, reason))
+    candidates = _collect(paths, include or settings.ingest.include, exclusions, confine, run)
     try:
         for done, candidate in enumerate(candidates, start=1):
+            _stop_if_shutting_down()
             run.process(candidate)
             if progress is not None:
                 progress(done, len(candidates), candidate.source)
         run.flush_all()
+    except (KeyboardInterrupt, _ShutdownRequestedError) as exc:
+        # Documents written so far are whole (one transaction each); those in flight are
+        # dropped rather than waited for, so that a stop takes moments, not minutes.
+        run.runner.abort()
+        run.stop([c.source for c in candidates], started)
+        if isinstance(exc, KeyboardInterrupt):
+            raise IngestStopped(run.report) from exc
+        raise IngestCancelledError(run.report) from None
     finally:
         run.runner.close()
     if prune:
@@ -131,16 +211,24 @@ def ingest(
 
 
 def _collect(
-    paths: Sequence[Path], include: Sequence[str], exclude: Sequence[str]
-) -> tuple[list[Candidate], list[tuple[str, str]]]:
+    paths: Sequence[Path],
+    include: Sequence[str],
+    exclude: Sequence[str],
+    confine: Path | None,
+    run: _Run,
+) -> list[Candidate]:
+    """The files to ingest; what discovery passed over goes into ``run``'s report."""
     candidates: list[Candidate] = []
-    missing: list[tuple[str, str]] = []
     for root in paths:
         try:
-            candidates.extend(discover([root], include, exclude))
+            for found in discover([root], include, exclude, confine):
+                if isinstance(found, Skipped):
+                    run.pass_over(found)
+                else:
+                    candidates.append(found)
         except FileNotFoundError as exc:
-            missing.append((str(root), f"{exc}: check the path"))
-    return candidates, missing
+            run.report.failed.append((str(root), f"{exc}: check the path"))
+    return candidates
 
 
 class _Run:
@@ -164,6 +252,7 @@ class _Run:
         self.options = ChunkingOptions(
             settings.chunking.size, settings.chunking.overlap, settings.chunking.unit
         )
+        self.passed_over: set[str] = set()  # paths discovery skipped: pruned like gone files
         self.window: deque[_Pending] = deque()
         # Documents in flight: enough to keep every worker busy, few enough to bound memory.
         self.max_window = 2 * max(1, settings.embedder.workers or (os.cpu_count() or 1)) + 2
@@ -175,6 +264,7 @@ class _Run:
             self.report.failed.append((candidate.source, _reason(exc)))
             return
         except Exception as exc:  # one bad file must never stop the run
+            _stop_if_shutting_down()  # then the cause was the stop (workers gone): not the file
             self.report.failed.append(
                 (candidate.source, f"unexpected {type(exc).__name__}: {exc} (please report)")
             )
@@ -185,9 +275,26 @@ class _Run:
         while len(self.window) >= self.max_window:
             self._write(self.window.popleft())
 
+    def pass_over(self, skipped: Skipped) -> None:
+        """A file named by the caller failed; one found in a folder was skipped."""
+        entry = (skipped.source, skipped.reason)
+        (self.report.failed if skipped.explicit else self.report.skipped).append(entry)
+        self.passed_over.add(escape_surrogates(skipped.path))  # as paths are stored
+
     def flush_all(self) -> None:
         while self.window:
+            _stop_if_shutting_down()
             self._write(self.window.popleft())
+
+    def stop(self, sources: Sequence[str], started: float) -> None:
+        """Report a run interrupted before ``sources`` were all handled."""
+        self.window.clear()
+        handled = {*self.report.added, *self.report.updated, *self.report.unchanged}
+        handled |= {source for source, _ in self.report.failed}
+        self.report.stopped = True
+        self.report.not_done = [s for s in sources if s not in handled]
+        self.report.embedded = self.runner.embedded
+        self.report.seconds = time.perf_counter() - started
 
     def _prepare(self, candidate: Candidate) -> _Pending | None:
         path = Path(candidate.path)
@@ -196,31 +303,31 @@ class _Run:
                 f"{candidate.source}: unsupported file type {path.suffix or '(none)'}; "
                 f"supported: {' '.join(sorted(SUPPORTED_EXTENSIONS))}"
             )
-        stat = path.stat()
-        old = self.store.record(self.cid, candidate.path)
-        same_tags = old is not None and old.metadata.get("tags", {}) == self.tags
-        if old and same_tags and (old.size, old.mtime_ns) == (stat.st_size, stat.st_mtime_ns):
-            self.report.unchanged.append(candidate.source)  # fast path: contents not read
-            return None
-        limit = self.settings.ingest.max_file_mb * 1024 * 1024
-        if stat.st_size > limit:
-            raise LoaderError(
-                f"{candidate.source}: {stat.st_size / 2**20:.0f} MB is over ingest.max_file_mb "
-                f"({self.settings.ingest.max_file_mb:g}); raise the limit or split the file"
-            )
-        data = path.read_bytes()
+        # The store knows the file by its path with undecodable name bytes escaped (SQLite
+        # refuses lone surrogates); the file itself is opened by its real path.
+        key, source = escape_surrogates(candidate.path), escape_surrogates(candidate.source)
+        limits = _limits(self.settings)
+        with open_regular(path) as file:  # never blocks, even if it became a FIFO
+            stat = file.stat
+            old = self.store.record(self.cid, key)
+            same_tags = old is not None and old.metadata.get("tags", {}) == self.tags
+            if old and same_tags and (old.size, old.mtime_ns) == (stat.st_size, stat.st_mtime_ns):
+                self.report.unchanged.append(source)  # fast path: contents not read
+                return None
+            data = file.read(limits.max_bytes)
         doc_hash = hashlib.sha256(data).hexdigest()
         if old and same_tags and old.doc_hash == doc_hash:
-            self.store.touch(self.cid, candidate.path, stat.st_size, stat.st_mtime_ns)
-            self.report.unchanged.append(candidate.source)
+            self.store.touch(self.cid, key, stat.st_size, stat.st_mtime_ns)
+            self.report.unchanged.append(source)
             return None
-        loaded = load(path, data)
+        loaded = load(path, data, limits)
+        del data  # only the text is needed now: free the file's bytes before chunking
         metadata = {**_scalars(loaded.metadata), **self.tags}
         chunks = chunk_document(loaded, doc_hash, self.options, metadata)
         if not chunks:
-            raise LoaderError(f"{candidate.source}: no text to index after extraction")
+            raise LoaderError(f"{source}: no text to index after extraction")
         record = DocumentRecord(
-            collection=self.report.collection, source=candidate.source, path=candidate.path,
+            collection=self.report.collection, source=source, path=key,
             doc_hash=doc_hash, size=stat.st_size, mtime_ns=stat.st_mtime_ns, title=loaded.title,
             format=loaded.format, chunk_count=len(chunks), char_count=len(loaded.text),
             pages=len(loaded.page_starts) or None,
@@ -256,21 +363,24 @@ class _Run:
             self.report.failed.append((source, _reason(exc)))
             return
         except Exception as exc:  # e.g. a crashed worker: fail this file, keep the others
+            _stop_if_shutting_down()  # unless the stop killed the workers
             self.report.failed.append((source, f"unexpected {type(exc).__name__}: {exc}"))
             return
         (self.report.updated if pending.is_update else self.report.added).append(source)
         self.report.chunks += len(pending.chunks)
 
     def prune(self, roots: Sequence[Path]) -> None:
-        """Remove documents under ``roots`` whose files no longer exist."""
-        prefixes = [os.path.abspath(r) for r in roots]
+        """Remove documents under ``roots`` whose files are gone or now passed over."""
+        prefixes = [escape_surrogates(os.path.abspath(r)) for r in roots]  # as paths are stored
         removed: set[str] = set()
         for record in self.store.records(self.cid):
             inside = any(
                 record.path == p or record.path.startswith(p.rstrip(os.sep) + os.sep)
                 for p in prefixes
             )
-            if inside and not Path(record.path).exists():
+            # A file now passed over (a FIFO, a link leading out) must not stay served.
+            gone = record.path in self.passed_over or not Path(record.disk_path).exists()
+            if inside and gone:
                 self.store.remove_document(self.cid, record.path)
                 self.report.removed.append(record.source)
                 removed.add(record.path)
@@ -278,6 +388,10 @@ class _Run:
         self.report.failed = [
             (s, r) for s, r in self.report.failed if os.path.abspath(s) not in removed
         ]
+
+
+def _limits(settings: Settings) -> Limits:
+    return Limits(settings.ingest.max_file_bytes, settings.ingest.max_extracted_chars)
 
 
 def _reason(exc: BaseException) -> str:

@@ -18,7 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from knowhub.errors import LoaderError
 from knowhub.ingest.discover import rediscover
+from knowhub.ingest.loaders.reading import open_regular
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.models import DocumentRecord
 from knowhub.providers.stores.base import Store
@@ -190,7 +192,7 @@ def _check_document(
 
 def _file_state(record: DocumentRecord) -> str:
     """``same``, ``touched`` (mtime/size moved, bytes same), ``changed`` or ``missing``."""
-    path = Path(record.path)
+    path = Path(record.disk_path)
     try:
         stat = path.stat()
     except OSError:
@@ -199,9 +201,11 @@ def _file_state(record: DocumentRecord) -> str:
         return "same"  # the ingest fast path trusts size+mtime too
     digest = hashlib.sha256()
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as file, open(file.fd, "rb", closefd=False) as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
+    except LoaderError:
+        return "changed"  # no longer a regular file (a FIFO would block the read forever)
     except OSError:
         return "missing"
     return "touched" if digest.hexdigest() == record.doc_hash else "changed"
@@ -257,7 +261,7 @@ def _reingest(
     failed: list[str] = []
     for group in rediscover(records):
         result = reingest(group.paths, name, group.tags, group.include)
-        failures = dict(result.failed)
+        failures = dict(result.failed) | {s: f"skipped: {r}" for s, r in result.skipped}
         for record in group.records:
             if record.source in failures:
                 failed.append(f"{name}: {record.source}: re-ingest failed: "

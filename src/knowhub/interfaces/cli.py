@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +23,7 @@ import click
 from knowhub.app import App, build_app
 from knowhub.config import load_settings
 from knowhub.errors import KnowhubError
-from knowhub.ingest.pipeline import IngestReport
+from knowhub.ingest.pipeline import IngestReport, IngestStopped
 from knowhub.interfaces.render import (
     explain_hits,
     render_chunk,
@@ -97,15 +100,27 @@ def ingest(
     prune: bool,
     as_json: bool,
 ) -> None:
-    """Index files or folders (recursively); unchanged files are skipped."""
-    with _errors(obj):
+    """Index files or folders (recursively); unchanged files are skipped.
+
+    Ctrl-C (or SIGTERM) stops within moments: documents written so far are kept, whole,
+    and a re-run goes on from there."""
+    with _errors(obj), _stoppable() as stop:
         app = obj.app()
         exclusions = [*app.settings.ingest.exclude, *exclude]
-        with _progress() as progress:
-            report = app.ingest(
-                list(paths), collection, parse_key_values(tags, "--tag"),
-                include=list(include), exclude=exclusions, prune=prune, progress=progress,
-            )  # fmt: skip
+        try:
+            with _progress() as progress:
+                report = app.ingest(
+                    list(paths), collection, parse_key_values(tags, "--tag"),
+                    include=list(include), exclude=exclusions, prune=prune, progress=progress,
+                )  # fmt: skip
+        except IngestStopped as stopped:
+            report = stopped.report
+            _emit(report.to_dict() if as_json else render_report(report), as_json)
+            click.echo(f"stopped: {report.stop_summary()}; re-run to continue", err=True)
+            sys.exit(128 + stop.signum)
+        except KeyboardInterrupt:  # before or after the documents' loop
+            click.echo("stopped; re-run to continue", err=True)
+            sys.exit(128 + stop.signum)
         _emit(report.to_dict() if as_json else render_report(report), as_json)
         _exit_for(report)
 
@@ -182,11 +197,17 @@ def show(obj: _Context, chunk_id: str, as_json: bool) -> None:
 @cli.command()
 @click.argument("path_or_doc_hash")
 @click.option("--collection", "-c", help="Collection (default: 'default').")
+@click.option(
+    "--all-matches", is_flag=True, help="Remove every document a doc-hash prefix matches."
+)
 @click.pass_obj
-def remove(obj: _Context, path_or_doc_hash: str, collection: str | None) -> None:
-    """Remove a document (by file path or doc hash) and all its chunks."""
+def remove(obj: _Context, path_or_doc_hash: str, collection: str | None, all_matches: bool) -> None:
+    """Remove a document (by file path, source or doc-hash prefix) and all its chunks.
+
+    A doc-hash prefix is 8 or more hex digits; one matching several documents removes none
+    and lists them, unless --all-matches is given."""
     with _errors(obj):
-        removed = obj.app().remove(path_or_doc_hash, collection)
+        removed = obj.app().remove(path_or_doc_hash, collection, all_matches=all_matches)
         for record in removed:
             click.echo(f"removed {record.source} ({record.chunk_count} chunks)")
 
@@ -208,6 +229,31 @@ def _errors(obj: _Context) -> Iterator[None]:
             raise
         click.echo(f"error: {type(exc).__name__}: {exc} (run with --debug for details)", err=True)
         sys.exit(1)
+
+
+@dataclass
+class _Stop:
+    signum: int = signal.SIGINT  # the signal that stopped the command
+
+
+@contextmanager
+def _stoppable() -> Iterator[_Stop]:
+    """Have SIGTERM raise KeyboardInterrupt, as Ctrl-C does, so that cleanup runs (worker
+    processes stopped, the run's trace written) instead of the process vanishing."""
+    stop = _Stop()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop  # signal handlers belong to the main thread (an embedding caller's)
+        return
+
+    def interrupt(signum: int, _frame: object) -> None:
+        stop.signum = signum
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextmanager
@@ -252,6 +298,7 @@ def main() -> None:
 
 # Commands kept in their own modules; imported last because they use the helpers above.
 from knowhub.interfaces.cli_ask import ask  # noqa: E402
+from knowhub.interfaces.cli_bench import bench  # noqa: E402
 from knowhub.interfaces.cli_bundle import export_command, import_command, verify  # noqa: E402
 from knowhub.interfaces.cli_eval import eval_command  # noqa: E402
 from knowhub.interfaces.cli_faq import faq  # noqa: E402
@@ -260,6 +307,7 @@ from knowhub.interfaces.cli_traces import traces  # noqa: E402
 from knowhub.interfaces.cli_versions import versions  # noqa: E402
 
 cli.add_command(ask)
+cli.add_command(bench)
 cli.add_command(export_command)
 cli.add_command(import_command)
 cli.add_command(eval_command)

@@ -122,12 +122,14 @@ def render_report(report: IngestReport) -> str:
     lines = [
         f"collection {report.collection}: {len(report.added)} added, "
         f"{len(report.updated)} updated, {len(report.unchanged)} unchanged, "
-        f"{len(report.removed)} removed, {len(report.failed)} failed "
+        f"{len(report.removed)} removed, {len(report.failed)} failed, "
+        f"{len(report.skipped)} skipped "
         f"({report.chunks} chunks written, {report.embedded} embedded, "
         f"{report.cached} from cache) in {report.seconds:.1f} s"
     ]
     for source, reason in report.failed:
         lines.append(f"  failed {source}: {reason}")
+    lines += [f"  skipped {reason}" for _, reason in report.skipped]
     return "\n".join(lines)
 
 

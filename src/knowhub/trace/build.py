@@ -58,6 +58,7 @@ def record_ingest(trace: Trace, report: Any) -> None:
         "added": len(report.added), "updated": len(report.updated),
         "unchanged": len(report.unchanged), "removed": len(report.removed),
         "failed": [{"source": s, "reason": preview(r)} for s, r in report.failed],
+        "skipped": [{"source": s, "reason": preview(r)} for s, r in report.skipped],
         "chunks": report.chunks, "embedded": report.embedded, "cached": report.cached,
     }  # fmt: skip
     if report.failed:

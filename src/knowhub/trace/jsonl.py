@@ -8,6 +8,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from knowhub.surrogates import escape_surrogates
 from knowhub.trace.record import Trace
 
 __all__ = ["JsonlSink", "read_traces"]
@@ -31,7 +32,7 @@ class JsonlSink:
         self._lock = threading.Lock()
 
     def emit(self, trace: Trace) -> None:
-        line = json.dumps(trace.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"
+        line = _line(trace)
         with self._lock:
             self.folder.mkdir(parents=True, exist_ok=True)
             path = self.folder / FILE
@@ -50,6 +51,24 @@ class JsonlSink:
         (self.folder / FILE).replace(self.folder / "traces.1.jsonl")
 
 
+def _line(trace: Trace) -> str:
+    """The JSON line for ``trace``; never fails, so the run is always on record."""
+    try:
+        return _dumps(trace.encodable()) + "\n"
+    except (TypeError, ValueError, RecursionError) as exc:  # e.g. a value that loops
+        log.warning("trace %s: written without its details (%s)", trace.trace_id, exc)
+        bare = Trace(
+            trace.trace_id, trace.kind, trace.interface, trace.collection, trace.started_at,
+            trace.duration_ms, error=escape_surrogates(f"trace details lost: {exc}"),
+        )  # fmt: skip
+        return _dumps(bare.encodable()) + "\n"
+
+
+def _dumps(trace: Trace) -> str:
+    # default=str: a value JSON has no type for (a numpy number …) is kept as text.
+    return json.dumps(trace.to_dict(), ensure_ascii=False, separators=(",", ":"), default=str)
+
+
 def read_traces(folder: Path) -> Iterator[Trace]:
     """Every trace on disk, oldest first; a damaged line is skipped with a warning."""
     old = sorted(folder.glob("traces.*.jsonl"), key=lambda p: -int(p.name.split(".")[1]))
@@ -59,6 +78,6 @@ def read_traces(folder: Path) -> Iterator[Trace]:
         with path.open(encoding="utf-8") as lines:
             for number, line in enumerate(lines, start=1):
                 try:
-                    yield Trace.from_dict(json.loads(line))
+                    yield Trace.from_dict(json.loads(line)).encodable()
                 except (ValueError, TypeError) as exc:
                     log.warning("%s:%d: skipped a damaged trace line (%s)", path, number, exc)

@@ -26,6 +26,7 @@ class LangSmithSink:
         self.project = project
 
     def emit(self, trace: Trace) -> None:
+        trace = trace.encodable()  # the client's JSON encoding refuses lone surrogates
         start = datetime.fromisoformat(trace.started_at.replace("Z", "+00:00"))
         outputs = {"hit_type": trace.hit_type, "answer": trace.answer,
                    "source_ids": trace.source_ids, "ingest": trace.ingest}  # fmt: skip

@@ -41,6 +41,7 @@ class OtlpSink:
     def emit(self, trace: Trace) -> None:
         from opentelemetry import trace as otel
 
+        trace = trace.encodable()  # protobuf refuses lone surrogates, failing the whole batch
         start = _ns(trace.started_at)
         root = self._tracer.start_span(
             f"knowhub.{trace.kind}", start_time=start, attributes=_attributes(trace)

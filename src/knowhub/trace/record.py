@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
+from knowhub.surrogates import escape_surrogates_deep
+
 __all__ = ["PREVIEW_CHARS", "Trace", "new_trace", "preview"]
 
 PREVIEW_CHARS = 160
@@ -44,6 +46,12 @@ class Trace:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def encodable(self) -> Trace:
+        """This trace with every string UTF-8 can encode: a lone surrogate (an undecodable
+        file-name byte, a ``"\\ud800"`` in a JSON query) is written as ``\\xNN`` or
+        ``\\uNNNN``. Every sink writes this form, so no string can make it lose a run."""
+        return Trace.from_dict(escape_surrogates_deep(self.to_dict()))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trace:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from knowhub.config import Settings
+from knowhub.surrogates import escape_surrogates
 from knowhub.trace.jsonl import JsonlSink
 from knowhub.trace.record import Trace
 
@@ -28,12 +29,14 @@ class Tracer:
 
     def emit(self, trace: Trace) -> None:
         """Send ``trace`` everywhere; a sink that fails is logged and the rest go on."""
-        clean = Trace.from_dict(self._scrub(trace.to_dict()))
+        clean = Trace.from_dict(self._scrub(trace.to_dict())).encodable()
         for sink in self.sinks:
             try:
                 sink.emit(clean)
             except Exception as exc:  # tracing must never break the run it describes
-                log.warning("trace sink %s failed: %s", type(sink).__name__, self._scrub(str(exc)))
+                reason = escape_surrogates(self._scrub(str(exc)))
+                log.warning("trace sink %s failed for trace %s: %s", type(sink).__name__,
+                            clean.trace_id, reason)  # fmt: skip
 
     def _scrub(self, value: Any) -> Any:
         if isinstance(value, str):

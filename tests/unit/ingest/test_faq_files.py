@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ from tests.helpers import write
 
 
 def _pairs(path: Path) -> list[tuple[str, str, int]]:
-    return [(p.question, p.answer, p.line) for p in load_faq(path)]
+    return [(p.question, p.answer, p.line) for p in load_faq(path, 10_000)]
 
 
 def test_csv_tsv_json_and_markdown(tmp_path: Path) -> None:
@@ -29,7 +30,7 @@ def test_csv_tsv_json_and_markdown(tmp_path: Path) -> None:
         ("Вопрос?", "Ответ.", 1), ("Q2", "A2", 2),
     ]  # fmt: skip
     wrapped = write(tmp_path / "w.json", json.dumps({"faq": data[:1]}))
-    assert len(load_faq(wrapped)) == 1
+    assert len(load_faq(wrapped, 10_000)) == 1
     md = write(tmp_path / "f.md", "# FAQ\n\nIntro text.\n\n## How long are backups kept?\n\n"
                "35 days.\nLonger on request.\n\n## Contacts\n\nnot a question\n\n"
                "Q: Who runs backups?\nA: The ops team.\n")  # fmt: skip
@@ -55,7 +56,17 @@ def test_bad_faq_files_name_the_file_and_line(
     tmp_path: Path, name: str, content: str, message: str
 ) -> None:
     with pytest.raises(IngestError, match=message.replace("(", r"\(")):
-        load_faq(write(tmp_path / name, content))
+        load_faq(write(tmp_path / name, content), 10_000)
+
+
+def test_a_fifo_or_an_oversized_faq_file_is_refused_without_blocking(tmp_path: Path) -> None:
+    # `faq import` read the file with read_bytes(): a FIFO blocked it forever.
+    os.mkfifo(tmp_path / "pipe.csv")
+    with pytest.raises(IngestError, match=r"pipe.csv: is a FIFO \(named pipe\), not a regular"):
+        load_faq(tmp_path / "pipe.csv", 10_000)
+    big = write(tmp_path / "big.csv", "question,answer\n" + "q,a\n" * 100)
+    with pytest.raises(IngestError, match="too large: 416 bytes > limit 100; raise ingest"):
+        load_faq(big, 100)
 
 
 def _entry(question: str, vector: list[float]) -> FaqEntry:

@@ -46,7 +46,12 @@ def _load_error(path: Path, data: bytes | None = None) -> LoaderError:
 
 
 def test_public_api_is_exactly_load_headings_and_extensions() -> None:
-    assert sorted(loaders.__all__) == ["SUPPORTED_EXTENSIONS", "load", "markdown_headings"]
+    assert sorted(loaders.__all__) == [
+        "Limits",
+        "SUPPORTED_EXTENSIONS",
+        "load",
+        "markdown_headings",
+    ]
     assert {".md", ".mdx", ".markdown", ".txt", ".rst", ".pdf", ".docx", ".pptx"} <= (
         SUPPORTED_EXTENSIONS
     )

@@ -8,20 +8,23 @@ sections. Heavy parsing libraries are imported only when a file needs them.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-from knowhub.ingest.loaders.common import Loader, loader_error
+from knowhub.ingest.loaders.common import Limits, Loader, loader_error, too_much_text
 from knowhub.ingest.loaders.docx import load_docx
 from knowhub.ingest.loaders.html import load_html
 from knowhub.ingest.loaders.jsonfile import load_json
 from knowhub.ingest.loaders.markdown import markdown_headings
 from knowhub.ingest.loaders.pdf import load_pdf
 from knowhub.ingest.loaders.pptx import load_pptx
+from knowhub.ingest.loaders.reading import open_regular
 from knowhub.ingest.loaders.tables import load_csv, load_xlsx
 from knowhub.ingest.loaders.text import load_markdown, load_plain_text, load_rst
-from knowhub.models import LoadedDocument
+from knowhub.models import Heading, LoadedDocument
+from knowhub.surrogates import escape_surrogates, escape_surrogates_deep, replace_surrogates
 
-__all__ = ["SUPPORTED_EXTENSIONS", "load", "markdown_headings"]
+__all__ = ["SUPPORTED_EXTENSIONS", "Limits", "load", "markdown_headings"]
 
 _LOADERS: dict[str, Loader] = {
     ".md": load_markdown,
@@ -43,21 +46,26 @@ SUPPORTED_EXTENSIONS: frozenset[str] = frozenset(_LOADERS)
 """Lower-case file extensions, with the dot, that :func:`load` can read."""
 
 
-def load(path: Path, data: bytes | None = None) -> LoadedDocument:
+def load(path: Path, data: bytes | None = None, limits: Limits | None = None) -> LoadedDocument:
     """Extract the text, title, headings and pages of one file.
 
     Args:
         path: the file; its extension (case-insensitive) picks the loader.
         data: the file's bytes when the caller already read them (to hash them);
             ``None`` reads the file.
+        limits: how large the file and its text may be (default: :class:`Limits`'s).
 
     Returns:
-        The loaded document.
+        The document. Its strings are all valid Unicode: an undecodable byte of the file
+        name shows as ``\\xNN`` in titles and messages, a lone surrogate in the text
+        (a JSON ``"\\ud800"``) as U+FFFD.
 
     Raises:
-        LoaderError: the extension is unsupported, the file cannot be read, or it is
-            corrupt, encrypted, binary or empty. The message starts with the path.
+        LoaderError: the extension is unsupported, the file cannot be read, is too
+            large or extracts to too much text, or it is corrupt, encrypted, binary or
+            empty. The message starts with the path.
     """
+    limits = limits or Limits()
     loader = _LOADERS.get(path.suffix.lower())
     if loader is None:
         raise loader_error(
@@ -66,19 +74,41 @@ def load(path: Path, data: bytes | None = None) -> LoadedDocument:
             f"{' '.join(sorted(SUPPORTED_EXTENSIONS))}; convert it or leave it out",
         )
     if data is None:
-        data = _read(path)
-    document = loader(path, data) if data.strip() else None
-    if document is None or not document.text.strip():
+        data = _read(path, limits)
+    # Loaders only name the file (titles, messages): give them a name every sink can write.
+    named = Path(escape_surrogates(str(path)))
+    # isspace(), unlike strip(), makes no copy of a large file or text.
+    document = loader(named, data, limits) if data and not data.isspace() else None
+    if document is None or not document.text or document.text.isspace():
         raise loader_error(path, "is empty (no text to index): add content or leave it out")
-    return document
+    if len(document.text) > limits.max_chars:  # the loaders stop early; this is the backstop
+        raise too_much_text(path, limits.max_chars)
+    return _valid_unicode(document)
 
 
-def _read(path: Path) -> bytes:
+def _read(path: Path, limits: Limits) -> bytes:
     try:
-        return path.read_bytes()
+        with open_regular(path) as file:
+            return file.read(limits.max_bytes)
     except OSError as exc:
         raise loader_error(
             path,
             f"cannot be read ({exc.strerror or exc}): check that it exists and that "
             "knowhub may read it",
         ) from exc
+
+
+def _valid_unicode(document: LoadedDocument) -> LoadedDocument:
+    """``document`` with no lone surrogate left, which SQLite and JSON would refuse.
+
+    U+FFFD replaces one character with one, so headings and pages keep their offsets.
+    """
+    return dataclasses.replace(
+        document,
+        text=replace_surrogates(document.text),
+        title=replace_surrogates(document.title),
+        headings=tuple(
+            Heading(h.level, replace_surrogates(h.title), h.char_start) for h in document.headings
+        ),
+        metadata=escape_surrogates_deep(document.metadata),
+    )

@@ -1,19 +1,42 @@
-"""Helpers shared by the format loaders: error messages, titles, Office containers."""
+"""Helpers shared by the format loaders: limits, error messages, titles, Office containers."""
 
 from __future__ import annotations
 
 import io
 import zipfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from knowhub.errors import LoaderError
 from knowhub.models import LoadedDocument
+from knowhub.surrogates import escape_surrogates
 
-__all__ = ["Loader", "check_office_file", "loader_error", "not_office_file", "pick_title"]
+__all__ = ["CharBudget", "Limits", "Loader", "check_office_file", "file_too_large",
+           "loader_error", "not_office_file", "pick_title", "too_much_text"]  # fmt: skip
 
-Loader = Callable[[Path, bytes], LoadedDocument]
-"""A format loader: the file's path (for messages and titles) and its bytes."""
+
+@dataclass(frozen=True)
+class Limits:
+    """How much one file may cost: the defaults are ``ingest.max_file_bytes`` and
+    ``ingest.max_extracted_chars``'s.
+
+    Attributes:
+        max_bytes: the most a file may hold, and an Office file may unpack to.
+        max_chars: the most text a file may extract to; extraction stops past it.
+    """
+
+    max_bytes: int = 200_000_000
+    max_chars: int = 50_000_000
+
+
+Loader = Callable[[Path, bytes, Limits], LoadedDocument]
+"""A format loader: the file's path (for messages and titles), its bytes, the limits."""
+
+# Office XML compresses 5-30x; an entry packed much tighter is built to unpack (a zip
+# bomb), and parsing it costs far more memory than its size suggests.
+_MAX_RATIO = 100
+_RATIO_FLOOR = 1 << 20  # small entries may be as repetitive as they like
 
 # Encrypted OOXML files are not zips: Office wraps them in an OLE compound file,
 # the same container as the legacy binary .doc/.ppt/.xls formats.
@@ -30,7 +53,50 @@ def loader_error(path: Path, problem: str) -> LoaderError:
     Returns:
         The error, for the caller to raise (and chain).
     """
-    return LoaderError(f"{path}: {problem}")
+    return LoaderError(f"{escape_surrogates(str(path))}: {problem}")
+
+
+def file_too_large(path: Path, size: int, limit: int, grew: bool = False) -> LoaderError:
+    """The error for a file over ``ingest.max_file_bytes``."""
+    growing = " (it grew while being read)" if grew else ""
+    return loader_error(
+        path, f"too large: {size} bytes{growing} > limit {limit}; raise ingest.max_file_bytes"
+    )
+
+
+def too_much_text(path: Path, limit: int) -> LoaderError:
+    """The error for a file whose text runs past ``ingest.max_extracted_chars``."""
+    return loader_error(
+        path, f"extracts to more than {limit} characters; raise ingest.max_extracted_chars"
+    )
+
+
+class CharBudget:
+    """Counts the characters a loader extracts, and stops it once they pass the limit."""
+
+    def __init__(self, path: Path, limits: Limits) -> None:
+        self.path = path
+        self.limit = limits.max_chars
+        self.used = 0
+
+    def spend(self, text: str) -> str:
+        """Count ``text`` and return it.
+
+        Raises:
+            LoaderError: the text so far is over the limit.
+        """
+        self.count(len(text))
+        return text
+
+    def count(self, chars: int) -> None:
+        """Count ``chars`` more characters.
+
+        Raises:
+            LoaderError: the text so far is over the limit.
+        """
+        self.used += chars
+        if self.used > self.limit:
+            raise too_much_text(self.path, self.limit)
 
 
 def pick_title(path: Path, *candidates: str | None) -> str:
@@ -49,19 +115,23 @@ def pick_title(path: Path, *candidates: str | None) -> str:
     return path.stem
 
 
-def check_office_file(path: Path, data: bytes, extension: str) -> None:
-    """Reject encrypted or non-zip files before an Office library sees them.
+def check_office_file(path: Path, data: bytes, extension: str, limits: Limits) -> None:
+    """Reject encrypted, non-zip or oversized files before an Office library sees them.
 
-    The libraries' own errors for these cases are cryptic (``KeyError``,
-    ``BadZipFile``), so the two common causes get a clear message here.
+    The libraries' own errors for the first two are cryptic (``KeyError``,
+    ``BadZipFile``), so the common causes get a clear message here. Sizes come from
+    the zip's directory: :mod:`zipfile`, which all three libraries read through,
+    never unpacks an entry past its recorded size.
 
     Args:
         path: the file, for the message.
         data: its bytes.
         extension: the expected extension (``.docx`` …), for the message.
+        limits: ``max_bytes`` bounds what the entries unpack to, together.
 
     Raises:
-        LoaderError: the file is encrypted (or a legacy binary Office file) or not a zip.
+        LoaderError: the file is encrypted (or a legacy binary Office file), not a zip,
+            unpacks to more than the limit, or holds an entry packed like a zip bomb.
     """
     if data.startswith(_OLE_SIGNATURE):
         raise loader_error(
@@ -69,8 +139,28 @@ def check_office_file(path: Path, data: bytes, extension: str) -> None:
             "is encrypted/password-protected (or an old binary Office file): remove the "
             f"password, or open it in Office and save it as {extension}",
         )
-    if not zipfile.is_zipfile(io.BytesIO(data)):
-        raise not_office_file(path, extension)
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            entries = archive.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        raise not_office_file(path, extension) from exc
+    unpacked = sum(entry.file_size for entry in entries)
+    if unpacked > limits.max_bytes:
+        raise loader_error(
+            path,
+            f"too large: unpacks to {unpacked} bytes > limit {limits.max_bytes}; "
+            "raise ingest.max_file_bytes",
+        )
+    for entry in entries:
+        if entry.file_size > _RATIO_FLOOR and entry.file_size > _MAX_RATIO * max(
+            entry.compress_size, 1
+        ):
+            raise loader_error(
+                path,
+                f"looks like a zip bomb: {entry.filename} unpacks {entry.file_size} bytes "
+                f"from {entry.compress_size} (over {_MAX_RATIO}:1, Office files pack 5-30:1); "
+                "if it is genuine, open it in its application and save it again",
+            )
 
 
 def not_office_file(path: Path, extension: str) -> LoaderError:

@@ -13,7 +13,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from knowhub.ingest.loaders.common import check_office_file, not_office_file, pick_title
+from knowhub.ingest.loaders.common import (
+    CharBudget,
+    Limits,
+    check_office_file,
+    not_office_file,
+    pick_title,
+)
 from knowhub.ingest.loaders.markdown import (
     escape_markdown,
     heading_title,
@@ -32,20 +38,21 @@ _HEADING_STYLE = re.compile(r"Heading ([1-9])")
 _MAX_MARKDOWN_LEVEL = 6
 
 
-def load_docx(path: Path, data: bytes) -> LoadedDocument:
+def load_docx(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
     """Load a .docx file as Markdown text.
 
     Args:
         path: the file.
         data: its bytes.
+        limits: ``max_bytes`` bounds the unpacked parts, ``max_chars`` the text.
 
     Returns:
         The document, titled by its Title property, else its first heading, else its stem.
 
     Raises:
-        LoaderError: the file is encrypted or not a valid .docx.
+        LoaderError: the file is encrypted, not a valid .docx, or over a limit.
     """
-    check_office_file(path, data, ".docx")
+    check_office_file(path, data, ".docx", limits)
     from docx import Document
     from docx.opc.exceptions import PackageNotFoundError
 
@@ -54,7 +61,8 @@ def load_docx(path: Path, data: bytes) -> LoadedDocument:
     except (PackageNotFoundError, KeyError, ValueError, SyntaxError, zipfile.BadZipFile) as exc:
         # lxml's XMLSyntaxError derives from SyntaxError.
         raise not_office_file(path, ".docx") from exc
-    text = _join_blocks(_block(item) for item in document.iter_inner_content())
+    budget = CharBudget(path, limits)
+    text = _join_blocks((_block(item) for item in document.iter_inner_content()), budget)
     headings = markdown_headings(text)
     properties = document.core_properties
     metadata: dict[str, Any] = {"author": properties.author} if properties.author else {}
@@ -95,8 +103,9 @@ def _heading_level(style: str) -> int:
     return min(int(match[1]), _MAX_MARKDOWN_LEVEL) if match else 0
 
 
-def _join_blocks(blocks: Iterable[tuple[str, bool]]) -> str:
-    """Join blocks with blank lines, keeping consecutive list items on adjacent lines."""
+def _join_blocks(blocks: Iterable[tuple[str, bool]], budget: CharBudget) -> str:
+    """Join blocks with blank lines, keeping consecutive list items on adjacent lines;
+    stop once they pass the budget."""
     parts: list[str] = []
     previous_is_item = False
     for text, is_item in blocks:
@@ -104,6 +113,6 @@ def _join_blocks(blocks: Iterable[tuple[str, bool]]) -> str:
             continue
         if parts:
             parts.append("\n" if is_item and previous_is_item else "\n\n")
-        parts.append(text)
+        parts.append(budget.spend(text))
         previous_is_item = is_item
     return "".join(parts)

@@ -15,7 +15,7 @@ import itertools
 import re
 from pathlib import Path
 
-from knowhub.ingest.loaders.common import loader_error
+from knowhub.ingest.loaders.common import loader_error, too_much_text
 
 __all__ = ["decode_text", "normalize_newlines"]
 
@@ -32,6 +32,10 @@ _SNIFF_BYTES = 8192
 _CONTROL_BYTES = bytes([*range(0, 9), 11, *range(14, 27), *range(28, 32), 127])
 _MAX_CONTROL_SHARE = 0.1
 _PLAUSIBILITY_CHARS = 65536  # enough prose to judge a language, cheap on big files
+# Bytes decoded to judge a legacy encoding before the whole file is decoded in it: at
+# most 4 bytes a character, so the sample holds at least _PLAUSIBILITY_CHARS of them.
+_SAMPLE_BYTES = 4 * _PLAUSIBILITY_CHARS
+_BLOCK_BYTES = 1 << 20  # decoding a file past the character limit: this much at a time
 # Mislabelled declarations browsers silently widen (WHATWG Encoding Standard).
 _DECLARED_ALIASES = {
     "gb2312": "gb18030",
@@ -53,7 +57,9 @@ _CHINESE_RUN = re.compile(
 )
 
 
-def decode_text(data: bytes, path: Path, declared: str | None = None) -> str:
+def decode_text(
+    data: bytes, path: Path, declared: str | None = None, *, max_chars: int | None = None
+) -> str:
     """Decode a text file and normalize its newlines to ``\\n``.
 
     Args:
@@ -61,50 +67,98 @@ def decode_text(data: bytes, path: Path, declared: str | None = None) -> str:
         path: the file, for error messages.
         declared: an encoding the file declares about itself (HTML ``<meta charset>``),
             tried after byte-order marks and ignored when unknown or wrong.
+        max_chars: the most characters the text may have (``None``: no limit);
+            decoding stops past it.
 
     Returns:
         The text, without a byte-order mark.
 
     Raises:
-        LoaderError: the bytes look binary, or no encoding fits them.
+        LoaderError: the bytes look binary, no encoding fits them, or they decode to
+            more than ``max_chars``.
     """
+    decoder = _Decoder(data, path, max_chars)
     for bom, encoding in _BOMS:
         if data.startswith(bom):
             # A BOM is a deliberate statement; a few bad bytes after it are damage,
             # not a reason to doubt the encoding.
-            return normalize_newlines(data.decode(encoding, errors="replace"))
+            return normalize_newlines(decoder.decode(encoding, errors="replace") or "")
     _reject_binary(data, path)
-    return normalize_newlines(_decode_unmarked(data, path, declared))
+    return normalize_newlines(_decode_unmarked(decoder, declared))
 
 
 def normalize_newlines(text: str) -> str:
     """Turn ``\\r\\n`` and lone ``\\r`` into ``\\n``."""
+    if "\r" not in text:
+        return text  # no copy of a large file that has nothing to change
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _decode_unmarked(data: bytes, path: Path, declared: str | None) -> str:
+class _Decoder:
+    """Decodes one file's bytes, never into more than ``max_chars`` characters."""
+
+    def __init__(self, data: bytes, path: Path, max_chars: int | None) -> None:
+        self.data, self.path, self.max_chars = data, path, max_chars
+
+    def decode(self, encoding: str, errors: str = "strict") -> str | None:
+        """The text in ``encoding``; ``None`` when the bytes do not fit it.
+
+        Raises:
+            LoaderError: the text has more than ``max_chars`` characters.
+        """
+        try:
+            # No encoding takes less than a byte per character: short files cannot be over.
+            if self.max_chars is None or len(self.data) <= self.max_chars:
+                return self.data.decode(encoding, errors)
+            return self._decode_bounded(encoding, errors, self.max_chars)
+        except (UnicodeDecodeError, LookupError):
+            return None
+
+    def sample(self, encoding: str) -> str | None:
+        """The first characters in ``encoding`` (a character cut by the sample's end is
+        left out), to judge the encoding by; ``None`` when they do not fit it."""
+        try:
+            incremental = codecs.getincrementaldecoder(encoding)()
+            return str(incremental.decode(self.data[:_SAMPLE_BYTES], final=False))
+        except (UnicodeDecodeError, LookupError):
+            return None
+
+    def _decode_bounded(self, encoding: str, errors: str, limit: int) -> str:
+        incremental = codecs.getincrementaldecoder(encoding)(errors)
+        view = memoryview(self.data)
+        pieces: list[str] = []
+        count = 0
+        for start in range(0, len(view), _BLOCK_BYTES):
+            end = start + _BLOCK_BYTES
+            piece = incremental.decode(view[start:end], final=end >= len(view))
+            count += len(piece)
+            if count > limit:
+                raise too_much_text(self.path, limit)
+            pieces.append(piece)
+        return "".join(pieces)
+
+
+def _decode_unmarked(decoder: _Decoder, declared: str | None) -> str:
     if declared:
-        text = _try_decode(data, _DECLARED_ALIASES.get(declared.lower(), declared))
+        text = decoder.decode(_DECLARED_ALIASES.get(declared.lower(), declared))
         if text is not None:
             return text
-    text = _try_decode(data, "utf-8")
+    text = decoder.decode("utf-8")
     if text is not None:
         return text
-    chinese = _try_decode(data, "gb18030")
-    cyrillic = _try_decode(data, "cp1251")
+    # Judged on a sample, then decoded whole: one copy of the file's text, not two.
+    chinese = decoder.sample("gb18030")
+    cyrillic = decoder.sample("cp1251")
     russian = cyrillic is not None and _looks_russian(cyrillic[:_PLAUSIBILITY_CHARS])
     if chinese is not None and not russian and _looks_chinese(chinese[:_PLAUSIBILITY_CHARS]):
-        return chinese
-    if cyrillic is not None and russian:
-        return cyrillic
-    return _guess(data, path)
-
-
-def _try_decode(data: bytes, encoding: str) -> str | None:
-    try:
-        return data.decode(encoding)
-    except (UnicodeDecodeError, LookupError):
-        return None
+        text = decoder.decode("gb18030")
+        if text is not None:
+            return text
+    if russian:
+        text = decoder.decode("cp1251")
+        if text is not None:
+            return text
+    return _guess(decoder)
 
 
 def _reject_binary(data: bytes, path: Path) -> None:
@@ -154,12 +208,14 @@ def _looks_chinese(text: str) -> bool:
     return bool(runs) and chinese >= 2 * other and chinese >= 1.5 * len(runs)
 
 
-def _guess(data: bytes, path: Path) -> str:
+def _guess(decoder: _Decoder) -> str:
     from charset_normalizer import from_bytes
 
-    best = from_bytes(data).best()
-    if best is None:
+    best = from_bytes(decoder.data).best()
+    text = decoder.decode(best.encoding) if best is not None else None
+    if text is None:
         raise loader_error(
-            path, "has an unknown text encoding: save it as UTF-8 or give it the right extension"
+            decoder.path,
+            "has an unknown text encoding: save it as UTF-8 or give it the right extension",
         )
-    return str(best)
+    return text

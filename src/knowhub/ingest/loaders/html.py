@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from knowhub.ingest.loaders.common import pick_title
+from knowhub.ingest.loaders.common import Limits, pick_title
 from knowhub.ingest.loaders.encoding import decode_text
 from knowhub.ingest.loaders.markdown import (
     escape_markdown,
@@ -44,12 +44,13 @@ _META_CHARSET = re.compile(rb"<meta[^>]+charset\s*=\s*[\"']?\s*([\w.:-]+)", re.I
 _SNIFF_BYTES = 4096
 
 
-def load_html(path: Path, data: bytes) -> LoadedDocument:
+def load_html(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
     """Load an HTML page as Markdown text.
 
     Args:
         path: the file.
         data: its bytes; a BOM or ``<meta charset>`` gives the encoding.
+        limits: ``max_chars`` bounds the decoded markup (the text is shorter).
 
     Returns:
         The document, titled by ``<title>``, else its first heading, else its stem.
@@ -57,7 +58,8 @@ def load_html(path: Path, data: bytes) -> LoadedDocument:
     from bs4 import BeautifulSoup
 
     declared = _META_CHARSET.search(data[:_SNIFF_BYTES])
-    markup = decode_text(data, path, declared[1].decode("ascii") if declared else None)
+    charset = declared[1].decode("ascii") if declared else None
+    markup = decode_text(data, path, charset, max_chars=limits.max_chars)
     soup = BeautifulSoup(markup, "html.parser")
     page_title = soup.title.get_text() if soup.title is not None else None
     for noise in soup.find_all(_NOISE):

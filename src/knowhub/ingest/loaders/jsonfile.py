@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from knowhub.ingest.loaders.common import loader_error, pick_title
+from knowhub.ingest.loaders.common import CharBudget, Limits, loader_error, pick_title
 from knowhub.ingest.loaders.encoding import decode_text
 from knowhub.ingest.loaders.markdown import escape_markdown, markdown_headings
 from knowhub.models import LoadedDocument
@@ -19,20 +19,23 @@ from knowhub.models import LoadedDocument
 __all__ = ["load_json"]
 
 
-def load_json(path: Path, data: bytes) -> LoadedDocument:
+def load_json(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
     """Load a JSON file as ``dotted.path: value`` lines.
 
     Args:
         path: the file.
         data: its bytes.
+        limits: ``max_chars`` bounds the decoded and the rendered text (every line
+            repeats its key path, so deep nesting renders much longer than the file).
 
     Returns:
         The document, titled by a top-level string ``title``, else its stem.
 
     Raises:
-        LoaderError: the file is not valid JSON (the message gives line and column).
+        LoaderError: the file is not valid JSON (the message gives line and column),
+            or it renders to more than ``limits.max_chars``.
     """
-    text = decode_text(data, path)
+    text = decode_text(data, path, max_chars=limits.max_chars)
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -41,7 +44,7 @@ def load_json(path: Path, data: bytes) -> LoadedDocument:
             f"is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}: "
             "fix the syntax there",
         ) from exc
-    rendered = _render(value)
+    rendered = _render(value, CharBudget(path, limits))
     declared = value.get("title") if isinstance(value, dict) else None
     return LoadedDocument(
         text=rendered,
@@ -51,17 +54,17 @@ def load_json(path: Path, data: bytes) -> LoadedDocument:
     )
 
 
-def _render(value: object) -> str:
+def _render(value: object, budget: CharBudget) -> str:
     if not isinstance(value, dict) or not any(_is_container(item) for item in value.values()):
-        return "\n".join(_leaves("", value))
+        return "\n".join(map(budget.spend, _leaves("", value)))
     scalars = [
-        line
+        budget.spend(line)
         for key, item in value.items()
         if not _is_container(item)
         for line in _leaves(key, item)
     ]
     sections = [
-        f"# {' '.join(str(key).split())}\n\n" + "\n".join(_leaves(key, item))
+        f"# {' '.join(str(key).split())}\n\n" + "\n".join(map(budget.spend, _leaves(key, item)))
         for key, item in value.items()
         if _is_container(item)
     ]

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from knowhub.errors import LoaderError
-from knowhub.ingest.loaders.common import loader_error, pick_title
+from knowhub.ingest.loaders.common import CharBudget, Limits, loader_error, pick_title
 from knowhub.ingest.loaders.encoding import normalize_newlines
 from knowhub.models import LoadedDocument
 
@@ -20,20 +20,22 @@ PAGE_SEPARATOR = "\n\n"
 _PDFIUM_LOCK = threading.Lock()
 
 
-def load_pdf(path: Path, data: bytes) -> LoadedDocument:
+def load_pdf(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
     """Load a PDF: pages joined by a blank line, ``page_starts`` marking each page.
 
     Args:
         path: the file.
         data: its bytes.
+        limits: ``max_chars`` bounds the text; pages past it are not extracted.
 
     Returns:
         The document, titled by the PDF's Title property, else its stem.
 
     Raises:
-        LoaderError: the PDF is password-protected, unreadable, or has no text layer.
+        LoaderError: the PDF is password-protected, unreadable, has no text layer, or
+            holds more text than the limit.
     """
-    pages, properties = _read_pdf(path, data)
+    pages, properties = _read_pdf(path, data, CharBudget(path, limits))
     if not any(pages):
         raise loader_error(
             path,
@@ -57,7 +59,7 @@ def load_pdf(path: Path, data: bytes) -> LoadedDocument:
     )
 
 
-def _read_pdf(path: Path, data: bytes) -> tuple[list[str], dict[str, str]]:
+def _read_pdf(path: Path, data: bytes, budget: CharBudget) -> tuple[list[str], dict[str, str]]:
     """Each page's text (stripped) and the document properties (Title, Author …)."""
     import pypdfium2 as pdfium
 
@@ -71,7 +73,7 @@ def _read_pdf(path: Path, data: bytes) -> tuple[list[str], dict[str, str]]:
                 ) from exc
             raise _unreadable(path) from exc
         try:
-            pages = [_page_text(pdf[index]) for index in range(len(pdf))]
+            pages = [budget.spend(_page_text(pdf[index])) for index in range(len(pdf))]
             properties: dict[str, str] = pdf.get_metadata_dict(skip_empty=True)
         except pdfium.PdfiumError as exc:
             raise _unreadable(path) from exc

@@ -12,7 +12,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from knowhub.ingest.loaders.common import check_office_file, not_office_file, pick_title
+from knowhub.ingest.loaders.common import (
+    CharBudget,
+    Limits,
+    check_office_file,
+    not_office_file,
+    pick_title,
+)
 from knowhub.ingest.loaders.markdown import escape_markdown, markdown_headings, markdown_table
 from knowhub.models import LoadedDocument
 
@@ -21,21 +27,22 @@ __all__ = ["load_pptx"]
 SLIDE_SEPARATOR = "\n\n"
 
 
-def load_pptx(path: Path, data: bytes) -> LoadedDocument:
+def load_pptx(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
     """Load a .pptx file, one page per slide.
 
     Args:
         path: the file.
         data: its bytes.
+        limits: ``max_bytes`` bounds the unpacked parts, ``max_chars`` the text.
 
     Returns:
         The document, titled by its Title property, else the first slide title, else
         its stem; ``text`` is empty when no slide holds any text.
 
     Raises:
-        LoaderError: the file is encrypted or not a valid .pptx.
+        LoaderError: the file is encrypted, not a valid .pptx, or over a limit.
     """
-    check_office_file(path, data, ".pptx")
+    check_office_file(path, data, ".pptx", limits)
     from pptx import Presentation
     from pptx.exc import PackageNotFoundError
 
@@ -44,7 +51,8 @@ def load_pptx(path: Path, data: bytes) -> LoadedDocument:
     except (PackageNotFoundError, KeyError, ValueError, SyntaxError, zipfile.BadZipFile) as exc:
         # lxml's XMLSyntaxError derives from SyntaxError.
         raise not_office_file(path, ".pptx") from exc
-    slides = [_slide(slide) for slide in presentation.slides]
+    budget = CharBudget(path, limits)
+    slides = [_slide(slide, budget) for slide in presentation.slides]
     if not any(title or body for title, body in slides):
         slides = []  # only generated "Slide N" lines: let the caller report it empty
     pages = [
@@ -72,17 +80,17 @@ def load_pptx(path: Path, data: bytes) -> LoadedDocument:
     )
 
 
-def _slide(slide: Any) -> tuple[str, list[str]]:
-    """A slide's title (``""`` if none) and its body blocks."""
+def _slide(slide: Any, budget: CharBudget) -> tuple[str, list[str]]:
+    """A slide's title (``""`` if none) and its body blocks, counted against ``budget``."""
     title_shape = slide.shapes.title
     title = " ".join(title_shape.text_frame.text.split()) if title_shape is not None else ""
     skip = title_shape.shape_id if title_shape is not None else None
-    body = [block for block in _shape_blocks(slide.shapes, skip) if block]
+    body = [budget.spend(block) for block in _shape_blocks(slide.shapes, skip) if block]
     if slide.has_notes_slide:
         frame = slide.notes_slide.notes_text_frame
         notes = _frame_text(frame) if frame is not None else ""
         if notes:
-            body.append(f"Notes:\n{notes}")
+            body.append(budget.spend(f"Notes:\n{notes}"))
     return title, body
 
 

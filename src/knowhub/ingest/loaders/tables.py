@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from knowhub.ingest.loaders.common import (
+    CharBudget,
+    Limits,
     check_office_file,
     loader_error,
     not_office_file,
@@ -31,20 +33,21 @@ _SNIFF_CHARS = 16384
 _DELIMITERS = ",;\t|"
 
 
-def load_csv(path: Path, data: bytes) -> LoadedDocument:
+def load_csv(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
     """Load a CSV file, guessing its delimiter and quoting.
 
     Args:
         path: the file.
         data: its bytes.
+        limits: ``max_chars`` bounds the decoded text.
 
     Returns:
         The document, titled by its stem.
 
     Raises:
-        LoaderError: the text is not valid CSV.
+        LoaderError: the text is not valid CSV, or over the limit.
     """
-    text = decode_text(data, path)
+    text = decode_text(data, path, max_chars=limits.max_chars)
     try:
         dialect: type[csv.Dialect] | csv.Dialect = csv.Sniffer().sniff(
             text[:_SNIFF_CHARS], delimiters=_DELIMITERS
@@ -60,20 +63,21 @@ def load_csv(path: Path, data: bytes) -> LoadedDocument:
     return _document(path, "csv", [(path.stem, rows)], path.stem)
 
 
-def load_xlsx(path: Path, data: bytes) -> LoadedDocument:
+def load_xlsx(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
     """Load an Excel workbook: every worksheet's cached cell values.
 
     Args:
         path: the file.
         data: its bytes.
+        limits: ``max_bytes`` bounds the unpacked parts, ``max_chars`` the cell text.
 
     Returns:
         The document, titled by the workbook's Title property, else its stem.
 
     Raises:
-        LoaderError: the file is encrypted or not a valid .xlsx.
+        LoaderError: the file is encrypted, not a valid .xlsx, or over a limit.
     """
-    check_office_file(path, data, ".xlsx")
+    check_office_file(path, data, ".xlsx", limits)
     from openpyxl import load_workbook
     from openpyxl.utils.exceptions import InvalidFileException
 
@@ -83,7 +87,8 @@ def load_xlsx(path: Path, data: bytes) -> LoadedDocument:
     except (InvalidFileException, KeyError, ValueError, SyntaxError, zipfile.BadZipFile) as exc:
         raise not_office_file(path, ".xlsx") from exc
     try:
-        sheets = [(sheet.title, _sheet_rows(sheet)) for sheet in workbook.worksheets]
+        budget = CharBudget(path, limits)
+        sheets = [(sheet.title, _sheet_rows(sheet, budget)) for sheet in workbook.worksheets]
         title = workbook.properties.title
     finally:
         workbook.close()  # read-only workbooks keep the archive open until closed
@@ -110,8 +115,15 @@ def _document(
     )
 
 
-def _sheet_rows(sheet: Any) -> list[list[str]]:
-    return [[_cell_text(value) for value in row] for row in sheet.iter_rows(values_only=True)]
+def _sheet_rows(sheet: Any, budget: CharBudget) -> list[list[str]]:
+    """Each row's cell texts; a sheet may declare a million empty cells a row, so even
+    empty cells count against the budget, one character each."""
+    rows = []
+    for row in sheet.iter_rows(values_only=True):
+        cells = [_cell_text(value) for value in row]
+        budget.count(sum(len(cell) or 1 for cell in cells))
+        rows.append(cells)
+    return rows
 
 
 def _trim(rows: Iterable[list[str]]) -> list[list[str]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from knowhub.ingest.loaders.common import pick_title
+from knowhub.ingest.loaders.common import Limits, pick_title
 from knowhub.ingest.loaders.encoding import decode_text
 from knowhub.ingest.loaders.markdown import front_matter, heading_title, markdown_headings
 from knowhub.models import Heading, LoadedDocument
@@ -23,17 +23,18 @@ _ADORNMENT = re.compile(r"([!-/:-@\[-`{-~])\1+[ \t]*")
 _SHORT_UNDERLINE_OK = 4
 
 
-def load_markdown(path: Path, data: bytes) -> LoadedDocument:
+def load_markdown(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
     """Load Markdown or MDX; front matter keys go to ``metadata``, text stays whole.
 
     Args:
         path: the file; ``.mdx`` gives format ``mdx``, anything else ``markdown``.
         data: its bytes.
+        limits: ``max_chars`` bounds the decoded text.
 
     Returns:
         The document, titled by front matter ``title``, else its headings, else its stem.
     """
-    text = decode_text(data, path)
+    text = decode_text(data, path, max_chars=limits.max_chars)
     headings = markdown_headings(text)
     metadata = front_matter(text)
     declared = metadata.get("title")
@@ -48,30 +49,33 @@ def load_markdown(path: Path, data: bytes) -> LoadedDocument:
     )
 
 
-def load_plain_text(path: Path, data: bytes) -> LoadedDocument:
+def load_plain_text(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
     """Load a ``.txt`` file: no headings, titled by its stem.
 
     Args:
         path: the file.
         data: its bytes.
+        limits: ``max_chars`` bounds the decoded text.
 
     Returns:
         The document.
     """
-    return LoadedDocument(text=decode_text(data, path), title=path.stem, format="text")
+    text = decode_text(data, path, max_chars=limits.max_chars)
+    return LoadedDocument(text=text, title=path.stem, format="text")
 
 
-def load_rst(path: Path, data: bytes) -> LoadedDocument:
+def load_rst(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
     """Load reStructuredText with the section titles as headings.
 
     Args:
         path: the file.
         data: its bytes.
+        limits: ``max_chars`` bounds the decoded text.
 
     Returns:
         The document, titled by its first section title, else its stem.
     """
-    text = decode_text(data, path)
+    text = decode_text(data, path, max_chars=limits.max_chars)
     headings = rst_headings(text)
     return LoadedDocument(
         text=text,

@@ -2,7 +2,8 @@
 
 Queries use the reader App's connection and ingests the writer's: SQLite's WAL lets a
 reader see the last committed state while a document is being replaced, so a long
-ingest never blocks searching. Ingests are serialised by a lock.
+ingest never blocks searching. Ingests are serialised by a lock, and confined to the
+served folder: a symlink in it leading elsewhere is skipped, so nothing outside is served.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ __all__ = ["KnowledgeBase"]
 
 
 class KnowledgeBase:
-    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
+    def __init__(self, settings: Settings, root: Path, embedder: Embedder | None = None) -> None:
         self.settings = settings
+        self.root = root  # every ingested file must resolve inside it
         self.reader = App(settings, embedder, interface="mcp")
         self._write_lock = threading.Lock()
 
@@ -39,7 +41,9 @@ class KnowledgeBase:
         progress: Progress | None = None,
     ) -> IngestReport:
         with self._write_lock:
-            return self.writer.ingest(paths, collection, tags, prune=prune, progress=progress)
+            return self.writer.ingest(
+                paths, collection, tags, prune=prune, progress=progress, confine=self.root
+            )
 
     def chunks(self) -> int:
         return sum(c.chunks for c in self.reader.collections())

@@ -25,7 +25,7 @@ class LocalService:
 
     def __init__(self, settings: Settings, docs: Path, metrics: Metrics, watch: bool) -> None:
         self.docs = docs.resolve()
-        self.kb = KnowledgeBase(settings)
+        self.kb = KnowledgeBase(settings, self.docs)
         self.metrics = metrics
         self._watcher = (
             FolderWatcher(self.docs, self.sync, settings.server.watch_debounce_ms)
@@ -61,6 +61,8 @@ class LocalService:
         )  # fmt: skip
         for source, reason in report.failed:
             log.warning("%s: %s", source, reason)
+        for _, reason in report.skipped:
+            log.warning("skipped %s", reason)
 
     def close(self) -> None:
         if self._watcher is not None:

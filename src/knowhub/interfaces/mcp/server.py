@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
+from types import FrameType
 from typing import Any, Literal, Protocol
 
 import anyio
@@ -21,6 +22,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from knowhub.config import Settings
 from knowhub.errors import ConfigError, KnowhubError
+from knowhub.ingest.pipeline import stop_ingests
+from knowhub.interfaces.index_metrics import IndexSize
 from knowhub.interfaces.mcp.http import build_http_app, mcp_endpoint
 from knowhub.interfaces.mcp.local import LocalService
 from knowhub.interfaces.mcp.metrics import Metrics
@@ -35,6 +38,8 @@ from knowhub.interfaces.security import (
     TokenBook,
     check_bind,
 )
+from knowhub.interfaces.warmup import warm
+from knowhub.lang import load_tokenizers
 
 __all__ = [
     "Closable",
@@ -92,6 +97,9 @@ def build_local(
     settings: Settings, options: ServeOptions, metrics: Metrics
 ) -> tuple[MCPServer, LocalService]:
     service = LocalService(settings, options.docs, metrics, watch=True)
+    # Before the first request (and the first sync): models, tokenizers and indexes load
+    # once, here, instead of in every thread of a burst of first requests.
+    warm(service.kb.reader)
 
     @asynccontextmanager
     async def resolve(ctx: Context) -> AsyncIterator[Target]:
@@ -106,6 +114,7 @@ def build_shared(
     settings: Settings, options: ServeOptions, metrics: Metrics
 ) -> tuple[MCPServer, MCPServer, SessionRegistry]:
     registry = SessionRegistry(settings, options.path_root, options.idle_timeout_s, metrics)
+    load_tokenizers()  # each session's App warms as it loads; the tokenizers are shared
 
     @asynccontextmanager
     async def resolve(ctx: Context) -> AsyncIterator[Target]:
@@ -146,6 +155,7 @@ def _serve_stdio(settings: Settings, options: ServeOptions) -> None:
     try:
         anyio.run(server.run_stdio_async)
     finally:
+        stop_ingests()  # the first sync or the watcher's: else the exit waits for its end
         service.close()
 
 
@@ -167,9 +177,8 @@ def http_app(settings: Settings, options: ServeOptions) -> tuple[ASGIApp, Closab
                     "indexing": not service.ready.is_set()}  # fmt: skip
 
         closer: Closable = service
-        metrics.track_index(
-            lambda: [(c.name, c.documents, c.chunks) for c in service.kb.reader.collections()]
-        )
+        metrics.track_index(lambda: [IndexSize(c.name, c.documents, c.chunks)
+                                     for c in service.kb.reader.collections()])  # fmt: skip
         service.start()
     else:
         data, control, registry = build_shared(settings, options, metrics)
@@ -207,13 +216,24 @@ def http_app(settings: Settings, options: ServeOptions) -> tuple[ASGIApp, Closab
 def _serve_http(settings: Settings, options: ServeOptions) -> None:
     import uvicorn
 
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            # Before uvicorn waits for the requests in flight: an `ingest` or `register`
+            # call would hold the shutdown until its last document.
+            stop_ingests()
+            super().handle_exit(sig, frame)
+
     app, closer = http_app(settings, options)
     log.warning("knowhub MCP (%s mode) on http://%s:%d/mcp", options.mode, options.host,
                 options.port)  # fmt: skip
+    server = Server(uvicorn.Config(app, host=options.host, port=options.port, log_level="warning"))
     try:
-        uvicorn.run(app, host=options.host, port=options.port, log_level="warning")
+        server.run()
     finally:
+        stop_ingests()  # one in a background thread (local mode's sync) would hold the exit
         closer.close()
+    if not server.started:
+        raise SystemExit(3)  # as uvicorn.run(): the start-up failed, logged above
 
 
 class _SessionGate:

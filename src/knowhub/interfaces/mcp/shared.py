@@ -20,17 +20,22 @@ from typing import Annotated, Any
 
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from knowhub.app import App
 from knowhub.config import Settings
 from knowhub.errors import AuthError, KnowhubError
-from knowhub.ingest.pipeline import Progress
+from knowhub.ingest.pipeline import IngestReport, Progress
+from knowhub.interfaces.index_metrics import IndexSize
 from knowhub.interfaces.mcp.kb import KnowledgeBase
 from knowhub.interfaces.mcp.metrics import Metrics
-from knowhub.interfaces.mcp.tools import inside_root, progress_reporter, tool_result
+from knowhub.interfaces.mcp.tools import (
+    inside_root,
+    progress_reporter,
+    tool_errors,
+    tool_result,
+)
 from knowhub.interfaces.mcp.watch import FolderWatcher
 from knowhub.interfaces.security import Principal
 from knowhub.providers.embedders.base import Embedder
@@ -94,7 +99,13 @@ class SessionRegistry:
                 f"path {relative!r} is absolute: give it relative to --path-root ({self.root})"
             )
         folder = inside_root(self.root, relative)
-        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # e.g. it, or a folder on the way, is a file
+            raise KnowhubError(
+                f"path {relative!r}: cannot use {folder} as a folder ({exc.strerror}): give a "
+                "folder (existing or new) relative to --path-root, not a file"
+            ) from exc
         with self._lock:
             existing = next(
                 (s for s in self._sessions.values() if s.record.path == str(folder)), None
@@ -157,14 +168,14 @@ class SessionRegistry:
                 session.in_use -= 1
                 session.record.last_access = time.time()
 
-    def index_sizes(self) -> list[tuple[str, int, int]]:
-        """(``session/collection``, documents, chunks) of every loaded session."""
+    def index_sizes(self) -> list[IndexSize]:
+        """The size of every collection of every loaded session."""
         rows = []
         for session in list(self._sessions.values()):
             kb = session.kb
             if kb is not None:
                 for c in kb.reader.collections():
-                    rows.append((f"{session.record.session_id}/{c.name}", c.documents, c.chunks))
+                    rows.append(IndexSize(c.name, c.documents, c.chunks, session.record.session_id))
         return rows
 
     def loaded_count(self) -> int:
@@ -208,12 +219,13 @@ class SessionRegistry:
                 )
             data_dir = Path(self.settings.data_dir) / "sessions" / record.session_id
             settings = self.settings.model_copy(update={"data_dir": data_dir})
-            kb = KnowledgeBase(settings, self._shared_embedder())
+            kb = KnowledgeBase(settings, folder, self._shared_embedder())
             report = kb.ingest([folder], settings.collection, prune=True, progress=progress)
             self.metrics.record_ingest(report)
             log.info("session %s loaded: %d added, %d updated, %d removed, %d unchanged",
                      record.session_id, len(report.added), len(report.updated),
                      len(report.removed), len(report.unchanged))  # fmt: skip
+            _log_passed_over(record.session_id, report)
             watcher = FolderWatcher(
                 folder, lambda: self._resync(session), self.settings.server.watch_debounce_ms
             )
@@ -226,6 +238,7 @@ class SessionRegistry:
         if kb is not None:
             report = kb.ingest([Path(session.record.path)], kb.settings.collection, prune=True)
             self.metrics.record_ingest(report)
+            _log_passed_over(session.record.session_id, report)
 
     def _unload(self, session: _Session, only_idle: bool = False) -> bool:
         with session.lock:
@@ -269,6 +282,13 @@ class SessionRegistry:
         tmp.replace(self._file)
 
 
+def _log_passed_over(session_id: str, report: IngestReport) -> None:
+    for source, reason in report.failed:
+        log.warning("session %s: %s failed: %s", session_id, source, reason)
+    for _, reason in report.skipped:
+        log.warning("session %s: skipped %s", session_id, reason)
+
+
 # -- control tools ---------------------------------------------------------------------
 
 
@@ -304,10 +324,20 @@ def add_control_tools(
     principal_of: Any,
     read_only: bool,
 ) -> None:
-    """``register``, ``unregister`` and ``list`` on the control endpoint (``/mcp``)."""
+    """``register``, ``unregister`` and ``list`` on the control endpoint (``/mcp``).
 
-    def caller(ctx: Context) -> Principal:
+    A token limited to some sessions may not use them: each would tell it about (or let
+    it reach) sessions beyond its own, and ``register`` hands out any folder's session id.
+    """
+
+    def caller(ctx: Context, tool: str) -> Principal:
         principal: Principal = principal_of(ctx)
+        if principal.session_scoped:
+            raise AuthError(
+                f"token {principal.name!r} is limited to sessions, so it may not call {tool!r}: "
+                "the control tools (register, unregister, list) need a token with sessions "
+                "['*'] in server.tokens; use this one on its sessions' /mcp/<session_id> only"
+            )
         return principal
 
     if not read_only:
@@ -326,14 +356,11 @@ def add_control_tools(
             ctx: Context,
             description: str = "",
         ) -> Annotated[CallToolResult, RegisterOut]:
-            who = caller(ctx)
-            try:
-                who.check_write("register folders")
+            with tool_errors(registry.metrics, "register", path=path):
+                caller(ctx, "register").check_write("register folders")
                 record, chunks = await anyio.to_thread.run_sync(
                     lambda: registry.register(path, description, progress_reporter(ctx))
                 )
-            except KnowhubError as exc:
-                raise ToolError(str(exc)) from exc
             out = RegisterOut(session_id=record.session_id, path=record.path,
                               relative_path=record.relative_path, chunks_count=chunks,
                               endpoint=f"/mcp/{record.session_id}")  # fmt: skip
@@ -351,14 +378,9 @@ def add_control_tools(
         async def unregister(
             session_id: Annotated[str, Field(min_length=1)], ctx: Context
         ) -> Annotated[CallToolResult, UnregisterOut]:
-            who = caller(ctx)
-            try:
-                who.check_write("unregister sessions")
-                if not who.may_use(session_id):
-                    raise AuthError(f"unknown session {session_id!r}")
+            with tool_errors(registry.metrics, "unregister", session_id=session_id):
+                caller(ctx, "unregister").check_write("unregister sessions")
                 record = await anyio.to_thread.run_sync(lambda: registry.unregister(session_id))
-            except KnowhubError as exc:
-                raise ToolError(str(exc)) from exc
             out = UnregisterOut(session_id=record.session_id, path=record.path)
             return tool_result(f"session {out.session_id} ({out.path}) unregistered", out)
 
@@ -370,15 +392,15 @@ def add_control_tools(
         description="The registered sessions: folder, Loaded/Unloaded, chunks, last access.",
     )  # fmt: skip
     async def list_sessions(ctx: Context) -> Annotated[CallToolResult, SessionsOut]:
-        who = caller(ctx)
-        rows = await anyio.to_thread.run_sync(registry.sessions)
+        with tool_errors(registry.metrics, "list"):
+            caller(ctx, "list")
+            rows = await anyio.to_thread.run_sync(registry.sessions)
         out = SessionsOut(sessions=[
             SessionOut(session_id=r.session_id, path=r.path, description=r.description,
                        state="Loaded" if loaded else "Unloaded", chunks_count=chunks,
                        last_access=time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                  time.gmtime(r.last_access)))
             for r, loaded, chunks in rows
-            if who.may_use(r.session_id)
         ])  # fmt: skip
         lines = [
             f"- {s.session_id} {s.state} {s.path} ({_count(s.chunks_count)} chunks, "

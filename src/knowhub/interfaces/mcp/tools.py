@@ -2,12 +2,13 @@
 
 Each tool resolves its :class:`Target` (which knowledge base, who is asking) from the
 request, runs the blocking App call in a worker thread, and answers with structured
-content plus readable Markdown. A :class:`~knowhub.errors.KnowhubError` becomes a tool
-error with its message; the server keeps serving.
+content plus readable Markdown. Every failure becomes a tool error that says what went
+wrong (:func:`tool_errors`); the server keeps serving.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
@@ -17,6 +18,7 @@ from typing import Annotated, Any, TypeVar
 
 import anyio.from_thread
 import anyio.to_thread
+from mcp import MCPError
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -43,8 +45,11 @@ __all__ = [
     "add_data_tools",
     "inside_root",
     "progress_reporter",
+    "tool_errors",
     "tool_result",
 ]
+
+log = logging.getLogger("knowhub.mcp")
 
 T = TypeVar("T")
 
@@ -139,6 +144,9 @@ class IngestOut(BaseModel):
     unchanged: int
     removed: list[str]
     failed: list[dict[str, str]]
+    skipped: list[dict[str, str]] = Field(
+        description="Passed over: not a regular file, or a symlink leading out of the root."
+    )
     chunks: int
     seconds: float
 
@@ -170,7 +178,7 @@ def add_data_tools(
     ) -> CallToolResult:  # fmt: skip
         async with resolve(ctx) as target:
             started = time.perf_counter()
-            with _tool_errors(metrics, tool):
+            with tool_errors(metrics, tool, query=query, collection=collection):
                 target.principal.check_read(collection)
                 typed = check_filters(filters)
                 hook = _stage_progress(ctx, metrics)
@@ -241,7 +249,7 @@ def add_data_tools(
     )
     async def list_collections(ctx: Context) -> Annotated[CallToolResult, CollectionsOut]:
         async with resolve(ctx) as target:
-            with _tool_errors(metrics, "list_collections"):
+            with tool_errors(metrics, "list_collections"):
                 infos = await _in_thread(target.kb.reader.collections)
             out = CollectionsOut(
                 collections=[
@@ -278,7 +286,9 @@ def add_data_tools(
         collection: str = "default",
     ) -> Annotated[CallToolResult, DocumentOut]:
         async with resolve(ctx) as target:
-            with _tool_errors(metrics, "get_document_summary"):
+            with tool_errors(
+                metrics, "get_document_summary", source_hash=source_hash, collection=collection
+            ):
                 target.principal.check_read(collection)
                 record = await _in_thread(
                     lambda: target.kb.reader.document(source_hash, collection)
@@ -310,7 +320,7 @@ def add_data_tools(
         chunk_id: Annotated[str, Field(min_length=1, max_length=200)], ctx: Context
     ) -> Annotated[CallToolResult, ContentOut]:
         async with resolve(ctx) as target:
-            with _tool_errors(metrics, "get_content"):
+            with tool_errors(metrics, "get_content", chunk_id=chunk_id):
                 found = await _in_thread(lambda: target.kb.reader.chunk(chunk_id))
                 readable = [h for h in found if target.principal.may_read(h.collection)]
                 if not readable:
@@ -345,7 +355,7 @@ def add_data_tools(
         ] = None,
     ) -> Annotated[CallToolResult, IngestOut]:
         async with resolve(ctx) as target:
-            with _tool_errors(metrics, "ingest"):
+            with tool_errors(metrics, "ingest", path=path, collection=collection):
                 target.principal.check_write("ingest")
                 target.principal.check_read(collection)
                 where = inside_root(target.root, path)
@@ -361,23 +371,37 @@ def add_data_tools(
                 collection=report.collection, added=report.added, updated=report.updated,
                 unchanged=len(report.unchanged), removed=report.removed,
                 failed=[{"source": s, "reason": r} for s, r in report.failed],
+                skipped=[{"source": s, "reason": r} for s, r in report.skipped],
                 chunks=report.chunks, seconds=round(report.seconds, 3),
             )  # fmt: skip
             text = (
                 f"{len(out.added)} added, {len(out.updated)} updated, {out.unchanged} unchanged, "
-                f"{len(out.failed)} failed ({out.chunks} chunks written) into {out.collection!r}"
+                f"{len(out.failed)} failed, {len(out.skipped)} skipped ({out.chunks} chunks "
+                f"written) into {out.collection!r}"
             )
             text += "".join(f"\n- failed {f['source']}: {f['reason']}" for f in out.failed)
+            text += "".join(f"\n- skipped {f['reason']}" for f in out.skipped)
             return tool_result(text, out)
 
 
 def inside_root(root: Path, path: str) -> Path:
     """``path`` (relative, or absolute inside ``root``) resolved; refuse any escape."""
+    if "\x00" in path:  # the OS cannot take it: os.stat would raise ValueError
+        raise KnowhubError(f"path {path!r} contains a NUL character: give a plain path")
     candidate = Path(path)
     if ".." in candidate.parts:
         raise KnowhubError(f"path {path!r} contains '..': give a path inside the document root")
     base = root.resolve()
-    full = (candidate if candidate.is_absolute() else base / candidate).resolve()
+    try:
+        full = (candidate if candidate.is_absolute() else base / candidate).resolve()
+        full.stat()  # a symlink loop: RuntimeError from resolve() before 3.13, ELOOP after
+    except FileNotFoundError:
+        pass  # not there (yet): register creates it, ingest says it does not exist
+    except (OSError, RuntimeError) as exc:
+        raise KnowhubError(
+            f"path {path!r} cannot be resolved ({_os_reason(exc)}): fix or remove the "
+            "symlink on the way, or give another path"
+        ) from exc
     if not full.is_relative_to(base):
         raise KnowhubError(
             f"path {path!r} resolves outside the document root {base} (absolute path or a "
@@ -394,13 +418,43 @@ async def _in_thread(fn: Callable[[], T]) -> T:
 
 
 @contextmanager
-def _tool_errors(metrics: Metrics, tool: str) -> Iterator[None]:
+def tool_errors(metrics: Metrics, tool: str, **arguments: object) -> Iterator[None]:
+    """Turn every failure inside the block into a tool error that says what went wrong.
+
+    A :class:`KnowhubError` already names the value and the fix. Anything else (say a
+    ``ValueError`` or an ``OSError`` from the file system) would reach the client as a bare
+    "Error executing tool X", so it is named with the call's ``arguments`` and logged with
+    its traceback.
+    """
     try:
         yield
+    except (ToolError, MCPError):
+        metrics.tool_calls.labels(tool, "error").inc()
+        raise
     except KnowhubError as exc:
         metrics.tool_calls.labels(tool, "error").inc()
         raise ToolError(str(exc)) from exc
+    except Exception as exc:
+        metrics.tool_calls.labels(tool, "error").inc()
+        log.error("tool %s failed unexpectedly", tool, exc_info=exc)
+        given = ", ".join(f"{name}={_shorten(value)}" for name, value in arguments.items())
+        raise ToolError(
+            f"{tool}({given}) failed: {type(exc).__name__}: {_os_reason(exc)}; check these "
+            "arguments, and if they are right, report this (the server log has the details)"
+        ) from exc
     metrics.tool_calls.labels(tool, "ok").inc()
+
+
+def _shorten(value: object, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _os_reason(exc: BaseException) -> str:
+    """An OSError as 'its reason: its file'; anything else as its message."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+    return str(exc)
 
 
 def _stage_progress(ctx: Context, metrics: Metrics) -> Callable[[str, int, float], None]:

@@ -1,0 +1,253 @@
+"""Stopping a real `knowhub ingest` (or server) that embeds in worker processes.
+
+Ctrl-C stops it within moments and says what was kept; SIGTERM and ``kill -9`` of the
+parent leave no worker process behind; a server's shutdown does not wait for an ingest.
+The embedder is a plugin, installed the way a user's would be (an entry point on the
+path), that sleeps per batch and fans out to worker processes, as costly models do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import pytest
+
+from tests.helpers import cli_env, die_with, knowhub, write
+from tests.integration.test_mcp_shared import shared_server, text_of, token_env
+from tests.mcp_helpers import wait_until
+
+WORKERS = 2
+PLUGIN = '''
+import os
+import time
+
+from knowhub.providers.embedders.hashing import HashingEmbedder
+
+
+class SlowEmbedder(HashingEmbedder):
+    """The hashing embedder, slowed down like a real model, run in worker processes."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.model_id = "slow-test-64"
+        self.parallel = True
+        self.batch_size = 64
+
+    def _encode(self, texts, is_query):
+        if not is_query:
+            time.sleep(float(os.environ["SLOW_EMBEDDER_SECONDS"]))
+        return super()._encode(texts, is_query)
+
+
+def create(settings):
+    return SlowEmbedder()
+'''
+
+
+def slow_env(tmp_path: Path, seconds: float = 0.2) -> dict[str, str]:
+    """The environment of a knowhub process whose embedder is the slow plugin."""
+    plugin = tmp_path / "plugin"
+    write(plugin / "knowhub_slow_embedder.py", PLUGIN)
+    info = plugin / "knowhub_slow_embedder-0.dist-info"
+    write(info / "METADATA", "Metadata-Version: 2.1\nName: knowhub-slow-embedder\nVersion: 0\n")
+    write(info / "entry_points.txt", "[knowhub.embedders]\nslow = knowhub_slow_embedder:create\n")
+    path = os.pathsep.join(p for p in (str(plugin), os.environ.get("PYTHONPATH")) if p)
+    return cli_env({"PYTHONPATH": path, "SLOW_EMBEDDER_SECONDS": str(seconds),
+                    "KNOWHUB_EMBEDDER__PROVIDER": "slow",
+                    "KNOWHUB_EMBEDDER__WORKERS": str(WORKERS)})  # fmt: skip
+
+
+def write_docs(folder: Path, count: int) -> Path:
+    for index in range(count):
+        write(folder / f"doc{index:03d}.md", f"# Doc {index}\n\nParagraph {index} of words.\n")
+    return folder
+
+
+def _stat_fields(pid: int) -> list[str]:
+    # After the ")" closing the command name: state, ppid, …
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def workers_of(parent: int) -> set[int]:
+    """Live multiprocessing-spawned children of ``parent``, found in /proc."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int(_stat_fields(int(entry.name))[1])
+            cmdline = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        if ppid == parent and b"--multiprocessing-fork" in cmdline:
+            found.add(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return _stat_fields(pid)[0] not in ("Z", "X")  # a zombie has exited
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.fixture
+def recorded() -> Iterator[set[int]]:
+    """Worker pids a test saw; any still alive at the end are killed (a failed test must
+    not leave orphans behind either)."""
+    pids: set[int] = set()
+    yield pids
+    for pid in pids:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+@contextmanager
+def running(args: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """``knowhub ARGS``, stderr to ``log``; stdin open (a stdio server lives while it is)."""
+    with log.open("wb") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "knowhub", *args], env=env, stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, stderr=stderr, preexec_fn=die_with(signal.SIGKILL),
+        )  # fmt: skip
+    with process:  # closes stdin and waits
+        try:
+            yield process
+        finally:
+            if process.poll() is None:
+                process.kill()
+
+
+def wait_for_workers(process: subprocess.Popen[Any], log: Path) -> set[int]:
+    def check() -> set[int]:
+        assert process.poll() is None, f"exited {process.returncode}: {log.read_text()}"
+        found = workers_of(process.pid)
+        return found if len(found) == WORKERS else set()
+
+    workers: set[int] = wait_until(check, timeout=60, interval=0.05)
+    return workers
+
+
+def assert_workers_end(workers: set[int]) -> None:
+    wait_until(lambda: not any(alive(pid) for pid in workers), timeout=10, interval=0.05)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+def test_killed_ingest_leaves_no_worker_process(
+    tmp_path: Path, recorded: set[int], sig: signal.Signals
+) -> None:
+    folder = write_docs(tmp_path / "docs", 200)
+    log = tmp_path / "ingest.log"
+    args = ["--data-dir", str(tmp_path / "data"), "ingest", str(folder)]
+    with running(args, slow_env(tmp_path), log) as process:
+        recorded |= wait_for_workers(process, log)
+        process.send_signal(sig)
+        returncode = process.wait(timeout=30)
+    assert_workers_end(recorded)
+    if sig == signal.SIGTERM:  # stopped like Ctrl-C: cleanly, saying what was kept
+        assert returncode == 128 + signal.SIGTERM, log.read_text()
+        assert "stopped: " in log.read_text()
+
+
+@pytest.mark.parametrize("how", ["kill", "close stdin"])
+def test_stopped_mcp_server_ends_at_once_leaving_no_worker_process(
+    tmp_path: Path, recorded: set[int], how: str
+) -> None:
+    folder = write_docs(tmp_path / "docs", 200)
+    log = tmp_path / "serve.log"
+    args = ["--data-dir", str(tmp_path / "data"), "serve", "mcp", "--docs", str(folder)]
+    with running(args, slow_env(tmp_path), log) as process:  # its first sync embeds
+        recorded |= wait_for_workers(process, log)
+        stopping = time.monotonic()
+        if how == "kill":
+            process.kill()
+        else:  # how a stdio client ends its server
+            assert process.stdin is not None
+            process.stdin.close()
+        process.wait(timeout=60)
+        took = time.monotonic() - stopping
+    assert took < 10, log.read_text()  # not waiting for the sync to end
+    assert_workers_end(recorded)
+
+
+def test_ctrl_c_stops_ingest_at_once_keeping_what_was_written(tmp_path: Path) -> None:
+    import pexpect
+
+    folder, data = write_docs(tmp_path / "docs", 60), tmp_path / "data"
+    child = pexpect.spawn(
+        sys.executable, ["-m", "knowhub", "--data-dir", str(data), "ingest", str(folder)],
+        env=slow_env(tmp_path), encoding="utf-8", timeout=60,
+    )  # fmt: skip
+    try:
+        child.expect(r"doc01\d\.md")  # the progress bar is past a few documents
+        interrupted = time.monotonic()
+        child.sendintr()  # Ctrl-C: SIGINT to the terminal's whole process group
+        child.expect(pexpect.EOF, timeout=10)
+        took = time.monotonic() - interrupted
+    finally:
+        child.close(force=True)
+    output = child.before or ""
+    assert child.exitstatus == 130, output
+    assert "Aborted!" not in output
+    found = re.search(r"stopped: (\d+) documents kept, (\d+) not done; re-run to continue", output)
+    assert found, output
+    kept, not_done = int(found[1]), int(found[2])
+    print(f"Ctrl-C to exit: {took:.2f} s, {kept} kept, {not_done} not done")
+    assert kept >= 1 and kept + not_done == 60 and took < 10
+
+    listed = json.loads(knowhub("--data-dir", str(data), "docs", "--json", cwd=tmp_path).stdout)
+    assert len(listed) == kept
+    traces = knowhub("--data-dir", str(data), "traces", "--kind", "ingest", "--json", cwd=tmp_path)
+    [trace] = json.loads(traces.stdout)["traces"]  # the stopped run is recorded, as stopped
+    assert trace["error"].startswith("ingest stopped: ") and trace["ingest"]["added"] == kept
+    rerun = subprocess.run(
+        [sys.executable, "-m", "knowhub", "--data-dir", str(data), "ingest", str(folder)],
+        env=slow_env(tmp_path, seconds=0), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"{not_done} added, 0 updated, {kept} unchanged" in rerun.stdout
+    after = json.loads(knowhub("--data-dir", str(data), "docs", "--json", cwd=tmp_path).stdout)
+    assert len(after) == 60  # the workers, started afresh, did the rest
+    before = {(d["source"], d["doc_hash"], d["ingested_at"]) for d in listed}
+    assert before <= {(d["source"], d["doc_hash"], d["ingested_at"]) for d in after}
+
+
+@pytest.mark.anyio
+async def test_server_shutdown_stops_an_ingest_in_flight(
+    tmp_path: Path, recorded: set[int]
+) -> None:
+    write_docs(tmp_path / "root" / "big", 400)  # some 40 s of embedding
+    answers: list[str] = []
+    with shared_server(tmp_path, env={**slow_env(tmp_path), **token_env()}) as server:
+
+        async def register() -> None:
+            try:
+                async with server.client() as control:
+                    answers.append(text_of(await control.call_tool("register", {"path": "big"})))
+            except Exception as exc:  # e.g. the client's reconnection once the server is gone
+                answers.append(f"no answer: {exc!r}")
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(register)
+            recorded |= await anyio.to_thread.run_sync(wait_for_workers, server.process,
+                                                       server.log)  # fmt: skip
+            stopping = time.monotonic()
+            server.process.terminate()
+            await anyio.to_thread.run_sync(lambda: server.process.wait(timeout=120))
+            took = time.monotonic() - stopping
+    print(f"SIGTERM to exit, an ingest in flight: {took:.2f} s")
+    assert took < 10, server.logs()
+    assert answers and "the server is shutting down" in answers[0], answers
+    assert_workers_end(recorded)

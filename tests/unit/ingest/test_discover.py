@@ -1,0 +1,105 @@
+"""Discovery: what a walk yields, what it passes over and why, and where files may lead.
+
+Real files, FIFOs, sockets and symlinks in ``tmp_path``; discovery only stats them, so
+none of these tests can block on a FIFO.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from knowhub.ingest.discover import Candidate, Skipped, discover
+
+NOT_REGULAR = "not a regular file; only regular files are ingested"
+
+
+def _tree(tmp_path: Path) -> Path:
+    """``docs`` with a good file, a FIFO, a socket, links in and out, and an outside folder."""
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "good.md").write_text("# Good\n", encoding="utf-8")
+    (docs / "sub" / "inner.md").write_text("# Inner\n", encoding="utf-8")
+    os.mkfifo(docs / "x.txt")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret\n", encoding="utf-8")
+    (docs / "leak.txt").symlink_to(outside / "secret.txt")
+    (docs / "alias.md").symlink_to(docs / "sub" / "inner.md")
+    (docs / "away").symlink_to(outside, target_is_directory=True)
+    (docs / "loop.md").symlink_to(docs / "loop.md")
+    (docs / "broken.md").symlink_to(docs / "gone.md")
+    return docs
+
+
+def _split(found: list[Candidate | Skipped]) -> tuple[list[str], dict[str, str]]:
+    kept = [f.source for f in found if isinstance(f, Candidate)]
+    skipped = {f.source: f.reason for f in found if isinstance(f, Skipped)}
+    return kept, skipped
+
+
+def test_a_walk_skips_what_is_not_a_regular_file_and_says_why(tmp_path: Path) -> None:
+    docs = _tree(tmp_path)
+    kept, skipped = _split(list(discover([docs], [], [])))
+    # Local ingest follows symlinked files, wherever they lead.
+    assert kept == ["alias.md", "good.md", "leak.txt", "sub/inner.md"]
+    assert skipped == {
+        "x.txt": f"x.txt: is a FIFO (named pipe), {NOT_REGULAR}",
+        "away": "away: is a symlink to a folder; folder symlinks are not followed: "
+        "name its target to ingest it",
+        "loop.md": "loop.md: is a symlink loop: fix or remove the link",
+        "broken.md": "broken.md: is a broken symlink (its target is gone): fix or remove it",
+    }
+
+
+def test_sockets_are_skipped_and_excluded_or_unsupported_ones_are_not_reported(
+    tmp_path: Path,
+) -> None:
+    docs = tmp_path / "d"
+    docs.mkdir()
+    # A short relative name: a UNIX socket path is limited to about 100 bytes.
+    cwd = Path.cwd()
+    os.chdir(docs)
+    try:
+        with socket.socket(socket.AF_UNIX) as a, socket.socket(socket.AF_UNIX) as b:
+            a.bind("s.md")
+            b.bind("s.sock")  # not a supported extension: never a candidate, so not reported
+            os.mkfifo("skip.md")
+            found = list(discover([docs], [], ["skip.md"]))
+    finally:
+        os.chdir(cwd)
+    assert found == [
+        Skipped(str(docs / "s.md"), "s.md", f"s.md: is a socket, {NOT_REGULAR}", explicit=False)
+    ]
+
+
+def test_a_fifo_named_directly_is_reported_as_a_fifo(tmp_path: Path) -> None:
+    fifo = tmp_path / "x.txt"
+    os.mkfifo(fifo)
+    found = list(discover([fifo], [], []))
+    assert found == [
+        Skipped(str(fifo), "x.txt", f"x.txt: is a FIFO (named pipe), {NOT_REGULAR}", True)
+    ]
+
+
+def test_confined_discovery_keeps_only_files_resolving_inside(tmp_path: Path) -> None:
+    docs = _tree(tmp_path)
+    kept, skipped = _split(list(discover([docs], [], [], confine=docs)))
+    assert kept == ["alias.md", "good.md", "sub/inner.md"]  # a link inside stays
+    assert skipped["leak.txt"].startswith(f"leak.txt: leads outside {docs.resolve()}")
+    assert "away" in skipped and "x.txt" in skipped
+    # Named directly: the file, and a link to a folder outside, fail the same way.
+    (docs / "out").symlink_to(tmp_path / "outside", target_is_directory=True)
+    for name in ("leak.txt", "out"):
+        (found,) = discover([docs / name], [], [], confine=docs)
+        assert isinstance(found, Skipped) and found.explicit
+        assert "leads outside" in found.reason and "secret" not in found.reason
+
+
+def test_a_confined_root_itself_may_not_lead_outside(tmp_path: Path) -> None:
+    docs = _tree(tmp_path)
+    (tmp_path / "served").mkdir()
+    (tmp_path / "served" / "link").symlink_to(docs, target_is_directory=True)
+    (found,) = discover([tmp_path / "served" / "link"], [], [], confine=tmp_path / "served")
+    assert isinstance(found, Skipped) and found.explicit and "leads outside" in found.reason
