@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from tests.helpers import knowhub, write
 from tests.llm_servers import closed_url, serve
 from tests.mcp_helpers import stdio_params
+from tests.otlp_receiver import otlp_receiver
 
 SECRET = "sk-live-0123456789abcdef"
 LONG = " ".join(f"Paragraph sentence number {i} about the gearbox maintenance." for i in range(40))
@@ -111,38 +107,10 @@ def test_traces_hold_no_secret_and_no_document_text(kb: Path) -> None:
     assert not any(LONG[i : i + 200] in raw for i in range(0, len(LONG) - 200, 50))
 
 
-@contextmanager
-def _otlp_receiver() -> Iterator[tuple[str, list[ExportTraceServiceRequest]]]:
-    received: list[ExportTraceServiceRequest] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            request = ExportTraceServiceRequest()
-            request.ParseFromString(body)
-            received.append(request)
-            self.send_response(200)
-            self.send_header("Content-Type", "application/x-protobuf")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01})
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1/traces", received
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def test_otlp_gets_one_span_per_stage_and_langsmith_failures_do_not_break_runs(
     kb: Path,
 ) -> None:
-    with _otlp_receiver() as (endpoint, received):
+    with otlp_receiver() as (endpoint, received):
         env = {"KNOWHUB_TRACE__OTLP_ENDPOINT": endpoint,
                "KNOWHUB_TRACE__LANGSMITH_API_KEY_ENV": "LS_KEY", "LS_KEY": "ls-secret-key",
                "KNOWHUB_TRACE__LANGSMITH_ENDPOINT": closed_url()}  # fmt: skip

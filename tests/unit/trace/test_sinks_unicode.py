@@ -5,20 +5,16 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from knowhub.trace.jsonl import FILE, JsonlSink, read_traces
 from knowhub.trace.otlp import OtlpSink
 from knowhub.trace.record import Trace, new_trace
 from knowhub.trace.tracer import Tracer
+from tests.otlp_receiver import otlp_receiver
 
 NAME = "caf\udce9.txt"  # how Python presents the file name b"caf\xe9.txt"
 
@@ -98,35 +94,8 @@ def test_tracer_gives_every_sink_an_encodable_trace_and_a_failing_one_loses_noth
     assert "collector refused caf\\xe9.txt" in caplog.text
 
 
-@contextmanager
-def _otlp_receiver() -> Iterator[tuple[str, list[ExportTraceServiceRequest]]]:
-    received: list[ExportTraceServiceRequest] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            request = ExportTraceServiceRequest()
-            request.ParseFromString(self.rfile.read(int(self.headers["Content-Length"])))
-            received.append(request)
-            self.send_response(200)
-            self.send_header("Content-Type", "application/x-protobuf")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01})
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1/traces", received
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def test_otlp_sink_exports_a_trace_with_lone_surrogates() -> None:
-    with _otlp_receiver() as (endpoint, received):
+    with otlp_receiver() as (endpoint, received):
         sink = OtlpSink(endpoint)
         trace = _ingest_trace()
         sink.emit(trace)
