@@ -64,3 +64,26 @@ def test_limits_come_from_the_ingest_settings(tmp_path: Path) -> None:
         "long.md": f"{long}: extracts to more than 900 characters; "
         "raise ingest.max_extracted_chars",
     }
+
+
+def test_file_swapped_for_a_link_leading_out_after_discovery_is_not_served(
+    app: App, tmp_path: Path
+) -> None:
+    # The served folder's check ran at discovery; a link swapped in before the read led out.
+    docs = tmp_path / "docs"
+    write(docs / "a.md", "# A\n\nAlpha backups run nightly.\n")
+    swapped = write(docs / "b.md", "# B\n\nBravo text.\n")
+    secret = write(tmp_path / "outside" / "secret.md", "# Secret\n\nThe vault code is 1234.\n")
+
+    def swap(done: int, total: int, source: str) -> None:
+        if source == "a.md":
+            swapped.unlink()
+            swapped.symlink_to(secret)
+
+    report = app.ingest([docs], progress=swap, confine=docs)
+    assert report.added == ["a.md"]
+    assert report.failed == [
+        ("b.md", f"{swapped}: leads outside {docs} (through a symlink), so it is not served: "
+                 "move the file inside or remove the link"),
+    ]  # fmt: skip
+    assert all("vault" not in h.text for h in app.search("vault code", top_k=10).hits)

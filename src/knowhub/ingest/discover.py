@@ -46,6 +46,12 @@ class Skipped:
     reason: str
     explicit: bool  # named by the caller: its ingest failed, rather than a file was skipped
 
+    @property
+    def lasting(self) -> bool:
+        """What it is, not a passing error (permissions, I/O): a document indexed from this
+        path is pruned, where one only unreadable for now is kept."""
+        return _UNREADABLE not in self.reason
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "source", escape_surrogates(self.source))
         object.__setattr__(self, "reason", escape_surrogates(self.reason))
@@ -157,6 +163,7 @@ def _walk(folder: Path) -> Iterator[_Found]:
 
 
 _MISSING = "no such file or folder"
+_UNREADABLE = "cannot be read"
 _FOLDER_LINK = (
     "is a symlink to a folder; folder symlinks are not followed: name its target to ingest it"
 )
@@ -191,7 +198,7 @@ def _unreachable(path: Path, exc: OSError) -> str:
     if exc.errno == errno.ENOENT:
         return "is a broken symlink (its target is gone): fix or remove it" if path.is_symlink() \
             else _MISSING  # fmt: skip
-    return f"cannot be read ({exc.strerror}): check its permissions"
+    return f"{_UNREADABLE} ({exc.strerror}): check its permissions"
 
 
 def _not_regular(mode: int) -> str:

@@ -17,6 +17,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 import numpy as np
@@ -182,7 +183,7 @@ def ingest(
 
     With ``confine`` (a served folder), only files resolving inside it are ingested.
     """
-    run = _Run(store, embedder, settings, collection, dict(tags or {}))
+    run = _Run(store, embedder, settings, collection, dict(tags or {}), confine)
     started = time.perf_counter()
     exclusions = settings.ingest.exclude if exclude is None else exclude
     candidates = _collect(paths, include or settings.ingest.include, exclusions, confine, run)
@@ -241,8 +242,10 @@ class _Run:
         settings: Settings,
         collection: str,
         tags: dict[str, str],
+        confine: Path | None = None,
     ) -> None:
         self.store = store
+        self.confine = confine  # files must still resolve inside it when they are opened
         self.embedder = embedder
         self.settings = settings
         self.tags = tags
@@ -279,7 +282,8 @@ class _Run:
         """A file named by the caller failed; one found in a folder was skipped."""
         entry = (skipped.source, skipped.reason)
         (self.report.failed if skipped.explicit else self.report.skipped).append(entry)
-        self.passed_over.add(escape_surrogates(skipped.path))  # as paths are stored
+        if skipped.lasting:  # a file only unreadable for now keeps its document
+            self.passed_over.add(escape_surrogates(skipped.path))  # as paths are stored
 
     def flush_all(self) -> None:
         while self.window:
@@ -307,12 +311,17 @@ class _Run:
         # refuses lone surrogates); the file itself is opened by its real path.
         key, source = escape_surrogates(candidate.path), escape_surrogates(candidate.source)
         limits = _limits(self.settings)
-        with open_regular(path) as file:  # never blocks, even if it became a FIFO
+        old = self.store.record(self.cid, key)
+        same_tags = old is not None and old.metadata.get("tags", {}) == self.tags
+        first = path.stat()  # a stat never blocks; an unchanged file is not even opened
+        if old and same_tags and S_ISREG(first.st_mode) and _same_file(old, first):
+            self.report.unchanged.append(source)
+            return None
+        # Never blocks, even if it became a FIFO; still inside the served folder once open.
+        with open_regular(path, self.confine) as file:
             stat = file.stat
-            old = self.store.record(self.cid, key)
-            same_tags = old is not None and old.metadata.get("tags", {}) == self.tags
-            if old and same_tags and (old.size, old.mtime_ns) == (stat.st_size, stat.st_mtime_ns):
-                self.report.unchanged.append(source)  # fast path: contents not read
+            if old and same_tags and _same_file(old, stat):
+                self.report.unchanged.append(source)
                 return None
             data = file.read(limits.max_bytes)
         doc_hash = hashlib.sha256(data).hexdigest()
@@ -379,7 +388,7 @@ class _Run:
                 for p in prefixes
             )
             # A file now passed over (a FIFO, a link leading out) must not stay served.
-            gone = record.path in self.passed_over or not Path(record.disk_path).exists()
+            gone = record.path in self.passed_over or _vanished(record.disk_path)
             if inside and gone:
                 self.store.remove_document(self.cid, record.path)
                 self.report.removed.append(record.source)
@@ -388,6 +397,23 @@ class _Run:
         self.report.failed = [
             (s, r) for s, r in self.report.failed if os.path.abspath(s) not in removed
         ]
+
+
+def _same_file(old: DocumentRecord, stat: os.stat_result) -> bool:
+    """Size and mtime as indexed: the fast path trusts them, as rsync and make do."""
+    return (old.size, old.mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+
+
+def _vanished(path: str) -> bool:
+    """The file is gone; an error that is not "no such file" (a folder that lost its
+    permissions, an I/O error) keeps the document rather than prune it."""
+    try:
+        Path(path).stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _limits(settings: Settings) -> Limits:

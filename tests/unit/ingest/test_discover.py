@@ -103,3 +103,10 @@ def test_a_confined_root_itself_may_not_lead_outside(tmp_path: Path) -> None:
     (tmp_path / "served" / "link").symlink_to(docs, target_is_directory=True)
     (found,) = discover([tmp_path / "served" / "link"], [], [], confine=tmp_path / "served")
     assert isinstance(found, Skipped) and found.explicit and "leads outside" in found.reason
+
+
+def test_only_a_lasting_reason_prunes_a_skipped_files_document() -> None:
+    # A permission or I/O error is passing: pruning on it would drop and re-embed the file.
+    unreadable = Skipped("/d/a.md", "a.md", "a.md: cannot be read (Permission denied): …", False)
+    fifo = Skipped("/d/b.md", "b.md", f"b.md: is a FIFO (named pipe), {NOT_REGULAR}", False)
+    assert (unreadable.lasting, fifo.lasting) == (False, True)

@@ -60,12 +60,16 @@ class RegularFile:
 
 
 @contextmanager
-def open_regular(path: Path) -> Iterator[RegularFile]:
+def open_regular(path: Path, confine: Path | None = None) -> Iterator[RegularFile]:
     """Open ``path`` for reading without ever blocking, and close it afterwards.
+
+    With ``confine`` (a served folder), the file opened must lie inside it: checked on the
+    open descriptor, since the path may have been swapped for a symlink leading out since
+    discovery looked at it.
 
     Raises:
         LoaderError: ``path`` is not a regular file (a FIFO, socket, device or folder);
-            the message names what it is.
+            the message names what it is. Or it leads outside ``confine``.
         OSError: it cannot be opened (missing, no permission …).
     """
     try:
@@ -80,6 +84,8 @@ def open_regular(path: Path) -> Iterator[RegularFile]:
         if not stat.S_ISREG(info.st_mode):
             kinds = (name for test, name in _KINDS if test(info.st_mode))
             raise _not_regular(path, next(kinds, "an unknown kind of file"))
+        if confine is not None:
+            _check_inside(path, fd, confine)
         yield RegularFile(path, fd, info)
     finally:
         os.close(fd)
@@ -89,3 +95,16 @@ def _not_regular(path: Path, kind: str) -> LoaderError:
     return loader_error(
         path, f"is {kind}, not a regular file: knowhub reads only regular files; leave it out"
     )
+
+
+def _check_inside(path: Path, fd: int, confine: Path) -> None:
+    # Linux names the file an open descriptor refers to; elsewhere the path is resolved
+    # again, which leaves the swap window discovery had, but no wider.
+    proc = Path(f"/proc/self/fd/{fd}")
+    opened = os.path.realpath(proc if proc.is_symlink() else path)
+    fence = os.path.realpath(confine)
+    if not Path(opened).is_relative_to(fence):
+        raise loader_error(
+            path, f"leads outside {fence} (through a symlink), so it is not served: "
+            "move the file inside or remove the link"
+        )  # fmt: skip
