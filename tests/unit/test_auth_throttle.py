@@ -129,8 +129,8 @@ def test_failures_are_logged_with_address_and_path_but_never_the_token(
     book = _book(tmp_path, Clock(), auth_max_failures=2, auth_lockout_s=60)
     guess = SECRET[:-2] + "zz"
     with caplog.at_level(logging.WARNING, logger="knowhub.security"):
-        for _ in range(2):
-            book.authenticate(f"Bearer {guess}", "10.0.0.9", "/ui/login\nforged line")
+        for n in range(2):  # two distinct guesses (one retried would count once)
+            book.authenticate(f"Bearer {guess}{n}", "10.0.0.9", "/ui/login\nforged line")
         with pytest.raises(ThrottledError):
             book.authenticate(f"Bearer {guess}", "10.0.0.9", "/ui/login")
     lines = [r.getMessage() for r in caplog.records]
@@ -166,3 +166,16 @@ def test_index_sizes_show_only_what_the_scraping_token_may_read() -> None:
     }  # fmt: skip
     nobody = sizes.render(None).decode()
     assert "# TYPE knowhub_index_chunks gauge" in nobody and "private" not in nobody
+
+
+def test_one_stale_token_retried_locks_nobody_out_but_distinct_guesses_do(tmp_path: Path) -> None:
+    # A browser with an old cookie resent one wrong token on every page and asset: ten of
+    # those locked the address, so the person then typing the right token got 429.
+    book = _book(tmp_path, Clock(), auth_max_failures=3)
+    for _ in range(20):
+        assert book.authenticate("Bearer stale-token", "10.0.0.1", "/ui") is None
+    assert book.authenticate(f"Bearer {SECRET}", "10.0.0.1", "/ui/login") is not None
+    for n in range(2):
+        assert book.authenticate(f"Bearer guess-{n}", "10.0.0.1", "/api/search") is None
+    with pytest.raises(ThrottledError):  # the third distinct wrong token locked it
+        book.authenticate(f"Bearer {SECRET}", "10.0.0.1", "/api/search")

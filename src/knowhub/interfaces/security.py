@@ -94,7 +94,8 @@ class ThrottledError(AuthError):
 
 @dataclass
 class _Failures:
-    times: deque[float] = field(default_factory=deque)  # within the window, oldest first
+    # (when, which credential's digest), within the window, oldest first
+    times: deque[tuple[float, bytes | None]] = field(default_factory=deque)
     locked_until: float = 0.0
 
 
@@ -102,7 +103,10 @@ class FailureLimiter:
     """Failed authentications per client address, in a table bounded by count.
 
     An address with ``limit`` failures within ``window_s`` is locked out for ``lockout_s``.
-    Successes are never counted, and do not clear earlier failures (or one valid token would
+    The same wrong credential again within the window is not counted again: a browser with
+    a stale cookie or a client with an old token retries one value, which guesses nothing,
+    and must not lock out the person who then types the right one. Successes are never
+    counted, and do not clear earlier failures (or one valid token would
     let its holder guess the others unthrottled). At most ``max_clients`` addresses are
     remembered: the one that failed least recently is forgotten first, so memory stays
     bounded however many addresses an attacker uses.
@@ -134,17 +138,20 @@ class FailureLimiter:
             left = entry.locked_until - self._clock() if entry else 0.0
         return max(1, math.ceil(left)) if left > 0 else None
 
-    def failed(self, client: str) -> bool:
-        """Count one failure of ``client``; True when this one locks it out."""
+    def failed(self, client: str, credential: bytes | None = None) -> bool:
+        """Count one failure of ``client`` with ``credential`` (a digest; None: always
+        counted); True when this one locks it out."""
         now = self._clock()
         with self._lock:
             entry = self._clients.pop(client, None) or _Failures()
             self._clients[client] = entry  # now the most recent
             while len(self._clients) > self.max_clients:
                 self._clients.popitem(last=False)
-            while entry.times and entry.times[0] <= now - self.window_s:
+            while entry.times and entry.times[0][0] <= now - self.window_s:
                 entry.times.popleft()
-            entry.times.append(now)
+            if credential is not None and any(c == credential for _, c in entry.times):
+                return False
+            entry.times.append((now, credential))
             if len(entry.times) < self.limit:
                 return False
             entry.times.clear()
@@ -210,7 +217,7 @@ class TokenBook:
         if found is None:
             # Never the credential itself; %r keeps a path's control characters on one line.
             log.warning("authentication failed: wrong token from %s for %r", client, path)
-            if self.failures.failed(client):
+            if self.failures.failed(client, _digest(token.strip().encode())):
                 log.warning("%s locked out for %g s: %d failed authentications within %g s",
                             client, self.failures.lockout_s, self.failures.limit,
                             self.failures.window_s)  # fmt: skip
