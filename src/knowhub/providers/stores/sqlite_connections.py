@@ -8,8 +8,9 @@ concurrent searches it never ended, so reads missed commits made by other connec
 and WAL checkpoints starved. A connection per thread ends each read with its statement,
 and makes a transaction on one thread invisible to the others' reads until it commits.
 
-Connections are opened on a thread's first use, closed when that thread ends (the HTTP
-and MCP servers' worker pools are bounded, so are they) and by :meth:`close`.
+Connections are opened on a thread's first use and closed by that thread: when it ends
+(the HTTP and MCP servers' worker pools are bounded, so are they), or on its next use after
+:meth:`close`, which closes only the calling thread's own.
 """
 
 from __future__ import annotations
@@ -59,10 +60,13 @@ class Connections:
     def get(self) -> sqlite3.Connection:
         """The calling thread's connection (autocommit: writes use ``BEGIN IMMEDIATE``)."""
         handle: _Handle | None = getattr(self._local, "handle", None)
-        if handle is not None:
+        if handle is not None and not self._closed:
             return handle.db
         with self._guard:
             if self._closed:
+                if handle is not None:  # closed by another thread: this one closes its own
+                    del self._local.handle
+                    _release(self._guard, self._open, handle.db)
                 raise sqlite3.ProgrammingError(
                     f"the store {self.path} is closed: open it again to use it"
                 )
@@ -81,11 +85,19 @@ class Connections:
         return db
 
     def close(self) -> None:
-        """Close every connection (a thread still holding one gets an error on next use)."""
+        """Close the calling thread's connection now; every other thread's is closed by
+        that thread, on its next use (an error) or when it ends.
+
+        Closing a connection that another thread is running a statement on crashes the
+        interpreter (CPython's sqlite3 frees what the statement still uses: a segfault seen
+        when a server shut down while an answer was still reading).
+        """
         with self._guard:
             self._closed = True
-            for db in list(self._open):
-                _release(self._guard, self._open, db)
+            handle: _Handle | None = getattr(self._local, "handle", None)
+            if handle is not None:
+                del self._local.handle
+                _release(self._guard, self._open, handle.db)
 
 
 def _release(
