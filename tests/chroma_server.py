@@ -18,7 +18,7 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-from tests.helpers import SharedServer, die_with, free_port, stop_process
+from tests.helpers import SharedServer, die_with, free_port, older_than, stop_process
 
 __all__ = [
     "ChromaServer",
@@ -41,7 +41,7 @@ def _remove_stale_dirs(base: Path) -> None:
             alive = b"chromadb" in Path(f"/proc/{pid}/cmdline").read_bytes()
         except (OSError, ValueError):
             alive = False
-        if not alive and time.time() - folder.stat().st_mtime > _STALE_AFTER_S:
+        if not alive and older_than(folder, _STALE_AFTER_S):
             shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import functools
+import itertools
 import os
+import random
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -43,8 +48,30 @@ def write(path: Path, text: str) -> Path:
 FAST_ENV = {"KNOWHUB_EMBEDDER__PROVIDER": "hashing", "KNOWHUB_EMBEDDER__WORKERS": "1"}
 
 
+# Children may write bytecode even where the shell forbids it: under PYTHONDONTWRITEBYTECODE
+# (some container images set it) every CLI and server process of the suite compiled knowhub's
+# sources again, ~0.35 s of CPU apiece.
+_NOT_INHERITED = ("PYTHONDONTWRITEBYTECODE",)
+
+
+def embedder_plugin(root: Path, name: str, source: str) -> str:
+    """Install ``source`` (a module defining ``create(settings)``) as the embedder plugin
+    ``name`` under ``root``: a module and a dist-info with its ``knowhub.embedders`` entry
+    point, as pip would. Returns the PYTHONPATH that finds it (the current one after it)."""
+    module = f"knowhub_{name}_embedder"
+    write(root / f"{module}.py", source)
+    info = root / f"{module}-0.dist-info"
+    write(info / "METADATA", f"Metadata-Version: 2.1\nName: {module}\nVersion: 0\n")
+    write(info / "entry_points.txt", f"[knowhub.embedders]\n{name} = {module}:create\n")
+    return os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)
+
+
 def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    inherited = {k: v for k, v in os.environ.items() if not k.startswith("KNOWHUB_")}
+    inherited = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("KNOWHUB_") and k not in _NOT_INHERITED
+    }
     return {**inherited, **FAST_ENV, **(extra or {})}
 
 
@@ -71,12 +98,45 @@ def knowhub_on_terminal(*args: str, cwd: Path) -> tuple[int | None, str]:
     return child.exitstatus, child.before or ""
 
 
+# Test servers listen below the kernel's ephemeral range (32768-60999 on Linux), so a port
+# handed out here is never taken meanwhile as the source port of some outgoing connection,
+# and each pytest-xdist worker draws from a slice of its own, so two workers never pick the
+# same one; the random start keeps concurrent runs of the suite apart too.
+_PORTS = range(10_000, 32_768)
+_cursor = itertools.count(random.randrange(len(_PORTS)))  # next() is atomic: no lock
+
+
+def _port_slice() -> range:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw3" in a worker, unset otherwise
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker.startswith("gw") or count < 2:
+        return _PORTS
+    size = len(_PORTS) // count
+    start = _PORTS.start + int(worker[2:]) % count * size
+    return range(start, start + size)
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A TCP port on 127.0.0.1 that nothing listens on right now, from this process's slice;
+    successive calls walk the slice, so a port just given back is not handed out again."""
+    ports = _port_slice()
+    for _ in range(len(ports)):
+        port = ports[next(_cursor) % len(ports)]
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # in use, or lingering in TIME_WAIT
+            return port
+    raise RuntimeError(f"no free TCP port on 127.0.0.1 in {ports.start}-{ports.stop - 1}")
+
+
+@functools.cache
+def tls() -> ssl.SSLContext:
+    """One TLS context for the tests' HTTP clients (``verify=tls()``): httpx builds a new one
+    for every client, ``httpx.get`` included, loading the CA bundle each time (~60 ms of CPU;
+    polling a starting server every 50 ms kept a core busy that the server needed)."""
+    return ssl.create_default_context()
 
 
 class SharedServer(Generic[S]):
@@ -101,6 +161,15 @@ class SharedServer(Generic[S]):
             if self._server is not None:
                 self._stop(self._server)
                 self._server = None
+
+
+def older_than(folder: Path, seconds: float) -> bool:
+    """Whether ``folder`` was last modified over ``seconds`` ago; False once it is gone
+    (another test process may delete it meanwhile: its own at exit, or the same stale one)."""
+    try:
+        return time.time() - folder.stat().st_mtime > seconds
+    except FileNotFoundError:
+        return False
 
 
 def die_with(sig: int) -> Callable[[], None]:

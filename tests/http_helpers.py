@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx2 as httpx
 
+from tests.helpers import tls
 from tests.mcp_helpers import running
 
 
@@ -31,11 +32,11 @@ class ApiServer:
 
     def get(self, path: str, token: str | None = None, **kwargs: Any) -> httpx.Response:
         headers = {**self.headers(token), **kwargs.pop("headers", {})}
-        return httpx.get(self.url + path, headers=headers, timeout=30, **kwargs)
+        return httpx.get(self.url + path, headers=headers, timeout=30, verify=tls(), **kwargs)
 
     def post(self, path: str, token: str | None = None, **kwargs: Any) -> httpx.Response:
         headers = {**self.headers(token), **kwargs.pop("headers", {})}
-        return httpx.post(self.url + path, headers=headers, timeout=30, **kwargs)
+        return httpx.post(self.url + path, headers=headers, timeout=30, verify=tls(), **kwargs)
 
     @property
     def ws_url(self) -> str:

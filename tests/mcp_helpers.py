@@ -16,7 +16,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.helpers import cli_env, free_port
+from tests.helpers import cli_env, free_port, tls
 
 
 def stdio_params(*args: str, cwd: Path, env: dict[str, str] | None = None) -> StdioServerParameters:
@@ -44,17 +44,18 @@ class HttpServer:
     @asynccontextmanager
     async def client(self, path: str = "/mcp", token: str | None = None) -> AsyncIterator[Client]:
         async with (
-            httpx.AsyncClient(headers=self.headers(token), timeout=60) as http,
+            httpx.AsyncClient(headers=self.headers(token), timeout=60, verify=tls()) as http,
             Client(streamable_http_client(self.url + path, http_client=http)) as c,
         ):
             yield c
 
     def get(self, path: str, token: str | None = None, **kwargs: Any) -> httpx.Response:
-        return httpx.get(self.url + path, headers=self.headers(token), timeout=30, **kwargs)
+        headers = self.headers(token)
+        return httpx.get(self.url + path, headers=headers, timeout=30, verify=tls(), **kwargs)
 
     def post(self, path: str, token: str | None = None, **kwargs: Any) -> httpx.Response:
         headers = {**self.headers(token), **kwargs.pop("headers", {})}
-        return httpx.post(self.url + path, headers=headers, timeout=30, **kwargs)
+        return httpx.post(self.url + path, headers=headers, timeout=30, verify=tls(), **kwargs)
 
     def logs(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")
@@ -109,7 +110,7 @@ def _wait_ready(url: str, process: subprocess.Popen[str], log: Path, timeout: fl
             logs = log.read_text(encoding="utf-8", errors="replace")
             raise AssertionError(f"server exited {process.returncode}:\n{logs}")
         try:
-            if httpx.get(url + "/health", timeout=2).status_code == 200:
+            if httpx.get(url + "/health", timeout=2, verify=tls()).status_code == 200:
                 return
         except httpx.TransportError:
             pass

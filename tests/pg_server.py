@@ -24,7 +24,7 @@ from typing import Any
 
 import psycopg
 
-from tests.helpers import SharedServer, die_with, free_port, stop_process
+from tests.helpers import SharedServer, die_with, free_port, older_than, stop_process
 
 __all__ = ["PgServer", "remove_stale_dirs", "shared_server", "stop_shared_server"]
 
@@ -88,7 +88,7 @@ def remove_stale_dirs(base: Path) -> None:
             alive = b"postgres" in Path(f"/proc/{pid}/cmdline").read_bytes()
         except (OSError, ValueError, IndexError):
             alive = False
-        if not alive and time.time() - folder.stat().st_mtime > _STALE_AFTER_S:
+        if not alive and older_than(folder, _STALE_AFTER_S):
             shutil.rmtree(folder, ignore_errors=True)
 
 

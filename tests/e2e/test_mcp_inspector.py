@@ -94,8 +94,11 @@ def inspect(tmp_path: Path) -> Inspect:
     )
 
     def run(*args: str) -> Run:
+        # The Inspector's own 30 s to connect was too short for a server starting on a busy
+        # machine (the suite runs on xdist workers); the run's timeout bounds it instead.
         done = subprocess.run(
-            [str(inspector_path()), "--cli", "--format", "json", *args],
+            [str(inspector_path()), "--cli", "--format", "json", "--connect-timeout", "80000",
+             *args],
             cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
             timeout=90,
         )  # fmt: skip

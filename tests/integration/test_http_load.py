@@ -136,7 +136,9 @@ def _overflow_answers(
             return response.status_code
 
     streams = _fire(pool, 2, stream)
-    wait_until(lambda: _health(server)["answers_busy"] == 2)
+    # Busy counts a slot from before its model call: on a loaded machine (xdist workers)
+    # the second answer may not have reached the model yet.
+    wait_until(lambda: _health(server)["answers_busy"] == 2 and len(llm.requests) == 2)
     queued = pool.submit(lambda: server.post("/api/ask", json=question).status_code)
     wait_until(lambda: _health(server)["queued"] == 1)
     refused = server.post("/api/ask", json=question)
