@@ -24,6 +24,7 @@ from knowhub.answer.pipeline import Answer, Event, answer_events
 from knowhub.answer.prompt import rewrite_messages
 from knowhub.answer.router import route
 from knowhub.config import Settings
+from knowhub.default_collection import default_collection
 from knowhub.errors import ConfigError, KnowhubError, QueryError, StoreError
 from knowhub.ingest.bundle import BundleStats, bundle_collection, export_bundle, import_bundle
 from knowhub.ingest.faq import load_faq
@@ -128,7 +129,7 @@ class App:
     def resolve(self, collection: str | None = None, version: int | None = None) -> Target:
         """The version a request on ``collection`` uses: the active one, read now (so an
         activation applies from the next request on), or version ``version``."""
-        name = check_collection_name(collection or self.settings.collection)
+        name = check_collection_name(collection or default_collection(self.store, self.settings))
         return resolve_target(self.store, name, version)
 
     def embedder_for(self, target: Target) -> Embedder:
@@ -156,7 +157,7 @@ class App:
 
     def _reads(self, trace: Trace, collection: str | None, version: int | None = None) -> Target:
         target = self.resolve(collection, version)
-        trace.kb_version = target.describe()
+        trace.collection, trace.kb_version = target.collection, target.describe()
         return target
 
     def ask(
@@ -236,9 +237,8 @@ class App:
             return _interleave([r.hits for r in results], opts.max_sources), {}
 
         events = answer_events(
-            question, retrieve, self.llm, opts, query=query, language=language,
-            history=history, dense_range=self.embedder_for(target).relevance_range,
-        )  # fmt: skip
+            question, retrieve, self.llm, opts, query=query, language=language, history=history
+        )
         for kind, payload in events:
             if kind == "end":
                 payload["intent"] = found.intent
@@ -251,9 +251,8 @@ class App:
         self, paths: Sequence[Path], collection: str | None = None
     ) -> list[tuple[str, int]]:
         """Load FAQ files into the collection (each file's entries replace its old ones)."""
-        target = self.resolve(collection)
+        target, cid = self.locate(collection)  # entries join documents: never a new, empty one
         embedder = self.embedder_for(target)
-        cid = self.store.ensure_collection(target.physical, embedder.model_id, embedder.dim)
         limit = self.settings.ingest.max_file_bytes
         loaded = [(path.resolve(), load_faq(path, limit)) for path in paths]  # all or none load
         done = []
@@ -340,10 +339,12 @@ class App:
         *,
         version: int | None = None,
         confine: Path | None = None,
+        prune_outside: bool = False,
     ) -> IngestReport:
         """Bring the collection's active version (or ``version``) in line with ``paths``,
         embedded and chunked as that version was built; with ``confine``, only files
-        resolving inside that folder (a served folder: symlinks leading out are skipped)."""
+        resolving inside that folder (a served folder: symlinks leading out are skipped);
+        with ``prune_outside``, a prune removes vanished documents wherever they were."""
         name = check_collection_name(collection or self.settings.collection)
         with self._traced("ingest", name, preview(" ".join(str(p) for p in paths))) as trace:
             target = self._reads(trace, name, version)
@@ -351,7 +352,7 @@ class App:
                 report = ingest(
                     self.store, self.embedder_for(target), self.settings_for(target), paths,
                     target.physical, tags=tags, include=include, exclude=exclude, prune=prune,
-                    progress=progress, confine=confine,
+                    progress=progress, confine=confine, prune_outside=prune_outside,
                 )  # fmt: skip
             except (IngestStopped, IngestCancelledError) as stopped:
                 stopped.report.collection = target.collection

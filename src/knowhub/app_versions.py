@@ -28,7 +28,7 @@ from knowhub.eval.golden import golden_set
 from knowhub.eval.runner import EvalResult, IngestOutcome, check_judgments, run_queries
 from knowhub.eval.sets import EvalSet
 from knowhub.ingest.discover import rediscover
-from knowhub.ingest.pipeline import Progress
+from knowhub.ingest.pipeline import IngestProgress, Progress
 from knowhub.models import DocumentRecord, Hit
 from knowhub.providers.embedders.base import Embedder
 from knowhub.query.pipeline import SearchResult
@@ -284,8 +284,11 @@ def _rebuild(
     present = [r for r in records if Path(r.disk_path).is_file()]
     report.missing = [r.source for r in records if not Path(r.disk_path).is_file()]
     done = 0
-    for group in rediscover(present):
-        step = None if progress is None else _shifted(progress, done, len(present))
+    groups = rediscover(present)
+    for number, group in enumerate(groups, start=1):
+        step = None
+        if progress is not None:
+            step = _shifted(progress, done, report.embedded, len(present), number == len(groups))
         outcome = app.ingest(group.paths, target.collection, group.tags, include=group.include,
                              exclude=[], progress=step, version=target.number)  # fmt: skip
         report.added += [*outcome.added, *outcome.updated, *outcome.unchanged]
@@ -295,9 +298,19 @@ def _rebuild(
         done += len(group.records)
 
 
-def _shifted(progress: Progress, offset: int, total: int) -> Progress:
-    """A group's progress as a share of the whole build's."""
-    return lambda done, _, source: progress(offset + done, total, source)
+def _shifted(progress: Progress, files: int, chunks: int, total: int, last: bool) -> Progress:
+    """A group's progress as a share of the whole build's: ``files`` and ``chunks`` were
+    done by the groups before it, of ``total`` files; only the ``last`` one finishes it."""
+
+    def shifted(step: IngestProgress) -> None:
+        event = "file_done" if step.event == "finished" and not last else step.event
+        progress(replace(
+            step, event=event, files_done=files + step.files_done, files_total=total,
+            files_chunked=files + step.files_chunked, chunks_done=chunks + step.chunks_done,
+            chunks_total=chunks + step.chunks_total,
+        ))  # fmt: skip
+
+    return shifted
 
 
 def _copy_faq(app: App, base: Target, target: Target) -> int:

@@ -145,7 +145,9 @@ class SearchSettings(_Section):
     fusion: Literal["weighted", "rrf"] = "weighted"
     rrf_k: int = Field(60, ge=1)
     dense_weight: float = Field(0.5, ge=0.0, le=1.0, description="Weight of the dense leg.")
-    min_score: float = Field(0.0, ge=0.0)
+    min_score: float = Field(
+        0.0, ge=0.0, le=1.0, description="Drop hits whose relevance (absolute, 0-1) is lower."
+    )
     query_cache_size: int = Field(1024, ge=0, description="Query embeddings kept (LRU).")
     result_cache_size: int = Field(256, ge=0, description="Search results kept (LRU).")
 
@@ -216,10 +218,10 @@ class LlmSettings(_Section):
 
 class AnswerSettings(_Section):
     min_evidence: float = Field(
-        0.5,
+        0.4,
         ge=0.0,
         le=1.0,
-        description="Below this share of question terms in the best source: insufficient_context.",
+        description="Sources below this relevance are not used; none above: insufficient_context.",
     )
     max_sources: int = Field(5, ge=1, le=20, description="Sources given to the model.")
     max_source_chars: int = Field(1500, ge=100, description="Each source is cut to this.")
@@ -270,6 +272,18 @@ class IngestSettings(_Section):
     )
     max_extracted_chars: int = Field(
         50_000_000, ge=1, description="A file whose text runs past this fails (bounds memory)."
+    )
+    progress_interval_s: float = Field(
+        10.0,
+        ge=0,
+        description="Seconds between ingest progress lines on stderr when it is not a terminal "
+        "(logs, CI; 0 = a line per step); also the MCP server's sync log lines.",
+    )
+    long_file_warning_s: float = Field(
+        120.0,
+        ge=0,
+        description="Warn before a file whose chunks would take longer than this to embed, "
+        "at the measured rate.",
     )
 
     @model_validator(mode="before")
@@ -346,6 +360,13 @@ class ServerSettings(_Section):
     )
     search_docs_tool: bool = Field(True, description="Also offer search under 'search_docs'.")
     watch_debounce_ms: int = Field(800, ge=50, description="Quiet time before re-indexing.")
+    first_sync_wait_s: float = Field(
+        5.0,
+        ge=0,
+        le=300,
+        description="MCP local mode: a search waits this long for the first sync of --docs "
+        "to end (then answers with what is indexed, saying so).",
+    )
     auth_max_failures: int = Field(
         10, ge=1, description="Wrong tokens one client address may send per auth_window_s."
     )

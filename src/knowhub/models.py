@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, NamedTuple, TypeAlias
 
 from knowhub.surrogates import restore_surrogates
 
@@ -19,6 +19,7 @@ __all__ = [
     "Filters",
     "Heading",
     "Hit",
+    "LineSpan",
     "LoadedDocument",
 ]
 
@@ -43,18 +44,45 @@ class Heading:
     char_start: int
 
 
+class LineSpan(NamedTuple):
+    """Where one piece of a document's extracted text lies in its file (see
+    :attr:`LoadedDocument.line_map`).
+
+    Attributes:
+        offset: where the piece starts in ``LoadedDocument.text``; it runs to the next
+            piece's offset.
+        first: the file line (1-based) its first character comes from.
+        last: the file line its last character comes from.
+    """
+
+    offset: int
+    first: int
+    last: int
+
+
 @dataclass(frozen=True)
 class LoadedDocument:
     """What a loader extracts from one file.
 
     Attributes:
         text: the extracted text; every span of every chunk points into it.
-        title: a human title (first heading, document property or file stem).
+        title: a human title (document property, first heading or obvious first line,
+            else the file stem).
         format: the loader's format name (``markdown``, ``pdf``, ``docx`` …).
         headings: headings in text order, used for each chunk's section path.
         page_starts: for paged formats, the offset in ``text`` where page ``i + 1``
             starts (so ``page_starts[0] == 0``); empty for formats without pages.
+            No chunk crosses a page start.
         metadata: format-specific facts worth keeping (author, sheet names …).
+        body_start: where the content starts in ``text``: what comes before it (Markdown
+            front matter, already in ``metadata``) is never chunked.
+        line_map: how offsets in ``text`` map to lines of the file the user opens. ``()``:
+            the text's lines are the file's lines; ``None``: the format has no lines a
+            reader could go to (PDF, Office files: chunks get line 0, cited by page or
+            section instead); otherwise the pieces of the text in order, each with the
+            file lines it came from (HTML).
+        warnings: problems worth telling the user that did not stop the file loading
+            (bytes that were not valid text, replaced), each starting with the path.
     """
 
     text: str
@@ -63,14 +91,18 @@ class LoadedDocument:
     headings: tuple[Heading, ...] = ()
     page_starts: tuple[int, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
+    body_start: int = 0
+    line_map: tuple[LineSpan, ...] | None = ()
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class Chunk:
     """A retrievable piece of one document.
 
-    ``text == document.text[char_start:char_end]``; lines are 1-based and
-    inclusive, chars 0-based with an exclusive end.
+    ``text == document.text[char_start:char_end]``; lines are the file's, 1-based and
+    inclusive (both 0 for a format without lines: PDF, Office), chars 0-based with an
+    exclusive end.
     """
 
     chunk_id: str
@@ -106,6 +138,22 @@ class DocumentRecord:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def doc_id(self) -> str:
+        """The document's id, unique in its collection and kept across moves: its chunk ids
+        start with it. Records written before ids existed use their doc hash's first 16
+        hex digits, which their chunk ids start with."""
+        return self.own_doc_id or self.doc_hash[:16]
+
+    @property
+    def own_doc_id(self) -> str | None:
+        """The id ingest gave the document, None for a record from before ids existed.
+        Kept as ``metadata["knowhub"]["doc_id"]``: a mapping is never a filter key, and the
+        ``knowhub`` key is ingest's own (as ``tags`` is)."""
+        own = self.metadata.get("knowhub")
+        found = own.get("doc_id") if isinstance(own, Mapping) else None
+        return str(found) if found else None
+
+    @property
     def disk_path(self) -> str:
         """``path`` as the file system spells it: a stored path has undecodable name bytes
         escaped (see :mod:`knowhub.surrogates`), this one opens the file."""
@@ -119,6 +167,8 @@ class Hit:
     ``score`` is what ordered the results: the reranker's score when reranking ran,
     otherwise the fused score. ``fused_score``/``fused_rank`` are the hit's place after
     fusion; ``lexical_rank``/``dense_rank`` its rank in each leg (None: not found there).
+    Both scores are relative to the query's other hits; ``relevance`` is absolute, 0-1 and
+    comparable across queries (see :mod:`knowhub.query.relevance`; None outside a search).
     """
 
     chunk_id: str
@@ -142,12 +192,14 @@ class Hit:
     fused_rank: int | None = None
     rerank_score: float | None = None
     dense_score: float | None = None  # cosine similarity to the query (None: not in dense leg)
+    relevance: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form used by ``--json`` and the API layers."""
         return {
             "chunk_id": self.chunk_id,
             "score": round(self.score, 6),
+            "relevance": _rounded(self.relevance),
             "source": self.source,
             "title": self.title,
             "text": self.text,

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any, TypeVar
 
 from knowhub.errors import QueryError
-from knowhub.models import FilterValue
+from knowhub.models import Filters, FilterValue
 
 __all__ = [
+    "FILTER_ALIASES",
+    "FILTER_COLUMNS",
     "MAX_QUERY_BYTES",
     "MIN_HASH_PREFIX",
     "VERSION_SEPARATOR",
     "check_collection_name",
     "check_doc_hash_prefix",
+    "check_filter_keys",
     "check_filters",
     "check_min_score",
     "check_query",
@@ -40,6 +43,12 @@ MAX_QUERY_BYTES = 4096
 # a word typed by mistake pass for a hash; and a 4-digit prefix of one document also starts
 # another in 14% of 10,000-document collections, an 8-digit one in 1 of 430,000.
 MIN_HASH_PREFIX = 8
+# Filter keys every chunk has (columns); any other key is one of its documents' metadata.
+FILTER_COLUMNS = ("language", "source", "format")
+# What people (and models copying older docs) write for a column: taken as the column unless
+# the collection's metadata has a key of that very name, which then wins.
+FILTER_ALIASES = {"lang": "language"}
+_LISTED_KEYS = 30  # metadata keys an unknown-key error names before "and N more"
 _HEX_RE = re.compile(r"[0-9a-f]+")
 T = TypeVar("T")
 
@@ -156,25 +165,28 @@ def check_top_k(top_k: int, maximum: int = 100) -> int:
 
 
 def check_min_score(min_score: float) -> float:
-    if not math.isfinite(min_score) or min_score < 0:
-        raise QueryError(f"min_score must be a number >= 0, got {min_score}")
+    if not math.isfinite(min_score) or not 0 <= min_score <= 1:
+        raise QueryError(
+            f"min_score must be a number >= 0 and <= 1 (a hit's relevance), got {min_score}"
+        )
     return min_score
 
 
-def parse_key_values(items: Iterable[str], option: str) -> dict[str, str]:
-    """``["team=ops", "lang=en"]`` → ``{"team": "ops", "lang": "en"}``."""
+def parse_key_values(items: Iterable[str], option: str, empty: bool = False) -> dict[str, str]:
+    """``["team=ops", "lang=en"]`` → ``{"team": "ops", "lang": "en"}``; with ``empty``,
+    ``team=`` is kept as ``{"team": ""}`` (a tag to remove)."""
     out: dict[str, str] = {}
     for item in items:
         check_text(item, option)
         key, sep, value = item.partition("=")
-        if not sep or not key.strip() or not value.strip():
+        if not sep or not key.strip() or not (value.strip() or empty):
             raise QueryError(f"{option} {item!r} is not key=value: write e.g. {option} team=ops")
         out[key.strip()] = value.strip()
     return out
 
 
 def check_filters(filters: Any) -> dict[str, FilterValue]:
-    """Typed filters from a client: ``{"team": "ops", "lang": {"in": ["en", "ru"]}}``.
+    """Typed filters from a client: ``{"team": "ops", "language": {"in": ["en", "ru"]}}``.
 
     Scalars (strings, numbers, booleans) compare as text; ``{"in": [...]}`` matches any.
     """
@@ -201,6 +213,47 @@ def check_filters(filters: Any) -> dict[str, FilterValue]:
         else:
             out[key] = _filter_scalar(key, value)
     return out
+
+
+def check_filter_keys(
+    filters: Filters, metadata_keys: Callable[[], Collection[str]], collection: str
+) -> dict[str, FilterValue]:
+    """``filters`` with every key resolved to one the collection knows: a column
+    (:data:`FILTER_COLUMNS`), a metadata key of its documents, or an alias of a column
+    (:data:`FILTER_ALIASES`). A key that is none of these matches nothing, so it is a
+    QueryError listing the known keys, never a silent empty result.
+
+    ``metadata_keys`` is called only when some key is not a column (the common filters on
+    language, source or format need no look-up).
+    """
+    if all(key in FILTER_COLUMNS for key in filters):
+        return dict(filters)
+    known = metadata_keys()
+    out: dict[str, FilterValue] = {}
+    given: dict[str, str] = {}  # resolved key → the key as the caller wrote it
+    for key, value in filters.items():
+        name = key if key in FILTER_COLUMNS or key in known else FILTER_ALIASES.get(key)
+        if name is None:
+            raise QueryError(_unknown_key(key, known, collection))
+        if name in given:
+            first, second = sorted((given[name], key))
+            raise QueryError(
+                f"filters: {first!r} and {second!r} both filter on {name!r}: give only one"
+            )
+        out[name], given[name] = value, key
+    return out
+
+
+def _unknown_key(key: str, known: Collection[str], collection: str) -> str:
+    names = sorted(known)
+    listed = ", ".join(names[:_LISTED_KEYS]) or "none"
+    more = f" and {len(names) - _LISTED_KEYS} more" if len(names) > _LISTED_KEYS else ""
+    aliases = ", ".join(f"{a} for {c}" for a, c in FILTER_ALIASES.items())
+    return (
+        f"filters: unknown key {key!r} in collection {collection!r}, so it would match "
+        f"nothing: use a column ({', '.join(FILTER_COLUMNS)}; also {aliases}) or a metadata "
+        f"key its documents have ({listed}{more})"
+    )
 
 
 def _filter_scalar(key: str, value: Any) -> str:

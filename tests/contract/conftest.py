@@ -213,11 +213,14 @@ def make_doc(
     metadata: Mapping[str, Any] | None = None,
     chunk_metadata: Sequence[Mapping[str, Any]] | None = None,
     revision: int = 0,
+    doc_id: str | None = None,
 ) -> Doc:
     """A document of one chunk per text, laid out as the ingest pipeline lays it out.
 
     The chunks are the paragraphs of a text joined by blank lines, so spans and line
-    numbers are real; ``revision`` changes the content hash (a new version of the file).
+    numbers are real; ``revision`` changes the content hash (a new version of the file);
+    ``doc_id`` is the document's id, which its chunk ids start with (default: as a record
+    from before ids, the doc hash's first 16 digits).
     """
     body = "\n\n".join(texts)
     doc_hash = hashlib.sha256(f"{source}\0{revision}\0{body}".encode()).hexdigest()
@@ -229,7 +232,7 @@ def make_doc(
         extra = dict(chunk_metadata[index]) if chunk_metadata is not None else {}
         chunks.append(
             Chunk(
-                chunk_id=make_chunk_id(doc_hash, index, text),
+                chunk_id=make_chunk_id(doc_id or doc_hash, index, text),
                 doc_hash=doc_hash,
                 index=index,
                 text=text,
@@ -257,7 +260,7 @@ def make_doc(
         char_count=len(body),
         pages=None,
         ingested_at="2024-05-01T12:00:00Z",
-        metadata={"tags": tags},
+        metadata={"tags": tags, **({"knowhub": {"doc_id": doc_id}} if doc_id else {})},
     )
     # The pipeline indexes and embeds the section path with the text (contextual_text).
     indexed = [f"{section_path}\n{t}" if section_path else t for t in texts]

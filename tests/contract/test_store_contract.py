@@ -7,6 +7,7 @@ text and document hash, never by row id, because backends number rows their own 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 from collections.abc import Callable, Sequence
@@ -222,6 +223,30 @@ def test_a_failed_replace_changes_nothing(store: Store) -> None:
     assert store.record(cid, doc.path) == doc.record
     assert texts(store, lexical(store, cid, "kept")) == ["kept text"]
     assert store.version(cid) == version
+    assert_whole(store)
+
+
+def test_replace_document_with_previous_moves_the_document_in_one_write(store: Store) -> None:
+    cid = new_collection(store)
+    old = put(store, cid, make_doc("notes/a.md", ["moved words here"], seed=1, doc_id="9" * 16))
+    bystander = put(store, cid, make_doc("b.md", ["unrelated text"], seed=2))
+    moved = dataclasses.replace(old.record, path="/corpus/Notes/a.md", source="Notes/a.md")
+    version = store.version(cid)
+
+    store.replace_document(
+        cid, moved, old.chunks, old.vectors, old.tokens, old.cache_keys, previous=old.path
+    )
+    assert store.version(cid) > version
+    assert sorted(r.path for r in store.records(cid)) == sorted([bystander.path, moved.path])
+    assert store.record(cid, old.path) is None
+    assert sources(store, lexical(store, cid, "moved words")) == {"Notes/a.md"}
+    assert sources(store, lexical(store, cid, "moved", filters={"source": "Notes/a.md"})) == {
+        "Notes/a.md"
+    }
+    assert sources(store, store.dense_search(cid, old.vectors[0], 1, NO_FILTERS)) == {"Notes/a.md"}
+    assert [h.source for h in store.chunks_by_id(old.chunks[0].chunk_id)] == ["Notes/a.md"]
+    [info] = store.collections()
+    assert (info.documents, info.chunks, info.lexical_chunks) == (2, 2, 2)
     assert_whole(store)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,21 @@ def test_a_question_the_documents_cannot_answer_says_so(kb: Path) -> None:
     assert answer["confidence"] < 0.3
     text = knowhub("ask", "What is the capital of France?", cwd=kb).stdout
     assert "(insufficient_context" in text and "Sources:" not in text
+
+
+def test_search_shows_an_absolute_relevance_that_min_score_cuts(kb: Path) -> None:
+    """A word found nowhere still gets a top hit at fused score 1.000; its relevance says
+    it is not about the query, and --min-score (a relevance) drops it."""
+    result = knowhub("search", "ORCA", "--json", cwd=kb)
+    assert result.returncode == 0, result.stderr
+    hits = json.loads(result.stdout)
+    assert hits and hits[0]["score"] == 1.0 and hits[0]["relevance"] < 0.2
+    dropped = knowhub("search", "ORCA", "--min-score", "0.5", cwd=kb)
+    assert dropped.returncode == 0 and dropped.stdout.startswith("no results"), dropped.stdout
+    kept = knowhub("search", "How often do database backups run?", "--min-score", "0.5", cwd=kb)
+    assert re.findall(
+        r"^\[\d\] 1\.000 · relevance (\d\.\d\d)  ops\.md", kept.stdout, flags=re.MULTILINE
+    ) == ["0.75"], kept.stdout  # 3 of its 4 terms; alone
 
 
 def test_greetings_are_answered_without_searching(kb: Path) -> None:

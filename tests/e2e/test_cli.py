@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -63,6 +65,24 @@ def test_text_output_shows_citation_and_chunk_id(docs: Path, tmp_path: Path) -> 
     assert shown.returncode == 0 and "Backups run every night at 02:30." in shown.stdout
 
 
+def test_html_hits_cite_lines_of_the_file_and_bad_bytes_only_warn(
+    docs: Path, tmp_path: Path
+) -> None:
+    # Cited "lines 43-48" (of the extracted text) for a paragraph at line 77 of the file;
+    # a file with one bad byte was rejected whole ("unknown text encoding").
+    head = "<html><head><title>Release notes</title></head><body>\n" + "<br>\n" * 75
+    (docs / "release-notes.html").write_text(
+        head + "<p>The scheduler now retries failed jobs three times.</p>\n</body></html>\n"
+    )
+    (docs / "damaged.md").write_bytes("Ежедневные отчёты: ".encode() * 3 + b"\xff ok\n")
+    ingested = knowhub("ingest", str(docs), cwd=tmp_path)
+    assert ingested.returncode == 0 and "5 added" in ingested.stdout, ingested.stderr
+    assert "warning: " in ingested.stderr and "damaged.md: 1 invalid UTF-8" in ingested.stderr
+    assert "at byte offset 105 replaced" in ingested.stderr
+    out = knowhub("search", "scheduler retries failed jobs", "-k", "1", cwd=tmp_path).stdout
+    assert "release-notes.html, lines 77-77" in out
+
+
 def test_filters_tags_and_collections(docs: Path, tmp_path: Path) -> None:
     knowhub("ingest", str(docs / "guide.md"), "--collection", "ops", "--tag", "team=ops",
             cwd=tmp_path)  # fmt: skip
@@ -72,6 +92,12 @@ def test_filters_tags_and_collections(docs: Path, tmp_path: Path) -> None:
     none = json.loads(knowhub("search", "backups", "-c", "ops", "--filter", "team=hr", "--json",
                               cwd=tmp_path).stdout)  # fmt: skip
     assert none == []
+    english = json.loads(knowhub("search", "backups", "-c", "ops", "--filter", "lang=en", "--json",
+                                 cwd=tmp_path).stdout)  # fmt: skip
+    assert english and english[0]["source"] == "guide.md"
+    typo = knowhub("search", "backups", "-c", "ops", "--filter", "teem=ops", cwd=tmp_path)
+    assert typo.returncode == 1 and "error: filters: unknown key 'teem'" in typo.stderr
+    assert "a metadata key its documents have (team)" in typo.stderr
     assert "ops" in knowhub("collections", cwd=tmp_path).stdout
     assert "guide.md" in knowhub("docs", "-c", "ops", cwd=tmp_path).stdout
 
@@ -85,6 +111,20 @@ def test_remove_and_prune(docs: Path, tmp_path: Path) -> None:
     report = json.loads(pruned.stdout)
     assert report["removed"] == ["zh.md"]
     assert "zh.md" not in knowhub("docs", cwd=tmp_path).stdout
+
+
+def test_tags_persist_and_a_renamed_folder_is_moved_not_added(docs: Path, tmp_path: Path) -> None:
+    knowhub("ingest", str(docs), "--tag", "team=ops", cwd=tmp_path)
+    again = knowhub("ingest", str(docs), "--prune", cwd=tmp_path)  # as the README goes on
+    assert "3 unchanged" in again.stdout and "retagged" not in again.stdout
+    retagged = knowhub("ingest", str(docs), "--tag", "team=", cwd=tmp_path)
+    assert "3 retagged" in retagged.stdout and "0 embedded" in retagged.stdout
+    renamed = docs.rename(tmp_path / "Docs")
+    moved = knowhub("ingest", str(renamed), "--prune", cwd=tmp_path)
+    assert "3 moved" in moved.stdout and "0 added" in moved.stdout, moved.stdout
+    assert "moved guide.md → guide.md" in moved.stdout
+    listed = json.loads(knowhub("docs", "--json", cwd=tmp_path).stdout)
+    assert sorted(d["source"] for d in listed) == ["guide.md", "ru.txt", "zh.md"]
 
 
 def test_failed_file_gives_reason_and_nonzero_exit(docs: Path, tmp_path: Path) -> None:
@@ -169,9 +209,42 @@ def test_every_command_has_help() -> None:
         assert result.returncode == 0 and "Usage:" in result.stdout
 
 
-def test_progress_bar_shows_on_a_terminal_only(docs: Path, tmp_path: Path) -> None:
+def test_progress_counts_chunks_embedded_on_a_terminal(docs: Path, tmp_path: Path) -> None:
     status, output = knowhub_on_terminal("ingest", str(docs), cwd=tmp_path)
-    assert status == 0
-    assert "ingesting" in output
+    assert status == 0, output
+    *_, last = re.findall(r"\ringesting: [^\r\x1b]*", output)  # one line, redrawn in place
+    done = r"\ringesting: (\d+)/\1 chunks embedded \(100\.0 %\), 3/3 files, .*done in"
+    assert re.match(done, last), output
     piped = knowhub("ingest", str(docs), "--collection", "other", cwd=tmp_path)
-    assert "ingesting" not in piped.stderr + piped.stdout
+    assert "ingesting" not in piped.stderr + piped.stdout  # done before a log line is due
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_serve_mcp_refuses_a_docs_folder_that_does_not_exist(
+    tmp_path: Path, transport: str
+) -> None:
+    # It warned on stderr only, created the folder and served it empty: a typo looked
+    # like documents with nothing to say.
+    result = knowhub("serve", "mcp", "--transport", transport, "--docs", "notes", cwd=tmp_path)
+    assert result.returncode == 1
+    assert f"error: --docs notes: {tmp_path / 'notes'} does not exist: give the folder" in (
+        result.stderr
+    )
+    assert not (tmp_path / "notes").exists()
+
+
+@pytest.mark.parametrize("command", [["http"], ["mcp", "--transport", "http", "--docs", "docs"]])
+def test_a_server_on_a_taken_port_says_so_and_not_that_it_listens(
+    docs: Path, tmp_path: Path, command: list[str]
+) -> None:
+    # "knowhub HTTP API on http://…" came first, then uvicorn's raw "[Errno 98] …".
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = knowhub("serve", *command, "--port", str(port), cwd=tmp_path)
+    assert result.returncode == 1
+    assert f"error: port {port} is in use on 127.0.0.1: choose another with --port" in (
+        result.stderr
+    )
+    assert "Errno" not in result.stderr and "on http://" not in result.stderr

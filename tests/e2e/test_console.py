@@ -161,7 +161,7 @@ def test_signing_in_shows_the_overview(context: BrowserContext, console: Console
     expect(page.locator("#health")).to_contain_text("reranker")
     expect(page.locator("#recent")).to_contain_text("ingest")
     (cookie,) = context.cookies()
-    assert cookie["name"] == "knowhub_token" and cookie["httpOnly"] and cookie["path"] == "/ui"
+    assert cookie["name"] == "knowhub_session" and cookie["httpOnly"] and cookie["path"] == "/ui"
     assert cookie["sameSite"] == "Strict"
     page.click("button:has-text('Sign out')")
     expect(page).to_have_url(console.url("/ui/login"))
@@ -182,7 +182,9 @@ def test_a_browser_without_a_token_sees_no_data(context: BrowserContext, console
 
 
 def test_the_cookie_is_no_token_for_the_api(console: Console) -> None:
-    cookies = {"knowhub_token": FULL}
+    signed_in = httpx.post(console.url("/ui/login"), data={"token": FULL}, timeout=10,
+                           headers={"Origin": console.url("")})  # fmt: skip
+    cookies = {"knowhub_session": signed_in.cookies["knowhub_session"]}
     assert httpx.get(console.url("/ui"), cookies=cookies, timeout=10).status_code == 200
     api = httpx.get(console.url("/api/collections"), cookies=cookies, timeout=10)
     assert api.status_code == 401

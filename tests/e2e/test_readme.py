@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from knowhub.config import Settings
@@ -46,6 +47,7 @@ def test_yaml_snippets_are_valid_settings() -> None:
         Settings.model_validate(yaml.safe_load(block))
 
 
+@pytest.mark.slow  # every command is a process: minutes on a busy machine
 def test_every_console_command_runs(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "examples" / "docs", tmp_path / "docs")
     shutil.copy(ROOT / "examples" / "golden.json", tmp_path / "golden.json")
@@ -67,3 +69,10 @@ def test_every_console_command_runs(tmp_path: Path) -> None:
             assert hits, f"{command} found nothing"
             chunk_id = hits[0]["chunk_id"]
     assert chunk_id, "no search --json command to take a chunk id from"
+    # The README tags at its start and prunes at its end without --tag: the tag stays.
+    tagged = subprocess.run(
+        [sys.executable, "-m", "knowhub", "search", "backups", "-c", "handbook",
+         "--filter", "team=ops", "--json"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert tagged.returncode == 0 and json.loads(tagged.stdout), tagged.stderr

@@ -159,6 +159,8 @@ def test_export_import_round_trip_gives_identical_search_results(kb: Path) -> No
                 assert abs(a["score"] - b["score"]) < 1e-6
                 assert {**a, "score": 0} == {**b, "score": 0}
     assert ok("--data-dir", str(target), "verify", cwd=kb).startswith("ok: 5 documents")
+    # The new data dir holds one collection, "kb": a search naming none reads it.
+    assert "gamma.md" in ok("--data-dir", str(target), "search", "gorilla troops", cwd=kb)
 
     app = build_app(fast_settings(target))
     try:
@@ -196,6 +198,11 @@ def test_import_refuses_another_embedder_a_damaged_line_and_an_unknown_version(
     assert "damaged.jsonl: line 5: " in error and "export it again" in error
     docs = knowhub("--data-dir", "fresh", "collections", "--json", cwd=kb)
     assert json.loads(docs.stdout) == [], "nothing is written from a damaged bundle"
+    write(kb / "faq.csv", "question,answer\nWhere do emus stride?,Across the plains.\n")
+    no_home = failed("--data-dir", "fresh", "faq", "import", "faq.csv", cwd=kb)
+    assert "error: unknown collection 'default' (known: none yet)" in no_home
+    docs = knowhub("--data-dir", "fresh", "collections", "--json", cwd=kb)
+    assert json.loads(docs.stdout) == [], "faq import creates no empty collection"
 
     write(kb / "truncated.jsonl", "\n".join(lines[:-3]) + "\n")
     assert "truncated" in failed("--data-dir", "fresh", "import", "truncated.jsonl", cwd=kb)

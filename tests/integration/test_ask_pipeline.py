@@ -90,6 +90,18 @@ def test_follow_ups_are_rewritten_into_standalone_queries(tmp_path: Path) -> Non
     assert answer_call[-1].content == "And its battery?"  # the model sees the real question
 
 
+def test_sources_below_the_relevance_floor_never_reach_the_model(tmp_path: Path) -> None:
+    app, llm = _app(tmp_path, _answer_citing_first)
+    floor = app.settings.answer.min_evidence
+    end = collect(app.ask("How long does the Kestrel battery last?"))
+    assert end["hit_type"] == "rag" and end["sources"][0]["source"] == "kestrel.md"
+    assert all(s["relevance"] >= floor for s in end["sources"])
+    prompt = llm.calls[-1][0].content
+    assert "kestrel.md" in prompt and "vpn.md" not in prompt  # shares no word, below the floor
+    assert "source(s) below answer.min_evidence" in " ".join(end["notes"])
+    assert end["confidence"] == pytest.approx(end["evidence"] * end["citations"]["score"], abs=1e-3)
+
+
 def test_a_failed_rewrite_searches_the_question_and_says_so(tmp_path: Path) -> None:
     def script(messages: list[ChatMessage], json_mode: bool) -> str:
         if "standalone search query" in messages[0].content:

@@ -90,6 +90,8 @@ def test_search_options_explain_filters_and_top_k(server: ApiServer) -> None:
         json={"query": "days", "filters": {"source": {"in": ["ops.md", "team/hr.md"]}}},
     ).json()
     assert {h["source"] for h in either["hits"]} == {"ops.md", "team/hr.md"}
+    english = server.post("/api/search", json={"query": "days", "filters": {"lang": "en"}})
+    assert english.status_code == 200 and english.json()["hits"], english.text
     one = server.post("/api/search", json={"query": "days", "top_k": 1}).json()
     assert len(one["hits"]) == 1
 
@@ -103,6 +105,7 @@ def test_search_options_explain_filters_and_top_k(server: ApiServer) -> None:
         ({"query": "x" * 5000}, 400, "over the 4096-byte limit"),
         ({"query": "x", "filters": {"team": {"any": ["a"]}}}, 400, '{"in": [values...]}'),
         ({"query": "x", "filters": ["team"]}, 400, "filters: Input should be a valid dictionary"),
+        ({"query": "x", "filters": {"teem": "a"}}, 400, "unknown key 'teem' in collection"),
         ({"query": "x", "min_score": -1}, 400, "min_score: Input should be greater than"),
         ({"query": "x", "topk": 3}, 400, "topk: Extra inputs are not permitted"),
         ({"top_k": 3}, 400, "query: Field required"),
@@ -317,6 +320,32 @@ def test_foreign_origins_and_hosts_are_refused(server: ApiServer) -> None:
     assert local.status_code == 200
     rebound = server.get("/api/collections", headers={"Host": "attacker.example:8000"})
     assert rebound.status_code == 421
+
+
+def test_the_console_cookie_is_a_session_that_sign_out_ends(server: ApiServer) -> None:
+    def sign_in(**headers: str) -> httpx.Response:
+        return httpx.post(server.url + "/ui/login", data={"token": FULL}, timeout=10,
+                          headers={"Origin": server.url, **headers})  # fmt: skip
+
+    signed_in = sign_in()
+    assert signed_in.status_code == 303, signed_in.text
+    cookie = signed_in.headers["set-cookie"]
+    assert FULL not in cookie, "the cookie holds a session id, never the token"
+    session = signed_in.cookies["knowhub_session"]
+    assert len(session) >= 43  # 256 random bits, URL-safe
+    assert "HttpOnly" in cookie and "Secure" not in cookie  # plain HTTP: a Secure one is lost
+    assert "knowhub_token" not in str(signed_in.cookies)
+
+    def page(value: str) -> int:
+        got = httpx.get(server.url + "/ui", cookies={"knowhub_session": value}, timeout=10)
+        return got.status_code
+
+    assert page(session) == 200 and page(FULL) == 303  # the token is no session
+    out = httpx.post(server.url + "/ui/logout", cookies={"knowhub_session": session},
+                     headers={"Origin": server.url}, timeout=10)  # fmt: skip
+    assert out.status_code == 303 and page(session) == 303, "sign-out ends the session"
+    # Behind a TLS-terminating proxy on this machine (uvicorn trusts its X-Forwarded-Proto).
+    assert "Secure" in sign_in(**{"X-Forwarded-Proto": "https"}).headers["set-cookie"]
 
 
 def test_a_huge_body_is_refused(server: ApiServer) -> None:

@@ -200,3 +200,145 @@ def test_confined_ingest_skips_links_leading_out_and_prunes_what_they_brought_in
     assert [s for s, _ in report.skipped] == ["leak.txt"]
     assert "leads outside" in report.skipped[0][1]
     assert all("vault" not in h.text for h in app.search("vault combination", top_k=10).hits)
+
+
+def chunk_ids(app: App, source: str) -> list[str]:
+    [record] = [r for r in app.documents() if r.source == source]
+    cid = app.store.collection_id("default")
+    assert cid is not None
+    return [s.chunk.chunk_id for s in app.store.stored_chunks(cid, record.path)]
+
+
+def test_a_renamed_folder_moves_its_documents_with_their_chunk_ids(
+    app: App, tmp_path: Path
+) -> None:
+    notes = corpus(tmp_path / "notes")
+    app.ingest([notes], prune=True)
+    before = chunk_ids(app, "ops/backups.md")
+    renamed = notes.rename(tmp_path / "Notes")
+    report = app.ingest([renamed], prune=True)
+    assert sorted(report.moved) == [
+        (s, s) for s in ("notes.txt", "ops/backups.md", "ops/upgrades.md")
+    ]
+    assert (report.added, report.removed, report.embedded) == ([], [], 0)
+    records = app.documents()
+    assert sorted(r.path for r in records) == sorted(
+        str(renamed / s) for s in ("notes.txt", "ops/backups.md", "ops/upgrades.md")
+    )
+    assert chunk_ids(app, "ops/backups.md") == before
+    hits = app.search("database snapshots six hours", top_k=10).hits
+    assert [h.source for h in hits].count("ops/backups.md") == 1
+    assert app.store.integrity_report() == dict.fromkeys(app.store.integrity_report(), 0)
+
+
+def test_a_file_moved_and_edited_with_its_folder_is_a_move_by_source(
+    app: App, tmp_path: Path
+) -> None:
+    app.ingest([corpus(tmp_path / "v1")])
+    write(tmp_path / "v2/ops/backups.md", BACKUPS + "\nRestores are tested monthly.\n")
+    (tmp_path / "v1/ops/backups.md").unlink()
+    report = app.ingest([tmp_path / "v2"])
+    assert report.moved == [("ops/backups.md", "ops/backups.md")]
+    assert [r.path for r in app.documents() if r.source == "ops/backups.md"] == [
+        str(tmp_path / "v2/ops/backups.md")
+    ]
+
+
+def test_a_file_renamed_in_its_folder_is_a_move_not_an_add(app: App, tmp_path: Path) -> None:
+    docs = corpus(tmp_path / "docs")
+    app.ingest([docs])
+    (docs / "notes.txt").rename(docs / "lunch.txt")
+    report = app.ingest([docs], prune=True)
+    assert (report.moved, report.added, report.removed) == ([("notes.txt", "lunch.txt")], [], [])
+
+
+def test_identical_files_at_two_paths_are_two_documents_with_distinct_chunk_ids(
+    app: App, tmp_path: Path
+) -> None:
+    write(tmp_path / "docs/a.md", BACKUPS)
+    write(tmp_path / "docs/copy/a.md", BACKUPS)
+    app.ingest([tmp_path / "docs"])
+    first, second = chunk_ids(app, "a.md"), chunk_ids(app, "copy/a.md")
+    assert not set(first) & set(second)
+    # A copy moved back where its twin was first recorded still gets an id of its own.
+    (tmp_path / "docs/a.md").rename(tmp_path / "docs/b.md")
+    app.ingest([tmp_path / "docs"], prune=True)
+    write(tmp_path / "docs/a.md", BACKUPS)
+    app.ingest([tmp_path / "docs"])
+    ids = [chunk_ids(app, s) for s in ("a.md", "b.md", "copy/a.md")]
+    assert len({i for group in ids for i in group}) == sum(map(len, ids))
+    assert chunk_ids(app, "b.md") == first
+
+
+def test_the_same_corpus_ingested_twice_gets_the_same_chunk_ids(tmp_path: Path) -> None:
+    docs = corpus(tmp_path / "docs")
+    found = []
+    for data in ("one", "two"):
+        app = build_app(fast_settings(tmp_path / data))
+        try:
+            app.ingest([docs])
+            found.append(chunk_ids(app, "ops/backups.md"))
+        finally:
+            app.close()
+    assert found[0] == found[1]
+
+
+def test_tags_persist_until_a_run_changes_them(app: App, tmp_path: Path) -> None:
+    docs = corpus(tmp_path / "docs")
+    app.ingest([docs], tags={"team": "ops"})
+    again = app.ingest([docs], prune=True)
+    assert (len(again.unchanged), again.updated) == (3, [])
+    assert again.retagged == []
+    assert app.search("snapshots", filters={"team": "ops"}).hits
+    changed = app.ingest([docs], tags={"team": "infra"})
+    assert (sorted(changed.retagged), changed.embedded) == (
+        ["notes.txt", "ops/backups.md", "ops/upgrades.md"],
+        0,
+    )
+    assert not app.search("snapshots", filters={"team": "ops"}).hits
+    assert app.search("snapshots", filters={"team": "infra"}).hits
+    cleared = app.ingest([docs], tags={"team": ""})  # an empty value removes the tag
+    assert len(cleared.retagged) == 3
+    assert all(r.metadata["tags"] == {} for r in app.documents())
+
+
+def test_search_shows_a_passage_once_when_two_folders_hold_the_same_file(
+    app: App, tmp_path: Path
+) -> None:
+    write(tmp_path / "a/guide.md", BACKUPS)
+    write(tmp_path / "b/guide.md", BACKUPS)
+    app.ingest([tmp_path / "a"])
+    app.ingest([tmp_path / "b"])
+    assert len(app.documents()) == 2  # two files on disk: two documents
+    hits = app.search("database snapshots six hours", top_k=5).hits
+    assert len({(h.source, h.text) for h in hits}) == len(hits) > 0
+
+
+def test_a_file_reached_through_a_symlinked_folder_is_one_document(
+    app: App, tmp_path: Path
+) -> None:
+    corpus(tmp_path / "real")
+    (tmp_path / "docs").symlink_to(tmp_path / "real")
+    app.ingest([tmp_path / "docs"])  # as `ingest docs`, then `ingest docs/en` by another path
+    again = app.ingest([tmp_path / "real/ops"])
+    assert (sorted(again.unchanged), again.added) == (["backups.md", "upgrades.md"], [])
+    write(tmp_path / "real/ops/upgrades.md", UPGRADES + "\nAgents restart on their own.\n")
+    edited = app.ingest([tmp_path / "real/ops"])
+    assert (edited.updated, edited.added) == (["upgrades.md"], [])
+    assert len(app.documents()) == 3
+    (tmp_path / "real/ops/backups.md").unlink()
+    pruned = app.ingest([tmp_path / "real/ops"], prune=True)
+    assert pruned.removed == ["ops/backups.md"]
+
+
+def test_prune_outside_removes_vanished_documents_wherever_they_were(
+    app: App, tmp_path: Path
+) -> None:
+    write(tmp_path / "old/gone.md", BACKUPS)
+    docs = corpus(tmp_path / "docs")
+    app.ingest([tmp_path / "old"])
+    app.ingest([docs])
+    (tmp_path / "old/gone.md").unlink()
+    assert app.ingest([docs], prune=True).removed == []  # a CLI prune stays under its paths
+    # A collection that is one folder's (MCP local mode) drops it wherever it was.
+    assert app.ingest([docs], prune=True, prune_outside=True).removed == ["gone.md"]

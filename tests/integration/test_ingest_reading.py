@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from knowhub import App, build_app
-from knowhub.ingest.pipeline import IngestReport
+from knowhub.ingest.pipeline import IngestProgress, IngestReport
 from tests.helpers import fast_settings, write
 
 
@@ -22,8 +22,8 @@ def test_file_that_became_a_fifo_after_discovery_fails_alone_without_blocking(
     swapped = write(docs / "b.md", "# B\n\nBravo text.\n")
     write(docs / "c.md", "# C\n\nCharlie restores on Mondays.\n")
 
-    def swap(done: int, total: int, source: str) -> None:
-        if source == "a.md":  # b.md was discovered as a file: now it is a FIFO
+    def swap(step: IngestProgress) -> None:
+        if step.source == "a.md":  # b.md was discovered as a file: now it is a FIFO
             swapped.unlink()
             os.mkfifo(swapped)
 
@@ -75,8 +75,8 @@ def test_file_swapped_for_a_link_leading_out_after_discovery_is_not_served(
     swapped = write(docs / "b.md", "# B\n\nBravo text.\n")
     secret = write(tmp_path / "outside" / "secret.md", "# Secret\n\nThe vault code is 1234.\n")
 
-    def swap(done: int, total: int, source: str) -> None:
-        if source == "a.md":
+    def swap(step: IngestProgress) -> None:
+        if step.source == "a.md":
             swapped.unlink()
             swapped.symlink_to(secret)
 

@@ -162,10 +162,11 @@ async def test_register_refusals_data_plane_isolation_watch_and_unregister(
             assert alpha["endpoint"] == f"/mcp/{sid_a}"
             assert sid_a in text_of(result)
             assert progress, "no progress notification arrived"
-            assert [p[1] for p in progress] == [2] * len(progress)  # total: the 2 files
-            assert [p[0] for p in progress] == sorted(p[0] for p in progress)
-            assert progress[-1][0] == 2
-            assert {p[2] for p in progress} == {"zebra.md", "notes/giraffe.md"}
+            assert [p[0] for p in progress] == sorted({p[0] for p in progress})  # rising
+            assert progress[-1][0] == progress[-1][1]  # every chunk of the 2 files embedded
+            assert (progress[-1][2] or "").startswith("ingesting: ") and "2/2 files" in (
+                progress[-1][2] or ""
+            )
 
             # The same folder, spelled differently, is the same session.
             again = await ok(control, "register", path="./alpha/")
@@ -177,10 +178,22 @@ async def test_register_refusals_data_plane_isolation_watch_and_unregister(
             assert sid_b != sid_a
             assert beta["chunks_count"] >= 1
 
-            # A missing folder is created, empty.
-            fresh = await ok(control, "register", path="fresh/nested")
-            assert fresh["chunks_count"] == 0
+            # A folder that does not exist is refused, naming the near miss (it was created,
+            # empty, silently: a typo gave a session whose every search found nothing) …
+            message = await fails(control, "register", path="alpah")
+            assert f"path 'alpah' does not exist under --path-root {root.resolve()}" in message
+            assert "(did you mean 'alpha'?)" in message and "create=true" in message
+            assert not (root / "alpah").exists()
+            message = await fails(control, "register", path="fresh/nested")
+            assert "does not exist" in message and "did you mean" not in message
+            # … unless create is asked for; then the result says it was created.
+            result = await control.call_tool("register", {"path": "fresh/nested", "create": True})
+            fresh = result.structured_content
+            assert not result.is_error and fresh is not None, text_of(result)
+            assert (fresh["chunks_count"], fresh["created"]) == (0, True)
+            assert "the folder did not exist and was created, empty" in text_of(result)
             assert (root / "fresh" / "nested").is_dir()
+            assert (await ok(control, "register", path="alpha", create=True))["created"] is False
 
             # 2. refusals: tool errors with clear messages; nothing created.
             message = await fails(control, "register", path="../escape")
@@ -292,7 +305,7 @@ async def test_idle_sessions_unload_and_reload_with_changes(tmp_path: Path) -> N
     animals(root)
     with shared_server(tmp_path, "--idle-timeout", "2s") as server:
         async with server.client("/mcp") as control:
-            registered = await ok(control, "register", path="alpha")
+            registered = await ok(control, "register", path="alpha", description="animals")
         sid = registered["session_id"]
 
         # 4. list: Loaded, chunks, last access (UTC, just now).
@@ -311,7 +324,12 @@ async def test_idle_sessions_unload_and_reload_with_changes(tmp_path: Path) -> N
 
         await eventually(unloaded, timeout=15)
         row = (await sessions(server))[sid]
-        assert row["chunks_count"] is None
+        assert row["chunks_count"] == registered["chunks_count"]  # as stored: it showed "?"
+        async with server.client("/mcp") as control:
+            listing = text_of(await control.call_tool("list", {}))
+        assert f"- {sid} Unloaded {row['path']} — animals ({row['chunks_count']} chunks, " in (
+            listing
+        )
         health = server.get("/health").json()
         assert (health["sessions"], health["loaded"]) == (1, 0)
         assert f"session {sid} idle: unloading" in server.logs()

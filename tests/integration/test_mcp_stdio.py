@@ -13,70 +13,29 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from mcp import Client
-from mcp.client.stdio import stdio_client
 
 from tests.helpers import cli_env, write
-from tests.mcp_helpers import eventually, stdio_params, wait_until
+from tests.mcp_helpers import eventually, wait_until
+from tests.mcp_stdio_helpers import (
+    CORPUS,
+    QUESTIONS,
+    async_true,
+    call,
+    documents,
+    fails,
+    indexed,
+    make_corpus,
+    markdown,
+    search,
+    serve,
+)
 
 pytestmark = pytest.mark.anyio
 
-CORPUS = {
-    "backups.md": (
-        "# Backups\n\n"
-        "## Schedule\n\n"
-        "The nightly backup job copies the PostgreSQL database to cold storage at 02:00 UTC.\n"
-        "Database snapshots are kept in cold storage for ninety days, then deleted.\n\n"
-        "## Restore drills\n\n"
-        "Every quarter the on-call engineer restores last night's snapshot into a scratch\n"
-        "cluster and compares the row counts of the ten largest tables with production.\n"
-    ),
-    "deploy.txt": (
-        "Deployments\n\n"
-        "Releases roll out with Kubernetes rolling updates. A canary receives five percent\n"
-        "of the traffic for thirty minutes before the rest of the fleet is updated.\n"
-        "A failed canary is rolled back with helm rollback.\n"
-    ),
-    "zh/年假.md": (
-        "# 年假制度\n\n"
-        "员工每年享有十五天带薪年假。年假需要提前两周向直属经理申请，"
-        "未休完的年假可以顺延到下一年第一季度。\n"
-    ),
-    "ru/vpn.md": (
-        "# Настройка VPN\n\n"
-        "Чтобы подключиться к корпоративной сети из дома, установите клиент WireGuard\n"
-        "и импортируйте конфигурационный файл из портала самообслуживания.\n"
-        "Пароль от VPN меняется каждые девяносто дней.\n"
-    ),
-    "teams/ops/ops-runbook.md": (
-        "# Ops escalation\n\n"
-        "Escalation for operations: page the ops on-call through PagerDuty when the error\n"
-        "budget burns faster than two percent an hour, then open an incident channel.\n"
-    ),
-    "teams/dev/dev-guide.md": (
-        "# Dev escalation\n\n"
-        "Escalation for developers: a failing main branch blocks merges; the author of the\n"
-        "breaking commit reverts it first and investigates afterwards.\n"
-    ),
-    "teams/qa/qa-plan.md": (
-        "# QA escalation\n\n"
-        "Escalation for testers: a release candidate with a critical bug is rejected and\n"
-        "the release manager is told in the release thread within the hour.\n"
-    ),
-}
-
-QUESTIONS = [
-    ("how long are database snapshots kept in cold storage", "backups.md"),
-    ("what share of traffic does the canary receive", "deploy.txt"),
-    ("员工每年有几天带薪年假", "zh/年假.md"),
-    ("как подключиться к корпоративной сети через VPN", "ru/vpn.md"),
-]
 
 READ_TOOLS = {
     "query_knowledge_hub",
@@ -87,81 +46,11 @@ READ_TOOLS = {
 }
 
 HIT_FIELDS = {
-    "n", "chunk_id", "score", "text", "source", "title", "page", "section_path", "line_start",
-    "line_end", "char_start", "char_end", "source_hash", "collection", "truncated",
+    "n", "chunk_id", "score", "relevance", "text", "source", "title", "page", "section_path",
+    "line_start", "line_end", "char_start", "char_end", "source_hash", "collection", "truncated",
 }  # fmt: skip
 
 ProgressNote = tuple[float, float | None, str | None]
-
-
-def make_corpus(tmp_path: Path, files: dict[str, str] = CORPUS) -> Path:
-    """``tmp_path/docs`` filled with ``files``; returns ``tmp_path`` (data goes in data/)."""
-    for name, text in files.items():
-        write(tmp_path / "docs" / name, text)
-    return tmp_path
-
-
-@asynccontextmanager
-async def serve(root: Path, *extra: str, stderr: str = "stderr.log") -> AsyncIterator[Client]:
-    """A stdio client of ``knowhub serve mcp --docs ROOT/docs EXTRA``; stderr to a file."""
-    params = stdio_params(
-        "--data-dir", str(root / "data"), "serve", "mcp", "--docs", str(root / "docs"), *extra,
-        cwd=root,
-    )  # fmt: skip
-    with (root / stderr).open("a", encoding="utf-8") as errlog:
-        async with Client(stdio_client(params, errlog=errlog)) as client:
-            yield client
-
-
-async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
-    """The structured result of a call that must succeed."""
-    result = await client.call_tool(tool, args)
-    text = result.content[0].text if result.content else ""  # type: ignore[union-attr]
-    assert not result.is_error, f"{tool}({args}) failed: {text}"
-    structured: dict[str, Any] | None = result.structured_content
-    assert structured is not None
-    return structured
-
-
-async def markdown(client: Client, tool: str, **args: Any) -> str:
-    result = await client.call_tool(tool, args)
-    assert not result.is_error
-    text: str = result.content[0].text  # type: ignore[union-attr]
-    return text
-
-
-async def fails(client: Client, tool: str, args: dict[str, Any], *expected: str) -> str:
-    """Call ``tool``; it must be a tool error naming every ``expected`` piece, and the
-    server must answer a normal call right after it."""
-    result = await client.call_tool(tool, args)
-    text: str = result.content[0].text  # type: ignore[union-attr]
-    assert result.is_error, f"{tool}({args}) should fail, got: {text}"
-    for piece in expected:
-        assert piece.lower() in text.lower(), f"{piece!r} not in the error: {text}"
-    after = await call(client, "list_collections")
-    assert [c["name"] for c in after["collections"]][:1] == ["default"]
-    return text
-
-
-async def documents(client: Client, collection: str = "default") -> int:
-    out = await call(client, "list_collections")
-    counts = {c["name"]: c["documents"] for c in out["collections"]}
-    return int(counts.get(collection, 0))
-
-
-async def indexed(client: Client, count: int) -> None:
-    """Wait for the first sync: the default collection holds ``count`` documents."""
-
-    async def ready() -> bool:
-        return await documents(client) == count
-
-    await eventually(ready)
-
-
-async def search(client: Client, query: str, **args: Any) -> list[dict[str, Any]]:
-    out = await call(client, "query_knowledge_hub", query=query, **args)
-    hits: list[dict[str, Any]] = out["hits"]
-    return hits
 
 
 # -- 1. every tool -------------------------------------------------------------------
@@ -269,6 +158,15 @@ async def test_every_tool_over_stdio(tmp_path: Path) -> None:
             {"query": "escalation", "collection": "extra", "filters": {"team": {"gt": 1}}},
             "filters.team", '{"in"',
         )  # fmt: skip
+        english = await search(
+            client, "escalation", collection="extra", top_k=10, filters={"lang": {"in": ["en"]}}
+        )  # the schema's own example key
+        assert teams(english) == {"ops", "dev", "qa"}
+        await fails(
+            client, "query_knowledge_hub",
+            {"query": "escalation", "collection": "extra", "filters": {"teem": "ops"}},
+            "unknown key 'teem'", "team",
+        )  # fmt: skip
 
         # search_docs: the same search on the default collection.
         found = await call(client, "search_docs", query=QUESTIONS[1][0], limit=2)
@@ -326,13 +224,17 @@ async def test_every_tool_over_stdio(tmp_path: Path) -> None:
 # -- 2. progress ---------------------------------------------------------------------
 
 
-async def test_progress_names_stages_and_counts_files(tmp_path: Path) -> None:
+async def test_progress_names_stages_and_counts_chunks_embedded(tmp_path: Path) -> None:
     batch = {
         f"batch/part{i}.md": f"# Part {i}\n\nBatch file number {i} of four.\n" for i in range(4)
     }
     root = make_corpus(tmp_path, {"backups.md": CORPUS["backups.md"], **batch})
-    async with serve(root) as client:
+    async with serve(root, env={"KNOWHUB_INGEST__PROGRESS_INTERVAL_S": "0"}) as client:
         await indexed(client, 5)
+        # The first sync's progress goes to the server log, as `knowhub ingest` shows it.
+        docs, log = re.escape(str((root / "docs").resolve())), root / "stderr.log"
+        synced = rf"indexing {docs}: (\d+)/\1 chunks embedded \(100\.0 %\), 5/5 files"
+        await eventually(async_true(lambda: re.search(synced, log.read_text(encoding="utf-8"))))
 
         notes: list[ProgressNote] = []
 
@@ -344,7 +246,7 @@ async def test_progress_names_stages_and_counts_files(tmp_path: Path) -> None:
             progress_callback=record,
         )  # fmt: skip
         assert not result.is_error
-        await eventually(_async_true(lambda: len(notes) >= 4), timeout=5)
+        await eventually(async_true(lambda: len(notes) >= 4), timeout=5)
         messages = [m or "" for _, _, m in notes]
         stages = [m.split(":")[0] for m in messages]
         assert stages == ["routing", "lexical", "dense", "fusion"], messages
@@ -358,18 +260,13 @@ async def test_progress_names_stages_and_counts_files(tmp_path: Path) -> None:
             "ingest", {"path": "batch", "collection": "batch"}, progress_callback=record
         )
         assert not result.is_error
-        await eventually(_async_true(lambda: len(notes) >= 4), timeout=5)
-        assert [(p, t) for p, t, _ in notes] == [(1, 4), (2, 4), (3, 4), (4, 4)]
-        assert {Path(m or "").name for _, _, m in notes} == {f"part{i}.md" for i in range(4)}
-
-
-def _async_true(check: Callable[[], object]) -> Callable[[], Awaitable[bool]]:
-    """An async check for :func:`eventually` from a plain one."""
-
-    async def wrapped() -> bool:
-        return bool(check())
-
-    return wrapped
+        # In chunks (one a part; the first sync embedded them already, so they come from the
+        # cache), rising; the total once every file is chunked.
+        await eventually(async_true(lambda: notes and notes[-1][:2] == (4, 4)), timeout=5)
+        assert [p for p, _, _ in notes] == sorted({p for p, _, _ in notes})
+        assert all(t in (None, 4) for _, t, _ in notes)
+        last = notes[-1][2] or ""
+        assert last.startswith("ingesting: 0/0 chunks embedded, 4 from cache, 4/4 files"), last
 
 
 # -- 3. errors -----------------------------------------------------------------------
@@ -534,7 +431,7 @@ async def test_restart_embeds_nothing(tmp_path: Path) -> None:
     async with serve(root, "--log-file", str(log), stderr="second-stderr.log") as client:
         wait_for = re.compile(r"\d+ added, .* embedded")
         await eventually(
-            _async_true(lambda: log.exists() and wait_for.search(log.read_text("utf-8")))
+            async_true(lambda: log.exists() and wait_for.search(log.read_text("utf-8")))
         )
         after = await call(client, "list_collections")
         hits = await search(client, QUESTIONS[0][0], top_k=1)
@@ -544,9 +441,6 @@ async def test_restart_embeds_nothing(tmp_path: Path) -> None:
     assert after == before  # same documents, chunks and version: nothing was rewritten
     assert hits[0]["source"] == QUESTIONS[0][1]
     assert "added" not in (root / "second-stderr.log").read_text(encoding="utf-8")
-
-
-# -- 6. the folder is watched -------------------------------------------------------
 
 
 async def test_watching_follows_adds_edits_and_deletes(tmp_path: Path) -> None:

@@ -47,6 +47,24 @@ def test_in_filters_match_any_value_in_both_legs(app: App, tmp_path: Path) -> No
     assert [h.metadata["team"] for h in mixed.hits] == ["legal"]
 
 
+def test_filter_keys_are_checked_against_the_collection(app: App, tmp_path: Path) -> None:
+    write(tmp_path / "d/en.md", "---\nauthor: Ann\n---\nBackups every six hours.\n")
+    write(tmp_path / "d/ru.md", "Резервные копии каждые шесть часов. Backups.\n")
+    app.ingest([tmp_path / "d"], tags={"team": "ops"})
+    # "lang", as the docs once showed it, is the language column, not a silent zero.
+    assert [h.source for h in app.search("backups", filters={"lang": ("ru",)}).hits] == ["ru.md"]
+    by_author = app.search("backups", filters={"author": "Ann", "team": "ops"}).hits
+    assert [h.source for h in by_author] == ["en.md"]
+    with pytest.raises(QueryError) as caught:
+        app.search("backups", filters={"teem": "ops"})
+    assert "unknown key 'teem' in collection 'default'" in str(caught.value)
+    assert "(author, team)" in str(caught.value)
+    # A key that a later ingest brings is known from then on (the keys follow the version).
+    write(tmp_path / "e/x.md", "Backups of the wiki.\n")
+    app.ingest([tmp_path / "e"], tags={"teem": "wiki"})
+    assert [h.source for h in app.search("backups", filters={"teem": "wiki"}).hits] == ["x.md"]
+
+
 def test_search_reports_each_stage_as_it_ends(app: App, tmp_path: Path) -> None:
     write(tmp_path / "d/a.md", "Backups run every six hours.\n")
     app.ingest([tmp_path / "d"])

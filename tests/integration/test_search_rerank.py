@@ -76,10 +76,24 @@ def test_reranker_sees_max_of_candidates_and_top_k(
     assert fake.calls[-1][0] == QUERY
 
 
-def test_min_score_applies_to_the_fused_score(tmp_path: Path, plugin: dict[str, Reranker]) -> None:
+def test_min_score_applies_to_the_relevance_not_the_fused_or_rerank_score(
+    tmp_path: Path, plugin: dict[str, Reranker]
+) -> None:
+    """Fusion ranks a.md first (fused score 1.0) but it holds 2 of the 3 query terms; the
+    hashing embedder has no calibration, so relevance is that share alone."""
+    fake = reranking.OverlapReranker()
+    plugin["reranker"] = fake
     app = make_app(tmp_path, **{"reranker.provider": "fake"})
-    result = app.search(QUERY, top_k=3, min_score=0.99)
-    assert [h.fused_rank for h in result.hits] == [1]
+    every = app.search(QUERY, top_k=3).hits
+    assert {h.source: h.relevance for h in every} == pytest.approx(
+        {"c.md": 1.0, "a.md": 2 / 3, "b.md": 1 / 3}
+    )
+    assert next(h.fused_score for h in every if h.source == "a.md") == 1.0
+    best = app.search(QUERY, top_k=3, min_score=0.99).hits
+    assert [(h.source, h.fused_rank) for h in best] == [("c.md", 2)]
+    # Cut before reranking: the reranker orders only what is left.
+    assert [h.source for h in app.search(QUERY, top_k=3, min_score=0.5).hits] == ["c.md", "a.md"]
+    assert len(fake.calls[-1][1]) == 2
 
 
 @pytest.mark.parametrize("failure", ["broken", "timeout"])

@@ -13,7 +13,7 @@ from starlette.types import Message, Receive, Scope, Send
 from knowhub.errors import AuthError
 from knowhub.interfaces.http.console.auth import CONSOLE_LOGIN, check_same_origin, safe_next
 from knowhub.interfaces.http.console.charts import metric_groups, stage_bars, waterfall_spans
-from knowhub.interfaces.security import Guard, TokenBook
+from knowhub.interfaces.security import Guard, Principal, SessionBook, TokenBook
 from knowhub.trace.record import Trace
 from tests.helpers import fast_settings
 
@@ -117,13 +117,34 @@ def tokens(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> TokenBook:
 
 def test_the_login_cookie_counts_under_ui_only(tokens: TokenBook) -> None:
     guard = Guard(_inner, tokens, [], None, 1024, frozenset({"/ui/login"}), CONSOLE_LOGIN)
-    cookie = "other=1; knowhub_token=s3cret"
+    me = tokens.lookup("Bearer s3cret")
+    assert me is not None
+    cookie = f"other=1; knowhub_session={tokens.sessions.open(me)}"
     assert _call(guard, "/ui/traces", cookie=cookie)["status"] == 200
     assert _call(guard, "/ui", cookie=cookie)["status"] == 200
     assert _call(guard, "/api/collections", cookie=cookie)["status"] == 401
     assert _call(guard, "/uix", cookie=cookie)["status"] == 401
-    assert _call(guard, "/ui", cookie="knowhub_token=wrong")["status"] == 303
+    assert _call(guard, "/ui", cookie="knowhub_session=wrong")["status"] == 303
+    # The token itself in the cookie is no session: the cookie never holds a token.
+    assert _call(guard, "/ui", cookie="knowhub_session=s3cret")["status"] == 303
+    assert _call(guard, "/ui", cookie="knowhub_token=s3cret")["status"] == 303
     assert _call(guard, "/ui/login")["status"] == 200  # public: the form itself
+
+
+def test_sessions_end_at_sign_out_on_expiry_and_when_too_many() -> None:
+    now = [0.0]
+    book = SessionBook(ttl_s=100.0, max_sessions=3, clock=lambda: now[0])
+    me = Principal("me")
+    first, second = book.open(me), book.open(me)
+    assert first != second and len(first) >= 43  # 256 random bits, URL-safe
+    assert book.lookup(first) == me and book.lookup("") is None and book.lookup(None) is None
+    book.close(first)
+    assert book.lookup(first) is None and book.lookup(second) == me
+    now[0] = 100.0
+    assert book.lookup(second) is None, "expired"
+    kept = [book.open(me) for _ in range(4)]
+    assert len(book) == 3 and book.lookup(kept[0]) is None  # the oldest sign-in went first
+    assert all(book.lookup(s) == me for s in kept[1:])
 
 
 def test_a_page_without_a_token_redirects_to_the_login_form(tokens: TokenBook) -> None:
@@ -136,5 +157,9 @@ def test_a_page_without_a_token_redirects_to_the_login_form(tokens: TokenBook) -
 
 def test_without_a_cookie_login_the_guard_ignores_cookies(tokens: TokenBook) -> None:
     guard = Guard(_inner, tokens, [], None, 1024)  # as the MCP server builds it
-    assert _call(guard, "/ui", cookie="knowhub_token=s3cret")["status"] == 401
+    me = tokens.lookup("Bearer s3cret")
+    assert me is not None
+    assert (
+        _call(guard, "/ui", cookie=f"knowhub_session={tokens.sessions.open(me)}")["status"] == 401
+    )
     assert _call(guard, "/mcp", authorization="Bearer s3cret")["status"] == 200

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
+from pydantic import BaseModel, Field, ValidationError
 
 from knowhub import load_settings
 from knowhub.errors import AuthError, ConfigError, KnowhubError, QueryError
+from knowhub.interfaces.listen import bind
 from knowhub.interfaces.mcp.metrics import Metrics
+from knowhub.interfaces.mcp.server import invalid_arguments
 from knowhub.interfaces.mcp.tools import _search_markdown, _search_out, inside_root, tool_errors
 from knowhub.interfaces.security import LOCAL_USER, Principal, TokenBook, _matches
 from knowhub.models import Hit
@@ -147,3 +151,36 @@ def test_paths_with_nul_or_a_symlink_loop_are_refused_with_the_reason(tmp_path: 
     for bad in ("loop", "loop/deeper"):
         with pytest.raises(KnowhubError, match=rf"path '{bad}' cannot be resolved .*symlink"):
             inside_root(tmp_path, bad)
+
+
+def test_a_port_that_cannot_be_bound_names_the_option_to_change() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ConfigError, match=rf"^port {port} is in use on 127\.0\.0\.1: choose"):
+            bind("127.0.0.1", port)
+    with pytest.raises(ConfigError, match=r"--host 192\.0\.2\.1 is not an address of this"):
+        bind("192.0.2.1", 0)  # TEST-NET-1: never a local address
+    with bind("127.0.0.1", 0) as fine:
+        assert fine.getsockname()[1] > 0
+
+
+def test_invalid_arguments_are_listed_without_pydantic_boilerplate() -> None:
+    class Arguments(BaseModel):
+        query: str = Field(min_length=1)
+        top_k: int = Field(le=20)
+        path: str
+
+    with pytest.raises(ValidationError) as caught:
+        Arguments.model_validate({"query": "", "top_k": 99})
+    text = invalid_arguments(caught.value)
+    assert text == (
+        "3 invalid arguments: query: String should have at least 1 character (given ''); "
+        "top_k: Input should be less than or equal to 20 (given 99); path: Field required"
+    )
+    with pytest.raises(ValidationError) as caught:
+        Arguments.model_validate({"query": "x" * 500, "top_k": 1, "path": 3})
+    assert invalid_arguments(caught.value).startswith(
+        "1 invalid argument: path: Input should be a valid string (given 3)"
+    )

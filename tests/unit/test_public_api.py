@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import subprocess
+import sys
 
 import pytest
 
@@ -40,3 +42,26 @@ def _defined_here(obj: object, module: str) -> bool:
 def test_package_root_exports_the_app_and_errors() -> None:
     for name in ("App", "build_app", "load_settings", "Settings", "KnowhubError", "Hit"):
         assert name in knowhub.__all__
+
+
+# Each command module imported first, in a process of its own, with no knowhub.interfaces.cli*
+# loaded before it.
+_IMPORT_EACH_ALONE = """
+import importlib, sys
+for name in sys.argv[1:]:
+    for loaded in [m for m in sys.modules if m.startswith("knowhub.interfaces.cli")]:
+        del sys.modules[loaded]
+    importlib.import_module(name)
+"""
+
+
+def test_a_cli_command_module_imports_before_the_cli() -> None:
+    """A plugin, a test or a pytest-xdist worker may import one command module first; the
+    CLI imports them all to join them, so none may import the CLI back."""
+    commands = [m for m in MODULES if m.startswith("knowhub.interfaces.cli_")]
+    assert len(commands) > 5
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORT_EACH_ALONE, *commands],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr

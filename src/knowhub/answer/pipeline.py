@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from knowhub.answer.citations import CitationReport, check_citations
-from knowhub.answer.evidence import evidence
 from knowhub.answer.extractive import extractive_answer
 from knowhub.answer.prompt import build_messages
 from knowhub.config import AnswerSettings
@@ -67,11 +66,17 @@ class Answer:
         }
 
 
+def _relevance(hit: Hit) -> float:
+    """A source's relevance (0 for a hit that was not scored by a search)."""
+    return hit.relevance or 0.0
+
+
 def source_dict(n: int, hit: Hit) -> dict[str, Any]:
     return {
         "n": n, "source": hit.source, "title": hit.title, "page": hit.page,
         "section_path": hit.section_path, "line_start": hit.line_start,
         "line_end": hit.line_end, "chunk_id": hit.chunk_id, "score": round(hit.score, 4),
+        "relevance": round(_relevance(hit), 4),
         "collection": hit.collection, "text": hit.text,
     }  # fmt: skip
 
@@ -85,12 +90,12 @@ def answer_events(
     query: str | None = None,
     language: str = "en",
     history: Sequence[ChatMessage] = (),
-    dense_range: tuple[float, float] | None = None,
 ) -> Iterator[Event]:
     """Answer ``question`` (searching for ``query``, its standalone form, when given).
 
-    ``dense_range`` is the embedder's calibration for judging evidence (see
-    :func:`~knowhub.answer.evidence.evidence`).
+    Only sources whose ``relevance`` reaches ``answer.min_evidence`` are used: quoted by
+    the extractive answer, handed to the LLM, listed. When none does, the answer says
+    the documents do not cover the question and lists the nearest misses.
     """
     search_for = query or question
     clock = time.perf_counter()
@@ -99,20 +104,15 @@ def answer_events(
     timings["retrieval"] = _ms(clock)
     yield "stage", {"stage": "retrieval", "ms": round(timings["retrieval"], 2), "hits": len(hits)}
 
-    sources = hits[: options.max_sources]
-    best = max((evidence(search_for, h, dense_range) for h in sources), default=0.0)
-    yield "sources", {"sources": [source_dict(n, h) for n, h in enumerate(sources, start=1)]}
-    if best < options.min_evidence:
-        text = NOT_FOUND.get(language, NOT_FOUND["en"])
-        yield "token", {"text": text}
-        result = Answer(question, search_for, text, "insufficient_context", sources, best,
-                        confidence=round(best * 0.5, 3), timings_ms=timings)  # fmt: skip
-        result.notes.append(
-            f"best source's evidence {best:.2f} is below answer.min_evidence "
-            f"{options.min_evidence:.2f}: no answer generated"
-        )
-        yield "end", result.to_dict()
+    considered = hits[: options.max_sources]
+    best = max((_relevance(h) for h in considered), default=0.0)
+    sources = [h for h in considered if _relevance(h) >= options.min_evidence]
+    if not sources:
+        yield from _not_covered(question, search_for, considered, best, options, language,
+                                timings)  # fmt: skip
         return
+    yield "sources", {"sources": [source_dict(n, h) for n, h in enumerate(sources, start=1)]}
+    dropped = len(considered) - len(sources)
 
     clock = time.perf_counter()
     if llm is None:
@@ -138,13 +138,40 @@ def answer_events(
         model = llm.model_id
 
     report = check_citations(text, sources, options.support_threshold)
-    confidence = 0.5 * best + 0.5 * report.score
+    # How relevant the sources are, discounted by how much of the answer they back.
+    confidence = best * report.score
     result = Answer(question, search_for, text, "rag", sources, best, confidence, report,
                     timings, model=model)  # fmt: skip
+    if dropped:
+        result.notes.append(
+            f"{dropped} source(s) below answer.min_evidence {options.min_evidence:.2f} left out"
+        )
     if report.invalid:
         result.notes.append(f"cited sources that do not exist: {report.invalid}")
     if report.unsupported:
         result.notes.append(f"{len(report.unsupported)} citation(s) not backed by their source")
+    yield "end", result.to_dict()
+
+
+def _not_covered(
+    question: str,
+    search_for: str,
+    considered: list[Hit],
+    best: float,
+    options: AnswerSettings,
+    language: str,
+    timings: dict[str, float],
+) -> Iterator[Event]:
+    """The answer when no source is relevant enough: say so, list the nearest misses."""
+    yield "sources", {"sources": [source_dict(n, h) for n, h in enumerate(considered, start=1)]}
+    text = NOT_FOUND.get(language, NOT_FOUND["en"])
+    yield "token", {"text": text}
+    result = Answer(question, search_for, text, "insufficient_context", considered, best,
+                    confidence=round(best * 0.5, 3), timings_ms=timings)  # fmt: skip
+    result.notes.append(
+        f"best source's relevance {best:.2f} is below answer.min_evidence "
+        f"{options.min_evidence:.2f}: no answer generated"
+    )
     yield "end", result.to_dict()
 
 

@@ -45,6 +45,11 @@ METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10", "hit_rate@10", "keywo
 """Every metric a report can hold; ``keyword_recall`` only for queries with keywords."""
 
 Progress = Callable[[int, int, str], None]
+"""Called as ``progress(done, total, qid)`` as queries are searched."""
+
+IngestHook = Callable[[Any], None]
+"""An ingest's progress callback (``knowhub.ingest.progress.Progress``), passed through to
+:meth:`Searcher.ingest` as is: this layer cannot name the ingest layer's types."""
 
 
 class SearchOutcome(Protocol):
@@ -80,7 +85,7 @@ class Searcher(Protocol):
         collection: str | None = None,
         *,
         prune: bool = False,
-        progress: Progress | None = None,
+        progress: IngestHook | None = None,
     ) -> IngestOutcome: ...
 
     def search(
@@ -175,7 +180,7 @@ class EvalResult:
 
 
 def index_corpus(
-    searcher: Searcher, evalset: EvalSet, collection: str, progress: Progress | None = None
+    searcher: Searcher, evalset: EvalSet, collection: str, progress: IngestHook | None = None
 ) -> dict[str, Any] | None:
     """Ingest the set's corpus folder (pruning what is gone); None when it has none.
 

@@ -1,9 +1,12 @@
 """Split a loaded document into heading-aware, size-bounded chunks with exact spans.
 
-The document is cut into sections at its headings, and no chunk crosses a
-section boundary. A heading line stays with the body that follows it: it opens
-its section's first chunk, and a heading with no body of its own (directly
-followed by a deeper heading) opens the subsection's first chunk instead.
+The document is cut into sections at its headings and page starts, and no chunk
+crosses a section boundary (so a chunk is on one page, the one it is cited by).
+Text before ``body_start`` (front matter) is never chunked; line numbers are the
+file's, through the document's ``line_map``. A heading line stays with the body
+that follows it: it opens its section's first chunk, and a heading with no body
+of its own (directly followed by a deeper heading) opens the subsection's first
+chunk instead.
 
 Within a section the text becomes *units*: whole paragraphs (blank-line
 separated) when they fit in ``size``; longer paragraphs are split at sentence
@@ -93,19 +96,20 @@ class _Section:
     path: str
 
 
-def make_chunk_id(doc_hash: str, index: int, text: str) -> str:
-    """Build the stable chunk id ``{doc_hash[:16]}_{index:04d}_{sha256(text)[:8]}``.
+def make_chunk_id(doc_id: str, index: int, text: str) -> str:
+    """Build the chunk id ``{doc_id[:16]}_{index:04d}_{sha256(text)[:8]}``.
 
     Args:
-        doc_hash: sha256 hex of the document's bytes.
+        doc_id: the document's id (:attr:`knowhub.models.DocumentRecord.doc_id`): unique in
+            its collection and kept when the document moves, so its chunk ids are too.
         index: the chunk's position in the document, from 0.
         text: the chunk's text.
 
     Returns:
-        The id; the same document always yields the same ids.
+        The id; the same document version always yields the same ids.
     """
     digest = hashlib.sha256(text.encode()).hexdigest()[:8]
-    return f"{doc_hash[:16]}_{index:04d}_{digest}"
+    return f"{doc_id[:16]}_{index:04d}_{digest}"
 
 
 def chunk_document(
@@ -113,14 +117,16 @@ def chunk_document(
     doc_hash: str,
     options: ChunkingOptions,
     metadata: Mapping[str, Any] | None = None,
+    doc_id: str | None = None,
 ) -> list[Chunk]:
     """Split a document into chunks, deterministically.
 
     Args:
         doc: the loader's output; spans point into ``doc.text``.
-        doc_hash: sha256 hex of the file's bytes, for the chunk ids.
+        doc_hash: sha256 hex of the file's bytes.
         options: size, overlap and unit.
         metadata: copied into every chunk.
+        doc_id: the document's id, for the chunk ids (default: ``doc_hash[:16]``).
 
     Returns:
         The chunks in text order, indexed from 0; empty for a blank document.
@@ -132,20 +138,21 @@ def chunk_document(
         for section in _sections(doc)
         for span in _chunk_section(text, section, options, measure)
     ]
-    newlines = [match.start() for match in re.finditer("\n", text)]
+    lines = _line_finder(doc)
     chunks = []
     for index, ((start, end), path) in enumerate(spans):
         chunk_text = text[start:end]
+        line_start, line_end = lines(start, end)
         chunks.append(
             Chunk(
-                chunk_id=make_chunk_id(doc_hash, index, chunk_text),
+                chunk_id=make_chunk_id(doc_id or doc_hash, index, chunk_text),
                 doc_hash=doc_hash,
                 index=index,
                 text=chunk_text,
                 section_path=path,
                 page=_page(doc.page_starts, start),
-                line_start=bisect.bisect_left(newlines, start) + 1,
-                line_end=bisect.bisect_left(newlines, end - 1) + 1,
+                line_start=line_start,
+                line_end=line_end,
                 char_start=start,
                 char_end=end,
                 language=detect_language(chunk_text),
@@ -167,10 +174,61 @@ def _page(page_starts: tuple[int, ...], offset: int) -> int | None:
     return max(1, bisect.bisect_right(page_starts, offset))
 
 
+def _line_finder(doc: LoadedDocument) -> Callable[[int, int], tuple[int, int]]:
+    """``lines(start, end)``: the file lines ``text[start:end]`` spans (see ``line_map``)."""
+    if doc.line_map is None:
+        return lambda start, end: (0, 0)
+    newlines = [match.start() for match in re.finditer("\n", doc.text)]
+
+    def count(offset: int) -> int:  # newlines before offset
+        return bisect.bisect_left(newlines, offset)
+
+    if not doc.line_map:
+        return lambda start, end: (count(start) + 1, count(end - 1) + 1)
+    pieces = doc.line_map
+    offsets = [piece.offset for piece in pieces]
+    # Where each piece's text ends, without the blank lines that separate it from the next.
+    ends = [
+        start + len(doc.text[start:following].rstrip())
+        for start, following in zip(offsets, [*offsets[1:], len(doc.text)], strict=True)
+    ]
+
+    def line(offset: int) -> int:
+        index = max(0, bisect.bisect_right(offsets, offset) - 1)
+        piece, end = pieces[index], ends[index]
+        offset = min(offset, max(piece.offset, end - 1))
+        if count(end) - count(piece.offset) >= piece.last - piece.first:
+            # As many lines as the file had (code, a list item): count them.
+            return min(piece.first + count(offset) - count(piece.offset), piece.last)
+        # Reflowed text (a paragraph joined into one line): the line in proportion.
+        share = (offset - piece.offset) / max(1, end - 1 - piece.offset)
+        return piece.first + round(share * (piece.last - piece.first))
+
+    return lambda start, end: (line(start), line(end - 1))
+
+
 def _sections(doc: LoadedDocument) -> list[_Section]:
-    """The preamble and one section per heading, heading-only sections folded forward."""
+    """The preamble and one section per heading, heading-only sections folded forward,
+    each cut again at page starts: a chunk is cited by one page, so it stays on it."""
+    sections = _heading_sections(doc)
+    if not doc.page_starts:
+        return sections
+    return [piece for section in sections for piece in _split_at_pages(section, doc.page_starts)]
+
+
+def _split_at_pages(section: _Section, page_starts: tuple[int, ...]) -> list[_Section]:
+    cuts = [start for start in page_starts if section.start < start < section.end]
+    pieces = []
+    for start, end in itertools.pairwise([section.start, *cuts, section.end]):
+        body = min(max(start, section.body), end)
+        pieces.append(replace(section, start=start, body=body, end=end))
+    return pieces
+
+
+def _heading_sections(doc: LoadedDocument) -> list[_Section]:
     text = doc.text
-    sections = [_Section(0, 0, len(text), 0, "")]
+    body_start = min(max(doc.body_start, 0), len(text))
+    sections = [_Section(body_start, body_start, len(text), 0, "")]
     stack: list[tuple[int, str]] = []
     for heading in doc.headings:
         # Clamped so sections stay in order and inside the text whatever the loader says.

@@ -18,7 +18,7 @@ import signal
 import sys
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 
 import numpy as np
@@ -26,7 +26,7 @@ import numpy as np
 from knowhub.config import Settings
 from knowhub.providers.embedders.base import Embedder, Vectors
 
-__all__ = ["EmbedRunner", "abort_all", "cache_key", "gather"]
+__all__ = ["EmbedRunner", "abort_all", "cache_key"]
 
 _worker_embedder: Embedder | None = None
 _live: weakref.WeakSet[EmbedRunner] = weakref.WeakSet()  # the runners with workers
@@ -83,21 +83,65 @@ class EmbedRunner:
         self._workers = settings.embedder.workers or (os.cpu_count() or 1)
         self._pool: ProcessPoolExecutor | None = None
         self.embedded = 0  # texts actually encoded (not served from the cache)
+        # Progress: texts whose batch is encoded, counted once per batch by whichever comes
+        # first, its future's done-callback (a pool thread) or the wait on it in gather().
+        self._encoded = 0
+        self._uncounted: dict[Future[Vectors], int] = {}
+        self._count_lock = threading.Lock()
 
-    def submit(self, texts: Sequence[str]) -> list[Future[Vectors]]:
-        """Queue texts for encoding; futures resolve to ``(n, dim)`` arrays, one per batch."""
+    @property
+    def encoded(self) -> int:
+        """Texts whose batch has been encoded so far (a progress count)."""
+        with self._count_lock:
+            return self._encoded
+
+    def submit(
+        self, texts: Sequence[str], on_batch: Callable[[], None] | None = None
+    ) -> list[Future[Vectors]]:
+        """Queue texts for encoding; futures resolve to ``(n, dim)`` arrays, one per batch.
+
+        Encoded inline, ``on_batch`` is called after each batch (in this thread)."""
         self.embedded += len(texts)
         size = self.embedder.batch_size
         batches = [list(texts[i : i + size]) for i in range(0, len(texts), size)]
         pool = self._maybe_pool(texts)
-        if pool is not None:
-            return [pool.submit(_embed_in_worker, batch) for batch in batches]
         futures: list[Future[Vectors]] = []
         for batch in batches:
-            future: Future[Vectors] = Future()
-            future.set_result(self.embedder.embed_documents(batch))
+            if pool is not None:
+                future = pool.submit(_embed_in_worker, batch)
+                with self._count_lock:
+                    self._uncounted[future] = len(batch)
+                future.add_done_callback(self._count)
+            else:
+                future = Future()
+                future.set_result(self.embedder.embed_documents(batch))
+                with self._count_lock:
+                    self._encoded += len(batch)
+                if on_batch is not None:
+                    on_batch()
             futures.append(future)
         return futures
+
+    def gather(
+        self, futures: Sequence[Future[Vectors]], on_batch: Callable[[], None] | None = None
+    ) -> Vectors:
+        """Wait for the futures of one document and stack their vectors; ``on_batch`` is
+        called as each one is in."""
+        if not futures:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        parts = []
+        for future in futures:
+            parts.append(future.result())
+            self._count(future)  # its done-callback may not have run yet
+            if on_batch is not None:
+                on_batch()
+        return np.vstack(parts)
+
+    def _count(self, future: Future[Vectors]) -> None:
+        with self._count_lock:
+            size = self._uncounted.pop(future, 0)
+            if size and not future.cancelled() and future.exception() is None:
+                self._encoded += size
 
     def _maybe_pool(self, texts: Sequence[str]) -> ProcessPoolExecutor | None:
         # Started on the first real work, so a run with nothing to embed spawns nothing.
@@ -141,10 +185,3 @@ def abort_all() -> None:
         runners = list(_live)
     for runner in runners:
         runner.abort()
-
-
-def gather(futures: Sequence[Future[Vectors]], dim: int) -> Vectors:
-    """Wait for the futures of one document and stack their vectors."""
-    if not futures:
-        return np.zeros((0, dim), dtype=np.float32)
-    return np.vstack([f.result() for f in futures])

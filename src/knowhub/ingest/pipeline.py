@@ -12,7 +12,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,9 +26,11 @@ from knowhub.config import Settings
 from knowhub.errors import IngestError, KnowhubError, LoaderError
 from knowhub.ingest.chunk import ChunkingOptions, chunk_document
 from knowhub.ingest.discover import Candidate, Skipped, discover
-from knowhub.ingest.embed import EmbedRunner, abort_all, cache_key, gather
+from knowhub.ingest.embed import EmbedRunner, abort_all, cache_key
+from knowhub.ingest.identity import Identities, merged_tags, stored_tags, vanished
 from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS, Limits, load
 from knowhub.ingest.loaders.reading import open_regular
+from knowhub.ingest.progress import IngestProgress, Progress, ProgressTracker
 from knowhub.lang import index_tokens
 from knowhub.models import Chunk, DocumentRecord
 from knowhub.providers.embedders.base import Embedder, Vectors
@@ -37,6 +39,7 @@ from knowhub.surrogates import escape_surrogates
 
 __all__ = [
     "IngestCancelledError",
+    "IngestProgress",
     "IngestReport",
     "IngestStopped",
     "Progress",
@@ -44,9 +47,6 @@ __all__ = [
     "ingest",
     "stop_ingests",
 ]
-
-Progress = Callable[[int, int, str], None]
-"""Called as ``progress(done, total, current_source)``."""
 
 
 @dataclass
@@ -56,11 +56,16 @@ class IngestReport:
     collection: str
     added: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
+    # (old source, new source): a document whose file moved, kept under its new path.
+    moved: list[tuple[str, str]] = field(default_factory=list)
+    retagged: list[str] = field(default_factory=list)  # same bytes, tags changed
     unchanged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
     # Passed over by discovery (a FIFO, a symlink leading out of a served folder, …).
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    # (source, message): indexed, but with something to fix (bytes that were not text).
+    warnings: list[tuple[str, str]] = field(default_factory=list)
     chunks: int = 0
     embedded: int = 0
     cached: int = 0
@@ -75,7 +80,12 @@ class IngestReport:
     @property
     def kept(self) -> int:
         """Documents of this run that are in the index, current."""
-        return len(self.added) + len(self.updated) + len(self.unchanged)
+        return len(self.current())
+
+    def current(self) -> list[str]:
+        """Sources of the documents of this run that are in the index, current."""
+        moved = [new for _, new in self.moved]
+        return [*self.added, *self.updated, *moved, *self.retagged, *self.unchanged]
 
     def stop_summary(self) -> str:
         """What a stopped run left: ``12 documents kept, 3 not done``."""
@@ -86,10 +96,13 @@ class IngestReport:
             "collection": self.collection,
             "added": self.added,
             "updated": self.updated,
+            "moved": [{"from": old, "to": new} for old, new in self.moved],
+            "retagged": self.retagged,
             "unchanged": self.unchanged,
             "removed": self.removed,
             "failed": [{"source": s, "reason": r} for s, r in self.failed],
             "skipped": [{"source": s, "reason": r} for s, r in self.skipped],
+            "warnings": [{"source": s, "message": m} for s, m in self.warnings],
             "chunks": self.chunks,
             "embedded": self.embedded,
             "cached": self.cached,
@@ -152,7 +165,8 @@ class _Pending:
     cached: dict[str, Vectors]
     futures: list[Future[Vectors]]
     missing: list[int]
-    is_update: bool
+    outcome: str  # added, updated, retagged or moved
+    previous: DocumentRecord | None  # the document it moved from
 
 
 def contextual_text(chunk: Chunk) -> str:
@@ -178,22 +192,26 @@ def ingest(
     prune: bool = False,
     progress: Progress | None = None,
     confine: Path | None = None,
+    prune_outside: bool = False,
 ) -> IngestReport:
     """Bring ``collection`` in line with the files under ``paths``.
 
     With ``confine`` (a served folder), only files resolving inside it are ingested.
+    ``tags`` update each document's stored tags (an empty value removes one); documents
+    keep the others. ``prune`` removes documents under ``paths`` whose files are gone; with
+    ``prune_outside`` (a collection that is one folder's) wherever they were.
     """
-    run = _Run(store, embedder, settings, collection, dict(tags or {}), confine)
+    run = _Run(store, embedder, settings, collection, dict(tags or {}), confine, progress)
     started = time.perf_counter()
     exclusions = settings.ingest.exclude if exclude is None else exclude
     candidates = _collect(paths, include or settings.ingest.include, exclusions, confine, run)
     try:
-        for done, candidate in enumerate(candidates, start=1):
+        run.tracker.started(len(candidates))
+        for candidate in candidates:
             _stop_if_shutting_down()
             run.process(candidate)
-            if progress is not None:
-                progress(done, len(candidates), candidate.source)
         run.flush_all()
+        run.tracker.finished()
     except (KeyboardInterrupt, _ShutdownRequestedError) as exc:
         # Documents written so far are whole (one transaction each); those in flight are
         # dropped rather than waited for, so that a stop takes moments, not minutes.
@@ -205,7 +223,7 @@ def ingest(
     finally:
         run.runner.close()
     if prune:
-        run.prune(paths)
+        run.prune(None if prune_outside else paths)
     run.report.embedded = run.runner.embedded
     run.report.seconds = time.perf_counter() - started
     return run.report
@@ -243,15 +261,18 @@ class _Run:
         collection: str,
         tags: dict[str, str],
         confine: Path | None = None,
+        progress: Progress | None = None,
     ) -> None:
         self.store = store
         self.confine = confine  # files must still resolve inside it when they are opened
         self.embedder = embedder
         self.settings = settings
-        self.tags = tags
+        self.tags = tags  # given this run: they update each document's stored tags
         self.cid = store.ensure_collection(collection, embedder.model_id, embedder.dim)
+        self.identities = Identities(store, self.cid)
         self.report = IngestReport(collection)
         self.runner = EmbedRunner(embedder, settings)
+        self.tracker = ProgressTracker(progress, lambda: self.runner.encoded)
         self.options = ChunkingOptions(
             settings.chunking.size, settings.chunking.overlap, settings.chunking.unit
         )
@@ -265,14 +286,15 @@ class _Run:
             pending = self._prepare(candidate)
         except (KnowhubError, OSError) as exc:
             self.report.failed.append((candidate.source, _reason(exc)))
-            return
+            pending = None
         except Exception as exc:  # one bad file must never stop the run
             _stop_if_shutting_down()  # then the cause was the stop (workers gone): not the file
             self.report.failed.append(
                 (candidate.source, f"unexpected {type(exc).__name__}: {exc} (please report)")
             )
-            return
-        if pending is None:
+            pending = None
+        if pending is None:  # unchanged or failed: done with it
+            self.tracker.file_done(escape_surrogates(candidate.source))  # as _prepare names it
             return
         self.window.append(pending)
         while len(self.window) >= self.max_window:
@@ -293,8 +315,7 @@ class _Run:
     def stop(self, sources: Sequence[str], started: float) -> None:
         """Report a run interrupted before ``sources`` were all handled."""
         self.window.clear()
-        handled = {*self.report.added, *self.report.updated, *self.report.unchanged}
-        handled |= {source for source, _ in self.report.failed}
+        handled = {*self.report.current(), *(source for source, _ in self.report.failed)}
         self.report.stopped = True
         self.report.not_done = [s for s in sources if s not in handled]
         self.report.embedded = self.runner.embedded
@@ -312,8 +333,11 @@ class _Run:
         key, source = escape_surrogates(candidate.path), escape_surrogates(candidate.source)
         limits = _limits(self.settings)
         old = self.store.record(self.cid, key)
-        same_tags = old is not None and old.metadata.get("tags", {}) == self.tags
         first = path.stat()  # a stat never blocks; an unchanged file is not even opened
+        if old is None and (old := self.identities.recorded_as(first)) is not None:
+            key = old.path  # the file, reached by another spelling: its document stays one
+        tags = merged_tags(stored_tags(old), self.tags)
+        same_tags = old is not None and stored_tags(old) == tags
         if old and same_tags and S_ISREG(first.st_mode) and _same_file(old, first):
             self.report.unchanged.append(source)
             return None
@@ -329,10 +353,16 @@ class _Run:
             self.store.touch(self.cid, key, stat.st_size, stat.st_mtime_ns)
             self.report.unchanged.append(source)
             return None
+        previous = None if old else self.identities.claim_move(source, doc_hash)
+        if previous is not None:  # a moved document keeps its tags, as a rewritten one does
+            tags = merged_tags(stored_tags(previous), self.tags)
+        outcome = _outcome(old, previous, doc_hash)
+        doc_id = self._doc_id(old or previous, source, doc_hash)
         loaded = load(path, data, limits)
+        self.report.warnings += [(source, warning) for warning in loaded.warnings]
         del data  # only the text is needed now: free the file's bytes before chunking
-        metadata = {**_scalars(loaded.metadata), **self.tags}
-        chunks = chunk_document(loaded, doc_hash, self.options, metadata)
+        metadata = {**_scalars(loaded.metadata), **tags}
+        chunks = chunk_document(loaded, doc_hash, self.options, metadata, doc_id=doc_id)
         if not chunks:
             raise LoaderError(f"{source}: no text to index after extraction")
         record = DocumentRecord(
@@ -341,23 +371,40 @@ class _Run:
             format=loaded.format, chunk_count=len(chunks), char_count=len(loaded.text),
             pages=len(loaded.page_starts) or None,
             ingested_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            metadata={**loaded.metadata, "tags": self.tags},
+            metadata={**loaded.metadata, "tags": tags, "knowhub": {"doc_id": doc_id}},
         )  # fmt: skip
-        return self._embed(record, chunks, is_update=old is not None)
+        return self._embed(record, chunks, outcome, previous)
 
-    def _embed(self, record: DocumentRecord, chunks: list[Chunk], is_update: bool) -> _Pending:
+    def _doc_id(self, known: DocumentRecord | None, source: str, doc_hash: str) -> str:
+        """The id of the document it was (rewritten or moved), else a new one; records from
+        before ids existed get a new one, as copies of one file shared theirs."""
+        if known is not None and known.own_doc_id:
+            return known.own_doc_id
+        return self.identities.new_id(source, doc_hash)
+
+    def _embed(
+        self,
+        record: DocumentRecord,
+        chunks: list[Chunk],
+        outcome: str,
+        previous: DocumentRecord | None,
+    ) -> _Pending:
         texts = [contextual_text(c) for c in chunks]
         keys = [cache_key(self.embedder.model_id, t) for t in texts]
         cached = self.store.cached_vectors(keys)
         missing = [i for i, k in enumerate(keys) if k not in cached]
-        futures = self.runner.submit([texts[i] for i in missing])
+        # Before encoding, so that a file that will take long is announced.
+        self.tracker.chunked(record.source, len(missing), len(chunks) - len(missing))
+        futures = self.runner.submit(
+            [texts[i] for i in missing], on_batch=lambda: self.tracker.embedded(record.source)
+        )
         self.report.cached += len(chunks) - len(missing)
-        return _Pending(record, chunks, texts, keys, cached, futures, missing, is_update)
+        return _Pending(record, chunks, texts, keys, cached, futures, missing, outcome, previous)
 
     def _write(self, pending: _Pending) -> None:
         source = pending.record.source
         try:
-            fresh = gather(pending.futures, self.embedder.dim)
+            fresh = self.runner.gather(pending.futures, lambda: self.tracker.embedded(source))
             vectors = np.zeros((len(pending.chunks), self.embedder.dim), dtype=np.float32)
             for row, key in enumerate(pending.keys):
                 if key in pending.cached:
@@ -365,31 +412,40 @@ class _Run:
             for row, vector in zip(pending.missing, fresh, strict=True):
                 vectors[row] = vector
             tokens = [" ".join(index_tokens(t)) for t in pending.texts]
+            previous = pending.previous.path if pending.previous else None
             self.store.replace_document(
-                self.cid, pending.record, pending.chunks, vectors, tokens, pending.keys
+                self.cid, pending.record, pending.chunks, vectors, tokens, pending.keys, previous
             )
         except (KnowhubError, OSError) as exc:
             self.report.failed.append((source, _reason(exc)))
+            self.tracker.file_done(source)
             return
         except Exception as exc:  # e.g. a crashed worker: fail this file, keep the others
             _stop_if_shutting_down()  # unless the stop killed the workers
             self.report.failed.append((source, f"unexpected {type(exc).__name__}: {exc}"))
+            self.tracker.file_done(source)
             return
-        (self.report.updated if pending.is_update else self.report.added).append(source)
+        self._report_written(pending)
         self.report.chunks += len(pending.chunks)
+        self.tracker.file_done(source)
 
-    def prune(self, roots: Sequence[Path]) -> None:
-        """Remove documents under ``roots`` whose files are gone or now passed over."""
-        prefixes = [escape_surrogates(os.path.abspath(r)) for r in roots]  # as paths are stored
+    def _report_written(self, pending: _Pending) -> None:
+        source = pending.record.source
+        if pending.previous is not None:
+            self.report.moved.append((pending.previous.source, source))
+            return
+        outcomes = {"added": self.report.added, "updated": self.report.updated,
+                    "retagged": self.report.retagged}  # fmt: skip
+        outcomes[pending.outcome].append(source)
+
+    def prune(self, roots: Sequence[Path] | None) -> None:
+        """Remove documents under ``roots`` (None: anywhere) whose files are gone or now
+        passed over."""
         removed: set[str] = set()
         for record in self.store.records(self.cid):
-            inside = any(
-                record.path == p or record.path.startswith(p.rstrip(os.sep) + os.sep)
-                for p in prefixes
-            )
             # A file now passed over (a FIFO, a link leading out) must not stay served.
-            gone = record.path in self.passed_over or _vanished(record.disk_path)
-            if inside and gone:
+            gone = record.path in self.passed_over or vanished(record.disk_path)
+            if gone and (roots is None or _inside(record.disk_path, roots)):
                 self.store.remove_document(self.cid, record.path)
                 self.report.removed.append(record.source)
                 removed.add(record.path)
@@ -399,21 +455,30 @@ class _Run:
         ]
 
 
+def _inside(path: str, roots: Sequence[Path]) -> bool:
+    """``path`` lies under one of ``roots``, as spelled or with links resolved (a file
+    recorded through a symlinked folder, pruned by a run on the folder it leads to)."""
+    for root in roots:
+        for where, folder in ((path, os.path.abspath(root)),
+                              (os.path.realpath(path), os.path.realpath(root))):  # fmt: skip
+            if where == folder or where.startswith(folder.rstrip(os.sep) + os.sep):
+                return True
+    return False
+
+
 def _same_file(old: DocumentRecord, stat: os.stat_result) -> bool:
     """Size and mtime as indexed: the fast path trusts them, as rsync and make do."""
     return (old.size, old.mtime_ns) == (stat.st_size, stat.st_mtime_ns)
 
 
-def _vanished(path: str) -> bool:
-    """The file is gone; an error that is not "no such file" (a folder that lost its
-    permissions, an I/O error) keeps the document rather than prune it."""
-    try:
-        Path(path).stat()
-    except (FileNotFoundError, NotADirectoryError):
-        return True
-    except OSError:
-        return False
-    return False
+def _outcome(old: DocumentRecord | None, previous: DocumentRecord | None, doc_hash: str) -> str:
+    """What writing a file's document does: ``added``, ``updated``, ``retagged`` (the same
+    bytes with other tags) or ``moved``."""
+    if previous is not None:
+        return "moved"
+    if old is None:
+        return "added"
+    return "retagged" if old.doc_hash == doc_hash else "updated"
 
 
 def _limits(settings: Settings) -> Limits:

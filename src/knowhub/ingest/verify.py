@@ -184,8 +184,8 @@ def _check_document(
                 f"chunk of {record.source} has a vector of shape {item.vector.shape} "
                 f"(or non-finite values); the collection's dim is {dim}"
             ))  # fmt: skip
-        if chunk.chunk_id[:16] != record.doc_hash[:16]:
-            owner = f"{record.source} (doc hash {record.doc_hash[:16]})"
+        if chunk.chunk_id[:16] != record.doc_id[:16]:
+            owner = f"{record.source} (document id {record.doc_id[:16]})"
             problem("foreign", chunk.chunk_id, f"chunk id is not one of {owner}")
     return len(stored)
 

@@ -7,23 +7,28 @@ tracebacks only with ``--debug``.
 
 from __future__ import annotations
 
-import json
 import logging
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import click
 
-from knowhub.app import App, build_app
-from knowhub.config import load_settings
-from knowhub.errors import KnowhubError
 from knowhub.ingest.pipeline import IngestReport, IngestStopped
+from knowhub.interfaces.cli_ask import ask
+from knowhub.interfaces.cli_bench import bench
+from knowhub.interfaces.cli_bundle import export_command, import_command, verify
+from knowhub.interfaces.cli_common import _Context, _emit, _errors
+from knowhub.interfaces.cli_eval import eval_command
+from knowhub.interfaces.cli_faq import faq
+from knowhub.interfaces.cli_serve import serve
+from knowhub.interfaces.cli_traces import traces
+from knowhub.interfaces.cli_versions import versions
+from knowhub.interfaces.progress import ingest_progress
 from knowhub.interfaces.render import (
     explain_hits,
     render_chunk,
@@ -38,22 +43,6 @@ from knowhub.validate import parse_key_values
 __all__ = ["cli", "main"]
 
 log = logging.getLogger("knowhub")
-
-
-class _Context:
-    def __init__(self, data_dir: Path | None, config: Path | None, debug: bool) -> None:
-        self.data_dir = data_dir
-        self.config = config
-        self.debug = debug
-        self._app: App | None = None
-
-    def app(self, **overrides: Any) -> App:
-        if self._app is None:
-            settings = load_settings(
-                config_file=self.config, overrides={"data_dir": self.data_dir, **overrides}
-            )
-            self._app = build_app(settings, interface="cli")
-        return self._app
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -84,7 +73,10 @@ def cli(ctx: click.Context, data_dir: Path | None, config: Path | None, debug: b
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--collection", "-c", help="Collection to ingest into (default: 'default').")
-@click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Metadata on every chunk.")
+@click.option(
+    "--tag", "tags", multiple=True, metavar="KEY=VALUE",
+    help="Metadata on every chunk, kept by later runs until changed; KEY= removes it.",
+)  # fmt: skip
 @click.option("--include", multiple=True, metavar="GLOB", help="Only files matching (repeatable).")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching (repeatable).")
 @click.option("--prune", is_flag=True, help="Remove documents whose files are gone.")
@@ -102,15 +94,18 @@ def ingest(
 ) -> None:
     """Index files or folders (recursively); unchanged files are skipped.
 
+    Progress goes to stderr in chunks embedded, with a rate and an ETA: a line redrawn on a
+    terminal, else a line every ingest.progress_interval_s seconds.
+
     Ctrl-C (or SIGTERM) stops within moments: documents written so far are kept, whole,
     and a re-run goes on from there."""
     with _errors(obj), _stoppable() as stop:
         app = obj.app()
         exclusions = [*app.settings.ingest.exclude, *exclude]
         try:
-            with _progress() as progress:
+            with ingest_progress(app.settings.ingest) as progress:
                 report = app.ingest(
-                    list(paths), collection, parse_key_values(tags, "--tag"),
+                    list(paths), collection, parse_key_values(tags, "--tag", empty=True),
                     include=list(include), exclude=exclusions, prune=prune, progress=progress,
                 )  # fmt: skip
         except IngestStopped as stopped:
@@ -122,6 +117,8 @@ def ingest(
             click.echo("stopped; re-run to continue", err=True)
             sys.exit(128 + stop.signum)
         _emit(report.to_dict() if as_json else render_report(report), as_json)
+        for _, warning in report.warnings:  # indexed, but the user has something to fix
+            click.echo(f"warning: {warning}", err=True)
         _exit_for(report)
 
 
@@ -130,7 +127,7 @@ def ingest(
 @click.option("-k", "--top-k", type=int, help="Number of hits (1-100, default 5).")
 @click.option("--collection", "-c", help="Collection to search (default: 'default').")
 @click.option("--filter", "filters", multiple=True, metavar="KEY=VALUE", help="Metadata filter.")
-@click.option("--min-score", type=float, help="Drop hits scoring below this (fused score).")
+@click.option("--min-score", type=float, help="Drop hits whose relevance (0-1) is below this.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of hits.")
 @click.option(
     "--explain", is_flag=True, help="Show each hit's lexical, dense, fused and rerank ranks."
@@ -212,25 +209,6 @@ def remove(obj: _Context, path_or_doc_hash: str, collection: str | None, all_mat
             click.echo(f"removed {record.source} ({record.chunk_count} chunks)")
 
 
-@contextmanager
-def _errors(obj: _Context) -> Iterator[None]:
-    """Turn failures into one line on stderr and a non-zero exit (tracebacks with --debug)."""
-    try:
-        yield
-    except KnowhubError as exc:
-        if obj.debug:
-            raise
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
-    except (KeyboardInterrupt, click.exceptions.Exit, SystemExit):
-        raise
-    except Exception as exc:  # the CLI is the one place allowed to catch everything
-        if obj.debug:
-            raise
-        click.echo(f"error: {type(exc).__name__}: {exc} (run with --debug for details)", err=True)
-        sys.exit(1)
-
-
 @dataclass
 class _Stop:
     signum: int = signal.SIGINT  # the signal that stopped the command
@@ -256,36 +234,6 @@ def _stoppable() -> Iterator[_Stop]:
         signal.signal(signal.SIGTERM, previous)
 
 
-@contextmanager
-def _progress(label: str = "ingesting") -> Iterator[Callable[[int, int, str], None] | None]:
-    """A progress bar on stderr when it is a terminal; nothing otherwise."""
-    if not sys.stderr.isatty():
-        yield None
-        return
-    bar: Any = None
-
-    def update(done: int, total: int, current: str) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = click.progressbar(length=total, label=label, file=sys.stderr)
-            bar.__enter__()
-        bar.label = f"{label} {current[-40:]}"
-        bar.update(done - bar.pos)
-
-    try:
-        yield update
-    finally:
-        if bar is not None:
-            bar.__exit__(None, None, None)
-
-
-def _emit(payload: Any, as_json: bool) -> None:
-    if as_json:
-        click.echo(json.dumps(payload, ensure_ascii=False, indent=2, default=str))
-    else:
-        click.echo(payload)
-
-
 def _exit_for(report: IngestReport) -> None:
     if not report.ok:
         sys.exit(1)
@@ -296,16 +244,7 @@ def main() -> None:
     cli(prog_name="knowhub")
 
 
-# Commands kept in their own modules; imported last because they use the helpers above.
-from knowhub.interfaces.cli_ask import ask  # noqa: E402
-from knowhub.interfaces.cli_bench import bench  # noqa: E402
-from knowhub.interfaces.cli_bundle import export_command, import_command, verify  # noqa: E402
-from knowhub.interfaces.cli_eval import eval_command  # noqa: E402
-from knowhub.interfaces.cli_faq import faq  # noqa: E402
-from knowhub.interfaces.cli_serve import serve  # noqa: E402
-from knowhub.interfaces.cli_traces import traces  # noqa: E402
-from knowhub.interfaces.cli_versions import versions  # noqa: E402
-
+# The commands kept in their own modules.
 cli.add_command(ask)
 cli.add_command(bench)
 cli.add_command(export_command)

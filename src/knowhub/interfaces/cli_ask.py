@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from knowhub.interfaces.cli import _Context, _emit, _errors
+from knowhub.interfaces.cli_common import _Context, _emit, _errors
 from knowhub.validate import parse_key_values
 
 __all__ = ["ask", "render_answer"]
@@ -66,7 +66,8 @@ def render_answer(result: dict[str, Any], answer_shown: bool = False) -> str:
                 where.append(f"p. {s['page']}")
             if s["section_path"]:
                 where.append(f"§ {s['section_path']}")
-            where.append(f"lines {s['line_start']}-{s['line_end']}")
+            if s["line_start"]:  # 0: a format without lines (PDF, Office)
+                where.append(f"lines {s['line_start']}-{s['line_end']}")
             lines.append(f"  [{s['n']}] {', '.join(where)}")
     elif result["sources"] and result["hit_type"] == "insufficient_context":
         lines.append("Closest sources (not relevant enough to answer from):")

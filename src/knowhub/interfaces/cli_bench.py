@@ -20,7 +20,7 @@ import yaml
 
 from knowhub.config import load_settings
 from knowhub.errors import ConfigError
-from knowhub.interfaces.cli import _Context, _emit, _errors
+from knowhub.interfaces.cli_common import _Context, _emit, _errors
 from knowhub.interfaces.loadtest import ENDPOINTS
 from knowhub.interfaces.loadtest.target import loopback_url, websocket_url
 

@@ -10,7 +10,7 @@ import click
 
 from knowhub.ingest.bundle import BundleStats
 from knowhub.ingest.verify import render_verify
-from knowhub.interfaces.cli import _Context, _emit, _errors
+from knowhub.interfaces.cli_common import _Context, _emit, _errors
 
 __all__ = ["export_command", "import_command", "verify"]
 

@@ -22,7 +22,8 @@ from knowhub.eval.golden import golden_set
 from knowhub.eval.report import compare, load_report, write_reports
 from knowhub.eval.runner import EvalResult, check_judgments, index_corpus, run_queries
 from knowhub.eval.sets import EvalSet, beir_set
-from knowhub.interfaces.cli import _Context, _emit, _errors, _progress
+from knowhub.interfaces.cli_common import _Context, _emit, _errors, _progress
+from knowhub.interfaces.progress import ingest_progress
 from knowhub.validate import check_collection_name
 
 __all__ = ["eval_command"]
@@ -94,7 +95,7 @@ def eval_command(
         app = obj.app()
         work = app.settings.data_dir / "eval"
         evalset, name = _evalset(app, dataset, split, collection, limit, subset_docs, work)
-        with _progress("indexing") as progress:
+        with ingest_progress(app.settings.ingest, "indexing") as progress:
             ingest = index_corpus(app, evalset, name, progress)
         check_judgments(app, evalset, name)
         with _progress("searching") as progress:

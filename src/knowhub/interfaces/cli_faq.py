@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from knowhub.interfaces.cli import _Context, _emit, _errors
+from knowhub.interfaces.cli_common import _Context, _emit, _errors
 
 __all__ = ["faq"]
 

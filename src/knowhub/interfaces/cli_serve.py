@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from knowhub.config import load_settings
-from knowhub.interfaces.cli import _Context, _errors
+from knowhub.interfaces.cli_common import _Context, _errors
 from knowhub.validate import parse_duration
 
 __all__ = ["serve"]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
 
 from knowhub.errors import QueryError
 from knowhub.eval.golden import add_case
-from knowhub.interfaces.cli import _Context, _emit, _errors
+from knowhub.interfaces.cli_common import _Context, _emit, _errors
 from knowhub.trace.record import Trace, preview
 from knowhub.trace.report import parse_since, select, summarize, waterfall
 
@@ -107,22 +108,43 @@ def _render(summary: dict[str, object], recent: list[Trace]) -> str:
     if not summary["count"]:
         return "no traces match (traces are written to DATA_DIR/traces by every run)"
     total = summary["total_ms"]
+    stages: dict[str, dict[str, float]] = summary["stages_ms"]  # type: ignore[assignment]
+    table = [("stage", "runs", "p50 ms", "p95 ms")]
+    table += [(stage, str(row["count"]), str(row["p50"]), str(row["p95"]))
+              for stage, row in stages.items()]  # fmt: skip
     lines = [
         f"{summary['count']} runs ({summary['errors']} failed): {summary['by_kind']}; total "
         f"p50 {total['p50']} ms, p95 {total['p95']} ms; slowest stage: "  # type: ignore[index]
         f"{summary['slowest_stage']}",
         "",
-        f"{'stage':<18}{'runs':>6}{'p50 ms':>10}{'p95 ms':>10}",
+        *_columns(table, right=(1, 2, 3)),
+        "",
+        "recent runs:",
     ]
-    stages: dict[str, dict[str, float]] = summary["stages_ms"]  # type: ignore[assignment]
-    for stage, row in stages.items():
-        lines.append(f"{stage:<18}{row['count']:>6}{row['p50']:>10}{row['p95']:>10}")
-    lines += ["", "recent runs:"]
-    for t in recent:
-        outcome = (t.error and f"ERROR {preview(t.error)}") or t.hit_type or ""
-        lines.append(
-            f"  {t.trace_id}  {t.started_at[:19]}  {t.kind:<6} {t.interface:<4} "
-            f"{t.duration_ms:8.1f} ms  {t.collection}  {outcome}  "
-            f"{preview(t.query) or ''}"
-        )
+    runs = [
+        (t.trace_id, t.started_at[:19], t.kind, t.interface, f"{t.duration_ms:.1f} ms",
+         t.collection, _outcome(t))
+        for t in recent
+    ]  # fmt: skip
+    lines += [f"  {line}" for line in _columns(runs, right=(4,))]
     return "\n".join(lines)
+
+
+def _outcome(trace: Trace) -> str:
+    outcome = (trace.error and f"ERROR {preview(trace.error)}") or trace.hit_type or ""
+    return "  ".join(part for part in (outcome, preview(trace.query) or "") if part)
+
+
+def _columns(rows: Sequence[Sequence[str]], right: tuple[int, ...]) -> list[str]:
+    """Rows as columns each as wide as its widest cell, two spaces apart (a 7-digit p95
+    once ran into the column before it); columns in ``right`` are right-aligned."""
+    if not rows:
+        return []
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(
+            cell.rjust(w) if i in right else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in rows
+    ]

@@ -19,7 +19,8 @@ from knowhub.app_versions import (
     rollback_version,
 )
 from knowhub.errors import ConfigError
-from knowhub.interfaces.cli import _Context, _emit, _errors, _progress
+from knowhub.interfaces.cli_common import _Context, _emit, _errors
+from knowhub.interfaces.progress import ingest_progress
 from knowhub.interfaces.render import render_table
 from knowhub.versions import Version
 
@@ -68,7 +69,7 @@ def build(
     with _errors(obj):
         app = obj.app()
         check = gate_check(app, collection, _golden(app, golden)) if gate else None
-        with _progress("building") as progress:
+        with ingest_progress(app.settings.ingest, "building") as progress:
             report = build_version(app, collection, embedder, chunk_size, chunk_overlap,
                                    check, activate, progress)  # fmt: skip
         _emit(report.to_dict() if as_json else _render_build(report), as_json)

@@ -14,6 +14,7 @@ from knowhub.versions import CollectionView
 __all__ = [
     "citation",
     "explain_hits",
+    "middle_cut",
     "render_chunk",
     "render_collections",
     "render_documents",
@@ -24,16 +25,19 @@ __all__ = [
 ]
 
 PREVIEW_CHARS = 240
+SOURCE_CHARS = 60  # the documents table's source column: a row still fits 132 columns
 
 
 def citation(hit: Hit) -> str:
-    """``source, p. 3, § A > B, lines 10-24`` — every part that is known."""
+    """``source, p. 3, § A > B, lines 10-24`` — every part that is known (lines are the
+    file's; a PDF or Office file has none, line 0, and is cited by page and section)."""
     parts = [hit.source]
     if hit.page is not None:
         parts.append(f"p. {hit.page}")
     if hit.section_path:
         parts.append(f"§ {hit.section_path}")
-    parts.append(f"lines {hit.line_start}-{hit.line_end}")
+    if hit.line_start:
+        parts.append(f"lines {hit.line_start}-{hit.line_end}")
     return ", ".join(parts)
 
 
@@ -51,9 +55,10 @@ def render_hits(
             preview = preview[:PREVIEW_CHARS].rstrip() + "…"
         body = textwrap.indent(textwrap.fill(preview, 96), "    ")
         why = f"    {_explain_line(explanations[rank - 1])}\n" if explanations else ""
-        blocks.append(
-            f"[{rank}] {hit.score:.3f}  {citation(hit)}\n    chunk {hit.chunk_id}\n{why}{body}"
-        )
+        # The score ranks within this search; relevance is absolute (what --min-score cuts).
+        relevance = "" if hit.relevance is None else f" · relevance {hit.relevance:.2f}"
+        blocks.append(f"[{rank}] {hit.score:.3f}{relevance}  {citation(hit)}\n"
+                      f"    chunk {hit.chunk_id}\n{why}{body}")  # fmt: skip
     return "\n\n".join(blocks)
 
 
@@ -119,14 +124,18 @@ def _explain_line(why: Mapping[str, Any]) -> str:
 
 
 def render_report(report: IngestReport) -> str:
+    # Moves and tag changes are named only when there are some: most runs have none.
+    moved = f"{len(report.moved)} moved, " if report.moved else ""
+    retagged = f"{len(report.retagged)} retagged, " if report.retagged else ""
     lines = [
         f"collection {report.collection}: {len(report.added)} added, "
-        f"{len(report.updated)} updated, {len(report.unchanged)} unchanged, "
+        f"{len(report.updated)} updated, {moved}{retagged}{len(report.unchanged)} unchanged, "
         f"{len(report.removed)} removed, {len(report.failed)} failed, "
         f"{len(report.skipped)} skipped "
         f"({report.chunks} chunks written, {report.embedded} embedded, "
         f"{report.cached} from cache) in {report.seconds:.1f} s"
     ]
+    lines += [f"  moved {old} → {new}" for old, new in report.moved]
     for source, reason in report.failed:
         lines.append(f"  failed {source}: {reason}")
     lines += [f"  skipped {reason}" for _, reason in report.skipped]
@@ -144,15 +153,29 @@ def render_collections(infos: Sequence[CollectionView]) -> str:
 
 
 def render_documents(records: Sequence[DocumentRecord]) -> str:
+    """The documents as a table whose source column is at most :data:`SOURCE_CHARS` wide
+    (one deep path made every row 480 characters); a cut source keeps its start and its
+    file name, and a last line says where the whole ones are."""
     if not records:
         return "no documents in this collection"
     rows = [("source", "format", "chunks", "pages", "doc_hash", "ingested_at")]
     rows += [
-        (r.source, r.format, str(r.chunk_count), str(r.pages or "-"), r.doc_hash[:16],
-         r.ingested_at)
+        (middle_cut(r.source, SOURCE_CHARS), r.format, str(r.chunk_count), str(r.pages or "-"),
+         r.doc_hash[:16], r.ingested_at)
         for r in records
     ]  # fmt: skip
-    return render_table(rows)
+    cut = any(len(r.source) > SOURCE_CHARS for r in records)
+    note = "\n(long sources are cut in the middle: `knowhub docs --json` has them whole)"
+    return render_table(rows) + (note if cut else "")
+
+
+def middle_cut(text: str, limit: int) -> str:
+    """``text`` if it fits in ``limit`` characters, else its start, "…" and its end (the
+    end of a path, its file name, says the most)."""
+    if len(text) <= limit:
+        return text
+    tail = (limit - 1) * 2 // 3
+    return text[: limit - 1 - tail] + "…" + text[-tail:]
 
 
 def render_chunk(hits: Sequence[Hit]) -> str:

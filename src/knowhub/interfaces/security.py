@@ -3,8 +3,9 @@
 Bearer tokens come from the configuration (secrets from the environment); :class:`Guard`
 is the ASGI middleware in front of every route: Origin allow-list, Host check when bound
 to loopback (DNS rebinding), body size limit, bearer token (or, for browser pages under a
-:class:`CookieLogin` prefix only, the same token in a cookie). Wrong tokens are counted per
-client address (:class:`FailureLimiter`): too many and that address gets 429 for a while.
+:class:`CookieLogin` prefix only, a :class:`SessionBook` session id in a cookie). Wrong tokens
+are counted per client address (:class:`FailureLimiter`): too many and that address gets 429
+for a while.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import hmac
 import json
 import logging
 import math
+import secrets
 import threading
 import time
 from collections import OrderedDict, deque
@@ -33,10 +35,12 @@ __all__ = [
     "LOCAL_USER",
     "LOOPBACK_HOSTS",
     "PRINCIPAL_KEY",
+    "SESSION_TTL_S",
     "CookieLogin",
     "FailureLimiter",
     "Guard",
     "Principal",
+    "SessionBook",
     "ThrottledError",
     "TokenBook",
     "check_bind",
@@ -47,6 +51,8 @@ log = logging.getLogger("knowhub.security")
 
 PRINCIPAL_KEY = "knowhub.principal"
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
+SESSION_TTL_S = 7 * 86400.0  # a console sign-in lasts a week, however much it is used
+MAX_SESSIONS = 10_000  # console sign-ins remembered; the oldest is forgotten first
 
 
 @dataclass(frozen=True)
@@ -159,6 +165,64 @@ class FailureLimiter:
             return True
 
 
+class SessionBook:
+    """Console sign-ins: a random session id for each, standing for the principal.
+
+    The browser's cookie holds this id, never the bearer token: a copied cookie is worth
+    nothing after sign-out, after :data:`SESSION_TTL_S`, or once the server restarts (the
+    book lives in memory), and the token itself is never stored in a browser profile. Ids
+    are 256 random bits, kept only as SHA-256 digests; at most ``max_sessions`` are kept, the
+    oldest sign-in forgotten first (its browser is sent to the login form again).
+    """
+
+    def __init__(
+        self,
+        ttl_s: float = SESSION_TTL_S,
+        max_sessions: int = MAX_SESSIONS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.ttl_s = ttl_s
+        self.max_sessions = max_sessions
+        self._clock = clock
+        # digest → (principal, expiry); insertion order is expiry order (one fixed ttl)
+        self._sessions: OrderedDict[bytes, tuple[Principal, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def open(self, principal: Principal) -> str:
+        """A new session for ``principal``: the id to put in the cookie."""
+        session_id = secrets.token_urlsafe(32)
+        now = self._clock()
+        with self._lock:
+            while self._sessions and (
+                next(iter(self._sessions.values()))[1] <= now
+                or len(self._sessions) >= self.max_sessions
+            ):
+                self._sessions.popitem(last=False)
+            self._sessions[_digest(session_id.encode())] = (principal, now + self.ttl_s)
+        return session_id
+
+    def lookup(self, session_id: str | None) -> Principal | None:
+        """The principal of a live session, or None (unknown, ended or expired)."""
+        if not session_id:
+            return None
+        key = _digest(session_id.encode())
+        with self._lock:
+            found = self._sessions.get(key)
+            if found is not None and found[1] <= self._clock():
+                del self._sessions[key]
+                found = None
+        return None if found is None else found[0]
+
+    def close(self, session_id: str | None) -> None:
+        """End the session (sign-out); an unknown id is ignored."""
+        if session_id:
+            with self._lock:
+                self._sessions.pop(_digest(session_id.encode()), None)
+
+
 class TokenBook:
     """The configured tokens, compared in constant time; wrong ones counted per client.
 
@@ -171,6 +235,7 @@ class TokenBook:
         self.failures = FailureLimiter(server.auth_max_failures, server.auth_window_s,
                                        server.auth_lockout_s, server.auth_tracked_clients,
                                        clock)  # fmt: skip
+        self.sessions = SessionBook(clock=clock)  # console sign-ins with these tokens
         self._entries: list[tuple[bytes, Principal]] = []
         for spec in settings.server.tokens:
             secret = settings.secret(spec.token_env)
@@ -226,12 +291,13 @@ class TokenBook:
 
 @dataclass(frozen=True)
 class CookieLogin:
-    """Browser pages under ``prefix`` (the web console) may carry the token in a cookie.
+    """Browser pages under ``prefix`` (the web console) may carry a session in a cookie.
 
     A browser cannot add an ``Authorization`` header to a link it follows, so there, and only
-    there, the token may come in the ``cookie`` a login form set (HttpOnly, SameSite=Strict:
-    another site's page cannot make the browser send it). A page asked for without a valid
-    token is redirected to ``login_path``.
+    there, the ``cookie`` a login form set may stand in for the token: it holds a
+    :class:`SessionBook` id (HttpOnly, SameSite=Strict: another site's page cannot make the
+    browser send it). A page asked for without a valid token or session is redirected to
+    ``login_path``.
     """
 
     prefix: str
@@ -287,10 +353,7 @@ class Guard:
         principal: Principal | None = LOCAL_USER
         if self.tokens:
             try:
-                principal = self.tokens.authenticate(
-                    _authorization(scope, headers, self.cookie_login),
-                    client_address(scope), scope["path"],
-                )  # fmt: skip
+                principal = self._principal(scope, headers)
             except ThrottledError as exc:
                 await _refuse(_throttled(exc), scope, receive, send)
                 return
@@ -299,6 +362,25 @@ class Guard:
                 return
         scope[PRINCIPAL_KEY] = principal
         await self.app(scope, receive, send)
+
+    def _principal(self, scope: Scope, headers: Headers) -> Principal | None:
+        """The caller by its token or, on a console page sent none, by its session cookie.
+
+        A wrong session id is not counted as a failed authentication: 256 random bits cannot
+        be guessed, and a stale cookie after sign-out or a restart guesses nothing.
+        """
+        authorization = _authorization(scope, headers)
+        login = self.cookie_login
+        if (
+            authorization is None
+            and login is not None
+            and scope["type"] == "http"
+            and login.covers(scope["path"])
+        ):
+            return self.tokens.sessions.lookup(
+                cookie_parser(headers.get("cookie", "")).get(login.cookie)
+            )
+        return self.tokens.authenticate(authorization, client_address(scope), scope["path"])
 
     def _unauthenticated(self, scope: Scope) -> Response:
         """A browser page goes to the login form (and back after it); anything else gets 401."""
@@ -361,24 +443,15 @@ def _matches(value: str, allowed: list[str]) -> bool:
     return False
 
 
-def _authorization(scope: Scope, headers: Headers, login: CookieLogin | None) -> str | None:
-    """The Authorization header; on a WebSocket handshake without one, ``?token=``; on a
-    browser page under ``login``'s prefix without one, its cookie.
+def _authorization(scope: Scope, headers: Headers) -> str | None:
+    """The Authorization header; on a WebSocket handshake without one, ``?token=``.
 
     Browsers cannot set headers on a WebSocket, so only there may the token ride in the
-    URL (compared exactly like the header's); nor on a page link, so only there the cookie.
+    URL (compared exactly like the header's).
     """
     found = headers.get("authorization")
     if found is None and scope["type"] == "websocket":
         token = QueryParams(scope.get("query_string", b"")).get("token")
-        found = f"Bearer {token}" if token else None
-    if (
-        found is None
-        and login is not None
-        and scope["type"] == "http"
-        and login.covers(scope["path"])
-    ):
-        token = cookie_parser(headers.get("cookie", "")).get(login.cookie)
         found = f"Bearer {token}" if token else None
     return found
 

@@ -81,6 +81,8 @@ class SearchCaches:
     query_vectors: LRUCache[Vectors] = field(default_factory=lambda: _vectors(1024))
     # Values are SearchResult objects; typed loosely to keep this module below the pipeline.
     results: LRUCache[Any] = field(default_factory=lambda: _results(256))
+    # (collection id, version) → the metadata keys its filters may name (query.filters).
+    filter_keys: LRUCache[frozenset[str]] = field(default_factory=lambda: LRUCache(64))
 
     @classmethod
     def sized(cls, query_vectors: int, results: int) -> SearchCaches:

@@ -17,7 +17,9 @@ from knowhub.models import Filters, Hit
 from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.stores.base import Store
 from knowhub.query.cache import SearchCaches
+from knowhub.query.filters import resolve_filters
 from knowhub.query.fusion import reciprocal_rank_fusion, weighted_fusion
+from knowhub.query.relevance import with_relevance
 from knowhub.query.rerank import RerankOutcome, RerankStage
 from knowhub.validate import (
     check_min_score,
@@ -96,7 +98,7 @@ def search(
     """
     report = on_stage or _silent
     clock = time.perf_counter()
-    cid = _validate(store, request)
+    cid, request = _validate(store, request, caches)
     key = (cid, store.version(cid), request.query.strip(), tuple(sorted(request.filters.items())),
            request.top_k, request.min_score)  # fmt: skip
     cached: SearchResult | None = caches.results.get(key) if caches is not None else None
@@ -109,7 +111,7 @@ def search(
     clock = time.perf_counter()
     fused = fuse(settings, legs)
     window = request.top_k if rerank is None else rerank.window(request.top_k)
-    fused = [(i, s) for i, s in fused if s >= request.min_score][:window]
+    fused = fused[: 2 * window]  # room for the duplicates _distinct drops
     rows = store.hits([i for i, _ in fused])
     lexical_rank = {item: r for r, (item, _) in enumerate(legs.lexical, start=1)}
     dense_rank = {item: r for r, (item, _) in enumerate(legs.dense, start=1)}
@@ -120,6 +122,11 @@ def search(
         for rank, (i, s) in enumerate(fused, start=1)
         if i in rows
     ]  # fmt: skip
+    hits = _distinct(hits)[:window]
+    # The fused score ranks; the absolute relevance decides what is good enough to keep.
+    hits = with_relevance(request.query.strip(), hits, legs.dense if legs.dense_used else None,
+                          embedder.calibration(legs.language))  # fmt: skip
+    hits = [h for h in hits if (h.relevance or 0.0) >= request.min_score]
     timings["fusion"] = _lap(clock)
     report("fusion", len(hits), timings["fusion"])
     outcome = RerankOutcome()
@@ -137,8 +144,11 @@ def search(
     return result
 
 
-def _validate(store: Store, request: SearchRequest) -> int:
-    """Check every argument; return the collection's id."""
+def _validate(
+    store: Store, request: SearchRequest, caches: SearchCaches | None
+) -> tuple[int, SearchRequest]:
+    """Check every argument; return the collection's id and the request with its filter
+    keys resolved (an unknown key is an error, not an empty result)."""
     check_query(request.query)
     check_top_k(request.top_k, request.max_top_k)
     check_min_score(request.min_score)
@@ -148,7 +158,8 @@ def _validate(store: Store, request: SearchRequest) -> int:
         raise QueryError(
             f"unknown collection {request.collection!r} (known: {known}); ingest into it first"
         )
-    return cid
+    filters = resolve_filters(store, cid, request.collection, request.filters, caches)
+    return cid, replace(request, filters=filters)
 
 
 def retrieve(
@@ -160,7 +171,7 @@ def retrieve(
     caches: SearchCaches | None = None,
 ) -> Legs:
     """Validate the request and run both legs, each with the filters applied inside it."""
-    cid = _validate(store, request)
+    cid, request = _validate(store, request, caches)
     return _retrieve(store, embedder, settings, request, cid, {} if timings is None else timings,
                      caches, _silent)  # fmt: skip
 
@@ -241,6 +252,19 @@ def fuse(settings: SearchSettings, legs: Legs) -> list[tuple[int, float]]:
     total = sum(base[leg] for leg in live)
     # Weights renormalised over the legs that answered, so scores stay in [0, 1].
     return weighted_fusion(live, {leg: base[leg] / total for leg in live})
+
+
+def _distinct(hits: list[Hit]) -> list[Hit]:
+    """``hits`` without a repeat of an earlier hit's text from the same source: copies of
+    one file ingested from two folders under one relative name would fill the results
+    with one passage."""
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for hit in hits:
+        if (hit.source, hit.text) not in seen:
+            seen.add((hit.source, hit.text))
+            kept.append(hit)
+    return kept
 
 
 def _silent(stage: str, hits: int, elapsed_ms: float) -> None:

@@ -56,6 +56,8 @@ def record_ingest(trace: Trace, report: Any) -> None:
     trace.stage_hits = {"ingest": len(report.added) + len(report.updated)}
     trace.ingest = {
         "added": len(report.added), "updated": len(report.updated),
+        "moved": [{"from": old, "to": new} for old, new in report.moved],
+        "retagged": len(report.retagged),
         "unchanged": len(report.unchanged), "removed": len(report.removed),
         "failed": [{"source": s, "reason": preview(r)} for s, r in report.failed],
         "skipped": [{"source": s, "reason": preview(r)} for s, r in report.skipped],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from knowhub.answer.citations import check_citations
 from knowhub.answer.extractive import extractive_answer
@@ -15,17 +16,21 @@ from knowhub.models import Hit
 from knowhub.providers.llms.base import LLM, ChatMessage
 
 
-def _hit(n: int, text: str, source: str = "", page: int | None = None) -> Hit:
+def _hit(
+    n: int, text: str, source: str = "", page: int | None = None, relevance: float = 0.9
+) -> Hit:
     return Hit(
         chunk_id=f"c{n}", score=1.0 - n / 10, source=source or f"doc{n}.md", title="", text=text,
         page=page, section_path="Guide > Backups", line_start=1, line_end=4, char_start=0,
         char_end=len(text), doc_hash="0" * 64, collection="default", language="en",
+        relevance=relevance,
     )  # fmt: skip
 
 
+# Relevance as a search for the backup questions below gives it (see knowhub.query.relevance).
 BACKUPS = _hit(1, "# Backups\n\nThe timer takes an incremental database\nbackup every 6 hours. "
                "Full backups run nightly.\n\nOld backups are kept for 35 days.")  # fmt: skip
-VPN = _hit(2, "Connect to the VPN before you open the admin console.")
+VPN = _hit(2, "Connect to the VPN before you open the admin console.", relevance=0.6)
 
 
 def test_sentences_join_wrapped_prose_and_keep_bullets_apart() -> None:
@@ -147,12 +152,14 @@ def test_an_unsupported_answer_lowers_confidence() -> None:
 
 def test_no_relevant_source_means_no_answer_and_no_llm_call() -> None:
     llm = ScriptedLLM("Paris [1].")
-    end = collect(answer_events("What is the capital of France?", _retrieve([BACKUPS, VPN]), llm,
+    unrelated = [replace(BACKUPS, relevance=0.1), replace(VPN, relevance=0.0)]
+    end = collect(answer_events("What is the capital of France?", _retrieve(unrelated), llm,
                                 AnswerSettings()))  # fmt: skip
     assert end["hit_type"] == "insufficient_context" and llm.calls == []
     assert end["answer"] == "The documents do not cover this question."
     assert "is below answer.min_evidence" in end["notes"][0]
-    ru = collect(answer_events("Какая столица Франции?", _retrieve([BACKUPS]), None,
+    assert [s["relevance"] for s in end["sources"]] == [0.1, 0.0]  # the nearest misses, shown
+    ru = collect(answer_events("Какая столица Франции?", _retrieve(unrelated[:1]), None,
                                AnswerSettings(), language="ru"))  # fmt: skip
     assert ru["answer"] == "В документах нет ответа на этот вопрос."
 
@@ -181,3 +188,40 @@ def test_llm_router_extracts_filters_and_comparisons_and_falls_back() -> None:
     for reply in ("not json", '{"intent": "dance"}', '{"intent": "filter", "filters": {}}'):
         fallback = route("backups?", ScriptedLLM(reply))
         assert fallback.intent == "search" and fallback.by == "fallback" and fallback.note
+
+
+# A source a search found for "How long are backups kept?" that is not about it: it shares
+# one word, so an extractive answer used to quote it and an LLM used to see it.
+LOGS = _hit(3, "Audit logs are kept in the vault.", source="audit.md", relevance=0.2)
+
+
+def test_sources_below_the_floor_are_neither_quoted_nor_prompted_nor_listed() -> None:
+    question = "How long are backups kept?"
+    extractive = collect(answer_events(question, _retrieve([BACKUPS, LOGS]), None,
+                                       AnswerSettings()))  # fmt: skip
+    assert "vault" not in extractive["answer"] and "35 days. [1]" in extractive["answer"]
+    assert [s["source"] for s in extractive["sources"]] == ["doc1.md"]
+    assert "1 source(s) below answer.min_evidence 0.40 left out" in extractive["notes"]
+    llm = ScriptedLLM("Backups are kept for 35 days [1].")
+    collect(answer_events(question, _retrieve([LOGS, BACKUPS]), llm, AnswerSettings()))
+    prompt = llm.calls[0][0].content
+    assert "[1] doc1.md" in prompt and "audit.md" not in prompt and "vault" not in prompt
+
+
+def test_confidence_follows_the_sources_relevance() -> None:
+    def confidence(relevance: float) -> float:
+        hit = replace(BACKUPS, relevance=relevance)
+        answer = collect(answer_events("How long are backups kept?", _retrieve([hit]),
+                                       ScriptedLLM("Backups are kept for 35 days [1]."),
+                                       AnswerSettings()))  # fmt: skip
+        assert answer["hit_type"] == "rag" and answer["citations"]["score"] == 1.0
+        return float(answer["confidence"])
+
+    assert confidence(0.95) == 0.95 and confidence(0.55) == 0.55
+
+
+def test_an_extractive_answer_leaves_out_sentences_sharing_one_word() -> None:
+    backups = _hit(1, "Database backups are kept for 35 days. The timer runs hourly.")
+    logs = _hit(2, "Audit logs are kept for two years.", source="audit.md")
+    text = extractive_answer("How long are database backups kept?", [backups, logs])
+    assert text == "Database backups are kept for 35 days. [1]"  # 3 of 4 terms, not 1 of 4

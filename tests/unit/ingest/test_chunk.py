@@ -2,12 +2,19 @@ import hashlib
 import itertools
 import random
 import re
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from knowhub.ingest.chunk import ChunkingOptions, chunk_document, make_chunk_id
+from knowhub.ingest.loaders import load
 from knowhub.lang import count_tokens
-from knowhub.models import Chunk, Heading, LoadedDocument
+from knowhub.models import Chunk, Heading, LineSpan, LoadedDocument
+
+# Fixture types (the builders live in conftest.py).
+Writer = Callable[[str, bytes], Path]
+PdfMaker = Callable[..., Path]
 
 DOC_HASH = hashlib.sha256(b"a document").hexdigest()
 
@@ -269,3 +276,76 @@ def test_blank_document_has_no_chunks() -> None:
 def test_invalid_size_or_overlap_is_rejected(size: int, overlap: int) -> None:
     with pytest.raises(ValueError, match="chunk"):
         ChunkingOptions(size=size, overlap=overlap)
+
+
+# --- pages and file lines ------------------------------------------------------------------
+
+DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+# A 3-page Russian policy (~650 characters, less than one chunk): the lockout rule is on
+# page 2, so a chunk spanning all three pages would cite it "p. 1".
+POLICY_PAGES = [
+    "Политика учётных записей\n"
+    "Этот документ описывает правила входа в корпоративные системы для всех сотрудников "
+    "компании. Пароль должен содержать не менее двенадцати символов.",
+    "Блокировка учётной записи\n"
+    "После пяти неудачных попыток входа учётная запись блокируется на тридцать минут. "
+    "Чтобы снять блокировку раньше, позвоните в службу поддержки по номеру 1234.",
+    "Смена пароля\n"
+    "Пароль меняют каждые девяносто дней. Новый пароль не может совпадать ни с одним из "
+    "трёх предыдущих. Временный пароль действует одни сутки.",
+]
+
+
+def test_no_chunk_crosses_a_page_start() -> None:
+    pages = [" ".join(EN[:3]), " ".join(EN[3:]), "Short last page."]
+    text = "\n\n".join(pages)
+    starts = (0, len(pages[0]) + 2, len(pages[0]) + len(pages[1]) + 4)
+    chunks = chunk(markdown(text, starts), size=800)  # all of it would fit in one chunk
+    assert [(piece.page, piece.text) for piece in chunks] == list(
+        zip([1, 2, 3], pages, strict=True)
+    )
+
+
+@pytest.mark.skipif(not DEJAVU.exists(), reason="needs the DejaVu font for Cyrillic")
+def test_russian_pdf_answer_on_page_two_is_cited_on_page_two(make_pdf: PdfMaker) -> None:
+    doc = load(make_pdf("policy.pdf", POLICY_PAGES, font=DEJAVU))
+    assert 500 < len(doc.text) < 800  # one chunk's worth, if pages did not split it
+    chunks = chunk(doc)
+    [lockout] = [piece for piece in chunks if "блокируется" in piece.text]
+    assert lockout.page == 2
+    assert "двенадцати" not in lockout.text and "девяносто" not in lockout.text
+    assert doc.title == "Политика учётных записей"  # its first line, not "untitled"
+    assert (lockout.line_start, lockout.line_end) == (0, 0)  # a PDF has pages, not lines
+
+
+def test_reflowed_pieces_map_to_file_lines_in_proportion() -> None:
+    # As the HTML loader writes them: a heading from line 10, a paragraph joined from
+    # file lines 12-15, a code block whose 3 lines are file lines 20-22.
+    paragraph = " ".join(EN)
+    text = f"# Intro\n\n{paragraph}\n\n```\none\ntwo\nthree\n```"
+    code = text.index("one")
+    spans = (
+        LineSpan(0, 10, 10),
+        LineSpan(9, 12, 15),
+        LineSpan(code - 4, 19, 19),
+        LineSpan(code, 20, 22),
+        LineSpan(text.index("\n```", code) + 1, 23, 23),
+    )
+    doc = LoadedDocument(text, "doc", "html", line_map=spans)
+    whole = chunk(doc, size=2000, overlap=0)
+    assert [(piece.line_start, piece.line_end) for piece in whole] == [(10, 23)]
+    pieces = chunk(doc, size=130, overlap=0)
+    # Sentences 1-2, 3-4 and 5 of the paragraph: 0-40 %, 40-80 % and 80-100 % of it.
+    assert [(piece.line_start, piece.line_end) for piece in pieces] == [
+        (10, 13),
+        (13, 14),
+        (14, 23),
+    ]
+    two = [p for p in chunk(doc, size=4, overlap=0) if p.text == "two" and p.char_start > code]
+    assert [(piece.line_start, piece.line_end) for piece in two] == [(21, 21)]
+
+
+def test_markdown_front_matter_is_never_a_chunk(write: Writer) -> None:
+    source = "---\ntitle: Ops\ntags: [ops]\n---\n\nBackups run nightly.\n"
+    chunks = chunk(load(write("ops.md", source.encode())))
+    assert [(piece.text, piece.line_start) for piece in chunks] == [("Backups run nightly.", 6)]

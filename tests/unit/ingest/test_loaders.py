@@ -10,6 +10,7 @@ import pytest
 
 import knowhub.ingest.loaders as loaders
 from knowhub.errors import LoaderError
+from knowhub.ingest.chunk import ChunkingOptions, chunk_document
 from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS, load, markdown_headings
 from knowhub.ingest.loaders.markdown import TABLE_ROWS_PER_BLOCK
 from knowhub.models import Heading, LoadedDocument
@@ -27,6 +28,9 @@ CHINESE = (
     "备份每天夜里自动运行。如果服务器出现故障，请先停止服务，然后把最近的快照复制回来，"
     "再重新启动。最后检查日志，确认没有错误。"
 )
+
+
+SMALL = ChunkingOptions(size=60, overlap=0)
 
 
 def _page_of(document: LoadedDocument, phrase: str) -> int:
@@ -237,7 +241,7 @@ def test_pdf_cyrillic_text_is_extracted(make_pdf: PdfMaker) -> None:
     document = load(make_pdf("ru.pdf", ["Введение", RUSSIAN], font=DEJAVU))
     assert "Резервные копии" in document.text
     assert _page_of(document, "Резервные") == 2
-    assert document.title == "ru"
+    assert document.title == "Введение"  # no Title property: its first line, a title
 
 
 def test_pdf_with_a_blank_page_keeps_page_numbers(make_pdf: PdfMaker) -> None:
@@ -422,3 +426,159 @@ def test_invalid_json_names_line_and_column(write: Writer) -> None:
     assert "is not valid JSON" in str(error)
     assert "line 3, column 8" in str(error)
     assert isinstance(error.__cause__, json.JSONDecodeError)
+
+
+# --- titles from an obvious first line ----------------------------------------------------
+
+
+@pytest.mark.parametrize("title", [None, "untitled", "Microsoft Word - policy.docx"])
+def test_pdf_without_a_real_title_property_is_titled_by_its_first_line(
+    make_pdf: PdfMaker, title: str | None
+) -> None:
+    pages = ["Account Policy\nPasswords have at least twelve characters, and change yearly."]
+    assert load(make_pdf("scan_0012.pdf", pages, title=title)).title == "Account Policy"
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        "Passwords have at least twelve characters.",  # a sentence
+        "Dear team,",  # a letter
+        "A very long first line that runs on and on well past what anyone would call a "
+        "title, the way body text does",
+    ],
+)
+def test_a_first_line_that_is_no_title_leaves_the_file_stem(make_pdf: PdfMaker, first: str) -> None:
+    pages = [f"{first}\nThe rest of the page is body text, longer than any title would be."]
+    assert load(make_pdf("policy.pdf", pages)).title == "policy"
+
+
+def test_plain_text_is_titled_by_a_first_line_set_off_as_a_title(write: Writer) -> None:
+    text = b"Release Notes 2.4\n\nThe scheduler now retries failed jobs.\n"
+    assert load(write("rn.txt", text)).title == "Release Notes 2.4"
+    assert load(write("todo.txt", b"milk\neggs\nbread\n")).title == "todo"  # a list
+
+
+# --- lines of the file, and noise that never becomes text ---------------------------------
+
+# As `makeinfo --html` (texinfo 7) writes a node, with the texinfo 6 footer bar too.
+TEXINFO_NODE = """<!DOCTYPE html>
+<html>
+<!-- Created by GNU Texinfo 7.1, https://www.gnu.org/software/texinfo/ -->
+<head>
+<title>Backups (Ops Manual)</title>
+<link href="Restoring.html" rel="next" title="Restoring">
+</head>
+<body lang="en">
+<div class="chapter-level-extent" id="Backups">
+<div class="nav-panel">
+<p>
+Next: <a href="Restoring.html" accesskey="n" rel="next">Restoring</a>, Previous: <a
+href="Overview.html" accesskey="p" rel="prev">Overview</a>, Up: <a href="index.html"
+accesskey="u" rel="up">Ops Manual</a> &nbsp; [<a href="index.html#SEC_Contents"
+title="Table of contents" rel="contents">Contents</a>][<a href="Index.html">Index</a>]</p>
+</div>
+<hr>
+<h2 class="chapter" id="Backups-1"><span>2 Backups</span></h2>
+
+<p>Snapshots of every volume are taken at
+02:00 each night and kept for
+thirty days.
+</p>
+<ul>
+<li>Check the log first.</li>
+<li>Then restore.</li>
+</ul>
+<pre class="example">
+restore --all
+restore --verify
+</pre>
+<hr>
+<div class="header">
+<p>
+Next: <a href="Restoring.html" accesskey="n" rel="next">Restoring</a>, Up: <a
+href="index.html" accesskey="u" rel="up">Ops Manual</a> &nbsp;</p>
+</div>
+</div>
+</body>
+</html>
+"""
+
+
+def _file_line(source: str, phrase: str) -> int:
+    return source.count("\n", 0, source.index(phrase)) + 1
+
+
+def test_texinfo_navigation_bars_are_not_text(write: Writer) -> None:
+    document = load(write("Backups.html", TEXINFO_NODE.encode()))
+    assert document.text == (
+        "## 2 Backups\n\nSnapshots of every volume are taken at 02:00 each night and kept "
+        "for thirty days.\n\n- Check the log first.\n- Then restore.\n\n"
+        "```\nrestore --all\nrestore --verify\n```"
+    )
+    assert document.title == "Backups (Ops Manual)"
+
+
+def test_a_paragraph_that_starts_with_next_is_still_text(write: Writer) -> None:
+    page = '<p>Next: stop the <a href="svc.html">service</a> and restore the snapshot.</p>'
+    assert load(write("steps.html", page.encode())).text == (
+        "Next: stop the service and restore the snapshot."
+    )
+
+
+def test_html_chunks_cite_the_lines_of_the_file(write: Writer) -> None:
+    source = TEXINFO_NODE.replace("<body", "<!--\n" + "padding\n" * 40 + "-->\n<body")
+    chunks = chunk_document(load(write("Backups.html", source.encode())), "0" * 64, SMALL)
+    cited = {piece.text.split()[0]: (piece.line_start, piece.line_end) for piece in chunks}
+    assert cited["##"][0] == _file_line(source, "<h2")
+    assert cited["each"][1] == _file_line(source, "thirty days")  # the paragraph's end
+    assert cited["-"] == (_file_line(source, "Check the log"), _file_line(source, "Then"))
+    assert cited["```"] == (_file_line(source, "<pre"), _file_line(source, "</pre>"))
+
+
+def test_markdown_and_text_chunks_cite_the_lines_of_the_file(write: Writer) -> None:
+    source = "---\ntitle: Ops\n---\n\n# Backups\n\nThey run nightly.\n"
+    for name in ("ops.md", "ops.txt"):
+        chunks = chunk_document(load(write(name, source.encode())), "0" * 64, SMALL)
+        last = chunks[-1]
+        assert last.text.endswith("They run nightly.")
+        assert last.line_end == _file_line(source, "They run")
+
+
+def test_formats_without_lines_are_cited_without_them(make_pdf: PdfMaker, docx_path: Path) -> None:
+    for path in (make_pdf("report.pdf", ["Alpha.", "Bravo."]), docx_path):
+        chunks = chunk_document(load(path), "0" * 64, SMALL)
+        assert chunks and all((c.line_start, c.line_end) == (0, 0) for c in chunks)
+
+
+# --- bytes that are not text ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["notes.txt", "notes.md", "notes.html"])
+def test_utf8_with_a_few_bad_bytes_is_indexed_with_a_warning_giving_their_offsets(
+    write: Writer, name: str
+) -> None:
+    good = ("Привет, мир. " * 20).encode()
+    data = good[:100] + b"\xff" + good[100:200] + b"\xc3\x28" + good[200:]
+    document = load(write(name, data))
+    assert "Привет, мир." in document.text and document.text.count("\ufffd") == 2
+    [warning] = document.warnings
+    assert warning.startswith(str(write(name, data)))
+    assert "byte offsets 100, 201" in warning and "UTF-8" in warning
+
+
+def test_bad_bytes_after_a_byte_order_mark_are_replaced_with_a_warning(write: Writer) -> None:
+    data = "\ufeffGrüße".encode() + b"\xff tail"
+    document = load(write("bom.txt", data))
+    assert document.text == "Grüße\ufffd tail"
+    assert "byte offset 10" in document.warnings[0]
+
+
+def test_clean_text_has_no_warnings(write: Writer) -> None:
+    assert load(write("ok.txt", "Grüße".encode())).warnings == ()
+
+
+def test_text_mostly_of_bad_bytes_is_still_rejected(write: Writer) -> None:
+    noise = bytes(range(0x80, 0x100)) * 8  # no encoding reads this as prose
+    with pytest.raises(LoaderError, match="has an unknown text encoding"):
+        load(write("noise.txt", ("Привет " * 10).encode() + noise))

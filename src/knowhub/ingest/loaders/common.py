@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,7 +14,8 @@ from knowhub.models import LoadedDocument
 from knowhub.surrogates import escape_surrogates
 
 __all__ = ["CharBudget", "Limits", "Loader", "check_office_file", "file_too_large",
-           "loader_error", "not_office_file", "pick_title", "too_much_text"]  # fmt: skip
+           "first_line_title", "is_placeholder_title", "loader_error", "not_office_file",
+           "pick_title", "too_much_text"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,17 @@ _RATIO_FLOOR = 1 << 20  # small entries may be as repetitive as they like
 # Encrypted OOXML files are not zips: Office wraps them in an OLE compound file,
 # the same container as the legacy binary .doc/.ppt/.xls formats.
 _OLE_SIGNATURE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+
+# An obvious title line: at most this long, in the first few hundred characters.
+_TITLE_CHARS = 100
+_TITLE_WORDS = 14
+_TITLE_SCAN = 1000
+_SENTENCE_PUNCTUATION = frozenset(".,;:。，；：、")
+_SECOND_SENTENCE = re.compile(r"[.!?。！？]\s+\w")
+_PLACEHOLDER_TITLE = re.compile(
+    r"(?i)untitled(?: document)?|no title|\(?anonymous\)?|document\d+"
+    r"|microsoft (?:word|powerpoint|excel) - .*"
+)
 
 
 def loader_error(path: Path, problem: str) -> LoaderError:
@@ -113,6 +126,34 @@ def pick_title(path: Path, *candidates: str | None) -> str:
         if candidate and candidate.strip():
             return " ".join(candidate.split())
     return path.stem
+
+
+def first_line_title(text: str) -> str | None:
+    """The text's first line when it is obviously a title: short, with letters, not a
+    sentence (no full stop, comma, colon or semicolon at its end, no second sentence),
+    and set off from what follows (a blank line, or a longer line of body text: the first
+    of a list of short lines is no title).
+
+    For formats with no title markup (a PDF without a Title property, plain text), where
+    the first line is what a reader takes for the title.
+    """
+    lines = text[:_TITLE_SCAN].split("\n")
+    index = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
+    line = " ".join(lines[index].split()) if index < len(lines) else ""
+    following = lines[index + 1].strip() if index + 1 < len(lines) else ""
+    if not 0 < len(line) <= _TITLE_CHARS or len(line.split()) > _TITLE_WORDS:
+        return None
+    if following and len(following) <= len(line):
+        return None
+    if not any(char.isalpha() for char in line) or line[-1] in _SENTENCE_PUNCTUATION:
+        return None
+    return None if _SECOND_SENTENCE.search(line) else line
+
+
+def is_placeholder_title(title: str | None) -> bool:
+    """Whether a document property is a tool's default rather than a title (ReportLab
+    writes ``untitled``, Word's PDF printer ``Microsoft Word - report.docx``)."""
+    return title is not None and bool(_PLACEHOLDER_TITLE.fullmatch(title.strip()))
 
 
 def check_office_file(path: Path, data: bytes, extension: str, limits: Limits) -> None:

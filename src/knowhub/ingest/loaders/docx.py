@@ -72,6 +72,7 @@ def load_docx(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         format="docx",
         headings=headings,
         metadata=metadata,
+        line_map=None,  # Word has no lines to go to: cited by section
     )
 
 

@@ -13,11 +13,14 @@ from __future__ import annotations
 import codecs
 import itertools
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from knowhub.ingest.loaders.common import loader_error, too_much_text
+from knowhub.surrogates import escape_surrogates
 
-__all__ = ["decode_text", "normalize_newlines"]
+__all__ = ["Decoded", "declared_encoding", "decode_document", "decode_text", "normalize_newlines"]
 
 # UTF-32 LE's BOM starts with UTF-16 LE's, so the longer marks are tried first.
 _BOMS: tuple[tuple[bytes, str], ...] = (
@@ -49,6 +52,14 @@ _DECLARED_ALIASES = {
     "utf-16le": "utf-8",
     "utf-16be": "utf-8",
 }
+# A UTF-8 file is repaired (bad sequences replaced, with a warning) when it has at most
+# this many bad sequences, or one per this many bytes if more: damage, not another
+# encoding. Taken straight away when its valid multi-byte characters hold at least
+# _REAL_UTF8_RATIO bytes per bad sequence, else only when no other encoding fits.
+_FEW_BAD_SEQUENCES = 16
+_BAD_SEQUENCE_SHARE = 1000
+_REAL_UTF8_RATIO = 4
+_SHOWN_OFFSETS = 10
 _WORD = re.compile(r"[^\W\d_]+")
 # Han ideographs plus CJK and full-width punctuation (not half-width katakana, which
 # is what other legacy encodings often turn into when misread as GB18030).
@@ -57,10 +68,28 @@ _CHINESE_RUN = re.compile(
 )
 
 
+class Decoded(NamedTuple):
+    """A decoded text file: its text, and what was wrong with its bytes."""
+
+    text: str
+    warnings: tuple[str, ...] = ()
+
+
 def decode_text(
     data: bytes, path: Path, declared: str | None = None, *, max_chars: int | None = None
 ) -> str:
+    """The text of :func:`decode_document`, for callers with nowhere to put warnings."""
+    return decode_document(data, path, declared, max_chars=max_chars).text
+
+
+def decode_document(
+    data: bytes, path: Path, declared: str | None = None, *, max_chars: int | None = None
+) -> Decoded:
     """Decode a text file and normalize its newlines to ``\\n``.
+
+    A UTF-8 file with a few damaged bytes (a bad copy, a truncated character) is
+    decoded with U+FFFD in their place and a warning that gives their byte offsets:
+    one bad byte must not keep a whole document out of the index.
 
     Args:
         data: the file's bytes.
@@ -71,7 +100,7 @@ def decode_text(
             decoding stops past it.
 
     Returns:
-        The text, without a byte-order mark.
+        The text, without a byte-order mark, and warnings starting with the path.
 
     Raises:
         LoaderError: the bytes look binary, no encoding fits them, or they decode to
@@ -82,9 +111,24 @@ def decode_text(
         if data.startswith(bom):
             # A BOM is a deliberate statement; a few bad bytes after it are damage,
             # not a reason to doubt the encoding.
-            return normalize_newlines(decoder.decode(encoding, errors="replace") or "")
+            return _decode_marked(decoder, encoding)
     _reject_binary(data, path)
-    return normalize_newlines(_decode_unmarked(decoder, declared))
+    text = decoder.decode(declared_encoding(declared)) if declared else None
+    if text is None:
+        text = decoder.decode("utf-8")
+    if text is not None:
+        return Decoded(normalize_newlines(text))
+    repaired = _repair_utf8(decoder)
+    if repaired is not None and repaired.real_utf8:
+        return repaired.decoded(path)
+    text = _decode_legacy(decoder)
+    if text is not None:
+        return Decoded(normalize_newlines(text))
+    if repaired is not None:  # no encoding fits, but few bytes are wrong in UTF-8
+        return repaired.decoded(path)
+    raise loader_error(
+        path, "has an unknown text encoding: save it as UTF-8 or give it the right extension"
+    )
 
 
 def normalize_newlines(text: str) -> str:
@@ -138,14 +182,78 @@ class _Decoder:
         return "".join(pieces)
 
 
-def _decode_unmarked(decoder: _Decoder, declared: str | None) -> str:
-    if declared:
-        text = decoder.decode(_DECLARED_ALIASES.get(declared.lower(), declared))
-        if text is not None:
-            return text
-    text = decoder.decode("utf-8")
-    if text is not None:
-        return text
+def declared_encoding(declared: str) -> str:
+    """The encoding to read a declared charset as (browsers widen some, see above)."""
+    return _DECLARED_ALIASES.get(declared.lower(), declared)
+
+
+def _decode_marked(decoder: _Decoder, encoding: str) -> Decoded:
+    text = normalize_newlines(decoder.decode(encoding, errors="replace") or "")
+    if "\ufffd" not in text:  # the usual case: no second decode to look for damage
+        return Decoded(text)
+    try:
+        decoder.data.decode(encoding)
+    except UnicodeDecodeError as exc:  # the first bad byte; the count is of U+FFFDs
+        # utf-8-sig counts from after its BOM, the UTF-16/32 codecs from the file's start.
+        offset = exc.start + (len(codecs.BOM_UTF8) if encoding == "utf-8-sig" else 0)
+        name = encoding.removesuffix("-sig").upper()
+        warning = _damage_warning(decoder.path, name, [offset], text.count("\ufffd"))
+        return Decoded(text, (warning,))
+    return Decoded(text)  # the file's own U+FFFD characters
+
+
+@dataclass(frozen=True)
+class _Repaired:
+    """UTF-8 text with its few invalid byte sequences replaced by U+FFFD."""
+
+    text: str
+    offsets: list[int]  # where each invalid sequence starts, in bytes
+    real_utf8: bool  # valid multi-byte characters outnumber the damage: UTF-8 for sure
+
+    def decoded(self, path: Path) -> Decoded:
+        warning = _damage_warning(path, "UTF-8", self.offsets[:_SHOWN_OFFSETS], len(self.offsets))
+        return Decoded(normalize_newlines(self.text), (warning,))
+
+
+def _repair_utf8(decoder: _Decoder) -> _Repaired | None:
+    """The bytes as UTF-8 with bad sequences replaced, if they are few; else ``None``."""
+    data, view = decoder.data, memoryview(decoder.data)
+    most = max(_FEW_BAD_SEQUENCES, len(data) // _BAD_SEQUENCE_SHARE)
+    pieces: list[str] = []
+    offsets: list[int] = []
+    start = bad_bytes = 0
+    while True:
+        try:
+            pieces.append(codecs.utf_8_decode(view[start:], "strict", True)[0])
+            break
+        except UnicodeDecodeError as exc:
+            pieces.append(codecs.utf_8_decode(view[start : start + exc.start], "strict")[0])
+            pieces.append("\ufffd")
+            offsets.append(start + exc.start)
+            bad_bytes += exc.end - exc.start
+            start += exc.end
+            if len(offsets) > most:
+                return None
+    text = "".join(pieces)
+    if decoder.max_chars is not None and len(text) > decoder.max_chars:
+        raise too_much_text(decoder.path, decoder.max_chars)
+    # Bytes beyond one per character: what the valid multi-byte characters took.
+    multibyte = (len(data) - bad_bytes) - (len(text) - len(offsets))
+    return _Repaired(text, offsets, multibyte >= _REAL_UTF8_RATIO * len(offsets))
+
+
+def _damage_warning(path: Path, encoding: str, offsets: list[int], count: int) -> str:
+    shown = ", ".join(str(offset) for offset in offsets)
+    more = f" (first {len(offsets)} shown)" if count > len(offsets) else ""
+    where = "offset" if count == 1 else "offsets"
+    return (
+        f"{escape_surrogates(str(path))}: {count} invalid {encoding} byte sequence"
+        f"{'s' if count != 1 else ''} at byte {where} {shown}{more} replaced with U+FFFD: "
+        f"re-save the file as {encoding} to keep those characters"
+    )
+
+
+def _decode_legacy(decoder: _Decoder) -> str | None:
     # Judged on a sample, then decoded whole: one copy of the file's text, not two.
     chinese = decoder.sample("gb18030")
     cyrillic = decoder.sample("cp1251")
@@ -208,14 +316,8 @@ def _looks_chinese(text: str) -> bool:
     return bool(runs) and chinese >= 2 * other and chinese >= 1.5 * len(runs)
 
 
-def _guess(decoder: _Decoder) -> str:
+def _guess(decoder: _Decoder) -> str | None:
     from charset_normalizer import from_bytes
 
     best = from_bytes(decoder.data).best()
-    text = decoder.decode(best.encoding) if best is not None else None
-    if text is None:
-        raise loader_error(
-            decoder.path,
-            "has an unknown text encoding: save it as UTF-8 or give it the right extension",
-        )
-    return text
+    return decoder.decode(best.encoding) if best is not None else None

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from knowhub.ingest.loaders.common import CharBudget, Limits, loader_error, pick_title
-from knowhub.ingest.loaders.encoding import decode_text
+from knowhub.ingest.loaders.encoding import decode_document
 from knowhub.ingest.loaders.markdown import escape_markdown, markdown_headings
 from knowhub.models import LoadedDocument
 
@@ -35,7 +35,7 @@ def load_json(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         LoaderError: the file is not valid JSON (the message gives line and column),
             or it renders to more than ``limits.max_chars``.
     """
-    text = decode_text(data, path, max_chars=limits.max_chars)
+    text, warnings = decode_document(data, path, max_chars=limits.max_chars)
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -51,6 +51,8 @@ def load_json(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         title=pick_title(path, declared if isinstance(declared, str) else None),
         format="json",
         headings=markdown_headings(rendered),
+        line_map=None,  # one line per value, not the file's layout: cited by key path
+        warnings=warnings,
     )
 
 

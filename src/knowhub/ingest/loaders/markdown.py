@@ -19,6 +19,7 @@ __all__ = [
     "TABLE_ROWS_PER_BLOCK",
     "escape_markdown",
     "front_matter",
+    "front_matter_end",
     "heading_title",
     "markdown_headings",
     "markdown_table",
@@ -94,6 +95,18 @@ def _front_matter_lines(text: str) -> int:
         if line.rstrip() in _FRONT_MATTER_END:
             return index + 1
     return 0
+
+
+def front_matter_end(text: str) -> int:
+    """Offset just past a leading ``---`` … ``---`` block (0 when there is none)."""
+    count = _front_matter_lines(text)
+    if not count:
+        return 0
+    offset = 0
+    for _ in range(count):
+        newline = text.find("\n", offset)
+        offset = len(text) if newline < 0 else newline + 1
+    return offset
 
 
 def _lines(text: str, skip: int) -> Iterator[tuple[int, str]]:

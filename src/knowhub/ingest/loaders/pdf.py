@@ -7,7 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from knowhub.errors import LoaderError
-from knowhub.ingest.loaders.common import CharBudget, Limits, loader_error, pick_title
+from knowhub.ingest.loaders.common import (
+    CharBudget,
+    Limits,
+    first_line_title,
+    is_placeholder_title,
+    loader_error,
+    pick_title,
+)
 from knowhub.ingest.loaders.encoding import normalize_newlines
 from knowhub.models import LoadedDocument
 
@@ -29,7 +36,9 @@ def load_pdf(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         limits: ``max_chars`` bounds the text; pages past it are not extracted.
 
     Returns:
-        The document, titled by the PDF's Title property, else its stem.
+        The document, titled by the PDF's Title property (unless a tool's placeholder,
+        such as ``untitled``), else its first line when that is obviously a title, else
+        its stem.
 
     Raises:
         LoaderError: the PDF is password-protected, unreadable, has no text layer, or
@@ -50,12 +59,17 @@ def load_pdf(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
     metadata: dict[str, Any] = {"pages": len(pages)}
     if properties.get("Author"):
         metadata["author"] = properties["Author"]
+    text = PAGE_SEPARATOR.join(pages)
+    declared = properties.get("Title")
     return LoadedDocument(
-        text=PAGE_SEPARATOR.join(pages),
-        title=pick_title(path, properties.get("Title")),
+        text=text,
+        title=pick_title(
+            path, None if is_placeholder_title(declared) else declared, first_line_title(text)
+        ),
         format="pdf",
         page_starts=tuple(starts),
         metadata=metadata,
+        line_map=None,  # a PDF has pages, not lines: cited by page
     )
 
 

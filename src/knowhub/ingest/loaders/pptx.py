@@ -77,6 +77,7 @@ def load_pptx(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         headings=markdown_headings(text),
         page_starts=tuple(starts),
         metadata=metadata,
+        line_map=None,  # cited by slide
     )
 
 

@@ -8,6 +8,7 @@ its rows as Markdown tables whose header is the first row; see
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as dt
 import io
 import zipfile
@@ -23,7 +24,7 @@ from knowhub.ingest.loaders.common import (
     not_office_file,
     pick_title,
 )
-from knowhub.ingest.loaders.encoding import decode_text
+from knowhub.ingest.loaders.encoding import decode_document
 from knowhub.ingest.loaders.markdown import markdown_headings, markdown_table
 from knowhub.models import LoadedDocument
 
@@ -47,7 +48,7 @@ def load_csv(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
     Raises:
         LoaderError: the text is not valid CSV, or over the limit.
     """
-    text = decode_text(data, path, max_chars=limits.max_chars)
+    text, warnings = decode_document(data, path, max_chars=limits.max_chars)
     try:
         dialect: type[csv.Dialect] | csv.Dialect = csv.Sniffer().sniff(
             text[:_SNIFF_CHARS], delimiters=_DELIMITERS
@@ -60,7 +61,9 @@ def load_csv(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         raise loader_error(
             path, f"is not valid CSV ({exc}): fix the file or export it again"
         ) from exc
-    return _document(path, "csv", [(path.stem, rows)], path.stem)
+    return dataclasses.replace(
+        _document(path, "csv", [(path.stem, rows)], path.stem), warnings=warnings
+    )
 
 
 def load_xlsx(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
@@ -112,6 +115,7 @@ def _document(
         format=fmt,
         headings=markdown_headings(text),
         metadata={"sheets": [name for name, _ in sheets], "rows": row_count},
+        line_map=None,  # tables rendered anew (headers repeated): cited by sheet
     )
 
 

@@ -9,9 +9,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from knowhub.ingest.loaders.common import Limits, pick_title
-from knowhub.ingest.loaders.encoding import decode_text
-from knowhub.ingest.loaders.markdown import front_matter, heading_title, markdown_headings
+from knowhub.ingest.loaders.common import Limits, first_line_title, pick_title
+from knowhub.ingest.loaders.encoding import decode_document
+from knowhub.ingest.loaders.markdown import (
+    front_matter,
+    front_matter_end,
+    heading_title,
+    markdown_headings,
+)
 from knowhub.models import Heading, LoadedDocument
 
 __all__ = ["load_markdown", "load_plain_text", "load_rst", "rst_headings"]
@@ -24,7 +29,8 @@ _SHORT_UNDERLINE_OK = 4
 
 
 def load_markdown(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
-    """Load Markdown or MDX; front matter keys go to ``metadata``, text stays whole.
+    """Load Markdown or MDX; front matter keys go to ``metadata``, text stays whole (so
+    lines are the file's), and the chunks start after the front matter.
 
     Args:
         path: the file; ``.mdx`` gives format ``mdx``, anything else ``markdown``.
@@ -34,7 +40,7 @@ def load_markdown(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
     Returns:
         The document, titled by front matter ``title``, else its headings, else its stem.
     """
-    text = decode_text(data, path, max_chars=limits.max_chars)
+    text, warnings = decode_document(data, path, max_chars=limits.max_chars)
     headings = markdown_headings(text)
     metadata = front_matter(text)
     declared = metadata.get("title")
@@ -46,11 +52,14 @@ def load_markdown(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         format="mdx" if path.suffix.lower() == ".mdx" else "markdown",
         headings=headings,
         metadata=metadata,
+        # Its keys are metadata already; as a chunk it would only be noise that ranks.
+        body_start=front_matter_end(text),
+        warnings=warnings,
     )
 
 
 def load_plain_text(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
-    """Load a ``.txt`` file: no headings, titled by its stem.
+    """Load a ``.txt`` file: no headings.
 
     Args:
         path: the file.
@@ -58,10 +67,12 @@ def load_plain_text(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         limits: ``max_chars`` bounds the decoded text.
 
     Returns:
-        The document.
+        The document, titled by its first line when that is obviously a title (see
+        :func:`first_line_title`), else by its stem.
     """
-    text = decode_text(data, path, max_chars=limits.max_chars)
-    return LoadedDocument(text=text, title=path.stem, format="text")
+    text, warnings = decode_document(data, path, max_chars=limits.max_chars)
+    title = pick_title(path, first_line_title(text))
+    return LoadedDocument(text=text, title=title, format="text", warnings=warnings)
 
 
 def load_rst(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
@@ -75,13 +86,14 @@ def load_rst(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
     Returns:
         The document, titled by its first section title, else its stem.
     """
-    text = decode_text(data, path, max_chars=limits.max_chars)
+    text, warnings = decode_document(data, path, max_chars=limits.max_chars)
     headings = rst_headings(text)
     return LoadedDocument(
         text=text,
         title=pick_title(path, heading_title(headings)),
         format="rst",
         headings=headings,
+        warnings=warnings,
     )
 
 

@@ -18,7 +18,8 @@ __all__ = ["AskBody", "DebugBody", "QuestionBody", "SearchBody", "Turn", "WsQues
 
 FILTERS = (
     'Metadata filters: a value to equal, or {"in": [...]} for any of several, e.g. '
-    '{"team": "ops", "lang": {"in": ["en", "ru"]}}.'
+    '{"team": "ops", "language": {"in": ["en", "ru"]}}. Keys: language, source, format, and '
+    "the documents' metadata (tags, front matter); an unknown key is an error naming them."
 )
 MAX_HISTORY = 40
 
@@ -47,7 +48,9 @@ class DebugBody(_Body):
 
 
 class SearchBody(DebugBody):
-    min_score: float | None = Field(None, ge=0.0, description="Drop hits scoring below this.")
+    min_score: float | None = Field(
+        None, ge=0.0, le=1.0, description="Drop hits whose relevance (absolute, 0-1) is lower."
+    )
     explain: bool = Field(False, description="Add each hit's rank per leg, fused and reranked.")
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+from contextlib import closing
 
 from knowhub.app import build_app
 from knowhub.config import Settings
 from knowhub.interfaces.http.api import create_app
+from knowhub.interfaces.listen import bind
 from knowhub.interfaces.warmup import warm
 
 __all__ = ["serve"]
@@ -18,23 +20,25 @@ def serve(settings: Settings, host: str, port: int, allow_unauthenticated: bool 
     """Serve until interrupted."""
     import uvicorn
 
-    app = build_app(settings, interface="http")
-    try:
-        asgi = create_app(settings, host=host, allow_unauthenticated=allow_unauthenticated,
-                          app=app)  # fmt: skip
-        # Here, not only in the app's lifespan: a bad setting ends the start-up with its
-        # own message rather than uvicorn's "Application startup failed".
-        warm(app)
-        shown = f"[{host}]" if ":" in host else host
-        log.warning("knowhub HTTP API on http://%s:%d (docs: /docs)", shown, port)
-        # A WebSocket message is held to the same limit as a request body.
-        limit = settings.server.max_body_bytes
-        config = uvicorn.Config(asgi, host=host, port=port, log_level="warning", ws_max_size=limit)
-        server = uvicorn.Server(config)
-        logging.getLogger("uvicorn.error").addFilter(_DeniedHandshakeNoise())  # after its config
-        server.run()
-    finally:
-        app.close()
+    with closing(bind(host, port)) as sock:  # first: a taken port fails before models load
+        app = build_app(settings, interface="http")
+        try:
+            asgi = create_app(settings, host=host, allow_unauthenticated=allow_unauthenticated,
+                              app=app)  # fmt: skip
+            # Here, not only in the app's lifespan: a bad setting ends the start-up with its
+            # own message rather than uvicorn's "Application startup failed".
+            warm(app)
+            shown = f"[{host}]" if ":" in host else host
+            log.warning("knowhub HTTP API on http://%s:%d (docs: /docs)", shown, port)
+            # A WebSocket message is held to the same limit as a request body.
+            limit = settings.server.max_body_bytes
+            config = uvicorn.Config(asgi, host=host, port=port, log_level="warning",
+                                    ws_max_size=limit)  # fmt: skip
+            server = uvicorn.Server(config)
+            logging.getLogger("uvicorn.error").addFilter(_DeniedHandshakeNoise())  # after config
+            server.run(sockets=[sock])
+        finally:
+            app.close()
 
 
 class _DeniedHandshakeNoise(logging.Filter):

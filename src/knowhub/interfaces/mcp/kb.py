@@ -4,29 +4,56 @@ Queries use the reader App's connection and ingests the writer's: SQLite's WAL l
 reader see the last committed state while a document is being replaced, so a long
 ingest never blocks searching. Ingests are serialised by a lock, and confined to the
 served folder: a symlink in it leading elsewhere is skipped, so nothing outside is served.
+While one runs, :meth:`KnowledgeBase.indexing` says how far it got, so that every tool
+result can tell the agent its answer may be incomplete.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 from knowhub.app import App
 from knowhub.config import Settings
-from knowhub.ingest.pipeline import IngestReport, Progress
+from knowhub.ingest.pipeline import IngestProgress, IngestReport, Progress
 from knowhub.providers.embedders.base import Embedder
 
-__all__ = ["KnowledgeBase"]
+__all__ = ["Indexing", "KnowledgeBase"]
+
+
+@dataclass(frozen=True)
+class Indexing:
+    """An ingest in progress: ``files_total`` is None while its files are being listed."""
+
+    collection: str
+    first_sync: bool  # the served folder has not been indexed whole since the start
+    files_done: int = 0
+    files_total: int | None = None
+    chunks_done: int = 0  # chunks encoded so far, of the chunks_total known so far
+    chunks_total: int = 0
 
 
 class KnowledgeBase:
-    def __init__(self, settings: Settings, root: Path, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        root: Path,
+        embedder: Embedder | None = None,
+        synced: bool = True,
+    ) -> None:
         self.settings = settings
         self.root = root  # every ingested file must resolve inside it
         self.reader = App(settings, embedder, interface="mcp")
         self._write_lock = threading.Lock()
+        # Set once the served folder has been indexed whole (``synced=False``: not yet).
+        self.synced = threading.Event()
+        if synced:
+            self.synced.set()
+        # Replaced whole (never mutated), so a reader in another thread sees one state.
+        self._indexing: Indexing | None = None
 
     @cached_property
     def writer(self) -> App:
@@ -39,11 +66,34 @@ class KnowledgeBase:
         tags: Mapping[str, str] | None = None,
         prune: bool = False,
         progress: Progress | None = None,
+        prune_outside: bool = False,
     ) -> IngestReport:
+        name = collection or self.settings.collection
+
+        def track(step: IngestProgress) -> None:
+            self._indexing = Indexing(
+                name, first, step.files_done, step.files_total, step.chunks_done,
+                step.chunks_total,
+            )  # fmt: skip
+            if progress is not None:
+                progress(step)
+
         with self._write_lock:
-            return self.writer.ingest(
-                paths, collection, tags, prune=prune, progress=progress, confine=self.root
-            )
+            first = not self.synced.is_set()
+            self._indexing = Indexing(name, first)
+            try:
+                return self.writer.ingest(
+                    paths, collection, tags, prune=prune, progress=track, confine=self.root,
+                    prune_outside=prune_outside,
+                )  # fmt: skip
+            finally:
+                self._indexing = None
+
+    def indexing(self) -> Indexing | None:
+        """The ingest running now (or the first sync not begun yet); None when idle."""
+        if self._indexing is None and not self.synced.is_set():
+            return Indexing(self.settings.collection, first_sync=True)
+        return self._indexing
 
     def chunks(self) -> int:
         return sum(c.chunks for c in self.reader.collections())

@@ -7,9 +7,11 @@ import threading
 from pathlib import Path
 
 from knowhub.config import Settings
+from knowhub.errors import ConfigError
 from knowhub.interfaces.mcp.kb import KnowledgeBase
 from knowhub.interfaces.mcp.metrics import Metrics
 from knowhub.interfaces.mcp.watch import FolderWatcher
+from knowhub.interfaces.progress import LogLines, ProgressView
 
 __all__ = ["LocalService"]
 
@@ -20,24 +22,30 @@ class LocalService:
     """Indexes ``docs`` on start (cheaply when unchanged), then follows its changes.
 
     The first sync runs in the background so the server answers at once; until it ends,
-    searches see what the store already held.
+    searches see what the store already held, and every tool result says that indexing is
+    in progress (``kb.indexing()``). A search waits up to ``server.first_sync_wait_s`` for it.
     """
 
     def __init__(self, settings: Settings, docs: Path, metrics: Metrics, watch: bool) -> None:
         self.docs = docs.resolve()
-        self.kb = KnowledgeBase(settings, self.docs)
+        if not self.docs.is_dir():
+            # A typo would otherwise serve an empty folder, and every search would answer
+            # "no results" as if the documents had nothing to say.
+            what = "is not a folder" if self.docs.exists() else "does not exist"
+            raise ConfigError(
+                f"--docs {docs}: {self.docs} {what}: give the folder of documents to serve "
+                "(create it first to start with an empty one)"
+            )
+        self.kb = KnowledgeBase(settings, self.docs, synced=False)
         self.metrics = metrics
         self._watcher = (
             FolderWatcher(self.docs, self.sync, settings.server.watch_debounce_ms)
             if watch
             else None
         )
-        self.ready = threading.Event()
+        self.ready = self.kb.synced
 
     def start(self) -> None:
-        if not self.docs.exists():
-            log.warning("%s does not exist: creating it empty", self.docs)
-            self.docs.mkdir(parents=True)
         # Watching starts first, so that nothing changed during the first sync is missed.
         if self._watcher is not None:
             self._watcher.start()
@@ -52,17 +60,30 @@ class LocalService:
             self.ready.set()
 
     def sync(self) -> None:
-        report = self.kb.ingest([self.docs], self.kb.settings.collection, prune=True)
+        # The collection is this folder's: a document whose file is gone, even from outside
+        # it (the folder was renamed and not every file found again), goes too.
+        report = self.kb.ingest(
+            [self.docs], self.kb.settings.collection, prune=True, prune_outside=True,
+            progress=self._progress(),
+        )  # fmt: skip
         self.metrics.record_ingest(report)
         log.info(
-            "%s: %d added, %d updated, %d removed, %d unchanged, %d failed, %d embedded",
+            "%s: %d added, %d updated, %d removed, %d unchanged, %d failed, %d embedded, "
+            "%d moved",
             self.docs, len(report.added), len(report.updated), len(report.removed),
-            len(report.unchanged), len(report.failed), report.embedded,
+            len(report.unchanged), len(report.failed), report.embedded, len(report.moved),
         )  # fmt: skip
         for source, reason in report.failed:
             log.warning("%s: %s", source, reason)
         for _, reason in report.skipped:
             log.warning("skipped %s", reason)
+
+    def _progress(self) -> LogLines:
+        """A sync's progress in the server log, in chunks embedded, as `knowhub ingest` shows
+        it; the agent sees it in each result's ``indexing`` field."""
+        ingest = self.kb.settings.ingest
+        view = ProgressView(f"indexing {self.docs}", ingest.long_file_warning_s)
+        return LogLines(view, log.info, ingest.progress_interval_s, warn=log.warning)
 
     def close(self) -> None:
         if self._watcher is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, closing
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
@@ -15,7 +15,9 @@ from typing import Any, Literal, Protocol
 import anyio
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp_types import CallToolResult, InputRequiredResult
+from pydantic import ValidationError
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -24,6 +26,7 @@ from knowhub.config import Settings
 from knowhub.errors import ConfigError, KnowhubError
 from knowhub.ingest.pipeline import stop_ingests
 from knowhub.interfaces.index_metrics import IndexSize
+from knowhub.interfaces.listen import bind
 from knowhub.interfaces.mcp.http import build_http_app, mcp_endpoint
 from knowhub.interfaces.mcp.local import LocalService
 from knowhub.interfaces.mcp.metrics import Metrics
@@ -40,6 +43,7 @@ from knowhub.interfaces.security import (
 )
 from knowhub.interfaces.warmup import warm
 from knowhub.lang import load_tokenizers
+from knowhub.validate import unpaired_surrogate
 
 __all__ = [
     "Closable",
@@ -47,6 +51,7 @@ __all__ = [
     "build_local",
     "build_shared",
     "http_app",
+    "invalid_arguments",
     "principal_of",
     "serve",
 ]
@@ -89,8 +94,50 @@ def principal_of(ctx: Context) -> Principal:
     return principal
 
 
+class _Server(MCPServer):
+    """The SDK's server, with arguments that fail validation told plainly.
+
+    The SDK passes pydantic's text on: ``[type=…, input_value=…]`` and "For further
+    information visit https://errors.pydantic.dev/…" for every field, noise in the
+    agent's context that teaches it nothing about the fix.
+    """
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            # From the cause, as the SDK's own: its log line names the rejected fields.
+            raise ToolError(f"Error executing tool {name}: {invalid_arguments(cause)}") from cause
+
+
+def invalid_arguments(error: ValidationError) -> str:
+    """Each rejected argument as "name: what is wrong (given value)", without the URLs."""
+    problems = []
+    for item in error.errors(include_url=False):
+        where = ".".join(str(part) for part in item["loc"]) or "arguments"
+        # pydantic-core cannot read a lone surrogate ("unable to parse raw data as a unicode
+        # string") and refuses it before the tool's own check: say it as that check does.
+        surrogate = (
+            unpaired_surrogate(item["input"], where) if item["type"] == "string_unicode" else None
+        )
+        given = "" if item["type"] == "missing" else f" (given {_shorten(item['input'])})"
+        problems.append(surrogate or f"{where}: {item['msg']}{given}")
+    count = len(problems)
+    return f"{count} invalid argument{'s' if count > 1 else ''}: " + "; ".join(problems)
+
+
+def _shorten(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _server(name: str) -> MCPServer:
-    return MCPServer(name, instructions=INSTRUCTIONS, version=version("knowhub"))
+    return _Server(name, instructions=INSTRUCTIONS, version=version("knowhub"))
 
 
 def build_local(
@@ -223,15 +270,18 @@ def _serve_http(settings: Settings, options: ServeOptions) -> None:
             stop_ingests()
             super().handle_exit(sig, frame)
 
-    app, closer = http_app(settings, options)
-    log.warning("knowhub MCP (%s mode) on http://%s:%d/mcp", options.mode, options.host,
-                options.port)  # fmt: skip
-    server = Server(uvicorn.Config(app, host=options.host, port=options.port, log_level="warning"))
-    try:
-        server.run()
-    finally:
-        stop_ingests()  # one in a background thread (local mode's sync) would hold the exit
-        closer.close()
+    with closing(bind(options.host, options.port)) as sock:  # first: fail before any work
+        app, closer = http_app(settings, options)
+        shown = f"[{options.host}]" if ":" in options.host else options.host
+        log.warning("knowhub MCP (%s mode) on http://%s:%d/mcp", options.mode, shown,
+                    options.port)  # fmt: skip
+        config = uvicorn.Config(app, host=options.host, port=options.port, log_level="warning")
+        server = Server(config)
+        try:
+            server.run(sockets=[sock])
+        finally:
+            stop_ingests()  # one in a background thread (local mode's sync) would hold the exit
+            closer.close()
     if not server.started:
         raise SystemExit(3)  # as uvicorn.run(): the start-up failed, logged above
 

@@ -8,6 +8,7 @@ its folder (a stat per unchanged file, nothing re-embedded).
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import secrets
@@ -61,6 +62,9 @@ class SessionRecord:
     description: str
     created_at: float
     last_access: float
+    # As of its last load or unload, so that ``list`` shows a size without loading it;
+    # None in a sessions.json written before this was kept.
+    chunks: int | None = None
 
 
 @dataclass
@@ -89,9 +93,20 @@ class SessionRegistry:
     # -- control plane ---------------------------------------------------------
 
     def register(
-        self, relative: str, description: str, progress: Progress | None = None
-    ) -> tuple[SessionRecord, int]:
-        """Create (or return) the session for ``relative``; index it now. → (record, chunks)."""
+        self,
+        relative: str,
+        description: str,
+        progress: Progress | None = None,
+        create: bool = False,
+    ) -> tuple[SessionRecord, int, bool]:
+        """Create (or return) the session for ``relative``; index it now.
+
+        A folder that does not exist is refused unless ``create``: a typo would otherwise
+        give a session serving an empty folder, whose every search finds nothing.
+
+        Returns:
+            The session's record, its chunk count, and whether its folder was created.
+        """
         if not relative.strip():
             raise KnowhubError("path is empty: give a folder relative to --path-root")
         if Path(relative).is_absolute():
@@ -99,6 +114,9 @@ class SessionRegistry:
                 f"path {relative!r} is absolute: give it relative to --path-root ({self.root})"
             )
         folder = inside_root(self.root, relative)
+        created = not folder.exists()
+        if created and not create:
+            raise KnowhubError(_missing(relative, folder, self.root))
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # e.g. it, or a folder on the way, is a file
@@ -122,7 +140,7 @@ class SessionRegistry:
                 self._write()
             existing.record.last_access = time.time()
         kb = self._load(existing, progress)
-        return existing.record, kb.chunks()
+        return existing.record, kb.chunks(), created
 
     def unregister(self, session_id: str) -> SessionRecord:
         with self._lock:
@@ -136,10 +154,13 @@ class SessionRegistry:
         return session.record
 
     def sessions(self) -> list[tuple[SessionRecord, bool, int | None]]:
-        """Every session → (record, loaded, chunks if loaded)."""
+        """Every session → (record, loaded, chunks: counted if loaded, else as stored)."""
         with self._lock:
             current = list(self._sessions.values())
-        return [(s.record, s.kb is not None, s.kb.chunks() if s.kb else None) for s in current]
+        return [
+            (s.record, s.kb is not None, s.kb.chunks() if s.kb else s.record.chunks)
+            for s in current
+        ]
 
     # -- data plane ------------------------------------------------------------
 
@@ -231,6 +252,7 @@ class SessionRegistry:
             )
             watcher.start()
             session.kb, session.watcher = kb, watcher
+            record.chunks = kb.chunks()
             return kb
 
     def _resync(self, session: _Session) -> None:
@@ -251,6 +273,12 @@ class SessionRegistry:
             if session.watcher is not None:
                 session.watcher.stop()
             if session.kb is not None:
+                try:
+                    session.record.chunks = session.kb.chunks()  # for `list` while unloaded
+                except KnowhubError as exc:  # the store failing must not keep it open
+                    log.warning(
+                        "session %s: chunks not counted: %s", session.record.session_id, exc
+                    )
                 session.kb.close()
             session.kb, session.watcher = None, None
             return True
@@ -282,6 +310,23 @@ class SessionRegistry:
         tmp.replace(self._file)
 
 
+def _missing(relative: str, folder: Path, root: Path) -> str:
+    """A folder that does not exist, with the nearest names beside it (typos, mostly)."""
+    try:
+        beside = [p.name for p in folder.parent.iterdir() if p.is_dir()]
+    except OSError:  # its parent is missing too, or unreadable
+        beside = []
+    close = [
+        repr(str((folder.parent / name).relative_to(root)))
+        for name in difflib.get_close_matches(folder.name, beside, n=3)
+    ]
+    hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+    return (
+        f"path {relative!r} does not exist under --path-root {root}{hint}: check the "
+        "spelling, or pass create=true to register a new, empty folder"
+    )
+
+
 def _log_passed_over(session_id: str, report: IngestReport) -> None:
     for source, reason in report.failed:
         log.warning("session %s: %s failed: %s", session_id, source, reason)
@@ -298,6 +343,7 @@ class RegisterOut(BaseModel):
     relative_path: str
     chunks_count: int
     endpoint: str = Field(description="Data-plane URL path for this session's tools.")
+    created: bool = Field(False, description="The folder did not exist: created, empty.")
 
 
 class SessionOut(BaseModel):
@@ -305,7 +351,9 @@ class SessionOut(BaseModel):
     path: str
     description: str
     state: str = Field(description="Loaded or Unloaded.")
-    chunks_count: int | None
+    chunks_count: int | None = Field(
+        description="Counted if loaded; if unloaded, as of its unloading (null: not known)."
+    )
     last_access: str
 
 
@@ -347,25 +395,33 @@ def add_control_tools(
             title="Serve a folder",
             annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
                                         idempotent_hint=True, open_world_hint=False),
-            description="Register a folder (relative to the server's --path-root; created "
-            "if missing) as a session and index it now, reporting progress. Registering "
-            "the same folder again returns its session.",
+            description="Register a folder (relative to the server's --path-root) as a "
+            "session and index it now, reporting progress. A folder that does not exist is "
+            "refused unless create is true. Registering the same folder again returns its "
+            "session.",
         )  # fmt: skip
         async def register(
             path: Annotated[str, Field(min_length=1, description="Relative to --path-root.")],
             ctx: Context,
             description: str = "",
+            create: Annotated[
+                bool, Field(description="Create the folder, empty, if it does not exist.")
+            ] = False,
         ) -> Annotated[CallToolResult, RegisterOut]:
             with tool_errors(registry.metrics, "register", path=path):
                 caller(ctx, "register").check_write("register folders")
-                record, chunks = await anyio.to_thread.run_sync(
-                    lambda: registry.register(path, description, progress_reporter(ctx))
+                record, chunks, created = await anyio.to_thread.run_sync(
+                    lambda: registry.register(
+                        path, description, progress_reporter(ctx, registry.settings.ingest), create
+                    )
                 )
             out = RegisterOut(session_id=record.session_id, path=record.path,
                               relative_path=record.relative_path, chunks_count=chunks,
-                              endpoint=f"/mcp/{record.session_id}")  # fmt: skip
+                              endpoint=f"/mcp/{record.session_id}", created=created)  # fmt: skip
             text = (f"session {out.session_id} serves {out.path} ({out.chunks_count} chunks); "
                     f"its tools are at {out.endpoint}")  # fmt: skip
+            if out.created:
+                text += "; the folder did not exist and was created, empty"
             return tool_result(text, out)
 
         @server.tool(
@@ -389,7 +445,8 @@ def add_control_tools(
         title="List sessions",
         annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False,
                                     idempotent_hint=True, open_world_hint=False),
-        description="The registered sessions: folder, Loaded/Unloaded, chunks, last access.",
+        description="The registered sessions: folder, description, Loaded/Unloaded, chunks, "
+        "last access.",
     )  # fmt: skip
     async def list_sessions(ctx: Context) -> Annotated[CallToolResult, SessionsOut]:
         with tool_errors(registry.metrics, "list"):
@@ -403,12 +460,17 @@ def add_control_tools(
             for r, loaded, chunks in rows
         ])  # fmt: skip
         lines = [
-            f"- {s.session_id} {s.state} {s.path} ({_count(s.chunks_count)} chunks, "
-            f"last access {s.last_access})"
+            f"- {s.session_id} {s.state} {s.path}"
+            + (f" — {s.description}" if s.description else "")
+            + f" ({_count(s.chunks_count)}, last access {s.last_access})"
             for s in out.sessions
         ]
         return tool_result("\n".join(lines) or "No sessions registered.", out)
 
 
 def _count(chunks: int | None) -> str:
-    return "?" if chunks is None else str(chunks)
+    return (
+        "chunks not counted yet (counted on its next load)"
+        if chunks is None
+        else f"{chunks} chunks"
+    )

@@ -24,10 +24,20 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from knowhub.config import ServerSettings
+from knowhub.config import IngestSettings, ServerSettings
 from knowhub.errors import KnowhubError
+from knowhub.ingest.progress import Progress
+from knowhub.interfaces.mcp.indexing import (
+    Indexed,
+    indexing_note,
+    indexing_out,
+    not_created_yet,
+    noting_indexing,
+    wait_for_first_sync,
+)
 from knowhub.interfaces.mcp.kb import KnowledgeBase
 from knowhub.interfaces.mcp.metrics import Metrics
+from knowhub.interfaces.progress import Notifier, ProgressView
 from knowhub.interfaces.security import Principal
 from knowhub.models import Hit
 from knowhub.validate import MAX_QUERY_BYTES, check_filters, parse_key_values
@@ -71,7 +81,10 @@ Resolve = Callable[[Context], AbstractAsyncContextManager[Target]]
 class HitOut(BaseModel):
     n: int = Field(description="Citation number, as [n] in the Markdown.")
     chunk_id: str
-    score: float
+    score: float = Field(description="Ranks the hits of this search (the best is often 1.0).")
+    relevance: float | None = Field(
+        None, description="Absolute, 0-1: how much the hit is about the query (ask uses 0.4+)."
+    )
     text: str
     source: str
     title: str
@@ -86,7 +99,7 @@ class HitOut(BaseModel):
     truncated: bool = Field(description="The text was cut to fit max_chars.")
 
 
-class SearchOut(BaseModel):
+class SearchOut(Indexed):
     query: str
     collection: str
     hits: list[HitOut]
@@ -103,11 +116,11 @@ class CollectionOut(BaseModel):
     active_version: int = Field(description="The knowledge-base version answering queries.")
 
 
-class CollectionsOut(BaseModel):
+class CollectionsOut(Indexed):
     collections: list[CollectionOut]
 
 
-class DocumentOut(BaseModel):
+class DocumentOut(Indexed):
     source_hash: str
     source: str
     path: str
@@ -122,7 +135,7 @@ class DocumentOut(BaseModel):
     pages: int | None
 
 
-class ContentOut(BaseModel):
+class ContentOut(Indexed):
     chunk_id: str
     text: str
     source: str
@@ -137,10 +150,14 @@ class ContentOut(BaseModel):
     char_end: int
 
 
-class IngestOut(BaseModel):
+class IngestOut(Indexed):
     collection: str
     added: list[str]
     updated: list[str]
+    moved: list[dict[str, str]] = Field(
+        default_factory=list, description="Files found at a new path: {from, to} sources."
+    )
+    retagged: list[str] = Field(default_factory=list, description="Same bytes, tags changed.")
     unchanged: int
     removed: list[str]
     failed: list[dict[str, str]]
@@ -160,7 +177,9 @@ WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent
 Query = Annotated[
     str, Field(min_length=1, max_length=MAX_QUERY_BYTES, description="What to search for.")
 ]
-MinScore = Annotated[float, Field(ge=0.0, description="Drop hits whose fused score is lower.")]
+MinScore = Annotated[float, Field(ge=0.0, le=1.0, description=(
+    "Drop hits whose relevance (absolute, 0-1: 0 unrelated, 1 clearly about the query) is lower."
+))]  # fmt: skip
 
 
 def add_data_tools(
@@ -178,19 +197,26 @@ def add_data_tools(
     ) -> CallToolResult:  # fmt: skip
         async with resolve(ctx) as target:
             started = time.perf_counter()
-            with tool_errors(metrics, tool, query=query, collection=collection):
+            kb = target.kb
+            with (
+                tool_errors(metrics, tool, query=query, collection=collection),
+                noting_indexing(kb),
+            ):
                 target.principal.check_read(collection)
                 typed = check_filters(filters)
+                await wait_for_first_sync(kb, settings.first_sync_wait_s, tool)
                 hook = _stage_progress(ctx, metrics)
                 result = await _in_thread(
-                    lambda: target.kb.reader.search(
+                    lambda: None if not_created_yet(kb, collection) else kb.reader.search(
                         query, collection, top_k, typed, min_score, on_stage=hook
                     )
-                )
+                )  # fmt: skip
             metrics.searches.labels("mcp", tool).inc()
             metrics.search_seconds.labels("mcp").observe(time.perf_counter() - started)
             budget = min(max_chars or settings.max_result_chars, settings.max_result_chars)
-            out = _search_out(query, collection, result.hits, budget, result.timings_ms)
+            hits, timings = (result.hits, result.timings_ms) if result else ([], {})
+            out = _search_out(query, collection, hits, budget, timings)
+            out.indexing = indexing_out(kb)
             return tool_result(_search_markdown(out), out)
 
     @server.tool(
@@ -211,8 +237,9 @@ def add_data_tools(
         filters: Annotated[
             dict[str, Any] | None,
             Field(
-                description='Metadata filters: {"team": "ops", "lang": {"in": ["en", "ru"]}}; '
-                "keys include language, source and format, plus ingest tags."
+                description='Metadata filters: {"team": "ops", "language": {"in": ["en", "ru"]}}; '
+                "keys: language, source, format, plus the documents' tags and front matter "
+                "(an unknown key is an error naming the known ones)."
             ),
         ] = None,
         min_score: MinScore = 0.0,
@@ -252,6 +279,7 @@ def add_data_tools(
             with tool_errors(metrics, "list_collections"):
                 infos = await _in_thread(target.kb.reader.collections)
             out = CollectionsOut(
+                indexing=indexing_out(target.kb),
                 collections=[
                     CollectionOut(
                         name=i.name,
@@ -263,7 +291,7 @@ def add_data_tools(
                     )
                     for i in infos
                     if target.principal.may_read(i.name)
-                ]
+                ],
             )
             lines = [
                 f"- **{c.name}**: {c.documents} documents, {c.chunks} chunks, "
@@ -286,8 +314,11 @@ def add_data_tools(
         collection: str = "default",
     ) -> Annotated[CallToolResult, DocumentOut]:
         async with resolve(ctx) as target:
-            with tool_errors(
-                metrics, "get_document_summary", source_hash=source_hash, collection=collection
+            with (
+                tool_errors(
+                    metrics, "get_document_summary", source_hash=source_hash, collection=collection
+                ),
+                noting_indexing(target.kb),
             ):
                 target.principal.check_read(collection)
                 record = await _in_thread(
@@ -299,7 +330,7 @@ def add_data_tools(
                 ingested_at=record.ingested_at, status="indexed", chunk_count=record.chunk_count,
                 total_chars=record.char_count,
                 average_chunk_chars=round(record.char_count / max(record.chunk_count, 1), 1),
-                pages=record.pages,
+                pages=record.pages, indexing=indexing_out(target.kb),
             )  # fmt: skip
             text = (
                 f"**{out.source}** ({out.format}, {out.title!r}): {out.chunk_count} chunks, "
@@ -320,7 +351,7 @@ def add_data_tools(
         chunk_id: Annotated[str, Field(min_length=1, max_length=200)], ctx: Context
     ) -> Annotated[CallToolResult, ContentOut]:
         async with resolve(ctx) as target:
-            with tool_errors(metrics, "get_content", chunk_id=chunk_id):
+            with tool_errors(metrics, "get_content", chunk_id=chunk_id), noting_indexing(target.kb):
                 found = await _in_thread(lambda: target.kb.reader.chunk(chunk_id))
                 readable = [h for h in found if target.principal.may_read(h.collection)]
                 if not readable:
@@ -332,7 +363,7 @@ def add_data_tools(
                 chunk_id=hit.chunk_id, text=hit.text, source=hit.source, title=hit.title,
                 collection=hit.collection, source_hash=hit.doc_hash, page=hit.page,
                 section_path=hit.section_path, line_start=hit.line_start, line_end=hit.line_end,
-                char_start=hit.char_start, char_end=hit.char_end,
+                char_start=hit.char_start, char_end=hit.char_end, indexing=indexing_out(target.kb),
             )  # fmt: skip
             return tool_result(f"{_cite(hit)}\n\n{hit.text}", out)
 
@@ -351,7 +382,11 @@ def add_data_tools(
         ctx: Context,
         collection: str = "default",
         tags: Annotated[
-            dict[str, str] | None, Field(description="Metadata on every chunk, for filters.")
+            dict[str, str] | None,
+            Field(
+                description="Metadata on every chunk, for filters; kept by later ingests "
+                'until changed; "" removes one.'
+            ),
         ] = None,
     ) -> Annotated[CallToolResult, IngestOut]:
         async with resolve(ctx) as target:
@@ -361,24 +396,32 @@ def add_data_tools(
                 where = inside_root(target.root, path)
                 if not where.exists():
                     raise KnowhubError(f"path {path!r} does not exist under the document root")
-                tag_map = parse_key_values([f"{k}={v}" for k, v in (tags or {}).items()], "tags")
-                progress = progress_reporter(ctx)
+                tag_map = parse_key_values(
+                    [f"{k}={v}" for k, v in (tags or {}).items()], "tags", empty=True
+                )
+                progress = progress_reporter(ctx, target.kb.settings.ingest)
                 report = await _in_thread(
                     lambda: target.kb.ingest([where], collection, tag_map, progress=progress)
                 )
             metrics.record_ingest(report)
             out = IngestOut(
                 collection=report.collection, added=report.added, updated=report.updated,
-                unchanged=len(report.unchanged), removed=report.removed,
+                moved=[{"from": old, "to": new} for old, new in report.moved],
+                retagged=report.retagged, unchanged=len(report.unchanged), removed=report.removed,
                 failed=[{"source": s, "reason": r} for s, r in report.failed],
                 skipped=[{"source": s, "reason": r} for s, r in report.skipped],
                 chunks=report.chunks, seconds=round(report.seconds, 3),
+                indexing=indexing_out(target.kb),
             )  # fmt: skip
+            changes = (("moved", out.moved), ("retagged", out.retagged))
+            changed = "".join(f"{len(items)} {what}, " for what, items in changes if items)
             text = (
-                f"{len(out.added)} added, {len(out.updated)} updated, {out.unchanged} unchanged, "
+                f"{len(out.added)} added, {len(out.updated)} updated, {changed}"
+                f"{out.unchanged} unchanged, "
                 f"{len(out.failed)} failed, {len(out.skipped)} skipped ({out.chunks} chunks "
                 f"written) into {out.collection!r}"
             )
+            text += "".join(f"\n- moved {m['from']} → {m['to']}" for m in out.moved)
             text += "".join(f"\n- failed {f['source']}: {f['reason']}" for f in out.failed)
             text += "".join(f"\n- skipped {f['reason']}" for f in out.skipped)
             return tool_result(text, out)
@@ -471,13 +514,14 @@ def _stage_progress(ctx: Context, metrics: Metrics) -> Callable[[str, int, float
     return hook
 
 
-def progress_reporter(ctx: Context) -> Callable[[int, int, str], None]:
-    """An ingest progress callback (called from a worker thread) that notifies the client."""
+def progress_reporter(ctx: Context, settings: IngestSettings) -> Progress:
+    """An ingest progress callback (called from a worker thread) that notifies the client
+    in chunks embedded, as the CLI shows them (:class:`~knowhub.interfaces.progress.Notifier`)."""
 
-    def progress(done: int, total: int, source: str) -> None:
-        anyio.from_thread.run(ctx.report_progress, done, total, source)
+    def send(done: float, total: float | None, message: str) -> None:
+        anyio.from_thread.run(ctx.report_progress, done, total, message)
 
-    return progress
+    return Notifier(ProgressView("ingesting", settings.long_file_warning_s), send)
 
 
 _CUT_NOTE = "(Cut to fit max_chars: fetch a whole passage with get_content.)"
@@ -501,7 +545,9 @@ def _search_out(
         truncated = truncated or cut
         left -= overhead + len(text)
         out.append(HitOut(
-            n=n, chunk_id=hit.chunk_id, score=round(hit.score, 4), text=text, source=hit.source,
+            n=n, chunk_id=hit.chunk_id, score=round(hit.score, 4),
+            relevance=None if hit.relevance is None else round(hit.relevance, 4),
+            text=text, source=hit.source,
             title=hit.title, page=hit.page, section_path=hit.section_path,
             line_start=hit.line_start, line_end=hit.line_end, char_start=hit.char_start,
             char_end=hit.char_end, source_hash=hit.doc_hash, collection=hit.collection,
@@ -518,7 +564,8 @@ def _cite(hit: Hit | HitOut) -> str:
         parts.append(f"p. {hit.page}")
     if hit.section_path:
         parts.append(hit.section_path)
-    parts.append(f"lines {hit.line_start}-{hit.line_end}")
+    if hit.line_start:  # 0: a format without lines (PDF, Office), cited by page/section
+        parts.append(f"lines {hit.line_start}-{hit.line_end}")
     return ", ".join(parts)
 
 
@@ -527,7 +574,8 @@ def _heading(query: str, collection: str, count: int) -> str:
 
 
 def _hit_heading(n: int, hit: Hit | HitOut, score: float) -> str:
-    return f"**[{n}]** {_cite(hit)} — chunk `{hit.chunk_id}` (score {score:.3f})"
+    relevance = "" if hit.relevance is None else f", relevance {hit.relevance:.2f}"
+    return f"**[{n}]** {_cite(hit)} — chunk `{hit.chunk_id}` (score {score:.3f}{relevance})"
 
 
 def _search_markdown(out: SearchOut) -> str:
@@ -542,6 +590,9 @@ def _search_markdown(out: SearchOut) -> str:
 
 
 def tool_result(text: str, out: BaseModel) -> CallToolResult:
+    """Markdown plus structured content; a data tool's opens with any indexing note."""
+    if isinstance(out, Indexed) and out.indexing is not None:
+        text = f"{indexing_note(out.indexing)}\n\n{text}"
     return CallToolResult(
         content=[TextContent(type="text", text=text)],
         structured_content=out.model_dump(mode="json"),

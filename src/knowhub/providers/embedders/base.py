@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,9 +28,11 @@ class Embedder(ABC):
     model_id: str
     dim: int
     languages: frozenset[str] | None = None
-    # Cosine similarities meaning "unrelated" and "clearly about it" for this model, used to
-    # judge whether the best source can answer a question (None: judged on words alone).
+    # Cosine similarities meaning "unrelated" and "clearly about it" for this model, the dense
+    # half of a hit's relevance (knowhub.query.relevance; None: judged on words alone), and
+    # the same per query language where the model's cosines run higher or lower.
     relevance_range: tuple[float, float] | None = None
+    relevance_by_language: Mapping[str, tuple[float, float]] = MappingProxyType({})
     batch_size: int = 16
     # Whether ingest may fan batches out to worker processes (False when encoding is cheap).
     parallel: bool = True
@@ -37,6 +40,10 @@ class Embedder(ABC):
     @abstractmethod
     def _encode(self, texts: list[str], is_query: bool) -> Vectors:
         """Encode one batch; return shape ``(len(texts), dim)``."""
+
+    def calibration(self, language: str) -> tuple[float, float] | None:
+        """The relevance range for a query in ``language``."""
+        return self.relevance_by_language.get(language, self.relevance_range)
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         """Encode passages in batches of ``batch_size``."""

@@ -27,6 +27,7 @@ __all__ = [
     "StoredChunk",
     "checked_meta_key",
     "checked_vectors",
+    "moved_paths",
 ]
 
 
@@ -120,9 +121,14 @@ class Store(Protocol):
         vectors: Vectors,
         tokens: Sequence[str],
         cache_keys: Sequence[str],
+        previous: str | None = None,
     ) -> None:
         """Swap a document's old chunks for ``chunks`` atomically (``tokens``: one string of
-        space-separated lexical terms per chunk; ``cache_keys``: embedding-cache keys)."""
+        space-separated lexical terms per chunk; ``cache_keys``: embedding-cache keys).
+
+        ``previous``: the path the document was recorded under before it moved to
+        ``record.path``; that record and its chunks go in the same write, so readers see
+        the document at one path or the other, never at both or neither."""
 
     def remove_document(self, cid: int, path: str) -> bool: ...
     def stored_chunks(self, cid: int, path: str) -> list[StoredChunk]:
@@ -195,3 +201,9 @@ def checked_vectors(
             f"but the collection holds {embedder} vectors of dim {dim}: embed with {embedder}"
         )
     return np.asarray(vectors, dtype=np.float32).reshape(len(chunks), dim)
+
+
+def moved_paths(record: DocumentRecord, previous: str | None) -> list[str]:
+    """The paths whose records a ``replace_document`` of ``record`` replaces: its own, and
+    the one it moved from."""
+    return [record.path] if previous in (None, record.path) else [record.path, str(previous)]

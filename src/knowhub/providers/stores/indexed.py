@@ -35,7 +35,7 @@ from pathlib import Path
 from knowhub.errors import StoreError
 from knowhub.models import Chunk, DocumentRecord, Filters
 from knowhub.providers.embedders.base import Vectors
-from knowhub.providers.stores.base import Orphan, StoredChunk, checked_vectors
+from knowhub.providers.stores.base import Orphan, StoredChunk, checked_vectors, moved_paths
 from knowhub.providers.stores.sqlite import SQLiteStore
 from knowhub.providers.stores.vector_index import (
     IndexRow,
@@ -116,6 +116,7 @@ class IndexedStore(SQLiteStore):
         vectors: Vectors,
         tokens: Sequence[str],
         cache_keys: Sequence[str],
+        previous: str | None = None,
     ) -> None:
         embedder, dim = self.embedder_of(cid)
         vectors = checked_vectors(record, chunks, vectors, tokens, cache_keys, embedder, dim)
@@ -131,8 +132,10 @@ class IndexedStore(SQLiteStore):
             if rows:
                 self.index.upsert(self.space(cid), rows, vectors)
             with self._lock, self.transaction() as db:
-                old = _document_chunk_ids(db, cid, record.path)
-                self._delete(db, cid, record.path)
+                old = []
+                for path in moved_paths(record, previous):  # a move: both records' rows
+                    old += _document_chunk_ids(db, cid, path)
+                    self._delete(db, cid, path)
                 self._insert(db, cid, record, chunks, vectors, tokens, cache_keys, ids)
                 db.execute("DELETE FROM index_journal WHERE id = ?", (pending,))
                 dead = self._journal(db, cid, "delete", old)

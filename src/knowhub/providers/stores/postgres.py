@@ -40,6 +40,7 @@ from knowhub.providers.stores.base import (
     StoredChunk,
     checked_meta_key,
     checked_vectors,
+    moved_paths,
 )
 from knowhub.providers.stores.pg_schema import (
     HNSW_MAX_DIM,
@@ -336,8 +337,10 @@ class PostgresStore:
         vectors: Vectors,
         tokens: Sequence[str],
         cache_keys: Sequence[str],
+        previous: str | None = None,
     ) -> None:
-        """Swap a document's old chunks for new ones in one transaction."""
+        """Swap a document's old chunks (and, on a move, those at ``previous``) for new
+        ones in one transaction."""
         embedder, dim = self.embedder_of(cid)
         rows = checked_vectors(record, chunks, vectors, tokens, cache_keys, embedder, dim)
         term_lists = [t.split() for t in tokens]
@@ -345,7 +348,10 @@ class PostgresStore:
             # Locking the collection row first serialises writers of one collection, so
             # two replacements of the same path cannot both delete-then-insert.
             conn.execute("SELECT 1 FROM knowhub.collections WHERE id = %s FOR UPDATE", (cid,))
-            old_chunks, old_terms = self._delete(conn, cid, record.path)
+            old_chunks = old_terms = 0
+            for path in moved_paths(record, previous):
+                chunk_count, term_count = self._delete(conn, cid, path)
+                old_chunks, old_terms = old_chunks + chunk_count, old_terms + term_count
             (doc_id,) = conn.execute(
                 "INSERT INTO knowhub.documents(collection_id, path, source, doc_hash, size, "
                 "mtime_ns, title, format, chunk_count, char_count, pages, ingested_at, metadata) "
@@ -577,7 +583,8 @@ class PostgresStore:
             "WHERE d.chunk_count != (SELECT count(*) FROM knowhub.chunks k "
             "WHERE k.document_id = d.id)",
             "foreign_chunk_ids": "SELECT count(*) FROM knowhub.chunks k JOIN knowhub.documents d "
-            "ON d.id = k.document_id WHERE left(k.chunk_id, 16) != left(d.doc_hash, 16)",
+            "ON d.id = k.document_id WHERE left(k.chunk_id, 16) != "
+            "coalesce(d.metadata->'knowhub'->>'doc_id', left(d.doc_hash, 16))",
             # The lexical side here is the rows' terms plus the BM25 counters: a counter
             # that drifted from the rows ranks every search wrongly.
             "fts_mismatch": "SELECT (SELECT count(*) FROM knowhub.chunks "

@@ -33,6 +33,7 @@ from knowhub.providers.stores.base import (
     StoredChunk,
     checked_meta_key,
     checked_vectors,
+    moved_paths,
 )
 from knowhub.providers.stores.schema import ADDITIONS, SCHEMA, SCHEMA_VERSION, fts_table
 from knowhub.providers.stores.sqlite_connections import Connections
@@ -297,12 +298,15 @@ class SQLiteStore:
         vectors: Vectors,
         tokens: Sequence[str],
         cache_keys: Sequence[str],
+        previous: str | None = None,
     ) -> None:
-        """Swap a document's old chunks for new ones in one transaction."""
+        """Swap a document's old chunks (and, on a move, those at ``previous``) for new
+        ones in one transaction."""
         embedder, dim = self.embedder_of(cid)
         vectors = checked_vectors(record, chunks, vectors, tokens, cache_keys, embedder, dim)
         with self._lock, self.transaction() as db:
-            self._delete(db, cid, record.path)
+            for path in moved_paths(record, previous):
+                self._delete(db, cid, path)
             self._insert(db, cid, record, chunks, vectors, tokens, cache_keys, None)
 
     def _insert(

@@ -73,7 +73,9 @@ INTEGRITY_CHECKS = (
     (
         "foreign_chunk_ids",
         "SELECT count(*) FROM chunks k JOIN documents d "
-        "ON d.id = k.document_id WHERE substr(k.chunk_id, 1, 16) != substr(d.doc_hash, 1, 16)",
+        # A chunk id starts with its document's id (DocumentRecord.doc_id).
+        "ON d.id = k.document_id WHERE substr(k.chunk_id, 1, 16) != "
+        "coalesce(json_extract(d.metadata, '$.knowhub.doc_id'), substr(d.doc_hash, 1, 16))",
     ),
 )
 # Filters on these keys read a column; any other key reads the chunk's metadata JSON.

@@ -1,9 +1,12 @@
 """How a browser signs in to the console, and why its form posts cannot be forged.
 
-The token a login form receives is kept in an HttpOnly, SameSite=Strict cookie scoped to
-``/ui``: page scripts cannot read it, and the browser does not send it with a request
-started by another site. The :class:`~knowhub.interfaces.security.Guard` accepts that
-cookie under ``/ui`` only (:data:`CONSOLE_LOGIN`); the API still wants the header.
+A login form's token opens a server-side session (:class:`~knowhub.interfaces.security.
+SessionBook`); only its random id is kept, in an HttpOnly, SameSite=Strict cookie scoped to
+``/ui`` (Secure when the request came over TLS: uvicorn takes the scheme from a trusted
+proxy's ``X-Forwarded-Proto``): page scripts cannot read it, the browser does not send it
+with a request started by another site, and signing out ends the session on the server. The
+:class:`~knowhub.interfaces.security.Guard` accepts that cookie under ``/ui`` only
+(:data:`CONSOLE_LOGIN`); the API still wants the header.
 
 Cross-site request forgery: besides SameSite=Strict, every console POST must come from a
 page of this very server — its ``Origin`` (or, lacking one, ``Sec-Fetch-Site``) must name
@@ -19,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from knowhub.errors import AuthError, QueryError
-from knowhub.interfaces.security import CookieLogin
+from knowhub.interfaces.security import SESSION_TTL_S, CookieLogin
 
 __all__ = [
     "CONSOLE_LOGIN",
@@ -31,9 +34,10 @@ __all__ = [
     "safe_next",
 ]
 
-CONSOLE_LOGIN = CookieLogin(prefix="/ui", cookie="knowhub_token", login_path="/ui/login")
+CONSOLE_LOGIN = CookieLogin(prefix="/ui", cookie="knowhub_session", login_path="/ui/login")
 PUBLIC_PATHS = frozenset({CONSOLE_LOGIN.login_path})
-LOGIN_DAYS = 7
+# Where releases before sessions kept the raw token: deleted at the next sign-in.
+_TOKEN_COOKIE = "knowhub_token"
 
 
 def check_same_origin(request: Request) -> None:
@@ -79,11 +83,15 @@ def safe_next(target: str | None) -> str:
     return CONSOLE_LOGIN.prefix
 
 
-def remember_login(response: Response, token: str, request: Request) -> None:
+def remember_login(response: Response, session_id: str, request: Request) -> None:
+    """Set the session cookie (Secure when the request came over TLS)."""
     response.set_cookie(
-        CONSOLE_LOGIN.cookie, token, max_age=LOGIN_DAYS * 86400, path=CONSOLE_LOGIN.prefix,
-        secure=request.url.scheme == "https", httponly=True, samesite="strict",
+        CONSOLE_LOGIN.cookie, session_id, max_age=int(SESSION_TTL_S),
+        path=CONSOLE_LOGIN.prefix, secure=request.url.scheme == "https", httponly=True,
+        samesite="strict",
     )  # fmt: skip
+    if _TOKEN_COOKIE in request.cookies:
+        response.delete_cookie(_TOKEN_COOKIE, path=CONSOLE_LOGIN.prefix)
 
 
 def clear_login(response: Response) -> None:

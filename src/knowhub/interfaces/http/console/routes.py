@@ -22,6 +22,7 @@ from knowhub.errors import AuthError, ConfigError, KnowhubError, QueryError
 from knowhub.eval.golden import add_case
 from knowhub.eval.report import load_report
 from knowhub.interfaces.http.console.auth import (
+    CONSOLE_LOGIN,
     check_same_origin,
     clear_login,
     read_form,
@@ -308,7 +309,7 @@ def console_router(service: Service, tokens: TokenBook) -> APIRouter:
             return page(request, "login.html", status=401, next=target, open_console=False,
                         error=WRONG_TOKEN)  # fmt: skip
         response = RedirectResponse(target, 303)
-        remember_login(response, token, request)
+        remember_login(response, tokens.sessions.open(found), request)
         return response
 
     @router.post("/logout")
@@ -317,6 +318,7 @@ def console_router(service: Service, tokens: TokenBook) -> APIRouter:
             check_same_origin(request)
         except Exception as exc:
             return _failure(request, exc)
+        tokens.sessions.close(request.cookies.get(CONSOLE_LOGIN.cookie))
         response = RedirectResponse("/ui/login", 303)
         clear_login(response)
         return response

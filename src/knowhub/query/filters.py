@@ -1,0 +1,51 @@
+"""The filter keys a collection knows, looked up once per collection version.
+
+Every chunk has the columns (``knowhub.validate.FILTER_COLUMNS``); any other key is read from
+the chunk's metadata, which ingest copies from its document: the loader's scalar metadata
+(front matter, PDF info) and the document's tags. Those keys are therefore derived from the
+documents' records, which every store backend already lists, rather than from a new store
+method each backend would have to implement: one scan of the (few, small) document rows per
+collection version, and only when a filter names a key that is not a column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from knowhub.models import DocumentRecord, Filters, FilterValue
+from knowhub.providers.stores.base import Store
+from knowhub.query.cache import SearchCaches
+from knowhub.validate import check_filter_keys, logical_name
+
+__all__ = ["metadata_keys", "resolve_filters"]
+
+
+def resolve_filters(
+    store: Store, cid: int, name: str, filters: Filters, caches: SearchCaches | None
+) -> dict[str, FilterValue]:
+    """``filters`` of a search on store collection ``name`` (id ``cid``) with their keys
+    resolved (aliases) and checked against what the collection holds."""
+
+    def known() -> frozenset[str]:
+        key = (cid, store.version(cid))  # any write makes a new key, so keys never go stale
+        found = caches.filter_keys.get(key) if caches is not None else None
+        if found is None:
+            found = metadata_keys(store.records(cid))
+            if caches is not None:
+                caches.filter_keys.put(key, found)
+        return found
+
+    return check_filter_keys(filters, known, logical_name(name))
+
+
+def metadata_keys(records: Iterable[DocumentRecord]) -> frozenset[str]:
+    """The metadata keys chunks of these documents can be filtered on: what ingest copies
+    into every chunk (``knowhub.ingest.pipeline``), i.e. scalar metadata and tag names."""
+    keys: set[str] = set()
+    for record in records:
+        for key, value in record.metadata.items():
+            if key == "tags" and isinstance(value, dict):
+                keys.update(str(tag) for tag in value)
+            elif isinstance(value, str | int | float | bool):
+                keys.add(key)
+    return frozenset(keys)

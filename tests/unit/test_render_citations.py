@@ -1,0 +1,42 @@
+"""Citations as each interface writes them: lines only where the file has lines."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import pytest
+
+from knowhub.answer.pipeline import source_dict
+from knowhub.interfaces import cli  # noqa: F401  (cli_ask is imported through it)
+from knowhub.interfaces.cli_ask import render_answer
+from knowhub.interfaces.mcp.tools import _cite
+from knowhub.interfaces.render import citation
+from knowhub.models import Hit
+
+NOTES = Hit(
+    chunk_id="c1", score=1.0, source="release-notes.html", title="Release notes",
+    text="The scheduler retries failed jobs.", page=None, section_path="2.4", line_start=77,
+    line_end=79, char_start=0, char_end=34, doc_hash="0" * 64, collection="default",
+    language="en",
+)  # fmt: skip
+# A PDF chunk: its page is what a reader opens; it has no lines (0).
+POLICY = dataclasses.replace(NOTES, source="policy.pdf", page=2, section_path="",
+                             line_start=0, line_end=0)  # fmt: skip
+
+
+def _answer_sources(hit: Hit) -> str:
+    result = {
+        "answer": "It retries. [1]", "hit_type": "rag", "confidence": 0.9, "model": "test",
+        "sources": [source_dict(1, hit)],
+    }  # fmt: skip
+    return next(line for line in render_answer(result).splitlines() if "[1] " in line)
+
+
+@pytest.mark.parametrize("cite", [citation, _cite, _answer_sources])
+def test_citations_give_file_lines_and_leave_them_out_where_there_are_none(
+    cite: Callable[[Hit], str],
+) -> None:
+    assert "lines 77-79" in cite(NOTES)
+    pdf = cite(POLICY)
+    assert "p. 2" in pdf and "lines" not in pdf
