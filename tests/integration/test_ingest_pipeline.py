@@ -235,13 +235,34 @@ def test_a_file_moved_and_edited_with_its_folder_is_a_move_by_source(
     app: App, tmp_path: Path
 ) -> None:
     app.ingest([corpus(tmp_path / "v1")])
+    (tmp_path / "v1").rename(tmp_path / "v2")
     write(tmp_path / "v2/ops/backups.md", BACKUPS + "\nRestores are tested monthly.\n")
-    (tmp_path / "v1/ops/backups.md").unlink()
     report = app.ingest([tmp_path / "v2"])
-    assert report.moved == [("ops/backups.md", "ops/backups.md")]
+    assert ("ops/backups.md", "ops/backups.md") in report.moved
     assert [r.path for r in app.documents() if r.source == "ops/backups.md"] == [
         str(tmp_path / "v2/ops/backups.md")
     ]
+
+
+def test_another_folders_file_at_the_same_source_is_no_move(app: App, tmp_path: Path) -> None:
+    # Other bytes at the same source moved a document deleted from a folder that is still
+    # there: any guide.md deleted from one folder "moved" to another folder's guide.md.
+    write(tmp_path / "notes/guide.md", BACKUPS)
+    app.ingest([tmp_path / "notes"], tags={"team": "ops"})
+    (tmp_path / "notes/guide.md").unlink()
+    write(tmp_path / "handbook/guide.md", UPGRADES)
+    report = app.ingest([tmp_path / "handbook"])
+    assert (report.moved, report.added) == ([], ["guide.md"])
+    [new] = [r for r in app.documents() if r.path == str(tmp_path / "handbook/guide.md")]
+    assert new.metadata["tags"] == {}  # not the deleted document's team=ops
+
+
+def test_a_file_and_a_link_to_it_in_one_run_are_one_document(app: App, tmp_path: Path) -> None:
+    write(tmp_path / "docs/v2.md", BACKUPS)
+    (tmp_path / "docs/latest.md").symlink_to(tmp_path / "docs/v2.md")
+    report = app.ingest([tmp_path / "docs"])
+    assert (report.added, report.unchanged) == (["latest.md"], ["v2.md"])
+    assert len(app.documents()) == 1
 
 
 def test_a_file_renamed_in_its_folder_is_a_move_not_an_add(app: App, tmp_path: Path) -> None:

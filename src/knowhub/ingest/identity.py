@@ -76,13 +76,27 @@ class Identities:
                 if found is None:
                     self._gone.append(record)
                 elif isinstance(found, stat_result):
-                    self._files[(found.st_dev, found.st_ino)] = record
+                    self.remember(found, record)
         return self._taken
 
-    def recorded_as(self, stat: stat_result) -> DocumentRecord | None:
-        """The document recorded for this file under another path, if any."""
+    def remember(self, stat: stat_result, record: DocumentRecord) -> None:
+        """``record`` is the document of the file ``stat`` describes (so another spelling of
+        it later in the run finds it). Inode 0 is what some network and FUSE file systems
+        give every file: no identity to go by."""
+        if stat.st_ino:
+            self._files[(stat.st_dev, stat.st_ino)] = record
+
+    def recorded_as(self, path: str, stat: stat_result) -> DocumentRecord | None:
+        """The document recorded for this file under another path, if any: the same inode
+        reached through a link (the two paths resolve alike, or the file has several hard
+        links), never a mere inode coincidence (file systems that reuse or invent them)."""
         self._load()
-        return self._files.get((stat.st_dev, stat.st_ino))
+        record = self._files.get((stat.st_dev, stat.st_ino)) if stat.st_ino else None
+        if record is None:
+            return None
+        if stat.st_nlink > 1 or os.path.realpath(record.disk_path) == os.path.realpath(path):
+            return record
+        return None
 
     def new_id(self, source: str, doc_hash: str) -> str:
         """A document id no other document of the collection has."""
@@ -98,15 +112,26 @@ class Identities:
         """The vanished document a new file at ``source`` with ``doc_hash`` moved from, if
         any; claimed, so no other file of the run moves from it too."""
         self._load()
+        # Gone when the run began; a file back since (an editor's delete-then-rename save)
+        # is no move's origin.
+        self._gone = [r for r in self._gone if vanished(r.disk_path)]
         name = PurePosixPath(source.replace(os.sep, "/")).name
         same_bytes = [r for r in self._gone if r.doc_hash == doc_hash]
         ranked = (
             [r for r in same_bytes if r.source == source]
             + [r for r in same_bytes if PurePosixPath(r.source).name == name]
             + same_bytes
-            + [r for r in self._gone if r.source == source]
+            # Other bytes at the same source: only a folder renamed (its old root gone too),
+            # or any README.md deleted in one folder would "move" to another folder's.
+            + [r for r in self._gone if r.source == source and vanished(_root_of(r))]
         )
         if not ranked:
             return None
         self._gone.remove(ranked[0])
         return ranked[0]
+
+
+def _root_of(record: DocumentRecord) -> str:
+    """The folder ``record`` was ingested from: its path less its source."""
+    path, source = record.disk_path, record.source.replace("/", os.sep)
+    return path[: -len(source)] if path.endswith(source) else str(Path(path).parent)

@@ -334,7 +334,7 @@ class _Run:
         limits = _limits(self.settings)
         old = self.store.record(self.cid, key)
         first = path.stat()  # a stat never blocks; an unchanged file is not even opened
-        if old is None and (old := self.identities.recorded_as(first)) is not None:
+        if old is None and (old := self.identities.recorded_as(candidate.path, first)) is not None:
             key = old.path  # the file, reached by another spelling: its document stays one
         tags = merged_tags(stored_tags(old), self.tags)
         same_tags = old is not None and stored_tags(old) == tags
@@ -373,6 +373,8 @@ class _Run:
             ingested_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             metadata={**loaded.metadata, "tags": tags, "knowhub": {"doc_id": doc_id}},
         )  # fmt: skip
+        if old is None:  # another spelling of this file later in the run is this document
+            self.identities.remember(stat, record)
         return self._embed(record, chunks, outcome, previous)
 
     def _doc_id(self, known: DocumentRecord | None, source: str, doc_hash: str) -> str:

@@ -28,6 +28,9 @@ def bind(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        # Listening at once: with SO_REUSEADDR two servers started together could both
+        # bind, and the second would then fail later with uvicorn's raw [Errno 98].
+        sock.listen(2048)
     except OSError as exc:
         sock.close()
         raise ConfigError(_refusal(exc, host, port)) from exc

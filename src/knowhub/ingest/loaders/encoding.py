@@ -13,7 +13,8 @@ from __future__ import annotations
 import codecs
 import itertools
 import re
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
@@ -216,30 +217,58 @@ class _Repaired:
 
 
 def _repair_utf8(decoder: _Decoder) -> _Repaired | None:
-    """The bytes as UTF-8 with bad sequences replaced, if they are few; else ``None``."""
-    data, view = decoder.data, memoryview(decoder.data)
-    most = max(_FEW_BAD_SEQUENCES, len(data) // _BAD_SEQUENCE_SHARE)
-    pieces: list[str] = []
-    offsets: list[int] = []
-    start = bad_bytes = 0
-    while True:
-        try:
-            pieces.append(codecs.utf_8_decode(view[start:], "strict", True)[0])
-            break
-        except UnicodeDecodeError as exc:
-            pieces.append(codecs.utf_8_decode(view[start : start + exc.start], "strict")[0])
-            pieces.append("\ufffd")
-            offsets.append(start + exc.start)
-            bad_bytes += exc.end - exc.start
-            start += exc.end
-            if len(offsets) > most:
-                return None
-    text = "".join(pieces)
+    """The bytes as UTF-8 with bad sequences replaced, if they are few; else ``None``.
+
+    One decode with an error handler that notes each bad sequence: decoding again after each
+    one (or catching each ``UnicodeDecodeError``, which copies the rest of the input) took
+    time quadratic in the file's size, and every CP1251/GBK file comes through here first.
+    """
+    data = decoder.data
+    damage = _Damage(max(_FEW_BAD_SEQUENCES, len(data) // _BAD_SEQUENCE_SHARE))
+    _repairing.damage = damage
+    try:
+        text = data.decode("utf-8", _REPAIR_HANDLER)
+    except _TooDamagedError:
+        return None
+    finally:
+        del _repairing.damage
     if decoder.max_chars is not None and len(text) > decoder.max_chars:
         raise too_much_text(decoder.path, decoder.max_chars)
     # Bytes beyond one per character: what the valid multi-byte characters took.
-    multibyte = (len(data) - bad_bytes) - (len(text) - len(offsets))
+    offsets = damage.offsets
+    multibyte = (len(data) - damage.bad_bytes) - (len(text) - len(offsets))
     return _Repaired(text, offsets, multibyte >= _REAL_UTF8_RATIO * len(offsets))
+
+
+@dataclass
+class _Damage:
+    """The bad sequences one repair met, and how many it tolerates."""
+
+    most: int
+    offsets: list[int] = field(default_factory=list)
+    bad_bytes: int = 0
+
+
+class _TooDamagedError(Exception):
+    """More bad sequences than a repair tolerates: the bytes are not damaged UTF-8."""
+
+
+_repairing = threading.local()  # the running repair's _Damage (codec handlers are global)
+
+
+def _note_damage(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    damage: _Damage = _repairing.damage
+    damage.offsets.append(exc.start)
+    damage.bad_bytes += exc.end - exc.start
+    if len(damage.offsets) > damage.most:
+        raise _TooDamagedError
+    return "\ufffd", exc.end
+
+
+_REPAIR_HANDLER = "knowhub-note-utf8-damage"
+codecs.register_error(_REPAIR_HANDLER, _note_damage)
 
 
 def _damage_warning(path: Path, encoding: str, offsets: list[int], count: int) -> str:

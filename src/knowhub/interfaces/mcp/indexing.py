@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import anyio.to_thread
 from pydantic import BaseModel, Field
 
-from knowhub.errors import KnowhubError
+from knowhub.errors import AuthError, ConfigError, KnowhubError
 from knowhub.interfaces.mcp.kb import Indexing, KnowledgeBase
 
 __all__ = [
@@ -105,6 +105,8 @@ def noting_indexing(kb: KnowledgeBase) -> Iterator[None]:
     """A failure while indexing runs says so: "no chunk with id …" may only mean "not yet"."""
     try:
         yield
+    except (AuthError, ConfigError):
+        raise  # not a thing that may be missing for now
     except KnowhubError as exc:
         now = kb.indexing()
         if now is None:
