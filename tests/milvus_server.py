@@ -38,9 +38,21 @@ class MilvusServer:
         self._proc: subprocess.Popen[bytes] | None = None
         self._dir: Path | None = None
 
-    def start(self, timeout: float = 60) -> MilvusServer:
+    def start(self, timeout: float = 60, attempts: int = 3) -> MilvusServer:
         if self.uri:
             return self
+        # milvus-lite's gRPC engine now and then dies as it starts ("epoll_wait error: Bad
+        # file descriptor", seen under pytest-xdist): a server that exits before it
+        # listens is started again, on another port, before the tests hear of it.
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._start(timeout)
+            except RuntimeError:
+                if attempt == attempts:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _start(self, timeout: float) -> MilvusServer:
         self._dir = Path(tempfile.mkdtemp(prefix="knowhub-milvus-"))
         port = free_port()
         log = self._dir / "server.log"
@@ -48,9 +60,9 @@ class MilvusServer:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "milvus_lite", "server", "--data-dir",
                  str(self._dir / "data"), "--host", "127.0.0.1", "--port", str(port)],
-                stdout=out, stderr=subprocess.STDOUT, preexec_fn=die_with(signal.SIGTERM),
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                preexec_fn=die_with(signal.SIGTERM),
             )  # fmt: skip
-        self.uri = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + timeout
         while not _listens(port):
             if self._proc.poll() is not None or time.monotonic() > deadline:
@@ -58,6 +70,7 @@ class MilvusServer:
                 self.stop()
                 raise RuntimeError(f"milvus-lite server did not start:\n{text}")
             time.sleep(0.05)
+        self.uri = f"http://127.0.0.1:{port}"
         return self
 
     def settings(self, data_dir: Path, **overrides: object) -> Settings:
