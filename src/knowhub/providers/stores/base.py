@@ -21,13 +21,17 @@ from knowhub.providers.embedders.base import Vectors
 
 __all__ = [
     "CollectionInfo",
+    "DocumentWrite",
     "FaqEntry",
+    "GroupWriter",
     "Orphan",
     "Store",
     "StoredChunk",
     "checked_meta_key",
     "checked_vectors",
     "moved_paths",
+    "one_by_one",
+    "replace_documents",
 ]
 
 
@@ -41,6 +45,54 @@ class CollectionInfo:
     chunks: int
     created_at: str
     lexical_chunks: int  # rows in the lexical index: equal to ``chunks`` when it is whole
+
+
+@dataclass(frozen=True)
+class DocumentWrite:
+    """The arguments of one :meth:`Store.replace_document`."""
+
+    record: DocumentRecord
+    chunks: Sequence[Chunk]
+    vectors: Vectors
+    tokens: Sequence[str]
+    cache_keys: Sequence[str]
+    previous: str | None = None
+
+
+@runtime_checkable
+class GroupWriter(Protocol):
+    """A store that commits several documents' writes at once, each still all or nothing."""
+
+    def replace_documents(
+        self, cid: int, writes: Sequence[DocumentWrite]
+    ) -> list[Exception | None]:
+        """Apply each write as :meth:`Store.replace_document` would, in one commit; returns
+        each write's error (that write alone left out), or None. Raises when the commit
+        itself fails (then none of them is written)."""
+
+
+def replace_documents(
+    store: Store, cid: int, writes: Sequence[DocumentWrite]
+) -> list[Exception | None]:
+    """Write several documents: in one commit where the store can, else one by one."""
+    if isinstance(store, GroupWriter):
+        return store.replace_documents(cid, writes)
+    return one_by_one(store, cid, writes)
+
+
+def one_by_one(store: Store, cid: int, writes: Sequence[DocumentWrite]) -> list[Exception | None]:
+    """Each write as its own :meth:`Store.replace_document`; each one's error, or None."""
+    errors: list[Exception | None] = []
+    for w in writes:
+        try:
+            store.replace_document(
+                cid, w.record, w.chunks, w.vectors, w.tokens, w.cache_keys, w.previous
+            )
+        except Exception as exc:  # the caller reports each document's failure
+            errors.append(exc)
+        else:
+            errors.append(None)
+    return errors
 
 
 @dataclass(frozen=True)

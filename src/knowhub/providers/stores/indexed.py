@@ -35,7 +35,14 @@ from pathlib import Path
 from knowhub.errors import StoreError
 from knowhub.models import Chunk, DocumentRecord, Filters
 from knowhub.providers.embedders.base import Vectors
-from knowhub.providers.stores.base import Orphan, StoredChunk, checked_vectors, moved_paths
+from knowhub.providers.stores.base import (
+    DocumentWrite,
+    Orphan,
+    StoredChunk,
+    checked_vectors,
+    moved_paths,
+    one_by_one,
+)
 from knowhub.providers.stores.sqlite import SQLiteStore
 from knowhub.providers.stores.vector_index import (
     IndexRow,
@@ -140,6 +147,13 @@ class IndexedStore(SQLiteStore):
                 db.execute("DELETE FROM index_journal WHERE id = ?", (pending,))
                 dead = self._journal(db, cid, "delete", old)
             self._settle(dead, cid, old)
+
+    def replace_documents(
+        self, cid: int, writes: Sequence[DocumentWrite]
+    ) -> list[Exception | None]:
+        """One at a time, not the catalog's group commit: each document's vectors reach
+        the index under the journal before its catalog rows commit."""
+        return one_by_one(self, cid, writes)
 
     def remove_document(self, cid: int, path: str) -> bool:
         with self._writing():

@@ -16,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from knowhub.models import Chunk, DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Vectors
 from knowhub.providers.stores.base import (
     CollectionInfo,
+    DocumentWrite,
     FaqEntry,
     Orphan,
     Store,
@@ -40,13 +42,14 @@ from knowhub.providers.stores.sqlite_connections import Connections
 from knowhub.providers.stores.sqlite_rows import (
     DOC_COLUMNS,
     HIT_SELECT,
-    INTEGRITY_CHECKS,
     NEXT_COLLECTION_ID,
     ORPHAN_CHUNKS,
     ORPHAN_FTS,
     chunk_of,
+    each_in_savepoint,
     filter_sql,
     hit_of,
+    integrity_counts,
     record_of,
     vector_of,
 )
@@ -300,14 +303,26 @@ class SQLiteStore:
         cache_keys: Sequence[str],
         previous: str | None = None,
     ) -> None:
-        """Swap a document's old chunks (and, on a move, those at ``previous``) for new
-        ones in one transaction."""
+        """Swap a document's old chunks (and, on a move, those at ``previous``) for new ones."""
+        write = DocumentWrite(record, chunks, vectors, tokens, cache_keys, previous)
+        if (error := self.replace_documents(cid, [write])[0]) is not None:
+            raise error
+
+    def replace_documents(
+        self, cid: int, writes: Sequence[DocumentWrite]
+    ) -> list[Exception | None]:
+        """Several writes in one commit (~1 ms, as much as a small document's rows), each
+        in a savepoint of its own."""
         embedder, dim = self.embedder_of(cid)
-        vectors = checked_vectors(record, chunks, vectors, tokens, cache_keys, embedder, dim)
         with self._lock, self.transaction() as db:
-            for path in moved_paths(record, previous):
-                self._delete(db, cid, path)
-            self._insert(db, cid, record, chunks, vectors, tokens, cache_keys, None)
+            return [each_in_savepoint(db, partial(self._write, db, cid, w, embedder, dim))
+                    for w in writes]  # fmt: skip
+
+    def _write(self, db: sqlite3.Connection, cid: int, w: DocumentWrite, *built: Any) -> None:
+        vectors = checked_vectors(w.record, w.chunks, w.vectors, w.tokens, w.cache_keys, *built)
+        for path in moved_paths(w.record, w.previous):
+            self._delete(db, cid, path)
+        self._insert(db, cid, w.record, w.chunks, vectors, w.tokens, w.cache_keys, None)
 
     def _insert(
         self,
@@ -333,20 +348,21 @@ class SQLiteStore:
         )  # fmt: skip
         doc_id = cur.lastrowid
         blobs = [np.asarray(v, dtype=np.float32).tobytes() for v in vectors]
-        row_ids: Sequence[int | None] = ids if ids is not None else [None] * len(chunks)
-        for chunk, blob, text_tokens, row_id in zip(chunks, blobs, tokens, row_ids, strict=True):
-            cur = db.execute(
-                "INSERT INTO chunks(id, chunk_id, document_id, collection_id, idx, text, "
-                "section_path, page, line_start, line_end, char_start, char_end, language, "
-                "metadata, vector) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (row_id, chunk.chunk_id, doc_id, cid, chunk.index, chunk.text,
-                 chunk.section_path, chunk.page, chunk.line_start, chunk.line_end, chunk.char_start,
-                 chunk.char_end, chunk.language,
-                 json.dumps(chunk.metadata, ensure_ascii=False), blob),
-            )  # fmt: skip
-            db.execute(
-                f"INSERT INTO {fts}(rowid, tokens) VALUES (?, ?)", (cur.lastrowid, text_tokens)
-            )
+        if ids is None:  # the ids SQLite would give one by one (the transaction holds the lock)
+            (top,) = db.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()
+            ids = range(top + 1, top + 1 + len(chunks))
+        db.executemany(
+            "INSERT INTO chunks(id, chunk_id, document_id, collection_id, idx, text, "
+            "section_path, page, line_start, line_end, char_start, char_end, language, "
+            "metadata, vector) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [(row_id, c.chunk_id, doc_id, cid, c.index, c.text, c.section_path, c.page,
+              c.line_start, c.line_end, c.char_start, c.char_end, c.language,
+              json.dumps(c.metadata, ensure_ascii=False), blob)
+             for row_id, c, blob in zip(ids, chunks, blobs, strict=True)],
+        )  # fmt: skip
+        db.executemany(
+            f"INSERT INTO {fts}(rowid, tokens) VALUES (?, ?)", zip(ids, tokens, strict=True)
+        )
         db.executemany(
             "INSERT OR IGNORE INTO embedding_cache(key, vector) VALUES (?, ?)",
             zip(cache_keys, blobs, strict=True),
@@ -545,22 +561,7 @@ class SQLiteStore:
 
     def integrity_report(self) -> dict[str, int]:
         """Counts that must all be zero in a consistent store (used by tests and doctor)."""
-        db = self._db
-        report = {name: int(db.execute(sql).fetchone()[0]) for name, sql in INTEGRITY_CHECKS}
-        mismatched = 0
-        for (cid,) in self._db.execute("SELECT id FROM collections").fetchall():
-            fts = fts_table(int(cid))
-            (n_fts,) = self._db.execute(f"SELECT count(*) FROM {fts}").fetchone()
-            (n_chunks,) = self._db.execute(
-                "SELECT count(*) FROM chunks WHERE collection_id = ?", (cid,)
-            ).fetchone()
-            (n_orphan_fts,) = self._db.execute(
-                f"SELECT count(*) FROM {fts} f LEFT JOIN chunks k ON k.id = f.rowid "
-                "WHERE k.id IS NULL"
-            ).fetchone()
-            mismatched += abs(int(n_fts) - int(n_chunks)) + int(n_orphan_fts)
-        report["fts_mismatch"] = mismatched
-        return report
+        return integrity_counts(self._db)
 
     def orphans(self, cid: int) -> list[Orphan]:
         """Chunks whose document row is gone, and FTS rows whose chunk row is gone."""

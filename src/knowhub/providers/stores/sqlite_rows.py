@@ -9,13 +9,15 @@ filter language's translation to SQL, and the conversion of a selected row into 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import sqlite3
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from knowhub.models import Chunk, DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Vectors
+from knowhub.providers.stores.schema import fts_table
 
 __all__ = [
     "DOC_COLUMNS",
@@ -25,8 +27,10 @@ __all__ = [
     "ORPHAN_CHUNKS",
     "ORPHAN_FTS",
     "chunk_of",
+    "each_in_savepoint",
     "filter_sql",
     "hit_of",
+    "integrity_counts",
     "record_of",
     "vector_of",
 ]
@@ -139,3 +143,34 @@ def hit_of(row: Sequence[Any]) -> Hit:
         char_end=row[10], doc_hash=row[11], collection=row[12], language=row[13],
         metadata=json.loads(row[14] or "{}"),
     )  # fmt: skip
+
+
+def each_in_savepoint(db: sqlite3.Connection, write: Callable[[], None]) -> Exception | None:
+    """Run ``write`` inside the open transaction, undone alone if it fails: its error."""
+    db.execute("SAVEPOINT one_document")
+    try:
+        write()
+    except Exception as exc:  # the caller reports it for that document only
+        db.execute("ROLLBACK TO one_document")
+        db.execute("RELEASE one_document")
+        return exc
+    db.execute("RELEASE one_document")
+    return None
+
+
+def integrity_counts(db: sqlite3.Connection) -> dict[str, int]:
+    """Counts that must all be zero in a consistent store, FTS rows against chunks included."""
+    report = {name: int(db.execute(sql).fetchone()[0]) for name, sql in INTEGRITY_CHECKS}
+    mismatched = 0
+    for (cid,) in db.execute("SELECT id FROM collections").fetchall():
+        fts = fts_table(int(cid))
+        (n_fts,) = db.execute(f"SELECT count(*) FROM {fts}").fetchone()
+        (n_chunks,) = db.execute(
+            "SELECT count(*) FROM chunks WHERE collection_id = ?", (cid,)
+        ).fetchone()
+        (n_orphan_fts,) = db.execute(
+            f"SELECT count(*) FROM {fts} f LEFT JOIN chunks k ON k.id = f.rowid WHERE k.id IS NULL"
+        ).fetchone()
+        mismatched += abs(int(n_fts) - int(n_chunks)) + int(n_orphan_fts)
+    report["fts_mismatch"] = mismatched
+    return report

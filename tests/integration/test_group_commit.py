@@ -1,0 +1,119 @@
+"""Ingest commits several documents at once, each still whole or not at all (issue 14).
+
+And an embedder that releases the GIL encodes on a background thread, so that loading
+and chunking the next files overlaps it.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from knowhub import App
+from knowhub.config import Settings
+from knowhub.ingest.embed import EmbedRunner
+from knowhub.models import Chunk, DocumentRecord
+from knowhub.providers.embedders.base import Embedder, Vectors
+from knowhub.providers.stores.base import DocumentWrite
+from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
+from tests.helpers import fast_settings, write
+
+
+def document(name: str, dim: int, rows: int = 1) -> DocumentWrite:
+    digest = (name.encode().hex() * 8)[:64]
+    record = DocumentRecord(
+        "c", name, f"/docs/{name}", digest, 10, 1, name, "md", rows, 4, None,
+        "2026-12-01T00:00:00Z",
+    )  # fmt: skip
+    chunks = [
+        Chunk(
+            f"{record.doc_id}_{i:04d}_00000000",
+            digest,
+            i,
+            "text",
+            "",
+            None,
+            1,
+            1,
+            0,
+            4,
+            "en",
+        )
+        for i in range(rows)
+    ]
+    vectors = np.ones((rows, dim), dtype=np.float32) / np.sqrt(dim)
+    return DocumentWrite(record, chunks, vectors, [f"text {name}"] * rows, [f"k-{name}"] * rows)
+
+
+def test_one_bad_document_in_a_group_leaves_the_others_written(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / DB_NAME)
+    cid = store.ensure_collection("c", "test-model", 4)
+    good, other = document("a.md", 4), document("c.md", 4)
+    bad = document("b.md", 4)
+    bad = DocumentWrite(bad.record, bad.chunks, np.ones((1, 3), np.float32), bad.tokens,
+                        bad.cache_keys)  # fmt: skip
+    errors = store.replace_documents(cid, [good, bad, other])
+    assert errors[0] is None and errors[2] is None
+    assert errors[1] is not None and "b.md" in str(errors[1])
+    assert {r.source for r in store.records(cid)} == {"a.md", "c.md"}
+    assert not any(store.integrity_report().values()), store.integrity_report()
+    store.close()
+
+
+def test_an_ingest_commits_each_document_whole_with_a_failing_one_among_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = tmp_path / "docs"
+    for n in range(6):
+        write(docs / f"doc{n}.md", f"# Doc {n}\n\nBody of document number {n}.\n")
+    app = App(fast_settings(tmp_path / "data"))
+    real = SQLiteStore._write
+
+    def fail_doc3(self: SQLiteStore, db: Any, cid: int, w: DocumentWrite, *built: Any) -> None:
+        real(self, db, cid, w, *built)
+        if w.record.source.endswith("doc3.md"):
+            raise OSError("disk full while writing doc3")  # after its rows went in
+
+    monkeypatch.setattr(SQLiteStore, "_write", fail_doc3)
+    report = app.ingest([docs])
+    assert len(report.failed) == 1, report.failed
+    ((source, reason),) = report.failed
+    assert source.endswith("doc3.md") and "disk full" in reason
+    assert len(report.added) == 5
+    cid = app.store.collection_id("default")
+    assert cid is not None
+    sources = {Path(r.source).name for r in app.store.records(cid)}
+    assert sources == {f"doc{n}.md" for n in range(6) if n != 3}  # doc3's rows rolled back
+    assert all(v == 0 for v in app.store.integrity_report().values())
+    app.store.close()
+
+
+class _Gated(Embedder):
+    """Encodes only once ``gate`` is set, on whichever thread calls it."""
+
+    model_id, dim, parallel, background = "gated", 4, False, True
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.threads: set[str] = set()
+
+    def _encode(self, texts: list[str], is_query: bool) -> Vectors:
+        self.threads.add(threading.current_thread().name)
+        assert self.gate.wait(10), "never released"
+        return np.full((len(texts), self.dim), 0.5, dtype=np.float32)
+
+
+def test_a_background_embedder_encodes_while_the_caller_goes_on(tmp_path: Path) -> None:
+    embedder = _Gated()
+    runner = EmbedRunner(embedder, Settings(data_dir=tmp_path))
+    futures = runner.submit(["one", "two", "three"])  # returns at once: the gate is shut
+    assert not all(f.done() for f in futures)
+    embedder.gate.set()
+    vectors = runner.gather(futures)
+    runner.close()
+    assert vectors.shape == (3, 4)
+    assert embedder.threads and threading.current_thread().name not in embedder.threads
