@@ -224,6 +224,11 @@ def embedder_spec(settings: Settings) -> dict[str, Any]:
     return spec
 
 
+# Options of an embedder that set how fast it runs, not which vectors it makes: a version
+# recorded with one thread (the C engine's best) runs on every core once the engine is ONNX.
+_SPEED_OPTIONS = frozenset({"threads", "batch_size"})
+
+
 def target_settings(store: Store, settings: Settings, target: Target) -> Settings:
     """The settings a request on ``target`` runs with: its version's embedder and chunking,
     and the built-in embedder its vectors were made with where the configured one would
@@ -260,8 +265,12 @@ def version_settings(settings: Settings, version: Version | None) -> Settings:
         return settings
     changes: dict[str, Any] = {}
     if version.embedder is not None:
-        merged = {**settings.embedder.model_dump(), **version.embedder}
-        changes["embedder"] = EmbedderSettings.model_validate(merged)
+        current, recorded = settings.embedder.model_dump(), dict(version.embedder)
+        for key, section in recorded.items():  # how fast stays as configured (threads…)
+            if isinstance(section, dict) and isinstance(current.get(key), dict):
+                kept = {k: v for k, v in section.items() if k not in _SPEED_OPTIONS}
+                recorded[key] = {**current[key], **kept}
+        changes["embedder"] = EmbedderSettings.model_validate({**current, **recorded})
     if version.chunking is not None:
         changes["chunking"] = ChunkingSettings.model_validate(version.chunking)
     return settings.model_copy(update=changes)

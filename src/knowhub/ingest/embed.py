@@ -154,6 +154,8 @@ class EmbedRunner:
             return self._pool
         if self.embedder.background:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="embed")
+            with _live_lock:
+                _live.add(self)  # a shutdown then cancels its queued batches
         elif self.embedder.parallel and self._workers > 1:
             self._pool = ProcessPoolExecutor(
                 max_workers=self._workers,

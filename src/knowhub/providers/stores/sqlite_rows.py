@@ -151,6 +151,8 @@ def each_in_savepoint(db: sqlite3.Connection, write: Callable[[], None]) -> Exce
     try:
         write()
     except Exception as exc:  # the caller reports it for that document only
+        if not db.in_transaction:  # SQLite rolled it all back itself (disk full, I/O)
+            raise
         db.execute("ROLLBACK TO one_document")
         db.execute("RELEASE one_document")
         return exc

@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -49,7 +50,7 @@ def read_or_build(folder: Path | None, name: str, build: Callable[[], bytes]) ->
 
 def store(folder: Path, name: str, data: bytes) -> None:
     """Write ``folder/name`` whole or not at all."""
-    partial = folder / f".{name}.{os.getpid()}.partial"
+    partial = folder / f".{name}.{os.getpid()}.{threading.get_ident()}.partial"
     try:
         folder.mkdir(parents=True, exist_ok=True)
         partial.write_bytes(data)

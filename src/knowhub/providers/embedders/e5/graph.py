@@ -133,12 +133,6 @@ def _linear(g: _Graph, w: E5Weights, name: str, x: str, mode: str) -> str:
     """``x @ W.T + b`` for the file's ``W`` (``(out, in)``, 4-bit)."""
     blocks, bias = w.q4(name + ".w"), w.f32(name + ".b")
     rows, count = blocks.shape[0], blocks.shape[1]
-    import os
-
-    if mode == "int8" and any(
-        name.endswith("." + k) for k in os.environ.get("E5X", "").split(",") if k
-    ):
-        mode = "exact"
     if mode == "exact":
         scales = blocks[..., :2].copy().view(np.float16).astype(np.float32).reshape(rows, count)
         # Weights 0..31 of each block in order (Q4_0 keeps j and j + 16 in byte j).
