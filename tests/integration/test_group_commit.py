@@ -52,6 +52,14 @@ def document(name: str, dim: int, rows: int = 1) -> DocumentWrite:
     return DocumentWrite(record, chunks, vectors, [f"text {name}"] * rows, [f"k-{name}"] * rows)
 
 
+def small_docs(tmp_path: Path, count: int) -> tuple[Path, App]:
+    """``count`` one-paragraph Markdown files, and an App with the hashing embedder."""
+    docs = tmp_path / "docs"
+    for n in range(count):
+        write(docs / f"doc{n}.md", f"# Doc {n}\n\nBody of document number {n}.\n")
+    return docs, App(fast_settings(tmp_path / "data"))
+
+
 def test_one_bad_document_in_a_group_leaves_the_others_written(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / DB_NAME)
     cid = store.ensure_collection("c", "test-model", 4)
@@ -70,10 +78,7 @@ def test_one_bad_document_in_a_group_leaves_the_others_written(tmp_path: Path) -
 def test_an_ingest_commits_each_document_whole_with_a_failing_one_among_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    docs = tmp_path / "docs"
-    for n in range(6):
-        write(docs / f"doc{n}.md", f"# Doc {n}\n\nBody of document number {n}.\n")
-    app = App(fast_settings(tmp_path / "data"))
+    docs, app = small_docs(tmp_path, 6)
     real = SQLiteStore._write
 
     def fail_doc3(self: SQLiteStore, db: Any, cid: int, w: DocumentWrite, *built: Any) -> None:
@@ -139,10 +144,7 @@ def test_a_shutdown_cancels_a_background_embedders_queued_batches(tmp_path: Path
 def test_a_failed_commit_fails_its_documents_and_the_run_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    docs = tmp_path / "docs"
-    for n in range(3):
-        write(docs / f"doc{n}.md", f"# Doc {n}\n\nBody of document number {n}.\n")
-    app = App(fast_settings(tmp_path / "data"))
+    docs, app = small_docs(tmp_path, 3)
 
     def full_disk(*args: Any) -> list[Exception | None]:
         raise sqlite3.OperationalError("database or disk is full")
