@@ -43,6 +43,7 @@ __all__ = [
     "SentenceTransformersOptions",
     "ServerSettings",
     "Settings",
+    "SqliteOptions",
     "StoreSettings",
     "TokenSettings",
     "TraceSettings",
@@ -98,6 +99,18 @@ class EmbedderSettings(_Section):
     hashing: HashingOptions = HashingOptions()
 
 
+class SqliteOptions(_Section):
+    ann_min_chunks: int = Field(
+        50000,
+        ge=1,
+        description="Collections of at least this many chunks search an HNSW graph (exact "
+        "re-scoring) instead of scanning every vector: 100k chunks scan in ~14 ms, walk in ~1.",
+    )
+    ann_ef_search: int = Field(
+        256, ge=10, le=10000, description="Candidates the HNSW walk keeps: recall against time."
+    )
+
+
 class PostgresOptions(_Section):
     url: str = Field("", description="postgresql://user:password@host:5432/db (prefer url_env).")
     url_env: str = Field("", description="Environment variable holding the URL (a secret).")
@@ -130,6 +143,7 @@ class StoreSettings(_Section):
     provider: str = Field(
         "sqlite", description="sqlite (embedded, default) | postgres | milvus | chroma"
     )
+    sqlite: SqliteOptions = SqliteOptions()
     postgres: PostgresOptions = PostgresOptions()
     milvus: MilvusOptions = MilvusOptions()
     chroma: ChromaOptions = ChromaOptions()

@@ -1,7 +1,9 @@
 """SIGKILL a real `knowhub ingest` process at random moments; the store must stay whole.
 
 After every kill: the store opens, answers a query, has no orphan or duplicate
-chunks, and every document is entirely its old version or entirely its new one.
+chunks, and every document is entirely its old version or entirely its new one; the
+derived search index (snapshots written at the end of runs, caught up through the change
+log) holds exactly the stored rows and ranks as FTS5 does.
 A final uninterrupted run must then converge exactly on the files on disk.
 """
 
@@ -19,6 +21,7 @@ from typing import IO
 
 import pytest
 
+from knowhub.providers.stores.schema import fts_table
 from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
 
 FILES = 300
@@ -79,7 +82,13 @@ def assert_consistent(data: Path, folder: Path, allowed: dict[int, set[str]]) ->
             versions = {h.text.split(" version ")[1].split()[0] for h in hits.values()
                         if " version " in h.text}  # fmt: skip
             assert len(versions) <= 1, f"{record.source} mixes versions {versions}"
-        assert store.lexical_search(cid, ["word1"], 5, {}) is not None
+        assert store.orphans(cid) == []  # the derived index and its snapshot included
+        fts = fts_table(cid)
+        want = store._db.execute(
+            f"SELECT rowid, -bm25({fts}) FROM {fts} WHERE {fts} MATCH 'word1 OR word2'"
+        ).fetchall()
+        got = store.lexical_search(cid, ["word1", "word2"], 100_000, {})
+        assert dict(got) == pytest.approx(dict(want))
     finally:
         store.close()
 

@@ -34,7 +34,7 @@ from knowhub.ingest.progress import IngestProgress, Progress, ProgressTracker
 from knowhub.lang import index_tokens
 from knowhub.models import Chunk, DocumentRecord
 from knowhub.providers.embedders.base import Embedder, Vectors
-from knowhub.providers.stores.base import DocumentWrite, Store, replace_documents
+from knowhub.providers.stores.base import DocumentWrite, Store, refresh_index, replace_documents
 from knowhub.surrogates import escape_surrogates
 
 __all__ = [
@@ -209,6 +209,7 @@ def ingest(
     ``prune_outside`` (a collection that is one folder's) wherever they were.
     """
     run = _Run(store, embedder, settings, collection, dict(tags or {}), confine, progress)
+    version = store.version(run.cid)
     started = time.perf_counter()
     exclusions = settings.ingest.exclude if exclude is None else exclude
     candidates = _collect(paths, include or settings.ingest.include, exclusions, confine, run)
@@ -231,6 +232,9 @@ def ingest(
         run.runner.close()
     if prune:
         run.prune(None if prune_outside else paths)
+    if store.version(run.cid) != version:
+        # Now, not at the next search: a new process then opens it from disk in moments.
+        refresh_index(store, run.cid)
     run.report.embedded = run.runner.embedded
     run.report.seconds = time.perf_counter() - started
     return run.report

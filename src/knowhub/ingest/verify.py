@@ -136,15 +136,22 @@ def _check(store: Store, embedders: Mapping[str, tuple[str, int]]) -> VerifyRepo
                 "into a new collection (--fix cannot change a collection's embedder)"
             )))  # fmt: skip
         for orphan in store.orphans(cid):
-            what = "chunk without a document" if orphan.kind == "chunk" else (
-                f"{orphan.kind} index row without a chunk")  # fmt: skip
-            report.problems.append(Problem(name, f"orphan_{orphan.kind}", orphan.key, what))
+            report.problems.append(Problem(name, f"orphan_{orphan.kind}", orphan.key,
+                                           _orphan_detail(orphan.kind)))  # fmt: skip
         for record in store.records(cid):
             report.documents += 1
             report.chunks += _check_document(store, cid, record, built[1], report)
     if not embedders:
         report.info.append("no collections yet: ingest something first")
     return report
+
+
+def _orphan_detail(kind: str) -> str:
+    if kind == "chunk":
+        return "chunk without a document"
+    if kind == "derived":  # the SQLite store's search index, derived from its rows
+        return "the search index differs from the store: --fix rebuilds it from the store"
+    return f"{kind} index row without a chunk"
 
 
 def _check_document(

@@ -21,7 +21,8 @@ log = logging.getLogger("knowhub")
 def warm(app: App) -> None:
     """Open the store, build every provider and load: the tokenizers (jieba's dictionary,
     the stemmers), the embedder's model, the reranker's model, and each collection's
-    dense index (the in-memory matrix of the SQLite store) with its version's embedder.
+    search index (the SQLite store's derived index: postings, filter columns, vectors)
+    with its version's embedder.
 
     Raises:
         KnowhubError: a provider cannot be built (a bad setting, a missing extra). A

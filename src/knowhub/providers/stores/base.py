@@ -24,6 +24,7 @@ __all__ = [
     "DocumentWrite",
     "FaqEntry",
     "GroupWriter",
+    "IndexRefresher",
     "Orphan",
     "Store",
     "StoredChunk",
@@ -31,6 +32,7 @@ __all__ = [
     "checked_vectors",
     "moved_paths",
     "one_by_one",
+    "refresh_index",
     "replace_documents",
 ]
 
@@ -93,6 +95,20 @@ def one_by_one(store: Store, cid: int, writes: Sequence[DocumentWrite]) -> list[
         else:
             errors.append(None)
     return errors
+
+
+@runtime_checkable
+class IndexRefresher(Protocol):
+    """A store whose search index is derived from its rows, and worth bringing up to date
+    (and persisting) once a batch of writes is done, rather than by the next search."""
+
+    def refresh_index(self, cid: int) -> None: ...
+
+
+def refresh_index(store: Store, cid: int) -> None:
+    """Let the store bring its derived search index up to date, if it has one."""
+    if isinstance(store, IndexRefresher):
+        store.refresh_index(cid)
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ from knowhub.providers.stores.base import (
     moved_paths,
     one_by_one,
 )
+from knowhub.providers.stores.derived.changes import prune as prune_changes
 from knowhub.providers.stores.sqlite import SQLiteStore
 from knowhub.providers.stores.vector_index import (
     IndexRow,
@@ -244,6 +245,18 @@ class IndexedStore(SQLiteStore):
         return self._consistent(
             cid, limit, lambda n: self.index.dense_search(self.space(cid), query, n, groups)
         )
+
+    def refresh_index(self, cid: int) -> None:
+        # The catalog's derived index serves only the lexical leg of an index without one;
+        # with one, nothing reads the catalog's change log (verify rebuilds what it checks).
+        if not self.index.lexical:
+            super().refresh_index(cid)
+            return
+        with self._lock, self.transaction() as db:
+            prune_changes(db, cid, self.version(cid))
+
+    def _index_problems(self, cid: int) -> list[str]:
+        return [] if self.index.lexical else super()._index_problems(cid)
 
     def lexical_search(
         self, cid: int, tokens: Sequence[str], limit: int, filters: Filters

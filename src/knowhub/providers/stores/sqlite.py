@@ -3,19 +3,19 @@
 Documents, chunks, metadata, vectors (float32 blobs) and the lexical index
 (one FTS5 table per collection, over pre-tokenized text) live in one file, so
 replacing a document is one transaction and a crash can never leave the
-vector and keyword sides disagreeing. Dense search is an exact numpy scan over
-a matrix loaded from SQLite and cached until the collection's version moves.
+vector and keyword sides disagreeing. Searches read a derived index per collection
+(:mod:`.derived`: filter columns, BM25 postings, vectors, an HNSW graph when big),
+rebuilt from these tables and kept current through the change log every write adds to.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,8 @@ from knowhub.providers.stores.base import (
     checked_vectors,
     moved_paths,
 )
+from knowhub.providers.stores.derived import changes
+from knowhub.providers.stores.derived.live import DerivedIndexes, IndexOptions
 from knowhub.providers.stores.schema import ADDITIONS, SCHEMA, SCHEMA_VERSION, fts_table
 from knowhub.providers.stores.sqlite_connections import Connections
 from knowhub.providers.stores.sqlite_rows import (
@@ -47,7 +49,6 @@ from knowhub.providers.stores.sqlite_rows import (
     ORPHAN_FTS,
     chunk_of,
     each_in_savepoint,
-    filter_sql,
     hit_of,
     integrity_counts,
     record_of,
@@ -58,18 +59,13 @@ __all__ = ["DB_NAME", "SQLiteStore", "create"]
 
 DB_NAME = "knowhub.sqlite3"
 
-
-@dataclass
-class _Matrix:
-    version: int
-    ids: np.ndarray[Any, np.dtype[np.int64]]
-    vectors: Vectors
+log = logging.getLogger("knowhub.store")
 
 
 class SQLiteStore:
     """Transactional store of collections, documents, chunks, vectors and FTS5."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, options: IndexOptions | None = None) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._connections = Connections(path)
@@ -85,7 +81,9 @@ class SQLiteStore:
                 "aside and re-ingest"
             ) from exc
         self._lock = threading.RLock()
-        self._matrices: OrderedDict[int, _Matrix] = OrderedDict()  # least recently used first
+        # Beside the database file: ``knowhub.sqlite3.index/<collection id>/``.
+        self._derived = DerivedIndexes(path.with_name(path.name + ".index"),
+                                       options or IndexOptions())  # fmt: skip
 
     @property
     def _db(self) -> sqlite3.Connection:
@@ -115,10 +113,10 @@ class SQLiteStore:
                 f"store {self.path} has schema {version}, this knowhub expects {SCHEMA_VERSION}: "
                 "re-ingest into a new --data-dir"
             )
-        has_faq = self._db.execute(
-            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='faq'"
+        newest = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='changes'"
         ).fetchone()
-        if has_faq is None:  # the write lock is taken only when something is missing
+        if newest is None:  # the write lock is taken only when something is missing
             with self.transaction() as db:
                 for statement in ADDITIONS:
                     db.execute(statement)
@@ -209,6 +207,7 @@ class SQLiteStore:
         if db.execute("SELECT 1 FROM collections WHERE id = ?", (cid,)).fetchone() is None:
             return False
         db.execute(f"DROP TABLE IF EXISTS {fts_table(cid)}")
+        changes.drop_changes(db, cid)
         for table in ("chunks", "documents", "faq"):
             db.execute(f"DELETE FROM {table} WHERE collection_id = ?", (cid,))
         db.execute("DELETE FROM collections WHERE id = ?", (cid,))
@@ -218,7 +217,7 @@ class SQLiteStore:
             "value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
             (cid,),
         )
-        self._matrices.pop(cid, None)
+        self._derived.forget(cid)
         return True
 
     # -- metadata --------------------------------------------------------------------
@@ -364,6 +363,7 @@ class SQLiteStore:
         db.executemany(
             f"INSERT INTO {fts}(rowid, tokens) VALUES (?, ?)", zip(ids, tokens, strict=True)
         )
+        changes.log_added(db, cid, ids)
         db.executemany(
             "INSERT OR IGNORE INTO embedding_cache(key, vector) VALUES (?, ?)",
             zip(cache_keys, blobs, strict=True),
@@ -396,6 +396,9 @@ class SQLiteStore:
         ).fetchone()
         if row is None:
             return False
+        chunk_ids = [r[0] for r in db.execute("SELECT id FROM chunks WHERE document_id = ?",
+                                              (row[0],))]  # fmt: skip
+        changes.log_removed(db, cid, chunk_ids)
         db.execute(
             f"DELETE FROM {fts_table(cid)} WHERE rowid IN "
             "(SELECT id FROM chunks WHERE document_id = ?)",
@@ -424,85 +427,29 @@ class SQLiteStore:
     def lexical_search(
         self, cid: int, tokens: Sequence[str], limit: int, filters: Filters
     ) -> list[tuple[int, float]]:
-        """BM25 over the collection's FTS5 table: (chunk row id, score ↑ better)."""
+        """BM25 as FTS5 ranks it, from the derived postings: (chunk row id, score ↑ better)."""
         if not tokens:
             return []
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens)
-        where, params = filter_sql(filters)
-        fts = fts_table(cid)
-        joins = "JOIN chunks c ON c.id = f.rowid JOIN documents d ON d.id = c.document_id "
-        sql = (
-            f"SELECT f.rowid, bm25({fts}) AS s FROM {fts} f {joins if where else ''}"
-            f"WHERE {fts} MATCH ?{where} ORDER BY s LIMIT ?"
-        )
-        rows = self._db.execute(sql, [match, *params, limit]).fetchall()
-        # FTS5's bm25() is negated so that ascending order is best-first.
-        return [(int(r), -float(s)) for r, s in rows]
+        index = self._derived.current(self._db, cid)
+        return index.lexical(tokens, limit, index.masks(filters))
 
     def dense_search(
         self, cid: int, query: Vectors, limit: int, filters: Filters
     ) -> list[tuple[int, float]]:
-        """Exact cosine scan: (chunk row id, similarity)."""
-        matrix = self._matrix(cid)
-        allowed: np.ndarray[Any, np.dtype[np.int64]] | None = None
-        if filters:
-            for _ in range(_TORN_READ_RETRIES):
-                # The filter is a second query: a write landing between it and the matrix
-                # read pairs one version's vectors with another's row ids (a torn read;
-                # SQLite even reuses freed ids), so read both again until none came between.
-                allowed = np.fromiter(self._filtered_ids(cid, filters), dtype=np.int64)
-                if self.version(cid) == matrix.version:
-                    break
-                matrix = self._matrix(cid)
-            else:
-                raise StoreError(
-                    f"collection {cid} changed during every try of a filtered search: retry"
-                )
-        if matrix.vectors.shape[0] == 0:
-            return []
-        scores = matrix.vectors @ query.astype(np.float32)
-        if allowed is not None:
-            scores = np.where(np.isin(matrix.ids, allowed), scores, -np.inf)
-        n = min(limit, scores.shape[0])
-        top = np.argpartition(-scores, n - 1)[:n]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(matrix.ids[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
+        """Cosine similarity, exact (HNSW with exact re-scoring for big collections)."""
+        index = self._derived.current(self._db, cid)
+        return index.dense(query, limit, index.masks(filters), self._derived.options.ann_ef_search)
 
-    def _matrix(self, cid: int) -> _Matrix:
-        # Read before the rows, so a write landing in between leaves the matrix labelled
-        # older than its rows (reloaded next time), never newer.
-        version = self.version(cid)
-        with self._lock:
-            cached = self._matrices.get(cid)
-            if cached is not None and cached.version == version:
-                self._matrices.move_to_end(cid)
-                return cached
-            rows = self._db.execute(
-                "SELECT id, vector FROM chunks WHERE collection_id = ? ORDER BY id", (cid,)
-            ).fetchall()
-            dim = int(
-                self._db.execute("SELECT dim FROM collections WHERE id = ?", (cid,)).fetchone()[0]
-            )
-            ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
-            matrix = _Matrix(version, ids, vectors.reshape(len(rows), dim))
-            self._matrices[cid] = matrix
-            self._matrices.move_to_end(cid)
-            while len(self._matrices) > 1 and (
-                sum(m.vectors.nbytes + m.ids.nbytes for m in self._matrices.values())
-                > _MATRIX_CACHE_BYTES
-            ):
-                self._matrices.popitem(last=False)
-            return matrix
-
-    def _filtered_ids(self, cid: int, filters: Filters) -> Iterator[int]:
-        where, params = filter_sql(filters)
-        for (rowid,) in self._db.execute(
-            "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id "
-            f"WHERE c.collection_id = ?{where}",
-            [cid, *params],
-        ):
-            yield int(rowid)
+    def refresh_index(self, cid: int) -> None:
+        """Bring the collection's derived index current (a snapshot on disk when due) and
+        prune the change log it no longer needs: run at the end of an ingest."""
+        upto = self._derived.refresh(self._db, cid)
+        if upto > 0:
+            try:
+                with self._lock, self.transaction() as db:
+                    changes.prune(db, cid, upto)
+            except sqlite3.OperationalError as exc:  # read-only, or locked past the timeout
+                log.warning("could not prune the change log of collection %d: %s", cid, exc)
 
     def hits(self, ids: Sequence[int]) -> dict[int, Hit]:
         """Full rows for chunk row ids (score 0; the caller sets scores)."""
@@ -560,17 +507,25 @@ class SQLiteStore:
                              (cid, source))  # fmt: skip
             return int(cur.rowcount)
 
+    def _index_problems(self, cid: int) -> list[str]:
+        """What is wrong with the derived search index (subclasses that search elsewhere
+        and never read it return none)."""
+        return self._derived.problems(self._db, cid)
+
     def integrity_report(self) -> dict[str, int]:
         """Counts that must all be zero in a consistent store (used by tests and doctor)."""
         return integrity_counts(self._db)
 
     def orphans(self, cid: int) -> list[Orphan]:
-        """Chunks whose document row is gone, and FTS rows whose chunk row is gone."""
+        """Chunks whose document row is gone, FTS rows whose chunk row is gone, and damage
+        to the derived search index (a snapshot file, rows it holds or lacks)."""
         chunks = self._db.execute(ORPHAN_CHUNKS.format(what="k.chunk_id"), (cid,)).fetchall()
         lexical = self._db.execute(ORPHAN_FTS.format(fts=fts_table(cid)), (cid,)).fetchall()
-        return [Orphan("chunk", str(r[0])) for r in chunks] + [
-            Orphan("lexical", f"row {r[0]}") for r in lexical
-        ]
+        return (
+            [Orphan("chunk", str(r[0])) for r in chunks]
+            + [Orphan("lexical", f"row {r[0]}") for r in lexical]
+            + [Orphan("derived", problem) for problem in self._index_problems(cid)]
+        )
 
     def remove_orphans(self, cid: int) -> int:
         """Delete orphan chunks (with their FTS rows) and orphan FTS rows in one transaction."""
@@ -585,17 +540,15 @@ class SQLiteStore:
                 db.execute(f"DELETE FROM {fts} WHERE rowid = ?", (rowid,))
             if ids or stray:
                 db.execute("UPDATE collections SET version = version + 1 WHERE id = ?", (cid,))
-        return len(ids) + len(stray)
-
-
-# Dense matrices kept in memory, together: past this, those of the collections searched
-# least recently are dropped (and reloaded when searched); the one just loaded always stays.
-_MATRIX_CACHE_BYTES = 2 << 30
-# A filtered dense search rereads while writes land between its two queries; this many
-# collisions in a row mean something writes without pause, and an error beats a torn read.
-_TORN_READ_RETRIES = 100
+        damaged = len(self._index_problems(cid))
+        if damaged:
+            self._derived.forget(cid)  # rebuilt from SQLite by the next search
+        return len(ids) + len(stray) + damaged
 
 
 def create(settings: Settings) -> Store:
     # Typed as the contract, so mypy proves SQLiteStore keeps every method of it.
-    return SQLiteStore(Path(settings.data_dir) / DB_NAME)
+    sqlite = settings.store.sqlite
+    options = IndexOptions(ann_min_chunks=sqlite.ann_min_chunks,
+                           ann_ef_search=sqlite.ann_ef_search)  # fmt: skip
+    return SQLiteStore(Path(settings.data_dir) / DB_NAME, options)
