@@ -7,8 +7,11 @@ The public API is small: build an :class:`App` from :class:`Settings` and call i
     >>> app.ingest([Path("docs")]); app.search("how are backups taken?")  # doctest: +SKIP
 """
 
-from knowhub.app import App, build_app
-from knowhub.config import Settings, load_settings
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from knowhub.errors import (
     AuthError,
     ConfigError,
@@ -19,7 +22,20 @@ from knowhub.errors import (
     QueryError,
     StoreError,
 )
-from knowhub.models import Chunk, DocumentRecord, Hit, LoadedDocument
+
+if TYPE_CHECKING:
+    from knowhub.app import App, build_app
+    from knowhub.config import Settings, load_settings
+    from knowhub.models import Chunk, DocumentRecord, Hit, LoadedDocument
+
+# Imported on first use (PEP 562): ``import knowhub.lang`` or an embedding worker process
+# would otherwise load the whole App (config, store, query, answer: ~0.5 s) first.
+_HOMES = {
+    "App": "knowhub.app", "build_app": "knowhub.app",
+    "Settings": "knowhub.config", "load_settings": "knowhub.config",
+    "Chunk": "knowhub.models", "DocumentRecord": "knowhub.models", "Hit": "knowhub.models",
+    "LoadedDocument": "knowhub.models",
+}  # fmt: skip
 
 __all__ = [
     "App",
@@ -39,3 +55,12 @@ __all__ = [
     "build_app",
     "load_settings",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'knowhub' has no attribute {name!r}")
+    value = getattr(import_module(home), name)
+    globals()[name] = value  # found directly from now on
+    return value

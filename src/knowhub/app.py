@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -26,16 +26,6 @@ from knowhub.answer.router import route
 from knowhub.config import Settings
 from knowhub.default_collection import default_collection
 from knowhub.errors import ConfigError, KnowhubError, QueryError, StoreError
-from knowhub.ingest.bundle import BundleStats, bundle_collection, export_bundle, import_bundle
-from knowhub.ingest.faq import load_faq
-from knowhub.ingest.pipeline import (
-    IngestCancelledError,
-    IngestReport,
-    IngestStopped,
-    Progress,
-    ingest,
-)
-from knowhub.ingest.verify import VerifyReport, verify_index
 from knowhub.lang import detect_language
 from knowhub.models import DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Embedder
@@ -67,6 +57,11 @@ from knowhub.versions import (
     target_settings,
 )
 
+if TYPE_CHECKING:  # imported where used: a search or MCP `tools/list` never loads ingest
+    from knowhub.ingest.bundle import BundleStats
+    from knowhub.ingest.pipeline import IngestReport, Progress
+    from knowhub.ingest.verify import VerifyReport
+
 __all__ = ["App", "build_app"]
 
 
@@ -90,8 +85,7 @@ class App:
 
     @cached_property
     def store(self) -> Store:
-        store: Store = registry.create("store", self.settings.store.provider, self.settings)
-        return store
+        return cast("Store", registry.create("store", self.settings.store.provider, self.settings))
 
     @cached_property
     def embedder(self) -> Embedder:
@@ -121,8 +115,7 @@ class App:
     @cached_property
     def llm(self) -> LLM | None:
         """The answering model, or None for ``llm.provider: none`` (extractive answers)."""
-        llm: LLM | None = registry.create("llm", self.settings.llm.provider, self.settings)
-        return llm
+        return cast("LLM | None", registry.create("llm", self.settings.llm.provider, self.settings))
 
     # -- versions: what a request on a collection reads (see knowhub.versions)
 
@@ -249,6 +242,8 @@ class App:
         self, paths: Sequence[Path], collection: str | None = None
     ) -> list[tuple[str, int]]:
         """Load FAQ files into the collection (each file's entries replace its old ones)."""
+        from knowhub.ingest.faq import load_faq
+
         target, cid = self.locate(collection)  # entries join documents: never a new, empty one
         embedder = self.embedder_for(target)
         limit = self.settings.ingest.max_file_bytes
@@ -343,6 +338,8 @@ class App:
         embedded and chunked as that version was built; with ``confine``, only files
         resolving inside that folder (a served folder: symlinks leading out are skipped);
         with ``prune_outside``, a prune removes vanished documents wherever they were."""
+        from knowhub.ingest.pipeline import IngestCancelledError, IngestStopped, ingest
+
         name = check_collection_name(collection or self.settings.collection)
         with self._traced("ingest", name, preview(" ".join(str(p) for p in paths))) as trace:
             target = self._reads(trace, name, version)
@@ -520,6 +517,8 @@ class App:
     def verify(self, collection: str | None = None, fix: bool = False) -> VerifyReport:
         """Check that the index matches its files (every collection unless one is named);
         ``fix`` repairs what it can (re-ingest, remove, delete orphans), then checks again."""
+        from knowhub.ingest.verify import verify_index
+
         if collection is not None:
             self.locate(collection)  # an unknown name is an error, not "all fine"
         names = [collection] if collection else [c.name for c in self.collections()]
@@ -541,12 +540,16 @@ class App:
     def export(self, out: Path, collection: str | None = None) -> BundleStats:
         """Write the collection's active version to a portable JSONL bundle (see
         ``knowhub.ingest.bundle``)."""
+        from knowhub.ingest.bundle import export_bundle
+
         target, _ = self.locate(collection)
         return export_bundle(self.store, target.physical, out)
 
     def import_bundle(self, path: Path, collection: str | None = None) -> BundleStats:
         """Load a bundle into ``collection``'s active version (default: the collection it
         was exported from); it must have been built with that version's embedder."""
+        from knowhub.ingest.bundle import bundle_collection, import_bundle
+
         target = self.resolve(collection or bundle_collection(path))
         embedder = self.embedder_for(target)
         return import_bundle(self.store, path, (embedder.model_id, embedder.dim), target.physical)

@@ -14,21 +14,19 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import ValidationError
 
 from knowhub import registry
-from knowhub.app import App
 from knowhub.config import ChunkingSettings, Settings
 from knowhub.errors import ConfigError, KnowhubError, QueryError, StoreError
 from knowhub.eval.gate import GateResult, check_gate, find_gate
 from knowhub.eval.golden import golden_set
 from knowhub.eval.runner import EvalResult, IngestOutcome, check_judgments, run_queries
 from knowhub.eval.sets import EvalSet
-from knowhub.ingest.discover import rediscover
-from knowhub.ingest.pipeline import IngestProgress, Progress
+from knowhub.ingest.progress import IngestProgress, Progress
 from knowhub.models import DocumentRecord, Hit
 from knowhub.providers.embedders.base import Embedder
 from knowhub.query.pipeline import SearchResult
@@ -45,6 +43,9 @@ from knowhub.versions import (
     update,
     utc_now,
 )
+
+if TYPE_CHECKING:  # annotations only: the CLI's other commands never load the App
+    from knowhub.app import App
 
 __all__ = [
     "BuildReport",
@@ -281,6 +282,8 @@ def _rebuild(
     report: BuildReport,
     progress: Progress | None,
 ) -> None:
+    from knowhub.ingest.discover import rediscover  # it loads the loaders: not at import
+
     present = [r for r in records if Path(r.disk_path).is_file()]
     report.missing = [r.source for r in records if not Path(r.disk_path).is_file()]
     done = 0

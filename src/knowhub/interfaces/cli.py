@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from knowhub.ingest.pipeline import IngestReport, IngestStopped
 from knowhub.interfaces.cli_ask import ask
 from knowhub.interfaces.cli_bench import bench
 from knowhub.interfaces.cli_bundle import export_command, import_command, verify
@@ -39,6 +39,9 @@ from knowhub.interfaces.render import (
     render_search_trace,
 )
 from knowhub.validate import parse_key_values
+
+if TYPE_CHECKING:  # ingest (loaders, worker pools) loads only for `ingest`: cold start
+    from knowhub.ingest.pipeline import IngestReport
 
 __all__ = ["cli", "main"]
 
@@ -99,6 +102,8 @@ def ingest(
 
     Ctrl-C (or SIGTERM) stops within moments: documents written so far are kept, whole,
     and a re-run goes on from there."""
+    from knowhub.ingest.pipeline import IngestStopped
+
     with _errors(obj), _stoppable() as stop:
         app = obj.app()
         exclusions = [*app.settings.ingest.exclude, *exclude]

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from knowhub.ingest.bundle import BundleStats
-from knowhub.ingest.verify import render_verify
 from knowhub.interfaces.cli_common import _Context, _emit, _errors
+
+if TYPE_CHECKING:  # loaded by the commands (cold start of every other command)
+    from knowhub.ingest.bundle import BundleStats
 
 __all__ = ["export_command", "import_command", "verify"]
 
@@ -23,6 +25,8 @@ __all__ = ["export_command", "import_command", "verify"]
 def verify(obj: _Context, collection: str | None, fix: bool, as_json: bool) -> None:
     """Prove the index matches its files: each file unchanged, each chunk in both search
     legs, no orphan rows, the configured embedder. Exit status 1 on any problem."""
+    from knowhub.ingest.verify import render_verify
+
     with _errors(obj):
         report = obj.app().verify(collection, fix=fix)
         _emit(report.to_dict() if as_json else render_verify(report), as_json)

@@ -13,13 +13,15 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from knowhub.app import App, build_app
 from knowhub.config import load_settings
 from knowhub.errors import KnowhubError
+
+if TYPE_CHECKING:  # built on a command's first use of it: `--help` and `--version` never load it
+    from knowhub.app import App
 
 __all__: list[str] = []  # for the command modules only; the CLI's API is knowhub.interfaces.cli
 
@@ -33,6 +35,8 @@ class _Context:
 
     def app(self, **overrides: Any) -> App:
         if self._app is None:
+            from knowhub.app import build_app
+
             settings = load_settings(
                 config_file=self.config, overrides={"data_dir": self.data_dir, **overrides}
             )

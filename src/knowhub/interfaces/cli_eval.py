@@ -11,11 +11,10 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from knowhub.app import App
 from knowhub.errors import ConfigError
 from knowhub.eval.gate import check_gate, find_gate
 from knowhub.eval.golden import golden_set
@@ -25,6 +24,9 @@ from knowhub.eval.sets import EvalSet, beir_set
 from knowhub.interfaces.cli_common import _Context, _emit, _errors, _progress
 from knowhub.interfaces.progress import ingest_progress
 from knowhub.validate import check_collection_name
+
+if TYPE_CHECKING:  # annotations only: `--help`, `--version` and the other commands skip it
+    from knowhub.app import App
 
 __all__ = ["eval_command"]
 

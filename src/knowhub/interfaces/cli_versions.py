@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from knowhub.app import App
 from knowhub.app_versions import (
     BuildReport,
     VersionRow,
@@ -23,6 +23,9 @@ from knowhub.interfaces.cli_common import _Context, _emit, _errors
 from knowhub.interfaces.progress import ingest_progress
 from knowhub.interfaces.render import render_table
 from knowhub.versions import Version
+
+if TYPE_CHECKING:  # annotations only: `--help`, `--version` and the other commands skip it
+    from knowhub.app import App
 
 __all__ = ["versions"]
 

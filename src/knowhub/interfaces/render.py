@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from knowhub.ingest.pipeline import IngestReport
 from knowhub.models import DocumentRecord, Hit
 from knowhub.query.pipeline import SearchResult
 from knowhub.versions import CollectionView
+
+if TYPE_CHECKING:  # a search's output must not load ingest (cold start)
+    from knowhub.ingest.pipeline import IngestReport
 
 __all__ = [
     "citation",

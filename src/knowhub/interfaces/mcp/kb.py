@@ -15,11 +15,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from knowhub.app import App
 from knowhub.config import Settings
-from knowhub.ingest.pipeline import IngestProgress, IngestReport, Progress
+from knowhub.ingest.progress import IngestProgress, Progress
 from knowhub.providers.embedders.base import Embedder
+
+if TYPE_CHECKING:  # ingest loads on the first sync, off the server's start (cold start)
+    from knowhub.ingest.pipeline import IngestReport
 
 __all__ = ["Indexing", "KnowledgeBase"]
 

@@ -7,6 +7,7 @@ only for what the scraping token may read.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from prometheus_client import (
     CollectorRegistry,
@@ -17,9 +18,11 @@ from prometheus_client import (
     generate_latest,
 )
 
-from knowhub.ingest.pipeline import IngestReport
 from knowhub.interfaces.index_metrics import IndexSizes, Sizes
 from knowhub.interfaces.security import Principal
+
+if TYPE_CHECKING:  # not imported by the server's start (cold start)
+    from knowhub.ingest.pipeline import IngestReport
 
 __all__ = ["Metrics"]
 

@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 from knowhub.app import App
 from knowhub.config import Settings
 from knowhub.errors import AuthError, KnowhubError
-from knowhub.ingest.pipeline import IngestReport, Progress
+from knowhub.ingest.progress import Progress
 from knowhub.interfaces.index_metrics import IndexSize
 from knowhub.interfaces.mcp.kb import KnowledgeBase
 from knowhub.interfaces.mcp.metrics import Metrics
@@ -40,6 +40,9 @@ from knowhub.interfaces.mcp.tools import (
 from knowhub.interfaces.mcp.watch import FolderWatcher
 from knowhub.interfaces.security import Principal
 from knowhub.providers.embedders.base import Embedder
+
+if TYPE_CHECKING:  # not imported by the server's start (cold start)
+    from knowhub.ingest.pipeline import IngestReport
 
 __all__ = [
     "RegisterOut",
