@@ -281,3 +281,26 @@ def test_verify_reports_a_damaged_index_snapshot_and_fix_rebuilds_it(tmp_path: P
     assert fixed.ok and fixed.fixed
     assert verify_index(store, embedders).ok
     store.close()
+
+
+def test_many_small_writes_merge_the_small_segments_and_keep_the_base(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SQLiteStore(tmp_path / DB_NAME)
+    cid = new_collection(store)
+    _fill(store, cid, 40)
+    query = query_tokens("alpha omega market")
+    store.lexical_search(cid, query, 1000, {})
+    base = store._derived.current(store._db, cid).segments[0]
+    rebuilds: list[int] = []
+    real = live.DerivedIndexes._rebuild
+    monkeypatch.setattr(live.DerivedIndexes, "_rebuild",
+                        lambda self, *a: rebuilds.append(1) or real(self, *a))  # fmt: skip
+    for n in range(40):  # a watched folder: one document at a time, searched between
+        _fill(store, cid, 1, seed=100 + n, start=n % 5 if n % 2 else 40 + n)
+        got = store.lexical_search(cid, query, 1000, {})
+        segments = store._derived.current(store._db, cid).segments
+        assert len(segments) <= 17 and segments[0] is base
+    assert rebuilds == []
+    assert got == SQLiteStore(tmp_path / DB_NAME).lexical_search(cid, query, 1000, {})
+    store.close()

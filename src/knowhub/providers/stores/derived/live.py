@@ -33,8 +33,8 @@ __all__ = ["DerivedIndexes", "IndexOptions"]
 
 log = logging.getLogger("knowhub.store")
 
-# Compact (rebuild as one segment) once rows written since the last compaction pass this
-# share of the base segment, or this many segments pile up.
+# Compact (rebuild as one segment) once rows written or removed since the last compaction
+# pass this share of the base segment; past this many segments, the small ones are merged.
 _TAIL_SHARE = 0.2
 _MIN_TAIL_ROWS = 2000
 _MAX_SEGMENTS = 16
@@ -116,6 +116,8 @@ class DerivedIndexes:
             caught = self._opened(db, cid, version, floor)
         if caught is None or self._due(caught):
             return self._rebuild(db, cid, version)
+        if len(caught.segments) > _MAX_SEGMENTS:
+            return self._tail_merged(db, cid, caught)
         return caught
 
     def _opened(
@@ -175,7 +177,20 @@ class DerivedIndexes:
         tail = sum(len(s) for s in index.segments[1:])
         dead = sum(len(m) - int(m.sum()) for m in index.live)
         wants_ann = index.ann is None and index.rows >= self.options.ann_min_chunks
-        return tail > limit or dead > limit or len(index.segments) > _MAX_SEGMENTS or wants_ann
+        return tail > limit or dead > limit or wants_ann
+
+    def _tail_merged(
+        self, db: sqlite3.Connection, cid: int, index: CollectionIndex
+    ) -> CollectionIndex:
+        """``index`` with its small segments (all but the base) read again from SQLite as
+        one: cheap, and the base keeps its ANN graph (a rebuild of 100k chunks' costs
+        minutes)."""
+        ids = sorted({int(i) for s, m in zip(index.segments[1:], index.live[1:], strict=True)
+                      for i in s.ids[m]})  # fmt: skip
+        merged = build_segment(changes.rows(db, cid, ids), len(ids), index.dim)
+        live = (index.live[0], np.ones(len(merged), dtype=bool))
+        return CollectionIndex(index.version, index.dim, (index.segments[0], merged), live,
+                               index.ann)  # fmt: skip
 
     # -- snapshots -------------------------------------------------------------------
 
