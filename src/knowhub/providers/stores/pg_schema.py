@@ -1,4 +1,5 @@
-"""PostgreSQL schema of the postgres store (bump PG_SCHEMA_VERSION on any change).
+"""PostgreSQL schema of the postgres store (on any change: bump PG_SCHEMA_VERSION, add the
+upgrade from the previous version to _UPGRADES).
 
 Everything lives in its own PostgreSQL schema, ``knowhub``, so the store can share a
 database with other applications. One ``chunks`` table holds every collection's rows,
@@ -11,14 +12,29 @@ the wrong dimension inside the writing transaction.
 
 from __future__ import annotations
 
-__all__ = ["HNSW_MAX_DIM", "PG_SCHEMA", "PG_SCHEMA_VERSION", "hnsw_index"]
+from typing import Any
 
-PG_SCHEMA_VERSION = "1"
+import psycopg
+
+from knowhub.errors import StoreError
+
+__all__ = [
+    "HNSW_MAX_DIM",
+    "MIGRATION_LOCK",
+    "PG_SCHEMA",
+    "PG_SCHEMA_VERSION",
+    "hnsw_index",
+    "migrate",
+]
+
+PG_SCHEMA_VERSION = "2"
+# Serialises schema changes between processes opening a database at once.
+MIGRATION_LOCK = 0x6B6E6F77687562  # "knowhub"
 
 # pgvector cannot build an HNSW index over more dimensions than this (``vector`` type).
 HNSW_MAX_DIM = 2000
 
-PG_SCHEMA: tuple[str, ...] = (
+_SCHEMA_V1: tuple[str, ...] = (
     "CREATE SCHEMA IF NOT EXISTS knowhub",
     "CREATE TABLE knowhub.meta(key text PRIMARY KEY, value text NOT NULL)",
     # chunks / terms: the collection's row and term counts, BM25's N and avgdl, kept in
@@ -87,6 +103,19 @@ PG_SCHEMA: tuple[str, ...] = (
         embedding vector NOT NULL)""",
     "CREATE INDEX faq_collection ON knowhub.faq(collection_id, source)",
 )
+# Version 2: indexes for filters (pg_search.filter_sql), so a selective filter reads the
+# rows it keeps. jsonb_path_ops answers metadata containment (@>) with a smaller index
+# than the default operator class, which also indexes keys alone.
+_FILTER_INDEXES: tuple[str, ...] = (
+    "CREATE INDEX IF NOT EXISTS chunks_metadata ON knowhub.chunks "
+    "USING gin(metadata jsonb_path_ops)",
+    "CREATE INDEX IF NOT EXISTS chunks_language ON knowhub.chunks(collection_id, language)",
+    "CREATE INDEX IF NOT EXISTS documents_source ON knowhub.documents(collection_id, source)",
+    "CREATE INDEX IF NOT EXISTS documents_format ON knowhub.documents(collection_id, format)",
+)
+PG_SCHEMA: tuple[str, ...] = _SCHEMA_V1 + _FILTER_INDEXES
+# The statements that bring a database of each older version to the next one.
+_UPGRADES: dict[str, tuple[str, tuple[str, ...]]] = {"1": ("2", _FILTER_INDEXES)}
 
 
 def hnsw_index(collection_id: int, dim: int) -> str:
@@ -96,3 +125,57 @@ def hnsw_index(collection_id: int, dim: int) -> str:
         f"CREATE INDEX IF NOT EXISTS chunks_hnsw_{cid} ON knowhub.chunks "
         f"USING hnsw ((embedding::vector({dim})) vector_cosine_ops) WHERE collection_id = {cid}"
     )
+
+
+def migrate(url: str, shown: str, timeout_s: int) -> None:
+    """Create the schema in a new database or bring an older one to PG_SCHEMA_VERSION, in one
+    transaction (``shown``: the URL without its password, for messages)."""
+    try:
+        conn = psycopg.connect(url, connect_timeout=timeout_s)
+    except psycopg.Error as exc:
+        raise StoreError(
+            f"cannot connect to PostgreSQL at {shown}: {str(exc).strip()}; check that "
+            "the server runs and the URL (store.postgres.url or url_env) is right"
+        ) from exc
+    with conn, conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        _ensure_pgvector(conn, shown)
+        if conn.execute("SELECT to_regclass('knowhub.meta')").fetchone() == (None,):
+            for statement in PG_SCHEMA:
+                conn.execute(statement.encode())
+            conn.execute(
+                "INSERT INTO knowhub.meta(key, value) VALUES ('schema_version', %s)",
+                (PG_SCHEMA_VERSION,),
+            )
+        row = conn.execute("SELECT value FROM knowhub.meta WHERE key='schema_version'")
+        (version,) = row.fetchone() or ("missing",)
+        while version in _UPGRADES:
+            # Building an index here blocks writers (never readers) until the commit.
+            version, statements = _UPGRADES[version]
+            for statement in statements:
+                conn.execute(statement.encode())
+            conn.execute(
+                "UPDATE knowhub.meta SET value = %s WHERE key = 'schema_version'", (version,)
+            )
+    if version != PG_SCHEMA_VERSION:
+        raise StoreError(
+            f"the knowhub schema in {shown} has version {version}, this knowhub expects "
+            f"{PG_SCHEMA_VERSION}: re-ingest into another database"
+        )
+
+
+def _ensure_pgvector(conn: psycopg.Connection[Any], shown: str) -> None:
+    if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+        return
+    if not conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone():
+        raise StoreError(
+            f"the PostgreSQL server at {shown} lacks the pgvector extension: install it "
+            "(e.g. the postgresql-<version>-pgvector package), then CREATE EXTENSION vector"
+        )
+    try:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise StoreError(
+            f"pgvector is not enabled in {shown} and this user may not enable it: ask "
+            "an administrator to run CREATE EXTENSION vector in that database"
+        ) from exc

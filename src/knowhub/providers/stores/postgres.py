@@ -42,12 +42,8 @@ from knowhub.providers.stores.base import (
     checked_vectors,
     moved_paths,
 )
-from knowhub.providers.stores.pg_schema import (
-    HNSW_MAX_DIM,
-    PG_SCHEMA,
-    PG_SCHEMA_VERSION,
-    hnsw_index,
-)
+from knowhub.providers.stores.pg_schema import HNSW_MAX_DIM, MIGRATION_LOCK, hnsw_index, migrate
+from knowhub.providers.stores.pg_search import dense_statement, lexical_statement, tsvector
 
 __all__ = ["EXACT_SEARCH_MAX_CHUNKS", "PostgresStore", "create", "display_url"]
 
@@ -58,13 +54,8 @@ EXACT_SEARCH_MAX_CHUNKS = 20_000
 # FTS5's bm25() constants, so that scores and order match the SQLite store.
 _K1 = 1.2
 _B = 0.75
-# tsvector limits: a longer lexeme is an error, positions above 16383 are clamped.
-_MAX_LEXEME_BYTES = 2046
-_MAX_POSITION = 16383
 _POOL_SIZE = 8
 _CONNECT_TIMEOUT_S = 10
-# Serialises schema creation between processes opening a new database at once.
-_MIGRATION_LOCK = 0x6B6E6F77687562  # "knowhub"
 
 
 def display_url(url: str) -> str:
@@ -86,7 +77,7 @@ class PostgresStore:
         self.url = display_url(url)
         self._closed = False
         self._close_lock = threading.Lock()
-        self._migrate(url)
+        migrate(url, self.url, _CONNECT_TIMEOUT_S)
         self._pool: ConnectionPool[psycopg.Connection[tuple[Any, ...]]] = ConnectionPool(
             url,
             min_size=1,
@@ -109,50 +100,6 @@ class PostgresStore:
                 self._pool.close()
 
     # -- connections and schema ----------------------------------------------------
-
-    def _migrate(self, url: str) -> None:
-        try:
-            conn = psycopg.connect(url, connect_timeout=_CONNECT_TIMEOUT_S)
-        except psycopg.Error as exc:
-            raise StoreError(
-                f"cannot connect to PostgreSQL at {self.url}: {str(exc).strip()}; check that "
-                "the server runs and the URL (store.postgres.url or url_env) is right"
-            ) from exc
-        with conn, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-            self._ensure_pgvector(conn)
-            if conn.execute("SELECT to_regclass('knowhub.meta')").fetchone() == (None,):
-                for statement in PG_SCHEMA:
-                    conn.execute(statement.encode())
-                conn.execute(
-                    "INSERT INTO knowhub.meta(key, value) VALUES ('schema_version', %s)",
-                    (PG_SCHEMA_VERSION,),
-                )
-            row = conn.execute("SELECT value FROM knowhub.meta WHERE key='schema_version'")
-            (version,) = row.fetchone() or ("missing",)
-        if version != PG_SCHEMA_VERSION:
-            raise StoreError(
-                f"the knowhub schema in {self.url} has version {version}, this knowhub expects "
-                f"{PG_SCHEMA_VERSION}: re-ingest into another database"
-            )
-
-    def _ensure_pgvector(self, conn: psycopg.Connection[Any]) -> None:
-        if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
-            return
-        if not conn.execute(
-            "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
-        ).fetchone():
-            raise StoreError(
-                f"the PostgreSQL server at {self.url} lacks the pgvector extension: install it "
-                "(e.g. the postgresql-<version>-pgvector package), then CREATE EXTENSION vector"
-            )
-        try:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        except psycopg.errors.InsufficientPrivilege as exc:
-            raise StoreError(
-                f"pgvector is not enabled in {self.url} and this user may not enable it: ask "
-                "an administrator to run CREATE EXTENSION vector in that database"
-            ) from exc
 
     @contextmanager
     def _conn(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
@@ -190,7 +137,7 @@ class PostgresStore:
         )
         if row is None:
             with self._transaction() as conn:
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
                 created = conn.execute(
                     "INSERT INTO knowhub.collections(name, embedder, dim, created_at) "
                     "VALUES (%s, %s, %s, to_char(now() AT TIME ZONE 'UTC', "
@@ -368,7 +315,7 @@ class PostgresStore:
                     "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::tsvector,%s)",
                     [(c.chunk_id, doc_id, cid, c.index, c.text, c.section_path, c.page,
                       c.line_start, c.line_end, c.char_start, c.char_end, c.language,
-                      Jsonb(c.metadata), vector, text, _tsvector(terms), len(terms))
+                      Jsonb(c.metadata), vector, text, tsvector(terms), len(terms))
                      for c, vector, text, terms in zip(chunks, rows, tokens, term_lists,
                                                         strict=True)],
                 )  # fmt: skip
@@ -442,42 +389,12 @@ class PostgresStore:
         self, cid: int, tokens: Sequence[str], limit: int, filters: Filters
     ) -> list[tuple[int, float]]:
         """BM25 over the collection's terms, as FTS5 scores it: (chunk row id, score ↑)."""
-        terms = [t for t in dict.fromkeys(tokens) if _fits(t)]
-        if not terms:
+        lexical = lexical_statement(filters, tokens)
+        if lexical is None:  # no query term can be in a tsvector
             return []
-        where, params = _filter_sql(filters)
-        params.update(
-            cid=cid, limit=limit, terms=terms, any=" | ".join(_lexeme(t) for t in terms),
-            k1=_K1, b=_B,
-        )  # fmt: skip
-        # Filters apply after the statistics: FTS5 counts every row of the collection.
-        filtered = (
-            f"JOIN knowhub.chunks k ON k.id = h.id "
-            f"JOIN knowhub.documents d ON d.id = k.document_id WHERE true{where} "
-            if where
-            else ""
-        )
-        rows = self._all(
-            # h: one row per (matching chunk, query term in it) with the term's frequency
-            # (positions); setweight+ts_filter keep just the query's lexemes in C, where
-            # unnesting whole tsvectors cost seconds. q: each term's idf from the number
-            # of rows holding it (FTS5's nHit), counted from h itself.
-            "WITH stats AS MATERIALIZED (SELECT c.chunks::float8 AS n, "
-            "  greatest(c.terms::float8 / greatest(c.chunks, 1), 1e-9) AS avgdl "
-            "  FROM knowhub.collections c WHERE c.id = %(cid)s), "
-            "h AS MATERIALIZED (SELECT k.id, k.n_terms, l.lexeme, "
-            "  cardinality(l.positions) AS tf FROM knowhub.chunks k CROSS JOIN LATERAL "
-            "  unnest(ts_filter(setweight(k.terms, 'A', %(terms)s::text[]), '{a}')) l "
-            "  WHERE k.collection_id = %(cid)s AND k.terms @@ %(any)s::tsquery), "
-            "q AS MATERIALIZED (SELECT h.lexeme, greatest(ln(greatest((s.n - count(*) + 0.5) "
-            "  / (count(*) + 0.5), 1e-12)), 1e-6) AS idf FROM h CROSS JOIN stats s "
-            "  GROUP BY h.lexeme, s.n) "
-            "SELECT h.id, sum(q.idf * h.tf * (%(k1)s + 1) / "
-            "  (h.tf + %(k1)s * (1 - %(b)s + %(b)s * h.n_terms / s.avgdl))) AS score "
-            "FROM h JOIN q ON q.lexeme = h.lexeme CROSS JOIN stats s "
-            f"{filtered}GROUP BY h.id ORDER BY score DESC, h.id LIMIT %(limit)s",
-            params,
-        )
+        statement, params = lexical
+        params.update(cid=cid, limit=limit, k1=_K1, b=_B)
+        rows = self._all(statement, params)
         return [(int(rowid), float(score)) for rowid, score in rows]
 
     def dense_search(
@@ -488,24 +405,9 @@ class PostgresStore:
         if row is None:
             raise StoreError(f"no collection with id {cid} in {self.url}: list them with status")
         chunks, dim = int(row[0]), int(row[1])
-        where, params = _filter_sql(filters)
+        exact = chunks <= EXACT_SEARCH_MAX_CHUNKS or dim > HNSW_MAX_DIM
+        statement, params = dense_statement(filters, cid, dim, exact=exact)
         params.update(cid=cid, limit=limit, query=np.asarray(query, dtype=np.float32).ravel())
-        if chunks <= EXACT_SEARCH_MAX_CHUNKS or dim > HNSW_MAX_DIM:
-            # Ordering by the untyped column does not match the index expression, so the
-            # planner scans: exact top k, the same as SQLite's.
-            distance = "k.embedding <=> %(query)s::vector"
-            collection = "%(cid)s"
-        else:
-            # The index's own expression and predicate, as literals, so the planner can
-            # prove the partial index applies even to a cached generic plan.
-            distance = f"k.embedding::vector({dim}) <=> %(query)s::vector({dim})"
-            collection = str(int(cid))
-        statement = (
-            f"SELECT id, 1 - dist FROM (SELECT k.id, {distance} AS dist FROM knowhub.chunks k "
-            "JOIN knowhub.documents d ON d.id = k.document_id "
-            f"WHERE k.collection_id = {collection}{where} ORDER BY dist LIMIT %(limit)s) s "
-            "ORDER BY dist, id"
-        )
         with self._conn() as conn, conn.transaction():
             if chunks > EXACT_SEARCH_MAX_CHUNKS:
                 # Filtered kNN: keep walking the graph until enough rows pass the filter.
@@ -641,51 +543,6 @@ _HIT_SELECT = (
     "FROM knowhub.chunks k JOIN knowhub.documents d ON d.id = k.document_id "
     "JOIN knowhub.collections c ON c.id = k.collection_id"
 )
-# Filters on these keys read a column; any other key reads the chunk's metadata.
-_COLUMN_FILTERS = {"language": "k.language", "source": "d.source", "format": "d.format"}
-
-
-def _filter_sql(filters: Filters) -> tuple[str, dict[str, Any]]:
-    """SQL conditions (each ANDed) for filters on chunks ``k`` / documents ``d``.
-
-    A tuple value matches any of its elements; a metadata value that is a list matches
-    when any of its elements matches (a scalar is read as a list of one).
-    """
-    clauses: list[str] = []
-    params: dict[str, Any] = {}
-    for n, (key, value) in enumerate(filters.items()):
-        params[f"fv{n}"] = list(value) if isinstance(value, tuple) else [value]
-        if key in _COLUMN_FILTERS:
-            clauses.append(f"{_COLUMN_FILTERS[key]} = ANY(%(fv{n})s::text[])")
-        else:
-            params[f"fk{n}"] = key
-            field = f"k.metadata -> %(fk{n})s"
-            clauses.append(
-                "EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE jsonb_typeof("
-                f"{field}) WHEN 'array' THEN {field} ELSE jsonb_build_array({field}) END) v "
-                f"WHERE v = ANY(%(fv{n})s::text[]))"
-            )
-    return "".join(f" AND {c}" for c in clauses), params
-
-
-def _fits(term: str) -> bool:
-    return 0 < len(term.encode()) <= _MAX_LEXEME_BYTES
-
-
-def _lexeme(term: str) -> str:
-    """A term quoted for tsvector/tsquery input, which then takes it verbatim (no parser)."""
-    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def _tsvector(terms: Sequence[str]) -> str:
-    """A tsvector literal of ``terms`` at their positions (term frequencies for BM25).
-
-    PostgreSQL keeps at most 256 positions per lexeme, so a term's frequency saturates
-    there (BM25's own saturation makes the difference negligible).
-    """
-    return " ".join(
-        f"{_lexeme(t)}:{min(i, _MAX_POSITION)}" for i, t in enumerate(terms, 1) if _fits(t)
-    )
 
 
 def _array(vector: Any) -> Vectors:
