@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import random
+import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from knowhub.lang import query_tokens
 from knowhub.providers.embedders.hashing import HashingEmbedder
 from knowhub.providers.stores.derived import live
 from knowhub.providers.stores.derived.live import IndexOptions
+from knowhub.providers.stores.derived.segment import DIGEST_SQL, digest
 from knowhub.providers.stores.schema import fts_table
 from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
 from tests.contract.conftest import DIM, make_doc, new_collection, put
@@ -30,7 +32,7 @@ from tests.helpers import fast_settings, write
 
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa", "lambda",
          "sigma", "omega", "river", "stone", "cloud", "forest", "winter", "summer", "engine",
-         "signal", "market"]  # fmt: skip
+         "signal", "market", "café", "cafe", "naïve", "naive", "über", "łódź"]  # fmt: skip
 TEAMS = ("t0", "t1", "t2")
 
 
@@ -79,7 +81,9 @@ def test_lexical_scores_are_fts5_bm25_and_dense_is_the_exact_scan(
     _fill(store, cid, 60)
     store.remove_document(cid, "/corpus/d7.md")  # a deleted row must leave the statistics
     filters = {} if team is None else {"team": team}
-    for query in ("alpha river", "omega omega stone winter", "signal", "nothing here"):
+    queries = ("alpha river", "omega omega stone winter", "signal", "nothing here", "cafe naïve",
+               "café über lodz")  # fmt: skip
+    for query in queries:
         tokens = query_tokens(query)
         want = _fts5(store, cid, tokens, team)
         got = store.lexical_search(cid, tokens, 1000, filters)
@@ -304,3 +308,38 @@ def test_many_small_writes_merge_the_small_segments_and_keep_the_base(
     assert rebuilds == []
     assert got == SQLiteStore(tmp_path / DB_NAME).lexical_search(cid, query, 1000, {})
     store.close()
+
+
+def test_a_restored_backup_written_again_is_not_served_from_the_newer_snapshot(
+    tmp_path: Path,
+) -> None:
+    options = IndexOptions(snapshot_min_chunks=10)
+    data = tmp_path / DB_NAME
+    store = SQLiteStore(data, options)
+    cid = new_collection(store)
+    _fill(store, cid, 30)
+    store.close()
+    backup = data.read_bytes()  # (the WAL was checkpointed as the store closed)
+    store = SQLiteStore(data, options)
+    put(store, cid, make_doc("x.md", ["zebra stripes"], seed=90))
+    store.refresh_index(cid)  # a snapshot holding "zebra"
+    store.close()
+    for leftover in tmp_path.glob(f"{DB_NAME}-*"):
+        leftover.unlink()
+    data.write_bytes(backup)  # the index folder stays
+    store = SQLiteStore(data, options)
+    put(store, cid, make_doc("x.md", ["walrus tusks"], seed=90))  # same ids, same version
+    fresh = SQLiteStore(data, options)
+    assert fresh.lexical_search(cid, query_tokens("zebra"), 10, {}) == []
+    assert len(fresh.lexical_search(cid, query_tokens("walrus"), 10, {})) == 1
+    assert fresh.orphans(cid) == []
+    store.close()
+    fresh.close()
+
+
+def test_the_content_digest_is_the_same_in_python_and_in_sql() -> None:
+    db = sqlite3.connect(":memory:")
+    for chunk_id in ["abcdef0123456789_0001_0f3a9c2e", "x", "", "zz", "0A", "_0001_ff"]:
+        (got,) = db.execute(f"SELECT {DIGEST_SQL} FROM (SELECT ? AS chunk_id) k",
+                            (chunk_id,)).fetchone()  # fmt: skip
+        assert got == digest(chunk_id), chunk_id

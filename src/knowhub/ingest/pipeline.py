@@ -8,7 +8,9 @@ file is reported and skipped; it never stops the others.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+import sqlite3
 import threading
 import time
 from collections import deque
@@ -47,6 +49,8 @@ __all__ = [
     "ingest",
     "stop_ingests",
 ]
+
+log = logging.getLogger("knowhub.ingest")
 
 
 @dataclass
@@ -233,11 +237,20 @@ def ingest(
     if prune:
         run.prune(None if prune_outside else paths)
     if store.version(run.cid) != version:
-        # Now, not at the next search: a new process then opens it from disk in moments.
-        refresh_index(store, run.cid)
+        _refreshed(store, run.cid)
     run.report.embedded = run.runner.embedded
     run.report.seconds = time.perf_counter() - started
     return run.report
+
+
+def _refreshed(store: Store, cid: int) -> None:
+    """Bring the store's derived search index up to date now, not at the next search (a new
+    process then opens it from disk in moments). The documents are committed: a failure
+    here costs the next search a rebuild, never the run."""
+    try:
+        refresh_index(store, cid)
+    except (KnowhubError, OSError, sqlite3.Error, RuntimeError) as exc:
+        log.warning("the search index of the collection was not refreshed: %s", exc)
 
 
 def _collect(

@@ -44,6 +44,7 @@ from knowhub.providers.stores.base import (
     one_by_one,
 )
 from knowhub.providers.stores.derived.changes import prune as prune_changes
+from knowhub.providers.stores.derived.live import IndexOptions
 from knowhub.providers.stores.sqlite import SQLiteStore
 from knowhub.providers.stores.vector_index import (
     IndexRow,
@@ -72,7 +73,9 @@ class IndexedStore(SQLiteStore):
     """The SQLite catalog at ``path`` searched through ``index`` (spaces named ``prefix…``)."""
 
     def __init__(self, path: Path, index: VectorIndex, prefix: str) -> None:
-        super().__init__(path)
+        # The catalog's derived index serves only the lexical leg of an index without one
+        # (Chroma): never an HNSW graph over vectors the index holds already.
+        super().__init__(path, IndexOptions(ann_min_chunks=1 << 62))
         self.index = index
         with self.transaction() as db:
             db.execute(_JOURNAL)

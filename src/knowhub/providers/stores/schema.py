@@ -67,8 +67,8 @@ ADDITIONS: tuple[str, ...] = (
         line INTEGER NOT NULL,
         vector BLOB NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS faq_collection ON faq(collection_id, source)",
-    # The change log of the derived search index (derived/changes.py). Created last: the
-    # store checks for it to know whether any addition is missing.
+    # The change log of the derived search index (derived/changes.py). The store checks
+    # that the faq and changes tables exist to know whether any addition is missing.
     """CREATE TABLE IF NOT EXISTS changes(
         collection_id INTEGER NOT NULL,
         version INTEGER NOT NULL,

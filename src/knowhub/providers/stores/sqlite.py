@@ -113,10 +113,10 @@ class SQLiteStore:
                 f"store {self.path} has schema {version}, this knowhub expects {SCHEMA_VERSION}: "
                 "re-ingest into a new --data-dir"
             )
-        newest = self._db.execute(
-            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='changes'"
+        (present,) = self._db.execute(
+            "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN ('faq', 'changes')"
         ).fetchone()
-        if newest is None:  # the write lock is taken only when something is missing
+        if present < 2:  # the write lock is taken only when something is missing
             with self.transaction() as db:
                 for statement in ADDITIONS:
                     db.execute(statement)
@@ -541,8 +541,11 @@ class SQLiteStore:
             if ids or stray:
                 db.execute("UPDATE collections SET version = version + 1 WHERE id = ?", (cid,))
         damaged = len(self._index_problems(cid))
-        if damaged:
-            self._derived.forget(cid)  # rebuilt from SQLite by the next search
+        if damaged:  # rebuilt from SQLite by the next search, in every process:
+            self._derived.forget(cid)
+            with self._lock, self.transaction() as db:  # a new version past the log's floor
+                db.execute("UPDATE collections SET version = version + 1 WHERE id = ?", (cid,))
+                changes.prune(db, cid, self.version(cid))
         return len(ids) + len(stray) + damaged
 
 

@@ -20,7 +20,7 @@ import numpy as np
 if TYPE_CHECKING:
     from knowhub.providers.stores.derived.segment import Floats
 
-__all__ = ["Ann", "best"]
+__all__ = ["Ann", "best", "gathered_scores"]
 
 # Graph degree and build effort. On 30k hashing-embedder vectors of scifact text (a hard
 # case: a query's nearest chunk is at cosine 0.37) recall@10 at efSearch 256 was 0.92 with
@@ -32,6 +32,8 @@ _TRAIN_ROWS = 65536
 # Below this many allowed rows a filtered search scores them exactly (10k rows: ~5 ms,
 # recall 1; the walk at 10 % of 100k: 0.92 at efSearch 256, 0.985 at 1024 for ~10 ms).
 _EXACT_BELOW = 20000
+# Rows gathered at a time for an exact score of some rows (1.5 MB of 384-d vectors).
+_GATHER_BLOCK = 1024
 # A filtered walk's efSearch grows by the inverse of the share allowed, up to this factor.
 _FILTER_EF_GROWTH = 4.0
 
@@ -81,7 +83,7 @@ class Ann:
             return np.empty(0, np.int64), np.empty(0, np.float32)
         if allowed < min(_EXACT_BELOW, len(mask)):
             positions = np.flatnonzero(mask)
-            return best(positions, vectors[positions] @ q, limit)
+            return best(positions, gathered_scores(vectors, positions, q), limit)
         faiss = _faiss()
         # A walk through a filter reaches fewer allowed rows per step: walk further.
         ef_search = int(ef_search * min(_FILTER_EF_GROWTH, len(mask) / allowed))
@@ -101,6 +103,16 @@ def _faiss() -> Any:
     """faiss, imported on first use (~0.2 s: only collections big enough need it); typed as
     Any since its bundled stubs lack parts of the SWIG API (SearchParametersHNSW)."""
     return importlib.import_module("faiss")
+
+
+def gathered_scores(vectors: Floats, positions: Any, q: Floats) -> Any:
+    """``vectors[positions] @ q``, gathered a block at a time: the block stays in cache
+    instead of going to memory and back (10k of 100k rows: 2.8 ms, against 5.2 at once)."""
+    out = np.empty(len(positions), dtype=np.float32)
+    for start in range(0, len(positions), _GATHER_BLOCK):
+        part = positions[start : start + _GATHER_BLOCK]
+        out[start : start + len(part)] = vectors[part] @ q
+    return out
 
 
 def best(positions: Any, scores: Any, limit: int) -> tuple[Any, Any]:

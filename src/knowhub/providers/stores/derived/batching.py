@@ -51,13 +51,28 @@ class ScanBatcher:
             lead = not self._busy
             self._busy = True
         if not lead:
-            ticket.done.wait()
-            lead = ticket.lead
+            lead = self._waited(ticket, vectors)
         if lead:
             self._run(vectors)
         if ticket.error is not None:
             raise ticket.error
         return ticket.scores
+
+    def _waited(self, ticket: _Ticket, vectors: Any) -> bool:
+        """Wait for the ticket's scores; True when it was handed the next batch instead.
+        Interrupted (Ctrl-C), it leaves the queue, or runs the batch it was handed, so the
+        queries behind it never wait on a thread that left."""
+        try:
+            ticket.done.wait()
+        except BaseException:
+            with self._lock:
+                handed = ticket.lead
+                if not handed and ticket in self._waiting:
+                    self._waiting.remove(ticket)
+            if handed:
+                self._run(vectors)
+            raise
+        return ticket.lead
 
     def _run(self, vectors: Any) -> None:
         with self._lock:
@@ -71,11 +86,12 @@ class ScanBatcher:
             self.products += 1
             successor = self._waiting[0] if self._waiting else None
             self._busy = successor is not None
+            if successor is not None:  # under the lock: an interrupted waiter reads it
+                successor.lead = True
         for i, ticket in enumerate(batch):
             if product is not None:
                 ticket.scores = product[:, i]
             ticket.error = error
             ticket.done.set()
         if successor is not None:
-            successor.lead = True
             successor.done.set()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 
-from knowhub.providers.stores.derived.segment import Row
+from knowhub.providers.stores.derived.segment import DIGEST_SQL, Row
 from knowhub.providers.stores.schema import fts_table
 
 __all__ = [
@@ -77,21 +77,24 @@ def drop_changes(db: sqlite3.Connection, cid: int) -> None:
     db.execute("DELETE FROM meta WHERE key = ?", (_floor_key(cid),))
 
 
-def fingerprint(db: sqlite3.Connection, cid: int) -> tuple[int, int]:
-    """(count, sum) of the collection's chunk row ids that have a document: a derived index
-    holding other rows than these is stale or foreign (a restored backup)."""
-    count, total = db.execute(
-        "SELECT count(*), coalesce(sum(k.id), 0) FROM chunks k "
-        "JOIN documents d ON d.id = k.document_id WHERE k.collection_id = ?",
+def fingerprint(db: sqlite3.Connection, cid: int) -> tuple[int, int, int]:
+    """(count, sum, content-weighted sum) of the collection's chunk row ids that have a
+    document: a derived index holding other rows than these is stale or foreign. The third
+    weighs each id by its chunk id's last two hex digits (of the text's sha256), so rows of
+    the same ids with other text (a restored backup written again) differ too."""
+    count, total, weighted = db.execute(
+        f"SELECT count(*), coalesce(sum(k.id), 0), coalesce(sum(k.id * {DIGEST_SQL}), 0) "
+        "FROM chunks k JOIN documents d ON d.id = k.document_id WHERE k.collection_id = ?",
         (cid,),
     ).fetchone()
-    return int(count), int(total)
+    return int(count), int(total), int(weighted)
 
 
 def rows(db: sqlite3.Connection, cid: int, ids: Sequence[int] | None = None) -> Iterator[Row]:
     """The index rows of the collection (of ``ids`` only, when given), by row id."""
     select = (
-        "SELECT k.id, k.vector, f.tokens, k.language, d.source, d.format, k.metadata "
+        "SELECT k.id, k.chunk_id, k.vector, f.tokens, k.language, d.source, d.format, "
+        "k.metadata "
         f"FROM chunks k JOIN documents d ON d.id = k.document_id LEFT JOIN {fts_table(cid)} f "
         "ON f.rowid = k.id WHERE k.collection_id = ?"
     )

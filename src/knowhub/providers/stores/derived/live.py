@@ -38,6 +38,8 @@ log = logging.getLogger("knowhub.store")
 _TAIL_SHARE = 0.2
 _MIN_TAIL_ROWS = 2000
 _MAX_SEGMENTS = 16
+# A collection keeps its HNSW graph down to this share of store.sqlite.ann_min_chunks.
+_ANN_KEPT = 0.9
 # Indexes of collections searched least recently are dropped past this (re-opened from
 # their snapshot when searched again); the one just used always stays.
 _CACHE_BYTES = 2 << 30
@@ -56,19 +58,23 @@ class DerivedIndexes:
     def __init__(self, root: Path, options: IndexOptions) -> None:
         self.root = root
         self.options = options
-        self._lock = threading.Lock()  # held while an index is brought up to date
+        self._builds: dict[int, threading.Lock] = {}  # per collection, held while it builds
         self._cache_lock = threading.Lock()  # held only to read or reorder the cache
         self._indexes: OrderedDict[int, CollectionIndex] = OrderedDict()
 
     def current(self, db: sqlite3.Connection, cid: int) -> CollectionIndex:
-        """The index of collection ``cid`` at its committed version."""
+        """The index of collection ``cid`` at its committed version (or a newer one, which
+        another thread read meanwhile)."""
         with _reading(db):
             version = _version(db, cid)
             found = self._cached(cid)
-            if found is not None and found.version == version:
+            if found is not None and found.version >= version >= 0:
                 return found
-            with self._lock:
-                index = self._brought_up(db, cid, version, self._cached(cid))
+            with self._building(cid):  # one build per collection; others' searches go on
+                found = self._cached(cid)
+                if found is not None and found.version >= version >= 0:
+                    return found  # built by the thread this one waited for
+                index = self._brought_up(db, cid, version, found)
                 self._keep(cid, index)
                 return index
 
@@ -82,6 +88,10 @@ class DerivedIndexes:
         # The entries after the snapshot stay: a new process catches up from them.
         found = snapshot.latest(self._folder(cid), index.version)
         return 0 if found is None else found.version
+
+    def _building(self, cid: int) -> threading.Lock:
+        with self._cache_lock:
+            return self._builds.setdefault(cid, threading.Lock())
 
     def forget(self, cid: int) -> None:
         """Drop the collection's index from memory and disk (the collection is gone)."""
@@ -177,7 +187,10 @@ class DerivedIndexes:
         tail = sum(len(s) for s in index.segments[1:])
         dead = sum(len(m) - int(m.sum()) for m in index.live)
         wants_ann = index.ann is None and index.rows >= self.options.ann_min_chunks
-        return tail > limit or dead > limit or wants_ann
+        # Dropped a little below the threshold, so a collection near it is not rebuilt at
+        # every write (and at once when the threshold is raised).
+        drops_ann = index.ann is not None and index.rows < _ANN_KEPT * self.options.ann_min_chunks
+        return tail > limit or dead > limit or wants_ann or drops_ann
 
     def _tail_merged(
         self, db: sqlite3.Connection, cid: int, index: CollectionIndex
@@ -199,11 +212,13 @@ class DerivedIndexes:
 
     def _save(
         self, cid: int, index: CollectionIndex, segment: Segment,
-        fingerprint: tuple[int, int], ann: Ann | None,
+        fingerprint: tuple[int, ...], ann: Ann | None,
     ) -> None:  # fmt: skip
         try:
             snapshot.write(self._folder(cid), index.version, fingerprint, segment, ann)
-        except OSError as exc:  # a read-only data dir: every process rebuilds in memory
+        # faiss reports a failed write (a full disk) as RuntimeError; a read-only data dir
+        # is an OSError. Either way searches go on: each process rebuilds in memory.
+        except (OSError, RuntimeError) as exc:
             log.warning("cannot write the index snapshot under %s (%s): searches still work, "
                         "but each process rebuilds the index", self.root, exc)  # fmt: skip
 
@@ -230,9 +245,11 @@ class DerivedIndexes:
             self._indexes.popitem(last=False)
 
 
-def _fingerprint(index: CollectionIndex) -> tuple[int, int]:
-    ids = [s.ids[m] for s, m in zip(index.segments, index.live, strict=True)]
-    return sum(len(i) for i in ids), sum(int(i.sum()) for i in ids)
+def _fingerprint(index: CollectionIndex) -> tuple[int, int, int]:
+    """What :func:`changes.fingerprint` says of SQLite, of the index's live rows."""
+    parts = [(s.ids[m], s.digests[m]) for s, m in zip(index.segments, index.live, strict=True)]
+    return (sum(len(i) for i, _ in parts), sum(int(i.sum()) for i, _ in parts),
+            sum(int((i * d.astype(np.int64)).sum()) for i, d in parts))  # fmt: skip
 
 
 def _version(db: sqlite3.Connection, cid: int) -> int:

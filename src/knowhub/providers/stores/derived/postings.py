@@ -9,7 +9,9 @@ chunks), and a query pays one binary search per term.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import unicodedata
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -17,10 +19,35 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Postings", "build_postings", "term_hash"]
+__all__ = ["Postings", "build_postings", "fts5_folded", "term_hash"]
 
 Ints = np.ndarray[Any, np.dtype[np.int64]]
 Int32s = np.ndarray[Any, np.dtype[np.int32]]
+
+
+# Combining diacritical marks, which FTS5's unicode61 drops from a token.
+_MARKS = range(0x300, 0x370)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def fts5_folded(term: str) -> str:
+    """``term`` as FTS5's default tokenizer (unicode61, remove_diacritics 1) stores it: a
+    letter of one diacritic on an ASCII base loses it (é → e, but ǘ, two, and ǣ, on æ, keep
+    theirs), long s is s, lone marks go. Terms are lower-cased already; checked against
+    SQLite over the Latin and Cyrillic letters (tests/unit/test_fts5_folding.py)."""
+    if term.isascii():
+        return term
+    out = []
+    for char in term:
+        if ord(char) in _MARKS:
+            continue
+        if char in "ſẛ":
+            out.append("s")
+            continue
+        parts = unicodedata.normalize("NFD", char)
+        single = len(parts) == 2 and unicodedata.combining(parts[1]) and parts[0].isascii()
+        out.append(parts[0] if single else char)
+    return "".join(out)
 
 
 def term_hash(term: str) -> int:

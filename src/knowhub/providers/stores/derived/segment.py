@@ -16,12 +16,31 @@ from typing import Any
 import numpy as np
 
 from knowhub.providers.stores.derived.batching import ScanBatcher
-from knowhub.providers.stores.derived.postings import Ints, Postings, build_postings
+from knowhub.providers.stores.derived.postings import (
+    Ints,
+    Postings,
+    build_postings,
+    fts5_folded,
+)
 from knowhub.providers.stores.vector_index import filter_terms
 
-__all__ = ["Row", "Segment", "build_segment"]
+__all__ = ["DIGEST_SQL", "Row", "Segment", "build_segment", "digest"]
 
 Floats = np.ndarray[Any, np.dtype[np.float32]]
+
+# A row's content digest: its chunk id's last two hex digits (of the text's sha256), which
+# the fingerprint of a collection weighs its row ids by (changes.fingerprint).
+_HEX = "0123456789abcdef"
+DIGEST_SQL = (
+    f"((instr('{_HEX}', substr(k.chunk_id, -2, 1)) - 1) * 16 "
+    f"+ instr('{_HEX}', substr(k.chunk_id, -1, 1)) - 1)"
+)
+
+
+def digest(chunk_id: str) -> int:
+    """A chunk id's last two hex digits as a number, as ``DIGEST_SQL`` computes it (a
+    character that is no hex digit counts -1, a missing one 0)."""
+    return 16 * _HEX.find(chunk_id[-2:-1]) + _HEX.find(chunk_id[-1:])
 
 
 @dataclass(frozen=True)
@@ -29,6 +48,7 @@ class Row:
     """What the index needs of one chunk row, as SQLite holds it."""
 
     id: int
+    chunk_id: str
     vector: bytes
     tokens: str | None  # None when its FTS row is missing (verify reports that)
     language: str
@@ -40,6 +60,7 @@ class Row:
 @dataclass(frozen=True)
 class Segment:
     ids: Ints  # chunk row id by position
+    digests: np.ndarray[Any, np.dtype[np.int16]]  # changes.digest of each row's chunk id
     vectors: Floats  # (len(ids), dim), L2-normalised
     lengths: np.ndarray[Any, np.dtype[np.int32]]  # lexical terms per row (BM25's |D|)
     lexical: Postings
@@ -53,7 +74,8 @@ class Segment:
     def arrays(self) -> dict[str, np.ndarray[Any, Any]]:
         """Every array, by a name a snapshot stores it under."""
         out: dict[str, np.ndarray[Any, Any]] = {
-            "ids": self.ids, "vectors": self.vectors, "lengths": self.lengths,
+            "ids": self.ids, "digests": self.digests, "vectors": self.vectors,
+            "lengths": self.lengths,
         }  # fmt: skip
         out.update({f"lexical.{k}": v for k, v in self.lexical.arrays().items()})
         out.update({f"filters.{k}": v for k, v in self.filters.arrays().items()})
@@ -65,7 +87,7 @@ class Segment:
             return Postings(**{k[len(prefix) :]: v for k, v in arrays.items()
                                if k.startswith(prefix)})  # fmt: skip
 
-        return Segment(arrays["ids"], arrays["vectors"], arrays["lengths"],
+        return Segment(arrays["ids"], arrays["digests"], arrays["vectors"], arrays["lengths"],
                        postings("lexical."), postings("filters."))  # fmt: skip
 
     @property
@@ -77,6 +99,7 @@ def build_segment(rows: Iterable[Row], count: int, dim: int) -> Segment:
     """The segment of ``rows`` (``count`` of them, at most; positions follow their order),
     read as they come: nothing but the arrays is kept of a row."""
     ids = np.empty(count, dtype=np.int64)
+    digests = np.empty(count, dtype=np.int16)
     vectors = np.zeros((count, dim), dtype=np.float32)
     per_row_filters: list[tuple[str, ...]] = []  # shared tuples: one per distinct metadata
     filters_of = _FilterTerms()
@@ -85,16 +108,18 @@ def build_segment(rows: Iterable[Row], count: int, dim: int) -> Segment:
     def terms() -> Iterator[list[str]]:
         for at, row in enumerate(rows):
             ids[at] = row.id
+            digests[at] = digest(row.chunk_id)
             if len(row.vector) == width:  # a torn blob (verify reports it) scores 0
                 vectors[at] = np.frombuffer(row.vector, dtype=np.float32)
             per_row_filters.append(filters_of(row))
-            yield (row.tokens or "").split()
+            yield [t if t.isascii() else fts5_folded(t) for t in (row.tokens or "").split()]
 
     lengths = array("i")
     lexical = build_postings(_counted(terms(), lengths))
     n = len(per_row_filters)
     return Segment(
         ids=ids[:n],
+        digests=digests[:n],
         vectors=vectors[:n],
         lengths=np.frombuffer(lengths, dtype=np.int32).copy(),
         lexical=lexical,

@@ -15,6 +15,7 @@ import logging
 import os
 import secrets
 import shutil
+import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ __all__ = ["FORMAT", "Snapshot", "checksum_errors", "latest", "remove_all", "wri
 
 log = logging.getLogger("knowhub.store")
 
-FORMAT = 1  # bump when the arrays change meaning
+FORMAT = 2  # bump when the arrays change meaning
 _META = "snapshot.json"
 _ANN = "ann.faiss"
 
@@ -37,17 +38,21 @@ _ANN = "ann.faiss"
 @dataclass(frozen=True)
 class Snapshot:
     version: int
-    fingerprint: tuple[int, int]  # changes.fingerprint at that version
+    fingerprint: tuple[int, ...]  # changes.fingerprint at that version
     segment: Segment
     ann: Ann | None
     path: Path
 
 
 def write(
-    folder: Path, version: int, fingerprint: tuple[int, int], segment: Segment, ann: Ann | None
-) -> Path:
-    """Write the snapshot of a collection at ``version`` under ``folder``, atomically."""
+    folder: Path, version: int, fingerprint: tuple[int, ...], segment: Segment, ann: Ann | None
+) -> Path | None:
+    """Write the snapshot of a collection at ``version`` under ``folder``, atomically;
+    nothing when one of that version or a newer one is there already (None)."""
     folder.mkdir(parents=True, exist_ok=True)
+    if any(_version_of(p) > version or (_version_of(p) == version and _sized(p))
+           for p in folder.iterdir()):  # fmt: skip
+        return None
     token = secrets.token_hex(4)
     tmp = folder / f".tmp-{token}"
     tmp.mkdir()
@@ -71,8 +76,11 @@ def write(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     for old in folder.iterdir():
-        if old != final and (old.name.startswith("v") or old.name.startswith(".tmp-")):
-            # Another process may still map an old one: its mapping outlives the unlink.
+        # Only older snapshots and crashed writers' leftovers: a newer snapshot, or a
+        # temporary folder being written, is not ours to remove. A process may still map an
+        # old one: its mapping outlives this.
+        if old != final and (0 <= _version_of(old) < version or _abandoned(old)
+                             or (_version_of(old) == version and not _sized(old))):  # fmt: skip
             shutil.rmtree(old, ignore_errors=True)
     return final
 
@@ -82,7 +90,9 @@ def latest(folder: Path, at_most: int) -> Snapshot | None:
     An unreadable one is reported and skipped (the caller rebuilds from SQLite)."""
     if not folder.is_dir():
         return None
-    candidates = sorted((p for p in folder.iterdir() if p.name.startswith("v")), reverse=True)
+    # The version is in the name: newer ones are skipped unopened.
+    candidates = sorted((p for p in folder.iterdir() if 0 <= _version_of(p) <= at_most),
+                        reverse=True)  # fmt: skip
     for path in candidates:
         try:
             snapshot = _open(path)
@@ -90,8 +100,7 @@ def latest(folder: Path, at_most: int) -> Snapshot | None:
             log.warning("index snapshot %s is unreadable (%s): rebuilding it from SQLite",
                         path, exc)  # fmt: skip
             continue
-        if snapshot.version <= at_most:
-            return snapshot
+        return snapshot
     return None
 
 
@@ -107,6 +116,29 @@ def checksum_errors(folder: Path) -> list[str]:
         except (OSError, ValueError, KeyError) as exc:
             errors.append(f"{path.name}: {exc}")
     return errors
+
+
+def _version_of(path: Path) -> int:
+    """The version in a snapshot folder's name (``v000000000042-token``); -1 for another."""
+    head = path.name.split("-", 1)[0]
+    return int(head[1:]) if head.startswith("v") and head[1:].isdigit() else -1
+
+
+def _sized(path: Path) -> bool:
+    """Whether the snapshot's files have the sizes its record says (what opening checks)."""
+    try:
+        files = json.loads((path / _META).read_text(encoding="utf-8"))["files"]
+        return all((path / name).stat().st_size == want["size"] for name, want in files.items())
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def _abandoned(path: Path) -> bool:
+    """A temporary folder no writer has touched for an hour (its process died)."""
+    try:
+        return path.name.startswith(".tmp-") and time.time() - path.stat().st_mtime > 3600
+    except OSError:
+        return False
 
 
 def remove_all(folder: Path) -> None:
@@ -126,7 +158,7 @@ def _open(path: Path) -> Snapshot:
             # A plain array over the mapping: slicing a np.memmap costs ~25 µs in Python.
             arrays[name[: -len(".npy")]] = np.asarray(mapped)
     ann = Ann.load(path / _ANN) if _ANN in meta["files"] else None
-    fingerprint = (int(meta["fingerprint"][0]), int(meta["fingerprint"][1]))
+    fingerprint = tuple(int(part) for part in meta["fingerprint"])
     return Snapshot(int(meta["version"]), fingerprint, Segment.from_arrays(arrays), ann, path)
 
 
