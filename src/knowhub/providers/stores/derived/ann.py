@@ -65,10 +65,6 @@ class Ann:
         _faiss().write_index(self._index, str(path))
 
     @property
-    def rows(self) -> int:
-        return int(self._index.ntotal)
-
-    @property
     def nbytes(self) -> int:
         # Codes (one byte a dimension) and level-0 links (2·M int32 a row) dominate.
         return int(self._index.ntotal) * (int(self._index.d) + 8 * _M)

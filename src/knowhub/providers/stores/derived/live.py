@@ -172,12 +172,11 @@ class DerivedIndexes:
             "SELECT count(*) FROM chunks WHERE collection_id = ?", (cid,)
         ).fetchone()
         segment = build_segment(changes.rows(db, cid), int(count), _dim(db, cid))
-        fingerprint = changes.fingerprint(db, cid)
         ann = Ann.build(segment.vectors) if len(segment) >= self.options.ann_min_chunks else None
         index = CollectionIndex(version, _dim(db, cid), (segment,),
                                 (np.ones(len(segment), dtype=bool),), ann)  # fmt: skip
         if self._snapshot_wanted(index):
-            self._save(cid, index, segment, fingerprint, ann)
+            self._save(cid, index, segment, ann)
         return index
 
     def _due(self, index: CollectionIndex) -> bool:
@@ -210,12 +209,9 @@ class DerivedIndexes:
     def _snapshot_wanted(self, index: CollectionIndex) -> bool:
         return index.rows >= self.options.snapshot_min_chunks
 
-    def _save(
-        self, cid: int, index: CollectionIndex, segment: Segment,
-        fingerprint: tuple[int, ...], ann: Ann | None,
-    ) -> None:  # fmt: skip
+    def _save(self, cid: int, index: CollectionIndex, segment: Segment, ann: Ann | None) -> None:
         try:
-            snapshot.write(self._folder(cid), index.version, fingerprint, segment, ann)
+            snapshot.write(self._folder(cid), index.version, segment, ann)
         # faiss reports a failed write (a full disk) as RuntimeError; a read-only data dir
         # is an OSError. Either way searches go on: each process rebuilds in memory.
         except (OSError, RuntimeError) as exc:

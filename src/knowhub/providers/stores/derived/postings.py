@@ -93,10 +93,6 @@ class Postings:
             "offsets": self.offsets, "rows": self.rows, "counts": self.counts,
         }  # fmt: skip
 
-    @property
-    def nbytes(self) -> int:
-        return sum(a.nbytes for a in self.arrays().values())
-
 
 def build_postings(per_row: Iterable[Sequence[str]]) -> Postings:
     """Postings of the terms of each row (row ``i`` holds ``per_row[i]``, repeats counted)."""

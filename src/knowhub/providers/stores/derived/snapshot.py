@@ -38,15 +38,12 @@ _ANN = "ann.faiss"
 @dataclass(frozen=True)
 class Snapshot:
     version: int
-    fingerprint: tuple[int, ...]  # changes.fingerprint at that version
     segment: Segment
     ann: Ann | None
     path: Path
 
 
-def write(
-    folder: Path, version: int, fingerprint: tuple[int, ...], segment: Segment, ann: Ann | None
-) -> Path | None:
+def write(folder: Path, version: int, segment: Segment, ann: Ann | None) -> Path | None:
     """Write the snapshot of a collection at ``version`` under ``folder``, atomically;
     nothing when one of that version or a newer one is there already (None)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -65,8 +62,7 @@ def write(
         if ann is not None:
             ann.save(tmp / _ANN)
             files[_ANN] = _described(tmp / _ANN)
-        meta = {"format": FORMAT, "version": version, "fingerprint": list(fingerprint),
-                "files": files}  # fmt: skip
+        meta = {"format": FORMAT, "version": version, "files": files}
         (tmp / _META).write_text(json.dumps(meta), encoding="utf-8")
         _fsync_all(tmp)
         final = folder / f"v{version:012d}-{token}"
@@ -158,8 +154,7 @@ def _open(path: Path) -> Snapshot:
             # A plain array over the mapping: slicing a np.memmap costs ~25 µs in Python.
             arrays[name[: -len(".npy")]] = np.asarray(mapped)
     ann = Ann.load(path / _ANN) if _ANN in meta["files"] else None
-    fingerprint = tuple(int(part) for part in meta["fingerprint"])
-    return Snapshot(int(meta["version"]), fingerprint, Segment.from_arrays(arrays), ann, path)
+    return Snapshot(int(meta["version"]), Segment.from_arrays(arrays), ann, path)
 
 
 def _described(path: Path) -> dict[str, Any]:
