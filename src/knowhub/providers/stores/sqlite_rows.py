@@ -1,7 +1,7 @@
 """The SQL of the SQLite catalog, and its rows as models.
 
-Column lists and queries of :class:`.sqlite.SQLiteStore` too long to read inline, the
-filter language's translation to SQL, and the conversion of a selected row into a
+Column lists and queries of :class:`.sqlite.SQLiteStore` too long to read inline, and the
+conversion of a selected row into a
 :class:`~knowhub.models.DocumentRecord`, :class:`~knowhub.models.Chunk` or
 :class:`~knowhub.models.Hit`.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from knowhub.models import Chunk, DocumentRecord, Filters, Hit
+from knowhub.models import Chunk, DocumentRecord, Hit
 from knowhub.providers.embedders.base import Vectors
 from knowhub.providers.stores.schema import fts_table
 
@@ -28,7 +28,6 @@ __all__ = [
     "ORPHAN_FTS",
     "chunk_of",
     "each_in_savepoint",
-    "filter_sql",
     "hit_of",
     "integrity_counts",
     "record_of",
@@ -82,35 +81,6 @@ INTEGRITY_CHECKS = (
         "coalesce(json_extract(d.metadata, '$.knowhub.doc_id'), substr(d.doc_hash, 1, 16))",
     ),
 )
-# Filters on these keys read a column; any other key reads the chunk's metadata JSON.
-_COLUMN_FILTERS = {"language": "c.language", "source": "d.source", "format": "d.format"}
-
-
-def filter_sql(filters: Filters) -> tuple[str, list[Any]]:
-    """SQL conditions (each ANDed) for filters on chunks ``c`` / documents ``d``.
-
-    A tuple value matches any of its elements; a metadata value that is a list matches
-    when any of its elements matches.
-    """
-    clauses: list[str] = []
-    params: list[Any] = []
-    for key, value in filters.items():
-        values = list(value) if isinstance(value, tuple) else [value]
-        marks = ", ".join("?" * len(values))
-        if key in _COLUMN_FILTERS:
-            clauses.append(f"{_COLUMN_FILTERS[key]} IN ({marks})")
-            params.extend(values)
-        else:
-            clauses.append(
-                "EXISTS (SELECT 1 FROM json_each(c.metadata, ?) "
-                f"WHERE CAST(value AS TEXT) IN ({marks}))"
-            )
-            params.extend([_json_path(key), *values])
-    return "".join(f" AND {c}" for c in clauses), params
-
-
-def _json_path(key: str) -> str:
-    return '$."' + key.replace('"', '""') + '"'
 
 
 def record_of(row: Sequence[Any]) -> DocumentRecord:
