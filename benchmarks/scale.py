@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,12 @@ def options(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "~0.06 ms a chunk per query (%(default)s)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the built collections")
+    parser.add_argument(
+        "--ef-sweep",
+        default="",
+        help="knowhub only, for collections with an HNSW graph: efSearch values to measure "
+        "the vector and hybrid modes at too (e.g. 512,1024; default: none)",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # one system, in this process
     parser.add_argument("--chunks", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
@@ -139,6 +146,8 @@ def spawn_worker(
         str(args.dataset),
         "--cache",
         str(args.cache),
+        "--ef-sweep",
+        args.ef_sweep,
     ]
     log(f"{system} at {n:,} chunks")
     with subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True) as child:
@@ -157,12 +166,13 @@ def worker(args: argparse.Namespace) -> None:
     """Build one system's collection and time its searches, in this (fresh) process."""
     corpus, queries, vectors, truth = inputs(args, args.chunks)
     folder = args.cache / "work" / f"{args.worker}-{args.chunks}"
-    build, measure = _system(args.worker)
+    build, measure = _system(args)
     cpu, wall = time.process_time(), time.perf_counter()
     handle = build(folder, corpus)
     build_s, build_cpu_s = time.perf_counter() - wall, time.process_time() - cpu
     log(f"  {args.worker} built in {build_s:.1f} s")
     modes = measure(handle, queries, vectors, truth)
+    sweep = modes.pop("ef_sweep", [])
     dump(
         args.out,
         {
@@ -172,15 +182,18 @@ def worker(args: argparse.Namespace) -> None:
             "build_cpu_s": round(build_cpu_s, 2),
             "rss_mb": peak_rss_mb(),
             "modes": modes,
+            "ef_sweep": sweep,
         },
     )
 
 
-def _system(name: str) -> tuple[Callable[[Path, Corpus], Any], Callable[..., Any]]:
+def _system(args: argparse.Namespace) -> tuple[Callable[[Path, Corpus], Any], Callable[..., Any]]:
+    name = args.worker
     if name == "knowhub":
         from benchmarks import scale_knowhub
 
-        return scale_knowhub.build, scale_knowhub.measure
+        sweep = [int(ef) for ef in args.ef_sweep.split(",") if ef]
+        return scale_knowhub.build, partial(scale_knowhub.measure, ef_sweep=sweep)
     from benchmarks import scale_peers
 
     build, measure = {
@@ -217,8 +230,11 @@ def rows_of(
     system's build time, peak RSS and cold open."""
     vectors = corpus.vectors()
     rows = []
-    for mode in (m for m in MODES if m in result["modes"]):
-        got = result["modes"][mode]
+    measured = [(m, result["modes"]) for m in MODES if m in result["modes"]]
+    for sweep in result.get("ef_sweep", []):
+        measured += [(m, sweep["modes"]) for m in MODES if m in sweep["modes"]]
+    for mode, modes in measured:
+        got = modes[mode]
         filtered = mode.endswith("_filter")
         if mode.startswith("vector"):
             recall: float | None = recall_at_10(got["ids"], queries, vectors, truth, filtered)
@@ -239,6 +255,7 @@ def rows_of(
                 "build_s": result["build_s"],
                 "rss_mb": result["rss_mb"],
                 "cold_s": result.get("cold_s"),
+                "ann_ef_search": modes.get("ann_ef_search"),
             }
         )
     return rows
@@ -263,8 +280,10 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
         if row["system"] == "knowhub" and peers and min(peers) > 0:
             ratio = f"{row['p50_ms'] / min(peers):.2f}×"
         recall = "–" if row["recall_at_10"] is None else f"{row['recall_at_10']:.3f}"
+        ef = row.get("ann_ef_search")
+        mode = f"{row['mode']} (efSearch {ef})" if ef else row["mode"]
         lines.append(
-            f"| {row['system']} | {row['chunks']:,} | {row['mode']} | {row['p50_ms']:.2f}"
+            f"| {row['system']} | {row['chunks']:,} | {mode} | {row['p50_ms']:.2f}"
             f" | {row['p95_ms']:.2f} | {row['wall_p50_ms']:.2f} | {recall} | "
             f"{row['build_s']:.1f} | {row['rss_mb']:,.0f} | {row['cold_s'] or '–'} | "
             f"{ratio} |"

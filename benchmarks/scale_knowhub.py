@@ -31,6 +31,7 @@ from knowhub.config import SearchSettings
 from knowhub.models import Chunk, DocumentRecord, Filters
 from knowhub.providers.embedders.hashing import HashingEmbedder
 from knowhub.providers.stores.base import DocumentWrite, replace_documents
+from knowhub.providers.stores.derived.live import IndexOptions
 from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
 from knowhub.query.cache import SearchCaches
 from knowhub.query.pipeline import Legs, SearchRequest, fuse, search
@@ -160,11 +161,34 @@ class Searcher:
 
 
 def measure(
-    store: SQLiteStore, queries: Sequence[str], vectors: F32, truth: Truth
+    store: SQLiteStore,
+    queries: Sequence[str],
+    vectors: F32,
+    truth: Truth,
+    ef_sweep: Sequence[int] = (),
 ) -> dict[str, Any]:
     """Per mode: CPU and wall ms per query (after one warm-up), result ids, and for the
-    hybrid modes the exact-dense reference ids."""
-    searcher = Searcher(store, queries, vectors)
+    hybrid modes the exact-dense reference ids. With an HNSW graph (the collection at least
+    ``ann_min_chunks``), ``ann_ef_search`` says the efSearch used, and ``ef_sweep`` holds the
+    same measures at each efSearch of ``ef_sweep``, through a store opened with it."""
+    modes = _modes(Searcher(store, queries, vectors), truth)
+    options = IndexOptions()
+    chunks = sum(c.chunks for c in store.collections() if c.name == COLLECTION)
+    if chunks < options.ann_min_chunks:
+        return modes
+    modes["ann_ef_search"] = options.ann_ef_search
+    modes["ef_sweep"] = []
+    for ef in ef_sweep:
+        swept = SQLiteStore(store.path, IndexOptions(ann_ef_search=ef))
+        log(f"  knowhub at efSearch {ef}:")
+        found = _modes(Searcher(swept, queries, vectors), truth)
+        modes["ef_sweep"].append({"modes": found | {"ann_ef_search": ef}})
+        swept.close()
+    return modes
+
+
+def _modes(searcher: Searcher, truth: Truth) -> dict[str, Any]:
+    queries = searcher.queries
     modes: dict[str, Any] = {}
     for mode in ("vector", "vector_filter", "hybrid", "hybrid_filter"):
         filters = FILTER if mode.endswith("_filter") else {}
