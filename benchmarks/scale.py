@@ -76,8 +76,9 @@ def options(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--ef-sweep",
         default="",
-        help="knowhub only, for collections with an HNSW graph: efSearch values to measure "
-        "the vector and hybrid modes at too (e.g. 512,1024; default: none)",
+        help="knowhub only, for collections with an HNSW graph: store.sqlite.ann_ef_search "
+        "values to measure every mode at too (e.g. 512,1024; default: none); rows show the "
+        "efSearch each comes to at the size",
     )
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # one system, in this process
     parser.add_argument("--chunks", type=int, help=argparse.SUPPRESS)

@@ -31,7 +31,7 @@ from knowhub.config import SearchSettings
 from knowhub.models import Chunk, DocumentRecord, Filters
 from knowhub.providers.embedders.hashing import HashingEmbedder
 from knowhub.providers.stores.base import DocumentWrite, replace_documents
-from knowhub.providers.stores.derived.live import IndexOptions
+from knowhub.providers.stores.derived.live import IndexOptions, ef_search
 from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
 from knowhub.query.cache import SearchCaches
 from knowhub.query.pipeline import Legs, SearchRequest, fuse, search
@@ -170,17 +170,20 @@ def measure(
     """Per mode: CPU and wall ms per query (after one warm-up), result ids, and for the
     hybrid modes the exact-dense reference ids. With an HNSW graph (the collection at least
     ``ann_min_chunks``), ``ann_ef_search`` says the efSearch used, and ``ef_sweep`` holds the
-    same measures at each efSearch of ``ef_sweep``, through a store opened with it."""
+    same measures at each ``store.sqlite.ann_ef_search`` of ``ef_sweep`` (a store opened with
+    it; the efSearch it comes to at this size is recorded)."""
     modes = _modes(Searcher(store, queries, vectors), truth)
     options = IndexOptions()
     chunks = sum(c.chunks for c in store.collections() if c.name == COLLECTION)
     if chunks < options.ann_min_chunks:
         return modes
-    modes["ann_ef_search"] = options.ann_ef_search
+    modes["ann_ef_search"] = ef_search(options, chunks)
     modes["ef_sweep"] = []
-    for ef in ef_sweep:
-        swept = SQLiteStore(store.path, IndexOptions(ann_ef_search=ef))
-        log(f"  knowhub at efSearch {ef}:")
+    for setting in ef_sweep:
+        swept_options = IndexOptions(ann_ef_search=setting)
+        swept = SQLiteStore(store.path, swept_options)
+        ef = ef_search(swept_options, chunks)
+        log(f"  knowhub at efSearch {ef} (store.sqlite.ann_ef_search {setting}):")
         found = _modes(Searcher(swept, queries, vectors), truth)
         modes["ef_sweep"].append({"modes": found | {"ann_ef_search": ef}})
         swept.close()

@@ -9,6 +9,7 @@ when its snapshot is damaged, foreign or older than the pruned log, and repaired
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import sqlite3
@@ -23,6 +24,7 @@ from knowhub.ingest.verify import render_verify, verify_index
 from knowhub.lang import query_tokens
 from knowhub.providers.embedders.hashing import HashingEmbedder
 from knowhub.providers.stores.derived import live
+from knowhub.providers.stores.derived.changes import FINGERPRINT_SQL
 from knowhub.providers.stores.derived.live import IndexOptions
 from knowhub.providers.stores.derived.segment import DIGEST_SQL, digest
 from knowhub.providers.stores.schema import fts_table
@@ -131,10 +133,7 @@ def test_a_snapshot_opens_without_a_rebuild_and_a_damaged_one_is_rebuilt(
     folder = tmp_path / f"{DB_NAME}.index" / str(cid)
     assert [p.name[:1] for p in folder.iterdir()] == ["v"]
 
-    rebuilds: list[int] = []
-    real = live.DerivedIndexes._rebuild
-    monkeypatch.setattr(live.DerivedIndexes, "_rebuild",
-                        lambda self, *a: rebuilds.append(1) or real(self, *a))  # fmt: skip
+    rebuilds = _rebuilds(monkeypatch)
     reopened = SQLiteStore(tmp_path / DB_NAME, options)
     assert reopened.lexical_search(cid, query, 50, {}) == want
     assert rebuilds == []
@@ -160,12 +159,29 @@ def test_a_snapshot_opens_without_a_rebuild_and_a_damaged_one_is_rebuilt(
         s.close()
 
 
-def test_a_snapshot_of_other_rows_is_not_trusted(tmp_path: Path) -> None:
-    options = IndexOptions(snapshot_min_chunks=10)
+def _rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Appended to at each rebuild of a derived index from SQLite."""
+    rebuilds: list[int] = []
+    real = live.DerivedIndexes._rebuild
+    monkeypatch.setattr(live.DerivedIndexes, "_rebuild",
+                        lambda self, *a: rebuilds.append(1) or real(self, *a))  # fmt: skip
+    return rebuilds
+
+
+def _snapshotted(tmp_path: Path, options: IndexOptions) -> tuple[SQLiteStore, int]:
+    """A store of 30 documents whose index has a snapshot on disk, and the collection."""
     store = SQLiteStore(tmp_path / DB_NAME, options)
     cid = new_collection(store)
     _fill(store, cid, 30)
     store.refresh_index(cid)
+    return store, cid
+
+
+def test_a_snapshot_of_other_rows_is_not_trusted_and_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    options = IndexOptions(snapshot_min_chunks=10)
+    store, cid = _snapshotted(tmp_path, options)
     # The store goes back to a backup without the last documents, at the same version.
     store._db.execute("DELETE FROM chunks WHERE document_id IN (SELECT id FROM documents "
                       "WHERE path = '/corpus/d29.md')")  # fmt: skip
@@ -175,8 +191,31 @@ def test_a_snapshot_of_other_rows_is_not_trusted(tmp_path: Path) -> None:
     rows = {r[0] for r in restored._db.execute("SELECT id FROM chunks WHERE collection_id = ?",
                                                (cid,))}  # fmt: skip
     assert held == rows
-    store.close()
-    restored.close()
+    rebuilds = _rebuilds(monkeypatch)  # the rebuilt index's snapshot took the foreign one's place
+    after = SQLiteStore(tmp_path / DB_NAME, options)
+    assert after._derived.current(after._db, cid).row_ids() == rows and rebuilds == []
+    for s in (store, restored, after):
+        s.close()
+
+
+def test_a_snapshot_of_another_format_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As after an upgrade: the first process rebuilds, the next opens its snapshot."""
+    options = IndexOptions(snapshot_min_chunks=10)
+    store, cid = _snapshotted(tmp_path, options)
+    (snap,) = (tmp_path / f"{DB_NAME}.index" / str(cid)).iterdir()
+    meta = json.loads((snap / "snapshot.json").read_text(encoding="utf-8"))
+    (snap / "snapshot.json").write_text(json.dumps(meta | {"format": meta["format"] - 1}))
+    rebuilds = _rebuilds(monkeypatch)
+    query = query_tokens("alpha river")
+    upgraded = SQLiteStore(tmp_path / DB_NAME, options)
+    want = upgraded.lexical_search(cid, query, 20, {})
+    assert rebuilds == [1]
+    after = SQLiteStore(tmp_path / DB_NAME, options)
+    assert after.lexical_search(cid, query, 20, {}) == want and rebuilds == [1]
+    for s in (store, upgraded, after):
+        s.close()
 
 
 def test_an_index_older_than_the_pruned_log_reloads(
@@ -339,7 +378,24 @@ def test_a_restored_backup_written_again_is_not_served_from_the_newer_snapshot(
 
 def test_the_content_digest_is_the_same_in_python_and_in_sql() -> None:
     db = sqlite3.connect(":memory:")
-    for chunk_id in ["abcdef0123456789_0001_0f3a9c2e", "x", "", "zz", "0A", "_0001_ff"]:
-        (got,) = db.execute(f"SELECT {DIGEST_SQL} FROM (SELECT ? AS chunk_id) k",
+    for chunk_id in ["abcdef0123456789_0001_0f3a9c2e", "x", "", "zz", "0A", "_0001_ff", "é", "😀"]:
+        (got,) = db.execute(f"SELECT coalesce({DIGEST_SQL}, 0) FROM (SELECT ? AS chunk_id) k",
                             (chunk_id,)).fetchone()  # fmt: skip
         assert got == digest(chunk_id), chunk_id
+
+
+def test_the_fingerprint_reads_a_covering_index_which_an_older_store_gains(
+    tmp_path: Path,
+) -> None:
+    """A fresh process checks a snapshot against the fingerprint: reading the chunk rows
+    (their text and vectors) for it cost 0.38 s at 100k chunks."""
+    store = SQLiteStore(tmp_path / DB_NAME)
+    cid = new_collection(store)
+    _fill(store, cid, 4)
+    store._db.execute("DROP INDEX chunks_fingerprint")  # as a store of the previous release
+    store.close()
+    reopened = SQLiteStore(tmp_path / DB_NAME)
+    plan = reopened._db.execute(f"EXPLAIN QUERY PLAN {FINGERPRINT_SQL}", (cid,)).fetchall()
+    assert any("COVERING INDEX chunks_fingerprint" in str(step) for step in plan), plan
+    assert reopened.lexical_search(cid, query_tokens("alpha"), 5, {})
+    reopened.close()

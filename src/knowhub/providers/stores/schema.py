@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ADDITIONS", "SCHEMA", "SCHEMA_VERSION", "fts_table"]
+__all__ = ["ADDED_NAMES", "ADDITIONS", "SCHEMA", "SCHEMA_VERSION", "fts_table"]
 
 SCHEMA_VERSION = "1"
 
@@ -67,15 +67,21 @@ ADDITIONS: tuple[str, ...] = (
         line INTEGER NOT NULL,
         vector BLOB NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS faq_collection ON faq(collection_id, source)",
-    # The change log of the derived search index (derived/changes.py). The store checks
-    # that the faq and changes tables exist to know whether any addition is missing.
+    # The change log of the derived search index (derived/changes.py).
     """CREATE TABLE IF NOT EXISTS changes(
         collection_id INTEGER NOT NULL,
         version INTEGER NOT NULL,
         row_id INTEGER NOT NULL,
         added INTEGER NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS changes_version ON changes(collection_id, version)",
+    # Covers the fingerprint a process checks a derived index's snapshot against
+    # (derived/changes.py): read from the index alone, not from the rows' text and vectors
+    # (0.38 s at 100k chunks, 0.2 s with this index and ~0.1 s with the one-call digest).
+    "CREATE INDEX IF NOT EXISTS chunks_fingerprint ON chunks(collection_id, document_id, chunk_id)",
 )
+# What the store looks for to know whether any addition is missing (all of them, once
+# made, are there for good).
+ADDED_NAMES = ("faq", "changes", "chunks_fingerprint")
 
 
 def fts_table(collection_id: int) -> str:

@@ -38,8 +38,14 @@ from knowhub.providers.stores.base import (
     moved_paths,
 )
 from knowhub.providers.stores.derived import changes
-from knowhub.providers.stores.derived.live import DerivedIndexes, IndexOptions
-from knowhub.providers.stores.schema import ADDITIONS, SCHEMA, SCHEMA_VERSION, fts_table
+from knowhub.providers.stores.derived.live import DerivedIndexes, IndexOptions, ef_search
+from knowhub.providers.stores.schema import (
+    ADDED_NAMES,
+    ADDITIONS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    fts_table,
+)
 from knowhub.providers.stores.sqlite_connections import Connections
 from knowhub.providers.stores.sqlite_rows import (
     DOC_COLUMNS,
@@ -113,10 +119,11 @@ class SQLiteStore:
                 f"store {self.path} has schema {version}, this knowhub expects {SCHEMA_VERSION}: "
                 "re-ingest into a new --data-dir"
             )
+        marks = ",".join("?" * len(ADDED_NAMES))
         (present,) = self._db.execute(
-            "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN ('faq', 'changes')"
+            f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", ADDED_NAMES
         ).fetchone()
-        if present < 2:  # the write lock is taken only when something is missing
+        if present < len(ADDED_NAMES):  # the write lock is taken only when one is missing
             with self.transaction() as db:
                 for statement in ADDITIONS:
                     db.execute(statement)
@@ -438,7 +445,8 @@ class SQLiteStore:
     ) -> list[tuple[int, float]]:
         """Cosine similarity, exact (HNSW with exact re-scoring for big collections)."""
         index = self._derived.current(self._db, cid)
-        return index.dense(query, limit, index.masks(filters), self._derived.options.ann_ef_search)
+        ef = ef_search(self._derived.options, index.rows)
+        return index.dense(query, limit, index.masks(filters), ef)
 
     def refresh_index(self, cid: int) -> None:
         """Bring the collection's derived index current (a snapshot on disk when due) and

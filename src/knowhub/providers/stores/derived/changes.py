@@ -17,6 +17,7 @@ from knowhub.providers.stores.derived.segment import DIGEST_SQL, Row
 from knowhub.providers.stores.schema import fts_table
 
 __all__ = [
+    "FINGERPRINT_SQL",
     "changed_rows",
     "drop_changes",
     "fingerprint",
@@ -27,6 +28,11 @@ __all__ = [
     "rows",
 ]
 
+# Answered from the chunks_fingerprint index alone (schema.ADDITIONS).
+FINGERPRINT_SQL = (
+    f"SELECT count(*), coalesce(sum(k.id), 0), coalesce(sum(k.id * {DIGEST_SQL}), 0) "
+    "FROM chunks k JOIN documents d ON d.id = k.document_id WHERE k.collection_id = ?"
+)
 # The version the write in progress commits as (every logged write bumps it once after).
 _NEXT = "(SELECT version + 1 FROM collections WHERE id = ?)"
 
@@ -82,11 +88,7 @@ def fingerprint(db: sqlite3.Connection, cid: int) -> tuple[int, int, int]:
     document: a derived index holding other rows than these is stale or foreign. The third
     weighs each id by its chunk id's last two hex digits (of the text's sha256), so rows of
     the same ids with other text (a restored backup written again) differ too."""
-    count, total, weighted = db.execute(
-        f"SELECT count(*), coalesce(sum(k.id), 0), coalesce(sum(k.id * {DIGEST_SQL}), 0) "
-        "FROM chunks k JOIN documents d ON d.id = k.document_id WHERE k.collection_id = ?",
-        (cid,),
-    ).fetchone()
+    count, total, weighted = db.execute(FINGERPRINT_SQL, (cid,)).fetchone()
     return int(count), int(total), int(weighted)
 
 

@@ -30,7 +30,7 @@ __all__ = ["FORMAT", "Snapshot", "checksum_errors", "latest", "remove_all", "wri
 
 log = logging.getLogger("knowhub.store")
 
-FORMAT = 2  # bump when the arrays change meaning
+FORMAT = 3  # bump when the arrays change meaning (3: the digest is a code point)
 _META = "snapshot.json"
 _ANN = "ann.faiss"
 
@@ -45,10 +45,10 @@ class Snapshot:
 
 def write(folder: Path, version: int, segment: Segment, ann: Ann | None) -> Path | None:
     """Write the snapshot of a collection at ``version`` under ``folder``, atomically;
-    nothing when one of that version or a newer one is there already (None)."""
+    nothing when a usable one of that version or a newer one is there already (None). One
+    of another format is no obstacle: left there, it made every process rebuild for good."""
     folder.mkdir(parents=True, exist_ok=True)
-    if any(_version_of(p) > version or (_version_of(p) == version and _sized(p))
-           for p in folder.iterdir()):  # fmt: skip
+    if any(_version_of(p) >= version and _usable(p) for p in folder.iterdir()):
         return None
     token = secrets.token_hex(4)
     tmp = folder / f".tmp-{token}"
@@ -76,7 +76,7 @@ def write(folder: Path, version: int, segment: Segment, ann: Ann | None) -> Path
         # temporary folder being written, is not ours to remove. A process may still map an
         # old one: its mapping outlives this.
         if old != final and (0 <= _version_of(old) < version or _abandoned(old)
-                             or (_version_of(old) == version and not _sized(old))):  # fmt: skip
+                             or (_version_of(old) == version and not _usable(old))):  # fmt: skip
             shutil.rmtree(old, ignore_errors=True)
     return final
 
@@ -120,11 +120,15 @@ def _version_of(path: Path) -> int:
     return int(head[1:]) if head.startswith("v") and head[1:].isdigit() else -1
 
 
-def _sized(path: Path) -> bool:
-    """Whether the snapshot's files have the sizes its record says (what opening checks)."""
+def _usable(path: Path) -> bool:
+    """Whether the snapshot is of this format and its files have the sizes its record says
+    (what opening checks)."""
     try:
-        files = json.loads((path / _META).read_text(encoding="utf-8"))["files"]
-        return all((path / name).stat().st_size == want["size"] for name, want in files.items())
+        meta = json.loads((path / _META).read_text(encoding="utf-8"))
+        files = meta["files"]
+        return meta["format"] == FORMAT and all(
+            (path / name).stat().st_size == want["size"] for name, want in files.items()
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return False
 
