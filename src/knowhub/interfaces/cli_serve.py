@@ -89,12 +89,19 @@ def serve_mcp(
     changes. Shared mode (HTTP) serves many folders: register one on /mcp, then use its
     tools on /mcp/<session_id>. Nothing but protocol is written to stdout.
     """
-    from knowhub.interfaces.mcp.server import ServeOptions
-    from knowhub.interfaces.mcp.server import serve as run
-
     _configure_logging(log_file, obj.debug)
     with _errors(obj):
         settings = load_settings(config_file=obj.config, overrides={"data_dir": obj.data_dir})
+        wire = None
+        if transport == "stdio" and mode == "local":
+            # Before the MCP SDK's import (~1.2 s): the handshake is answered meanwhile.
+            from knowhub.interfaces.mcp.early import Wire, handshake_file
+
+            key = (Path(settings.data_dir).resolve(), docs.resolve(), read_only, obj.config)
+            wire = Wire(handshake_file(Path(settings.data_dir), *key))
+        from knowhub.interfaces.mcp.server import ServeOptions
+        from knowhub.interfaces.mcp.server import serve as run
+
         options = ServeOptions(
             transport=transport,  # type: ignore[arg-type]
             mode=mode,  # type: ignore[arg-type]
@@ -106,7 +113,7 @@ def serve_mcp(
             read_only=read_only,
             allow_unauthenticated=allow_unauthenticated,
         )
-        run(settings, options)
+        run(settings, options, wire)
 
 
 @serve.command("http")

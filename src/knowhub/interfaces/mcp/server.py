@@ -11,12 +11,14 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 from types import FrameType
-from typing import Any, Literal, Protocol
+from typing import IO, Any, Literal, Protocol, cast
 
 import anyio
 import anyio.to_thread
+from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.stdio import stdio_server
 from mcp_types import CallToolResult, InputRequiredResult
 from pydantic import ValidationError
 from starlette.responses import Response
@@ -27,6 +29,7 @@ from knowhub.config import Settings
 from knowhub.errors import ConfigError, KnowhubError
 from knowhub.interfaces.index_metrics import IndexSize
 from knowhub.interfaces.listen import bind
+from knowhub.interfaces.mcp.early import Wire
 from knowhub.interfaces.mcp.http import build_http_app, mcp_endpoint
 from knowhub.interfaces.mcp.local import LocalService
 from knowhub.interfaces.mcp.metrics import Metrics
@@ -183,27 +186,41 @@ def build_shared(
     return data, control, registry
 
 
-def serve(settings: Settings, options: ServeOptions) -> None:
-    """Run until interrupted."""
+def serve(settings: Settings, options: ServeOptions, wire: Wire | None = None) -> None:
+    """Run until interrupted; stdio goes through ``wire`` (started before this module's
+    import, so it may have answered the handshake already) or a new one."""
     if options.transport == "stdio":
         if options.mode == "shared":
             raise ConfigError("--mode shared needs --transport http (one process, many clients)")
-        _serve_stdio(settings, options)
+        _serve_stdio(settings, options, wire or Wire(None))
     else:
         _serve_http(settings, options)
 
 
-def _serve_stdio(settings: Settings, options: ServeOptions) -> None:
+def _serve_stdio(settings: Settings, options: ServeOptions, wire: Wire) -> None:
     server, service = build_local(settings, options, Metrics())
     # In the background: a client waits for `initialize` and `tools/list` before it calls
     # anything, and a call that comes before the models are loaded waits for them (each
     # loads once, under a lock). Warming in front of them cost ~2.4 s of start-up.
     threading.Thread(target=_warm_then_start, args=(service,), name="warm-up", daemon=True).start()
     try:
-        anyio.run(server.run_stdio_async)
+        anyio.run(_run_stdio, server, wire)
     finally:
         _stop_ingests()  # the first sync or the watcher's: else the exit waits for its end
         service.close()
+
+
+async def _run_stdio(server: MCPServer, wire: Wire) -> None:
+    """The SDK's stdio transport over ``wire`` (MCPServer.run_stdio_async takes no
+    streams: its low-level server is run directly). The tools may change under a client
+    that got the cached list (early.py): the capabilities say it will be told."""
+    # Duck-typed files: readline, and write and flush, are all the SDK calls.
+    stdin = anyio.wrap_file(cast(IO[str], wire.sdk_stdin))
+    stdout = anyio.wrap_file(cast(IO[str], wire.sdk_stdout))
+    lowlevel = server._lowlevel_server
+    init = lowlevel.create_initialization_options(NotificationOptions(tools_changed=True))
+    async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
+        await lowlevel.run(read_stream, write_stream, init)
 
 
 def _stop_ingests() -> None:

@@ -1,0 +1,261 @@
+"""The MCP stdio wire from the process's first moment: the handshake answered while the SDK loads.
+
+An MCP client starts ``knowhub serve mcp`` and waits for ``initialize`` and ``tools/list``
+before it calls anything. Importing the MCP SDK alone takes ~1.2 s on 2 cores (pydantic
+building the protocol's models), so a server that first imports it answers both after
+~2 s. This module owns stdin and stdout from the start instead, imports nothing heavy,
+and answers the two requests from what the SDK answered them with the last time (kept
+in ``DATA_DIR/cache/``, keyed by the knowhub and SDK versions and the server's options,
+and per protocol version the client asks for). Everything else waits for the SDK.
+
+When the SDK is ready it reads this wire as its stdio transport (``stdio_server`` with
+explicit streams) and sees the whole conversation: the ``initialize`` it missed is
+replayed to it (its answer, already sent, is dropped), and when ``tools/list`` was
+answered early, the SDK is asked it once more under a private id; if its answer
+differs (the tools changed since), the cache is rewritten and the client told by
+``notifications/tools/list_changed`` (announced in the capabilities). Nothing early is
+answered without a cached answer: a first start is as slow as before and fills it.
+
+While serving, fd 0 reads the null device and fd 1 writes to stderr, as under the SDK's
+own transport, so a stray print cannot tear a frame.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import threading
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Wire", "handshake_file"]
+
+log = logging.getLogger("knowhub.mcp")
+
+CHECK_ID = "knowhub-tools-check"  # the private id of the SDK's second tools/list
+_FORMAT = 1
+
+
+def handshake_file(data_dir: Path, *key: object) -> Path:
+    """Where the handshake answers of a server started with ``key`` are cached."""
+    from importlib.metadata import version
+
+    identity = json.dumps([_FORMAT, version("knowhub"), version("mcp"), *map(str, key)])
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
+    return data_dir / "cache" / f"mcp-handshake-{digest}.json"
+
+
+class Wire:
+    """stdin/stdout as the MCP stdio transport: early answers, then the SDK's streams."""
+
+    def __init__(self, cache: Path | None) -> None:
+        self._cache = cache
+        self._known = _read(cache)  # {"initialize": {version: result}, "tools": {...}}
+        self._lock = threading.Condition()
+        self._lines: deque[bytes | None] = deque()  # for the SDK; None: the client left
+        self._handed = False  # the SDK reads now: nothing more is answered early
+        self._drop: set[str] = set()  # ids (as JSON) whose SDK answer was sent early
+        self._version: str | None = None  # the protocol version answered early
+        self._early_tools: Any = None  # the tools/list result sent early
+        self._checking = False  # the SDK was asked tools/list under CHECK_ID
+        # initialize and tools/list requests passed on to the SDK, id (as JSON) -> method,
+        # whose answers fill the cache; the protocol version the last initialize asked for.
+        self._asked: dict[str, str] = {}
+        self._requested: str | None = None
+        self._in, self._out = _claim()
+        self.sdk_stdin = _SdkStdin(self)
+        self.sdk_stdout = _SdkStdout(self)
+        threading.Thread(target=self._read_all, name="mcp-stdin", daemon=True).start()
+
+    # -- the client's side ---------------------------------------------------------
+
+    def _read_all(self) -> None:
+        for line in self._in:
+            self._route(line)
+        with self._lock:
+            self._lines.append(None)
+            self._lock.notify_all()
+
+    def _route(self, line: bytes) -> None:
+        # Only the two handshake requests are read here; the SDK parses every message.
+        message = _parsed(line) if b'"initialize"' in line or b'"tools/list"' in line else None
+        with self._lock:
+            answer = self._early(message) if message is not None and not self._handed else None
+            if message is not None and answer is None:
+                self._track(message)
+            if answer is None or answer[0] == "initialize":
+                self._lines.append(line)  # an initialize is replayed: the SDK's session
+                self._lock.notify_all()  # must see it (its answer is dropped)
+            if message is not None and answer is not None:
+                if answer[0] == "initialize":
+                    self._drop.add(json.dumps(message["id"]))
+                else:  # not passed on: the SDK is asked again at the hand-over
+                    self._early_tools = answer[1]
+                log.debug("answered %s from the cached handshake", answer[0])
+                self._write({"jsonrpc": "2.0", "id": message["id"], "result": answer[1]})
+
+    def _early(self, message: dict[str, Any]) -> tuple[str, Any] | None:
+        """The cached answer to ``message``, if it is one answered early."""
+        method, params = message.get("method"), message.get("params") or {}
+        if "id" not in message or not isinstance(params, dict):
+            return None
+        if method == "initialize" and self._version is None:
+            requested = str(params.get("protocolVersion"))
+            result = self._known.get("initialize", {}).get(requested)
+            if result is not None:
+                self._version = requested
+                return "initialize", result
+        if method == "tools/list" and self._version is not None and not params.get("cursor"):
+            result = self._known.get("tools", {}).get(self._version)
+            if result is not None and self._early_tools is None:
+                return "tools/list", result
+        return None
+
+    def _track(self, message: dict[str, Any]) -> None:
+        method = message.get("method")
+        if "id" in message and method in ("initialize", "tools/list"):
+            self._asked[json.dumps(message["id"])] = str(method)
+            if method == "initialize":
+                params = message.get("params")
+                self._requested = (
+                    str(params.get("protocolVersion")) if isinstance(params, dict) else None
+                )
+
+    # -- the SDK's side ------------------------------------------------------------
+
+    def next_line(self) -> str:
+        """The next line for the SDK ("" when the client closed stdin)."""
+        with self._lock:
+            if not self._handed:
+                self._handed = True
+                if self._early_tools is not None:  # after the replayed notifications
+                    self._checking = True
+                    check = {"jsonrpc": "2.0", "id": CHECK_ID, "method": "tools/list"}
+                    self._lines.append(json.dumps(check).encode())
+            while not self._lines:
+                self._lock.wait()
+            line = self._lines.popleft()
+            if line is None:
+                self._lines.appendleft(None)  # every later read sees the end too
+                return ""
+            return line.decode("utf-8", errors="replace")
+
+    def sdk_wrote(self, text: str) -> None:
+        """A frame the SDK wrote: sent on, unless it was sent early."""
+        with self._lock:
+            learning = self._drop or self._asked or self._checking  # else: nothing to learn
+            message = _parsed(text.encode()) if learning else None
+            if (
+                message is not None
+                and "id" in message
+                and "method" not in message
+                and self._answered(json.dumps(message["id"]), message)
+            ):
+                return
+            self._out.write(text.encode("utf-8"))
+            self._out.flush()
+
+    def _answered(self, key: str, message: dict[str, Any]) -> bool:
+        """Learn from an SDK answer; True when it must not reach the client."""
+        result = message.get("result")
+        if key in self._drop:  # the replayed initialize
+            self._drop.discard(key)
+            self._learn("initialize", self._version, result)
+            return True
+        if key == json.dumps(CHECK_ID) and self._checking:
+            self._checking = False
+            if result is not None and result != self._early_tools:
+                log.info("the tools changed since the cached handshake: telling the client")
+                self._write({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            self._learn("tools", self._version, result)
+            return True
+        method = self._asked.pop(key, None)
+        if method == "initialize":
+            self._version = self._requested
+            self._learn("initialize", self._version, result)
+        elif method == "tools/list" and self._version is not None:
+            self._learn("tools", self._version, result)
+        return False
+
+    def _learn(self, kind: str, version: str | None, result: Any) -> None:
+        if self._cache is None or version is None or not isinstance(result, dict):
+            return
+        if self._known.get(kind, {}).get(version) == result:
+            return
+        self._known.setdefault(kind, {})[version] = result
+        _write_json(self._cache, self._known)
+
+    def _write(self, message: dict[str, Any]) -> None:
+        self._out.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+        self._out.flush()
+
+
+class _SdkStdin:
+    """What the SDK's ``stdio_server`` reads (through ``anyio.wrap_file``)."""
+
+    def __init__(self, wire: Wire) -> None:
+        self._wire = wire
+
+    def readline(self) -> str:
+        return self._wire.next_line()
+
+
+class _SdkStdout:
+    """What the SDK's ``stdio_server`` writes to."""
+
+    def __init__(self, wire: Wire) -> None:
+        self._wire = wire
+
+    def write(self, text: str) -> int:
+        self._wire.sdk_wrote(text)
+        return len(text)
+
+    def flush(self) -> None:
+        """Every write is flushed already."""
+
+
+def _claim() -> tuple[Any, Any]:
+    """The wire's own copies of fd 0 and 1, which then point at /dev/null and stderr."""
+    wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    return os.fdopen(wire_in, "rb"), os.fdopen(wire_out, "wb")
+
+
+def _parsed(line: bytes) -> dict[str, Any] | None:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    return message if isinstance(message, dict) else None
+
+
+def _read(cache: Path | None) -> dict[str, Any]:
+    if cache is None:
+        return {}
+    try:
+        known = json.loads(cache.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return known if isinstance(known, dict) else {}
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    """Whole or not at all; a cache that cannot be written only costs the next start."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+        partial.replace(path)
+    except OSError as exc:
+        log.warning("cannot cache the MCP handshake in %s (%s)", path, exc)
+        with contextlib.suppress(OSError):
+            partial.unlink()
