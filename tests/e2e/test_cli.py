@@ -202,8 +202,10 @@ def test_debug_shows_traceback(tmp_path: Path) -> None:
 
 def test_every_command_has_help() -> None:
     assert isinstance(cli, click.Group)
-    for name, command in cli.commands.items():
-        assert command.help, f"`knowhub {name}` has no help text"
+    context = click.Context(cli)
+    for name in cli.list_commands(context):  # the lazily loaded ones too
+        command = cli.get_command(context, name)
+        assert command is not None and command.help, f"`knowhub {name}` has no help text"
         result = subprocess.run([sys.executable, "-m", "knowhub", name, "--help"],
                                 capture_output=True, text=True, timeout=60)  # fmt: skip
         assert result.returncode == 0 and "Usage:" in result.stdout
