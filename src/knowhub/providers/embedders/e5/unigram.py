@@ -27,11 +27,11 @@ class UnigramCutter:
     """The most probable segmentation of normalised text into piece ids."""
 
     def __init__(self, pieces: list[str], ids: Sequence[int], scores: Sequence[float],
-                 unk: int) -> None:  # fmt: skip
+                 unk: int, longest: int) -> None:  # fmt: skip
         self._pieces = pieces  # sorted
         self._ids = ids  # of each sorted piece
         self._scores = scores
-        self._longest = max((len(p) for p in pieces), default=1)
+        self._longest = longest  # in characters
         self._unk = unk
         self._unk_score = min(scores, default=0.0) - _UNK_PENALTY
 
@@ -55,7 +55,7 @@ class UnigramCutter:
     def load(data: bytes) -> UnigramCutter:
         """The cutter :meth:`build` serialised; ValueError when ``data`` is damaged."""
         try:
-            count, _ = _HEADER.unpack_from(data)
+            count, longest = _HEADER.unpack_from(data)
             at = _HEADER.size
             ids, scores = array("i"), array("d")
             ids.frombytes(data[at : at + 4 * count])
@@ -68,7 +68,7 @@ class UnigramCutter:
             raise ValueError(f"damaged unigram vocabulary: {exc}") from exc
         if not (len(pieces) == len(ids) == len(scores) == count):
             raise ValueError("damaged unigram vocabulary: its parts differ in length")
-        return UnigramCutter(pieces, ids.tolist(), scores.tolist(), unk)
+        return UnigramCutter(pieces, ids.tolist(), scores.tolist(), unk, longest)
 
     def cut(self, text: str) -> list[int]:
         """Piece ids of ``text``; a character no piece covers is one unknown id."""
