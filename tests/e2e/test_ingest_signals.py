@@ -177,13 +177,20 @@ def test_stopped_mcp_server_ends_at_once_leaving_no_worker_process(
     assert_workers_end(recorded)
 
 
+def _default_sigint() -> None:
+    """As a shell starts a foreground command: Ctrl-C's default disposition. The child would
+    inherit an ignored SIGINT from the test process (seen in full runs, under xdist), and a
+    Python started with SIGINT ignored keeps ignoring it: the test then saw no interrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_stops_ingest_at_once_keeping_what_was_written(tmp_path: Path) -> None:
     import pexpect
 
     folder, data = write_docs(tmp_path / "docs", 60), tmp_path / "data"
     child = pexpect.spawn(
         sys.executable, ["-m", "knowhub", "--data-dir", str(data), "ingest", str(folder)],
-        env=slow_env(tmp_path), encoding="utf-8", timeout=60,
+        env=slow_env(tmp_path), encoding="utf-8", timeout=60, preexec_fn=_default_sigint,
     )  # fmt: skip
     try:
         child.expect(r", [1-5]\d/60 files")  # the progress line is past a few documents
