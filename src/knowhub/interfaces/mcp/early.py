@@ -28,6 +28,7 @@ import hashlib
 import json
 import logging
 import os
+import secrets
 import threading
 from collections import deque
 from pathlib import Path
@@ -37,7 +38,8 @@ __all__ = ["Wire", "handshake_file"]
 
 log = logging.getLogger("knowhub.mcp")
 
-CHECK_ID = "knowhub-tools-check"  # the private id of the SDK's second tools/list
+# The private id of the SDK's second tools/list: no client can have picked it.
+CHECK_ID = f"knowhub-tools-check-{secrets.token_hex(8)}"
 _FORMAT = 1
 
 
@@ -75,11 +77,15 @@ class Wire:
     # -- the client's side ---------------------------------------------------------
 
     def _read_all(self) -> None:
-        for line in self._in:
-            self._route(line)
-        with self._lock:
-            self._lines.append(None)
-            self._lock.notify_all()
+        try:
+            for line in self._in:
+                self._route(line)
+        except OSError as exc:  # stdin or stdout gone: the SDK must still see the end
+            log.warning("MCP stdio: %s", exc)
+        finally:
+            with self._lock:
+                self._lines.append(None)
+                self._lock.notify_all()
 
     def _route(self, line: bytes) -> None:
         # Only the two handshake requests are read here; the SDK parses every message.
@@ -102,7 +108,13 @@ class Wire:
     def _early(self, message: dict[str, Any]) -> tuple[str, Any] | None:
         """The cached answer to ``message``, if it is one answered early."""
         method, params = message.get("method"), message.get("params") or {}
-        if "id" not in message or not isinstance(params, dict):
+        # Only ids the SDK answers too (it takes a float id for a notification's).
+        ident = message.get("id")
+        if (
+            not isinstance(ident, int | str)
+            or isinstance(ident, bool)
+            or not isinstance(params, dict)
+        ):
             return None
         if method == "initialize" and self._version is None:
             requested = str(params.get("protocolVersion"))
@@ -133,7 +145,9 @@ class Wire:
         with self._lock:
             if not self._handed:
                 self._handed = True
-                if self._early_tools is not None:  # after the replayed notifications
+                if (
+                    self._early_tools is not None and None not in self._lines
+                ):  # after the replayed notifications
                     self._checking = True
                     check = {"jsonrpc": "2.0", "id": CHECK_ID, "method": "tools/list"}
                     self._lines.append(json.dumps(check).encode())
@@ -165,6 +179,9 @@ class Wire:
         result = message.get("result")
         if key in self._drop:  # the replayed initialize
             self._drop.discard(key)
+            if "error" in message:  # the client was told it succeeded: say so at least
+                log.warning("the SDK refused the initialize answered from the cache: %s",
+                            message["error"])  # fmt: skip
             self._learn("initialize", self._version, result)
             return True
         if key == json.dumps(CHECK_ID) and self._checking:
