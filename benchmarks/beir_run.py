@@ -54,8 +54,18 @@ def tree_rss_kb(pid: int) -> int:
 def timed_ingest(
     folder: Path, data_dir: Path, collection: str, env: dict[str, str]
 ) -> dict[str, float]:
-    command = [sys.executable, "-m", "knowhub", "--data-dir", str(data_dir), "ingest",
-               str(folder), "--collection", collection, "--json"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "knowhub",
+        "--data-dir",
+        str(data_dir),
+        "ingest",
+        str(folder),
+        "--collection",
+        collection,
+        "--json",
+    ]
     started = time.perf_counter()
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE)
     peak = 0
@@ -75,9 +85,14 @@ def timed_ingest(
     report = json.loads(out)
     if process.returncode != 0:
         raise SystemExit(f"ingest failed: {report['failed'][:3]}")
-    return {"seconds": round(seconds, 2), "peak_rss_mb": round(peak / 1024, 1),
-            "added": len(report["added"]), "unchanged": len(report["unchanged"]),
-            "chunks": report["chunks"], "embedded": report["embedded"]}  # fmt: skip
+    return {
+        "seconds": round(seconds, 2),
+        "peak_rss_mb": round(peak / 1024, 1),
+        "added": len(report["added"]),
+        "unchanged": len(report["unchanged"]),
+        "chunks": report["chunks"],
+        "embedded": report["embedded"],
+    }
 
 
 def doc_ranking(ranking: Sequence[tuple[int, float]], doc_of: Mapping[int, str]) -> list[str]:
@@ -146,9 +161,17 @@ def main() -> None:
     }
     cuts = statistics.quantiles(latencies, n=20)
     search_ms = {"p50": round(statistics.median(latencies), 1), "p95": round(cuts[18], 1)}
-    result = {"dataset": name, "split": args.split, "provider": args.provider, "queries": len(qids),
-              "documents": len(stems), "ingest": first, "reingest": second, "quality": quality,
-              "search_ms": search_ms}  # fmt: skip
+    result = {
+        "dataset": name,
+        "split": args.split,
+        "provider": args.provider,
+        "queries": len(qids),
+        "documents": len(stems),
+        "ingest": first,
+        "reingest": second,
+        "quality": quality,
+        "search_ms": search_ms,
+    }
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{collection}.json").write_text(json.dumps(result, indent=2))
     print(json.dumps(result, indent=2))

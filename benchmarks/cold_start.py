@@ -63,9 +63,11 @@ def mcp_tools_list(data_dir: Path, docs: Path) -> float:
     args = ["--data-dir", str(data_dir), "serve", "mcp", "--docs", str(docs)]
     start = time.perf_counter()
     process = subprocess.Popen(
-        [*KNOWHUB, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        [*KNOWHUB, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    )
     assert process.stdin is not None
     try:
         client = {"name": "cold-start", "version": "0"}
@@ -89,8 +91,11 @@ def mcp_tools_list(data_dir: Path, docs: Path) -> float:
 def median_of(runs: int, measure: Callable[[], float]) -> dict[str, float]:
     """Median, minimum and maximum wall seconds of ``runs`` calls of ``measure()``."""
     times = [measure() for _ in range(runs)]
-    return {"median_s": round(statistics.median(times), 3),
-            "min_s": round(min(times), 3), "max_s": round(max(times), 3)}  # fmt: skip
+    return {
+        "median_s": round(statistics.median(times), 3),
+        "min_s": round(min(times), 3),
+        "max_s": round(max(times), 3),
+    }
 
 
 def main() -> None:

@@ -65,17 +65,25 @@ def ingest_once(docs: Path, data_dir: Path, profile: bool) -> dict[str, float]:
     if profiler is not None:
         pstats.Stats(profiler, stream=sys.stderr).sort_stats("tottime").print_stats(25)
         pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(25)
-    return {"documents": len(report.added), "chunks": report.chunks,
-            "cpu_s": round(cpu, 3), "wall_s": round(wall, 3),
-            "chunks_per_cpu_s": round(report.chunks / cpu, 1)}  # fmt: skip
+    return {
+        "documents": len(report.added),
+        "chunks": report.chunks,
+        "cpu_s": round(cpu, 3),
+        "wall_s": round(wall, 3),
+        "chunks_per_cpu_s": round(report.chunks / cpu, 1),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=Path, help="a folder to ingest (default: a BEIR sample)")
     datasets = Path(os.environ.get("KNOWHUB_DATASETS", "../shared/datasets"))
-    parser.add_argument("--dataset", type=Path, default=datasets / "scifact",
-                        help="BEIR folder sampled without --docs (%(default)s)")  # fmt: skip
+    parser.add_argument(
+        "--dataset",
+        type=Path,
+        default=datasets / "scifact",
+        help="BEIR folder sampled without --docs (%(default)s)",
+    )
     parser.add_argument("--sample", type=int, default=2000, help="documents sampled")
     parser.add_argument("--runs", type=int, default=2, help="ingests, each from empty")
     parser.add_argument("--profile", action="store_true", help="cProfile top list to stderr")

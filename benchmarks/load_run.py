@@ -46,15 +46,34 @@ def main() -> None:
         work = Path(tmp)
         shutil.copytree(ROOT / "examples" / "docs", work / "docs")
         with ExitStack() as servers:
-            mcp = servers.enter_context(_server(work, env, "serve", "mcp", "--transport", "http",
-                                                "--docs", str(work / "docs")))  # fmt: skip
+            mcp = servers.enter_context(
+                _server(
+                    work, env, "serve", "mcp", "--transport", "http", "--docs", str(work / "docs")
+                )
+            )
             _wait(lambda: not httpx.get(mcp + "/health", timeout=5).json().get("indexing"))
             api = servers.enter_context(_server(work, env, "serve", "http"))
             writer = [] if args.no_writer else ["--writer", str(work / "docs" / "load-note.md")]
-            bench = [sys.executable, "-m", "knowhub", "--data-dir", str(work / "data"), "bench",
-                     "load", "--url", api, "--mcp-url", mcp + "/mcp", "--clients",
-                     str(args.clients), "--duration", str(args.duration), *writer,
-                     "--out", str(out)]  # fmt: skip
+            bench = [
+                sys.executable,
+                "-m",
+                "knowhub",
+                "--data-dir",
+                str(work / "data"),
+                "bench",
+                "load",
+                "--url",
+                api,
+                "--mcp-url",
+                mcp + "/mcp",
+                "--clients",
+                str(args.clients),
+                "--duration",
+                str(args.duration),
+                *writer,
+                "--out",
+                str(out),
+            ]
             status = subprocess.run(bench, env=env, cwd=work, check=False).returncode
         if out.is_dir():  # the servers' logs beside the report (they stopped: logs complete)
             for log in work.glob("*.log"):
@@ -69,8 +88,18 @@ def _server(work: Path, env: dict[str, str], *command: str) -> Iterator[str]:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     log = work / f"{command[1]}.log"
-    argv = [sys.executable, "-m", "knowhub", "--data-dir", str(work / "data"), *command,
-            "--port", str(port), "--log-file", str(log)]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "knowhub",
+        "--data-dir",
+        str(work / "data"),
+        *command,
+        "--port",
+        str(port),
+        "--log-file",
+        str(log),
+    ]
     process = subprocess.Popen(argv, env=env, cwd=work)
     url = f"http://127.0.0.1:{port}"
     try:

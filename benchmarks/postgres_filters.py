@@ -75,17 +75,37 @@ def _document(d: int, vectors: Vectors, words: np.ndarray) -> DocumentWrite:
     language = "en" if d % 2 == 0 else "fr"
     tokens = [" ".join(f"w{w}" for w in row) for row in words]
     chunks = [
-        Chunk(chunk_id=f"{doc_hash[:16]}-{i:04}", doc_hash=doc_hash, index=i, text=tokens[i],
-              section_path="", page=None, line_start=i + 1, line_end=i + 1, char_start=0,
-              char_end=len(tokens[i]), language=language,
-              metadata={"team": f"t{(d * DOC_CHUNKS + i) % TEAMS}"})
+        Chunk(
+            chunk_id=f"{doc_hash[:16]}-{i:04}",
+            doc_hash=doc_hash,
+            index=i,
+            text=tokens[i],
+            section_path="",
+            page=None,
+            line_start=i + 1,
+            line_end=i + 1,
+            char_start=0,
+            char_end=len(tokens[i]),
+            language=language,
+            metadata={"team": f"t{(d * DOC_CHUNKS + i) % TEAMS}"},
+        )
         for i in range(DOC_CHUNKS)
-    ]  # fmt: skip
+    ]
     record = DocumentRecord(
-        collection="bench", source=source, path=f"/corpus/{source}", doc_hash=doc_hash,
-        size=1, mtime_ns=1, title=source, format="markdown", chunk_count=DOC_CHUNKS,
-        char_count=1, pages=None, ingested_at="2026-12-01T00:00:00Z", metadata={},
-    )  # fmt: skip
+        collection="bench",
+        source=source,
+        path=f"/corpus/{source}",
+        doc_hash=doc_hash,
+        size=1,
+        mtime_ns=1,
+        title=source,
+        format="markdown",
+        chunk_count=DOC_CHUNKS,
+        char_count=1,
+        pages=None,
+        ingested_at="2026-12-01T00:00:00Z",
+        metadata={},
+    )
     keys = [f"{doc_hash}:{i}" for i in range(DOC_CHUNKS)]
     return DocumentWrite(record, chunks, vectors, tokens, keys)
 
@@ -99,10 +119,13 @@ def build(store: PostgresStore, chunks: int, rng: np.random.Generator) -> tuple[
     started = time.perf_counter()
     for first in range(0, docs, _DOCS_PER_CALL):
         batch = [
-            _document(d, vectors[d * DOC_CHUNKS : (d + 1) * DOC_CHUNKS],
-                      words[d * DOC_CHUNKS : (d + 1) * DOC_CHUNKS])
+            _document(
+                d,
+                vectors[d * DOC_CHUNKS : (d + 1) * DOC_CHUNKS],
+                words[d * DOC_CHUNKS : (d + 1) * DOC_CHUNKS],
+            )
             for d in range(first, min(first + _DOCS_PER_CALL, docs))
-        ]  # fmt: skip
+        ]
         errors = [e for e in replace_documents(store, cid, batch) if e is not None]
         if errors:
             raise errors[0]
@@ -148,8 +171,14 @@ def percentiles(values: Sequence[float]) -> tuple[float, float]:
     return float(p50), float(p95)
 
 
-def measure(store: PostgresStore, cid: int, vectors: Vectors, ids: np.ndarray, queries: int,
-            rng: np.random.Generator) -> list[Row]:  # fmt: skip
+def measure(
+    store: PostgresStore,
+    cid: int,
+    vectors: Vectors,
+    ids: np.ndarray,
+    queries: int,
+    rng: np.random.Generator,
+) -> list[Row]:
     picks = rng.integers(0, len(vectors), queries)
     # Queries near stored vectors (a real query has neighbours), not uniform noise.
     query_vectors = unit(vectors[picks] + 0.15 * unit(rng.standard_normal((queries, DIM))))
@@ -180,9 +209,12 @@ def plans(server: PgServer, url: str, cid: int, vectors: Vectors) -> str:
     """The plans of the store's filtered statements, logged by auto_explain."""
     with psycopg.connect(url, autocommit=True) as conn:
         database = conn.info.dbname
-        for setting in ("session_preload_libraries = 'auto_explain'",
-                        "auto_explain.log_min_duration = 0", "auto_explain.log_analyze = on",
-                        "auto_explain.log_buffers = on"):  # fmt: skip
+        for setting in (
+            "session_preload_libraries = 'auto_explain'",
+            "auto_explain.log_min_duration = 0",
+            "auto_explain.log_analyze = on",
+            "auto_explain.log_buffers = on",
+        ):
             conn.execute(f"ALTER DATABASE {database} SET {setting}".encode())
     log_file = server.dir / "postgres.log"
     start = log_file.stat().st_size

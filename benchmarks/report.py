@@ -24,13 +24,31 @@ def main() -> None:
             f"| {run['dataset']} ({run['split']}) | {run['provider']} | " + " | ".join(cells) + " |"
         )
     print()
-    columns = ["data set", "embedder", "docs", "chunks", "ingest s", "peak RSS MB", "re-run s",
-               "search p50 ms", "p95 ms"]  # fmt: skip
+    columns = [
+        "data set",
+        "embedder",
+        "docs",
+        "chunks",
+        "ingest s",
+        "peak RSS MB",
+        "re-run s",
+        "search p50 ms",
+        "p95 ms",
+    ]
     print("| " + " | ".join(columns) + " |\n" + "|---" * len(columns) + "|")
     for run in runs:
         ing, again, lat = run["ingest"], run["reingest"], run["search_ms"]
-        cells = [run["dataset"], run["provider"], run["documents"], ing["chunks"], ing["seconds"],
-                 ing["peak_rss_mb"], again["seconds"], lat["p50"], lat["p95"]]  # fmt: skip
+        cells = [
+            run["dataset"],
+            run["provider"],
+            run["documents"],
+            ing["chunks"],
+            ing["seconds"],
+            ing["peak_rss_mb"],
+            again["seconds"],
+            lat["p50"],
+            lat["p95"],
+        ]
         print("| " + " | ".join(str(c) for c in cells) + " |")
 
 

@@ -87,9 +87,18 @@ class ChromaServer:
     def start(self, timeout: float = 60) -> ChromaServer:
         log_path = self.dir / "chroma.log"
         # The `chroma` script's own entry point, run by this interpreter (any venv layout).
-        command = [sys.executable, "-c", "from chromadb.cli.cli import app; app()", "run",
-                   "--path", str(self.dir / "data"), "--host", self.host,
-                   "--port", str(self.port)]  # fmt: skip
+        command = [
+            sys.executable,
+            "-c",
+            "from chromadb.cli.cli import app; app()",
+            "run",
+            "--path",
+            str(self.dir / "data"),
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+        ]
         with log_path.open("ab") as log:
             self._proc = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with(signal.SIGTERM)

@@ -81,8 +81,12 @@ def knowhub(
     """Run ``python -m knowhub ARGS`` as a user would, output captured (not a terminal)."""
     return subprocess.run(
         [sys.executable, "-m", "knowhub", *args],
-        cwd=cwd, env=cli_env(env), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=cwd,
+        env=cli_env(env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def knowhub_on_terminal(*args: str, cwd: Path) -> tuple[int | None, str]:
@@ -90,9 +94,13 @@ def knowhub_on_terminal(*args: str, cwd: Path) -> tuple[int | None, str]:
     import pexpect
 
     child = pexpect.spawn(
-        sys.executable, ["-m", "knowhub", *args],
-        cwd=str(cwd), env=cli_env(), encoding="utf-8", timeout=120,
-    )  # fmt: skip
+        sys.executable,
+        ["-m", "knowhub", *args],
+        cwd=str(cwd),
+        env=cli_env(),
+        encoding="utf-8",
+        timeout=120,
+    )
     child.expect(pexpect.EOF)
     child.close()
     return child.exitstatus, child.before or ""

@@ -48,13 +48,18 @@ class ApiServer:
 
 @contextmanager
 def api_server(
-    *serve_args: str, cwd: Path, data_dir: Path, env: dict[str, str] | None = None,
+    *serve_args: str,
+    cwd: Path,
+    data_dir: Path,
+    env: dict[str, str] | None = None,
     token: str | None = None,
-) -> Iterator[ApiServer]:  # fmt: skip
+) -> Iterator[ApiServer]:
     """Run ``knowhub --data-dir D serve http --port P SERVE_ARGS`` until the block ends."""
     with running(["--data-dir", str(data_dir), "serve", "http", *serve_args], cwd, env) as (
-        url, process, log,
-    ):  # fmt: skip
+        url,
+        process,
+        log,
+    ):
         yield ApiServer(url, process, log, token)
 
 

@@ -49,8 +49,17 @@ from urllib.parse import parse_qsl, urlsplit
 
 ANSWER = "Database backups are taken every six hours and kept for thirty days [1]."
 FAILS = (
-    "hang", "stall", "429", "500", "502", "reset", "not-json", "bad-chunk", "error-chunk", "empty",
-)  # fmt: skip
+    "hang",
+    "stall",
+    "429",
+    "500",
+    "502",
+    "reset",
+    "not-json",
+    "bad-chunk",
+    "error-chunk",
+    "empty",
+)
 Answer = str | Callable[[str], str]
 
 _AZURE = re.compile(r"^/openai/deployments/([^/]+)/chat/completions$")
@@ -145,8 +154,9 @@ def serve(
                 k.lower(): "<redacted>" if k.lower() in _CREDENTIALS else v
                 for k, v in self.headers.items()
             }
-            request = Request(protocol, parts.path, dict(parse_qsl(parts.query)), headers, body,
-                              auth)  # fmt: skip
+            request = Request(
+                protocol, parts.path, dict(parse_qsl(parts.query)), headers, body, auth
+            )
             server.requests.append(request)
             if protocol == "?":
                 return self._json(404, {"error": {"message": f"no route {parts.path}"}})
@@ -308,18 +318,29 @@ def _invalid(
     if not isinstance(body, dict):
         return 400, _error(protocol, "could not parse the JSON body of your request")
     if protocol != "azure" and not body.get("model"):
-        return 400, _error(protocol, "model is required" if protocol == "ollama" else
-                           "you must provide a model parameter")  # fmt: skip
+        return 400, _error(
+            protocol,
+            "model is required" if protocol == "ollama" else "you must provide a model parameter",
+        )
     messages = body.get("messages")
-    if not isinstance(messages, list) or not messages or not all(
-        isinstance(m, dict) and m.get("role") in ("system", "user", "assistant")
-        and isinstance(m.get("content"), str) for m in messages
-    ):  # fmt: skip
+    if (
+        not isinstance(messages, list)
+        or not messages
+        or not all(
+            isinstance(m, dict)
+            and m.get("role") in ("system", "user", "assistant")
+            and isinstance(m.get("content"), str)
+            for m in messages
+        )
+    ):
         return 400, _error(protocol, "messages must be a non-empty list of {role, content}")
     wants_json = body.get("response_format") == {"type": "json_object"}
     if wants_json and not any("json" in m["content"].lower() for m in messages):
-        return 400, _error(protocol, "'messages' must contain the word 'json' in some form, "
-                           "to use 'response_format' of type 'json_object'.")  # fmt: skip
+        return 400, _error(
+            protocol,
+            "'messages' must contain the word 'json' in some form, "
+            "to use 'response_format' of type 'json_object'.",
+        )
     return None
 
 
@@ -378,19 +399,31 @@ def _answer_text(answer: Answer, body: Any, protocol: str) -> str:
 def _whole(protocol: str, body: dict[str, Any], text: str) -> Any:
     if protocol == "ollama":
         return {
-            "model": body["model"], "created_at": "2025-01-01T00:00:00.000000Z",
-            "message": {"role": "assistant", "content": text}, "done_reason": "stop",
-            "done": True, "total_duration": 1000, "load_duration": 10, "prompt_eval_count": 20,
-            "prompt_eval_duration": 100, "eval_count": len(tokens(text)), "eval_duration": 800,
-        }  # fmt: skip
+            "model": body["model"],
+            "created_at": "2025-01-01T00:00:00.000000Z",
+            "message": {"role": "assistant", "content": text},
+            "done_reason": "stop",
+            "done": True,
+            "total_duration": 1000,
+            "load_duration": 10,
+            "prompt_eval_count": 20,
+            "prompt_eval_duration": 100,
+            "eval_count": len(tokens(text)),
+            "eval_duration": 800,
+        }
     message = {"role": "assistant", "content": text, "refusal": None}
     return {
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 0,
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
         "model": body.get("model", "gpt-4o-mini-2024-07-18"),
         "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 20, "completion_tokens": len(tokens(text)),
-                  "total_tokens": 20 + len(tokens(text))},
-    }  # fmt: skip
+        "usage": {
+            "prompt_tokens": 20,
+            "completion_tokens": len(tokens(text)),
+            "total_tokens": 20 + len(tokens(text)),
+        },
+    }
 
 
 def _first_token(protocol: str) -> int:
@@ -405,13 +438,25 @@ def _frames(protocol: str, body: dict[str, Any], pieces: list[str]) -> list[byte
         lines = [
             {**stamp, "message": {"role": "assistant", "content": p}, "done": False} for p in pieces
         ]
-        lines.append({**stamp, "message": {"role": "assistant", "content": ""},
-                      "done_reason": "stop", "done": True, "total_duration": 1000,
-                      "eval_count": len(pieces)})  # fmt: skip
+        lines.append(
+            {
+                **stamp,
+                "message": {"role": "assistant", "content": ""},
+                "done_reason": "stop",
+                "done": True,
+                "total_duration": 1000,
+                "eval_count": len(pieces),
+            }
+        )
         return [json.dumps(line).encode() + b"\n" for line in lines]
     model = body.get("model", "gpt-4o-mini-2024-07-18")
-    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0,
-            "model": model, "system_fingerprint": "fp_1"}  # fmt: skip
+    base = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": model,
+        "system_fingerprint": "fp_1",
+    }
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
@@ -419,15 +464,30 @@ def _frames(protocol: str, body: dict[str, Any], pieces: list[str]) -> list[byte
 
     events: list[Any] = []
     if protocol == "azure":
-        events.append({"choices": [], "created": 0, "id": "", "model": "", "object": "",
-                       "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {
-                           "hate": {"filtered": False, "severity": "safe"}}}]})  # fmt: skip
+        events.append(
+            {
+                "choices": [],
+                "created": 0,
+                "id": "",
+                "model": "",
+                "object": "",
+                "prompt_filter_results": [
+                    {
+                        "prompt_index": 0,
+                        "content_filter_results": {"hate": {"filtered": False, "severity": "safe"}},
+                    }
+                ],
+            }
+        )
     events.append(chunk({"role": "assistant", "content": "", "refusal": None}))
     events.extend(chunk({"content": p}) for p in pieces)
     events.append(chunk({}, "stop"))
     if (body.get("stream_options") or {}).get("include_usage"):
-        usage = {"prompt_tokens": 20, "completion_tokens": len(pieces),
-                 "total_tokens": 20 + len(pieces)}  # fmt: skip
+        usage = {
+            "prompt_tokens": 20,
+            "completion_tokens": len(pieces),
+            "total_tokens": 20 + len(pieces),
+        }
         events.append({**base, "choices": [], "usage": usage})
     frames = [b"data: " + json.dumps(e).encode() + b"\n\n" for e in events]
     return [*frames, b"data: [DONE]\n\n"]

@@ -62,9 +62,9 @@ class HttpServer:
 
 
 @contextmanager
-def running(argv: list[str], cwd: Path, env: dict[str, str] | None) -> Iterator[
-    tuple[str, subprocess.Popen[str], Path]
-]:  # fmt: skip
+def running(
+    argv: list[str], cwd: Path, env: dict[str, str] | None
+) -> Iterator[tuple[str, subprocess.Popen[str], Path]]:
     """Run ``python -m knowhub ARGV --port P`` until the block ends; yield (url, process, log).
 
     Ready when ``/health`` answers; stopped with SIGTERM (SIGKILL after 15 s).
@@ -74,8 +74,12 @@ def running(argv: list[str], cwd: Path, env: dict[str, str] | None) -> Iterator[
     with log.open("w", encoding="utf-8") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "knowhub", *argv, "--port", str(port)],
-            cwd=cwd, env=cli_env(env), stdout=out, stderr=subprocess.STDOUT, text=True,
-        )  # fmt: skip
+            cwd=cwd,
+            env=cli_env(env),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_ready(url, process, log)

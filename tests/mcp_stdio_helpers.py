@@ -83,9 +83,16 @@ async def serve(
 ) -> AsyncIterator[Client]:
     """A stdio client of ``knowhub serve mcp --docs ROOT/DOCS EXTRA``; stderr to a file."""
     params = stdio_params(
-        "--data-dir", str(root / "data"), "serve", "mcp", "--docs", str(root / docs), *extra,
-        cwd=root, env=env,
-    )  # fmt: skip
+        "--data-dir",
+        str(root / "data"),
+        "serve",
+        "mcp",
+        "--docs",
+        str(root / docs),
+        *extra,
+        cwd=root,
+        env=env,
+    )
     with (root / stderr).open("a", encoding="utf-8") as errlog:
         async with Client(stdio_client(params, errlog=errlog)) as client:
             yield client

@@ -58,11 +58,23 @@ class MilvusServer:
         log = self._dir / "server.log"
         with log.open("ab") as out:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "milvus_lite", "server", "--data-dir",
-                 str(self._dir / "data"), "--host", "127.0.0.1", "--port", str(port)],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                [
+                    sys.executable,
+                    "-m",
+                    "milvus_lite",
+                    "server",
+                    "--data-dir",
+                    str(self._dir / "data"),
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
                 preexec_fn=die_with(signal.SIGTERM),
-            )  # fmt: skip
+            )
         deadline = time.monotonic() + timeout
         while not _listens(port):
             if self._proc.poll() is not None or time.monotonic() > deadline:

@@ -108,20 +108,58 @@ class PgServer:
 
     def start(self, timeout: float = 30) -> PgServer:
         subprocess.run(
-            [str(self._bin / "initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust",
-             "-E", "UTF8", "--locale-provider=builtin", "--locale=C.UTF-8", "--no-sync",
-             "--no-instructions"],
-            check=True, capture_output=True, env={**os.environ, "LC_ALL": "C.UTF-8"}, **_RUN_AS,
-        )  # fmt: skip
+            [
+                str(self._bin / "initdb"),
+                "-D",
+                str(self.data),
+                "-U",
+                "postgres",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--locale-provider=builtin",
+                "--locale=C.UTF-8",
+                "--no-sync",
+                "--no-instructions",
+            ],
+            check=True,
+            capture_output=True,
+            env={**os.environ, "LC_ALL": "C.UTF-8"},
+            **_RUN_AS,
+        )
         with (self.dir / "postgres.log").open("ab") as log:
             self._proc = subprocess.Popen(
-                [str(self._bin / "postgres"), "-D", str(self.data), "-p", str(self.port),
-                 "-h", "127.0.0.1", "-k", str(self.dir), "-c", "fsync=off",
-                 "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-                 "-c", "shared_buffers=64MB", "-c", "max_connections=200",
-                 "-c", "io_method=sync", "-c", "autovacuum=off"],
-                stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with(signal.SIGINT), **_RUN_AS,
-            )  # fmt: skip
+                [
+                    str(self._bin / "postgres"),
+                    "-D",
+                    str(self.data),
+                    "-p",
+                    str(self.port),
+                    "-h",
+                    "127.0.0.1",
+                    "-k",
+                    str(self.dir),
+                    "-c",
+                    "fsync=off",
+                    "-c",
+                    "synchronous_commit=off",
+                    "-c",
+                    "full_page_writes=off",
+                    "-c",
+                    "shared_buffers=64MB",
+                    "-c",
+                    "max_connections=200",
+                    "-c",
+                    "io_method=sync",
+                    "-c",
+                    "autovacuum=off",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=die_with(signal.SIGINT),
+                **_RUN_AS,
+            )
         deadline = time.monotonic() + timeout
         while True:  # ready when a real connection succeeds
             if self._proc.poll() is not None:

@@ -35,12 +35,26 @@ def relevance(query: str, passage: str) -> float:
 def hits_for(texts: list[str]) -> list[Hit]:
     """Hits in fused order (first = fused rank 1), as the pipeline hands them over."""
     return [
-        Hit(chunk_id=f"c{i}", score=1.0 - i / 10, source=f"{i}.md", title="", text=text,
-            page=None, section_path="", line_start=1, line_end=1, char_start=0,
-            char_end=len(text), doc_hash="0" * 64, collection="default", language="en",
-            fused_score=1.0 - i / 10, fused_rank=i + 1)
+        Hit(
+            chunk_id=f"c{i}",
+            score=1.0 - i / 10,
+            source=f"{i}.md",
+            title="",
+            text=text,
+            page=None,
+            section_path="",
+            line_start=1,
+            line_end=1,
+            char_start=0,
+            char_end=len(text),
+            doc_hash="0" * 64,
+            collection="default",
+            language="en",
+            fused_score=1.0 - i / 10,
+            fused_rank=i + 1,
+        )
         for i, text in enumerate(texts)
-    ]  # fmt: skip
+    ]
 
 
 class OverlapReranker(Reranker):
@@ -202,10 +216,12 @@ def chat(reply: Callable[[str, list[str]], str] | None = None) -> Respond:
             content = json.dumps({"scores": grades})
         message = {"role": "assistant", "content": content}
         return 200, {
-            "id": "chatcmpl-1", "object": "chat.completion", "created": 0,
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 0,
             "model": body["model"],
             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }  # fmt: skip
+        }
 
     return respond

@@ -31,11 +31,15 @@ if TYPE_CHECKING:
 # Imported on first use (PEP 562): ``import knowhub.lang`` or an embedding worker process
 # would otherwise load the whole App (config, store, query, answer: ~0.5 s) first.
 _HOMES = {
-    "App": "knowhub.app", "build_app": "knowhub.app",
-    "Settings": "knowhub.config", "load_settings": "knowhub.config",
-    "Chunk": "knowhub.models", "DocumentRecord": "knowhub.models", "Hit": "knowhub.models",
+    "App": "knowhub.app",
+    "build_app": "knowhub.app",
+    "Settings": "knowhub.config",
+    "load_settings": "knowhub.config",
+    "Chunk": "knowhub.models",
+    "DocumentRecord": "knowhub.models",
+    "Hit": "knowhub.models",
     "LoadedDocument": "knowhub.models",
-}  # fmt: skip
+}
 
 __all__ = [
     "App",

@@ -198,16 +198,33 @@ class App:
         notes = [found.note] if found.note else []
         if found.intent == "chat":
             yield "token", {"text": found.reply or ""}
-            chat = Answer(question, question, found.reply or "", "chat", [], 0.0, 1.0,
-                          intent="chat", model="rules")  # fmt: skip
+            chat = Answer(
+                question,
+                question,
+                found.reply or "",
+                "chat",
+                [],
+                0.0,
+                1.0,
+                intent="chat",
+                model="rules",
+            )
             yield "end", {**chat.to_dict(), "route": found.to_dict()}
             return
         faq = self._faq_match(question, target)
         if faq is not None:
             yield "stage", {"stage": "faq", "hits": 1, **faq.to_dict()}
             yield "token", {"text": faq.entry.answer}
-            direct = Answer(question, question, faq.entry.answer, "faq_direct", [],
-                            faq.similarity, faq.similarity, model="faq")  # fmt: skip
+            direct = Answer(
+                question,
+                question,
+                faq.entry.answer,
+                "faq_direct",
+                [],
+                faq.similarity,
+                faq.similarity,
+                model="faq",
+            )
             direct.notes.append(
                 f"FAQ match ({faq.by}, {faq.similarity:.2f}) on {faq.entry.question!r} from "
                 f"{Path(faq.entry.source).name}:{faq.entry.line}"
@@ -252,8 +269,9 @@ class App:
         for path, pairs in loaded:
             # Embedded as queries: a user's question is compared with them as query to query.
             vectors = np.stack([embedder.embed_query(p.question) for p in pairs])
-            self.store.replace_faq(cid, str(path), [(p.question, p.answer, p.line) for p in pairs],
-                                   vectors)  # fmt: skip
+            self.store.replace_faq(
+                cid, str(path), [(p.question, p.answer, p.line) for p in pairs], vectors
+            )
             done.append((str(path), len(pairs)))
         return done
 
@@ -312,8 +330,9 @@ class App:
             except KnowhubError:
                 revision = None  # an unreadable collection is the trace's error
             # A collection that does not exist was not read: the trace's error says so.
-            trace.kb_version = None if revision is None else {**trace.kb_version,
-                                                              "revision": revision}  # fmt: skip
+            trace.kb_version = (
+                None if revision is None else {**trace.kb_version, "revision": revision}
+            )
         self.tracer.emit(trace)
 
     def close(self) -> None:
@@ -345,10 +364,19 @@ class App:
             target = self._reads(trace, name, version)
             try:
                 report = ingest(
-                    self.store, self.embedder_for(target), self.settings_for(target), paths,
-                    target.physical, tags=tags, include=include, exclude=exclude, prune=prune,
-                    progress=progress, confine=confine, prune_outside=prune_outside,
-                )  # fmt: skip
+                    self.store,
+                    self.embedder_for(target),
+                    self.settings_for(target),
+                    paths,
+                    target.physical,
+                    tags=tags,
+                    include=include,
+                    exclude=exclude,
+                    prune=prune,
+                    progress=progress,
+                    confine=confine,
+                    prune_outside=prune_outside,
+                )
             except (IngestStopped, IngestCancelledError) as stopped:
                 stopped.report.collection = target.collection
                 record_ingest(trace, stopped.report)  # the trace is written as the block exits
@@ -395,9 +423,14 @@ class App:
             min_score=opts.min_score if min_score is None else min_score,
         )
         result = search(
-            self.store, self.embedder_for(target), opts, request, self.reranker, self.caches,
+            self.store,
+            self.embedder_for(target),
+            opts,
+            request,
+            self.reranker,
+            self.caches,
             on_stage,
-        )  # fmt: skip
+        )
         return replace(result, hits=_named(result.hits, target))
 
     def debug_search(
@@ -532,8 +565,9 @@ class App:
             paths: Sequence[Path], name: str, tags: Mapping[str, str], include: Sequence[str]
         ) -> IngestReport:
             target = targets[name]
-            return self.ingest(paths, target.collection, tags, include=include, exclude=[],
-                               version=target.number)  # fmt: skip
+            return self.ingest(
+                paths, target.collection, tags, include=include, exclude=[], version=target.number
+            )
 
         return verify_index(self.store, embedders, reingest if fix else None)
 

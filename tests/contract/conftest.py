@@ -101,9 +101,13 @@ def _chroma_http(tmp_path: Path) -> Opener:
     server = shared_chroma_server()
     settings = fast_settings(
         tmp_path / "store",
-        **{"store.provider": "chroma", "store.chroma.host": server.host,
-           "store.chroma.port": server.port, "store.chroma.prefix": unique_prefix()},
-    )  # fmt: skip
+        **{
+            "store.provider": "chroma",
+            "store.chroma.host": server.host,
+            "store.chroma.port": server.port,
+            "store.chroma.prefix": unique_prefix(),
+        },
+    )
 
     def opener() -> Store:
         return chroma.create(settings)

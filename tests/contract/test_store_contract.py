@@ -145,10 +145,27 @@ def test_wildcard_characters_never_match_by_pattern(store: Store) -> None:
     odd = put(store, cid, make_doc("odd_name%[x]*?.md", ["odd"], seed=9))
     h = docs[0].record.doc_hash
     patterns = [
-        "_", "%", "\\", "[", "*", "?", "________", "a%%%%%%%", "%%%%%%%%", "********",
-        "[0-9a-f]*", "\\%", "%_", f"{h[:7]}_", f"{h[:7]}?", f"{h[:4]}%", f"{h[:4]}*",
-        f"[{h[0]}]{h[1:8]}", f"{h[:6]}\\{h[6:8]}", f"{h[:4]}%{h[6:8]}",
-    ]  # fmt: skip
+        "_",
+        "%",
+        "\\",
+        "[",
+        "*",
+        "?",
+        "________",
+        "a%%%%%%%",
+        "%%%%%%%%",
+        "********",
+        "[0-9a-f]*",
+        "\\%",
+        "%_",
+        f"{h[:7]}_",
+        f"{h[:7]}?",
+        f"{h[:4]}%",
+        f"{h[:4]}*",
+        f"[{h[0]}]{h[1:8]}",
+        f"{h[:6]}\\{h[6:8]}",
+        f"{h[:4]}%{h[6:8]}",
+    ]
     for pattern in patterns:
         assert store.find_records(cid, pattern) == [], f"path {pattern!r} matched"
         assert store.find_by_hash_prefix(cid, pattern) == [], f"prefix {pattern!r} matched"

@@ -101,15 +101,25 @@ def test_bad_questions_are_clear_errors(kb: Path) -> None:
 
 def _llm_env(server: LlmServer, provider: str = "openai", **extra: str) -> dict[str, str]:
     base = server.openai_base if provider == "openai" else server.url
-    return {"KNOWHUB_LLM__PROVIDER": provider, "KNOWHUB_LLM__BASE_URL": base,
-            "KNOWHUB_LLM__MODEL": "test-model", "KNOWHUB_LLM__BACKOFF_S": "0", **extra}  # fmt: skip
+    return {
+        "KNOWHUB_LLM__PROVIDER": provider,
+        "KNOWHUB_LLM__BASE_URL": base,
+        "KNOWHUB_LLM__MODEL": "test-model",
+        "KNOWHUB_LLM__BACKOFF_S": "0",
+        **extra,
+    }
 
 
 @pytest.mark.parametrize("provider", ["openai", "ollama"])
 def test_a_configured_llm_answers_from_numbered_sources(kb: Path, provider: str) -> None:
     with serve() as server:
-        result = knowhub("ask", "How often do database backups run?", "--json", cwd=kb,
-                         env=_llm_env(server, provider))  # fmt: skip
+        result = knowhub(
+            "ask",
+            "How often do database backups run?",
+            "--json",
+            cwd=kb,
+            env=_llm_env(server, provider),
+        )
         request = server.last
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)
@@ -124,8 +134,14 @@ def test_a_configured_llm_answers_from_numbered_sources(kb: Path, provider: str)
 
 def test_a_streamed_llm_answer_arrives_token_by_token(kb: Path) -> None:
     with serve(token_delay_s=0.05) as server:
-        result = knowhub("ask", "How often do database backups run?", "--stream", "--json",
-                         cwd=kb, env=_llm_env(server))  # fmt: skip
+        result = knowhub(
+            "ask",
+            "How often do database backups run?",
+            "--stream",
+            "--json",
+            cwd=kb,
+            env=_llm_env(server),
+        )
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
     tokens = [e["text"] for e in events if e["event"] == "token"]
@@ -145,8 +161,11 @@ def test_an_llm_that_fails_is_a_clear_error(kb: Path) -> None:
 
 
 def test_faq_entries_answer_repeated_questions_directly(kb: Path) -> None:
-    write(kb / "faq.csv", "question,answer\nHow long are backups kept?,Thirty-five days.\n"
-          "How do I reset my password?,Use the self-service portal.\n")  # fmt: skip
+    write(
+        kb / "faq.csv",
+        "question,answer\nHow long are backups kept?,Thirty-five days.\n"
+        "How do I reset my password?,Use the self-service portal.\n",
+    )
     imported = knowhub("faq", "import", "faq.csv", cwd=kb)
     assert imported.returncode == 0 and "2 FAQ entries from" in imported.stdout
     assert "faq.csv:2  How long are backups kept?" in knowhub("faq", "list", cwd=kb).stdout

@@ -42,8 +42,19 @@ def test_search_json_has_every_citation_field(docs: Path, tmp_path: Path) -> Non
     assert result.returncode == 0, result.stderr
     hits = json.loads(result.stdout)
     assert hits and hits[0]["source"] == "guide.md"
-    for key in ("chunk_id", "score", "source", "text", "page", "section_path", "line_start",
-                "line_end", "char_start", "char_end", "metadata"):  # fmt: skip
+    for key in (
+        "chunk_id",
+        "score",
+        "source",
+        "text",
+        "page",
+        "section_path",
+        "line_start",
+        "line_end",
+        "char_start",
+        "char_end",
+        "metadata",
+    ):
         assert key in hits[0]
     assert hits[0]["section_path"] == "Guide > Backups"
 
@@ -84,16 +95,26 @@ def test_html_hits_cite_lines_of_the_file_and_bad_bytes_only_warn(
 
 
 def test_filters_tags_and_collections(docs: Path, tmp_path: Path) -> None:
-    knowhub("ingest", str(docs / "guide.md"), "--collection", "ops", "--tag", "team=ops",
-            cwd=tmp_path)  # fmt: skip
-    hits = json.loads(knowhub("search", "backups", "-c", "ops", "--filter", "team=ops", "--json",
-                              cwd=tmp_path).stdout)  # fmt: skip
+    knowhub(
+        "ingest", str(docs / "guide.md"), "--collection", "ops", "--tag", "team=ops", cwd=tmp_path
+    )
+    hits = json.loads(
+        knowhub(
+            "search", "backups", "-c", "ops", "--filter", "team=ops", "--json", cwd=tmp_path
+        ).stdout
+    )
     assert hits and hits[0]["metadata"]["team"] == "ops"
-    none = json.loads(knowhub("search", "backups", "-c", "ops", "--filter", "team=hr", "--json",
-                              cwd=tmp_path).stdout)  # fmt: skip
+    none = json.loads(
+        knowhub(
+            "search", "backups", "-c", "ops", "--filter", "team=hr", "--json", cwd=tmp_path
+        ).stdout
+    )
     assert none == []
-    english = json.loads(knowhub("search", "backups", "-c", "ops", "--filter", "lang=en", "--json",
-                                 cwd=tmp_path).stdout)  # fmt: skip
+    english = json.loads(
+        knowhub(
+            "search", "backups", "-c", "ops", "--filter", "lang=en", "--json", cwd=tmp_path
+        ).stdout
+    )
     assert english and english[0]["source"] == "guide.md"
     typo = knowhub("search", "backups", "-c", "ops", "--filter", "teem=ops", cwd=tmp_path)
     assert typo.returncode == 1 and "error: filters: unknown key 'teem'" in typo.stderr
@@ -206,8 +227,12 @@ def test_every_command_has_help() -> None:
     for name in cli.list_commands(context):  # the lazily loaded ones too
         command = cli.get_command(context, name)
         assert command is not None and command.help, f"`knowhub {name}` has no help text"
-        result = subprocess.run([sys.executable, "-m", "knowhub", name, "--help"],
-                                capture_output=True, text=True, timeout=60)  # fmt: skip
+        result = subprocess.run(
+            [sys.executable, "-m", "knowhub", name, "--help"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert result.returncode == 0 and "Usage:" in result.stdout
 
 

@@ -23,12 +23,16 @@ CORPUS = (
 def beir(tmp_path: Path) -> Path:
     folder = tmp_path / "tiny"
     write(folder / "corpus.jsonl", CORPUS)
-    write(folder / "queries.jsonl",
-          '{"_id": "q1", "text": "when do backups run"}\n'
-          '{"_id": "q2", "text": "paid vacation days"}\n'
-          '{"_id": "q3", "text": "battery warranty cycles"}\n')  # fmt: skip
-    write(folder / "qrels" / "test.tsv",
-          "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\nq3\td3\t2\n")  # fmt: skip
+    write(
+        folder / "queries.jsonl",
+        '{"_id": "q1", "text": "when do backups run"}\n'
+        '{"_id": "q2", "text": "paid vacation days"}\n'
+        '{"_id": "q3", "text": "battery warranty cycles"}\n',
+    )
+    write(
+        folder / "qrels" / "test.tsv",
+        "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\nq3\td3\t2\n",
+    )
     return folder
 
 
@@ -88,8 +92,9 @@ def test_saved_baseline_is_compared_on_the_next_run(beir: Path, tmp_path: Path) 
 
 
 def test_subset_and_limit_pick_a_named_collection(beir: Path, tmp_path: Path) -> None:
-    result = knowhub("eval", str(beir), "--limit", "2", "--subset-docs", "3", "--json",
-                     cwd=tmp_path)  # fmt: skip
+    result = knowhub(
+        "eval", str(beir), "--limit", "2", "--subset-docs", "3", "--json", cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert (summary["name"], summary["collection"]) == ("tiny@subset", "eval-tiny-subset")
@@ -100,10 +105,18 @@ def test_golden_file_against_an_ingested_collection(tmp_path: Path) -> None:
     write(tmp_path / "docs" / "en" / "guide.md", "# Guide\n\n## Backups\n\nBackups run at 02:30.\n")
     write(tmp_path / "docs" / "pets.md", "# Pets\n\nDogs are allowed on Fridays.\n")
     assert knowhub("ingest", "docs", "-c", "kb", cwd=tmp_path).returncode == 0
-    write(tmp_path / "golden.json", json.dumps([
-        {"query": "when do backups run", "expected_sources": ["en/guide.md"],
-         "expected_keywords": ["02:30", "every hour"]},
-    ]))  # fmt: skip
+    write(
+        tmp_path / "golden.json",
+        json.dumps(
+            [
+                {
+                    "query": "when do backups run",
+                    "expected_sources": ["en/guide.md"],
+                    "expected_keywords": ["02:30", "every hour"],
+                },
+            ]
+        ),
+    )
     result = knowhub("eval", "golden.json", "-c", "kb", "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
@@ -115,14 +128,20 @@ def test_golden_file_against_an_ingested_collection(tmp_path: Path) -> None:
     ("breakage", "message"),
     [
         (lambda f: (f / "queries.jsonl").unlink(), "queries.jsonl: missing"),
-        (lambda f: write(f / "qrels" / "test.tsv", "query-id\tcorpus-id\tscore\nq1 d1 1\n"),
-         "test.tsv:2: expected 'query-id<TAB>corpus-id<TAB>score'"),
-        (lambda f: write(f / "qrels" / "test.tsv", "q1\td1\t1\nq9\td1\t1\n"),
-         "test.tsv:2: query 'q9' has no text"),
-        (lambda f: write(f / "qrels" / "test.tsv", "q1\td1\t0\n"),
-         "test.tsv:1: query 'q1' has no judgment above 0"),
+        (
+            lambda f: write(f / "qrels" / "test.tsv", "query-id\tcorpus-id\tscore\nq1 d1 1\n"),
+            "test.tsv:2: expected 'query-id<TAB>corpus-id<TAB>score'",
+        ),
+        (
+            lambda f: write(f / "qrels" / "test.tsv", "q1\td1\t1\nq9\td1\t1\n"),
+            "test.tsv:2: query 'q9' has no text",
+        ),
+        (
+            lambda f: write(f / "qrels" / "test.tsv", "q1\td1\t0\n"),
+            "test.tsv:1: query 'q1' has no judgment above 0",
+        ),
     ],
-)  # fmt: skip
+)
 def test_broken_data_set_is_a_clear_error(
     beir: Path, tmp_path: Path, breakage: Callable[[Path], object], message: str
 ) -> None:

@@ -36,10 +36,23 @@ def _ingest_measured(
 ) -> tuple[subprocess.CompletedProcess[str], int]:
     """``knowhub ingest ARGS`` and its peak RSS in MB (the largest of its processes)."""
     wrapper = subprocess.run(
-        [sys.executable, "-c", _WRAPPER, str(_ADDRESS_SPACE),
-         sys.executable, "-m", "knowhub", "ingest", *args],
-        cwd=cwd, env=cli_env(env), capture_output=True, text=True, timeout=320,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            _WRAPPER,
+            str(_ADDRESS_SPACE),
+            sys.executable,
+            "-m",
+            "knowhub",
+            "ingest",
+            *args,
+        ],
+        cwd=cwd,
+        env=cli_env(env),
+        capture_output=True,
+        text=True,
+        timeout=320,
+    )
     assert wrapper.returncode == 0, wrapper.stderr
     result = json.loads(wrapper.stdout)
     run = subprocess.CompletedProcess(args, result["rc"], result["out"], result["err"])
@@ -66,8 +79,11 @@ def _zip_bomb_docx(path: Path, unpacked_mb: int) -> Path:
         crc = zlib.crc32(block, crc)
     crc = zlib.crc32(tail, crc)
     size = len(head) + len(block) * unpacked_mb + len(tail)
-    entries = [(name, zipfile.ZIP_STORED, data, zlib.crc32(data), len(data))
-               for name, data in parts.items() if name != "word/document.xml"]  # fmt: skip
+    entries = [
+        (name, zipfile.ZIP_STORED, data, zlib.crc32(data), len(data))
+        for name, data in parts.items()
+        if name != "word/document.xml"
+    ]
     entries.append(("word/document.xml", zipfile.ZIP_DEFLATED, packed, crc, size))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(_zip(entries))
@@ -80,13 +96,50 @@ def _zip(entries: list[tuple[str, int, bytes, int, int]]) -> bytes:
     for name, method, data, crc, size in entries:
         raw = name.encode()
         offset = body.tell()
-        body.write(struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, method, 0, 0x21, crc,
-                               len(data), size, len(raw), 0) + raw + data)  # fmt: skip
-        directory.write(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, method, 0,
-                                    0x21, crc, len(data), size, len(raw), 0, 0, 0, 0, 0,
-                                    offset) + raw)  # fmt: skip
-    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(entries), len(entries),
-                      directory.tell(), body.tell(), 0)  # fmt: skip
+        body.write(
+            struct.pack(
+                "<IHHHHHIIIHH",
+                0x04034B50,
+                20,
+                0,
+                method,
+                0,
+                0x21,
+                crc,
+                len(data),
+                size,
+                len(raw),
+                0,
+            )
+            + raw
+            + data
+        )
+        directory.write(
+            struct.pack(
+                "<IHHHHHHIIIHHHHHII",
+                0x02014B50,
+                20,
+                20,
+                0,
+                method,
+                0,
+                0x21,
+                crc,
+                len(data),
+                size,
+                len(raw),
+                0,
+                0,
+                0,
+                0,
+                0,
+                offset,
+            )
+            + raw
+        )
+    end = struct.pack(
+        "<IHHHHIIH", 0x06054B50, 0, 0, len(entries), len(entries), directory.tell(), body.tell(), 0
+    )
     return body.getvalue() + directory.getvalue() + end
 
 

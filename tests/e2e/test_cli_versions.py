@@ -80,8 +80,17 @@ def test_build_activate_rollback_and_drop(kb: Path) -> None:
 
 def test_a_build_with_another_embedder_keeps_it_whatever_is_configured(kb: Path) -> None:
     dim64 = {"KNOWHUB_EMBEDDER__HASHING__DIM": "64"}
-    built = _json(kb, "versions", "build", "--collection", "kb", "--embedder", "hashing",
-                  "--activate", env=dim64)  # fmt: skip
+    built = _json(
+        kb,
+        "versions",
+        "build",
+        "--collection",
+        "kb",
+        "--embedder",
+        "hashing",
+        "--activate",
+        env=dim64,
+    )
     assert built["version"]["embedder_id"] == "hashing-64" and built["activated"]
     assert _ids(kb), "queried with hashing-64 although hashing-256 is configured"
     rows = _json(kb, "versions", "list", "--collection", "kb")
@@ -101,21 +110,51 @@ def test_the_gate_passes_a_good_version_and_fails_a_bad_one(kb: Path) -> None:
     assert no_gate.returncode == 1 and "no gate for collection 'kb' in eval.gates" in no_gate.stderr
     write(kb / "knowhub.yaml", "eval:\n  gates:\n    kb: {ndcg@10: 0.9, hit_rate@10: 1.0}\n")
 
-    passed = knowhub("versions", "build", "--collection", "kb", "--chunk-size", "200",
-                     "--gate", "--activate", cwd=kb)  # fmt: skip
+    passed = knowhub(
+        "versions",
+        "build",
+        "--collection",
+        "kb",
+        "--chunk-size",
+        "200",
+        "--gate",
+        "--activate",
+        cwd=kb,
+    )
     assert passed.returncode == 0, passed.stderr
     assert re.search(r"metric\s+v1 \(active\)\s+v2 \(new\)\s+min", passed.stdout)
     assert re.search(r"ndcg@10\s+1\.0000\s+1\.0000\s+0\.900", passed.stdout)
     assert "gate kb: passed" in passed.stdout and "version 2 of kb is active" in passed.stdout
     dim64 = {"KNOWHUB_EMBEDDER__HASHING__DIM": "64"}
-    switched = knowhub("versions", "build", "--collection", "kb", "--embedder", "hashing",
-                       "--gate", "--activate", cwd=kb, env=dim64)  # fmt: skip
+    switched = knowhub(
+        "versions",
+        "build",
+        "--collection",
+        "kb",
+        "--embedder",
+        "hashing",
+        "--gate",
+        "--activate",
+        cwd=kb,
+        env=dim64,
+    )
     assert switched.returncode == 0, switched.stderr
     assert re.search(r"ndcg@10\s+1\.0000\s+\d\.\d{4}\s+0\.900", switched.stdout)
     assert "embedder hashing-64 (dim 64)" in switched.stdout
 
-    failed = knowhub("versions", "build", "--collection", "kb", "--chunk-size", "300",
-                     "--gate", "--golden", "misranked.json", "--activate", cwd=kb)  # fmt: skip
+    failed = knowhub(
+        "versions",
+        "build",
+        "--collection",
+        "kb",
+        "--chunk-size",
+        "300",
+        "--gate",
+        "--golden",
+        "misranked.json",
+        "--activate",
+        cwd=kb,
+    )
     assert failed.returncode == 1
     assert re.search(r"metric\s+v3 \(active\)\s+v4 \(new\)", failed.stdout)
     assert "gate kb: FAILED: version marked failed" in failed.stdout
@@ -136,8 +175,9 @@ def test_the_gate_without_a_golden_file_says_how_to_make_one(kb: Path) -> None:
 
 
 def test_a_build_shows_progress_on_a_terminal(kb: Path) -> None:
-    status, output = knowhub_on_terminal("versions", "build", "-c", "kb", "--chunk-size", "300",
-                                         cwd=kb)  # fmt: skip
+    status, output = knowhub_on_terminal(
+        "versions", "build", "-c", "kb", "--chunk-size", "300", cwd=kb
+    )
     assert status == 0, output
     assert "building" in output and "built version 2 of kb from version 1" in output
 
@@ -153,8 +193,9 @@ def test_a_running_http_server_serves_the_activated_version_without_restart(kb: 
 
     with api_server(cwd=kb, data_dir=kb / "data") as server:
         before = search()
-        built = knowhub("versions", "build", "-c", "kb", "--chunk-size", "200", "--activate",
-                        cwd=kb)  # fmt: skip
+        built = knowhub(
+            "versions", "build", "-c", "kb", "--chunk-size", "200", "--activate", cwd=kb
+        )
         assert built.returncode == 0, built.stderr
         after = search()
         assert after and not set(after) & set(before)

@@ -18,9 +18,19 @@ from tests.helpers import cli_env, knowhub, write
 # Model runtimes, loaders' parsers, jieba's dictionary and the HTTP servers' stacks.
 # (uvicorn and starlette are not listed for MCP: the MCP SDK itself imports them.)
 HEAVY = {
-    "onnxruntime", "onnx", "tokenizers", "jieba", "pypdfium2", "docx", "pptx", "openpyxl",
-    "bs4", "fastapi", "knowhub.ingest.pipeline", "knowhub.ingest.loaders",
-}  # fmt: skip
+    "onnxruntime",
+    "onnx",
+    "tokenizers",
+    "jieba",
+    "pypdfium2",
+    "docx",
+    "pptx",
+    "openpyxl",
+    "bs4",
+    "fastapi",
+    "knowhub.ingest.pipeline",
+    "knowhub.ingest.loaders",
+}
 NOT_FOR_SEARCH = HEAVY | {"uvicorn", "starlette", "httpx", "mcp", "knowhub.interfaces.http"}
 
 
@@ -37,8 +47,14 @@ def test_search_loads_neither_ingest_nor_an_http_stack(tmp_path: Path) -> None:
     write(tmp_path / "docs" / "backups.md", "# Backups\n\nSnapshots are kept ninety days.\n")
     assert knowhub("--data-dir", "data", "ingest", "docs", cwd=tmp_path).returncode == 0
 
-    done = knowhub("--data-dir", "data", "search", "how long are snapshots kept", cwd=tmp_path,
-                   env={"PYTHONPROFILEIMPORTTIME": "1"})  # fmt: skip
+    done = knowhub(
+        "--data-dir",
+        "data",
+        "search",
+        "how long are snapshots kept",
+        cwd=tmp_path,
+        env={"PYTHONPROFILEIMPORTTIME": "1"},
+    )
 
     assert done.returncode == 0, done.stderr[-2000:]
     assert "backups.md" in done.stdout
@@ -66,8 +82,12 @@ def test_mcp_tools_list_loads_no_model_loader_or_tokenizer(tmp_path: Path) -> No
     docs = write(tmp_path / "docs" / "a.md", "# A\n\nText.\n").parent
     done = subprocess.run(
         [sys.executable, "-c", _TOOLS_LIST, str(tmp_path / "data"), str(docs)],
-        cwd=tmp_path, env=cli_env(), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=tmp_path,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
     assert done.returncode == 0, done.stderr[-2000:]
     out = json.loads(done.stdout)

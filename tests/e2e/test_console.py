@@ -33,9 +33,16 @@ from tests.http_helpers import (
 
 # Flags that keep Chromium off the network: its background services would otherwise try to
 # connect out (refused on a closed machine) and slow every start.
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]  # fmt: skip
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 XSS_TITLE = "<script>alert('title')</script> Release notes"
 QUESTION = "How often do database backups run?"
 
@@ -85,17 +92,29 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
 
 def _eval_reports(root: Path, data: Path) -> None:
     """One report from a real `knowhub eval`, one older written by hand, one broken."""
-    seed = write(root / "seed.json", json.dumps([
-        {"query": "How long are backups kept?", "expected_sources": ["ops.md"]},
-        {"query": "annual leave days", "expected_sources": ["team/hr.md"]},
-    ]))  # fmt: skip
-    result = knowhub("--data-dir", str(data), "eval", str(seed), "--collection", "default",
-                     cwd=root)  # fmt: skip
+    seed = write(
+        root / "seed.json",
+        json.dumps(
+            [
+                {"query": "How long are backups kept?", "expected_sources": ["ops.md"]},
+                {"query": "annual leave days", "expected_sources": ["team/hr.md"]},
+            ]
+        ),
+    )
+    result = knowhub(
+        "--data-dir", str(data), "eval", str(seed), "--collection", "default", cwd=root
+    )
     assert result.returncode == 0, result.stderr
     reports = data / "eval" / "reports"
     metrics = {"ndcg@10": 0.5, "recall@10": 0.6, "mrr@10": 0.4, "hit_rate@10": 0.67}
-    old = {"name": "handbook", "split": None, "collection": "default", "queries": 3,
-           "created": "2026-01-01T00:00:00+00:00", "metrics": metrics}  # fmt: skip
+    old = {
+        "name": "handbook",
+        "split": None,
+        "collection": "default",
+        "queries": 3,
+        "created": "2026-01-01T00:00:00+00:00",
+        "metrics": metrics,
+    }
     write(reports / "handbook" / "report.json", json.dumps(old))
     write(reports / "broken" / "report.json", "{")
 
@@ -175,15 +194,20 @@ def test_a_browser_without_a_token_sees_no_data(context: BrowserContext, console
         assert page.url.startswith(console.url("/ui/login?next=")), page.url
         text = page.content()
         assert "ops.md" not in text and "minutes" not in text and "ndcg" not in text
-    posted = page.request.post(console.url("/ui/traces/0123456789abcdef/save-case"),
-                               form={"expected": "ops.md"})  # fmt: skip
+    posted = page.request.post(
+        console.url("/ui/traces/0123456789abcdef/save-case"), form={"expected": "ops.md"}
+    )
     assert posted.status == 401
     assert not (console.data / "golden.json").exists()
 
 
 def test_the_cookie_is_no_token_for_the_api(console: Console) -> None:
-    signed_in = httpx.post(console.url("/ui/login"), data={"token": FULL}, timeout=10,
-                           headers={"Origin": console.url("")})  # fmt: skip
+    signed_in = httpx.post(
+        console.url("/ui/login"),
+        data={"token": FULL},
+        timeout=10,
+        headers={"Origin": console.url("")},
+    )
     cookies = {"knowhub_session": signed_in.cookies["knowhub_session"]}
     assert httpx.get(console.url("/ui"), cookies=cookies, timeout=10).status_code == 200
     api = httpx.get(console.url("/api/collections"), cookies=cookies, timeout=10)
@@ -328,18 +352,22 @@ def test_console_posts_from_other_pages_are_refused(console: Console) -> None:
     assert (golden.read_text(encoding="utf-8") if golden.exists() else None) == before
     saved = server.post(path, data=form, headers=own, follow_redirects=False)
     assert saved.status_code == 303 and "saved=" in saved.headers["location"]
-    login = server.post("/ui/login", data={"token": FULL},
-                        headers={"Origin": "http://localhost:5173"})  # fmt: skip
+    login = server.post(
+        "/ui/login", data={"token": FULL}, headers={"Origin": "http://localhost:5173"}
+    )
     assert login.status_code == 403 and "set-cookie" not in login.headers
 
 
 def test_without_tokens_the_console_is_open(tmp_path: Path) -> None:
     write(tmp_path / "docs/ops.md", OPS)
     data = tmp_path / "data"
-    assert knowhub("--data-dir", str(data), "ingest", str(tmp_path / "docs"),
-                   cwd=tmp_path).returncode == 0  # fmt: skip
-    with api_server("--host", "0.0.0.0", "--allow-unauthenticated", cwd=tmp_path,
-                    data_dir=data) as server:  # fmt: skip
+    assert (
+        knowhub("--data-dir", str(data), "ingest", str(tmp_path / "docs"), cwd=tmp_path).returncode
+        == 0
+    )
+    with api_server(
+        "--host", "0.0.0.0", "--allow-unauthenticated", cwd=tmp_path, data_dir=data
+    ) as server:
         overview = server.get("/ui")
         assert overview.status_code == 200 and "ops.md" not in overview.text
         assert ">default</a>" in overview.text

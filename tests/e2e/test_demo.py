@@ -56,16 +56,27 @@ def test_make_demo_answers_every_sample_question_with_citations() -> None:
 # "speed of light", "sun set in winter" and "CEO of Tesla" share a word with them, which was
 # enough for an answer before relevance (one of two terms: evidence 0.5).
 UNRELATED = [
-    "Who won the 2022 football world cup?", "What is the capital of France?",
-    "How do I bake sourdough bread?", "What is the boiling point of water on Mount Everest?",
-    "Who wrote War and Peace?", "How many moons does Jupiter have?",
-    "What is the best recipe for lasagna?", "How do vaccines train the immune system?",
-    "What is the speed of light?", "What time does the sun set in winter?",
-    "Who is the CEO of Tesla?", "How do I fix a flat bicycle tire?",
-    "谁发明了电话？", "长城有多长？", "如何做红烧肉？", "2022 年世界杯冠军是谁？",
-    "Кто написал «Войну и мир»?", "Какая самая длинная река в мире?",
-    "Как приготовить борщ?", "Сколько спутников у Юпитера?",
-]  # fmt: skip
+    "Who won the 2022 football world cup?",
+    "What is the capital of France?",
+    "How do I bake sourdough bread?",
+    "What is the boiling point of water on Mount Everest?",
+    "Who wrote War and Peace?",
+    "How many moons does Jupiter have?",
+    "What is the best recipe for lasagna?",
+    "How do vaccines train the immune system?",
+    "What is the speed of light?",
+    "What time does the sun set in winter?",
+    "Who is the CEO of Tesla?",
+    "How do I fix a flat bicycle tire?",
+    "谁发明了电话？",
+    "长城有多长？",
+    "如何做红烧肉？",
+    "2022 年世界杯冠军是谁？",
+    "Кто написал «Войну и мир»?",
+    "Какая самая длинная река в мире?",
+    "Как приготовить борщ?",
+    "Сколько спутников у Юпитера?",
+]
 
 
 def relevance_tells_answerable_from_unrelated_questions(demo: ModuleType) -> None:
@@ -76,12 +87,15 @@ def relevance_tells_answerable_from_unrelated_questions(demo: ModuleType) -> Non
     app = build_app(settings)
     floor = settings.answer.min_evidence
     try:
-        verdicts = {q["question"]: collect(app.ask(q["question"]))["hit_type"]
-                    for q in demo.load_questions()}  # fmt: skip
+        verdicts = {
+            q["question"]: collect(app.ask(q["question"]))["hit_type"]
+            for q in demo.load_questions()
+        }
         assert [q for q, kind in verdicts.items() if kind != "rag"] == []
         answered = {q: collect(app.ask(q)) for q in UNRELATED}
-        wrong = {q: a["evidence"] for q, a in answered.items()
-                 if a["hit_type"] != "insufficient_context"}  # fmt: skip
+        wrong = {
+            q: a["evidence"] for q, a in answered.items() if a["hit_type"] != "insufficient_context"
+        }
         assert wrong == {}, f"answered though unrelated (relevance): {wrong}"
         orca = app.search("ORCA").hits
         assert orca[0].score == 1.0 and (orca[0].relevance or 0.0) < floor
@@ -93,12 +107,20 @@ def relevance_tells_answerable_from_unrelated_questions(demo: ModuleType) -> Non
 def readme_search_example_matches_the_demo_index() -> None:
     """The sample output in the README is what this command prints on the demo's index."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"```text\n\$ (knowhub --data-dir \.demo/data search .*?)\n(.*?)```", readme,
-                      flags=re.DOTALL)  # fmt: skip
+    block = re.search(
+        r"```text\n\$ (knowhub --data-dir \.demo/data search .*?)\n(.*?)```",
+        readme,
+        flags=re.DOTALL,
+    )
     assert block is not None, "README lost its sample search output"
     args = shlex.split(block.group(1))[1:]
-    result = subprocess.run([sys.executable, "-m", "knowhub", *args], cwd=ROOT,
-                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "knowhub", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
 
     def citations(text: str) -> list[str]:
@@ -112,8 +134,13 @@ def readme_ask_example_matches_the_demo_index() -> None:
     """The README's sample answers (one answered, one the documents do not cover) are what
     `knowhub ask` prints on the demo's index."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    blocks = list(re.finditer(r"```text\n\$ (knowhub --data-dir \.demo/data ask .*?)\n(.*?)```",
-                              readme, flags=re.DOTALL))  # fmt: skip
+    blocks = list(
+        re.finditer(
+            r"```text\n\$ (knowhub --data-dir \.demo/data ask .*?)\n(.*?)```",
+            readme,
+            flags=re.DOTALL,
+        )
+    )
     assert len(blocks) >= 2, "README lost its sample answers"
     assert "(insufficient_context," in blocks[-1].group(2), "README lost its unanswerable sample"
     for block in blocks:
@@ -122,14 +149,26 @@ def readme_ask_example_matches_the_demo_index() -> None:
 
 def _readme_ask_block_matches(block: re.Match[str]) -> None:
     args = shlex.split(block.group(1))[1:]
-    result = subprocess.run([sys.executable, "-m", "knowhub", *args], cwd=ROOT,
-                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "knowhub", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
-    as_json = subprocess.run([sys.executable, "-m", "knowhub", *args, "--json"], cwd=ROOT,
-                             capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    as_json = subprocess.run(
+        [sys.executable, "-m", "knowhub", *args, "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     scores = [s["score"] for s in json.loads(as_json.stdout)["sources"]]
-    printed = _untie(result.stdout.strip().splitlines(), block.group(2).strip().splitlines(),
-                     scores)  # fmt: skip
+    printed = _untie(
+        result.stdout.strip().splitlines(), block.group(2).strip().splitlines(), scores
+    )
     assert printed == block.group(2).strip().splitlines()
 
 

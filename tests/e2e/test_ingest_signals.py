@@ -59,9 +59,14 @@ def create(settings):
 def slow_env(tmp_path: Path, seconds: float = 0.2) -> dict[str, str]:
     """The environment of a knowhub process whose embedder is the slow plugin."""
     path = embedder_plugin(tmp_path / "plugin", "slow", PLUGIN)
-    return cli_env({"PYTHONPATH": path, "SLOW_EMBEDDER_SECONDS": str(seconds),
-                    "KNOWHUB_EMBEDDER__PROVIDER": "slow",
-                    "KNOWHUB_EMBEDDER__WORKERS": str(WORKERS)})  # fmt: skip
+    return cli_env(
+        {
+            "PYTHONPATH": path,
+            "SLOW_EMBEDDER_SECONDS": str(seconds),
+            "KNOWHUB_EMBEDDER__PROVIDER": "slow",
+            "KNOWHUB_EMBEDDER__WORKERS": str(WORKERS),
+        }
+    )
 
 
 def write_docs(folder: Path, count: int) -> Path:
@@ -114,9 +119,13 @@ def running(args: list[str], env: dict[str, str], log: Path) -> Iterator[subproc
     """``knowhub ARGS``, stderr to ``log``; stdin open (a stdio server lives while it is)."""
     with log.open("wb") as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-m", "knowhub", *args], env=env, stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL, stderr=stderr, preexec_fn=die_with(signal.SIGKILL),
-        )  # fmt: skip
+            [sys.executable, "-m", "knowhub", *args],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            preexec_fn=die_with(signal.SIGKILL),
+        )
     with process:  # closes stdin and waits
         try:
             yield process
@@ -189,9 +198,13 @@ def test_ctrl_c_stops_ingest_at_once_keeping_what_was_written(tmp_path: Path) ->
 
     folder, data = write_docs(tmp_path / "docs", 60), tmp_path / "data"
     child = pexpect.spawn(
-        sys.executable, ["-m", "knowhub", "--data-dir", str(data), "ingest", str(folder)],
-        env=slow_env(tmp_path), encoding="utf-8", timeout=60, preexec_fn=_default_sigint,
-    )  # fmt: skip
+        sys.executable,
+        ["-m", "knowhub", "--data-dir", str(data), "ingest", str(folder)],
+        env=slow_env(tmp_path),
+        encoding="utf-8",
+        timeout=60,
+        preexec_fn=_default_sigint,
+    )
     try:
         child.expect(r", [1-5]\d/60 files")  # the progress line is past a few documents
         interrupted = time.monotonic()
@@ -216,8 +229,11 @@ def test_ctrl_c_stops_ingest_at_once_keeping_what_was_written(tmp_path: Path) ->
     assert trace["error"].startswith("ingest stopped: ") and trace["ingest"]["added"] == kept
     rerun = subprocess.run(
         [sys.executable, "-m", "knowhub", "--data-dir", str(data), "ingest", str(folder)],
-        env=slow_env(tmp_path, seconds=0), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        env=slow_env(tmp_path, seconds=0),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert rerun.returncode == 0, rerun.stderr
     assert f"{not_done} added, 0 updated, {kept} unchanged" in rerun.stdout
     after = json.loads(knowhub("--data-dir", str(data), "docs", "--json", cwd=tmp_path).stdout)
@@ -232,10 +248,21 @@ def test_ingest_to_a_log_writes_progress_lines_counting_chunks_embedded(tmp_path
     folder = write_docs(tmp_path / "docs", 6)
     env = {**slow_env(tmp_path, seconds=0), "KNOWHUB_INGEST__PROGRESS_INTERVAL_S": "0"}
     result = subprocess.run(
-        [sys.executable, "-m", "knowhub", "--data-dir", str(tmp_path / "data"), "ingest",
-         str(folder), "--json"],
-        env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "knowhub",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "ingest",
+            str(folder),
+            "--json",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     embedded = json.loads(result.stdout)["embedded"]
     lines = [line for line in result.stderr.splitlines() if line.startswith("ingesting: ")]
@@ -265,8 +292,7 @@ async def test_server_shutdown_stops_an_ingest_in_flight(
 
         async with anyio.create_task_group() as group:
             group.start_soon(register)
-            recorded |= await anyio.to_thread.run_sync(wait_for_workers, server.process,
-                                                       server.log)  # fmt: skip
+            recorded |= await anyio.to_thread.run_sync(wait_for_workers, server.process, server.log)
             stopping = time.monotonic()
             server.process.terminate()
             await anyio.to_thread.run_sync(lambda: server.process.wait(timeout=120))

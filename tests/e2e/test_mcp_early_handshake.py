@@ -29,11 +29,27 @@ class RawClient:
     """JSON-RPC lines over a ``knowhub --debug serve mcp`` process's stdin/stdout."""
 
     def __init__(self, root: Path) -> None:
-        command = [sys.executable, "-m", "knowhub", "--debug", "--data-dir", str(root / "data"),
-                   "serve", "mcp", "--docs", str(root / "docs")]  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "knowhub",
+            "--debug",
+            "--data-dir",
+            str(root / "data"),
+            "serve",
+            "mcp",
+            "--docs",
+            str(root / "docs"),
+        ]
         self.log = (root / "raw.log").open("w", encoding="utf-8")
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=self.log, env=cli_env(), cwd=root)  # fmt: skip
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            env=cli_env(),
+            cwd=root,
+        )
 
     def send(self, message: dict[str, Any]) -> None:
         stdin: IO[bytes] = self.process.stdin  # type: ignore[assignment]
@@ -48,9 +64,18 @@ class RawClient:
         return message
 
     def handshake(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        self.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": VERSION, "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"}}})  # fmt: skip
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": VERSION,
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"},
+                },
+            }
+        )
         init = self.receive()
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         self.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
@@ -58,8 +83,14 @@ class RawClient:
 
     def call(self, id_: int, tool: str) -> dict[str, Any]:
         """A tools/call's answer; notifications before it are skipped and kept."""
-        self.send({"jsonrpc": "2.0", "id": id_, "method": "tools/call",
-                   "params": {"name": tool, "arguments": {}}})  # fmt: skip
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": id_,
+                "method": "tools/call",
+                "params": {"name": tool, "arguments": {}},
+            }
+        )
         self.notes: list[dict[str, Any]] = []
         while True:
             message = self.receive()

@@ -97,11 +97,22 @@ def inspect(tmp_path: Path) -> Inspect:
         # The Inspector's own 30 s to connect was too short for a server starting on a busy
         # machine (the suite runs on xdist workers); the run's timeout bounds it instead.
         done = subprocess.run(
-            [str(inspector_path()), "--cli", "--format", "json", "--connect-timeout", "80000",
-             *args],
-            cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            [
+                str(inspector_path()),
+                "--cli",
+                "--format",
+                "json",
+                "--connect-timeout",
+                "80000",
+                *args,
+            ],
+            cwd=tmp_path,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
             timeout=90,
-        )  # fmt: skip
+        )
         return Run(done)
 
     return run
@@ -133,8 +144,17 @@ def token_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServe
 def stdio_server(docs: Path, tmp_path: Path) -> list[str]:
     """Inspector arguments that launch the server on stdio: env first, the command after --."""
     env_args = [arg for key, value in FAST_ENV.items() for arg in ("-e", f"{key}={value}")]
-    command = [sys.executable, "-m", "knowhub", "--data-dir", str(tmp_path / "data"),
-               "serve", "mcp", "--docs", str(docs)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "knowhub",
+        "--data-dir",
+        str(tmp_path / "data"),
+        "serve",
+        "mcp",
+        "--docs",
+        str(docs),
+    ]
     return [*env_args, "--", *command]
 
 
@@ -148,9 +168,15 @@ def test_stdio_lists_tools_and_answers_a_query(inspect: Inspect, stdio_server: l
     assert {tool["name"] for tool in listed.result["tools"]} == TOOLS
 
     called = inspect(
-        "--method", "tools/call", "--tool-name", "query_knowledge_hub",
-        "--tool-arg", "query=when do backups run", "top_k=2", *stdio_server,
-    )  # fmt: skip
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "query_knowledge_hub",
+        "--tool-arg",
+        "query=when do backups run",
+        "top_k=2",
+        *stdio_server,
+    )
     assert called.returncode == 0, called
     assert called.result["isError"] is False
     assert _sources(called.result)[0] == "guide.md"
@@ -179,16 +205,27 @@ def test_stdio_tool_error_is_reported_as_an_error(
 def test_http_with_token_lists_tools_and_answers_a_query(
     inspect: Inspect, token_server: HttpServer
 ) -> None:
-    target = ["--transport", "http", "--header", "Authorization: Bearer secret",
-              "--", f"{token_server.url}/mcp"]  # fmt: skip
+    target = [
+        "--transport",
+        "http",
+        "--header",
+        "Authorization: Bearer secret",
+        "--",
+        f"{token_server.url}/mcp",
+    ]
     listed = inspect("--method", "tools/list", *target)
     assert listed.returncode == 0, listed
     assert {tool["name"] for tool in listed.result["tools"]} == TOOLS
 
     called = inspect(
-        "--method", "tools/call", "--tool-name", "query_knowledge_hub",
-        "--tool-args-json", '{"query": "how many days of paid leave", "top_k": 1}', *target,
-    )  # fmt: skip
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "query_knowledge_hub",
+        "--tool-args-json",
+        '{"query": "how many days of paid leave", "top_k": 1}',
+        *target,
+    )
     assert called.returncode == 0, called
     assert _sources(called.result) == ["hr.txt"]
 
@@ -203,8 +240,16 @@ def test_http_without_the_token_fails(
 ) -> None:
     headers = ["--header", header] if header else []
     # --stored-auth-only: fail at once instead of offering an interactive OAuth login.
-    run = inspect("--method", "tools/list", "--transport", "http", "--stored-auth-only",
-                  *headers, "--", f"{token_server.url}/mcp")  # fmt: skip
+    run = inspect(
+        "--method",
+        "tools/list",
+        "--transport",
+        "http",
+        "--stored-auth-only",
+        *headers,
+        "--",
+        f"{token_server.url}/mcp",
+    )
     assert run.returncode == AUTH_REQUIRED, run
     assert not run.stdout.strip(), run
     assert run.error["code"] == "auth_required"

@@ -61,8 +61,12 @@ def test_every_console_command_runs(tmp_path: Path) -> None:
         assert args[0] == "knowhub"
         result = subprocess.run(
             [sys.executable, "-m", "knowhub", *args[1:]],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert result.returncode == 0, f"{command}\n{result.stderr}"
         if "--json" in args and args[1] == "search":
             hits = json.loads(result.stdout)
@@ -71,8 +75,22 @@ def test_every_console_command_runs(tmp_path: Path) -> None:
     assert chunk_id, "no search --json command to take a chunk id from"
     # The README tags at its start and prunes at its end without --tag: the tag stays.
     tagged = subprocess.run(
-        [sys.executable, "-m", "knowhub", "search", "backups", "-c", "handbook",
-         "--filter", "team=ops", "--json"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "knowhub",
+            "search",
+            "backups",
+            "-c",
+            "handbook",
+            "--filter",
+            "team=ops",
+            "--json",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert tagged.returncode == 0 and json.loads(tagged.stdout), tagged.stderr

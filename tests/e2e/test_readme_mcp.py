@@ -17,8 +17,14 @@ from tests.mcp_helpers import http_server, stdio_params
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 SECTION = README.split("## Connect an agent (MCP)", 1)[1].split("\n## ", 1)[0]
-TOOLS = {"query_knowledge_hub", "search_docs", "list_collections", "get_document_summary",
-         "get_content", "ingest"}  # fmt: skip
+TOOLS = {
+    "query_knowledge_hub",
+    "search_docs",
+    "list_collections",
+    "get_document_summary",
+    "get_content",
+    "ingest",
+}
 
 
 def _blocks(language: str) -> list[str]:
@@ -48,8 +54,10 @@ def test_every_client_configuration_is_json_for_the_knowhub_server() -> None:
 @pytest.mark.anyio
 async def test_the_stdio_configuration_starts_a_working_server(tmp_path: Path) -> None:
     stdio = next(s for s in _servers() if s["command"].endswith("/bin/knowhub"))
-    places = {"/path/to/knowhub-data": str(tmp_path / "data"),
-              "/path/to/your/docs": str(_docs(tmp_path))}  # fmt: skip
+    places = {
+        "/path/to/knowhub-data": str(tmp_path / "data"),
+        "/path/to/your/docs": str(_docs(tmp_path)),
+    }
     args = [places.get(a, a) for a in stdio["args"]]
     async with Client(stdio_params(*args, cwd=tmp_path)) as client:
         assert {t.name for t in (await client.list_tools()).tools} == TOOLS

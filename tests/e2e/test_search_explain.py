@@ -88,8 +88,9 @@ def test_explain_says_when_reranking_failed_and_the_search_still_answers(ingeste
     result = knowhub("search", QUERY, "--explain", "-k", "3", cwd=ingested, env=env)
     assert result.returncode == 0, result.stderr
     lines = explain_lines(result.stdout)
-    assert len(lines) == 3 and all("rerank failed: reranker http (jina): cannot reach" in ln
-                                   for ln in lines)  # fmt: skip
+    assert len(lines) == 3 and all(
+        "rerank failed: reranker http (jina): cannot reach" in ln for ln in lines
+    )
     assert "fused order kept" in result.stdout
     assert "(#1)" in lines[0] and "(#3)" in lines[2]  # fused order
     assert "Traceback" not in result.stderr

@@ -79,8 +79,13 @@ def test_show_draws_a_waterfall_and_save_case_feeds_eval(kb: Path) -> None:
     again = knowhub("traces", "save-case", trace_id, "--expected", "ops.md", cwd=kb)
     assert "updated case-1" in again.stdout
     golden = json.loads((kb / "golden.json").read_text())
-    assert golden == [{"id": "case-1", "query": "How often do database backups run?",
-                       "expected_sources": ["ops.md"]}]  # fmt: skip
+    assert golden == [
+        {
+            "id": "case-1",
+            "query": "How often do database backups run?",
+            "expected_sources": ["ops.md"],
+        }
+    ]
     evaluated = knowhub("eval", "golden.json", "--collection", "default", "--json", cwd=kb)
     assert evaluated.returncode == 0, evaluated.stderr
     assert json.loads(evaluated.stdout)["metrics"]["hit_rate@10"] == 1.0
@@ -90,9 +95,13 @@ def test_show_draws_a_waterfall_and_save_case_feeds_eval(kb: Path) -> None:
 
 
 def test_traces_hold_no_secret_and_no_document_text(kb: Path) -> None:
-    env = {"KNOWHUB_LLM__PROVIDER": "openai", "KNOWHUB_LLM__MODEL": "m",
-           "KNOWHUB_LLM__API_KEY_ENV": "MY_LLM_KEY", "MY_LLM_KEY": SECRET,
-           "KNOWHUB_LLM__BACKOFF_S": "0"}  # fmt: skip
+    env = {
+        "KNOWHUB_LLM__PROVIDER": "openai",
+        "KNOWHUB_LLM__MODEL": "m",
+        "KNOWHUB_LLM__API_KEY_ENV": "MY_LLM_KEY",
+        "MY_LLM_KEY": SECRET,
+        "KNOWHUB_LLM__BACKOFF_S": "0",
+    }
     with serve(answer=LONG[:900] + " [1]", echo_key=True, api_key="other") as server:
         env["KNOWHUB_LLM__BASE_URL"] = server.openai_base
         failed = knowhub("ask", "gearbox maintenance paragraph", cwd=kb, env=env)
@@ -111,14 +120,18 @@ def test_otlp_gets_one_span_per_stage_and_langsmith_failures_do_not_break_runs(
     kb: Path,
 ) -> None:
     with otlp_receiver() as (endpoint, received):
-        env = {"KNOWHUB_TRACE__OTLP_ENDPOINT": endpoint,
-               "KNOWHUB_TRACE__LANGSMITH_API_KEY_ENV": "LS_KEY", "LS_KEY": "ls-secret-key",
-               "KNOWHUB_TRACE__LANGSMITH_ENDPOINT": closed_url()}  # fmt: skip
+        env = {
+            "KNOWHUB_TRACE__OTLP_ENDPOINT": endpoint,
+            "KNOWHUB_TRACE__LANGSMITH_API_KEY_ENV": "LS_KEY",
+            "LS_KEY": "ls-secret-key",
+            "KNOWHUB_TRACE__LANGSMITH_ENDPOINT": closed_url(),
+        }
         result = knowhub("search", "database backups", cwd=kb, env=env)
     assert result.returncode == 0, result.stderr
     assert "ls-secret-key" not in result.stderr
-    spans = [s for r in received for rs in r.resource_spans for ss in rs.scope_spans
-             for s in ss.spans]  # fmt: skip
+    spans = [
+        s for r in received for rs in r.resource_spans for ss in rs.scope_spans for s in ss.spans
+    ]
     root = next(s for s in spans if s.name == "knowhub.search")
     children = {s.name for s in spans if s.parent_span_id == root.span_id}
     assert {"lexical", "dense", "fusion"} <= children
@@ -131,8 +144,9 @@ def test_otlp_gets_one_span_per_stage_and_langsmith_failures_do_not_break_runs(
 
 @pytest.mark.anyio
 async def test_mcp_runs_are_traced_as_mcp(kb: Path) -> None:
-    params = stdio_params("--data-dir", str(kb / "data"), "serve", "mcp", "--docs",
-                          str(kb / "docs"), cwd=kb)  # fmt: skip
+    params = stdio_params(
+        "--data-dir", str(kb / "data"), "serve", "mcp", "--docs", str(kb / "docs"), cwd=kb
+    )
     async with Client(params) as client:
         result = await client.call_tool("query_knowledge_hub", {"query": "database backups"})
         assert not result.is_error

@@ -113,8 +113,14 @@ def test_verify_names_each_corruption_and_fix_repairs_them(kb: Path) -> None:
     as_json = json.loads(result.stdout)
     assert not as_json["ok"]
     kinds = {p["kind"] for p in as_json["problems"]}
-    assert kinds == {"missing_lexical", "missing_chunks", "orphan_lexical", "orphan_chunk",
-                     "changed_file", "missing_file"}  # fmt: skip
+    assert kinds == {
+        "missing_lexical",
+        "missing_chunks",
+        "orphan_lexical",
+        "orphan_chunk",
+        "changed_file",
+        "missing_file",
+    }
 
     other = {"KNOWHUB_EMBEDDER__HASHING__DIM": "128"}
     wrong = failed("verify", "-c", "kb", cwd=kb, env=other)

@@ -32,8 +32,9 @@ class ScriptedLLM(LLM):
         self.script = script
         self.calls: list[list[ChatMessage]] = []
 
-    def _complete(self, messages: list[ChatMessage], *, max_tokens: int, temperature: float,
-                  json_mode: bool) -> str:  # fmt: skip
+    def _complete(
+        self, messages: list[ChatMessage], *, max_tokens: int, temperature: float, json_mode: bool
+    ) -> str:
         self.calls.append(messages)
         return self.script(messages, json_mode)
 
@@ -57,8 +58,9 @@ def _forget_the_scripted_provider(monkeypatch: pytest.MonkeyPatch) -> None:
 def _app(tmp_path: Path, script: Script, **overrides: object) -> tuple[App, ScriptedLLM]:
     llm = ScriptedLLM(script)
     registry.register("llm", "scripted", lambda settings: llm)
-    settings: Settings = fast_settings(tmp_path / "data", **{"llm.provider": "scripted",
-                                                              **overrides})  # fmt: skip
+    settings: Settings = fast_settings(
+        tmp_path / "data", **{"llm.provider": "scripted", **overrides}
+    )
     app = build_app(settings)
     write(tmp_path / "d/kestrel.md", "# Kestrel\n\nThe Kestrel AMR battery lasts 10 hours.\n")
     write(tmp_path / "d/osprey.md", "# Osprey\n\nThe Osprey Lift battery lasts 8 hours.\n")
@@ -80,8 +82,10 @@ def test_follow_ups_are_rewritten_into_standalone_queries(tmp_path: Path) -> Non
         return "It lasts 8 hours [1]."
 
     app, llm = _app(tmp_path, script)
-    history = [ChatMessage("user", "Tell me about the Osprey Lift."),
-               ChatMessage("assistant", "It is a pallet robot [1].")]  # fmt: skip
+    history = [
+        ChatMessage("user", "Tell me about the Osprey Lift."),
+        ChatMessage("assistant", "It is a pallet robot [1]."),
+    ]
     end = collect(app.ask("And its battery?", history=history))
     assert end["query"] == "How long does the Osprey Lift battery last?"
     assert end["sources"][0]["source"] == "osprey.md" and end["hit_type"] == "rag"
@@ -115,12 +119,19 @@ def test_a_failed_rewrite_searches_the_question_and_says_so(tmp_path: Path) -> N
 
 
 def test_the_llm_router_applies_filters_and_splits_comparisons(tmp_path: Path) -> None:
-    routes = iter([
-        json.dumps({"intent": "filter", "filters": {"team": "dev"}, "queries": []}),
-        json.dumps({"intent": "compare", "filters": {},
-                    "queries": ["Kestrel battery", "Osprey battery"]}),
-        "this is not JSON",
-    ])  # fmt: skip
+    routes = iter(
+        [
+            json.dumps({"intent": "filter", "filters": {"team": "dev"}, "queries": []}),
+            json.dumps(
+                {
+                    "intent": "compare",
+                    "filters": {},
+                    "queries": ["Kestrel battery", "Osprey battery"],
+                }
+            ),
+            "this is not JSON",
+        ]
+    )
 
     def script(messages: list[ChatMessage], json_mode: bool) -> str:
         return next(routes) if json_mode else "Batteries last 10 hours [1]."

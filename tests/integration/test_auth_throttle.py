@@ -61,12 +61,15 @@ def test_wrong_bearer_tokens_get_401_then_429_for_that_address_only(server: ApiS
         right = guesser.post(server.url + "/api/search", json=search, headers=_bearer(FULL))
         _assert_throttled(right, "127.0.0.2")
         assert right.json()["status"] == 429
-        _assert_throttled(guesser.get(server.url + "/metrics", headers=_bearer(READER)),
-                          "127.0.0.2")  # fmt: skip
+        _assert_throttled(
+            guesser.get(server.url + "/metrics", headers=_bearer(READER)), "127.0.0.2"
+        )
         assert guesser.get(server.url + "/health").json() == {"status": "ok"}  # no token: public
         # Everybody else goes on as before.
-        assert other.post(server.url + "/api/search", json=search,
-                          headers=_bearer(FULL)).status_code == 200  # fmt: skip
+        assert (
+            other.post(server.url + "/api/search", json=search, headers=_bearer(FULL)).status_code
+            == 200
+        )
     logs = server.logs()
     assert "authentication failed: wrong token from 127.0.0.2 for '/api/search'" in logs
     assert logs.count("wrong token from 127.0.0.2") == LIMIT  # the refusals after: not logged
@@ -98,28 +101,45 @@ def test_wrong_logins_and_wrong_bearer_tokens_count_together(server: ApiServer) 
                 guesser.post(server.url + "/ui/login", data={"token": guess}, headers=origin)
             else:
                 guesser.get(server.url + "/api/collections", headers=_bearer(guess))
-        _assert_throttled(guesser.get(server.url + "/api/collections", headers=_bearer(FULL)),
-                          "127.0.0.6")  # fmt: skip
+        _assert_throttled(
+            guesser.get(server.url + "/api/collections", headers=_bearer(FULL)), "127.0.0.6"
+        )
 
 
 async def test_bearer_guessing_on_mcp_is_throttled_and_configurable(tmp_path: Path) -> None:
     write(tmp_path / "docs" / "guide.md", "# Guide\n\nThe vault rotates keys every ninety days.\n")
     tokens = [{"name": "full", "token_env": "KH_TEST_THROTTLE_FULL"}]
-    env = {"KNOWHUB_SERVER__TOKENS": json.dumps(tokens), "KH_TEST_THROTTLE_FULL": FULL,
-           "KNOWHUB_SERVER__AUTH_MAX_FAILURES": "3",
-           "KNOWHUB_SERVER__AUTH_LOCKOUT_S": "600"}  # fmt: skip
-    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "raw-test", "version": "0"}}}  # fmt: skip
+    env = {
+        "KNOWHUB_SERVER__TOKENS": json.dumps(tokens),
+        "KH_TEST_THROTTLE_FULL": FULL,
+        "KNOWHUB_SERVER__AUTH_MAX_FAILURES": "3",
+        "KNOWHUB_SERVER__AUTH_LOCKOUT_S": "600",
+    }
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw-test", "version": "0"},
+        },
+    }
     headers = {"Accept": "application/json, text/event-stream"}
-    with http_server("--docs", "docs", cwd=tmp_path, data_dir=tmp_path / "data", env=env,
-                     token=FULL) as running, _client("127.0.0.2") as guesser:  # fmt: skip
+    with (
+        http_server(
+            "--docs", "docs", cwd=tmp_path, data_dir=tmp_path / "data", env=env, token=FULL
+        ) as running,
+        _client("127.0.0.2") as guesser,
+    ):
         for guess in GUESSES[:3]:
-            wrong = guesser.post(running.url + "/mcp", json=initialize,
-                                 headers={**headers, **_bearer(guess)})  # fmt: skip
+            wrong = guesser.post(
+                running.url + "/mcp", json=initialize, headers={**headers, **_bearer(guess)}
+            )
             assert wrong.status_code == 401, wrong.text
-        right = guesser.post(running.url + "/mcp", json=initialize,
-                             headers={**headers, **_bearer(FULL)})  # fmt: skip
+        right = guesser.post(
+            running.url + "/mcp", json=initialize, headers={**headers, **_bearer(FULL)}
+        )
         assert right.status_code == 429 and 590 <= int(right.headers["retry-after"]) <= 600
         assert "too many failed authentications from 127.0.0.2" in right.json()["error"]
         async with running.client() as client:  # the real SDK client, from 127.0.0.1

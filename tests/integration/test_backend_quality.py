@@ -28,11 +28,23 @@ PG_URL_ENV = "KNOWHUB_TEST_PG_URL"
 def _ndcg(tmp_path: Path, backend: str, env: dict[str, str]) -> float:
     data = tmp_path / backend
     result = subprocess.run(
-        [sys.executable, "-m", "knowhub", "--data-dir", str(data), "eval",
-         str(DATASETS / "scifact"), *SUBSET, "--json"],
-        cwd=tmp_path, env=cli_env({"KNOWHUB_STORE__PROVIDER": backend, **env}),
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "knowhub",
+            "--data-dir",
+            str(data),
+            "eval",
+            str(DATASETS / "scifact"),
+            *SUBSET,
+            "--json",
+        ],
+        cwd=tmp_path,
+        env=cli_env({"KNOWHUB_STORE__PROVIDER": backend, **env}),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, f"{backend}: {result.stderr[-3000:]}"
     summary = json.loads(result.stdout)
     assert (summary["queries"], summary["documents"]) == (300, 1500)

@@ -29,17 +29,42 @@ def test_short_load_reaches_every_endpoint_and_reports_sane_figures(tmp_path: Pa
         api_server(**servers) as api,
     ):
         wait_until(lambda: not mcp.get("/health").json().get("indexing"))
-        run = _bench(tmp_path, "--url", api.url, "--mcp-url", mcp.url + "/mcp", "--clients", "5",
-                     "--duration", "3", "--writer", "docs/load-note.md", "--writer-interval", "0.3",
-                     "--queries", "queries.txt", "--token-env", "KH_TEST_API_FULL",
-                     "--out", "report")  # fmt: skip
+        run = _bench(
+            tmp_path,
+            "--url",
+            api.url,
+            "--mcp-url",
+            mcp.url + "/mcp",
+            "--clients",
+            "5",
+            "--duration",
+            "3",
+            "--writer",
+            "docs/load-note.md",
+            "--writer-interval",
+            "0.3",
+            "--queries",
+            "queries.txt",
+            "--token-env",
+            "KH_TEST_API_FULL",
+            "--out",
+            "report",
+        )
         documents = api.get("/api/documents").json()["documents"]
     assert run.returncode == 0, run.stdout + run.stderr
     report = json.loads((tmp_path / "report/report.json").read_text(encoding="utf-8"))
     assert report["goal"]["passed"], report["goal"]
     assert report["hung"] == 0 and report["total"]["torn"] == 0
-    assert set(report["endpoints"]) == {"health", "search", "retrieval_debug", "ask", "ask_sse",
-                                        "ws_stream", "mcp_query", "writer"}  # fmt: skip
+    assert set(report["endpoints"]) == {
+        "health",
+        "search",
+        "retrieval_debug",
+        "ask",
+        "ask_sse",
+        "ws_stream",
+        "mcp_query",
+        "writer",
+    }
     for name, stats in report["endpoints"].items():
         _sane(name, stats)
     for name in ("ask_sse", "ws_stream"):
@@ -67,8 +92,12 @@ def _bench(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = cli_env({**TOKEN_ENV})
     return subprocess.run(
         [sys.executable, "-m", "knowhub", "--data-dir", "data", "bench", "load", *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_unreachable_server_stops_at_the_preflight_with_the_reason(tmp_path: Path) -> None:
@@ -81,14 +110,32 @@ def test_unreachable_server_stops_at_the_preflight_with_the_reason(tmp_path: Pat
 def test_make_load_runs_both_servers_and_the_bench_from_a_clone(tmp_path: Path) -> None:
     # The README's one command, `make load CLIENTS=100 DURATION=60`, runs this script.
     root = Path(__file__).resolve().parents[2]
-    dry = subprocess.run(["make", "-n", "load", "CLIENTS=3", "DURATION=2"], cwd=root,
-                         capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+    dry = subprocess.run(
+        ["make", "-n", "load", "CLIENTS=3", "DURATION=2"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert "benchmarks/load_run.py --clients 3 --duration 2" in dry.stdout
     run = subprocess.run(
-        [sys.executable, "benchmarks/load_run.py", "--clients", "3", "--duration", "2",
-         "--out", str(tmp_path / "report")],
-        cwd=root, env=cli_env({}), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "benchmarks/load_run.py",
+            "--clients",
+            "3",
+            "--duration",
+            "2",
+            "--out",
+            str(tmp_path / "report"),
+        ],
+        cwd=root,
+        env=cli_env({}),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     report = json.loads((tmp_path / "report/report.json").read_text(encoding="utf-8"))
     assert report["goal"]["passed"] and report["endpoints"]["writer"]["ok"] > 0, report["goal"]

@@ -50,10 +50,20 @@ def ingest_process(folder: Path, data: Path, log: IO[bytes]) -> subprocess.Popen
         "KNOWHUB_CHUNKING__OVERLAP": "50",
     }
     return subprocess.Popen(
-        [sys.executable, "-m", "knowhub", "--data-dir", str(data), "ingest", str(folder),
-         "--prune"],
-        env=env, stdout=subprocess.DEVNULL, stderr=log,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "knowhub",
+            "--data-dir",
+            str(data),
+            "ingest",
+            str(folder),
+            "--prune",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
 
 
 def assert_consistent(data: Path, folder: Path, allowed: dict[int, set[str]]) -> None:
@@ -79,8 +89,11 @@ def assert_consistent(data: Path, folder: Path, allowed: dict[int, set[str]]) ->
                     )
                 ]
             )
-            versions = {h.text.split(" version ")[1].split()[0] for h in hits.values()
-                        if " version " in h.text}  # fmt: skip
+            versions = {
+                h.text.split(" version ")[1].split()[0]
+                for h in hits.values()
+                if " version " in h.text
+            }
             assert len(versions) <= 1, f"{record.source} mixes versions {versions}"
         assert store.orphans(cid) == []  # the derived index and its snapshot included
         fts = fts_table(cid)

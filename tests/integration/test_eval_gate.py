@@ -32,10 +32,24 @@ def test_default_embedder_passes_the_ci_gate_on_the_xquad_ru_subset(tmp_path: Pa
     env.update(OMP_WAIT_POLICY="PASSIVE", OPENBLAS_NUM_THREADS="1")
     started = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-m", "knowhub", "--data-dir", str(tmp_path / "data"), "eval",
-         str(folder), *SUBSET, "--gate", "--json"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "knowhub",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "eval",
+            str(folder),
+            *SUBSET,
+            "--gate",
+            "--json",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     seconds = time.perf_counter() - started
     assert result.returncode == 0, f"{result.stderr}\n{result.stdout}"
     summary = json.loads(result.stdout)

@@ -29,9 +29,19 @@ from tests.helpers import fast_settings, write
 def document(name: str, dim: int, rows: int = 1) -> DocumentWrite:
     digest = (name.encode().hex() * 8)[:64]
     record = DocumentRecord(
-        "c", name, f"/docs/{name}", digest, 10, 1, name, "md", rows, 4, None,
+        "c",
+        name,
+        f"/docs/{name}",
+        digest,
+        10,
+        1,
+        name,
+        "md",
+        rows,
+        4,
+        None,
         "2026-12-01T00:00:00Z",
-    )  # fmt: skip
+    )
     chunks = [
         Chunk(
             f"{record.doc_id}_{i:04d}_00000000",
@@ -65,8 +75,9 @@ def test_one_bad_document_in_a_group_leaves_the_others_written(tmp_path: Path) -
     cid = store.ensure_collection("c", "test-model", 4)
     good, other = document("a.md", 4), document("c.md", 4)
     bad = document("b.md", 4)
-    bad = DocumentWrite(bad.record, bad.chunks, np.ones((1, 3), np.float32), bad.tokens,
-                        bad.cache_keys)  # fmt: skip
+    bad = DocumentWrite(
+        bad.record, bad.chunks, np.ones((1, 3), np.float32), bad.tokens, bad.cache_keys
+    )
     errors = store.replace_documents(cid, [good, bad, other])
     assert errors[0] is None and errors[2] is None
     assert errors[1] is not None and "b.md" in str(errors[1])

@@ -34,8 +34,13 @@ def answer_for(message: str) -> str:
 
 
 def _llm_env(llm: LlmServer, **extra: str) -> dict[str, str]:
-    return {"KNOWHUB_LLM__PROVIDER": "openai", "KNOWHUB_LLM__BASE_URL": llm.openai_base,
-            "KNOWHUB_LLM__MODEL": "test-model", "KNOWHUB_LLM__BACKOFF_S": "0", **extra}  # fmt: skip
+    return {
+        "KNOWHUB_LLM__PROVIDER": "openai",
+        "KNOWHUB_LLM__BASE_URL": llm.openai_base,
+        "KNOWHUB_LLM__MODEL": "test-model",
+        "KNOWHUB_LLM__BACKOFF_S": "0",
+        **extra,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +73,9 @@ def _ask(server: ApiServer, **body: Any) -> dict[str, Any]:
 
 def test_sse_tokens_arrive_as_the_model_generates_them(server: ApiServer) -> None:
     body = {"question": "How often do database backups run?", "stream": True}
-    with httpx.stream("POST", server.url + "/api/ask", json=body, headers=server.headers(),
-                      timeout=30) as response:  # fmt: skip
+    with httpx.stream(
+        "POST", server.url + "/api/ask", json=body, headers=server.headers(), timeout=30
+    ) as response:
         assert response.status_code == 200
         events = read_sse(response.iter_lines())
     kinds = [e.event for e in events]
@@ -128,8 +134,11 @@ def test_a_follow_up_is_rewritten_from_the_session(server: ApiServer, llm: LlmSe
     # Another session, or the same id with another token, starts with no history.
     other = _ask(server, question=FOLLOW_UP, session_id="chat-2")
     assert other["query"] == FOLLOW_UP
-    reader = server.post("/api/ask", token=TOKEN_ENV["KH_TEST_API_READER"],
-                         json={"question": FOLLOW_UP, "session_id": "chat-1"}).json()  # fmt: skip
+    reader = server.post(
+        "/api/ask",
+        token=TOKEN_ENV["KH_TEST_API_READER"],
+        json={"question": FOLLOW_UP, "session_id": "chat-1"},
+    ).json()
     assert reader["query"] == FOLLOW_UP
 
 
@@ -159,16 +168,21 @@ def test_sessions_work_over_the_websocket_too(server: ApiServer) -> None:
 def test_a_model_that_cannot_be_reached_is_a_502_and_the_server_keeps_serving(
     corpus: Path,
 ) -> None:
-    env = {**TOKEN_ENV, "KNOWHUB_LLM__PROVIDER": "openai", "KNOWHUB_LLM__MODEL": "test-model",
-           "KNOWHUB_LLM__BASE_URL": f"{closed_url()}/v1",
-           "KNOWHUB_LLM__MAX_RETRIES": "0"}  # fmt: skip
+    env = {
+        **TOKEN_ENV,
+        "KNOWHUB_LLM__PROVIDER": "openai",
+        "KNOWHUB_LLM__MODEL": "test-model",
+        "KNOWHUB_LLM__BASE_URL": f"{closed_url()}/v1",
+        "KNOWHUB_LLM__MAX_RETRIES": "0",
+    }
     with api_server(cwd=corpus.parent, data_dir=corpus, env=env, token=FULL) as server:
         failed = server.post("/api/ask", json={"question": "How often do database backups run?"})
         assert failed.status_code == 502, failed.text
         assert failed.json()["status"] == 502 and "cannot reach" in failed.json()["error"]
         body = {"question": "How often do database backups run?", "stream": True}
-        with httpx.stream("POST", server.url + "/api/ask", json=body, headers=server.headers(),
-                          timeout=30) as response:  # fmt: skip
+        with httpx.stream(
+            "POST", server.url + "/api/ask", json=body, headers=server.headers(), timeout=30
+        ) as response:
             assert response.status_code == 200  # the stream had started: sources were sent
             events = read_sse(response.iter_lines())
         kinds = [e.event for e in events]
@@ -190,17 +204,24 @@ FAILURES = [
 ]
 
 
-@pytest.mark.parametrize(("mode", "times", "extra", "status", "words"), FAILURES,
-                         ids=[f[0] for f in FAILURES])  # fmt: skip
+@pytest.mark.parametrize(
+    ("mode", "times", "extra", "status", "words"), FAILURES, ids=[f[0] for f in FAILURES]
+)
 def test_provider_failures_are_clear_errors(
     corpus: Path, mode: str, times: int | None, extra: dict[str, Any], status: int, words: str
 ) -> None:
     with serve(fail=mode, times=times) as llm:
         settings = load_settings(
             env=FAST_ENV,
-            overrides={"data_dir": corpus, "llm.provider": "openai", "llm.model": "test-model",
-                       "llm.base_url": llm.openai_base, "llm.backoff_s": 0, **extra},
-        )  # fmt: skip
+            overrides={
+                "data_dir": corpus,
+                "llm.provider": "openai",
+                "llm.model": "test-model",
+                "llm.base_url": llm.openai_base,
+                "llm.backoff_s": 0,
+                **extra,
+            },
+        )
         with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
             question = {"question": "How often do database backups run?"}
             response = client.post("/api/ask", json=question)

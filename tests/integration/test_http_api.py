@@ -46,8 +46,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
 
 def _ws(server: ApiServer, token: str | None = FULL, **kwargs: Any) -> ClientConnection:
     headers = {"Authorization": f"Bearer {token}"} if token else None
-    return connect(server.ws_url, additional_headers=headers, proxy=None, open_timeout=10,
-                   **kwargs)  # fmt: skip
+    return connect(server.ws_url, additional_headers=headers, proxy=None, open_timeout=10, **kwargs)
 
 
 def _answer_over(ws: ClientConnection, message: dict[str, Any] | str) -> list[dict[str, Any]]:
@@ -123,8 +122,9 @@ def test_bad_searches_are_clear_json_errors(
 
 
 def test_a_body_that_is_not_json_is_a_400(server: ApiServer) -> None:
-    response = server.post("/api/search", content=b"{not json",
-                           headers={"Content-Type": "application/json"})  # fmt: skip
+    response = server.post(
+        "/api/search", content=b"{not json", headers={"Content-Type": "application/json"}
+    )
     assert response.status_code == 400 and "JSON" in response.json()["error"]
 
 
@@ -144,8 +144,13 @@ def test_retrieval_debug_shows_every_stage(server: ApiServer) -> None:
     fused = report["fusion"]["candidates"]
     assert report["fusion"]["method"] == "weighted" and fused[0]["lexical_rank"] == 1
     assert {"rank", "score", "chunk_id", "lexical_rank", "dense_rank"} <= set(fused[0])
-    assert report["rerank"] == {"provider": "none", "used": False, "error": None, "ms": 0.0,
-                                "moves": []}  # fmt: skip
+    assert report["rerank"] == {
+        "provider": "none",
+        "used": False,
+        "error": None,
+        "ms": 0.0,
+        "moves": [],
+    }
     hits = report["hits"]
     assert len(hits) <= 2 and hits[0]["chunk_id"] == fused[0]["chunk_id"]
     assert {"routing", "lexical", "dense", "fusion"} <= set(report["timings_ms"])
@@ -187,8 +192,9 @@ def test_a_greeting_is_answered_without_searching(server: ApiServer) -> None:
 
 def test_a_streamed_extractive_answer_is_server_sent_events(server: ApiServer) -> None:
     body = {"question": "How long are backups kept?", "stream": True}
-    with httpx.stream("POST", server.url + "/api/ask", json=body, headers=server.headers(),
-                      timeout=30) as response:  # fmt: skip
+    with httpx.stream(
+        "POST", server.url + "/api/ask", json=body, headers=server.headers(), timeout=30
+    ) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
         events = read_sse(response.iter_lines())
@@ -204,11 +210,14 @@ def test_bad_questions_get_a_status_before_any_stream(server: ApiServer, stream:
     cases = [
         ({"question": " "}, 400, "query is empty"),
         ({"question": "backups?", "collection": "nope"}, 404, "unknown collection 'nope'"),
-        ({"question": "backups?", "history": [{"role": "system", "content": "obey"}]}, 400,
-         "history.0.role"),
+        (
+            {"question": "backups?", "history": [{"role": "system", "content": "obey"}]},
+            400,
+            "history.0.role",
+        ),
         ({"question": "backups?", "session_id": "no spaces allowed"}, 400, "session_id"),
         ({"question": "backups?", "filters": {"team": []}}, 400, "filters.team"),
-    ]  # fmt: skip
+    ]
     for body, status, message in cases:
         response = server.post("/api/ask", json={**body, "stream": stream})
         assert response.status_code == status, (body, response.text)
@@ -249,8 +258,15 @@ def test_openapi_docs_are_public(server: ApiServer) -> None:
     schema = httpx.get(server.url + "/openapi.json", timeout=10)
     assert schema.status_code == 200
     paths = schema.json()["paths"]
-    assert {"/api/search", "/api/retrieval/debug", "/api/ask", "/api/collections",
-            "/api/documents", "/health", "/metrics"} <= set(paths)  # fmt: skip
+    assert {
+        "/api/search",
+        "/api/retrieval/debug",
+        "/api/ask",
+        "/api/collections",
+        "/api/documents",
+        "/health",
+        "/metrics",
+    } <= set(paths)
     assert "HTTPBearer" in schema.json()["components"]["securitySchemes"]
     assert httpx.get(server.url + "/docs", timeout=10).status_code == 200
 
@@ -267,20 +283,35 @@ def test_unknown_routes_and_methods_are_json_errors(server: ApiServer) -> None:
 
 @pytest.mark.parametrize(
     ("method", "path"),
-    [("POST", "/api/search"), ("POST", "/api/ask"), ("POST", "/api/retrieval/debug"),
-     ("GET", "/api/collections"), ("GET", "/api/documents"), ("GET", "/metrics")],
-)  # fmt: skip
+    [
+        ("POST", "/api/search"),
+        ("POST", "/api/ask"),
+        ("POST", "/api/retrieval/debug"),
+        ("GET", "/api/collections"),
+        ("GET", "/api/documents"),
+        ("GET", "/metrics"),
+    ],
+)
 def test_every_data_route_needs_a_token(server: ApiServer, method: str, path: str) -> None:
     body = {"query": "backups"} if path != "/api/ask" else {"question": "backups?"}
     for headers in ({}, {"Authorization": "Bearer wrong-token"}, {"Authorization": FULL}):
-        response = httpx.request(method, server.url + path, headers=headers, timeout=10,
-                                 json=body if method == "POST" else None)  # fmt: skip
+        response = httpx.request(
+            method,
+            server.url + path,
+            headers=headers,
+            timeout=10,
+            json=body if method == "POST" else None,
+        )
         assert response.status_code == 401, (headers, response.text)
         assert "bearer token" in response.json()["error"]
         assert response.headers["www-authenticate"].startswith("Bearer")
     # Only WebSocket handshakes may carry the token in the URL.
-    in_url = httpx.request(method, f"{server.url}{path}?token={FULL}", timeout=10,
-                           json=body if method == "POST" else None)  # fmt: skip
+    in_url = httpx.request(
+        method,
+        f"{server.url}{path}?token={FULL}",
+        timeout=10,
+        json=body if method == "POST" else None,
+    )
     assert in_url.status_code == 401
 
 
@@ -299,10 +330,11 @@ def test_a_collection_limited_token_sees_only_its_collections(server: ApiServer)
         server.post("/api/search", token=LIMITED, json={"query": "orchid", **private}),
         server.post("/api/retrieval/debug", token=LIMITED, json={"query": "orchid", **private}),
         server.post("/api/ask", token=LIMITED, json={"question": "orchid?", **private}),
-        server.post("/api/ask", token=LIMITED,
-                    json={"question": "orchid?", "stream": True, **private}),
+        server.post(
+            "/api/ask", token=LIMITED, json={"question": "orchid?", "stream": True, **private}
+        ),
         server.get("/api/documents", token=LIMITED, params=private),
-    ]  # fmt: skip
+    ]
     for response in refusals:
         assert response.status_code == 403, response.text
         assert response.json()["error"] == "token 'limited' may not read collection 'private'"
@@ -312,11 +344,13 @@ def test_a_collection_limited_token_sees_only_its_collections(server: ApiServer)
 
 
 def test_foreign_origins_and_hosts_are_refused(server: ApiServer) -> None:
-    evil = server.post("/api/search", json={"query": "backups"},
-                       headers={"Origin": "https://evil.example"})  # fmt: skip
+    evil = server.post(
+        "/api/search", json={"query": "backups"}, headers={"Origin": "https://evil.example"}
+    )
     assert evil.status_code == 403 and "server.allowed_origins" in evil.json()["error"]
-    local = server.post("/api/search", json={"query": "backups"},
-                        headers={"Origin": "http://localhost:5173"})  # fmt: skip
+    local = server.post(
+        "/api/search", json={"query": "backups"}, headers={"Origin": "http://localhost:5173"}
+    )
     assert local.status_code == 200
     rebound = server.get("/api/collections", headers={"Host": "attacker.example:8000"})
     assert rebound.status_code == 421
@@ -324,8 +358,12 @@ def test_foreign_origins_and_hosts_are_refused(server: ApiServer) -> None:
 
 def test_the_console_cookie_is_a_session_that_sign_out_ends(server: ApiServer) -> None:
     def sign_in(**headers: str) -> httpx.Response:
-        return httpx.post(server.url + "/ui/login", data={"token": FULL}, timeout=10,
-                          headers={"Origin": server.url, **headers})  # fmt: skip
+        return httpx.post(
+            server.url + "/ui/login",
+            data={"token": FULL},
+            timeout=10,
+            headers={"Origin": server.url, **headers},
+        )
 
     signed_in = sign_in()
     assert signed_in.status_code == 303, signed_in.text
@@ -341,8 +379,12 @@ def test_the_console_cookie_is_a_session_that_sign_out_ends(server: ApiServer) -
         return got.status_code
 
     assert page(session) == 200 and page(FULL) == 303  # the token is no session
-    out = httpx.post(server.url + "/ui/logout", cookies={"knowhub_session": session},
-                     headers={"Origin": server.url}, timeout=10)  # fmt: skip
+    out = httpx.post(
+        server.url + "/ui/logout",
+        cookies={"knowhub_session": session},
+        headers={"Origin": server.url},
+        timeout=10,
+    )
     assert out.status_code == 303 and page(session) == 303, "sign-out ends the session"
     # Behind a TLS-terminating proxy on this machine (uvicorn trusts its X-Forwarded-Proto).
     assert "Secure" in sign_in(**{"X-Forwarded-Proto": "https"}).headers["set-cookie"]
@@ -357,8 +399,9 @@ def test_a_huge_body_is_refused(server: ApiServer) -> None:
         yield from (b"b" * 10_000 for _ in range(200))
         yield b'"}}'
 
-    streamed = server.post("/api/search", content=chunked(),
-                           headers={"Content-Type": "application/json"})  # fmt: skip
+    streamed = server.post(
+        "/api/search", content=chunked(), headers={"Content-Type": "application/json"}
+    )
     assert streamed.status_code == 413
     assert streamed.json()["error"] == "request body over 1048576 bytes (server.max_body_bytes)"
 
@@ -388,8 +431,11 @@ def test_websocket_answers_several_questions_on_one_connection(server: ApiServer
 def test_websocket_token_in_the_header_or_the_url(server: ApiServer) -> None:
     with connect(f"{server.ws_url}?token={READER}", proxy=None, open_timeout=10) as ws:
         assert _answer_over(ws, {"question": "backups?"})[-1]["event"] == "end"
-    for url, headers in ((server.ws_url, None), (f"{server.ws_url}?token=wrong", None),
-                         (server.ws_url, {"Authorization": "Bearer wrong"})):  # fmt: skip
+    for url, headers in (
+        (server.ws_url, None),
+        (f"{server.ws_url}?token=wrong", None),
+        (server.ws_url, {"Authorization": "Bearer wrong"}),
+    ):
         with pytest.raises(InvalidStatus) as refused:
             connect(url, additional_headers=headers, proxy=None, open_timeout=10)
         assert refused.value.response.status_code == 401
@@ -429,10 +475,13 @@ def test_metrics_count_requests_errors_stages_and_answers(server: ApiServer) -> 
 
     ok = value("knowhub_http_requests_total", route="/api/search", method="POST", status="200")
     assert ok >= 1
-    assert value("knowhub_http_requests_total", route="/api/search", method="POST",
-                 status="404") >= 1  # fmt: skip
-    assert value("knowhub_http_requests_total", route="/api/collections", method="GET",
-                 status="401") >= 1  # fmt: skip
+    assert (
+        value("knowhub_http_requests_total", route="/api/search", method="POST", status="404") >= 1
+    )
+    assert (
+        value("knowhub_http_requests_total", route="/api/collections", method="GET", status="401")
+        >= 1
+    )
     assert value("knowhub_http_errors_total", route="/api/search", error="QueryError") >= 1
     assert value("knowhub_http_errors_total", route="/api/collections", error="401") >= 1
     assert value("knowhub_searches_total", endpoint="search") >= 1

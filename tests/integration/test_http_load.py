@@ -62,9 +62,12 @@ def test_health_and_ready_answer_while_every_worker_is_blocked(
         return jina(path, body)
 
     with serve_reranker(rerank) as reranker:
-        env = {**TOKEN_ENV, "KNOWHUB_RERANKER__PROVIDER": "http",
-               "KNOWHUB_RERANKER__HTTP__URL": reranker.url + "/v1/rerank",
-               "KNOWHUB_RERANKER__TIMEOUT_S": "60"}  # fmt: skip
+        env = {
+            **TOKEN_ENV,
+            "KNOWHUB_RERANKER__PROVIDER": "http",
+            "KNOWHUB_RERANKER__HTTP__URL": reranker.url + "/v1/rerank",
+            "KNOWHUB_RERANKER__TIMEOUT_S": "60",
+        }
         with api_server(cwd=tmp_path, data_dir=data, env=env, token=FULL) as server:
             try:
                 # More searches than anyio's default pool (40 threads) had: all workers taken.
@@ -91,8 +94,7 @@ def test_ready_is_503_until_the_warm_up(tmp_path: Path) -> None:
     cold = TestClient(app, base_url="http://127.0.0.1")  # no lifespan: not warmed up
     response = cold.get("/ready")
     assert response.status_code == 503 and response.headers["Retry-After"] == "5"
-    assert response.json() == {"error": "warming up: models and indexes are loading",
-                               "status": 503}  # fmt: skip
+    assert response.json() == {"error": "warming up: models and indexes are loading", "status": 503}
     assert cold.get("/health").json()["ready"] is False
     with TestClient(app, base_url="http://127.0.0.1") as warm:  # the lifespan warms up
         assert warm.get("/ready").json() == {"status": "ready"}
@@ -109,9 +111,15 @@ def test_answers_past_the_slots_and_the_queue_get_503_with_retry_after(
     with ExitStack() as model:
         # The model sends one token, then nothing until it stops: each answer holds its slot.
         llm = model.enter_context(serve_llm(fail="stall", times=None))
-        env = {**TOKEN_ENV, "KNOWHUB_LLM__PROVIDER": "openai", "KNOWHUB_LLM__MODEL": "m",
-               "KNOWHUB_LLM__BASE_URL": llm.openai_base, "KNOWHUB_LLM__MAX_RETRIES": "0",
-               "KNOWHUB_SERVER__MAX_ANSWERS": "2", "KNOWHUB_SERVER__MAX_QUEUED": "1"}  # fmt: skip
+        env = {
+            **TOKEN_ENV,
+            "KNOWHUB_LLM__PROVIDER": "openai",
+            "KNOWHUB_LLM__MODEL": "m",
+            "KNOWHUB_LLM__BASE_URL": llm.openai_base,
+            "KNOWHUB_LLM__MAX_RETRIES": "0",
+            "KNOWHUB_SERVER__MAX_ANSWERS": "2",
+            "KNOWHUB_SERVER__MAX_QUEUED": "1",
+        }
         with api_server(cwd=tmp_path, data_dir=data, env=env, token=FULL) as server:
             try:
                 held = _overflow_answers(server, llm, pool)
@@ -129,8 +137,13 @@ def _overflow_answers(
     question = {"question": "How often do database backups run?"}
 
     def stream() -> int:
-        with httpx.stream("POST", server.url + "/api/ask", headers=server.headers(),
-                          json={**question, "stream": True}, timeout=60) as response:  # fmt: skip
+        with httpx.stream(
+            "POST",
+            server.url + "/api/ask",
+            headers=server.headers(),
+            json={**question, "stream": True},
+            timeout=60,
+        ) as response:
             for _ in response.iter_lines():
                 pass
             return response.status_code
@@ -144,8 +157,9 @@ def _overflow_answers(
     refused = server.post("/api/ask", json=question)
     assert refused.status_code == 503 and refused.headers["Retry-After"] == "1"
     assert "server.max_queued" in refused.json()["error"]
-    with connect(server.ws_url, additional_headers=server.headers(), proxy=None,
-                 open_timeout=10) as ws:  # fmt: skip
+    with connect(
+        server.ws_url, additional_headers=server.headers(), proxy=None, open_timeout=10
+    ) as ws:
         ws.send(json.dumps(question))
         event = json.loads(ws.recv(timeout=30))
     assert event["event"] == "error" and event["status"] == 503

@@ -175,9 +175,11 @@ def test_a_fifo_in_a_folder_is_skipped_with_its_reason_and_the_rest_is_ingested(
     assert sorted(report.added) == ["notes.txt", "ops/backups.md", "ops/upgrades.md"]
     assert report.ok and report.failed == []
     assert report.skipped == [
-        ("x.txt", "x.txt: is a FIFO (named pipe), not a regular file; only regular files are "
-         "ingested")
-    ]  # fmt: skip
+        (
+            "x.txt",
+            "x.txt: is a FIFO (named pipe), not a regular file; only regular files are ingested",
+        )
+    ]
     assert report.to_dict()["skipped"] == [{"source": s, "reason": r} for s, r in report.skipped]
 
 
@@ -186,9 +188,11 @@ def test_a_fifo_named_directly_fails_saying_what_it_is(app: App, tmp_path: Path)
     os.mkfifo(tmp_path / "x.txt")
     report = app.ingest([tmp_path / "x.txt"])
     assert report.failed == [
-        ("x.txt", "x.txt: is a FIFO (named pipe), not a regular file; only regular files are "
-         "ingested")
-    ]  # fmt: skip
+        (
+            "x.txt",
+            "x.txt: is a FIFO (named pipe), not a regular file; only regular files are ingested",
+        )
+    ]
 
 
 def test_confined_ingest_skips_links_leading_out_and_prunes_what_they_brought_in(

@@ -40,9 +40,12 @@ def test_file_that_became_a_fifo_after_discovery_fails_alone_without_blocking(
     (report,) = reports
     assert sorted(report.added) == ["a.md", "c.md"]
     assert report.failed == [
-        ("b.md", f"{swapped}: is a FIFO (named pipe), not a regular file: knowhub reads "
-                 "only regular files; leave it out"),
-    ]  # fmt: skip
+        (
+            "b.md",
+            f"{swapped}: is a FIFO (named pipe), not a regular file: knowhub reads "
+            "only regular files; leave it out",
+        ),
+    ]
 
 
 def test_limits_come_from_the_ingest_settings(tmp_path: Path) -> None:
@@ -83,7 +86,10 @@ def test_file_swapped_for_a_link_leading_out_after_discovery_is_not_served(
     report = app.ingest([docs], progress=swap, confine=docs)
     assert report.added == ["a.md"]
     assert report.failed == [
-        ("b.md", f"{swapped}: leads outside {docs} (through a symlink), so it is not served: "
-                 "move the file inside or remove the link"),
-    ]  # fmt: skip
+        (
+            "b.md",
+            f"{swapped}: leads outside {docs} (through a symlink), so it is not served: "
+            "move the file inside or remove the link",
+        ),
+    ]
     assert all("vault" not in h.text for h in app.search("vault code", top_k=10).hits)

@@ -43,10 +43,14 @@ def build(
     """The provider through the registry, as the app builds it, pointed at ``server``."""
     url = server if isinstance(server, str) else server.url
     settings: dict[str, object] = {
-        "data_dir": tmp_path, "llm.provider": provider, "llm.model": MODEL,
-        "llm.api_key_env": "LLM_KEY", "llm.timeout_s": 5, "llm.max_retries": 2,
+        "data_dir": tmp_path,
+        "llm.provider": provider,
+        "llm.model": MODEL,
+        "llm.api_key_env": "LLM_KEY",
+        "llm.timeout_s": 5,
+        "llm.max_retries": 2,
         "llm.backoff_s": 0.001,
-    }  # fmt: skip
+    }
     if provider == "openai":
         settings["llm.base_url"] = url + "/v1"
     elif provider == "ollama":
@@ -80,8 +84,12 @@ def test_complete_sends_the_protocol_and_returns_the_answer(provider: str, tmp_p
     messages = [m.to_dict() for m in MESSAGES]
     if provider == "ollama":
         assert first.headers["authorization"] == "<redacted>"
-        assert first.body == {"model": MODEL, "messages": messages, "stream": False,
-                              "options": {"temperature": 0.1, "num_predict": 800}}  # fmt: skip
+        assert first.body == {
+            "model": MODEL,
+            "messages": messages,
+            "stream": False,
+            "options": {"temperature": 0.1, "num_predict": 800},
+        }
         assert second.body["options"] == {"temperature": 0.0, "num_predict": 50}
         return
     expected = {"messages": messages, "temperature": 0.1, "max_tokens": 800, "stream": False}
@@ -225,8 +233,9 @@ def test_retry_after_replaces_the_backoff(tmp_path: Path) -> None:
 def test_retry_after_is_capped() -> None:
     with llm_servers.serve(fail="429", times=1, retry_after="3600") as server:
         transport = Transport("llm test", backoff_s=30, max_delay_s=0.01)
-        llm = ChatCompletionsLLM(server.openai_base + "/chat/completions", "m", {}, transport,
-                                 model_id="test:m")  # fmt: skip
+        llm = ChatCompletionsLLM(
+            server.openai_base + "/chat/completions", "m", {}, transport, model_id="test:m"
+        )
         start = time.perf_counter()
         assert llm.complete(MESSAGES) == ANSWER
     assert time.perf_counter() - start < 5 and len(server.requests) == 2
@@ -350,23 +359,39 @@ def test_bad_arguments_are_query_errors_before_any_request(call: object) -> None
 @pytest.mark.parametrize(
     ("provider", "values", "message"),
     [
-        ("openai", {"llm.base_url": ""}, r"needs llm\.base_url, e\.g\. https://api\.openai\.com/v1"),
+        (
+            "openai",
+            {"llm.base_url": ""},
+            r"needs llm\.base_url, e\.g\. https://api\.openai\.com/v1",
+        ),
         ("openai", {"llm.model": ""}, r"needs llm\.model, e\.g\. gpt-4o-mini"),
         ("openai", {"llm.base_url": "api.openai.com/v1"}, r"not an http\(s\) URL; e\.g\. https"),
-        ("openai", {"llm.base_url": "https://api.openai.com/v1/chat/completions"},
-         r"is the full endpoint; give the API root, 'https://api\.openai\.com/v1'"),
+        (
+            "openai",
+            {"llm.base_url": "https://api.openai.com/v1/chat/completions"},
+            r"is the full endpoint; give the API root, 'https://api\.openai\.com/v1'",
+        ),
         ("ollama", {"llm.base_url": ""}, r"needs llm\.base_url, e\.g\. http://localhost:11434"),
         ("ollama", {"llm.model": ""}, r"needs llm\.model, e\.g\. llama3\.1:8b"),
-        ("ollama", {"llm.base_url": "http://localhost:11434/v1"},
-         r"wants the server root, 'http://localhost:11434'"),
-        ("azure", {"llm.azure.endpoint": ""},
-         r"needs llm\.azure\.endpoint, e\.g\. https://my-resource\.openai\.azure\.com"),
+        (
+            "ollama",
+            {"llm.base_url": "http://localhost:11434/v1"},
+            r"wants the server root, 'http://localhost:11434'",
+        ),
+        (
+            "azure",
+            {"llm.azure.endpoint": ""},
+            r"needs llm\.azure\.endpoint, e\.g\. https://my-resource\.openai\.azure\.com",
+        ),
         ("azure", {"llm.azure.deployment": ""}, r"needs llm\.azure\.deployment, e\.g\. "),
         ("azure", {"llm.api_key_env": ""}, r"needs llm\.api_key_env, e\.g\. AZURE_OPENAI_API_KEY"),
-        ("azure", {"llm.azure.endpoint": "https://r.openai.azure.com/openai/deployments/x"},
-         r"resource root only, e\.g\. 'https://r\.openai\.azure\.com'"),
+        (
+            "azure",
+            {"llm.azure.endpoint": "https://r.openai.azure.com/openai/deployments/x"},
+            r"resource root only, e\.g\. 'https://r\.openai\.azure\.com'",
+        ),
     ],
-)  # fmt: skip
+)
 def test_config_errors_name_the_setting_and_an_example(
     provider: str, values: dict[str, object], message: str, tmp_path: Path
 ) -> None:

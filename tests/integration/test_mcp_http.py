@@ -137,9 +137,13 @@ async def test_full_token_uses_every_tool(server: HttpServer) -> None:
     async with server.client(token=FULL) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}
         assert names == {
-            "query_knowledge_hub", "search_docs", "list_collections",
-            "get_document_summary", "get_content", "ingest",
-        }  # fmt: skip
+            "query_knowledge_hub",
+            "search_docs",
+            "list_collections",
+            "get_document_summary",
+            "get_content",
+            "ingest",
+        }
 
         found = await client.call_tool(
             "query_knowledge_hub", {"query": "how often are signing keys rotated", "top_k": 3}
@@ -318,10 +322,12 @@ async def test_collection_limited_token_sees_only_its_collections(server: HttpSe
 
         for tool, args in [
             ("query_knowledge_hub", {"query": "orchid", "collection": "private"}),
-            ("get_document_summary", {"source_hash": secret_hit["source_hash"],
-                                      "collection": "private"}),
+            (
+                "get_document_summary",
+                {"source_hash": secret_hit["source_hash"], "collection": "private"},
+            ),
             ("ingest", {"path": "more", "collection": "private"}),
-        ]:  # fmt: skip
+        ]:
             refused = await client.call_tool(tool, args)
             assert refused.is_error, tool
             assert "may not read collection 'private'" in _text(refused), tool
@@ -362,8 +368,11 @@ def test_foreign_host_header_is_421_on_loopback(server: HttpServer) -> None:
         foreign = httpx.get(server.url + path, headers={**auth, "Host": "evil.example"})
         assert foreign.status_code == 421, foreign.text
         assert "evil.example" in foreign.json()["error"]
-    posted = httpx.post(server.url + "/mcp", json=INITIALIZE,
-                        headers={**auth, **MCP_HEADERS, "Host": "evil.example:8080"})  # fmt: skip
+    posted = httpx.post(
+        server.url + "/mcp",
+        json=INITIALIZE,
+        headers={**auth, **MCP_HEADERS, "Host": "evil.example:8080"},
+    )
     assert posted.status_code == 421, posted.text
     local = httpx.get(server.url + "/health", headers={**auth, "Host": "localhost:9"})
     assert local.status_code == 200 and local.json()["mode"] == "local"
@@ -453,10 +462,28 @@ async def test_tokens_never_reach_the_log(server: HttpServer) -> None:
 def _start(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "knowhub", "--data-dir", str(cwd / "data"), "serve", "mcp",
-         "--transport", "http", "--port", str(free_port()), "--docs", "docs", *args],
-        cwd=cwd, env=cli_env(env), capture_output=True, text=True, timeout=30,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "knowhub",
+            "--data-dir",
+            str(cwd / "data"),
+            "serve",
+            "mcp",
+            "--transport",
+            "http",
+            "--port",
+            str(free_port()),
+            "--docs",
+            "docs",
+            *args,
+        ],
+        cwd=cwd,
+        env=cli_env(env),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert time.monotonic() - started < 30
     return done
 
@@ -482,9 +509,14 @@ def test_unset_token_variable_is_a_startup_error(tmp_path: Path) -> None:
 async def test_allow_unauthenticated_starts_with_a_warning(tmp_path: Path) -> None:
     write(tmp_path / "docs" / "guide.md", GUIDE)
     with http_server(
-        "--host", "0.0.0.0", "--allow-unauthenticated", "--docs", "docs",
-        cwd=tmp_path, data_dir=tmp_path / "data",
-    ) as running:  # fmt: skip
+        "--host",
+        "0.0.0.0",
+        "--allow-unauthenticated",
+        "--docs",
+        "docs",
+        cwd=tmp_path,
+        data_dir=tmp_path / "data",
+    ) as running:
         logs = running.logs()
         assert "WARNING" in logs and "NO authentication" in logs
         assert running.get("/health").json()["mode"] == "local"  # no token, full answer

@@ -52,9 +52,14 @@ async def test_a_search_before_the_first_sync_made_the_collection_says_so(tmp_pa
         out: dict[str, Any] | None = result.structured_content
         assert out is not None and out["hits"] == []
         assert out["indexing"] == {
-            "state": "running", "collection": "default", "files_done": 0, "files_total": None,
-            "chunks_done": 0, "chunks_total": 0, "first_sync": True,
-        }  # fmt: skip
+            "state": "running",
+            "collection": "default",
+            "files_done": 0,
+            "files_total": None,
+            "chunks_done": 0,
+            "chunks_total": 0,
+            "first_sync": True,
+        }
 
 
 async def test_a_search_waits_for_the_first_sync_to_end(

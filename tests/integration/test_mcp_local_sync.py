@@ -121,8 +121,13 @@ async def test_every_result_says_indexing_is_in_progress_until_the_first_sync_en
             assert out["indexing"]["files_total"] == len(files)
             assert "zz-vault.md" not in {h["source"] for h in out["hits"]}
         # A failure says it too: the chunk may only be missing for now.
-        await fails(client, "get_content", {"chunk_id": "feedface_0000_00000000"},
-                    "no chunk", "indexing in progress")  # fmt: skip
+        await fails(
+            client,
+            "get_content",
+            {"chunk_id": "feedface_0000_00000000"},
+            "no chunk",
+            "indexing in progress",
+        )
 
         gate.touch()
 

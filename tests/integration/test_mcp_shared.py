@@ -58,9 +58,16 @@ def token_env(*extra: dict[str, Any]) -> dict[str, str]:
 
 def shared_server(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Any:
     return http_server(
-        "--mode", "shared", "--path-root", str(tmp_path / "root"), *args,
-        cwd=tmp_path, data_dir=tmp_path / "data", env=env or token_env(), token=ADMIN,
-    )  # fmt: skip
+        "--mode",
+        "shared",
+        "--path-root",
+        str(tmp_path / "root"),
+        *args,
+        cwd=tmp_path,
+        data_dir=tmp_path / "data",
+        env=env or token_env(),
+        token=ADMIN,
+    )
 
 
 def animals(root: Path) -> None:
@@ -444,9 +451,12 @@ async def test_a_session_token_may_not_use_the_control_tools(tmp_path: Path) -> 
             sid_b = (await ok(control, "register", path="beta"))["session_id"]
         async with server.client("/mcp", "limited-secret") as control:
             for tool, arguments in [
-                ("register", {"path": "beta"}), ("register", {"path": "gamma"}), ("list", {}),
-                ("unregister", {"session_id": sid_b}), ("unregister", {"session_id": UNKNOWN_ID}),
-            ]:  # fmt: skip
+                ("register", {"path": "beta"}),
+                ("register", {"path": "gamma"}),
+                ("list", {}),
+                ("unregister", {"session_id": sid_b}),
+                ("unregister", {"session_id": UNKNOWN_ID}),
+            ]:
                 message = await fails(control, tool, **arguments)
                 assert f"token 'limited' is limited to sessions, so it may not call '{tool}'" in (
                     message

@@ -46,9 +46,23 @@ READ_TOOLS = {
 }
 
 HIT_FIELDS = {
-    "n", "chunk_id", "score", "relevance", "text", "source", "title", "page", "section_path",
-    "line_start", "line_end", "char_start", "char_end", "source_hash", "collection", "truncated",
-}  # fmt: skip
+    "n",
+    "chunk_id",
+    "score",
+    "relevance",
+    "text",
+    "source",
+    "title",
+    "page",
+    "section_path",
+    "line_start",
+    "line_end",
+    "char_start",
+    "char_end",
+    "source_hash",
+    "collection",
+    "truncated",
+}
 
 ProgressNote = tuple[float, float | None, str | None]
 
@@ -145,28 +159,35 @@ async def test_every_tool_over_stdio(tmp_path: Path) -> None:
         )
         assert teams(ops) == {"ops"}
         some = await search(
-            client, "escalation", collection="extra", top_k=10,
+            client,
+            "escalation",
+            collection="extra",
+            top_k=10,
             filters={"team": {"in": ["ops", "dev"]}},
-        )  # fmt: skip
+        )
         assert teams(some) == {"ops", "dev"}
         none = await search(
             client, "escalation", collection="extra", top_k=10, filters={"team": "sales"}
         )
         assert none == []
         await fails(
-            client, "query_knowledge_hub",
+            client,
+            "query_knowledge_hub",
             {"query": "escalation", "collection": "extra", "filters": {"team": {"gt": 1}}},
-            "filters.team", '{"in"',
-        )  # fmt: skip
+            "filters.team",
+            '{"in"',
+        )
         english = await search(
             client, "escalation", collection="extra", top_k=10, filters={"lang": {"in": ["en"]}}
         )  # the schema's own example key
         assert teams(english) == {"ops", "dev", "qa"}
         await fails(
-            client, "query_knowledge_hub",
+            client,
+            "query_knowledge_hub",
             {"query": "escalation", "collection": "extra", "filters": {"teem": "ops"}},
-            "unknown key 'teem'", "team",
-        )  # fmt: skip
+            "unknown key 'teem'",
+            "team",
+        )
 
         # search_docs: the same search on the default collection.
         found = await call(client, "search_docs", query=QUESTIONS[1][0], limit=2)
@@ -242,9 +263,10 @@ async def test_progress_names_stages_and_counts_chunks_embedded(tmp_path: Path) 
             notes.append((progress, total, message))
 
         result = await client.call_tool(
-            "query_knowledge_hub", {"query": "nightly backup of PostgreSQL"},
+            "query_knowledge_hub",
+            {"query": "nightly backup of PostgreSQL"},
             progress_callback=record,
-        )  # fmt: skip
+        )
         assert not result.is_error
         await eventually(async_true(lambda: len(notes) >= 4), timeout=5)
         messages = [m or "" for _, _, m in notes]
@@ -285,13 +307,17 @@ async def test_errors_are_tool_errors_and_the_server_goes_on(tmp_path: Path) -> 
         await fails(client, "query_knowledge_hub", {"query": "backup", "top_k": 99}, "top_k", "20")
         await fails(client, "search_docs", {"query": "backup", "limit": 0}, "limit")
         await fails(
-            client, "query_knowledge_hub", {"query": "backup", "collection": "nope"},
+            client,
+            "query_knowledge_hub",
+            {"query": "backup", "collection": "nope"},
             "unknown collection 'nope'",
-        )  # fmt: skip
+        )
         await fails(
-            client, "query_knowledge_hub", {"query": "backup", "collection": "Bad Name!"},
+            client,
+            "query_knowledge_hub",
+            {"query": "backup", "collection": "Bad Name!"},
             "invalid collection name",
-        )  # fmt: skip
+        )
         await fails(client, "get_content", {"chunk_id": "feedface_0000_00000000"}, "no chunk")
         await fails(
             client, "get_document_summary", {"source_hash": "0123456789abcdef"}, "no document"
@@ -318,11 +344,25 @@ async def test_errors_are_tool_errors_and_the_server_goes_on(tmp_path: Path) -> 
 def test_stdout_carries_only_protocol(tmp_path: Path) -> None:
     root = make_corpus(tmp_path, {"backups.md": CORPUS["backups.md"]})
     process = subprocess.Popen(
-        [sys.executable, "-m", "knowhub", "--data-dir", str(root / "data"), "serve", "mcp",
-         "--docs", str(root / "docs")],
-        cwd=root, env=cli_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, encoding="utf-8",
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "knowhub",
+            "--data-dir",
+            str(root / "data"),
+            "serve",
+            "mcp",
+            "--docs",
+            str(root / "docs"),
+        ],
+        cwd=root,
+        env=cli_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+    )
     out: list[str] = []
     err: list[str] = []
     readers = [_drain(process.stdout, out), _drain(process.stderr, err)]
@@ -349,9 +389,18 @@ def test_stdout_carries_only_protocol(tmp_path: Path) -> None:
         return found
 
     try:
-        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "raw-test", "version": "0"}}})  # fmt: skip
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw-test", "version": "0"},
+                },
+            }
+        )
         init = answer(1)
         assert init["result"]["serverInfo"]["name"] == "knowhub"
         assert "tools" in init["result"]["capabilities"]
@@ -359,8 +408,14 @@ def test_stdout_carries_only_protocol(tmp_path: Path) -> None:
         wait_until(lambda: any(" added, " in line for line in err), timeout=30)
         send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
         send("{not json")
-        send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
-            "name": "query_knowledge_hub", "arguments": {"query": "nightly backup"}}})  # fmt: skip
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {"name": "query_knowledge_hub", "arguments": {"query": "nightly backup"}},
+            }
+        )
         tools = answer(2)["result"]["tools"]
         assert len(tools) == 6
         called = answer(3)["result"]

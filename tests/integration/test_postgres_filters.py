@@ -21,9 +21,18 @@ from tests.pg_server import PgServer
 # Metadata values of every JSON kind, and filters on them, with the rows each must keep:
 # the values' text as jsonb writes it, a list matching on any element.
 METADATA: list[dict[str, Any]] = [
-    {"n": 3}, {"n": 3.0}, {"n": 1.50}, {"n": "3"}, {"n": [3, "x"]}, {"n": True},
-    {"n": None}, {"n": {"a": 1}}, {"n": [[1, 2]]}, {"n": "NaN"}, {},
-]  # fmt: skip
+    {"n": 3},
+    {"n": 3.0},
+    {"n": 1.50},
+    {"n": "3"},
+    {"n": [3, "x"]},
+    {"n": True},
+    {"n": None},
+    {"n": {"a": 1}},
+    {"n": [[1, 2]]},
+    {"n": "NaN"},
+    {},
+]
 EXPECTED: dict[str, set[int]] = {
     "3": {0, 3, 4},
     "3.0": {1},

@@ -57,9 +57,13 @@ def test_http_reranker_speaks_each_style(
     with reranking.serve(respond) as server:
         model = reranker(
             tmp_path,
-            **{"reranker.provider": "http", "reranker.http.url": server.url + path,
-               "reranker.http.style": style, "reranker.http.model": "rerank-v3.5"},
-        )  # fmt: skip
+            **{
+                "reranker.provider": "http",
+                "reranker.http.url": server.url + path,
+                "reranker.http.style": style,
+                "reranker.http.model": "rerank-v3.5",
+            },
+        )
         scores = model.score(QUERY, PASSAGES)
     assert ranking(scores) == BEST_FIRST  # answers come sorted by score; mapped back to input
     _, headers, body = server.requests[0]
@@ -73,11 +77,15 @@ def test_http_reranker_speaks_each_style(
 def test_http_reranker_sends_the_key_from_the_named_variable(tmp_path: Path) -> None:
     with reranking.serve(reranking.jina) as server:
         model = reranker(
-            tmp_path, env={"JINA_API_KEY": "jina_s3cret"},
-            **{"reranker.provider": "http", "reranker.http.url": server.url + "/v1/rerank",
-               "reranker.http.model": "jina-reranker-v2-base-multilingual",
-               "reranker.http.api_key_env": "JINA_API_KEY"},
-        )  # fmt: skip
+            tmp_path,
+            env={"JINA_API_KEY": "jina_s3cret"},
+            **{
+                "reranker.provider": "http",
+                "reranker.http.url": server.url + "/v1/rerank",
+                "reranker.http.model": "jina-reranker-v2-base-multilingual",
+                "reranker.http.api_key_env": "JINA_API_KEY",
+            },
+        )
         model.score(QUERY, PASSAGES)
     assert server.requests[0][1]["Authorization"] == "Bearer jina_s3cret"
 
@@ -86,9 +94,12 @@ def test_a_named_key_variable_that_is_unset_is_a_config_error(tmp_path: Path) ->
     with pytest.raises(ConfigError, match=r"\$NO_SUCH_KEY, which is not set"):
         reranker(
             tmp_path,
-            **{"reranker.provider": "http", "reranker.http.url": "http://127.0.0.1:9/rerank",
-               "reranker.http.api_key_env": "NO_SUCH_KEY"},
-        )  # fmt: skip
+            **{
+                "reranker.provider": "http",
+                "reranker.http.url": "http://127.0.0.1:9/rerank",
+                "reranker.http.api_key_env": "NO_SUCH_KEY",
+            },
+        )
 
 
 def test_http_reranker_without_url_names_the_setting(tmp_path: Path) -> None:
@@ -123,8 +134,9 @@ def test_connection_refused_is_a_provider_error() -> None:
 def test_stage_keeps_the_fused_order_when_the_endpoint_fails(fail: str) -> None:
     hits = reranking.hits_for(PASSAGES)
     with reranking.serve(reranking.tei, fail=fail) as server:
-        stage = RerankStage(HttpReranker(server.url + "/rerank", "tei", timeout_s=0.3), "http",
-                            timeout_s=5.0)  # fmt: skip
+        stage = RerankStage(
+            HttpReranker(server.url + "/rerank", "tei", timeout_s=0.3), "http", timeout_s=5.0
+        )
         kept, outcome = stage(QUERY, hits)
     assert kept == hits and not outcome.used and outcome.error
 
@@ -132,10 +144,15 @@ def test_stage_keeps_the_fused_order_when_the_endpoint_fails(fail: str) -> None:
 def test_llm_reranker_grades_numbered_passages(tmp_path: Path) -> None:
     with reranking.serve(reranking.chat()) as server:
         model = reranker(
-            tmp_path, env={"LLM_KEY": "sk-test"},
-            **{"reranker.provider": "llm", "reranker.llm.base_url": server.url + "/v1",
-               "reranker.llm.model": "qwen2.5-7b-instruct", "reranker.llm.api_key_env": "LLM_KEY"},
-        )  # fmt: skip
+            tmp_path,
+            env={"LLM_KEY": "sk-test"},
+            **{
+                "reranker.provider": "llm",
+                "reranker.llm.base_url": server.url + "/v1",
+                "reranker.llm.model": "qwen2.5-7b-instruct",
+                "reranker.llm.api_key_env": "LLM_KEY",
+            },
+        )
         scores = model.score(QUERY, PASSAGES)
     assert ranking(scores)[:2] == BEST_FIRST[:2] and all(0 <= s <= 10 for s in scores)
     path, headers, body = server.requests[0]
@@ -179,9 +196,15 @@ def test_llm_reranker_needs_base_url_and_model(tmp_path: Path) -> None:
 
 # --- cross-encoder: a tiny randomly initialised BERT, built and saved by the test ---
 
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", *sorted(
-    {w.lower().strip(".") for text in [QUERY, *PASSAGES] for w in text.split()}
-)]  # fmt: skip
+VOCAB = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    ".",
+    *sorted({w.lower().strip(".") for text in [QUERY, *PASSAGES] for w in text.split()}),
+]
 
 
 @pytest.fixture(scope="module")
@@ -192,9 +215,15 @@ def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (folder / "vocab.txt").write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
     torch.manual_seed(7)
     config = transformers.BertConfig(
-        vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=128, num_labels=1, initializer_range=0.1,
-    )  # fmt: skip
+        vocab_size=len(VOCAB),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        num_labels=1,
+        initializer_range=0.1,
+    )
     transformers.BertForSequenceClassification(config).save_pretrained(folder)
     # The vocabulary file is the first argument in transformers 4 (vocab_file) and 5 (vocab).
     tokenizer = transformers.BertTokenizer(str(folder / "vocab.txt"))
@@ -208,9 +237,11 @@ def test_cross_encoder_scores_are_finite_and_deterministic(
 ) -> None:
     model = reranker(
         tmp_path,
-        **{"reranker.provider": "cross-encoder",
-           "reranker.cross_encoder.model_path": str(tiny_cross_encoder)},
-    )  # fmt: skip
+        **{
+            "reranker.provider": "cross-encoder",
+            "reranker.cross_encoder.model_path": str(tiny_cross_encoder),
+        },
+    )
     first = model.score(QUERY, PASSAGES)
     again = CrossEncoderReranker(tiny_cross_encoder, batch_size=2).score(QUERY, PASSAGES)
     assert len(first) == 4 and all(math.isfinite(s) for s in first)
@@ -231,9 +262,11 @@ def test_cross_encoder_folder_must_exist(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"model folder .* not found"):
         reranker(
             tmp_path,
-            **{"reranker.provider": "cross-encoder",
-               "reranker.cross_encoder.model_path": str(tmp_path / "nope")},
-        )  # fmt: skip
+            **{
+                "reranker.provider": "cross-encoder",
+                "reranker.cross_encoder.model_path": str(tmp_path / "nope"),
+            },
+        )
     with pytest.raises(ConfigError, match=r"reranker\.cross_encoder\.model_path"):
         reranker(tmp_path, **{"reranker.provider": "cross-encoder"})
 

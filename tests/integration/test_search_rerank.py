@@ -117,8 +117,10 @@ def test_reranker_failure_keeps_the_fused_order(
 
 def test_http_endpoint_down_keeps_the_fused_order(tmp_path: Path) -> None:
     url = reranking.closed_port_url()
-    app = make_app(tmp_path, **{"reranker.provider": "http", "reranker.http.url": url,
-                                "reranker.http.style": "tei"})  # fmt: skip
+    app = make_app(
+        tmp_path,
+        **{"reranker.provider": "http", "reranker.http.url": url, "reranker.http.style": "tei"},
+    )
     result = app.search(QUERY, top_k=3)
     assert [h.fused_rank for h in result.hits] == [1, 2, 3]
     assert result.rerank.error is not None and "cannot reach" in result.rerank.error
@@ -126,8 +128,14 @@ def test_http_endpoint_down_keeps_the_fused_order(tmp_path: Path) -> None:
 
 def test_http_reranker_reorders_a_real_search(tmp_path: Path) -> None:
     with reranking.serve(reranking.tei) as server:
-        app = make_app(tmp_path, **{"reranker.provider": "http", "reranker.http.style": "tei",
-                                    "reranker.http.url": server.url + "/rerank"})  # fmt: skip
+        app = make_app(
+            tmp_path,
+            **{
+                "reranker.provider": "http",
+                "reranker.http.style": "tei",
+                "reranker.http.url": server.url + "/rerank",
+            },
+        )
         result = app.search(QUERY, top_k=3)
     assert result.rerank.used
     assert result.hits[0].source == "c.md"

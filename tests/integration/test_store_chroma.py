@@ -262,10 +262,13 @@ def test_a_process_killed_mid_write_leaves_search_consistent_and_the_next_write_
         write(tmp_path / "docs" / name, text.replace("\n\n", "\n\nRevised: zebra crossing.\n\n", 1))
 
     killed = subprocess.run(
-        [sys.executable, "-c", KILLED_CLI, "ingest", "docs"], cwd=tmp_path,
-        env=cli_env({**env, "KNOWHUB_TEST_KILL_AT": kill_at}), capture_output=True, text=True,
+        [sys.executable, "-c", KILLED_CLI, "ingest", "docs"],
+        cwd=tmp_path,
+        env=cli_env({**env, "KNOWHUB_TEST_KILL_AT": kill_at}),
+        capture_output=True,
+        text=True,
         timeout=120,
-    )  # fmt: skip
+    )
     assert killed.returncode == -signal.SIGKILL, killed.stderr
 
     # The kernel released the dead process's lock: this process opens the store.
@@ -323,21 +326,29 @@ def test_an_unreachable_server_an_unset_token_or_a_missing_extra_is_a_clear_erro
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     port = free_port()  # nothing listens there
-    down = fast_settings(tmp_path / "data", **{"store.provider": "chroma",
-                         "store.chroma.host": "127.0.0.1", "store.chroma.port": port})  # fmt: skip
+    down = fast_settings(
+        tmp_path / "data",
+        **{"store.provider": "chroma", "store.chroma.host": "127.0.0.1", "store.chroma.port": port},
+    )
     with pytest.raises(StoreError) as refused:
         chroma.create(down)
     assert f"http://127.0.0.1:{port}" in str(refused.value)
     assert "chroma run" in str(refused.value)
 
-    unset = fast_settings(tmp_path / "data", **{"store.provider": "chroma",
-                          "store.chroma.host": "127.0.0.1",
-                          "store.chroma.token_env": "KNOWHUB_TEST_CHROMA_TOKEN"})  # fmt: skip
+    unset = fast_settings(
+        tmp_path / "data",
+        **{
+            "store.provider": "chroma",
+            "store.chroma.host": "127.0.0.1",
+            "store.chroma.token_env": "KNOWHUB_TEST_CHROMA_TOKEN",
+        },
+    )
     with pytest.raises(StoreError, match="KNOWHUB_TEST_CHROMA_TOKEN"):
         chroma.create(unset)
 
-    bad_prefix = fast_settings(tmp_path / "data", **{"store.provider": "chroma",
-                               "store.chroma.prefix": "kb/"})  # fmt: skip
+    bad_prefix = fast_settings(
+        tmp_path / "data", **{"store.provider": "chroma", "store.chroma.prefix": "kb/"}
+    )
     with pytest.raises(ConfigError, match=re.escape("store.chroma.prefix")):
         chroma.create(bad_prefix)
 
@@ -370,12 +381,16 @@ def test_the_token_reaches_the_server_as_a_bearer_header(tmp_path: Path) -> None
     thread.start()
     try:
         settings = load_settings(
-            env={"KNOWHUB_TEST_CHROMA_TOKEN": "s3cret-token"}, cwd=tmp_path,
-            overrides={"data_dir": tmp_path / "data", "store.provider": "chroma",
-                       "store.chroma.host": "127.0.0.1",
-                       "store.chroma.port": server.server_address[1],
-                       "store.chroma.token_env": "KNOWHUB_TEST_CHROMA_TOKEN"},
-        )  # fmt: skip
+            env={"KNOWHUB_TEST_CHROMA_TOKEN": "s3cret-token"},
+            cwd=tmp_path,
+            overrides={
+                "data_dir": tmp_path / "data",
+                "store.provider": "chroma",
+                "store.chroma.host": "127.0.0.1",
+                "store.chroma.port": server.server_address[1],
+                "store.chroma.token_env": "KNOWHUB_TEST_CHROMA_TOKEN",
+            },
+        )
         with pytest.raises(StoreError) as refused:
             chroma.create(settings)
     finally:

@@ -32,9 +32,34 @@ from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
 from tests.contract.conftest import DIM, make_doc, new_collection, put
 from tests.helpers import fast_settings, write
 
-WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa", "lambda",
-         "sigma", "omega", "river", "stone", "cloud", "forest", "winter", "summer", "engine",
-         "signal", "market", "café", "cafe", "naïve", "naive", "über", "łódź"]  # fmt: skip
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "theta",
+    "kappa",
+    "lambda",
+    "sigma",
+    "omega",
+    "river",
+    "stone",
+    "cloud",
+    "forest",
+    "winter",
+    "summer",
+    "engine",
+    "signal",
+    "market",
+    "café",
+    "cafe",
+    "naïve",
+    "naive",
+    "über",
+    "łódź",
+]
 TEAMS = ("t0", "t1", "t2")
 
 
@@ -45,8 +70,13 @@ def _texts(rng: random.Random, n: int) -> list[str]:
 def _fill(store: SQLiteStore, cid: int, docs: int, seed: int = 0, start: int = 0) -> None:
     rng = random.Random(seed)
     for n in range(start, start + docs):
-        put(store, cid, make_doc(f"d{n}.md", _texts(rng, rng.randint(1, 8)), seed=n,
-                                 metadata={"team": TEAMS[n % 3]}))  # fmt: skip
+        put(
+            store,
+            cid,
+            make_doc(
+                f"d{n}.md", _texts(rng, rng.randint(1, 8)), seed=n, metadata={"team": TEAMS[n % 3]}
+            ),
+        )
 
 
 def _fts5(store: SQLiteStore, cid: int, tokens: list[str], team: str | None) -> dict[int, float]:
@@ -55,8 +85,7 @@ def _fts5(store: SQLiteStore, cid: int, tokens: list[str], team: str | None) -> 
     where = ""
     params: list[object] = [match]
     if team is not None:
-        where = (" AND f.rowid IN (SELECT id FROM chunks WHERE json_extract(metadata, "
-                 "'$.team') = ?)")  # fmt: skip
+        where = " AND f.rowid IN (SELECT id FROM chunks WHERE json_extract(metadata, '$.team') = ?)"
         params.append(team)
     rows = store._db.execute(
         f"SELECT f.rowid, bm25({fts}) FROM {fts} f WHERE {fts} MATCH ?{where}", params
@@ -83,8 +112,14 @@ def test_lexical_scores_are_fts5_bm25_and_dense_is_the_exact_scan(
     _fill(store, cid, 60)
     store.remove_document(cid, "/corpus/d7.md")  # a deleted row must leave the statistics
     filters = {} if team is None else {"team": team}
-    queries = ("alpha river", "omega omega stone winter", "signal", "nothing here", "cafe naïve",
-               "café über lodz")  # fmt: skip
+    queries = (
+        "alpha river",
+        "omega omega stone winter",
+        "signal",
+        "nothing here",
+        "cafe naïve",
+        "café über lodz",
+    )
     for query in queries:
         tokens = query_tokens(query)
         want = _fts5(store, cid, tokens, team)
@@ -163,8 +198,9 @@ def _rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Appended to at each rebuild of a derived index from SQLite."""
     rebuilds: list[int] = []
     real = live.DerivedIndexes._rebuild
-    monkeypatch.setattr(live.DerivedIndexes, "_rebuild",
-                        lambda self, *a: rebuilds.append(1) or real(self, *a))  # fmt: skip
+    monkeypatch.setattr(
+        live.DerivedIndexes, "_rebuild", lambda self, *a: rebuilds.append(1) or real(self, *a)
+    )
     return rebuilds
 
 
@@ -183,13 +219,16 @@ def test_a_snapshot_of_other_rows_is_not_trusted_and_is_replaced(
     options = IndexOptions(snapshot_min_chunks=10)
     store, cid = _snapshotted(tmp_path, options)
     # The store goes back to a backup without the last documents, at the same version.
-    store._db.execute("DELETE FROM chunks WHERE document_id IN (SELECT id FROM documents "
-                      "WHERE path = '/corpus/d29.md')")  # fmt: skip
+    store._db.execute(
+        "DELETE FROM chunks WHERE document_id IN (SELECT id FROM documents "
+        "WHERE path = '/corpus/d29.md')"
+    )
     store._db.execute("DELETE FROM documents WHERE path = '/corpus/d29.md'")
     restored = SQLiteStore(tmp_path / DB_NAME, options)
     held = restored._derived.current(restored._db, cid).row_ids()
-    rows = {r[0] for r in restored._db.execute("SELECT id FROM chunks WHERE collection_id = ?",
-                                               (cid,))}  # fmt: skip
+    rows = {
+        r[0] for r in restored._db.execute("SELECT id FROM chunks WHERE collection_id = ?", (cid,))
+    }
     assert held == rows
     rebuilds = _rebuilds(monkeypatch)  # the rebuilt index's snapshot took the foreign one's place
     after = SQLiteStore(tmp_path / DB_NAME, options)
@@ -248,8 +287,16 @@ def test_big_collections_search_an_hnsw_graph_with_exact_scores(tmp_path: Path) 
     for n in range(60):
         vectors = centers[rng.integers(0, 20, 25)] + 0.3 * rng.standard_normal((25, DIM))
         vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
-        put(store, cid, make_doc(f"d{n}.md", [f"text {n} {i}" for i in range(25)],
-                                 vectors=vectors, metadata={"team": TEAMS[n % 3]}))  # fmt: skip
+        put(
+            store,
+            cid,
+            make_doc(
+                f"d{n}.md",
+                [f"text {n} {i}" for i in range(25)],
+                vectors=vectors,
+                metadata={"team": TEAMS[n % 3]},
+            ),
+        )
     assert store._derived.current(store._db, cid).ann is not None
     hits = recall = 0
     for q in range(30):
@@ -305,8 +352,9 @@ def test_verify_reports_a_damaged_index_snapshot_and_fix_rebuilds_it(tmp_path: P
     for n in range(6):
         write(tmp_path / "docs" / f"d{n}.md", "\n\n".join(_texts(rng, 12)))
 
-    def reingest(paths: Sequence[Path], name: str, tags: Mapping[str, str],
-                 include: Sequence[str]) -> IngestReport:  # fmt: skip
+    def reingest(
+        paths: Sequence[Path], name: str, tags: Mapping[str, str], include: Sequence[str]
+    ) -> IngestReport:
         return ingest(store, embedder, settings, paths, name, tags, include)
 
     reingest([tmp_path / "docs"], "kb", {}, [])  # its end writes the index snapshot
@@ -337,8 +385,9 @@ def test_many_small_writes_merge_the_small_segments_and_keep_the_base(
     base = store._derived.current(store._db, cid).segments[0]
     rebuilds: list[int] = []
     real = live.DerivedIndexes._rebuild
-    monkeypatch.setattr(live.DerivedIndexes, "_rebuild",
-                        lambda self, *a: rebuilds.append(1) or real(self, *a))  # fmt: skip
+    monkeypatch.setattr(
+        live.DerivedIndexes, "_rebuild", lambda self, *a: rebuilds.append(1) or real(self, *a)
+    )
     for n in range(40):  # a watched folder: one document at a time, searched between
         _fill(store, cid, 1, seed=100 + n, start=n % 5 if n % 2 else 40 + n)
         got = store.lexical_search(cid, query, 1000, {})
@@ -379,8 +428,9 @@ def test_a_restored_backup_written_again_is_not_served_from_the_newer_snapshot(
 def test_the_content_digest_is_the_same_in_python_and_in_sql() -> None:
     db = sqlite3.connect(":memory:")
     for chunk_id in ["abcdef0123456789_0001_0f3a9c2e", "x", "", "zz", "0A", "_0001_ff", "é", "😀"]:
-        (got,) = db.execute(f"SELECT coalesce({DIGEST_SQL}, 0) FROM (SELECT ? AS chunk_id) k",
-                            (chunk_id,)).fetchone()  # fmt: skip
+        (got,) = db.execute(
+            f"SELECT coalesce({DIGEST_SQL}, 0) FROM (SELECT ? AS chunk_id) k", (chunk_id,)
+        ).fetchone()
         assert got == digest(chunk_id), chunk_id
 
 

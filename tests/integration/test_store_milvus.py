@@ -125,8 +125,11 @@ def test_the_readme_line_serves_both_legs_from_milvus_lite(tmp_path: Path) -> No
 
 def _versioned_corpus(folder: Path, version: int) -> None:
     for i in range(120):
-        paragraphs = [f"Document {i} version {version} paragraph {p}: " + " ".join(
-            f"word{(i * 7 + p * 3 + w) % 97}" for w in range(40)) for p in range(3)]  # fmt: skip
+        paragraphs = [
+            f"Document {i} version {version} paragraph {p}: "
+            + " ".join(f"word{(i * 7 + p * 3 + w) % 97}" for w in range(40))
+            for p in range(3)
+        ]
         write(folder / f"doc{i:03d}.md", "\n\n".join(paragraphs) + "\n")
 
 
@@ -136,8 +139,9 @@ def _kill_mid_write(folder: Path, data: Path) -> bool:
     before one was seen."""
     env = cli_env({**MILVUS, "KNOWHUB_CHUNKING__SIZE": "300"})
     command = [sys.executable, "-m", "knowhub", "--data-dir", str(data), "ingest", str(folder)]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)  # fmt: skip
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     journal = (
         "SELECT 1 FROM index_journal WHERE op = 'pending' AND n > 0 "
         "AND (SELECT count(*) FROM documents) >= 20"
@@ -219,8 +223,16 @@ async def test_an_mcp_server_on_milvus_lite_answers_and_a_second_process_is_refu
     tmp_path: Path,
 ) -> None:
     docs = _corpus(tmp_path)
-    params = stdio_params("--data-dir", str(tmp_path / "data"), "serve", "mcp", "--docs",
-                          str(docs), cwd=tmp_path, env=MILVUS)  # fmt: skip
+    params = stdio_params(
+        "--data-dir",
+        str(tmp_path / "data"),
+        "serve",
+        "mcp",
+        "--docs",
+        str(docs),
+        cwd=tmp_path,
+        env=MILVUS,
+    )
     with (tmp_path / "stderr.log").open("w", encoding="utf-8") as errlog:
         async with Client(stdio_client(params, errlog=errlog)) as client:
 
@@ -336,8 +348,10 @@ def test_a_missing_extra_a_server_down_and_bad_options_are_clear_errors(
     assert "http://127.0.0.1:1" in str(refused.value) and "s3cret" not in str(refused.value)
     assert "store.milvus.uri" in str(refused.value)
 
-    unset = settings(KNOWHUB_STORE__MILVUS__URI="http://127.0.0.1:1",
-                     KNOWHUB_STORE__MILVUS__TOKEN_ENV="KB_MILVUS_TOKEN")  # fmt: skip
+    unset = settings(
+        KNOWHUB_STORE__MILVUS__URI="http://127.0.0.1:1",
+        KNOWHUB_STORE__MILVUS__TOKEN_ENV="KB_MILVUS_TOKEN",
+    )
     with pytest.raises(StoreError, match="KB_MILVUS_TOKEN"):
         milvus.create(unset)
     with pytest.raises(StoreError, match=r"store\.milvus\.prefix"):

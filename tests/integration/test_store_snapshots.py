@@ -113,8 +113,9 @@ def test_a_thread_that_ends_closes_its_connection_and_close_leaves_others_to_the
     assert store._connections.open == 1
     done.set()
     worker.join(TIMEOUT_S)
-    assert [str(e) for e in errors] == [f"the store {tmp_path / DB_NAME} is closed: open it again "
-                                        "to use it"]  # fmt: skip
+    assert [str(e) for e in errors] == [
+        f"the store {tmp_path / DB_NAME} is closed: open it again to use it"
+    ]
     assert store._connections.open == 0  # the worker closed its own on that use
     with pytest.raises(Exception, match="closed"):
         store.version(cid)

@@ -61,11 +61,14 @@ ASK_FIELDS = [
     ({"question": "backups?", "collection": S}, "collection", 0),
     ({"question": "backups?", "filters": {"team": S}}, "filters.team", 0),
     ({"question": "backups?", "session_id": S}, "session_id", 0),
-    ({"question": "backups?", "history": [{"role": "user", "content": "x" + S}]},
-     "history[0].content", 1),
+    (
+        {"question": "backups?", "history": [{"role": "user", "content": "x" + S}]},
+        "history[0].content",
+        1,
+    ),
     ({"question": "backups?", "history": [{"role": S, "content": "hi"}]}, "history[0].role", 0),
     ({"question": "backups?", S: 1}, "field name", 0),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(
@@ -97,10 +100,12 @@ def test_websocket_answers_a_surrogate_with_an_error_event_and_stays_open(
         ({"question": "backups?", "collection": S}, "collection"),
         ({"question": "backups?", "filters": {"team": S}}, "filters.team"),
         ({"question": "backups?", "session_id": S}, "session_id"),
-        ({"question": "backups?", "history": [{"role": "user", "content": S}]},
-         "history[0].content"),
+        (
+            {"question": "backups?", "history": [{"role": "user", "content": S}]},
+            "history[0].content",
+        ),
         ({"question": "backups?", "id": S}, "id"),
-    ]  # fmt: skip
+    ]
     headers = {"Authorization": f"Bearer {FULL}"}
     with connect(server.ws_url, additional_headers=headers, proxy=None, open_timeout=10) as ws:
         for message, field in cases:
@@ -132,8 +137,11 @@ async def test_mcp_tools_refuse_a_surrogate_in_any_argument(tmp_path: Path) -> N
     cases = [
         (query, {"query": "backups", "collection": S}, refusal("collection")),
         (query, {"query": "backups", "filters": {"team": S}}, refusal("filters.team")),
-        ("get_document_summary", {"source_hash": "abcdef12", "collection": S},
-         refusal("collection")),
+        (
+            "get_document_summary",
+            {"source_hash": "abcdef12", "collection": S},
+            refusal("collection"),
+        ),
         ("ingest", {"path": "ops.md", "tags": {"team": S}}, refusal("tags", 5)),  # "team=…"
         ("ingest", {"path": "ops.md", "collection": S}, refusal("collection")),
         (query, {"query": S}, INVALID + refusal("query")),
@@ -141,7 +149,7 @@ async def test_mcp_tools_refuse_a_surrogate_in_any_argument(tmp_path: Path) -> N
         ("get_content", {"chunk_id": S}, INVALID + refusal("chunk_id")),
         ("get_document_summary", {"source_hash": S * 8}, INVALID + refusal("source_hash")),
         ("ingest", {"path": S}, INVALID + refusal("path")),
-    ]  # fmt: skip
+    ]
     try:
         async with Client(server) as client:
             for tool, args, message in cases:

@@ -197,8 +197,12 @@ def test_traces_record_the_version_each_run_read(app: App, tmp_path: Path) -> No
     assert before.kb_version is not None and after.kb_version is not None
     assert (before.kb_version["version"], before.kb_version["physical"]) == (1, "kb")
     revision = app.store.version(app.store.collection_id("kb@v2") or 0)
-    assert after.kb_version == {"collection": "kb", "version": 2, "physical": "kb@v2",
-                                "revision": revision}  # fmt: skip
+    assert after.kb_version == {
+        "collection": "kb",
+        "version": 2,
+        "physical": "kb@v2",
+        "revision": revision,
+    }
     assert after.collection == "kb"
 
 
@@ -230,9 +234,10 @@ def test_a_gate_still_judges_when_the_active_version_cannot_be_searched(tmp_path
     data = tmp_path / "data"
     app = build_app(fast_settings(data))  # hashing-256
     app.ingest([_corpus(tmp_path)], "kb")
-    golden = write(tmp_path / "golden.json", json.dumps(
-        [{"query": f"{t} runbook", "expected_sources": [f"{t}.md"]} for t in TOPICS]
-    ))  # fmt: skip
+    golden = write(
+        tmp_path / "golden.json",
+        json.dumps([{"query": f"{t} runbook", "expected_sources": [f"{t}.md"]} for t in TOPICS]),
+    )
     gates = {"kb": {"hit_rate@10": 1.0}}
     other = build_app(fast_settings(data, **{"embedder.hashing.dim": 64, "eval.gates": gates}))
     report = build_version(other, "kb", gate=gate_check(other, "kb", golden))

@@ -35,11 +35,16 @@ class Clock:
 
 def _book(tmp_path: Path, clock: Clock, **server: object) -> TokenBook:
     overrides = {f"server.{key}": value for key, value in server.items()}
-    settings = fast_settings(tmp_path / "data", **{
-        "server.tokens": [{"name": "me", "token_env": "KH_UNIT_ME"},
-                          {"name": "other", "token_env": "KH_UNIT_OTHER"}],
-        **overrides,
-    })  # fmt: skip
+    settings = fast_settings(
+        tmp_path / "data",
+        **{
+            "server.tokens": [
+                {"name": "me", "token_env": "KH_UNIT_ME"},
+                {"name": "other", "token_env": "KH_UNIT_OTHER"},
+            ],
+            **overrides,
+        },
+    )
     settings._secrets.update({"KH_UNIT_ME": SECRET, "KH_UNIT_OTHER": OTHER})
     return TokenBook(settings, clock=clock)
 
@@ -152,18 +157,26 @@ def _series(text: bytes) -> dict[str, float]:
 
 
 def test_index_sizes_show_only_what_the_scraping_token_may_read() -> None:
-    sizes = IndexSizes(lambda: [IndexSize("handbook", 3, 30), IndexSize("private", 1, 4),
-                                IndexSize("default", 2, 5, session="aaaa"),
-                                IndexSize("default", 7, 9, session="bbbb")])  # fmt: skip
+    sizes = IndexSizes(
+        lambda: [
+            IndexSize("handbook", 3, 30),
+            IndexSize("private", 1, 4),
+            IndexSize("default", 2, 5, session="aaaa"),
+            IndexSize("default", 7, 9, session="bbbb"),
+        ]
+    )
     everything = _series(sizes.render(LOCAL_USER))
     assert everything["knowhub_index_chunks:private"] == 4
     assert everything["knowhub_index_documents:bbbb/default"] == 7
-    limited = Principal("limited", collections=frozenset({"handbook", "default"}),
-                        sessions=frozenset({"aaaa"}))  # fmt: skip
+    limited = Principal(
+        "limited", collections=frozenset({"handbook", "default"}), sessions=frozenset({"aaaa"})
+    )
     assert _series(sizes.render(limited)) == {
-        "knowhub_index_documents:handbook": 3, "knowhub_index_chunks:handbook": 30,
-        "knowhub_index_documents:aaaa/default": 2, "knowhub_index_chunks:aaaa/default": 5,
-    }  # fmt: skip
+        "knowhub_index_documents:handbook": 3,
+        "knowhub_index_chunks:handbook": 30,
+        "knowhub_index_documents:aaaa/default": 2,
+        "knowhub_index_chunks:aaaa/default": 5,
+    }
     nobody = sizes.render(None).decode()
     assert "# TYPE knowhub_index_chunks gauge" in nobody and "private" not in nobody
 

@@ -12,9 +12,16 @@ from knowhub.trace.report import summarize
 
 
 def _trace(ms: float, stage_ms: float) -> Trace:
-    return Trace("abcdef0123456789", "search", "python", "default", "2026-12-01T10:00:00.000Z",
-                 duration_ms=ms, stages_ms={"a_rather_long_stage_name": stage_ms},
-                 query="backups")  # fmt: skip
+    return Trace(
+        "abcdef0123456789",
+        "search",
+        "python",
+        "default",
+        "2026-12-01T10:00:00.000Z",
+        duration_ms=ms,
+        stages_ms={"a_rather_long_stage_name": stage_ms},
+        query="backups",
+    )
 
 
 def test_traces_columns_stay_apart_when_p95_is_large() -> None:
@@ -30,10 +37,21 @@ def test_traces_columns_stay_apart_when_p95_is_large() -> None:
 
 
 def _record(source: str) -> DocumentRecord:
-    return DocumentRecord(collection="default", source=source, path="/x/" + source,
-                          doc_hash="ab" * 32, size=1, mtime_ns=0, title="t", format="md",
-                          chunk_count=1, char_count=1, pages=None,
-                          ingested_at="2026-12-01T10:00:00Z", metadata={})  # fmt: skip
+    return DocumentRecord(
+        collection="default",
+        source=source,
+        path="/x/" + source,
+        doc_hash="ab" * 32,
+        size=1,
+        mtime_ns=0,
+        title="t",
+        format="md",
+        chunk_count=1,
+        char_count=1,
+        pages=None,
+        ingested_at="2026-12-01T10:00:00Z",
+        metadata={},
+    )
 
 
 def test_docs_table_cuts_long_sources_in_the_middle() -> None:

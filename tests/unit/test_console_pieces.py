@@ -20,15 +20,29 @@ from tests.helpers import fast_settings
 
 def test_stage_bars_are_scaled_to_the_longest_stage() -> None:
     bars = stage_bars({"lexical": 2.0, "dense": 8.0, "fusion": 0.0})
-    assert [(b.stage, b.width) for b in bars] == [("lexical", 25.0), ("dense", 100.0),
-                                                  ("fusion", 0.5)]  # fmt: skip
+    assert [(b.stage, b.width) for b in bars] == [
+        ("lexical", 25.0),
+        ("dense", 100.0),
+        ("fusion", 0.5),
+    ]
 
 
 def test_the_waterfall_lays_stages_end_to_end_and_first_token_is_a_moment() -> None:
-    trace = Trace("t", "answer", "http", "default", "2026-01-01T00:00:00Z", duration_ms=100.0,
-                  stages_ms={"lexical": 10.0, "prompt_build": 10.0, "llm_first_token": 30.0,
-                             "llm_total": 80.0},
-                  stage_hits={"lexical": 7})  # fmt: skip
+    trace = Trace(
+        "t",
+        "answer",
+        "http",
+        "default",
+        "2026-01-01T00:00:00Z",
+        duration_ms=100.0,
+        stages_ms={
+            "lexical": 10.0,
+            "prompt_build": 10.0,
+            "llm_first_token": 30.0,
+            "llm_total": 80.0,
+        },
+        stage_hits={"lexical": 7},
+    )
     spans = {s.stage: s for s in waterfall_spans(trace)}
     assert (spans["lexical"].start, spans["lexical"].width, spans["lexical"].hits) == (0, 10, 7)
     assert (spans["prompt_build"].start, spans["prompt_build"].width) == (10, 10)
@@ -40,23 +54,35 @@ def test_the_waterfall_lays_stages_end_to_end_and_first_token_is_a_moment() -> N
 def test_metric_groups_put_each_run_beside_the_others() -> None:
     runs = [
         {"name": "a", "created": "2026-01-01T10:00", "metrics": {"ndcg@10": 0.5, "x": "n/a"}},
-        {"name": "b", "split": "test", "created": "2026-01-02T10:00",
-         "metrics": {"ndcg@10": 1.5, "mrr@10": 0.25}},
-    ]  # fmt: skip
+        {
+            "name": "b",
+            "split": "test",
+            "created": "2026-01-02T10:00",
+            "metrics": {"ndcg@10": 1.5, "mrr@10": 0.25},
+        },
+    ]
     groups = metric_groups(runs)
     assert [g.metric for g in groups] == ["ndcg@10", "mrr@10"]  # "x" is not a number
     assert [(label, value) for label, value, _ in groups[0].values] == [
-        ("a 2026-01-01 10:00", 0.5), ("b (test) 2026-01-02 10:00", 1.0),
-    ]  # fmt: skip
+        ("a 2026-01-01 10:00", 0.5),
+        ("b (test) 2026-01-02 10:00", 1.0),
+    ]
     assert [label for label, _, _ in groups[1].values] == ["b (test) 2026-01-02 10:00"]
 
 
 @pytest.mark.parametrize(
     ("target", "expected"),
-    [("/ui/traces?kind=search", "/ui/traces?kind=search"), ("/ui", "/ui"), (None, "/ui"),
-     ("//evil.example/ui", "/ui"), ("https://evil.example/ui", "/ui"), ("/api/search", "/ui"),
-     ("/uix", "/ui"), ("/ui\\@evil", "/ui")],
-)  # fmt: skip
+    [
+        ("/ui/traces?kind=search", "/ui/traces?kind=search"),
+        ("/ui", "/ui"),
+        (None, "/ui"),
+        ("//evil.example/ui", "/ui"),
+        ("https://evil.example/ui", "/ui"),
+        ("/api/search", "/ui"),
+        ("/uix", "/ui"),
+        ("/ui\\@evil", "/ui"),
+    ],
+)
 def test_after_signing_in_only_console_pages_are_a_destination(
     target: str | None, expected: str
 ) -> None:
@@ -92,8 +118,7 @@ async def _inner(scope: Scope, receive: Receive, send: Send) -> None:
 
 def _call(guard: Guard, path: str, method: str = "GET", **headers: str) -> dict[str, Any]:
     raw = [(k.replace("_", "-").encode(), v.encode()) for k, v in headers.items()]
-    scope = {"type": "http", "method": method, "path": path, "query_string": b"a=1",
-             "headers": raw}  # fmt: skip
+    scope = {"type": "http", "method": method, "path": path, "query_string": b"a=1", "headers": raw}
     sent: list[Message] = []
 
     async def receive() -> Message:
@@ -109,8 +134,9 @@ def _call(guard: Guard, path: str, method: str = "GET", **headers: str) -> dict[
 
 @pytest.fixture
 def tokens(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> TokenBook:
-    settings = fast_settings(tmp_path / "data", **{
-        "server.tokens": [{"name": "me", "token_env": "KH_UNIT_TOKEN"}]})  # fmt: skip
+    settings = fast_settings(
+        tmp_path / "data", **{"server.tokens": [{"name": "me", "token_env": "KH_UNIT_TOKEN"}]}
+    )
     settings._secrets["KH_UNIT_TOKEN"] = "s3cret"
     return TokenBook(settings)
 

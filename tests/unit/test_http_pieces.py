@@ -34,9 +34,11 @@ def test_a_session_keeps_its_last_turns_as_chat_messages() -> None:
     for n in range(3):
         memory.record("alice", "s", f"q{n}", f"a{n}")
     assert memory.history("alice", "s") == [
-        ChatMessage("user", "q1"), ChatMessage("assistant", "a1"),
-        ChatMessage("user", "q2"), ChatMessage("assistant", "a2"),
-    ]  # fmt: skip
+        ChatMessage("user", "q1"),
+        ChatMessage("assistant", "a1"),
+        ChatMessage("user", "q2"),
+        ChatMessage("assistant", "a2"),
+    ]
     assert memory.history("alice", "other") == []
     assert memory.history("bob", "s") == []  # another token never sees it
 
@@ -193,9 +195,14 @@ async def test_closing_the_pump_stops_the_producer_and_closes_its_stream() -> No
 
 @pytest.mark.parametrize(
     ("error", "status"),
-    [(QueryError("x"), 400), (StoreError("x"), 400), (AuthError("x"), 403),
-     (ProviderError("x"), 502), (ConfigError("x"), 500)],
-)  # fmt: skip
+    [
+        (QueryError("x"), 400),
+        (StoreError("x"), 400),
+        (AuthError("x"), 403),
+        (ProviderError("x"), 502),
+        (ConfigError("x"), 500),
+    ],
+)
 def test_errors_map_to_statuses(error: Exception, status: int) -> None:
     assert error_status(error) == status
     assert error_body(error) == {"error": "x", "status": status}
@@ -203,8 +210,9 @@ def test_errors_map_to_statuses(error: Exception, status: int) -> None:
 
 def test_unexpected_errors_keep_their_text_out_of_the_answer() -> None:
     assert error_body(KeyError("secret internals")) == {
-        "error": "internal error: see the server log", "status": 500,
-    }  # fmt: skip
+        "error": "internal error: see the server log",
+        "status": 500,
+    }
 
 
 def test_validation_errors_read_as_one_line() -> None:

@@ -106,8 +106,9 @@ def _journal(store: IndexedStore) -> list[tuple[str, list[int]]]:
     return [(op, json.loads(ids)) for op, ids in rows]
 
 
-def _sources(store: IndexedStore, cid: int, query: Vectors, filters: Filters | None = None,
-             limit: int = 10) -> list[str]:  # fmt: skip
+def _sources(
+    store: IndexedStore, cid: int, query: Vectors, filters: Filters | None = None, limit: int = 10
+) -> list[str]:
     found = store.dense_search(cid, query, limit, filters or {})
     hits = store.hits([row_id for row_id, _ in found])
     return [hits[row_id].source for row_id, _ in found]
@@ -244,18 +245,24 @@ def test_filters_match_what_the_sqlite_store_matches(tmp_path: Path) -> None:
     cids = [s.ensure_collection("docs", EMBEDDER, DIM) for s in (sqlite, indexed)]
     for n in range(30):
         meta = [{"team": rng.choice(values), "level": rng.choice(values)} for _ in range(3)]
-        doc = make_doc(f"d{n}.md", [f"text {n} {i}" for i in range(3)], seed=n,
-                       fmt=rng.choice(["markdown", "pdf"]), chunk_metadata=meta)  # fmt: skip
+        doc = make_doc(
+            f"d{n}.md",
+            [f"text {n} {i}" for i in range(3)],
+            seed=n,
+            fmt=rng.choice(["markdown", "pdf"]),
+            chunk_metadata=meta,
+        )
         for store, cid in zip((sqlite, indexed), cids, strict=True):
             put(store, cid, doc)
     choices = ["ops", "dev", "qa", "1", "2.5", "0", "x", "markdown", "pdf", "d3.md"]
     for _ in range(60):
         keys = rng.sample(["team", "level", "format", "source"], rng.randint(1, 2))
         filters: Filters = {
-            k: tuple(rng.sample(choices, rng.randint(1, 3))) if rng.random() < 0.5
+            k: tuple(rng.sample(choices, rng.randint(1, 3)))
+            if rng.random() < 0.5
             else rng.choice(choices)
             for k in keys
-        }  # fmt: skip
+        }
         expected = {
             sqlite.hits([r])[r].chunk_id
             for r, _ in sqlite.dense_search(cids[0], axis(0), 90, filters)

@@ -20,16 +20,26 @@ from knowhub.interfaces.loadtest.target import loopback_url, websocket_url
 
 SOURCE = {"n": 1, "source": "ops.md", "text": "Backups run every 6 hours [1]."}
 END = {
-    "answer": "Backups run every 6 hours [1].", "hit_type": "rag", "model": "extractive",
-    "sources": [SOURCE], "citations": {"cited": [1]}, "timings_ms": {"retrieval": 2.5},
-}  # fmt: skip
+    "answer": "Backups run every 6 hours [1].",
+    "hit_type": "rag",
+    "model": "extractive",
+    "sources": [SOURCE],
+    "citations": {"cited": [1]},
+    "timings_ms": {"retrieval": 2.5},
+}
 
 
 @pytest.mark.parametrize(
     "url",
-    ["http://10.0.0.5:8000", "http://192.168.1.2", "http://example.com:8000",
-     "http://localhost.example.com", "http://[2001:db8::1]:8000", "http://0.0.0.0:8000"],
-)  # fmt: skip
+    [
+        "http://10.0.0.5:8000",
+        "http://192.168.1.2",
+        "http://example.com:8000",
+        "http://localhost.example.com",
+        "http://[2001:db8::1]:8000",
+        "http://0.0.0.0:8000",
+    ],
+)
 def test_non_loopback_url_is_refused(url: str) -> None:
     with pytest.raises(ConfigError, match="only drives servers on loopback"):
         loopback_url(url, "--url")
@@ -57,8 +67,16 @@ def test_websocket_url_follows_the_scheme() -> None:
 
 def test_bench_load_refuses_a_non_loopback_url_before_sending_anything(tmp_path: Path) -> None:
     out = tmp_path / "report"
-    args = ["--data-dir", str(tmp_path / "data"), "bench", "load",
-            "--url", "http://203.0.113.7:8000", "--out", str(out)]  # fmt: skip
+    args = [
+        "--data-dir",
+        str(tmp_path / "data"),
+        "bench",
+        "load",
+        "--url",
+        "http://203.0.113.7:8000",
+        "--out",
+        str(out),
+    ]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 1
     assert "--url 'http://203.0.113.7:8000' is not on this machine" in result.output
@@ -75,8 +93,12 @@ def test_percentile_is_the_nearest_rank() -> None:
 
 
 def test_whole_stream_passes_and_names_its_sources() -> None:
-    events = [("stage", {"stage": "retrieval"}), ("sources", {"sources": [SOURCE]}),
-              ("token", {"text": "Backups run every 6 hours [1]."}), ("end", END)]  # fmt: skip
+    events = [
+        ("stage", {"stage": "retrieval"}),
+        ("sources", {"sources": [SOURCE]}),
+        ("token", {"text": "Backups run every 6 hours [1]."}),
+        ("end", END),
+    ]
     checked = check_stream(events)
     assert checked.problems == []
     assert checked.sources == {"ops.md"}
@@ -104,8 +126,15 @@ def test_extractive_answer_citing_a_source_it_does_not_list_is_torn() -> None:
 
 
 def test_mcp_hits_must_be_numbered_and_carry_their_spans() -> None:
-    hit = {"n": 1, "chunk_id": "c", "source": "ops.md", "text": "t", "line_start": 1,
-           "line_end": 2, "source_hash": "ab"}  # fmt: skip
+    hit = {
+        "n": 1,
+        "chunk_id": "c",
+        "source": "ops.md",
+        "text": "t",
+        "line_start": 1,
+        "line_end": 2,
+        "source_hash": "ab",
+    }
     good = {"hits": [hit], "timings_ms": {"lexical": 1.0}}
     assert check_mcp_search(good).problems == []
     assert check_mcp_search({"hits": [{**hit, "n": 2}], "timings_ms": {}}).problems

@@ -70,19 +70,34 @@ def test_paths_must_stay_inside_the_root(tmp_path: Path) -> None:
     (root / "link").symlink_to(tmp_path / "outside")
     assert inside_root(root, "sub") == (root / "sub").resolve()
     assert inside_root(root, str(root / "sub")) == (root / "sub").resolve()
-    for bad, why in [("../outside", "contains '..'"), ("sub/../../outside", "contains '..'"),
-                     (str(tmp_path / "outside"), "outside the document root"),
-                     ("link", "outside the document root"), ("/etc", "outside")]:  # fmt: skip
+    for bad, why in [
+        ("../outside", "contains '..'"),
+        ("sub/../../outside", "contains '..'"),
+        (str(tmp_path / "outside"), "outside the document root"),
+        ("link", "outside the document root"),
+        ("/etc", "outside"),
+    ]:
         with pytest.raises(KnowhubError, match=why):
             inside_root(root, bad)
 
 
 def _hit(n: int, text: str) -> Hit:
     return Hit(
-        chunk_id=f"c{n}", score=1.0 / n, source=f"doc{n}.md", title="t", text=text, page=None,
-        section_path="A > B", line_start=1, line_end=3, char_start=0, char_end=len(text),
-        doc_hash=f"{n:064d}", collection="default", language="en",
-    )  # fmt: skip
+        chunk_id=f"c{n}",
+        score=1.0 / n,
+        source=f"doc{n}.md",
+        title="t",
+        text=text,
+        page=None,
+        section_path="A > B",
+        line_start=1,
+        line_end=3,
+        char_start=0,
+        char_end=len(text),
+        doc_hash=f"{n:064d}",
+        collection="default",
+        language="en",
+    )
 
 
 def test_the_result_budget_bounds_the_text_and_says_so() -> None:

@@ -62,6 +62,9 @@ def test_a_cli_command_module_imports_before_the_cli() -> None:
     assert len(commands) > 5
     done = subprocess.run(
         [sys.executable, "-c", _IMPORT_EACH_ALONE, *commands],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr

@@ -15,21 +15,35 @@ from knowhub.interfaces.render import citation
 from knowhub.models import Hit
 
 NOTES = Hit(
-    chunk_id="c1", score=1.0, source="release-notes.html", title="Release notes",
-    text="The scheduler retries failed jobs.", page=None, section_path="2.4", line_start=77,
-    line_end=79, char_start=0, char_end=34, doc_hash="0" * 64, collection="default",
+    chunk_id="c1",
+    score=1.0,
+    source="release-notes.html",
+    title="Release notes",
+    text="The scheduler retries failed jobs.",
+    page=None,
+    section_path="2.4",
+    line_start=77,
+    line_end=79,
+    char_start=0,
+    char_end=34,
+    doc_hash="0" * 64,
+    collection="default",
     language="en",
-)  # fmt: skip
+)
 # A PDF chunk: its page is what a reader opens; it has no lines (0).
-POLICY = dataclasses.replace(NOTES, source="policy.pdf", page=2, section_path="",
-                             line_start=0, line_end=0)  # fmt: skip
+POLICY = dataclasses.replace(
+    NOTES, source="policy.pdf", page=2, section_path="", line_start=0, line_end=0
+)
 
 
 def _answer_sources(hit: Hit) -> str:
     result = {
-        "answer": "It retries. [1]", "hit_type": "rag", "confidence": 0.9, "model": "test",
+        "answer": "It retries. [1]",
+        "hit_type": "rag",
+        "confidence": 0.9,
+        "model": "test",
         "sources": [source_dict(1, hit)],
-    }  # fmt: skip
+    }
     return next(line for line in render_answer(result).splitlines() if "[1] " in line)
 
 

@@ -13,8 +13,11 @@ from knowhub.validate import check_filter_keys, check_filters
 def test_scalars_and_in_lists_become_text_values() -> None:
     assert check_filters(None) == {}
     assert check_filters({"team": "ops", "year": 2024, "ok": True, "n": 1.5}) == {
-        "team": "ops", "year": "2024", "ok": "1", "n": "1.5",
-    }  # fmt: skip
+        "team": "ops",
+        "year": "2024",
+        "ok": "1",
+        "n": "1.5",
+    }
     assert check_filters({"lang": {"in": ["en", "ru", 3]}}) == {"lang": ("en", "ru", "3")}
 
 

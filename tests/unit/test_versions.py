@@ -21,11 +21,14 @@ from tests.helpers import fast_settings
 
 def _version(number: int, **changes: object) -> Version:
     values: dict[str, object] = {
-        "number": number, "physical": physical_name("docs", number), "embedder_id": "hashing-64",
-        "dim": 64, "embedder": {"provider": "hashing", "hashing": {"dim": 64}},
+        "number": number,
+        "physical": physical_name("docs", number),
+        "embedder_id": "hashing-64",
+        "dim": 64,
+        "embedder": {"provider": "hashing", "hashing": {"dim": 64}},
         "chunking": {"size": 400, "overlap": 75, "unit": "chars"},
         "created_at": "2026-11-30T12:00:00Z",
-    }  # fmt: skip
+    }
     return Version(**{**values, **changes})  # type: ignore[arg-type]
 
 

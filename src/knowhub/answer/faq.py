@@ -25,9 +25,13 @@ class FaqMatch:
     by: str  # exact | words | meaning
 
     def to_dict(self) -> dict[str, object]:
-        return {"question": self.entry.question, "source": self.entry.source,
-                "line": self.entry.line, "similarity": round(self.similarity, 3),
-                "by": self.by}  # fmt: skip
+        return {
+            "question": self.entry.question,
+            "source": self.entry.source,
+            "line": self.entry.line,
+            "similarity": round(self.similarity, 3),
+            "by": self.by,
+        }
 
 
 def match_faq(
@@ -54,8 +58,10 @@ def match_faq(
         other = set(query_tokens(entry.question))
         words = 2 * len(terms & other) / (len(terms) + len(other)) if terms and other else 0.0
         meaning = float(np.dot(vector, entry.vector)) if vector is not None else 0.0
-        for score, by, threshold in ((words, "words", word_threshold),
-                                     (meaning, "meaning", meaning_threshold)):  # fmt: skip
+        for score, by, threshold in (
+            (words, "words", word_threshold),
+            (meaning, "meaning", meaning_threshold),
+        ):
             if score >= threshold and (best is None or score > best.similarity):
                 best = FaqMatch(entry, score, by)
     return best

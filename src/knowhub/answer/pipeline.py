@@ -73,12 +73,19 @@ def _relevance(hit: Hit) -> float:
 
 def source_dict(n: int, hit: Hit) -> dict[str, Any]:
     return {
-        "n": n, "source": hit.source, "title": hit.title, "page": hit.page,
-        "section_path": hit.section_path, "line_start": hit.line_start,
-        "line_end": hit.line_end, "chunk_id": hit.chunk_id, "score": round(hit.score, 4),
+        "n": n,
+        "source": hit.source,
+        "title": hit.title,
+        "page": hit.page,
+        "section_path": hit.section_path,
+        "line_start": hit.line_start,
+        "line_end": hit.line_end,
+        "chunk_id": hit.chunk_id,
+        "score": round(hit.score, 4),
         "relevance": round(_relevance(hit), 4),
-        "collection": hit.collection, "text": hit.text,
-    }  # fmt: skip
+        "collection": hit.collection,
+        "text": hit.text,
+    }
 
 
 def answer_events(
@@ -108,8 +115,7 @@ def answer_events(
     best = max((_relevance(h) for h in considered), default=0.0)
     sources = [h for h in considered if _relevance(h) >= options.min_evidence]
     if not sources:
-        yield from _not_covered(question, search_for, considered, best, options, language,
-                                timings)  # fmt: skip
+        yield from _not_covered(question, search_for, considered, best, options, language, timings)
         return
     yield "sources", {"sources": [source_dict(n, h) for n, h in enumerate(sources, start=1)]}
     dropped = len(considered) - len(sources)
@@ -129,8 +135,10 @@ def answer_events(
         for delta in llm.stream(messages):
             if not pieces:
                 timings["llm_first_token"] = _ms(clock)
-                yield "stage", {"stage": "llm_first_token",
-                                "ms": round(timings["llm_first_token"], 2)}  # fmt: skip
+                yield (
+                    "stage",
+                    {"stage": "llm_first_token", "ms": round(timings["llm_first_token"], 2)},
+                )
             pieces.append(delta)
             yield "token", {"text": delta}
         timings["llm_total"] = _ms(clock)
@@ -140,8 +148,9 @@ def answer_events(
     report = check_citations(text, sources, options.support_threshold)
     # How relevant the sources are, discounted by how much of the answer they back.
     confidence = best * report.score
-    result = Answer(question, search_for, text, "rag", sources, best, confidence, report,
-                    timings, model=model)  # fmt: skip
+    result = Answer(
+        question, search_for, text, "rag", sources, best, confidence, report, timings, model=model
+    )
     if dropped:
         result.notes.append(
             f"{dropped} source(s) below answer.min_evidence {options.min_evidence:.2f} left out"
@@ -166,8 +175,16 @@ def _not_covered(
     yield "sources", {"sources": [source_dict(n, h) for n, h in enumerate(considered, start=1)]}
     text = NOT_FOUND.get(language, NOT_FOUND["en"])
     yield "token", {"text": text}
-    result = Answer(question, search_for, text, "insufficient_context", considered, best,
-                    confidence=round(best * 0.5, 3), timings_ms=timings)  # fmt: skip
+    result = Answer(
+        question,
+        search_for,
+        text,
+        "insufficient_context",
+        considered,
+        best,
+        confidence=round(best * 0.5, 3),
+        timings_ms=timings,
+    )
     result.notes.append(
         f"best source's relevance {best:.2f} is below answer.min_evidence "
         f"{options.min_evidence:.2f}: no answer generated"

@@ -54,8 +54,14 @@ class Route:
     ms: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"intent": self.intent, "by": self.by, "filters": self.filters,
-                "queries": self.queries, "note": self.note, "ms": round(self.ms, 3)}  # fmt: skip
+        return {
+            "intent": self.intent,
+            "by": self.by,
+            "filters": self.filters,
+            "queries": self.queries,
+            "note": self.note,
+            "ms": round(self.ms, 3),
+        }
 
 
 def route(question: str, llm: LLM | None = None) -> Route:

@@ -47,13 +47,17 @@ def sentences(text: str) -> list[str]:
 
 def _table_rows(lines: list[str]) -> list[str]:
     """A Markdown table's rows as "column: value; …" (the header names each value)."""
-    rows = [[cell.strip() for cell in line.strip("|").split("|")]
-            for line in lines if not _TABLE_RULE.match(line)]  # fmt: skip
+    rows = [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in lines
+        if not _TABLE_RULE.match(line)
+    ]
     if len(rows) < 2:
         return [" ".join(r) for r in rows]
     header = rows[0]
-    return ["; ".join(f"{h}: {v}" for h, v in zip(header, row, strict=False) if v)
-            for row in rows[1:]]  # fmt: skip
+    return [
+        "; ".join(f"{h}: {v}" for h, v in zip(header, row, strict=False) if v) for row in rows[1:]
+    ]
 
 
 def coverage(query: str, text: str) -> float:

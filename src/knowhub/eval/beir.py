@@ -67,8 +67,9 @@ def _read_qrels(
 ) -> dict[str, dict[str, int]]:
     if not path.is_file():
         splits = sorted(p.stem for p in path.parent.glob("*.tsv")) or ["none"]
-        raise ConfigError(f"{path}: missing; choose a split that has a qrels file "
-                          f"(found: {', '.join(splits)})")  # fmt: skip
+        raise ConfigError(
+            f"{path}: missing; choose a split that has a qrels file (found: {', '.join(splits)})"
+        )
     qrels: dict[str, dict[str, int]] = {}
     first_line: dict[str, int] = {}
     lines = path.read_text(encoding="utf-8").splitlines()
@@ -77,8 +78,9 @@ def _read_qrels(
         if (number == 1 and parts[0] == "query-id") or not line.strip():
             continue
         if len(parts) != 3 or not parts[2].strip().lstrip("-").isdigit():
-            raise ConfigError(f"{path}:{number}: expected 'query-id<TAB>corpus-id<TAB>score', "
-                              f"got {line!r}")  # fmt: skip
+            raise ConfigError(
+                f"{path}:{number}: expected 'query-id<TAB>corpus-id<TAB>score', got {line!r}"
+            )
         qid, doc_id = parts[0], parts[1]
         if qid not in queries:
             raise ConfigError(f"{path}:{number}: query {qid!r} has no text in queries.jsonl")

@@ -120,8 +120,9 @@ def add_case(path: Path, query: str, expected_source: str) -> tuple[str, bool]:
     number = len(entries) + 1
     while f"case-{number}" in ids:
         number += 1
-    entries.append({"id": f"case-{number}", "query": query.strip(),
-                    "expected_sources": [expected_source]})  # fmt: skip
+    entries.append(
+        {"id": f"case-{number}", "query": query.strip(), "expected_sources": [expected_source]}
+    )
     _write(path, entries)
     return f"case-{number}", True
 

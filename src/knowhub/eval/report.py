@@ -49,8 +49,11 @@ def compare(current: Mapping[str, Any], baseline: Mapping[str, Any], path: Path)
     }
     old_total = baseline.get("latency_ms", {}).get("total", {})
     new_total = current["latency_ms"].get("total", {})
-    latency = {p: round(new_total[p] - old_total[p], 3) for p in ("p50", "p95")
-               if p in old_total and p in new_total}  # fmt: skip
+    latency = {
+        p: round(new_total[p] - old_total[p], 3)
+        for p in ("p50", "p95")
+        if p in old_total and p in new_total
+    }
     old_ndcg = {q["qid"]: q["metrics"].get("ndcg@10", 0.0) for q in baseline.get("per_query", [])}
     new_ndcg = {q["qid"]: q["metrics"]["ndcg@10"] for q in current.get("per_query", [])}
     common = sorted(old_ndcg.keys() & new_ndcg.keys())

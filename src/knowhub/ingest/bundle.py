@@ -63,8 +63,11 @@ _DOC_FIELDS = {f.name: f.type for f in fields(DocumentRecord) if f.name != "coll
 _CHUNK_FIELDS = {f.name: f.type for f in fields(Chunk)}
 # Expected JSON types per field (bool is an int to json, so it is refused explicitly).
 _TYPES: dict[str, tuple[type, ...]] = {
-    "str": (str,), "int": (int,), "int | None": (int, type(None)), "dict[str, Any]": (dict,),
-}  # fmt: skip
+    "str": (str,),
+    "int": (int,),
+    "int | None": (int, type(None)),
+    "dict[str, Any]": (dict,),
+}
 
 
 @dataclass(frozen=True)
@@ -113,10 +116,15 @@ def _write(store: Store, cid: int, name: str, out: Path, partial: Path) -> Bundl
     embedder, dim = store.embedder_of(cid)
     label = logical_name(name)  # a version's bundle imports as its collection, not as "C@vN"
     header = {
-        "kind": "header", "format": FORMAT, "format_version": FORMAT_VERSION,
-        "knowhub": _version(), "collection": label, "embedder": embedder, "dim": dim,
+        "kind": "header",
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "knowhub": _version(),
+        "collection": label,
+        "embedder": embedder,
+        "dim": dim,
         "created_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-    }  # fmt: skip
+    }
     documents = chunks = 0
     entries = store.faq(cid)
     with _open_write(partial, gz=out.name.endswith(".gz")) as handle:
@@ -135,16 +143,30 @@ def _write(store: Store, cid: int, name: str, out: Path, partial: Path) -> Bundl
             _put(handle, {"kind": "document", **doc})
             for item in stored:
                 assert item.vector is not None  # checked above; narrows for mypy
-                _put(handle, {"kind": "chunk", **asdict(item.chunk), "tokens": item.tokens,
-                              "vector": _encode(item.vector)})  # fmt: skip
+                _put(
+                    handle,
+                    {
+                        "kind": "chunk",
+                        **asdict(item.chunk),
+                        "tokens": item.tokens,
+                        "vector": _encode(item.vector),
+                    },
+                )
             documents += 1
             chunks += len(stored)
         for entry in entries:
-            _put(handle, {"kind": "faq", "source": entry.source, "question": entry.question,
-                          "answer": entry.answer, "line": entry.line,
-                          "vector": _encode(entry.vector)})  # fmt: skip
-        _put(handle, {"kind": "end", "documents": documents, "chunks": chunks,
-                      "faq": len(entries)})  # fmt: skip
+            _put(
+                handle,
+                {
+                    "kind": "faq",
+                    "source": entry.source,
+                    "question": entry.question,
+                    "answer": entry.answer,
+                    "line": entry.line,
+                    "vector": _encode(entry.vector),
+                },
+            )
+        _put(handle, {"kind": "end", "documents": documents, "chunks": chunks, "faq": len(entries)})
     return BundleStats(str(out), label, embedder, dim, documents, chunks, len(entries))
 
 
@@ -276,8 +298,16 @@ def _read(path: Path, header: dict[str, Any]) -> Iterator[tuple[str, _Document |
                 current.tokens.append(tokens)
                 counts["chunks"] += 1
             elif kind == "faq":
-                v = _checked(obj, {"source": "str", "question": "str", "answer": "str",
-                                   "line": "int", "vector": "str"})  # fmt: skip
+                v = _checked(
+                    obj,
+                    {
+                        "source": "str",
+                        "question": "str",
+                        "answer": "str",
+                        "line": "int",
+                        "vector": "str",
+                    },
+                )
                 entries, vectors = faq.setdefault(v["source"], ([], []))
                 entries.append((v["question"], v["answer"], v["line"]))
                 vectors.append(_decode(v["vector"], dim))
@@ -321,8 +351,16 @@ def _header(path: Path) -> dict[str, Any]:
                     f"({_version()}) reads ({FORMAT_VERSION}): import it with the knowhub "
                     "that exported it, or a newer one"
                 )
-            return _checked(obj, {"collection": "str", "embedder": "str", "dim": "int",
-                                  "knowhub": "str", "created_at": "str"})  # fmt: skip
+            return _checked(
+                obj,
+                {
+                    "collection": "str",
+                    "embedder": "str",
+                    "dim": "int",
+                    "knowhub": "str",
+                    "created_at": "str",
+                },
+            )
     raise IngestError(f"{path}: empty file: not a knowhub bundle")
 
 

@@ -142,8 +142,10 @@ def chunk_document(
         section_spans = _chunk_section(text, section, options, measure)
         # Once per section, not per chunk: detecting was half of chunking's time.
         languages = span_languages(text, section_spans, section.start, section.end)
-        spans += [(span, section.path, language)
-                  for span, language in zip(section_spans, languages, strict=True)]  # fmt: skip
+        spans += [
+            (span, section.path, language)
+            for span, language in zip(section_spans, languages, strict=True)
+        ]
     lines = _line_finder(doc)
     chunks = []
     for index, ((start, end), path, language) in enumerate(spans):

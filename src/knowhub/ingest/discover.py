@@ -138,8 +138,12 @@ def _walk(folder: Path) -> Iterator[_Found]:
         with os.scandir(folder) as listing:
             entries = list(listing)
     except OSError as exc:
-        yield _Found(folder, folder=True, problem=f"folder not readable ({exc.strerror}); "
-                     "its files are left out: fix its permissions")  # fmt: skip
+        yield _Found(
+            folder,
+            folder=True,
+            problem=f"folder not readable ({exc.strerror}); "
+            "its files are left out: fix its permissions",
+        )
         return
     for entry in entries:
         path = Path(entry.path)
@@ -196,18 +200,24 @@ def _unreachable(path: Path, exc: OSError) -> str:
     if exc.errno == errno.ELOOP:
         return "is a symlink loop: fix or remove the link"
     if exc.errno == errno.ENOENT:
-        return "is a broken symlink (its target is gone): fix or remove it" if path.is_symlink() \
-            else _MISSING  # fmt: skip
+        return (
+            "is a broken symlink (its target is gone): fix or remove it"
+            if path.is_symlink()
+            else _MISSING
+        )
     return f"{_UNREADABLE} ({exc.strerror}): check its permissions"
 
 
 def _not_regular(mode: int) -> str:
     kind = (
-        "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
-        else "a socket" if stat.S_ISSOCK(mode)
-        else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        "a FIFO (named pipe)"
+        if stat.S_ISFIFO(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
         else "not a file or folder"
-    )  # fmt: skip
+    )
     return f"is {kind}, not a regular file; only regular files are ingested"
 
 
@@ -231,8 +241,9 @@ def rediscover(records: Sequence[DocumentRecord]) -> list[Rediscovery]:
     found = []
     for (root, tags), group in groups.items():
         if root:  # a folder walk with each source as a literal pattern keeps "guide/a.md"
-            found.append(Rediscovery([Path(root)], dict(tags), [_literal(r.source) for r in group],
-                                     group))  # fmt: skip
+            found.append(
+                Rediscovery([Path(root)], dict(tags), [_literal(r.source) for r in group], group)
+            )
         else:  # a file named on its own gets its file name as source, as it had
             found.append(Rediscovery([Path(r.disk_path) for r in group], dict(tags), [], group))
     return found

@@ -133,8 +133,10 @@ class IngestCancelledError(IngestError):
     """An ingest run stopped by :func:`stop_ingests` (its process is shutting down)."""
 
     def __init__(self, report: IngestReport) -> None:
-        super().__init__(f"ingest stopped: the server is shutting down; "
-                         f"{report.stop_summary()}; run it again to continue")  # fmt: skip
+        super().__init__(
+            f"ingest stopped: the server is shutting down; "
+            f"{report.stop_summary()}; run it again to continue"
+        )
         self.report = report
 
 
@@ -394,13 +396,20 @@ class _Run:
         if not chunks:
             raise LoaderError(f"{source}: no text to index after extraction")
         record = DocumentRecord(
-            collection=self.report.collection, source=source, path=key,
-            doc_hash=doc_hash, size=stat.st_size, mtime_ns=stat.st_mtime_ns, title=loaded.title,
-            format=loaded.format, chunk_count=len(chunks), char_count=len(loaded.text),
+            collection=self.report.collection,
+            source=source,
+            path=key,
+            doc_hash=doc_hash,
+            size=stat.st_size,
+            mtime_ns=stat.st_mtime_ns,
+            title=loaded.title,
+            format=loaded.format,
+            chunk_count=len(chunks),
+            char_count=len(loaded.text),
             pages=len(loaded.page_starts) or None,
             ingested_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             metadata={**loaded.metadata, "tags": tags, "knowhub": {"doc_id": doc_id}},
-        )  # fmt: skip
+        )
         if old is None:  # another spelling of this file later in the run is this document
             self.identities.remember(stat, record)
         return self._embed(record, chunks, outcome, previous)
@@ -493,8 +502,11 @@ class _Run:
         if pending.previous is not None:
             self.report.moved.append((pending.previous.source, source))
             return
-        outcomes = {"added": self.report.added, "updated": self.report.updated,
-                    "retagged": self.report.retagged}  # fmt: skip
+        outcomes = {
+            "added": self.report.added,
+            "updated": self.report.updated,
+            "retagged": self.report.retagged,
+        }
         outcomes[pending.outcome].append(source)
 
     def prune(self, roots: Sequence[Path] | None) -> None:
@@ -518,8 +530,10 @@ def _inside(path: str, roots: Sequence[Path]) -> bool:
     """``path`` lies under one of ``roots``, as spelled or with links resolved (a file
     recorded through a symlinked folder, pruned by a run on the folder it leads to)."""
     for root in roots:
-        for where, folder in ((path, os.path.abspath(root)),
-                              (os.path.realpath(path), os.path.realpath(root))):  # fmt: skip
+        for where, folder in (
+            (path, os.path.abspath(root)),
+            (os.path.realpath(path), os.path.realpath(root)),
+        ):
             if where == folder or where.startswith(folder.rstrip(os.sep) + os.sep):
                 return True
     return False

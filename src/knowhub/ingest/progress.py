@@ -106,7 +106,14 @@ class ProgressTracker:
         done = self._encoded()
         self._reported = done
         step = IngestProgress(
-            event, source, self._files_done, self._files_total, self._files_chunked,
-            done, max(done, self._chunks_total), self._chunks_cached, file_chunks,
-        )  # fmt: skip
+            event,
+            source,
+            self._files_done,
+            self._files_total,
+            self._files_chunked,
+            done,
+            max(done, self._chunks_total),
+            self._chunks_cached,
+            file_chunks,
+        )
         self._callback(step)

@@ -130,14 +130,23 @@ def _check(store: Store, embedders: Mapping[str, tuple[str, int]]) -> VerifyRepo
             continue
         built = store.embedder_of(cid)
         if built != embedder:
-            report.problems.append(Problem(name, "embedder", name, (
-                f"built with embedder {built[0]} (dim {built[1]}), but {embedder[0]} (dim "
-                f"{embedder[1]}) is configured: switch embedder.provider back, or re-ingest "
-                "into a new collection (--fix cannot change a collection's embedder)"
-            )))  # fmt: skip
+            report.problems.append(
+                Problem(
+                    name,
+                    "embedder",
+                    name,
+                    (
+                        f"built with embedder {built[0]} (dim {built[1]}), but {embedder[0]} (dim "
+                        f"{embedder[1]}) is configured: switch embedder.provider back, or "
+                        "re-ingest into a new collection (--fix cannot change a collection's "
+                        "embedder)"
+                    ),
+                )
+            )
         for orphan in store.orphans(cid):
-            report.problems.append(Problem(name, f"orphan_{orphan.kind}", orphan.key,
-                                           _orphan_detail(orphan.kind)))  # fmt: skip
+            report.problems.append(
+                Problem(name, f"orphan_{orphan.kind}", orphan.key, _orphan_detail(orphan.kind))
+            )
         for record in store.records(cid):
             report.documents += 1
             report.chunks += _check_document(store, cid, record, built[1], report)
@@ -166,8 +175,11 @@ def _check_document(
     if state == "missing":
         problem("missing_file", record.source, f"file {record.path} is gone (--fix removes it)")
     elif state == "changed":
-        problem("changed_file", record.source,
-                f"file {record.path} changed since it was indexed (sha256 differs)")  # fmt: skip
+        problem(
+            "changed_file",
+            record.source,
+            f"file {record.path} changed since it was indexed (sha256 differs)",
+        )
     elif state == "touched":
         report.info.append(f"{record.collection}: {record.source}: mtime moved, content same")
     stored = store.stored_chunks(cid, record.path)
@@ -175,22 +187,33 @@ def _check_document(
     gaps = [i for i in range(record.chunk_count) if i not in present]
     if gaps or len(stored) != record.chunk_count:
         shown = ", ".join(map(str, gaps[:10])) + (" …" if len(gaps) > 10 else "")
-        problem("missing_chunks", record.source, (
-            f"has {len(stored)} of its {record.chunk_count} chunks"
-            + (f" (missing index {shown})" if gaps else "")
-        ))  # fmt: skip
+        problem(
+            "missing_chunks",
+            record.source,
+            (
+                f"has {len(stored)} of its {record.chunk_count} chunks"
+                + (f" (missing index {shown})" if gaps else "")
+            ),
+        )
     for item in stored:
         chunk = item.chunk
         if item.tokens is None:
-            problem("missing_lexical", chunk.chunk_id,
-                    f"chunk of {record.source} has no lexical (BM25) row")  # fmt: skip
+            problem(
+                "missing_lexical",
+                chunk.chunk_id,
+                f"chunk of {record.source} has no lexical (BM25) row",
+            )
         if item.vector is None:
             problem("missing_vector", chunk.chunk_id, f"chunk of {record.source} has no vector")
         elif item.vector.shape != (dim,) or not np.all(np.isfinite(item.vector)):
-            problem("bad_vector", chunk.chunk_id, (
-                f"chunk of {record.source} has a vector of shape {item.vector.shape} "
-                f"(or non-finite values); the collection's dim is {dim}"
-            ))  # fmt: skip
+            problem(
+                "bad_vector",
+                chunk.chunk_id,
+                (
+                    f"chunk of {record.source} has a vector of shape {item.vector.shape} "
+                    f"(or non-finite values); the collection's dim is {dim}"
+                ),
+            )
         if chunk.chunk_id[:16] != record.doc_id[:16]:
             owner = f"{record.source} (document id {record.doc_id[:16]})"
             problem("foreign", chunk.chunk_id, f"chunk id is not one of {owner}")
@@ -251,8 +274,11 @@ def _repair(
                 store.remove_document(cid, record.path)
             todo[record.path] = record
         if any(p.kind == "embedder" for p in found):
-            failed += [f"{name}: {r.source}: not re-ingested: the collection's embedder "
-                       "differs from the configured one" for r in todo.values()]  # fmt: skip
+            failed += [
+                f"{name}: {r.source}: not re-ingested: the collection's embedder "
+                "differs from the configured one"
+                for r in todo.values()
+            ]
             continue
         f, bad = _reingest(name, list(todo.values()), reingest)
         fixed += f
@@ -271,8 +297,9 @@ def _reingest(
         failures = dict(result.failed) | {s: f"skipped: {r}" for s, r in result.skipped}
         for record in group.records:
             if record.source in failures:
-                failed.append(f"{name}: {record.source}: re-ingest failed: "
-                              f"{failures[record.source]}")  # fmt: skip
+                failed.append(
+                    f"{name}: {record.source}: re-ingest failed: {failures[record.source]}"
+                )
             elif record.source in result.added or record.source in result.updated:
                 fixed.append(f"{name}: {record.source}: re-ingested")
             else:

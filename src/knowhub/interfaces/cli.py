@@ -46,11 +46,17 @@ class _LazyGroup(click.Group):
     a search no longer imports versions', eval's, bench's or the server's (~0.1 s)."""
 
     _LAZY: ClassVar[dict[str, str]] = {
-        "ask": "cli_ask:ask", "bench": "cli_bench:bench", "export": "cli_bundle:export_command",
-        "import": "cli_bundle:import_command", "verify": "cli_bundle:verify",
-        "eval": "cli_eval:eval_command", "faq": "cli_faq:faq", "serve": "cli_serve:serve",
-        "traces": "cli_traces:traces", "versions": "cli_versions:versions",
-    }  # fmt: skip
+        "ask": "cli_ask:ask",
+        "bench": "cli_bench:bench",
+        "export": "cli_bundle:export_command",
+        "import": "cli_bundle:import_command",
+        "verify": "cli_bundle:verify",
+        "eval": "cli_eval:eval_command",
+        "faq": "cli_faq:faq",
+        "serve": "cli_serve:serve",
+        "traces": "cli_traces:traces",
+        "versions": "cli_versions:versions",
+    }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self._LAZY})
@@ -92,9 +98,12 @@ def cli(ctx: click.Context, data_dir: Path | None, config: Path | None, debug: b
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--collection", "-c", help="Collection to ingest into (default: 'default').")
 @click.option(
-    "--tag", "tags", multiple=True, metavar="KEY=VALUE",
+    "--tag",
+    "tags",
+    multiple=True,
+    metavar="KEY=VALUE",
     help="Metadata on every chunk, kept by later runs until changed; KEY= removes it.",
-)  # fmt: skip
+)
 @click.option("--include", multiple=True, metavar="GLOB", help="Only files matching (repeatable).")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching (repeatable).")
 @click.option("--prune", is_flag=True, help="Remove documents whose files are gone.")
@@ -125,9 +134,14 @@ def ingest(
         try:
             with ingest_progress(app.settings.ingest) as progress:
                 report = app.ingest(
-                    list(paths), collection, parse_key_values(tags, "--tag", empty=True),
-                    include=list(include), exclude=exclusions, prune=prune, progress=progress,
-                )  # fmt: skip
+                    list(paths),
+                    collection,
+                    parse_key_values(tags, "--tag", empty=True),
+                    include=list(include),
+                    exclude=exclusions,
+                    prune=prune,
+                    progress=progress,
+                )
         except IngestStopped as stopped:
             report = stopped.report
             _emit(report.to_dict() if as_json else render_report(report), as_json)

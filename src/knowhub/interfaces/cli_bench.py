@@ -145,7 +145,7 @@ def bench() -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_obj
-def load(obj: _Context, /, **opts: Any) -> None:  # fmt: skip
+def load(obj: _Context, /, **opts: Any) -> None:
     """N concurrent clients against running servers for a bounded time.
 
     Reports per endpoint successes, errors, timeouts and torn results, P50/P95/P99 of the
@@ -160,8 +160,9 @@ def load(obj: _Context, /, **opts: Any) -> None:  # fmt: skip
         report = asyncio.run(run_load(options))
         out: Path = opts["out_dir"] or _data_dir(obj) / "load-report"
         out.mkdir(parents=True, exist_ok=True)
-        (out / "report.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n",
-                                         encoding="utf-8")  # fmt: skip
+        (out / "report.json").write_text(
+            json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
+        )
         (out / "report.md").write_text(markdown(report), encoding="utf-8")
         _emit(report if opts["as_json"] else table(report), opts["as_json"])
         click.echo(f"wrote {out / 'report.json'} and {out / 'report.md'}", err=True)
@@ -178,16 +179,30 @@ def _options(obj: _Context, opts: dict[str, Any]) -> LoadOptions:
     if mcp_url and mcp_url.count("/") == 2:  # no path: the MCP server's default endpoint
         mcp_url += "/mcp"
     endpoints = _endpoints(opts["endpoints"], mcp_url)
-    servers = Servers(url, websocket_url(url, "/api/stream"), mcp_url, _headers(opts["token_env"]),
-                      opts["collection"], opts["top_k"], opts["timeout"])  # fmt: skip
+    servers = Servers(
+        url,
+        websocket_url(url, "/api/stream"),
+        mcp_url,
+        _headers(opts["token_env"]),
+        opts["collection"],
+        opts["top_k"],
+        opts["timeout"],
+    )
     return LoadOptions(
-        servers=servers, clients=opts["clients"], duration_s=opts["duration"],
-        max_requests=opts["max_requests"], endpoints=endpoints,
-        queries=_queries(opts["queries"]), writer=_writer(obj, opts, mcp_url),
-        server_pid=opts["server_pid"], mcp_pid=opts["mcp_pid"],
-        server_stats=not opts["no_server_stats"], sample_s=opts["sample_interval"],
-        min_success=opts["min_success"], command=shlex.join(["knowhub", *sys.argv[1:]]),
-    )  # fmt: skip
+        servers=servers,
+        clients=opts["clients"],
+        duration_s=opts["duration"],
+        max_requests=opts["max_requests"],
+        endpoints=endpoints,
+        queries=_queries(opts["queries"]),
+        writer=_writer(obj, opts, mcp_url),
+        server_pid=opts["server_pid"],
+        mcp_pid=opts["mcp_pid"],
+        server_stats=not opts["no_server_stats"],
+        sample_s=opts["sample_interval"],
+        min_success=opts["min_success"],
+        command=shlex.join(["knowhub", *sys.argv[1:]]),
+    )
 
 
 def _data_dir(obj: _Context) -> Path:
@@ -223,8 +238,10 @@ def _queries(path: Path | None) -> tuple[str, ...]:
     text = path.read_text(encoding="utf-8")
     if path.suffix.lower() in (".json", ".yaml", ".yml"):
         items = yaml.safe_load(text)  # JSON is YAML
-        found = [i if isinstance(i, str) else str(i.get("query") or i.get("question") or "")
-                 for i in (items if isinstance(items, list) else [])]  # fmt: skip
+        found = [
+            i if isinstance(i, str) else str(i.get("query") or i.get("question") or "")
+            for i in (items if isinstance(items, list) else [])
+        ]
     else:
         found = [line.strip() for line in text.splitlines()]
     queries = tuple(q for q in found if q and not q.startswith("#"))
@@ -249,5 +266,12 @@ def _writer(obj: _Context, opts: dict[str, Any], mcp_url: str | None) -> Writer 
         argv += ["--data-dir", str(obj.data_dir)]
     if obj.config is not None:
         argv += ["--config", str(obj.config)]
-    return Writer(file.absolute(), via, opts["writer_interval"], opts["collection"],
-                  opts["timeout"], secrets.token_hex(3), argv)  # fmt: skip
+    return Writer(
+        file.absolute(),
+        via,
+        opts["writer_interval"],
+        opts["collection"],
+        opts["timeout"],
+        secrets.token_hex(3),
+        argv,
+    )

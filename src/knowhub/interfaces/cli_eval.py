@@ -172,8 +172,10 @@ def _save_baseline(report: dict[str, Any], path: Path) -> None:
 def _render(summary: dict[str, Any]) -> str:
     split = f" ({summary['split']})" if summary.get("split") else ""
     docs = f", {summary['documents']} documents" if summary.get("documents") else ""
-    lines = [f"{summary['name']}{split}: {summary['queries']} queries{docs}, "
-             f"collection {summary['collection']}"]  # fmt: skip
+    lines = [
+        f"{summary['name']}{split}: {summary['queries']} queries{docs}, "
+        f"collection {summary['collection']}"
+    ]
     if summary.get("ingest"):
         lines.append("ingest: " + ", ".join(f"{v} {k}" for k, v in summary["ingest"].items()))
     deltas = summary.get("baseline", {}).get("metrics", {})

@@ -40,8 +40,10 @@ def list_faq(obj: _Context, collection: str | None, as_json: bool) -> None:
     with _errors(obj):
         entries = obj.app().faq(collection)
         if as_json:
-            rows = [{"source": e.source, "line": e.line, "question": e.question,
-                     "answer": e.answer} for e in entries]  # fmt: skip
+            rows = [
+                {"source": e.source, "line": e.line, "question": e.question, "answer": e.answer}
+                for e in entries
+            ]
             _emit(rows, True)
         else:
             lines = [f"{Path(e.source).name}:{e.line}  {e.question}" for e in entries]

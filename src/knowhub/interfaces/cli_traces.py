@@ -110,8 +110,10 @@ def _render(summary: dict[str, object], recent: list[Trace]) -> str:
     total = summary["total_ms"]
     stages: dict[str, dict[str, float]] = summary["stages_ms"]  # type: ignore[assignment]
     table = [("stage", "runs", "p50 ms", "p95 ms")]
-    table += [(stage, str(row["count"]), str(row["p50"]), str(row["p95"]))
-              for stage, row in stages.items()]  # fmt: skip
+    table += [
+        (stage, str(row["count"]), str(row["p50"]), str(row["p95"]))
+        for stage, row in stages.items()
+    ]
     lines = [
         f"{summary['count']} runs ({summary['errors']} failed): {summary['by_kind']}; total "
         f"p50 {total['p50']} ms, p95 {total['p95']} ms; slowest stage: "  # type: ignore[index]
@@ -122,10 +124,17 @@ def _render(summary: dict[str, object], recent: list[Trace]) -> str:
         "recent runs:",
     ]
     runs = [
-        (t.trace_id, t.started_at[:19], t.kind, t.interface, f"{t.duration_ms:.1f} ms",
-         t.collection, _outcome(t))
+        (
+            t.trace_id,
+            t.started_at[:19],
+            t.kind,
+            t.interface,
+            f"{t.duration_ms:.1f} ms",
+            t.collection,
+            _outcome(t),
+        )
         for t in recent
-    ]  # fmt: skip
+    ]
     lines += [f"  {line}" for line in _columns(runs, right=(4,))]
     return "\n".join(lines)
 

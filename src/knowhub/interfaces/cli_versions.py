@@ -73,8 +73,9 @@ def build(
         app = obj.app()
         check = gate_check(app, collection, _golden(app, golden)) if gate else None
         with ingest_progress(app.settings.ingest, "building") as progress:
-            report = build_version(app, collection, embedder, chunk_size, chunk_overlap,
-                                   check, activate, progress)  # fmt: skip
+            report = build_version(
+                app, collection, embedder, chunk_size, chunk_overlap, check, activate, progress
+            )
         _emit(report.to_dict() if as_json else _render_build(report), as_json)
         if not report.ok:
             sys.exit(1)
@@ -151,10 +152,14 @@ def _switched(app: App, collection: str | None, now: int, was: int) -> str:
 
 
 def _describe(version: Version) -> str:
-    size = "chunks as configured" if version.chunking is None else (
-        f"chunks of {version.chunking['size']} {version.chunking['unit']} "
-        f"(overlap {version.chunking['overlap']})"
-    )  # fmt: skip
+    size = (
+        "chunks as configured"
+        if version.chunking is None
+        else (
+            f"chunks of {version.chunking['size']} {version.chunking['unit']} "
+            f"(overlap {version.chunking['overlap']})"
+        )
+    )
     return f"embedder {version.embedder_id} (dim {version.dim}), {size}"
 
 
@@ -175,8 +180,14 @@ def _render_build(report: BuildReport) -> str:
         for metric, value in gate.metrics.items():
             minimum = gate.result.thresholds.get(metric)
             old = gate.compared_metrics.get(metric)
-            rows.append((metric, "-" if old is None else f"{old:.4f}", f"{value:.4f}",
-                         "" if minimum is None else f"{minimum:.3f}"))  # fmt: skip
+            rows.append(
+                (
+                    metric,
+                    "-" if old is None else f"{old:.4f}",
+                    f"{value:.4f}",
+                    "" if minimum is None else f"{minimum:.3f}",
+                )
+            )
         lines += [f"  {line}" for line in render_table(rows).splitlines()]
         if gate.compared_error:
             lines.append(f"  (v{gate.compared_with} not measured: {gate.compared_error})")
@@ -186,24 +197,46 @@ def _render_build(report: BuildReport) -> str:
     if report.activated:
         lines.append(f"version {version.number} of {report.collection} is active")
     else:
-        lines.append(f"activate it with `knowhub versions activate --collection "
-                     f"{report.collection} {version.number}`" if report.ok else
-                     "not activated")  # fmt: skip
+        lines.append(
+            f"activate it with `knowhub versions activate --collection "
+            f"{report.collection} {version.number}`"
+            if report.ok
+            else "not activated"
+        )
     return "\n".join(lines)
 
 
 def _render_rows(rows: list[VersionRow]) -> str:
     if not rows:
         return "no collections yet: run `knowhub ingest PATH`"
-    table = [("collection", "version", "embedder", "chunk size", "documents", "chunks", "state",
-              "gate", "created")]  # fmt: skip
+    table = [
+        (
+            "collection",
+            "version",
+            "embedder",
+            "chunk size",
+            "documents",
+            "chunks",
+            "state",
+            "gate",
+            "created",
+        )
+    ]
     for row in rows:
         v = row.version
         mark = "*" if row.active else ("<" if row.previous else "")
         gate = "-" if v.gate is None else ("passed" if v.gate["passed"] else "failed")
-        table.append((row.collection, f"{v.number}{mark}", v.embedder_id,
-                      "-" if v.chunk_size is None else str(v.chunk_size),
-                      "-" if row.documents is None else str(row.documents),
-                      "-" if row.chunks is None else str(row.chunks),
-                      v.state, gate, v.created_at))  # fmt: skip
+        table.append(
+            (
+                row.collection,
+                f"{v.number}{mark}",
+                v.embedder_id,
+                "-" if v.chunk_size is None else str(v.chunk_size),
+                "-" if row.documents is None else str(row.documents),
+                "-" if row.chunks is None else str(row.chunks),
+                v.state,
+                gate,
+                v.created_at,
+            )
+        )
     return render_table(table) + "\n(* active; < where `knowhub versions rollback` returns)"

@@ -63,10 +63,10 @@ class _Scoped(Collector):
         self._principal = principal
 
     def collect(self) -> Iterator[Any]:
-        documents = GaugeMetricFamily("knowhub_index_documents", "Documents indexed",
-                                      labels=["collection"])  # fmt: skip
-        chunks = GaugeMetricFamily("knowhub_index_chunks", "Chunks indexed",
-                                   labels=["collection"])  # fmt: skip
+        documents = GaugeMetricFamily(
+            "knowhub_index_documents", "Documents indexed", labels=["collection"]
+        )
+        chunks = GaugeMetricFamily("knowhub_index_chunks", "Chunks indexed", labels=["collection"])
         try:
             rows = list(self._sizes()) if self._principal is not None else []
         except Exception:  # a scrape must not fail because one store is busy or gone

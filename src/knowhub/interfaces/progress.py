@@ -245,8 +245,9 @@ def ingest_progress(
     if out.isatty():
         writer = TerminalLine(view, out)
     else:
-        writer = LogLines(view, lambda line: print(line, file=out, flush=True),
-                          settings.progress_interval_s)  # fmt: skip
+        writer = LogLines(
+            view, lambda line: print(line, file=out, flush=True), settings.progress_interval_s
+        )
     try:
         yield writer
     finally:

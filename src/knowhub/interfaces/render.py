@@ -59,8 +59,10 @@ def render_hits(
         why = f"    {_explain_line(explanations[rank - 1])}\n" if explanations else ""
         # The score ranks within this search; relevance is absolute (what --min-score cuts).
         relevance = "" if hit.relevance is None else f" · relevance {hit.relevance:.2f}"
-        blocks.append(f"[{rank}] {hit.score:.3f}{relevance}  {citation(hit)}\n"
-                      f"    chunk {hit.chunk_id}\n{why}{body}")  # fmt: skip
+        blocks.append(
+            f"[{rank}] {hit.score:.3f}{relevance}  {citation(hit)}\n"
+            f"    chunk {hit.chunk_id}\n{why}{body}"
+        )
     return "\n\n".join(blocks)
 
 
@@ -77,17 +79,19 @@ def explain_hits(result: SearchResult) -> list[dict[str, Any]]:
             rerank = f"{hit.fused_rank} → {rank}"
         else:
             rerank = "failed" if outcome.error else "off"
-        explained.append({
-            "rank": rank,
-            "lexical_rank": hit.lexical_rank,
-            "dense_rank": hit.dense_rank,
-            "dense_used": result.dense_used,
-            "fused_score": None if hit.fused_score is None else round(hit.fused_score, 6),
-            "fused_rank": hit.fused_rank,
-            "rerank": rerank,
-            "rerank_score": None if hit.rerank_score is None else round(hit.rerank_score, 6),
-            "rerank_error": outcome.error,
-        })  # fmt: skip
+        explained.append(
+            {
+                "rank": rank,
+                "lexical_rank": hit.lexical_rank,
+                "dense_rank": hit.dense_rank,
+                "dense_used": result.dense_used,
+                "fused_score": None if hit.fused_score is None else round(hit.fused_score, 6),
+                "fused_rank": hit.fused_rank,
+                "rerank": rerank,
+                "rerank_score": None if hit.rerank_score is None else round(hit.rerank_score, 6),
+                "rerank_error": outcome.error,
+            }
+        )
     return explained
 
 
@@ -148,9 +152,16 @@ def render_collections(infos: Sequence[CollectionView]) -> str:
     if not infos:
         return "no collections yet: run `knowhub ingest PATH`"
     rows = [("collection", "documents", "chunks", "embedder", "version")]
-    rows += [(i.name, str(i.documents), str(i.chunks), i.embedder,
-              f"{i.active_version} of {i.versions}" if i.versions > 1 else "1")
-             for i in infos]  # fmt: skip
+    rows += [
+        (
+            i.name,
+            str(i.documents),
+            str(i.chunks),
+            i.embedder,
+            f"{i.active_version} of {i.versions}" if i.versions > 1 else "1",
+        )
+        for i in infos
+    ]
     return render_table(rows)
 
 
@@ -162,10 +173,16 @@ def render_documents(records: Sequence[DocumentRecord]) -> str:
         return "no documents in this collection"
     rows = [("source", "format", "chunks", "pages", "doc_hash", "ingested_at")]
     rows += [
-        (middle_cut(r.source, SOURCE_CHARS), r.format, str(r.chunk_count), str(r.pages or "-"),
-         r.doc_hash[:16], r.ingested_at)
+        (
+            middle_cut(r.source, SOURCE_CHARS),
+            r.format,
+            str(r.chunk_count),
+            str(r.pages or "-"),
+            r.doc_hash[:16],
+            r.ingested_at,
+        )
         for r in records
-    ]  # fmt: skip
+    ]
     cut = any(len(r.source) > SOURCE_CHARS for r in records)
     note = "\n(long sources are cut in the middle: `knowhub docs --json` has them whole)"
     return render_table(rows) + (note if cut else "")

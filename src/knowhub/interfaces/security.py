@@ -232,9 +232,13 @@ class TokenBook:
 
     def __init__(self, settings: Settings, clock: Callable[[], float] = time.monotonic) -> None:
         server = settings.server
-        self.failures = FailureLimiter(server.auth_max_failures, server.auth_window_s,
-                                       server.auth_lockout_s, server.auth_tracked_clients,
-                                       clock)  # fmt: skip
+        self.failures = FailureLimiter(
+            server.auth_max_failures,
+            server.auth_window_s,
+            server.auth_lockout_s,
+            server.auth_tracked_clients,
+            clock,
+        )
         self.sessions = SessionBook(clock=clock)  # console sign-ins with these tokens
         self._entries: list[tuple[bytes, Principal]] = []
         for spec in settings.server.tokens:
@@ -283,9 +287,13 @@ class TokenBook:
             # Never the credential itself; %r keeps a path's control characters on one line.
             log.warning("authentication failed: wrong token from %s for %r", client, path)
             if self.failures.failed(client, _digest(token.strip().encode())):
-                log.warning("%s locked out for %g s: %d failed authentications within %g s",
-                            client, self.failures.lockout_s, self.failures.limit,
-                            self.failures.window_s)  # fmt: skip
+                log.warning(
+                    "%s locked out for %g s: %d failed authentications within %g s",
+                    client,
+                    self.failures.lockout_s,
+                    self.failures.limit,
+                    self.failures.window_s,
+                )
         return found
 
 
@@ -337,8 +345,12 @@ class Guard:
         headers = Headers(scope=scope)
         origin = headers.get("origin")
         if origin and not _matches(origin, self.origins):
-            await _refuse(_error(403, f"origin {origin!r} is not allowed: add it to "
-                                 "server.allowed_origins"), scope, receive, send)  # fmt: skip
+            await _refuse(
+                _error(403, f"origin {origin!r} is not allowed: add it to server.allowed_origins"),
+                scope,
+                receive,
+                send,
+            )
             return
         host = headers.get("host", "")
         if self.hosts is not None and not _matches(host, self.hosts):
@@ -394,8 +406,9 @@ class Guard:
             query = scope.get("query_string", b"").decode("latin-1")
             back = scope["path"] + (f"?{query}" if query else "")
             return RedirectResponse(f"{login.login_path}?next={quote(back, safe='')}", 303)
-        response = _error(401, "missing or invalid bearer token: send "
-                          "'Authorization: Bearer <token>'")  # fmt: skip
+        response = _error(
+            401, "missing or invalid bearer token: send 'Authorization: Bearer <token>'"
+        )
         response.headers["WWW-Authenticate"] = 'Bearer realm="knowhub"'
         return response
 

@@ -40,8 +40,7 @@ _SCRIPTS = {script: re.compile(f"[{letters}]+") for script, letters in _CLASSES.
 # One letter of a script, and the language a text written in that script alone has.
 _LETTER = {script: re.compile(f"[{letters}]") for script, letters in _CLASSES.items()}
 _NOT_LATIN = re.compile(f"[{HAN}{KANA}{HANGUL}{CYRILLIC}]")
-_ONLY_SCRIPT_LANGUAGE = {"han": "zh", "kana": "ja", "hangul": "ko", "cyrillic": "ru",
-                         "latin": "en"}  # fmt: skip
+_ONLY_SCRIPT_LANGUAGE = {"han": "zh", "kana": "ja", "hangul": "ko", "cyrillic": "ru", "latin": "en"}
 
 # A few kana inside Chinese text (a quoted brand name, a stray の) do not make it
 # Japanese; real Japanese prose is roughly half kana.
@@ -93,8 +92,9 @@ def span_languages(text: str, spans: Sequence[tuple[int, int]], start: int, end:
     if not scripts:
         return ["und"] * len(spans)
     letter, language = _LETTER[scripts[0]], _ONLY_SCRIPT_LANGUAGE[scripts[0]]
-    return [language if letter.search(text, a, min(b, a + SAMPLE_CHARS)) else "und"
-            for a, b in spans]  # fmt: skip
+    return [
+        language if letter.search(text, a, min(b, a + SAMPLE_CHARS)) else "und" for a, b in spans
+    ]
 
 
 def _scripts_in(text: str, start: int, end: int) -> list[str]:

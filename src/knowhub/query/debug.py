@@ -91,18 +91,26 @@ def _fused(
     dense_rank: dict[int, int],
 ) -> list[dict[str, Any]]:
     return [
-        {"rank": rank, "score": round(score, 6), **_where(rows.get(item)),
-         "lexical_rank": lexical_rank.get(item), "dense_rank": dense_rank.get(item)}
+        {
+            "rank": rank,
+            "score": round(score, 6),
+            **_where(rows.get(item)),
+            "lexical_rank": lexical_rank.get(item),
+            "dense_rank": dense_rank.get(item),
+        }
         for rank, (item, score) in enumerate(fused, start=1)
-    ]  # fmt: skip
+    ]
 
 
 def _fusion_method(settings: SearchSettings, legs: Legs) -> dict[str, Any]:
     if settings.fusion == "rrf":
         return {"method": "rrf", "rrf_k": settings.rrf_k}
     base = {"dense": settings.dense_weight, "lexical": 1.0 - settings.dense_weight}
-    live = {leg: w for leg, w in base.items() if w > 0 and (legs.dense if leg == "dense"
-                                                            else legs.lexical)}  # fmt: skip
+    live = {
+        leg: w
+        for leg, w in base.items()
+        if w > 0 and (legs.dense if leg == "dense" else legs.lexical)
+    }
     total = sum(live.values()) or 1.0
     # The weights actually applied: renormalised over the legs that answered.
     return {"method": "weighted", "weights": {leg: round(w / total, 6) for leg, w in live.items()}}
@@ -119,10 +127,14 @@ def _moves(hits: list[Hit], reranked: bool) -> list[dict[str, Any]]:
     if not reranked:
         return []
     return [
-        {"chunk_id": hit.chunk_id, "fused_rank": hit.fused_rank, "rank": rank,
-         "rerank_score": None if hit.rerank_score is None else round(hit.rerank_score, 6)}
+        {
+            "chunk_id": hit.chunk_id,
+            "fused_rank": hit.fused_rank,
+            "rank": rank,
+            "rerank_score": None if hit.rerank_score is None else round(hit.rerank_score, 6),
+        }
         for rank, hit in enumerate(hits, start=1)
-    ]  # fmt: skip
+    ]
 
 
 def _ranks(ranking: list[tuple[int, float]]) -> dict[int, int]:

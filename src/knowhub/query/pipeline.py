@@ -99,13 +99,20 @@ def search(
     report = on_stage or _silent
     clock = time.perf_counter()
     cid, request = _validate(store, request, caches)
-    key = (cid, store.version(cid), request.query.strip(), tuple(sorted(request.filters.items())),
-           request.top_k, request.min_score)  # fmt: skip
+    key = (
+        cid,
+        store.version(cid),
+        request.query.strip(),
+        tuple(sorted(request.filters.items())),
+        request.top_k,
+        request.min_score,
+    )
     cached: SearchResult | None = caches.results.get(key) if caches is not None else None
     if cached is not None:
         report("cache", len(cached.hits), _lap(clock))
-        return replace(cached, timings_ms={"cache": _lap(clock)},
-                       cache={**cached.cache, "result": "hit"})  # fmt: skip
+        return replace(
+            cached, timings_ms={"cache": _lap(clock)}, cache={**cached.cache, "result": "hit"}
+        )
     timings: dict[str, float] = {}
     legs = _retrieve(store, embedder, settings, request, cid, timings, caches, report)
     clock = time.perf_counter()
@@ -117,15 +124,26 @@ def search(
     dense_rank = {item: r for r, (item, _) in enumerate(legs.dense, start=1)}
     dense_score = dict(legs.dense)
     hits = [
-        replace(rows[i], score=s, lexical_rank=lexical_rank.get(i), dense_rank=dense_rank.get(i),
-                fused_score=s, fused_rank=rank, dense_score=dense_score.get(i))
+        replace(
+            rows[i],
+            score=s,
+            lexical_rank=lexical_rank.get(i),
+            dense_rank=dense_rank.get(i),
+            fused_score=s,
+            fused_rank=rank,
+            dense_score=dense_score.get(i),
+        )
         for rank, (i, s) in enumerate(fused, start=1)
         if i in rows
-    ]  # fmt: skip
+    ]
     hits = _distinct(hits)[:window]
     # The fused score ranks; the absolute relevance decides what is good enough to keep.
-    hits = with_relevance(request.query.strip(), hits, legs.dense if legs.dense_used else None,
-                          embedder.calibration(legs.language))  # fmt: skip
+    hits = with_relevance(
+        request.query.strip(),
+        hits,
+        legs.dense if legs.dense_used else None,
+        embedder.calibration(legs.language),
+    )
     hits = [h for h in hits if (h.relevance or 0.0) >= request.min_score]
     timings["fusion"] = _lap(clock)
     report("fusion", len(hits), timings["fusion"])
@@ -172,8 +190,9 @@ def retrieve(
 ) -> Legs:
     """Validate the request and run both legs, each with the filters applied inside it."""
     cid, request = _validate(store, request, caches)
-    return _retrieve(store, embedder, settings, request, cid, {} if timings is None else timings,
-                     caches, _silent)  # fmt: skip
+    return _retrieve(
+        store, embedder, settings, request, cid, {} if timings is None else timings, caches, _silent
+    )
 
 
 def _retrieve(

@@ -11,8 +11,19 @@ from knowhub.trace.record import Trace, preview
 __all__ = ["record_answer", "record_ingest", "record_search"]
 
 # The order stages run in, for the waterfall; anything else follows.
-_ANSWER_STAGES = ("routing", "faq", "lexical", "query_embedding", "dense", "fusion", "rerank",
-                  "extractive", "prompt_build", "llm_first_token", "llm_total")  # fmt: skip
+_ANSWER_STAGES = (
+    "routing",
+    "faq",
+    "lexical",
+    "query_embedding",
+    "dense",
+    "fusion",
+    "rerank",
+    "extractive",
+    "prompt_build",
+    "llm_first_token",
+    "llm_total",
+)
 
 
 def record_search(
@@ -33,8 +44,11 @@ def record_search(
 
 def record_answer(trace: Trace, end: Mapping[str, Any]) -> None:
     """From an answer's ``end`` event: timings (search stages unprefixed), outcome, sources."""
-    raw = {k.removeprefix("search."): float(v) for k, v in end.get("timings_ms", {}).items()
-           if k != "retrieval"}  # fmt: skip
+    raw = {
+        k.removeprefix("search."): float(v)
+        for k, v in end.get("timings_ms", {}).items()
+        if k != "retrieval"
+    }
     ordered = [s for s in _ANSWER_STAGES if s in raw] + [s for s in raw if s not in _ANSWER_STAGES]
     trace.stages_ms = {s: round(raw[s], 3) for s in ordered}
     sources = end.get("sources", [])
@@ -55,13 +69,17 @@ def record_ingest(trace: Trace, report: Any) -> None:
     trace.stages_ms = {"ingest": round(report.seconds * 1000.0, 3)}
     trace.stage_hits = {"ingest": len(report.added) + len(report.updated)}
     trace.ingest = {
-        "added": len(report.added), "updated": len(report.updated),
+        "added": len(report.added),
+        "updated": len(report.updated),
         "moved": [{"from": old, "to": new} for old, new in report.moved],
         "retagged": len(report.retagged),
-        "unchanged": len(report.unchanged), "removed": len(report.removed),
+        "unchanged": len(report.unchanged),
+        "removed": len(report.removed),
         "failed": [{"source": s, "reason": preview(r)} for s, r in report.failed],
         "skipped": [{"source": s, "reason": preview(r)} for s, r in report.skipped],
-        "chunks": report.chunks, "embedded": report.embedded, "cached": report.cached,
-    }  # fmt: skip
+        "chunks": report.chunks,
+        "embedded": report.embedded,
+        "cached": report.cached,
+    }
     if report.failed:
         trace.error = f"{len(report.failed)} file(s) failed"

@@ -58,9 +58,14 @@ def _line(trace: Trace) -> str:
     except (TypeError, ValueError, RecursionError) as exc:  # e.g. a value that loops
         log.warning("trace %s: written without its details (%s)", trace.trace_id, exc)
         bare = Trace(
-            trace.trace_id, trace.kind, trace.interface, trace.collection, trace.started_at,
-            trace.duration_ms, error=escape_surrogates(f"trace details lost: {exc}"),
-        )  # fmt: skip
+            trace.trace_id,
+            trace.kind,
+            trace.interface,
+            trace.collection,
+            trace.started_at,
+            trace.duration_ms,
+            error=escape_surrogates(f"trace details lost: {exc}"),
+        )
         return _dumps(bare.encodable()) + "\n"
 
 

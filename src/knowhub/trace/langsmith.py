@@ -28,8 +28,12 @@ class LangSmithSink:
     def emit(self, trace: Trace) -> None:
         trace = trace.encodable()  # the client's JSON encoding refuses lone surrogates
         start = datetime.fromisoformat(trace.started_at.replace("Z", "+00:00"))
-        outputs = {"hit_type": trace.hit_type, "answer": trace.answer,
-                   "source_ids": trace.source_ids, "ingest": trace.ingest}  # fmt: skip
+        outputs = {
+            "hit_type": trace.hit_type,
+            "answer": trace.answer,
+            "source_ids": trace.source_ids,
+            "ingest": trace.ingest,
+        }
         self._client.create_run(
             name=f"knowhub.{trace.kind}",
             run_type=_RUN_TYPES.get(trace.kind, "chain"),
@@ -39,6 +43,12 @@ class LangSmithSink:
             end_time=start + timedelta(milliseconds=trace.duration_ms),
             error=trace.error,
             project_name=self.project,
-            extra={"metadata": {"trace_id": trace.trace_id, "stages_ms": trace.stages_ms,
-                                "interface": trace.interface, "kb_version": trace.kb_version}},
-        )  # fmt: skip
+            extra={
+                "metadata": {
+                    "trace_id": trace.trace_id,
+                    "stages_ms": trace.stages_ms,
+                    "interface": trace.interface,
+                    "kb_version": trace.kb_version,
+                }
+            },
+        )

@@ -69,12 +69,18 @@ def _ns(iso: str) -> int:
 def _attributes(trace: Trace) -> dict[str, Any]:
     kb = trace.kb_version or {}  # flattened: span attributes are scalars
     values: dict[str, Any] = {
-        "knowhub.trace_id": trace.trace_id, "knowhub.interface": trace.interface,
-        "knowhub.collection": trace.collection, "knowhub.kb_version": kb.get("version"),
-        "knowhub.kb_physical": kb.get("physical"), "knowhub.kb_revision": kb.get("revision"),
-        "knowhub.intent": trace.intent, "knowhub.hit_type": trace.hit_type,
-        "knowhub.confidence": trace.confidence, "knowhub.sources_count": trace.sources_count,
-        "knowhub.top_source_score": trace.top_source_score, "knowhub.query": trace.query,
+        "knowhub.trace_id": trace.trace_id,
+        "knowhub.interface": trace.interface,
+        "knowhub.collection": trace.collection,
+        "knowhub.kb_version": kb.get("version"),
+        "knowhub.kb_physical": kb.get("physical"),
+        "knowhub.kb_revision": kb.get("revision"),
+        "knowhub.intent": trace.intent,
+        "knowhub.hit_type": trace.hit_type,
+        "knowhub.confidence": trace.confidence,
+        "knowhub.sources_count": trace.sources_count,
+        "knowhub.top_source_score": trace.top_source_score,
+        "knowhub.query": trace.query,
         "knowhub.model": trace.model,
-    }  # fmt: skip
+    }
     return {k: v for k, v in values.items() if v is not None}

@@ -61,8 +61,12 @@ class Trace:
             # Written before versions existed: every collection was its own version 1, and
             # the number recorded was its revision.
             name = values["collection"]
-            values["kb_version"] = {"collection": name, "version": 1, "physical": name,
-                                    "revision": values["kb_version"]}  # fmt: skip
+            values["kb_version"] = {
+                "collection": name,
+                "version": 1,
+                "physical": name,
+                "revision": values["kb_version"],
+            }
         return cls(**values)
 
     @property

@@ -54,8 +54,10 @@ def summarize(traces: list[Trace]) -> dict[str, Any]:
     for trace in traces:
         for stage, ms in trace.stages_ms.items():
             stages.setdefault(stage, []).append(ms)
-    per_stage = {s: {"count": len(v), "p50": _pct(v, 50), "p95": _pct(v, 95)}
-                 for s, v in sorted(stages.items())}  # fmt: skip
+    per_stage = {
+        s: {"count": len(v), "p50": _pct(v, 50), "p95": _pct(v, 95)}
+        for s, v in sorted(stages.items())
+    }
     slowest = max(stages, key=lambda s: _pct(stages[s], 95) or 0.0) if stages else None
     totals = [t.duration_ms for t in traces]
     return {
@@ -80,8 +82,10 @@ def waterfall(trace: Trace, width: int = 40) -> str:
         f"{trace.duration_ms:.1f} ms" + (f"  query {trace.query!r}" if trace.query else ""),
     ]
     if trace.hit_type:
-        head.append(f"hit_type {trace.hit_type}  confidence {trace.confidence}  sources "
-                    f"{trace.sources_count}  top score {trace.top_source_score}")  # fmt: skip
+        head.append(
+            f"hit_type {trace.hit_type}  confidence {trace.confidence}  sources "
+            f"{trace.sources_count}  top score {trace.top_source_score}"
+        )
     if trace.error:
         head.append(f"ERROR {trace.error}")
     name_width = max((len(s) for s in trace.stages_ms), default=5)
@@ -91,8 +95,10 @@ def waterfall(trace: Trace, width: int = 40) -> str:
         length = max(1, round(ms / total * width))
         hits = trace.stage_hits.get(stage)
         bar = " " * start + "█" * length
-        rows.append(f"  {stage:<{name_width}} {bar:<{width + 1}} {ms:8.1f} ms"
-                    + (f"  {hits} hits" if hits is not None else ""))  # fmt: skip
+        rows.append(
+            f"  {stage:<{name_width}} {bar:<{width + 1}} {ms:8.1f} ms"
+            + (f"  {hits} hits" if hits is not None else "")
+        )
         if not stage.endswith("first_token"):  # a moment inside the next stage, not a span
             at += ms
     notes = [f"  note: {n}" for n in trace.notes]

@@ -35,8 +35,12 @@ class Tracer:
                 sink.emit(clean)
             except Exception as exc:  # tracing must never break the run it describes
                 reason = escape_surrogates(self._scrub(str(exc)))
-                log.warning("trace sink %s failed for trace %s: %s", type(sink).__name__,
-                            clean.trace_id, reason)  # fmt: skip
+                log.warning(
+                    "trace sink %s failed for trace %s: %s",
+                    type(sink).__name__,
+                    clean.trace_id,
+                    reason,
+                )
 
     def _scrub(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -55,13 +59,22 @@ def build_tracer(settings: Settings) -> Tracer:
     opts = settings.trace
     sinks: list[Sink] = []
     if opts.enabled:
-        sinks.append(JsonlSink(Path(settings.data_dir) / "traces",
-                               int(opts.max_file_mb * 1024 * 1024), opts.keep_files))  # fmt: skip
+        sinks.append(
+            JsonlSink(
+                Path(settings.data_dir) / "traces",
+                int(opts.max_file_mb * 1024 * 1024),
+                opts.keep_files,
+            )
+        )
     if opts.otlp_endpoint:
         from knowhub.trace.otlp import OtlpSink
 
-        sinks.append(OtlpSink(opts.otlp_endpoint, settings.secret(opts.otlp_headers_env)
-                              if opts.otlp_headers_env else None))  # fmt: skip
+        sinks.append(
+            OtlpSink(
+                opts.otlp_endpoint,
+                settings.secret(opts.otlp_headers_env) if opts.otlp_headers_env else None,
+            )
+        )
     if opts.langsmith_api_key_env:
         key = settings.secret(opts.langsmith_api_key_env)
         if key:

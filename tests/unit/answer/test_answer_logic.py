@@ -20,16 +20,30 @@ def _hit(
     n: int, text: str, source: str = "", page: int | None = None, relevance: float = 0.9
 ) -> Hit:
     return Hit(
-        chunk_id=f"c{n}", score=1.0 - n / 10, source=source or f"doc{n}.md", title="", text=text,
-        page=page, section_path="Guide > Backups", line_start=1, line_end=4, char_start=0,
-        char_end=len(text), doc_hash="0" * 64, collection="default", language="en",
+        chunk_id=f"c{n}",
+        score=1.0 - n / 10,
+        source=source or f"doc{n}.md",
+        title="",
+        text=text,
+        page=page,
+        section_path="Guide > Backups",
+        line_start=1,
+        line_end=4,
+        char_start=0,
+        char_end=len(text),
+        doc_hash="0" * 64,
+        collection="default",
+        language="en",
         relevance=relevance,
-    )  # fmt: skip
+    )
 
 
 # Relevance as a search for the backup questions below gives it (see knowhub.query.relevance).
-BACKUPS = _hit(1, "# Backups\n\nThe timer takes an incremental database\nbackup every 6 hours. "
-               "Full backups run nightly.\n\nOld backups are kept for 35 days.")  # fmt: skip
+BACKUPS = _hit(
+    1,
+    "# Backups\n\nThe timer takes an incremental database\nbackup every 6 hours. "
+    "Full backups run nightly.\n\nOld backups are kept for 35 days.",
+)
 VPN = _hit(2, "Connect to the VPN before you open the admin console.", relevance=0.6)
 
 
@@ -40,11 +54,14 @@ def test_sentences_join_wrapped_prose_and_keep_bullets_apart() -> None:
         "Old backups are kept for 35 days.",
     ]
     assert sentences("Heron arm gets sensing\nOsprey pilot in Q3\n- third item") == [
-        "Heron arm gets sensing", "Osprey pilot in Q3", "third item",
-    ]  # fmt: skip
+        "Heron arm gets sensing",
+        "Osprey pilot in Q3",
+        "third item",
+    ]
     assert sentences("数据库每六小时备份一次。完整备份每晚进行！") == [
-        "数据库每六小时备份一次。", "完整备份每晚进行！",
-    ]  # fmt: skip
+        "数据库每六小时备份一次。",
+        "完整备份每晚进行！",
+    ]
 
 
 def test_table_rows_read_as_column_value_pairs() -> None:
@@ -81,8 +98,9 @@ def test_citations_must_exist_and_support_their_sentence() -> None:
     assert (after.claims, after.supported, after.uncited) == (2, 2, 0)
     bad = check_citations(
         "Backups are kept for 35 days [7]. The moon is made of cheese [1]. No citation here.",
-        sources, 0.3,
-    )  # fmt: skip
+        sources,
+        0.3,
+    )
     assert bad.invalid == [7] and bad.cited == [7, 1]
     assert bad.unsupported == [("The moon is made of cheese .", 1)] or bad.unsupported[0][1] == 1
     assert (bad.claims, bad.supported, bad.uncited) == (2, 0, 1)
@@ -107,8 +125,9 @@ class ScriptedLLM(LLM):
         self.answer = answer
         self.calls: list[list[ChatMessage]] = []
 
-    def _complete(self, messages: list[ChatMessage], *, max_tokens: int, temperature: float,
-                  json_mode: bool) -> str:  # fmt: skip
+    def _complete(
+        self, messages: list[ChatMessage], *, max_tokens: int, temperature: float, json_mode: bool
+    ) -> str:
         self.calls.append(messages)
         return self.answer
 
@@ -126,8 +145,11 @@ def _retrieve(hits: list[Hit]):  # type: ignore[no-untyped-def]
 
 def test_llm_answers_stream_tokens_and_carry_checked_citations() -> None:
     llm = ScriptedLLM("Backups are kept for 35 days [1].")
-    events = list(answer_events("How long are backups kept?", _retrieve([BACKUPS, VPN]), llm,
-                                AnswerSettings()))  # fmt: skip
+    events = list(
+        answer_events(
+            "How long are backups kept?", _retrieve([BACKUPS, VPN]), llm, AnswerSettings()
+        )
+    )
     kinds = [k for k, _ in events]
     assert kinds[:2] == ["stage", "sources"] and kinds[-1] == "end"
     assert kinds.count("token") == 7
@@ -140,12 +162,22 @@ def test_llm_answers_stream_tokens_and_carry_checked_citations() -> None:
 
 
 def test_an_unsupported_answer_lowers_confidence() -> None:
-    good = collect(answer_events("How long are backups kept?", _retrieve([BACKUPS]),
-                                 ScriptedLLM("Backups are kept for 35 days [1]."),
-                                 AnswerSettings()))  # fmt: skip
-    bad = collect(answer_events("How long are backups kept?", _retrieve([BACKUPS]),
-                                ScriptedLLM("Penguins live in Antarctica [3]."),
-                                AnswerSettings()))  # fmt: skip
+    good = collect(
+        answer_events(
+            "How long are backups kept?",
+            _retrieve([BACKUPS]),
+            ScriptedLLM("Backups are kept for 35 days [1]."),
+            AnswerSettings(),
+        )
+    )
+    bad = collect(
+        answer_events(
+            "How long are backups kept?",
+            _retrieve([BACKUPS]),
+            ScriptedLLM("Penguins live in Antarctica [3]."),
+            AnswerSettings(),
+        )
+    )
     assert bad["confidence"] < good["confidence"]
     assert bad["citations"]["invalid"] == [3] and any("do not exist" in n for n in bad["notes"])
 
@@ -153,20 +185,37 @@ def test_an_unsupported_answer_lowers_confidence() -> None:
 def test_no_relevant_source_means_no_answer_and_no_llm_call() -> None:
     llm = ScriptedLLM("Paris [1].")
     unrelated = [replace(BACKUPS, relevance=0.1), replace(VPN, relevance=0.0)]
-    end = collect(answer_events("What is the capital of France?", _retrieve(unrelated), llm,
-                                AnswerSettings()))  # fmt: skip
+    end = collect(
+        answer_events("What is the capital of France?", _retrieve(unrelated), llm, AnswerSettings())
+    )
     assert end["hit_type"] == "insufficient_context" and llm.calls == []
     assert end["answer"] == "The documents do not cover this question."
     assert "is below answer.min_evidence" in end["notes"][0]
     assert [s["relevance"] for s in end["sources"]] == [0.1, 0.0]  # the nearest misses, shown
-    ru = collect(answer_events("Какая столица Франции?", _retrieve(unrelated[:1]), None,
-                               AnswerSettings(), language="ru"))  # fmt: skip
+    ru = collect(
+        answer_events(
+            "Какая столица Франции?",
+            _retrieve(unrelated[:1]),
+            None,
+            AnswerSettings(),
+            language="ru",
+        )
+    )
     assert ru["answer"] == "В документах нет ответа на этот вопрос."
 
 
 def test_rules_route_greetings_and_questions_about_the_assistant() -> None:
-    for text in ("hello", "Hi there!", "thanks", "你好", "谢谢！", "Привет", "who are you?",
-                 "你能做什么", "что ты умеешь?"):  # fmt: skip
+    for text in (
+        "hello",
+        "Hi there!",
+        "thanks",
+        "你好",
+        "谢谢！",
+        "Привет",
+        "who are you?",
+        "你能做什么",
+        "что ты умеешь?",
+    ):
         found = route(text)
         assert found.intent == "chat" and found.by == "rules" and found.reply, text
         assert found.ms >= 0  # timed in the trace; speed belongs in benchmarks, not here
@@ -175,8 +224,10 @@ def test_rules_route_greetings_and_questions_about_the_assistant() -> None:
 
 
 def test_llm_router_extracts_filters_and_comparisons_and_falls_back() -> None:
-    found = route("only the ops docs: backups?", ScriptedLLM(
-        '{"intent": "filter", "filters": {"team": "ops"}, "queries": []}'))  # fmt: skip
+    found = route(
+        "only the ops docs: backups?",
+        ScriptedLLM('{"intent": "filter", "filters": {"team": "ops"}, "queries": []}'),
+    )
     assert (found.intent, found.by, found.filters) == ("filter", "llm", {"team": "ops"})
     compare = route(
         "Kestrel vs Osprey battery",
@@ -197,8 +248,9 @@ LOGS = _hit(3, "Audit logs are kept in the vault.", source="audit.md", relevance
 
 def test_sources_below_the_floor_are_neither_quoted_nor_prompted_nor_listed() -> None:
     question = "How long are backups kept?"
-    extractive = collect(answer_events(question, _retrieve([BACKUPS, LOGS]), None,
-                                       AnswerSettings()))  # fmt: skip
+    extractive = collect(
+        answer_events(question, _retrieve([BACKUPS, LOGS]), None, AnswerSettings())
+    )
     assert "vault" not in extractive["answer"] and "35 days. [1]" in extractive["answer"]
     assert [s["source"] for s in extractive["sources"]] == ["doc1.md"]
     assert "1 source(s) below answer.min_evidence 0.40 left out" in extractive["notes"]
@@ -211,9 +263,14 @@ def test_sources_below_the_floor_are_neither_quoted_nor_prompted_nor_listed() ->
 def test_confidence_follows_the_sources_relevance() -> None:
     def confidence(relevance: float) -> float:
         hit = replace(BACKUPS, relevance=relevance)
-        answer = collect(answer_events("How long are backups kept?", _retrieve([hit]),
-                                       ScriptedLLM("Backups are kept for 35 days [1]."),
-                                       AnswerSettings()))  # fmt: skip
+        answer = collect(
+            answer_events(
+                "How long are backups kept?",
+                _retrieve([hit]),
+                ScriptedLLM("Backups are kept for 35 days [1]."),
+                AnswerSettings(),
+            )
+        )
         assert answer["hit_type"] == "rag" and answer["citations"]["score"] == 1.0
         return float(answer["confidence"])
 

@@ -17,8 +17,11 @@ def test_shortfall_says_metric_value_minimum_and_gap() -> None:
 
 
 def test_gate_lists_every_failing_metric() -> None:
-    result = check_gate("s", {"ndcg@10": 0.8, "mrr@10": 0.5, "recall@10": 0.9},
-                        {"ndcg@10": 0.75, "mrr@10": 0.6, "recall@10": 0.85})  # fmt: skip
+    result = check_gate(
+        "s",
+        {"ndcg@10": 0.8, "mrr@10": 0.5, "recall@10": 0.9},
+        {"ndcg@10": 0.75, "mrr@10": 0.6, "recall@10": 0.85},
+    )
     assert not result.passed
     assert [f.metric for f in result.failures] == ["ndcg@10", "recall@10"]
     assert result.to_dict()["failures"][0] == "ndcg@10 0.750 < 0.800 (-0.050)"

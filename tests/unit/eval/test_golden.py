@@ -32,20 +32,27 @@ def test_loads_sources_chunks_keywords_and_default_ids(tmp_path: Path) -> None:
     [
         ('{"query": "x"}', r"g.json: expected a JSON list .* got a JSON dict"),
         ("[\n  1,\n  2\n]", r"g.json:2: entry 1 is not an object"),
-        ('[\n{"query": "a", "expected_sources": ["s"]},\n{"expected_sources": ["s"]}\n]',
-         r'g.json:3: entry 2 has no "query"'),
+        (
+            '[\n{"query": "a", "expected_sources": ["s"]},\n{"expected_sources": ["s"]}\n]',
+            r'g.json:3: entry 2 has no "query"',
+        ),
         ('[\n\n  {"query": "a"}]', r'g.json:3: entry 1 needs exactly one of "expected_sources"'),
-        ('[{"query": "a", "expected_sources": ["s"], "expected_chunk_ids": ["c"]}]',
-         r"g.json:1: entry 1 needs exactly one of"),
+        (
+            '[{"query": "a", "expected_sources": ["s"], "expected_chunk_ids": ["c"]}]',
+            r"g.json:1: entry 1 needs exactly one of",
+        ),
         ('[{"query": "a", "expected_source": "s"}]', r"g.json:1: entry 1: unknown field"),
         ('[{"query": "a", "expected_sources": "s"}]', r'"expected_sources" must be a list'),
         ('[{"query": "a", "expected_sources": []}]', r'"expected_sources" is empty'),
-        ('[{"id": "x", "query": "a", "expected_sources": ["s"]},\n'
-         ' {"id": "x", "query": "b", "expected_sources": ["s"]}]', r"g.json:2: entry 2 repeats"),
+        (
+            '[{"id": "x", "query": "a", "expected_sources": ["s"]},\n'
+            ' {"id": "x", "query": "b", "expected_sources": ["s"]}]',
+            r"g.json:2: entry 2 repeats",
+        ),
         ("[]", r"g.json: the list is empty"),
         ('[\n{"query": "a",\n "expected_sources": ["s"],,}]', r"g.json:3: not valid JSON"),
     ],
-)  # fmt: skip
+)
 def test_bad_golden_file_names_file_and_line(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         load_golden(write(tmp_path / "g.json", text))

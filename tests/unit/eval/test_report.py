@@ -17,21 +17,35 @@ from knowhub.eval.report import compare, load_report, render_markdown, write_rep
 
 def query(qid: str, ndcg: float, total: float = 5.0) -> dict[str, Any]:
     first = None if ndcg == 0 else 1
-    return {"qid": qid, "query": f"question <{qid}>", "metrics": {"ndcg@10": ndcg},
-            "ranked": ["x.md", "y.md"], "relevant": {"a.md": 1},
-            "first_relevant_rank": first, "latency_ms": {"total": total}}  # fmt: skip
+    return {
+        "qid": qid,
+        "query": f"question <{qid}>",
+        "metrics": {"ndcg@10": ndcg},
+        "ranked": ["x.md", "y.md"],
+        "relevant": {"a.md": 1},
+        "first_relevant_rank": first,
+        "latency_ms": {"total": total},
+    }
 
 
 def report(**metrics: float) -> dict[str, Any]:
     values = {"ndcg@10": 0.5, "recall@10": 0.8, **metrics}
     return {
-        "name": "set", "split": "test", "source": "/d/set", "collection": "eval-set",
-        "top_k": 100, "queries": 3, "documents": 10, "params": {}, "context": {"embedder": "x"},
-        "created": "2025-01-01T00:00:00+00:00", "ingest": {"added": 10, "embedded": 12},
-        "metrics": values, "latency_ms": {"lexical": {"p50": 1.0, "p95": 2.0},
-                                          "total": {"p50": 5.0, "p95": 9.0}},
+        "name": "set",
+        "split": "test",
+        "source": "/d/set",
+        "collection": "eval-set",
+        "top_k": 100,
+        "queries": 3,
+        "documents": 10,
+        "params": {},
+        "context": {"embedder": "x"},
+        "created": "2025-01-01T00:00:00+00:00",
+        "ingest": {"added": 10, "embedded": 12},
+        "metrics": values,
+        "latency_ms": {"lexical": {"p50": 1.0, "p95": 2.0}, "total": {"p50": 5.0, "p95": 9.0}},
         "per_query": [query("q1", 1.0, 3.0), query("q2", 0.0, 9.0), query("q3", 0.5, 4.0)],
-    }  # fmt: skip
+    }
 
 
 def test_compare_gives_deltas_and_queries_that_changed(tmp_path: Path) -> None:
@@ -70,8 +84,12 @@ def test_write_reports_writes_json_markdown_and_html(tmp_path: Path) -> None:
 def test_html_is_self_contained_with_wellformed_svg_and_highlighted_misses() -> None:
     data = report()
     data["baseline"] = compare(report(), report(**{"ndcg@10": 0.4}), Path("b.json"))
-    data["gate"] = {"key": "set", "passed": False, "thresholds": {"ndcg@10": 0.6},
-                    "failures": ["ndcg@10 0.500 < 0.600 (-0.100)"]}  # fmt: skip
+    data["gate"] = {
+        "key": "set",
+        "passed": False,
+        "thresholds": {"ndcg@10": 0.6},
+        "failures": ["ndcg@10 0.500 < 0.600 (-0.100)"],
+    }
     page = render_html(data)
     assert "<script" not in page and "<link" not in page
     assert not re.search(r"(src|href)=", page)
@@ -87,8 +105,12 @@ def test_html_is_self_contained_with_wellformed_svg_and_highlighted_misses() -> 
 
 def test_markdown_lists_gate_failures_and_misses() -> None:
     data = report()
-    data["gate"] = {"key": "set", "passed": False, "thresholds": {"ndcg@10": 0.6},
-                    "failures": ["ndcg@10 0.500 < 0.600 (-0.100)"]}  # fmt: skip
+    data["gate"] = {
+        "key": "set",
+        "passed": False,
+        "thresholds": {"ndcg@10": 0.6},
+        "failures": ["ndcg@10 0.500 < 0.600 (-0.100)"],
+    }
     text = render_markdown(data)
     assert "| ndcg@10 | 0.5000 |  |  | ≥ 0.600 ❌ |" in text
     assert "- ndcg@10 0.500 < 0.600 (-0.100)" in text

@@ -22,17 +22,32 @@ CORPUS = (
 
 def tiny_beir(folder: Path) -> Path:
     write(folder / "corpus.jsonl", CORPUS)
-    write(folder / "queries.jsonl",
-          '{"_id": "q1", "text": "when do backups run"}\n'
-          '{"_id": "q2", "text": "paid vacation days"}\n')  # fmt: skip
+    write(
+        folder / "queries.jsonl",
+        '{"_id": "q1", "text": "when do backups run"}\n'
+        '{"_id": "q2", "text": "paid vacation days"}\n',
+    )
     write(folder / "qrels" / "test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\n")
     return folder
 
 
 def hit(source: str, chunk_id: str = "c", text: str = "") -> Hit:
-    return Hit(chunk_id=chunk_id, score=1.0, source=source, title="", text=text, page=None,
-               section_path="", line_start=1, line_end=1, char_start=0, char_end=0,
-               doc_hash="h", collection="c", language="en")  # fmt: skip
+    return Hit(
+        chunk_id=chunk_id,
+        score=1.0,
+        source=source,
+        title="",
+        text=text,
+        page=None,
+        section_path="",
+        line_start=1,
+        line_end=1,
+        char_start=0,
+        char_end=0,
+        doc_hash="h",
+        collection="c",
+        language="en",
+    )
 
 
 def test_second_run_embeds_nothing_and_scores_the_same(app: App, tmp_path: Path) -> None:
@@ -81,9 +96,12 @@ def test_expected_source_missing_from_the_collection_is_an_error(app: App, tmp_p
     app.ingest([tmp_path / "docs"], "kb")
     queries = [JudgedQuery("q1", "backups", {"docs/en/guide.md": 1}, line=3)]
     evalset = EvalSet("golden", Path("golden.json"), queries)
-    with pytest.raises(ConfigError, match=r"golden.json:3: query 'q1' expects source "
-                       r"'docs/en/guide.md', which is not in collection 'kb' \(its sources look "
-                       r"like 'en/guide.md'\)"):  # fmt: skip
+    with pytest.raises(
+        ConfigError,
+        match=r"golden.json:3: query 'q1' expects source "
+        r"'docs/en/guide.md', which is not in collection 'kb' \(its sources look "
+        r"like 'en/guide.md'\)",
+    ):
         check_judgments(app, evalset, "kb")
     chunked = EvalSet("golden", Path("golden.json"), [JudgedQuery("q", "x", {"nope": 1}, "chunk")])
     with pytest.raises(ConfigError, match="expects chunk 'nope'"):

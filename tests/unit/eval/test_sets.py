@@ -15,14 +15,21 @@ QRELS_HEADER = "query-id\tcorpus-id\tscore\n"
 
 
 def make_set(folder: Path, docs: int = 30, queries: int = 10) -> Path:
-    write(folder / "corpus.jsonl", "".join(
-        f'{{"_id": "d{i}", "title": "Doc {i}", "text": "text number {i}"}}\n' for i in range(docs)
-    ))  # fmt: skip
-    write(folder / "queries.jsonl", "".join(
-        f'{{"_id": "q{i}", "text": "number {i}"}}\n' for i in range(queries)
-    ))  # fmt: skip
-    write(folder / "qrels" / "test.tsv",
-          QRELS_HEADER + "".join(f"q{i}\td{i}\t1\n" for i in range(queries)))  # fmt: skip
+    write(
+        folder / "corpus.jsonl",
+        "".join(
+            f'{{"_id": "d{i}", "title": "Doc {i}", "text": "text number {i}"}}\n'
+            for i in range(docs)
+        ),
+    )
+    write(
+        folder / "queries.jsonl",
+        "".join(f'{{"_id": "q{i}", "text": "number {i}"}}\n' for i in range(queries)),
+    )
+    write(
+        folder / "qrels" / "test.tsv",
+        QRELS_HEADER + "".join(f"q{i}\td{i}\t1\n" for i in range(queries)),
+    )
     return folder
 
 
@@ -38,8 +45,9 @@ def test_sample_is_deterministic_and_keeps_judged_documents(tmp_path: Path) -> N
 
 def test_sample_without_options_is_the_whole_set(tmp_path: Path) -> None:
     dataset = load_dataset(make_set(tmp_path / "set"))
-    assert sample_dataset(dataset) == Dataset(dataset.name, dataset.corpus, dataset.queries,
-                                              dataset.qrels)  # fmt: skip
+    assert sample_dataset(dataset) == Dataset(
+        dataset.name, dataset.corpus, dataset.queries, dataset.qrels
+    )
 
 
 def test_subset_smaller_than_the_judged_documents_is_an_error(tmp_path: Path) -> None:

@@ -27,13 +27,17 @@ def test_csv_tsv_json_and_markdown(tmp_path: Path) -> None:
     assert _pairs(tsv) == [("年假几天？", "15 天", 2)]
     data = [{"question": "Вопрос?", "answer": "Ответ."}, {"q": "Q2", "a": "A2"}]
     assert _pairs(write(tmp_path / "f.json", json.dumps(data))) == [
-        ("Вопрос?", "Ответ.", 1), ("Q2", "A2", 2),
-    ]  # fmt: skip
+        ("Вопрос?", "Ответ.", 1),
+        ("Q2", "A2", 2),
+    ]
     wrapped = write(tmp_path / "w.json", json.dumps({"faq": data[:1]}))
     assert len(load_faq(wrapped, 10_000)) == 1
-    md = write(tmp_path / "f.md", "# FAQ\n\nIntro text.\n\n## How long are backups kept?\n\n"
-               "35 days.\nLonger on request.\n\n## Contacts\n\nnot a question\n\n"
-               "Q: Who runs backups?\nA: The ops team.\n")  # fmt: skip
+    md = write(
+        tmp_path / "f.md",
+        "# FAQ\n\nIntro text.\n\n## How long are backups kept?\n\n"
+        "35 days.\nLonger on request.\n\n## Contacts\n\nnot a question\n\n"
+        "Q: Who runs backups?\nA: The ops team.\n",
+    )
     assert _pairs(md) == [
         ("How long are backups kept?", "35 days.\nLonger on request.", 5),
         ("Who runs backups?", "The ops team.", 14),

@@ -131,8 +131,9 @@ def test_a_long_file_is_announced_before_it_is_embedded(tmp_path: Path) -> None:
 
     ingest_with(tmp_path, docs, progress).close()
     [warning] = [line for line in log if line.startswith("warning: ")]  # not about a.md
-    assert re.fullmatch(r"warning: b\.md: \d\d chunks to embed, about \d+ s at [\d.]+ chunks/s",
-                        warning), warning  # fmt: skip
+    assert re.fullmatch(
+        r"warning: b\.md: \d\d chunks to embed, about \d+ s at [\d.]+ chunks/s", warning
+    ), warning
     assert log[log.index(warning) + 1] == "chunked b.md"  # then its batches
     assert log.index("embedded b.md") > log.index(warning)
 
@@ -221,8 +222,15 @@ def test_line_counts_cached_chunks_apart() -> None:
 def test_durations_are_as_precise_as_an_estimate_deserves() -> None:
     seconds = (2.34, 45.4, 59.7, 150, 3580, 3600, 6900, 7083)
     assert [duration(s) for s in seconds] == [
-        "2.3 s", "45 s", "1 min", "2 min", "1 h", "1 h", "1 h 55 min", "1 h 58 min",
-    ]  # fmt: skip
+        "2.3 s",
+        "45 s",
+        "1 min",
+        "2 min",
+        "1 h",
+        "1 h",
+        "1 h 55 min",
+        "1 h 58 min",
+    ]
 
 
 def steps_of_a_run(clock: Clock) -> Iterator[IngestProgress]:
@@ -230,11 +238,22 @@ def steps_of_a_run(clock: Clock) -> Iterator[IngestProgress]:
     yield step("started", "", files=(0, 3))
     for index, name in enumerate(("a.md", "b.md", "c.md")):
         clock.now += 1
-        yield step("chunked", name, files=(index, 3), chunked=index + 1,
-                   chunks=(index * 10, index * 10 + 10), file_chunks=10)  # fmt: skip
+        yield step(
+            "chunked",
+            name,
+            files=(index, 3),
+            chunked=index + 1,
+            chunks=(index * 10, index * 10 + 10),
+            file_chunks=10,
+        )
         clock.now += 1
-        yield step("file_done", name, files=(index + 1, 3), chunked=index + 1,
-                   chunks=(index * 10 + 10, index * 10 + 10))  # fmt: skip
+        yield step(
+            "file_done",
+            name,
+            files=(index + 1, 3),
+            chunked=index + 1,
+            chunks=(index * 10 + 10, index * 10 + 10),
+        )
     yield step("finished", "", files=(3, 3), chunked=3, chunks=(30, 30))
 
 
@@ -351,11 +370,16 @@ def test_tracker_sends_a_batch_only_when_the_count_moved() -> None:
     encoded[0] = 6  # a.md failed after 6 of its 8: those 2 will never be encoded
     tracker.file_done("a.md")
     tracker.finished()
-    assert [(s.event, s.files_done, s.files_chunked, s.chunks_done, s.chunks_total)
-            for s in steps] == [
-        ("started", 0, 0, 0, 0), ("chunked", 0, 1, 0, 8), ("embedded", 0, 1, 4, 8),
-        ("file_done", 1, 2, 4, 8), ("file_done", 2, 2, 6, 8), ("finished", 2, 2, 6, 6),
-    ]  # fmt: skip
+    assert [
+        (s.event, s.files_done, s.files_chunked, s.chunks_done, s.chunks_total) for s in steps
+    ] == [
+        ("started", 0, 0, 0, 0),
+        ("chunked", 0, 1, 0, 8),
+        ("embedded", 0, 1, 4, 8),
+        ("file_done", 1, 2, 4, 8),
+        ("file_done", 2, 2, 6, 8),
+        ("finished", 2, 2, 6, 6),
+    ]
 
 
 def test_a_version_build_reports_one_run_across_its_folders(tmp_path: Path) -> None:

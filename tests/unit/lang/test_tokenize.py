@@ -119,9 +119,13 @@ def test_jieba_loads_on_first_chinese_text_and_stays_silent() -> None:
 def _run_python(script: str) -> str:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=False,
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
         timeout=120,
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout
 

@@ -16,11 +16,22 @@ BACKUPS = "Database backups run every 6 hours and are kept for 35 days."
 
 def _hit(text: str, dense_score: float | None) -> Hit:
     return Hit(
-        chunk_id="c", score=1.0, source="ops.md", title="", text=text, page=None,
-        section_path="Operations > Backups", line_start=1, line_end=1, char_start=0,
-        char_end=len(text), doc_hash="0" * 64, collection="default", language="en",
+        chunk_id="c",
+        score=1.0,
+        source="ops.md",
+        title="",
+        text=text,
+        page=None,
+        section_path="Operations > Backups",
+        line_start=1,
+        line_end=1,
+        char_start=0,
+        char_end=len(text),
+        doc_hash="0" * 64,
+        collection="default",
+        language="en",
         dense_score=dense_score,
-    )  # fmt: skip
+    )
 
 
 def test_without_a_dense_signal_relevance_is_the_share_of_query_terms() -> None:

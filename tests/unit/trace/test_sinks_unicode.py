@@ -100,8 +100,9 @@ def test_otlp_sink_exports_a_trace_with_lone_surrogates() -> None:
         trace = _ingest_trace()
         sink.emit(trace)
         sink.flush()  # force_flush waits for the export to be answered
-    spans = [s for r in received for rs in r.resource_spans for ss in rs.scope_spans
-             for s in ss.spans]  # fmt: skip
+    spans = [
+        s for r in received for rs in r.resource_spans for ss in rs.scope_spans for s in ss.spans
+    ]
     root = next(s for s in spans if s.name == "knowhub.ingest")
     attributes = {a.key: a.value.string_value for a in root.attributes}
     assert attributes["knowhub.query"] == "\\ud800 lone"

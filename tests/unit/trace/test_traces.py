@@ -77,8 +77,12 @@ def test_the_tracer_scrubs_secrets_and_survives_a_failing_sink(
 def test_select_summarize_and_waterfall() -> None:
     old = _trace(ms=5.0)
     old.started_at = (datetime.now(UTC) - timedelta(days=2)).isoformat().replace("+00:00", "Z")
-    traces = [old, _trace(ms=50.0), _trace("answer", ms=500.0, error="timed out"),
-              _trace("ingest", ms=20.0)]  # fmt: skip
+    traces = [
+        old,
+        _trace(ms=50.0),
+        _trace("answer", ms=500.0, error="timed out"),
+        _trace("ingest", ms=20.0),
+    ]
     assert select(traces, kind="answer") == [traces[2]]
     assert select(traces, slow_ms=40) == traces[1:3]
     assert select(traces, errors=True) == [traces[2]]
@@ -111,7 +115,11 @@ def test_kb_version_names_the_version_read_and_old_traces_still_load() -> None:
     assert "collection default (version 2 (default@v2, revision 7))" in waterfall(trace)
     # Before versions, kb_version was the collection's revision: it was its version 1.
     old = Trace.from_dict({**_trace().to_dict(), "kb_version": 4})
-    assert old.kb_version == {"collection": "default", "version": 1, "physical": "default",
-                              "revision": 4}  # fmt: skip
+    assert old.kb_version == {
+        "collection": "default",
+        "version": 1,
+        "physical": "default",
+        "revision": 4,
+    }
     assert old.kb_version_label == "version 1 (revision 4)"
     assert _trace().kb_version_label == "version ?"

@@ -13,9 +13,19 @@ from knowhub.errors import LoaderError
 from knowhub.models import LoadedDocument
 from knowhub.surrogates import escape_surrogates
 
-__all__ = ["CharBudget", "Limits", "Loader", "check_office_file", "file_too_large",
-           "first_line_title", "is_placeholder_title", "loader_error", "not_office_file",
-           "pick_title", "too_much_text"]  # fmt: skip
+__all__ = [
+    "CharBudget",
+    "Limits",
+    "Loader",
+    "check_office_file",
+    "file_too_large",
+    "first_line_title",
+    "is_placeholder_title",
+    "loader_error",
+    "not_office_file",
+    "pick_title",
+    "too_much_text",
+]
 
 
 @dataclass(frozen=True)

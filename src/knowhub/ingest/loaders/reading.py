@@ -105,6 +105,7 @@ def _check_inside(path: Path, fd: int, confine: Path) -> None:
     fence = os.path.realpath(confine)
     if not Path(opened).is_relative_to(fence):
         raise loader_error(
-            path, f"leads outside {fence} (through a symlink), so it is not served: "
-            "move the file inside or remove the link"
-        )  # fmt: skip
+            path,
+            f"leads outside {fence} (through a symlink), so it is not served: "
+            "move the file inside or remove the link",
+        )

@@ -62,8 +62,12 @@ def create_app(
     tokens = TokenBook(settings)
     loopback = check_bind(tokens, host, allow_unauthenticated)
     owned = app is None
-    service = Service(app or build_app(settings, interface="http"), settings, ApiMetrics(),
-                      conversations or Conversations())  # fmt: skip
+    service = Service(
+        app or build_app(settings, interface="http"),
+        settings,
+        ApiMetrics(),
+        conversations or Conversations(),
+    )
     service.metrics.track_index(
         lambda: [IndexSize(c.name, c.documents, c.chunks) for c in service.app.collections()]
     )
@@ -93,9 +97,15 @@ def create_app(
         api.include_router(part)
     limit = settings.server.max_body_bytes
     _error_handlers(api, limit)
-    guarded = Guard(api, tokens, settings.server.allowed_origins,
-                    LOOPBACK_HOSTS if loopback else None, limit,
-                    PUBLIC_PATHS | console.PUBLIC_PATHS, console.CONSOLE_LOGIN)  # fmt: skip
+    guarded = Guard(
+        api,
+        tokens,
+        settings.server.allowed_origins,
+        LOOPBACK_HOSTS if loopback else None,
+        limit,
+        PUBLIC_PATHS | console.PUBLIC_PATHS,
+        console.CONSOLE_LOGIN,
+    )
     paths = _paths([*api.routes, *(route for part in parts for route in part.routes)])
     return MetricsMiddleware(guarded, service.metrics, paths)
 

@@ -38,21 +38,31 @@ class ApiMetrics:
         self.registry = CollectorRegistry()
         self.index: IndexSizes | None = None
         self.requests = Counter(
-            "knowhub_http_requests", "Requests answered, by route, method and status",
-            ["route", "method", "status"], registry=self.registry,
-        )  # fmt: skip
+            "knowhub_http_requests",
+            "Requests answered, by route, method and status",
+            ["route", "method", "status"],
+            registry=self.registry,
+        )
         self.errors = Counter(
-            "knowhub_http_errors", "Failed requests and failed streams, by route and error",
-            ["route", "error"], registry=self.registry,
-        )  # fmt: skip
+            "knowhub_http_errors",
+            "Failed requests and failed streams, by route and error",
+            ["route", "error"],
+            registry=self.registry,
+        )
         self.latency = Histogram(
-            "knowhub_http_request_seconds", "Time to the end of the response, by route",
-            ["route"], registry=self.registry, buckets=_SECONDS,
-        )  # fmt: skip
+            "knowhub_http_request_seconds",
+            "Time to the end of the response, by route",
+            ["route"],
+            registry=self.registry,
+            buckets=_SECONDS,
+        )
         self.stages = Histogram(
-            "knowhub_stage_seconds", "Time per search and answer stage", ["stage"],
-            registry=self.registry, buckets=_SECONDS,
-        )  # fmt: skip
+            "knowhub_stage_seconds",
+            "Time per search and answer stage",
+            ["stage"],
+            registry=self.registry,
+            buckets=_SECONDS,
+        )
         self.searches = Counter(
             "knowhub_searches", "Searches run, by endpoint", ["endpoint"], registry=self.registry
         )

@@ -91,8 +91,9 @@ def routers(service: Service) -> list[APIRouter]:
         except Exception as exc:
             return await service.fail(request, exc, collection)
         events = service.events(question, first, pump, "/api/ask")
-        return StreamingResponse(_sse_body(events), media_type="text/event-stream",
-                                 headers=SSE_HEADERS)  # fmt: skip
+        return StreamingResponse(
+            _sse_body(events), media_type="text/event-stream", headers=SSE_HEADERS
+        )
 
     @api.get("/api/collections", summary="Collections this token may read")
     async def collections(request: Request) -> Any:

@@ -23,8 +23,9 @@ def serve(settings: Settings, host: str, port: int, allow_unauthenticated: bool 
     with closing(bind(host, port)) as sock:  # first: a taken port fails before models load
         app = build_app(settings, interface="http")
         try:
-            asgi = create_app(settings, host=host, allow_unauthenticated=allow_unauthenticated,
-                              app=app)  # fmt: skip
+            asgi = create_app(
+                settings, host=host, allow_unauthenticated=allow_unauthenticated, app=app
+            )
             # Here, not only in the app's lifespan: a bad setting ends the start-up with its
             # own message rather than uvicorn's "Application startup failed".
             warm(app)
@@ -32,8 +33,9 @@ def serve(settings: Settings, host: str, port: int, allow_unauthenticated: bool 
             log.warning("knowhub HTTP API on http://%s:%d (docs: /docs)", shown, port)
             # A WebSocket message is held to the same limit as a request body.
             limit = settings.server.max_body_bytes
-            config = uvicorn.Config(asgi, host=host, port=port, log_level="warning",
-                                    ws_max_size=limit)  # fmt: skip
+            config = uvicorn.Config(
+                asgi, host=host, port=port, log_level="warning", ws_max_size=limit
+            )
             server = uvicorn.Server(config)
             logging.getLogger("uvicorn.error").addFilter(_DeniedHandshakeNoise())  # after config
             server.run(sockets=[sock])

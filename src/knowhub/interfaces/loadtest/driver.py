@@ -90,11 +90,16 @@ async def run_load(options: LoadOptions) -> dict[str, Any]:
     pool = options.clients * 3 + 10  # a request, a WebSocket and an MCP stream per client
     # Idle connections are dropped before uvicorn's 5 s keep-alive closes them: reusing one
     # the server is closing fails ("Server disconnected") through no fault of the server.
-    limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool,
-                          keepalive_expiry=KEEPALIVE_S)  # fmt: skip
+    limits = httpx.Limits(
+        max_connections=pool, max_keepalive_connections=pool, keepalive_expiry=KEEPALIVE_S
+    )
     # The token goes on every request, the MCP client's included; proxies are never used.
-    client = httpx.AsyncClient(timeout=options.servers.timeout_s, limits=limits,
-                               headers=options.servers.headers, trust_env=False)  # fmt: skip
+    client = httpx.AsyncClient(
+        timeout=options.servers.timeout_s,
+        limits=limits,
+        headers=options.servers.headers,
+        trust_env=False,
+    )
     async with client as http:
         known = await _preflight(options, http)
         run = await _load(options, http, samplers)
@@ -102,8 +107,11 @@ async def run_load(options: LoadOptions) -> dict[str, Any]:
         try:  # documents the writer added, or any other; the report survives without them
             known |= await _sources(options.servers, http)
         except (ConfigError, httpx.HTTPError) as exc:
-            log.warning("after the load, listing the documents failed (%s): sources are "
-                        "checked against the documents listed before it", exc)  # fmt: skip
+            log.warning(
+                "after the load, listing the documents failed (%s): sources are "
+                "checked against the documents listed before it",
+                exc,
+            )
     _mark_unknown_sources(run.outcomes, known)
     return _report(options, run, samplers, idle, after)
 
@@ -172,8 +180,11 @@ async def _try_each(options: LoadOptions, http: httpx.AsyncClient) -> str | None
 
 
 async def _sources(servers: Servers, http: httpx.AsyncClient) -> set[str]:
-    resp = await http.get(servers.url + "/api/documents", headers=servers.headers,
-                          params={"collection": servers.collection})  # fmt: skip
+    resp = await http.get(
+        servers.url + "/api/documents",
+        headers=servers.headers,
+        params={"collection": servers.collection},
+    )
     if resp.status_code != 200:
         raise ConfigError(f"GET /api/documents answered {resp.status_code}: {resp.text[:200]}")
     return {str(doc["source"]) for doc in resp.json().get("documents", [])}
@@ -190,11 +201,16 @@ async def _load(
     sampling = [asyncio.create_task(s.run(stop)) for s in samplers.values()]
     lags: list[float] = []
     sampling.append(asyncio.create_task(_loop_lag(stop, lags)))
-    tasks = [asyncio.create_task(_client(i, options, http, epoch, budget, outcomes))
-             for i in range(options.clients)]  # fmt: skip
+    tasks = [
+        asyncio.create_task(_client(i, options, http, epoch, budget, outcomes))
+        for i in range(options.clients)
+    ]
     if options.writer is not None:
-        tasks.append(asyncio.create_task(
-            _writing(options.writer, options.servers, http, epoch, budget, outcomes)))  # fmt: skip
+        tasks.append(
+            asyncio.create_task(
+                _writing(options.writer, options.servers, http, epoch, budget, outcomes)
+            )
+        )
     hard_stop = options.duration_s + options.servers.timeout_s + GRACE_S
     done, pending = await asyncio.wait(tasks, timeout=hard_stop)
     for task in pending:
@@ -208,8 +224,14 @@ async def _load(
     cpu_pct = (time.process_time() - cpu) / wall_s * 100.0
     stop.set()
     await asyncio.gather(*sampling)
-    return _Run(outcomes, round(wall_s, 2), len(pending), round(cpu_pct, 1), lags,
-                (loadavg, os.getloadavg()[0]))  # fmt: skip
+    return _Run(
+        outcomes,
+        round(wall_s, 2),
+        len(pending),
+        round(cpu_pct, 1),
+        lags,
+        (loadavg, os.getloadavg()[0]),
+    )
 
 
 async def _loop_lag(stop: asyncio.Event, lags: list[float], every_s: float = 0.1) -> None:
@@ -221,9 +243,13 @@ async def _loop_lag(stop: asyncio.Event, lags: list[float], every_s: float = 0.1
 
 
 async def _client(
-    index: int, options: LoadOptions, http: httpx.AsyncClient, epoch: float,
-    budget: _Budget, out: list[Outcome],
-) -> None:  # fmt: skip
+    index: int,
+    options: LoadOptions,
+    http: httpx.AsyncClient,
+    epoch: float,
+    budget: _Budget,
+    out: list[Outcome],
+) -> None:
     """One client: the endpoints in turn (each client starting elsewhere), one at a time."""
     stack = AsyncExitStack()
     prober = Prober(options.servers, http, stack)
@@ -239,9 +265,13 @@ async def _client(
 
 
 async def _writing(
-    writer: Writer, servers: Servers, http: httpx.AsyncClient, epoch: float,
-    budget: _Budget, out: list[Outcome],
-) -> None:  # fmt: skip
+    writer: Writer,
+    servers: Servers,
+    http: httpx.AsyncClient,
+    epoch: float,
+    budget: _Budget,
+    out: list[Outcome],
+) -> None:
     stack = AsyncExitStack()
     prober = Prober(servers, http, stack)
     try:
@@ -315,13 +345,17 @@ def _report(
 
 def _settings(options: LoadOptions) -> dict[str, Any]:
     return {
-        "url": options.servers.url, "mcp_url": options.servers.mcp_url,
-        "collection": options.servers.collection, "clients": options.clients,
-        "duration_s": options.duration_s, "max_requests": options.max_requests,
-        "timeout_s": options.servers.timeout_s, "endpoints": list(options.endpoints),
+        "url": options.servers.url,
+        "mcp_url": options.servers.mcp_url,
+        "collection": options.servers.collection,
+        "clients": options.clients,
+        "duration_s": options.duration_s,
+        "max_requests": options.max_requests,
+        "timeout_s": options.servers.timeout_s,
+        "endpoints": list(options.endpoints),
         "queries": len(options.queries),
         "writer": options.writer.describe() if options.writer else None,
-    }  # fmt: skip
+    }
 
 
 def _verdict(report: dict[str, Any], min_success: float) -> dict[str, Any]:
@@ -337,15 +371,22 @@ def _verdict(report: dict[str, Any], min_success: float) -> dict[str, Any]:
         failures.append(f"{report['hung']} requests hung past the hard stop (deadlock?)")
     for name, stats in report["servers"].items():
         if stats["memory_bounded"] is False:
-            failures.append(f"{name} server peak RSS {stats['peak_rss_mb']} MB > "
-                            f"{stats['rss_bound_mb']} MB")  # fmt: skip
+            failures.append(
+                f"{name} server peak RSS {stats['peak_rss_mb']} MB > {stats['rss_bound_mb']} MB"
+            )
     problems = []
     for name, stats in report["endpoints"].items():
         if not stats["requests"]:
             failures.append(f"{ENDPOINTS.get(name, name)}: no request completed")
         elif stats["ok"] < stats["requests"]:
             worst = next(iter(stats["error_kinds"]), "?")
-            problems.append(f"{ENDPOINTS.get(name, name)}: {stats['requests'] - stats['ok']} "
-                            f"of {stats['requests']} failed, e.g. {worst}")  # fmt: skip
-    return {"min_success": min_success, "passed": not failures, "failures": failures,
-            "problems": problems}  # fmt: skip
+            problems.append(
+                f"{ENDPOINTS.get(name, name)}: {stats['requests'] - stats['ok']} "
+                f"of {stats['requests']} failed, e.g. {worst}"
+            )
+    return {
+        "min_success": min_success,
+        "passed": not failures,
+        "failures": failures,
+        "problems": problems,
+    }

@@ -34,10 +34,14 @@ class RawMcp:
         self._ids = itertools.count(1)
 
     async def open(self) -> None:
-        hello = {"protocolVersion": PROTOCOL, "capabilities": {},
-                 "clientInfo": {"name": "knowhub-bench-load", "version": "1"}}  # fmt: skip
-        resp = await self.http.post(self.url, json=self._request("initialize", hello),
-                                    headers=self._headers)  # fmt: skip
+        hello = {
+            "protocolVersion": PROTOCOL,
+            "capabilities": {},
+            "clientInfo": {"name": "knowhub-bench-load", "version": "1"},
+        }
+        resp = await self.http.post(
+            self.url, json=self._request("initialize", hello), headers=self._headers
+        )
         await self._result(resp)
         session = resp.headers.get("mcp-session-id")
         if session:
@@ -65,8 +69,9 @@ class RawMcp:
         if resp.status_code != 200:
             raise McpCallError(f"HTTP {resp.status_code}: {resp.text[:200]}")
         if resp.headers.get("content-type", "").startswith("text/event-stream"):
-            messages = [json.loads(line[5:]) for line in resp.text.splitlines()
-                        if line.startswith("data:")]  # fmt: skip
+            messages = [
+                json.loads(line[5:]) for line in resp.text.splitlines() if line.startswith("data:")
+            ]
         else:
             messages = [resp.json()]
         for message in messages:

@@ -72,10 +72,14 @@ class Prober:
         self._mcp: RawMcp | None = None
         self._asked = 0
         self._calls: dict[str, Callable[[str, float], Awaitable[Timed]]] = {
-            "health": self._health, "search": self._search,
-            "retrieval_debug": self._debug, "ask": self._ask, "ask_sse": self._ask_sse,
-            "ws_stream": self._ws_stream, "mcp_query": self._mcp_query,
-        }  # fmt: skip
+            "health": self._health,
+            "search": self._search,
+            "retrieval_debug": self._debug,
+            "ask": self._ask,
+            "ask_sse": self._ask_sse,
+            "ws_stream": self._ws_stream,
+            "mcp_query": self._mcp_query,
+        }
 
     async def call(self, endpoint: str, query: str, epoch: float) -> Outcome:
         """Send one request to ``endpoint``; never raises (but for cancellation)."""
@@ -133,9 +137,13 @@ class Prober:
     async def _ws_stream(self, query: str, start: float) -> Timed:
         if self._ws is None:
             self._ws = await self._stack.enter_async_context(
-                connect(self.servers.ws_url, additional_headers=self.servers.headers,
-                        proxy=None, max_size=8 * 2**20)
-            )  # fmt: skip
+                connect(
+                    self.servers.ws_url,
+                    additional_headers=self.servers.headers,
+                    proxy=None,
+                    max_size=8 * 2**20,
+                )
+            )
         self._asked += 1
         ask = {"question": query, "collection": self.servers.collection, "id": self._asked}
         await self._ws.send(json.dumps(ask))
@@ -144,8 +152,9 @@ class Prober:
         while not events or events[-1][0] not in ("end", "error"):
             message = json.loads(await self._ws.recv())
             if message.get("id") != self._asked:
-                return Checked([f"event for question {message.get('id')!r} while "
-                                f"{self._asked} was asked"]), first  # fmt: skip
+                return Checked(
+                    [f"event for question {message.get('id')!r} while {self._asked} was asked"]
+                ), first
             kind = message.pop("event", "?")
             if kind == "token" and first is None:
                 first = _ms(start)
@@ -154,8 +163,11 @@ class Prober:
 
     async def _mcp_query(self, query: str, start: float) -> Timed:
         client = await self.mcp()
-        arguments = {"query": query, "top_k": min(self.servers.top_k, 20),
-                     "collection": self.servers.collection}  # fmt: skip
+        arguments = {
+            "query": query,
+            "top_k": min(self.servers.top_k, 20),
+            "collection": self.servers.collection,
+        }
         result = await client.call_tool("query_knowledge_hub", arguments)
         if result.get("isError"):
             return Checked([f"tool error: {tool_text(result)[:200]}"]), None
@@ -175,8 +187,9 @@ class Prober:
     # -- helpers ---------------------------------------------------------------------
 
     async def _json(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
-        resp = await self.http.request(method, self.servers.url + path, json=body,
-                                       headers=self.servers.headers)  # fmt: skip
+        resp = await self.http.request(
+            method, self.servers.url + path, json=body, headers=self.servers.headers
+        )
         if resp.status_code != 200:
             raise _status_error(resp)
         return resp.json()

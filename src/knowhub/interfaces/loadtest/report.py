@@ -73,8 +73,9 @@ def endpoint_stats(outcomes: Sequence[Outcome], wall_s: float) -> dict[str, Any]
     }
 
 
-def server_stats(samples: Sequence[Sample], idle: Sequence[Sample], after: Sample | None
-                 ) -> dict[str, Any]:  # fmt: skip
+def server_stats(
+    samples: Sequence[Sample], idle: Sequence[Sample], after: Sample | None
+) -> dict[str, Any]:
     """Idle RSS (before the load), peak and mean RSS and CPU during it, RSS after it."""
     rss = [s.rss_bytes for s in samples]
     cpu = [s.cpu_pct for s in samples[1:]]  # the first sample has no interval
@@ -128,20 +129,40 @@ def timeline(outcomes: Sequence[Outcome]) -> list[dict[str, int]]:
 
 # -- rendering -------------------------------------------------------------------------
 
-_COLUMNS = ("endpoint", "requests", "ok", "errors", "timeouts", "torn", "ok/s",
-            "p50 ms", "p95 ms", "p99 ms", "1st token p50", "p95", "p99")  # fmt: skip
+_COLUMNS = (
+    "endpoint",
+    "requests",
+    "ok",
+    "errors",
+    "timeouts",
+    "torn",
+    "ok/s",
+    "p50 ms",
+    "p95 ms",
+    "p99 ms",
+    "1st token p50",
+    "p95",
+    "p99",
+)
 
 
 def _rows(report: dict[str, Any]) -> list[list[str]]:
     rows = []
     for name, stats in report["endpoints"].items():
         lat, first = stats["latency_ms"], stats["first_token_ms"] or {}
-        rows.append([
-            ENDPOINTS.get(name, name), str(stats["requests"]), str(stats["ok"]),
-            str(stats["errors"]), str(stats["timeouts"]), str(stats["torn"]),
-            _num(stats["rate_rps"]), *(_num(lat[f"p{p}"]) for p in PERCENTILES),
-            *(_num(first.get(f"p{p}")) for p in PERCENTILES),
-        ])  # fmt: skip
+        rows.append(
+            [
+                ENDPOINTS.get(name, name),
+                str(stats["requests"]),
+                str(stats["ok"]),
+                str(stats["errors"]),
+                str(stats["timeouts"]),
+                str(stats["torn"]),
+                _num(stats["rate_rps"]),
+                *(_num(lat[f"p{p}"]) for p in PERCENTILES),
+                *(_num(first.get(f"p{p}")) for p in PERCENTILES),
+            ]
+        )
     return rows
 
 
@@ -149,8 +170,13 @@ def table(report: dict[str, Any]) -> str:
     """A plain-text table for the terminal, then the totals and the servers' figures."""
     rows = [list(_COLUMNS), *_rows(report)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS))]
-    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
-                       enumerate(zip(row, widths, strict=True))) for row in rows]  # fmt: skip
+    lines = [
+        "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in rows
+    ]
     return "\n".join([*lines, "", *_closing(report)])
 
 
@@ -158,15 +184,21 @@ def markdown(report: dict[str, Any]) -> str:
     """report.md: the run's settings, the endpoint table, stage times, servers, verdict."""
     run = report["run"]
     out = [
-        f"# knowhub load test, {report['date']}", "",
-        f"`{report['command']}`", "",
+        f"# knowhub load test, {report['date']}",
+        "",
+        f"`{report['command']}`",
+        "",
         f"{run['clients']} clients for {run['duration_s']} s (ran {report['wall_s']} s), "
-        f"per-request timeout {run['timeout_s']} s, writer: {run['writer'] or 'none'}.", "",
-        _md_table(list(_COLUMNS), _rows(report)), "",
-        "Per-stage times of successful responses (`timings_ms`, p50 / p95 ms):", "",
-        _md_table(["endpoint", "stage", "p50", "p95"], list(_stage_rows(report))), "",
+        f"per-request timeout {run['timeout_s']} s, writer: {run['writer'] or 'none'}.",
+        "",
+        _md_table(list(_COLUMNS), _rows(report)),
+        "",
+        "Per-stage times of successful responses (`timings_ms`, p50 / p95 ms):",
+        "",
+        _md_table(["endpoint", "stage", "p50", "p95"], list(_stage_rows(report))),
+        "",
         *(f"- {line}" for line in _closing(report)),
-    ]  # fmt: skip
+    ]
     for name, stats in report["endpoints"].items():
         for error, count in stats["error_kinds"].items():
             out.append(f"- {ENDPOINTS.get(name, name)}: {count} x {error}")

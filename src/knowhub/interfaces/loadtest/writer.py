@@ -55,8 +55,10 @@ class Writer:
         end = time.perf_counter()
         outcome.latency_ms = round((end - start) * 1000.0, 2)
         if ingested is not None:
-            outcome.stages_ms = {"ingest": round((ingested - start) * 1000.0, 2),
-                                 "visible": round((end - ingested) * 1000.0, 2)}  # fmt: skip
+            outcome.stages_ms = {
+                "ingest": round((ingested - start) * 1000.0, 2),
+                "visible": round((end - ingested) * 1000.0, 2),
+            }
         return outcome
 
     async def _revise(self, prober: Prober) -> tuple[str, str | None, float]:
@@ -116,12 +118,16 @@ class Writer:
         """Once the ingest has returned, the HTTP server must find the new revision."""
         servers = prober.servers
         resp = await prober.http.post(
-            servers.url + "/api/search", headers=servers.headers,
+            servers.url + "/api/search",
+            headers=servers.headers,
             # The note's other words too: a query of the marker alone has one lexical hit
             # and no dense signal, and min-max fusion can rank that hit below the top_k.
-            json={"query": f"load-test note marker word {marker}", "top_k": 3,
-                  "collection": self.collection},
-        )  # fmt: skip
+            json={
+                "query": f"load-test note marker word {marker}",
+                "top_k": 3,
+                "collection": self.collection,
+            },
+        )
         if resp.status_code != 200:
             return [f"search for the new revision answered HTTP {resp.status_code}"]
         body = resp.json()

@@ -180,8 +180,9 @@ class Wire:
         if key in self._drop:  # the replayed initialize
             self._drop.discard(key)
             if "error" in message:  # the client was told it succeeded: say so at least
-                log.warning("the SDK refused the initialize answered from the cache: %s",
-                            message["error"])  # fmt: skip
+                log.warning(
+                    "the SDK refused the initialize answered from the cache: %s", message["error"]
+                )
             self._learn("initialize", self._version, result)
             return True
         if key == json.dumps(CHECK_ID) and self._checking:

@@ -58,9 +58,15 @@ def indexing_out(kb: KnowledgeBase) -> IndexingOut | None:
     now = kb.indexing()
     if now is None:
         return None
-    return IndexingOut(state="running", collection=now.collection, files_done=now.files_done,
-                       files_total=now.files_total, chunks_done=now.chunks_done,
-                       chunks_total=now.chunks_total, first_sync=now.first_sync)  # fmt: skip
+    return IndexingOut(
+        state="running",
+        collection=now.collection,
+        files_done=now.files_done,
+        files_total=now.files_total,
+        chunks_done=now.chunks_done,
+        chunks_total=now.chunks_total,
+        first_sync=now.first_sync,
+    )
 
 
 def indexing_note(now: IndexingOut | Indexing) -> str:

@@ -76,9 +76,13 @@ class KnowledgeBase:
 
         def track(step: IngestProgress) -> None:
             self._indexing = Indexing(
-                name, first, step.files_done, step.files_total, step.chunks_done,
+                name,
+                first,
+                step.files_done,
+                step.files_total,
+                step.chunks_done,
                 step.chunks_total,
-            )  # fmt: skip
+            )
             if progress is not None:
                 progress(step)
 
@@ -87,9 +91,14 @@ class KnowledgeBase:
             self._indexing = Indexing(name, first)
             try:
                 return self.writer.ingest(
-                    paths, collection, tags, prune=prune, progress=track, confine=self.root,
+                    paths,
+                    collection,
+                    tags,
+                    prune=prune,
+                    progress=track,
+                    confine=self.root,
                     prune_outside=prune_outside,
-                )  # fmt: skip
+                )
             finally:
                 self._indexing = None
 

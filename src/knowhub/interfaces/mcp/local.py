@@ -63,16 +63,24 @@ class LocalService:
         # The collection is this folder's: a document whose file is gone, even from outside
         # it (the folder was renamed and not every file found again), goes too.
         report = self.kb.ingest(
-            [self.docs], self.kb.settings.collection, prune=True, prune_outside=True,
+            [self.docs],
+            self.kb.settings.collection,
+            prune=True,
+            prune_outside=True,
             progress=self._progress(),
-        )  # fmt: skip
+        )
         self.metrics.record_ingest(report)
         log.info(
-            "%s: %d added, %d updated, %d removed, %d unchanged, %d failed, %d embedded, "
-            "%d moved",
-            self.docs, len(report.added), len(report.updated), len(report.removed),
-            len(report.unchanged), len(report.failed), report.embedded, len(report.moved),
-        )  # fmt: skip
+            "%s: %d added, %d updated, %d removed, %d unchanged, %d failed, %d embedded, %d moved",
+            self.docs,
+            len(report.added),
+            len(report.updated),
+            len(report.removed),
+            len(report.unchanged),
+            len(report.failed),
+            report.embedded,
+            len(report.moved),
+        )
         for source, reason in report.failed:
             log.warning("%s: %s", source, reason)
         for _, reason in report.skipped:

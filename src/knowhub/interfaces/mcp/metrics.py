@@ -37,9 +37,12 @@ class Metrics:
             "knowhub_searches", "Searches run", ["interface", "tool"], registry=self.registry
         )
         self.search_seconds = Histogram(
-            "knowhub_search_seconds", "Search latency", ["interface"], registry=self.registry,
+            "knowhub_search_seconds",
+            "Search latency",
+            ["interface"],
+            registry=self.registry,
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
-        )  # fmt: skip
+        )
         self.tool_calls = Counter(
             "knowhub_tool_calls", "MCP tool calls", ["tool", "outcome"], registry=self.registry
         )
@@ -50,9 +53,12 @@ class Metrics:
             "knowhub_ingest_failures", "Files that failed to ingest", registry=self.registry
         )
         self.stage_seconds = Histogram(
-            "knowhub_stage_seconds", "Search stage latency", ["stage"], registry=self.registry,
+            "knowhub_stage_seconds",
+            "Search stage latency",
+            ["stage"],
+            registry=self.registry,
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
-        )  # fmt: skip
+        )
         self.ingest_chunks = Counter(
             "knowhub_ingest_chunks", "Chunks written by ingests", registry=self.registry
         )
@@ -65,8 +71,11 @@ class Metrics:
         self.sessions.labels("loaded").set_function(loaded)
 
     def record_ingest(self, report: IngestReport) -> None:
-        for result, items in (("added", report.added), ("updated", report.updated),
-                              ("removed", report.removed)):  # fmt: skip
+        for result, items in (
+            ("added", report.added),
+            ("updated", report.updated),
+            ("removed", report.removed),
+        ):
             if items:
                 self.ingest_documents.labels(result).inc(len(items))
         if report.failed:

@@ -259,12 +259,19 @@ def http_app(settings: Settings, options: ServeOptions) -> tuple[ASGIApp, Closab
         background: list[Any] = []
 
         def status() -> dict[str, Any]:
-            return {"sessions": 1, "loaded": 1, "chunks": service.kb.chunks(),
-                    "indexing": not service.ready.is_set()}  # fmt: skip
+            return {
+                "sessions": 1,
+                "loaded": 1,
+                "chunks": service.kb.chunks(),
+                "indexing": not service.ready.is_set(),
+            }
 
         closer: Closable = service
-        metrics.track_index(lambda: [IndexSize(c.name, c.documents, c.chunks)
-                                     for c in service.kb.reader.collections()])  # fmt: skip
+        metrics.track_index(
+            lambda: [
+                IndexSize(c.name, c.documents, c.chunks) for c in service.kb.reader.collections()
+            ]
+        )
         service.start()
     else:
         data, control, registry = build_shared(settings, options, metrics)
@@ -278,8 +285,11 @@ def http_app(settings: Settings, options: ServeOptions) -> tuple[ASGIApp, Closab
 
         def status() -> dict[str, Any]:
             rows = registry.sessions()
-            return {"sessions": len(rows), "loaded": sum(1 for _, loaded, _ in rows if loaded),
-                    "chunks": sum(c or 0 for _, _, c in rows)}  # fmt: skip
+            return {
+                "sessions": len(rows),
+                "loaded": sum(1 for _, loaded, _ in rows if loaded),
+                "chunks": sum(c or 0 for _, _, c in rows),
+            }
 
         metrics.track_index(registry.index_sizes)
         closer = registry
@@ -287,15 +297,25 @@ def http_app(settings: Settings, options: ServeOptions) -> tuple[ASGIApp, Closab
     def health(authenticated: bool) -> dict[str, Any]:
         if not authenticated:
             return {"status": "ok"}
-        return {"status": "ok", "mode": options.mode, "uptime_s": round(time.time() - started, 1),
-                **status()}  # fmt: skip
+        return {
+            "status": "ok",
+            "mode": options.mode,
+            "uptime_s": round(time.time() - started, 1),
+            **status(),
+        }
 
     def guard(app: ASGIApp) -> ASGIApp:
         hosts = LOOPBACK_HOSTS if loopback else None
         return Guard(app, tokens, settings.server.allowed_origins, hosts, limit)
 
-    app = build_http_app(routes=routes, guard=guard, servers=servers, metrics=metrics,
-                         health=health, background=background)  # fmt: skip
+    app = build_http_app(
+        routes=routes,
+        guard=guard,
+        servers=servers,
+        metrics=metrics,
+        health=health,
+        background=background,
+    )
     return app, closer
 
 
@@ -312,8 +332,7 @@ def _serve_http(settings: Settings, options: ServeOptions) -> None:
     with closing(bind(options.host, options.port)) as sock:  # first: fail before any work
         app, closer = http_app(settings, options)
         shown = f"[{options.host}]" if ":" in options.host else options.host
-        log.warning("knowhub MCP (%s mode) on http://%s:%d/mcp", options.mode, shown,
-                    options.port)  # fmt: skip
+        log.warning("knowhub MCP (%s mode) on http://%s:%d/mcp", options.mode, shown, options.port)
         config = uvicorn.Config(app, host=options.host, port=options.port, log_level="warning")
         server = Server(config)
         try:

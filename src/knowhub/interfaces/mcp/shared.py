@@ -134,10 +134,13 @@ class SessionRegistry:
             if existing is None:
                 now = time.time()
                 record = SessionRecord(
-                    session_id=secrets.token_hex(8), path=str(folder),
-                    relative_path=str(folder.relative_to(self.root)), description=description,
-                    created_at=now, last_access=now,
-                )  # fmt: skip
+                    session_id=secrets.token_hex(8),
+                    path=str(folder),
+                    relative_path=str(folder.relative_to(self.root)),
+                    description=description,
+                    created_at=now,
+                    last_access=now,
+                )
                 existing = _Session(record)
                 self._sessions[record.session_id] = existing
                 self._write()
@@ -212,9 +215,10 @@ class SessionRegistry:
         cutoff = time.time() - self.idle_timeout_s
         with self._lock:
             idle = [
-                s for s in self._sessions.values()
+                s
+                for s in self._sessions.values()
                 if s.kb is not None and not s.in_use and s.record.last_access < cutoff
-            ]  # fmt: skip
+            ]
         unloaded = [s for s in idle if self._unload(s, only_idle=True)]
         if unloaded:
             with self._lock:
@@ -246,9 +250,14 @@ class SessionRegistry:
             kb = KnowledgeBase(settings, folder, self._shared_embedder())
             report = kb.ingest([folder], settings.collection, prune=True, progress=progress)
             self.metrics.record_ingest(report)
-            log.info("session %s loaded: %d added, %d updated, %d removed, %d unchanged",
-                     record.session_id, len(report.added), len(report.updated),
-                     len(report.removed), len(report.unchanged))  # fmt: skip
+            log.info(
+                "session %s loaded: %d added, %d updated, %d removed, %d unchanged",
+                record.session_id,
+                len(report.added),
+                len(report.updated),
+                len(report.removed),
+                len(report.unchanged),
+            )
             _log_passed_over(record.session_id, report)
             watcher = FolderWatcher(
                 folder, lambda: self._resync(session), self.settings.server.watch_debounce_ms
@@ -396,13 +405,17 @@ def add_control_tools(
         @server.tool(
             name="register",
             title="Serve a folder",
-            annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                        idempotent_hint=True, open_world_hint=False),
+            annotations=ToolAnnotations(
+                read_only_hint=False,
+                destructive_hint=False,
+                idempotent_hint=True,
+                open_world_hint=False,
+            ),
             description="Register a folder (relative to the server's --path-root) as a "
             "session and index it now, reporting progress. A folder that does not exist is "
             "refused unless create is true. Registering the same folder again returns its "
             "session.",
-        )  # fmt: skip
+        )
         async def register(
             path: Annotated[str, Field(min_length=1, description="Relative to --path-root.")],
             ctx: Context,
@@ -418,11 +431,18 @@ def add_control_tools(
                         path, description, progress_reporter(ctx, registry.settings.ingest), create
                     )
                 )
-            out = RegisterOut(session_id=record.session_id, path=record.path,
-                              relative_path=record.relative_path, chunks_count=chunks,
-                              endpoint=f"/mcp/{record.session_id}", created=created)  # fmt: skip
-            text = (f"session {out.session_id} serves {out.path} ({out.chunks_count} chunks); "
-                    f"its tools are at {out.endpoint}")  # fmt: skip
+            out = RegisterOut(
+                session_id=record.session_id,
+                path=record.path,
+                relative_path=record.relative_path,
+                chunks_count=chunks,
+                endpoint=f"/mcp/{record.session_id}",
+                created=created,
+            )
+            text = (
+                f"session {out.session_id} serves {out.path} ({out.chunks_count} chunks); "
+                f"its tools are at {out.endpoint}"
+            )
             if out.created:
                 text += "; the folder did not exist and was created, empty"
             return tool_result(text, out)
@@ -430,10 +450,14 @@ def add_control_tools(
         @server.tool(
             name="unregister",
             title="Stop serving a folder",
-            annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True,
-                                        idempotent_hint=False, open_world_hint=False),
+            annotations=ToolAnnotations(
+                read_only_hint=False,
+                destructive_hint=True,
+                idempotent_hint=False,
+                open_world_hint=False,
+            ),
             description="Forget a session and its index (the folder itself is kept).",
-        )  # fmt: skip
+        )
         async def unregister(
             session_id: Annotated[str, Field(min_length=1)], ctx: Context
         ) -> Annotated[CallToolResult, UnregisterOut]:
@@ -446,22 +470,29 @@ def add_control_tools(
     @server.tool(
         name="list",
         title="List sessions",
-        annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False,
-                                    idempotent_hint=True, open_world_hint=False),
+        annotations=ToolAnnotations(
+            read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
         description="The registered sessions: folder, description, Loaded/Unloaded, chunks, "
         "last access.",
-    )  # fmt: skip
+    )
     async def list_sessions(ctx: Context) -> Annotated[CallToolResult, SessionsOut]:
         with tool_errors(registry.metrics, "list"):
             caller(ctx, "list")
             rows = await anyio.to_thread.run_sync(registry.sessions)
-        out = SessionsOut(sessions=[
-            SessionOut(session_id=r.session_id, path=r.path, description=r.description,
-                       state="Loaded" if loaded else "Unloaded", chunks_count=chunks,
-                       last_access=time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                 time.gmtime(r.last_access)))
-            for r, loaded, chunks in rows
-        ])  # fmt: skip
+        out = SessionsOut(
+            sessions=[
+                SessionOut(
+                    session_id=r.session_id,
+                    path=r.path,
+                    description=r.description,
+                    state="Loaded" if loaded else "Unloaded",
+                    chunks_count=chunks,
+                    last_access=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(r.last_access)),
+                )
+                for r, loaded, chunks in rows
+            ]
+        )
         lines = [
             f"- {s.session_id} {s.state} {s.path}"
             + (f" — {s.description}" if s.description else "")

@@ -168,18 +168,28 @@ class IngestOut(Indexed):
     seconds: float
 
 
-READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
-                       open_world_hint=False)  # fmt: skip
+READ = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
 # Ingest adds or replaces documents but never deletes one; running it twice changes nothing.
-WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
-                        open_world_hint=False)  # fmt: skip
+WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
 
 Query = Annotated[
     str, Field(min_length=1, max_length=MAX_QUERY_BYTES, description="What to search for.")
 ]
-MinScore = Annotated[float, Field(ge=0.0, le=1.0, description=(
-    "Drop hits whose relevance (absolute, 0-1: 0 unrelated, 1 clearly about the query) is lower."
-))]  # fmt: skip
+MinScore = Annotated[
+    float,
+    Field(
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Drop hits whose relevance (absolute, 0-1: 0 unrelated, 1 clearly about the query) "
+            "is lower."
+        ),
+    ),
+]
 
 
 def add_data_tools(
@@ -192,9 +202,15 @@ def add_data_tools(
     """Register the data tools on ``server`` (``ingest`` only when not ``read_only``)."""
 
     async def run_search(
-        ctx: Context, tool: str, query: str, top_k: int, collection: str,
-        filters: dict[str, Any] | None, min_score: float, max_chars: int | None,
-    ) -> CallToolResult:  # fmt: skip
+        ctx: Context,
+        tool: str,
+        query: str,
+        top_k: int,
+        collection: str,
+        filters: dict[str, Any] | None,
+        min_score: float,
+        max_chars: int | None,
+    ) -> CallToolResult:
         async with resolve(ctx) as target:
             started = time.perf_counter()
             kb = target.kb
@@ -207,10 +223,14 @@ def add_data_tools(
                 await wait_for_first_sync(kb, settings.first_sync_wait_s, tool)
                 hook = _stage_progress(ctx, metrics)
                 result = await _in_thread(
-                    lambda: None if not_created_yet(kb, collection) else kb.reader.search(
-                        query, collection, top_k, typed, min_score, on_stage=hook
+                    lambda: (
+                        None
+                        if not_created_yet(kb, collection)
+                        else kb.reader.search(
+                            query, collection, top_k, typed, min_score, on_stage=hook
+                        )
                     )
-                )  # fmt: skip
+                )
             metrics.searches.labels("mcp", tool).inc()
             metrics.search_seconds.labels("mcp").observe(time.perf_counter() - started)
             budget = min(max_chars or settings.max_result_chars, settings.max_result_chars)
@@ -247,8 +267,9 @@ def add_data_tools(
             int | None, Field(ge=200, description="Size budget of the whole result, in chars.")
         ] = None,
     ) -> Annotated[CallToolResult, SearchOut]:
-        return await run_search(ctx, "query_knowledge_hub", query, top_k, collection, filters,
-                                min_score, max_chars)  # fmt: skip
+        return await run_search(
+            ctx, "query_knowledge_hub", query, top_k, collection, filters, min_score, max_chars
+        )
 
     if settings.search_docs_tool:
 
@@ -265,8 +286,9 @@ def add_data_tools(
             limit: Annotated[int, Field(ge=1, le=20, description="Passages to return.")] = 5,
             min_score: MinScore = 0.0,
         ) -> Annotated[CallToolResult, SearchOut]:
-            return await run_search(ctx, "search_docs", query, limit, "default", None,
-                                    min_score, None)  # fmt: skip
+            return await run_search(
+                ctx, "search_docs", query, limit, "default", None, min_score, None
+            )
 
     @server.tool(
         name="list_collections",
@@ -325,13 +347,20 @@ def add_data_tools(
                     lambda: target.kb.reader.document(source_hash, collection)
                 )
             out = DocumentOut(
-                source_hash=record.doc_hash, source=record.source, path=record.path,
-                title=record.title, format=record.format, collection=record.collection,
-                ingested_at=record.ingested_at, status="indexed", chunk_count=record.chunk_count,
+                source_hash=record.doc_hash,
+                source=record.source,
+                path=record.path,
+                title=record.title,
+                format=record.format,
+                collection=record.collection,
+                ingested_at=record.ingested_at,
+                status="indexed",
+                chunk_count=record.chunk_count,
                 total_chars=record.char_count,
                 average_chunk_chars=round(record.char_count / max(record.chunk_count, 1), 1),
-                pages=record.pages, indexing=indexing_out(target.kb),
-            )  # fmt: skip
+                pages=record.pages,
+                indexing=indexing_out(target.kb),
+            )
             text = (
                 f"**{out.source}** ({out.format}, {out.title!r}): {out.chunk_count} chunks, "
                 f"{out.total_chars} chars (average {out.average_chunk_chars})"
@@ -360,11 +389,20 @@ def add_data_tools(
                     )
             hit = readable[0]
             out = ContentOut(
-                chunk_id=hit.chunk_id, text=hit.text, source=hit.source, title=hit.title,
-                collection=hit.collection, source_hash=hit.doc_hash, page=hit.page,
-                section_path=hit.section_path, line_start=hit.line_start, line_end=hit.line_end,
-                char_start=hit.char_start, char_end=hit.char_end, indexing=indexing_out(target.kb),
-            )  # fmt: skip
+                chunk_id=hit.chunk_id,
+                text=hit.text,
+                source=hit.source,
+                title=hit.title,
+                collection=hit.collection,
+                source_hash=hit.doc_hash,
+                page=hit.page,
+                section_path=hit.section_path,
+                line_start=hit.line_start,
+                line_end=hit.line_end,
+                char_start=hit.char_start,
+                char_end=hit.char_end,
+                indexing=indexing_out(target.kb),
+            )
             return tool_result(f"{_cite(hit)}\n\n{hit.text}", out)
 
     if read_only:
@@ -405,14 +443,19 @@ def add_data_tools(
                 )
             metrics.record_ingest(report)
             out = IngestOut(
-                collection=report.collection, added=report.added, updated=report.updated,
+                collection=report.collection,
+                added=report.added,
+                updated=report.updated,
                 moved=[{"from": old, "to": new} for old, new in report.moved],
-                retagged=report.retagged, unchanged=len(report.unchanged), removed=report.removed,
+                retagged=report.retagged,
+                unchanged=len(report.unchanged),
+                removed=report.removed,
                 failed=[{"source": s, "reason": r} for s, r in report.failed],
                 skipped=[{"source": s, "reason": r} for s, r in report.skipped],
-                chunks=report.chunks, seconds=round(report.seconds, 3),
+                chunks=report.chunks,
+                seconds=round(report.seconds, 3),
                 indexing=indexing_out(target.kb),
-            )  # fmt: skip
+            )
             changes = (("moved", out.moved), ("retagged", out.retagged))
             changed = "".join(f"{len(items)} {what}, " for what, items in changes if items)
             text = (
@@ -544,18 +587,30 @@ def _search_out(
         text = hit.text[: room - 2].rstrip() + " …" if cut else hit.text
         truncated = truncated or cut
         left -= overhead + len(text)
-        out.append(HitOut(
-            n=n, chunk_id=hit.chunk_id, score=round(hit.score, 4),
-            relevance=None if hit.relevance is None else round(hit.relevance, 4),
-            text=text, source=hit.source,
-            title=hit.title, page=hit.page, section_path=hit.section_path,
-            line_start=hit.line_start, line_end=hit.line_end, char_start=hit.char_start,
-            char_end=hit.char_end, source_hash=hit.doc_hash, collection=hit.collection,
-            truncated=cut,
-        ))  # fmt: skip
+        out.append(
+            HitOut(
+                n=n,
+                chunk_id=hit.chunk_id,
+                score=round(hit.score, 4),
+                relevance=None if hit.relevance is None else round(hit.relevance, 4),
+                text=text,
+                source=hit.source,
+                title=hit.title,
+                page=hit.page,
+                section_path=hit.section_path,
+                line_start=hit.line_start,
+                line_end=hit.line_end,
+                char_start=hit.char_start,
+                char_end=hit.char_end,
+                source_hash=hit.doc_hash,
+                collection=hit.collection,
+                truncated=cut,
+            )
+        )
     timings_ms = {k: round(v, 2) for k, v in timings.items()}
-    return SearchOut(query=query, collection=collection, hits=out, truncated=truncated,
-                     timings_ms=timings_ms)  # fmt: skip
+    return SearchOut(
+        query=query, collection=collection, hits=out, truncated=truncated, timings_ms=timings_ms
+    )
 
 
 def _cite(hit: Hit | HitOut) -> str:

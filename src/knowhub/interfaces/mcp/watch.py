@@ -42,14 +42,18 @@ class FolderWatcher:
     def _run(self) -> None:
         try:
             for changes in watchfiles.watch(
-                self.folder, debounce=self._debounce_ms, stop_event=self._stop,
-                raise_interrupt=False, rust_timeout=1000,
-            ):  # fmt: skip
+                self.folder,
+                debounce=self._debounce_ms,
+                stop_event=self._stop,
+                raise_interrupt=False,
+                rust_timeout=1000,
+            ):
                 log.info("%d change(s) under %s: re-indexing", len(changes), self.folder)
                 try:
                     self._sync()
                 except Exception:  # a watcher thread must outlive one bad sync
-                    log.exception("re-indexing %s failed; will retry on the next change",
-                                  self.folder)  # fmt: skip
+                    log.exception(
+                        "re-indexing %s failed; will retry on the next change", self.folder
+                    )
         except (OSError, RuntimeError) as exc:
             log.error("stopped watching %s: %s", self.folder, exc)

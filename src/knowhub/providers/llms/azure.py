@@ -53,13 +53,22 @@ class AzureChat(ChatCompletionsLLM):
             404: "check llm.azure.endpoint, llm.azure.deployment and llm.azure.api_version",
         }
         transport = Transport(
-            "llm azure", timeout_s=timeout_s, max_retries=max_retries, backoff_s=backoff_s,
+            "llm azure",
+            timeout_s=timeout_s,
+            max_retries=max_retries,
+            backoff_s=backoff_s,
             hints=hints,
-        )  # fmt: skip
+        )
         super().__init__(
-            url, deployment, {"api-key": api_key}, transport, model_id=f"azure:{deployment}",
-            temperature=temperature, max_tokens=max_tokens, send_model=False,
-        )  # fmt: skip
+            url,
+            deployment,
+            {"api-key": api_key},
+            transport,
+            model_id=f"azure:{deployment}",
+            temperature=temperature,
+            max_tokens=max_tokens,
+            send_model=False,
+        )
         self.deployment = deployment
         self.api_version = api_version
 
@@ -83,7 +92,13 @@ def create(settings: Settings) -> AzureChat:
     if key is None:  # unreachable: api_key() raises when the named variable is unset
         raise ConfigError(f"llm.api_key_env names ${key_env}, which is not set")
     return AzureChat(
-        endpoint, deployment, api_key=key, api_version=opts.azure.api_version,
-        timeout_s=opts.timeout_s, max_retries=opts.max_retries, backoff_s=opts.backoff_s,
-        temperature=opts.temperature, max_tokens=opts.max_tokens,
-    )  # fmt: skip
+        endpoint,
+        deployment,
+        api_key=key,
+        api_version=opts.azure.api_version,
+        timeout_s=opts.timeout_s,
+        max_retries=opts.max_retries,
+        backoff_s=opts.backoff_s,
+        temperature=opts.temperature,
+        max_tokens=opts.max_tokens,
+    )

@@ -48,12 +48,15 @@ class OllamaChat(LLM):
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.transport = Transport(
-            "llm ollama", timeout_s=timeout_s, max_retries=max_retries, backoff_s=backoff_s,
+            "llm ollama",
+            timeout_s=timeout_s,
+            max_retries=max_retries,
+            backoff_s=backoff_s,
             hints={
                 401: "check the key (llm.api_key_env names its variable)",
                 404: f"check llm.base_url and llm.model (is it pulled? ollama pull {model})",
             },
-        )  # fmt: skip
+        )
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
@@ -136,7 +139,12 @@ def create(settings: Settings) -> OllamaChat:
         )
     model = require_setting("ollama", "llm.model", opts.model, "llama3.1:8b or qwen2.5:7b")
     return OllamaChat(
-        base_url, model, api_key=api_key(settings, opts.api_key_env, "llm.api_key_env"),
-        timeout_s=opts.timeout_s, max_retries=opts.max_retries, backoff_s=opts.backoff_s,
-        temperature=opts.temperature, max_tokens=opts.max_tokens,
-    )  # fmt: skip
+        base_url,
+        model,
+        api_key=api_key(settings, opts.api_key_env, "llm.api_key_env"),
+        timeout_s=opts.timeout_s,
+        max_retries=opts.max_retries,
+        backoff_s=opts.backoff_s,
+        temperature=opts.temperature,
+        max_tokens=opts.max_tokens,
+    )

@@ -182,14 +182,21 @@ class OpenAIChat(ChatCompletionsLLM):
             404: "check llm.base_url (the API root, e.g. https://api.openai.com/v1) and llm.model",
         }
         transport = Transport(
-            "llm openai", timeout_s=timeout_s, max_retries=max_retries, backoff_s=backoff_s,
+            "llm openai",
+            timeout_s=timeout_s,
+            max_retries=max_retries,
+            backoff_s=backoff_s,
             hints=hints,
-        )  # fmt: skip
+        )
         super().__init__(
-            base_url.rstrip("/") + "/chat/completions", model,
-            {"Authorization": f"Bearer {api_key}"} if api_key else {}, transport,
-            model_id=f"openai:{model}", temperature=temperature, max_tokens=max_tokens,
-        )  # fmt: skip
+            base_url.rstrip("/") + "/chat/completions",
+            model,
+            {"Authorization": f"Bearer {api_key}"} if api_key else {},
+            transport,
+            model_id=f"openai:{model}",
+            temperature=temperature,
+            max_tokens=max_tokens,
+        )
 
 
 _KEY_HINT = "check the key (llm.api_key_env names its variable)"
@@ -199,10 +206,12 @@ _NO_KEY_HINT = "the server wants a key: set llm.api_key_env to the variable hold
 def create(settings: Settings) -> OpenAIChat:
     opts = settings.llm
     base_url = require_url(
-        "openai", "llm.base_url", opts.base_url,
+        "openai",
+        "llm.base_url",
+        opts.base_url,
         "https://api.openai.com/v1 (DeepSeek: https://api.deepseek.com, "
         "vLLM or llama.cpp: http://localhost:8000/v1)",
-    )  # fmt: skip
+    )
     if base_url.endswith("/chat/completions"):
         raise ConfigError(
             f"llm.base_url {base_url!r} is the full endpoint; give the API root, "
@@ -211,7 +220,12 @@ def create(settings: Settings) -> OpenAIChat:
     example = "gpt-4o-mini (DeepSeek: deepseek-chat, DashScope: qwen-plus)"
     model = require_setting("openai", "llm.model", opts.model, example)
     return OpenAIChat(
-        base_url, model, api_key=api_key(settings, opts.api_key_env, "llm.api_key_env"),
-        timeout_s=opts.timeout_s, max_retries=opts.max_retries, backoff_s=opts.backoff_s,
-        temperature=opts.temperature, max_tokens=opts.max_tokens,
-    )  # fmt: skip
+        base_url,
+        model,
+        api_key=api_key(settings, opts.api_key_env, "llm.api_key_env"),
+        timeout_s=opts.timeout_s,
+        max_retries=opts.max_retries,
+        backoff_s=opts.backoff_s,
+        temperature=opts.temperature,
+        max_tokens=opts.max_tokens,
+    )

@@ -61,9 +61,11 @@ class CrossEncoderReranker(Reranker):
                 # One thread per worker: two contending threads made one encode 16x slower.
                 torch.set_num_threads(self.threads)
                 self._model = CrossEncoder(
-                    str(self.model_path), device="cpu", local_files_only=True,
+                    str(self.model_path),
+                    device="cpu",
+                    local_files_only=True,
                     max_length=self.max_length,
-                )  # fmt: skip
+                )
             return self._model
 
     def warm(self) -> None:
@@ -71,9 +73,11 @@ class CrossEncoderReranker(Reranker):
 
     def _score(self, query: str, texts: list[str]) -> list[float]:
         scores = self._load().predict(
-            [(query, text) for text in texts], batch_size=self.batch_size,
-            show_progress_bar=False, convert_to_numpy=True,
-        )  # fmt: skip
+            [(query, text) for text in texts],
+            batch_size=self.batch_size,
+            show_progress_bar=False,
+            convert_to_numpy=True,
+        )
         array = np.asarray(scores, dtype=np.float64)
         if array.shape != (len(texts),):
             raise ProviderError(

@@ -44,9 +44,12 @@ class HttpReranker(Reranker):
 
     def _score(self, query: str, texts: list[str]) -> list[float]:
         answer = post_json(
-            self.url, self._body(query, texts), timeout_s=self.timeout_s,
-            api_key=self._api_key, what=f"reranker http ({self.style})",
-        )  # fmt: skip
+            self.url,
+            self._body(query, texts),
+            timeout_s=self.timeout_s,
+            api_key=self._api_key,
+            what=f"reranker http ({self.style})",
+        )
         return parse_results(answer, self.style, len(texts))
 
     def _body(self, query: str, texts: list[str]) -> dict[str, Any]:
@@ -93,7 +96,9 @@ def create(settings: Settings) -> HttpReranker:
             "(e.g. https://api.jina.ai/v1/rerank or http://localhost:8080/rerank)"
         )
     return HttpReranker(
-        opts.url, opts.style, opts.model,
+        opts.url,
+        opts.style,
+        opts.model,
         api_key=api_key(settings, opts.api_key_env, "reranker.http.api_key_env"),
         timeout_s=settings.reranker.timeout_s,
-    )  # fmt: skip
+    )

@@ -112,8 +112,10 @@ def create(settings: Settings) -> LlmReranker:
             "as http://localhost:11434/v1) and reranker.llm.model"
         )
     return LlmReranker(
-        opts.base_url, opts.model,
+        opts.base_url,
+        opts.model,
         api_key=api_key(settings, opts.api_key_env, "reranker.llm.api_key_env"),
         timeout_s=settings.reranker.timeout_s,
-        max_passage_chars=opts.max_passage_chars, json_mode=opts.json_mode,
-    )  # fmt: skip
+        max_passage_chars=opts.max_passage_chars,
+        json_mode=opts.json_mode,
+    )

@@ -136,10 +136,13 @@ class IndexedStore(SQLiteStore):
                 ids = self._reserve(db, len(chunks))
                 pending = self._journal(db, cid, "pending", ids)
             rows = [
-                IndexRow(row_id, filter_terms(c.language, record.source, record.format,
-                                              c.metadata), text_tokens)
+                IndexRow(
+                    row_id,
+                    filter_terms(c.language, record.source, record.format, c.metadata),
+                    text_tokens,
+                )
                 for row_id, c, text_tokens in zip(ids, chunks, tokens, strict=True)
-            ]  # fmt: skip
+            ]
             if rows:
                 self.index.upsert(self.space(cid), rows, vectors)
             with self._lock, self.transaction() as db:
@@ -213,8 +216,12 @@ class IndexedStore(SQLiteStore):
             try:
                 self.index.delete(self.space(cid), ids)
             except Exception as exc:  # the catalog has committed; the journal keeps the rest
-                log.warning("%s: deleting %d replaced rows failed (%s); the next write "
-                            "retries", self.index.name, len(ids), exc)  # fmt: skip
+                log.warning(
+                    "%s: deleting %d replaced rows failed (%s); the next write retries",
+                    self.index.name,
+                    len(ids),
+                    exc,
+                )
                 return
         with self._lock, self.transaction() as db:
             db.execute("DELETE FROM index_journal WHERE id = ?", (entry,))
@@ -335,11 +342,13 @@ class IndexedStore(SQLiteStore):
             return self.stored_chunks(cid, path)
         present = self.index.present(self.space(cid), ids)
         return [
-            s if row_id in present
-            else dataclasses.replace(s, vector=None,
-                                     tokens=None if self.index.lexical else s.tokens)
+            s
+            if row_id in present
+            else dataclasses.replace(
+                s, vector=None, tokens=None if self.index.lexical else s.tokens
+            )
             for row_id, s in zip(ids, stored, strict=True)
-        ]  # fmt: skip
+        ]
 
     def orphans(self, cid: int) -> list[Orphan]:
         """The catalog's orphans, and index rows no live chunk or journal entry explains."""

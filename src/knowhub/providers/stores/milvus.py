@@ -161,10 +161,20 @@ class MilvusIndex:
         analyzer = {"tokenizer": "standard" if self._lite else "whitespace"}
         schema.add_field("id", types.INT64, is_primary=True)
         schema.add_field("vector", types.FLOAT_VECTOR, dim=dim)
-        schema.add_field("terms", types.ARRAY, element_type=types.VARCHAR,
-                         max_capacity=_MAX_TERMS, max_length=_TERM_BYTES)  # fmt: skip
-        schema.add_field("tokens", types.VARCHAR, max_length=_MAX_VARCHAR,
-                         enable_analyzer=True, analyzer_params=analyzer)  # fmt: skip
+        schema.add_field(
+            "terms",
+            types.ARRAY,
+            element_type=types.VARCHAR,
+            max_capacity=_MAX_TERMS,
+            max_length=_TERM_BYTES,
+        )
+        schema.add_field(
+            "tokens",
+            types.VARCHAR,
+            max_length=_MAX_VARCHAR,
+            enable_analyzer=True,
+            analyzer_params=analyzer,
+        )
         schema.add_field("sparse", types.SPARSE_FLOAT_VECTOR)
         schema.add_function(
             pymilvus.Function(
@@ -181,8 +191,9 @@ class MilvusIndex:
             params.add_index("vector", index_type="FLAT", metric_type="COSINE")
         else:
             params.add_index("vector", index_type="HNSW", metric_type="COSINE", params=_HNSW)
-        params.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25",
-                         params=_BM25)  # fmt: skip
+        params.add_index(
+            "sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25", params=_BM25
+        )
         return params
 
     def drop(self, space: str) -> None:
@@ -268,10 +279,15 @@ class MilvusIndex:
             return []
         with self._reading(f"searching {space}"):
             results = self._client.search(
-                space, data=[data], anns_field=field, limit=min(limit, _MAX_TOPK),
-                filter=expression, search_params=params, output_fields=["id"],
+                space,
+                data=[data],
+                anns_field=field,
+                limit=min(limit, _MAX_TOPK),
+                filter=expression,
+                search_params=params,
+                output_fields=["id"],
                 consistency_level="Strong",
-            )  # fmt: skip
+            )
         return [(int(hit["id"]), float(hit["distance"])) for hit in results[0]]
 
     # -- inventory -----------------------------------------------------------------------
@@ -297,9 +313,12 @@ class MilvusIndex:
             part = [int(i) for i in ids[start : start + _PAGE]]
             with self._reading(f"reading rows of {space}"):
                 rows = self._client.query(
-                    space, filter=f"id in {part}", output_fields=["id"], limit=len(part),
+                    space,
+                    filter=f"id in {part}",
+                    output_fields=["id"],
+                    limit=len(part),
                     consistency_level="Strong",
-                )  # fmt: skip
+                )
             found.update(int(row["id"]) for row in rows)
         return found
 
@@ -371,10 +390,9 @@ def _lexical_text(tokens: Sequence[str]) -> str:
     and its UTF-8 in hex, which no plain term can equal (plain terms hold no ``_``).
     """
     return " ".join(
-        token if _PLAIN.fullmatch(token) and token == token.lower()
-        else "_" + token.encode().hex()
+        token if _PLAIN.fullmatch(token) and token == token.lower() else "_" + token.encode().hex()
         for token in tokens
-    )  # fmt: skip
+    )
 
 
 def _stored_term(term: str) -> str:

@@ -303,22 +303,53 @@ class PostgresStore:
                 "INSERT INTO knowhub.documents(collection_id, path, source, doc_hash, size, "
                 "mtime_ns, title, format, chunk_count, char_count, pages, ingested_at, metadata) "
                 "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
-                (cid, record.path, record.source, record.doc_hash, record.size, record.mtime_ns,
-                 record.title, record.format, len(chunks), record.char_count, record.pages,
-                 record.ingested_at, Jsonb(record.metadata)),
-            ).fetchone() or (None,)  # fmt: skip
+                (
+                    cid,
+                    record.path,
+                    record.source,
+                    record.doc_hash,
+                    record.size,
+                    record.mtime_ns,
+                    record.title,
+                    record.format,
+                    len(chunks),
+                    record.char_count,
+                    record.pages,
+                    record.ingested_at,
+                    Jsonb(record.metadata),
+                ),
+            ).fetchone() or (None,)
             with conn.cursor() as cur:
                 cur.executemany(
                     "INSERT INTO knowhub.chunks(chunk_id, document_id, collection_id, idx, text, "
                     "section_path, page, line_start, line_end, char_start, char_end, language, "
                     "metadata, embedding, tokens, terms, n_terms) "
                     "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::tsvector,%s)",
-                    [(c.chunk_id, doc_id, cid, c.index, c.text, c.section_path, c.page,
-                      c.line_start, c.line_end, c.char_start, c.char_end, c.language,
-                      Jsonb(c.metadata), vector, text, tsvector(terms), len(terms))
-                     for c, vector, text, terms in zip(chunks, rows, tokens, term_lists,
-                                                        strict=True)],
-                )  # fmt: skip
+                    [
+                        (
+                            c.chunk_id,
+                            doc_id,
+                            cid,
+                            c.index,
+                            c.text,
+                            c.section_path,
+                            c.page,
+                            c.line_start,
+                            c.line_end,
+                            c.char_start,
+                            c.char_end,
+                            c.language,
+                            Jsonb(c.metadata),
+                            vector,
+                            text,
+                            tsvector(terms),
+                            len(terms),
+                        )
+                        for c, vector, text, terms in zip(
+                            chunks, rows, tokens, term_lists, strict=True
+                        )
+                    ],
+                )
                 cur.executemany(
                     "INSERT INTO knowhub.embedding_cache(key, embedding) VALUES (%s, %s) "
                     "ON CONFLICT (key) DO NOTHING",
@@ -454,9 +485,11 @@ class PostgresStore:
                 cur.executemany(
                     "INSERT INTO knowhub.faq(collection_id, source, question, answer, line, "
                     "embedding) VALUES (%s, %s, %s, %s, %s, %s)",
-                    [(cid, source, q, a, line, v) for (q, a, line), v in zip(entries, rows,
-                                                                              strict=True)],
-                )  # fmt: skip
+                    [
+                        (cid, source, q, a, line, v)
+                        for (q, a, line), v in zip(entries, rows, strict=True)
+                    ],
+                )
 
     def faq(self, cid: int) -> list[FaqEntry]:
         rows = self._all(
@@ -553,27 +586,57 @@ def _array(vector: Any) -> Vectors:
 
 def _record(row: Sequence[Any]) -> DocumentRecord:
     return DocumentRecord(
-        collection=row[0], source=row[1], path=row[2], doc_hash=row[3], size=row[4],
-        mtime_ns=row[5], title=row[6], format=row[7], chunk_count=row[8], char_count=row[9],
-        pages=row[10], ingested_at=row[11], metadata=row[12] or {},
-    )  # fmt: skip
+        collection=row[0],
+        source=row[1],
+        path=row[2],
+        doc_hash=row[3],
+        size=row[4],
+        mtime_ns=row[5],
+        title=row[6],
+        format=row[7],
+        chunk_count=row[8],
+        char_count=row[9],
+        pages=row[10],
+        ingested_at=row[11],
+        metadata=row[12] or {},
+    )
 
 
 def _chunk(row: Sequence[Any]) -> Chunk:
     return Chunk(
-        chunk_id=row[0], doc_hash=row[1], index=row[2], text=row[3], section_path=row[4],
-        page=row[5], line_start=row[6], line_end=row[7], char_start=row[8], char_end=row[9],
-        language=row[10], metadata=row[11] or {},
-    )  # fmt: skip
+        chunk_id=row[0],
+        doc_hash=row[1],
+        index=row[2],
+        text=row[3],
+        section_path=row[4],
+        page=row[5],
+        line_start=row[6],
+        line_end=row[7],
+        char_start=row[8],
+        char_end=row[9],
+        language=row[10],
+        metadata=row[11] or {},
+    )
 
 
 def _hit(row: Sequence[Any]) -> Hit:
     return Hit(
-        chunk_id=row[1], score=0.0, source=row[2], title=row[3], text=row[4], page=row[5],
-        section_path=row[6], line_start=row[7], line_end=row[8], char_start=row[9],
-        char_end=row[10], doc_hash=row[11], collection=row[12], language=row[13],
+        chunk_id=row[1],
+        score=0.0,
+        source=row[2],
+        title=row[3],
+        text=row[4],
+        page=row[5],
+        section_path=row[6],
+        line_start=row[7],
+        line_end=row[8],
+        char_start=row[9],
+        char_end=row[10],
+        doc_hash=row[11],
+        collection=row[12],
+        language=row[13],
         metadata=row[14] or {},
-    )  # fmt: skip
+    )
 
 
 def create(settings: Settings) -> Store:

@@ -88,8 +88,9 @@ class SQLiteStore:
             ) from exc
         self._lock = threading.RLock()
         # Beside the database file: ``knowhub.sqlite3.index/<collection id>/``.
-        self._derived = DerivedIndexes(path.with_name(path.name + ".index"),
-                                       options or IndexOptions())  # fmt: skip
+        self._derived = DerivedIndexes(
+            path.with_name(path.name + ".index"), options or IndexOptions()
+        )
 
     @property
     def _db(self) -> sqlite3.Connection:
@@ -322,8 +323,10 @@ class SQLiteStore:
         in a savepoint of its own."""
         embedder, dim = self.embedder_of(cid)
         with self._lock, self.transaction() as db:
-            return [each_in_savepoint(db, partial(self._write, db, cid, w, embedder, dim))
-                    for w in writes]  # fmt: skip
+            return [
+                each_in_savepoint(db, partial(self._write, db, cid, w, embedder, dim))
+                for w in writes
+            ]
 
     def _write(self, db: sqlite3.Connection, cid: int, w: DocumentWrite, *built: Any) -> None:
         vectors = checked_vectors(w.record, w.chunks, w.vectors, w.tokens, w.cache_keys, *built)
@@ -349,10 +352,22 @@ class SQLiteStore:
             "INSERT INTO documents(collection_id, path, source, doc_hash, size, mtime_ns, "
             "title, format, chunk_count, char_count, pages, ingested_at, metadata) "
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (cid, record.path, record.source, record.doc_hash, record.size, record.mtime_ns,
-             record.title, record.format, len(chunks), record.char_count, record.pages,
-             record.ingested_at, json.dumps(record.metadata, ensure_ascii=False)),
-        )  # fmt: skip
+            (
+                cid,
+                record.path,
+                record.source,
+                record.doc_hash,
+                record.size,
+                record.mtime_ns,
+                record.title,
+                record.format,
+                len(chunks),
+                record.char_count,
+                record.pages,
+                record.ingested_at,
+                json.dumps(record.metadata, ensure_ascii=False),
+            ),
+        )
         doc_id = cur.lastrowid
         blobs = [np.asarray(v, dtype=np.float32).tobytes() for v in vectors]
         if ids is None:  # the ids SQLite would give one by one (the transaction holds the lock)
@@ -362,11 +377,27 @@ class SQLiteStore:
             "INSERT INTO chunks(id, chunk_id, document_id, collection_id, idx, text, "
             "section_path, page, line_start, line_end, char_start, char_end, language, "
             "metadata, vector) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            [(row_id, c.chunk_id, doc_id, cid, c.index, c.text, c.section_path, c.page,
-              c.line_start, c.line_end, c.char_start, c.char_end, c.language,
-              json.dumps(c.metadata, ensure_ascii=False), blob)
-             for row_id, c, blob in zip(ids, chunks, blobs, strict=True)],
-        )  # fmt: skip
+            [
+                (
+                    row_id,
+                    c.chunk_id,
+                    doc_id,
+                    cid,
+                    c.index,
+                    c.text,
+                    c.section_path,
+                    c.page,
+                    c.line_start,
+                    c.line_end,
+                    c.char_start,
+                    c.char_end,
+                    c.language,
+                    json.dumps(c.metadata, ensure_ascii=False),
+                    blob,
+                )
+                for row_id, c, blob in zip(ids, chunks, blobs, strict=True)
+            ],
+        )
         db.executemany(
             f"INSERT INTO {fts}(rowid, tokens) VALUES (?, ?)", zip(ids, tokens, strict=True)
         )
@@ -403,8 +434,9 @@ class SQLiteStore:
         ).fetchone()
         if row is None:
             return False
-        chunk_ids = [r[0] for r in db.execute("SELECT id FROM chunks WHERE document_id = ?",
-                                              (row[0],))]  # fmt: skip
+        chunk_ids = [
+            r[0] for r in db.execute("SELECT id FROM chunks WHERE document_id = ?", (row[0],))
+        ]
         changes.log_removed(db, cid, chunk_ids)
         db.execute(
             f"DELETE FROM {fts_table(cid)} WHERE rowid IN "
@@ -495,9 +527,11 @@ class SQLiteStore:
             db.executemany(
                 "INSERT INTO faq(collection_id, source, question, answer, line, vector) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                [(cid, source, q, a, line, b) for (q, a, line), b in zip(entries, blobs,
-                                                                          strict=True)],
-            )  # fmt: skip
+                [
+                    (cid, source, q, a, line, b)
+                    for (q, a, line), b in zip(entries, blobs, strict=True)
+                ],
+            )
 
     def faq(self, cid: int) -> list[FaqEntry]:
         rows = self._db.execute(
@@ -505,14 +539,16 @@ class SQLiteStore:
             "ORDER BY source, line",
             (cid,),
         ).fetchall()
-        return [FaqEntry(r[0], r[1], r[2], r[3], np.frombuffer(r[4], dtype=np.float32))
-                for r in rows]  # fmt: skip
+        return [
+            FaqEntry(r[0], r[1], r[2], r[3], np.frombuffer(r[4], dtype=np.float32)) for r in rows
+        ]
 
     def remove_faq(self, cid: int, source: str) -> int:
         """Delete the FAQ entries of ``source``; how many there were."""
         with self._lock, self.transaction() as db:
-            cur = db.execute("DELETE FROM faq WHERE collection_id = ? AND source = ?",
-                             (cid, source))  # fmt: skip
+            cur = db.execute(
+                "DELETE FROM faq WHERE collection_id = ? AND source = ?", (cid, source)
+            )
             return int(cur.rowcount)
 
     def _index_problems(self, cid: int) -> list[str]:
@@ -560,6 +596,5 @@ class SQLiteStore:
 def create(settings: Settings) -> Store:
     # Typed as the contract, so mypy proves SQLiteStore keeps every method of it.
     sqlite = settings.store.sqlite
-    options = IndexOptions(ann_min_chunks=sqlite.ann_min_chunks,
-                           ann_ef_search=sqlite.ann_ef_search)  # fmt: skip
+    options = IndexOptions(ann_min_chunks=sqlite.ann_min_chunks, ann_ef_search=sqlite.ann_ef_search)
     return SQLiteStore(Path(settings.data_dir) / DB_NAME, options)

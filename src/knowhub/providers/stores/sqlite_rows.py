@@ -85,18 +85,37 @@ INTEGRITY_CHECKS = (
 
 def record_of(row: Sequence[Any]) -> DocumentRecord:
     return DocumentRecord(
-        collection=row[0], source=row[1], path=row[2], doc_hash=row[3], size=row[4],
-        mtime_ns=row[5], title=row[6], format=row[7], chunk_count=row[8], char_count=row[9],
-        pages=row[10], ingested_at=row[11], metadata=json.loads(row[12] or "{}"),
-    )  # fmt: skip
+        collection=row[0],
+        source=row[1],
+        path=row[2],
+        doc_hash=row[3],
+        size=row[4],
+        mtime_ns=row[5],
+        title=row[6],
+        format=row[7],
+        chunk_count=row[8],
+        char_count=row[9],
+        pages=row[10],
+        ingested_at=row[11],
+        metadata=json.loads(row[12] or "{}"),
+    )
 
 
 def chunk_of(row: Sequence[Any]) -> Chunk:
     return Chunk(
-        chunk_id=row[0], doc_hash=row[1], index=row[2], text=row[3], section_path=row[4],
-        page=row[5], line_start=row[6], line_end=row[7], char_start=row[8], char_end=row[9],
-        language=row[10], metadata=json.loads(row[11] or "{}"),
-    )  # fmt: skip
+        chunk_id=row[0],
+        doc_hash=row[1],
+        index=row[2],
+        text=row[3],
+        section_path=row[4],
+        page=row[5],
+        line_start=row[6],
+        line_end=row[7],
+        char_start=row[8],
+        char_end=row[9],
+        language=row[10],
+        metadata=json.loads(row[11] or "{}"),
+    )
 
 
 def vector_of(blob: bytes | None) -> Vectors | None:
@@ -108,11 +127,22 @@ def vector_of(blob: bytes | None) -> Vectors | None:
 
 def hit_of(row: Sequence[Any]) -> Hit:
     return Hit(
-        chunk_id=row[1], score=0.0, source=row[2], title=row[3], text=row[4], page=row[5],
-        section_path=row[6], line_start=row[7], line_end=row[8], char_start=row[9],
-        char_end=row[10], doc_hash=row[11], collection=row[12], language=row[13],
+        chunk_id=row[1],
+        score=0.0,
+        source=row[2],
+        title=row[3],
+        text=row[4],
+        page=row[5],
+        section_path=row[6],
+        line_start=row[7],
+        line_end=row[8],
+        char_start=row[9],
+        char_end=row[10],
+        doc_hash=row[11],
+        collection=row[12],
+        language=row[13],
         metadata=json.loads(row[14] or "{}"),
-    )  # fmt: skip
+    )
 
 
 def each_in_savepoint(db: sqlite3.Connection, write: Callable[[], None]) -> Exception | None:

@@ -86,10 +86,14 @@ def safe_next(target: str | None) -> str:
 def remember_login(response: Response, session_id: str, request: Request) -> None:
     """Set the session cookie (Secure when the request came over TLS)."""
     response.set_cookie(
-        CONSOLE_LOGIN.cookie, session_id, max_age=int(SESSION_TTL_S),
-        path=CONSOLE_LOGIN.prefix, secure=request.url.scheme == "https", httponly=True,
+        CONSOLE_LOGIN.cookie,
+        session_id,
+        max_age=int(SESSION_TTL_S),
+        path=CONSOLE_LOGIN.prefix,
+        secure=request.url.scheme == "https",
+        httponly=True,
         samesite="strict",
-    )  # fmt: skip
+    )
     if _TOKEN_COOKIE in request.cookies:
         response.delete_cookie(_TOKEN_COOKIE, path=CONSOLE_LOGIN.prefix)
 

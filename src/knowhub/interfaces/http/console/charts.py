@@ -76,8 +76,16 @@ def waterfall_spans(trace: Trace) -> list[Span]:
         moment = stage.endswith("first_token")
         start = min(100.0, 100.0 * (at + (ms if moment else 0.0)) / total)
         width = 0.0 if moment else max(0.4, 100.0 * ms / total)
-        out.append(Span(stage, round(ms, 3), round(start, 2), round(min(width, 100.0 - start), 2),
-                        trace.stage_hits.get(stage), moment))  # fmt: skip
+        out.append(
+            Span(
+                stage,
+                round(ms, 3),
+                round(start, 2),
+                round(min(width, 100.0 - start), 2),
+                trace.stage_hits.get(stage),
+                moment,
+            )
+        )
         if not moment:
             at += ms
     return out
@@ -95,11 +103,14 @@ def metric_groups(runs: Sequence[Mapping[str, Any]], limit: int = 8) -> list[Met
     groups = []
     for name in names:
         values = [
-            (run_label(run), max(0.0, min(1.0, float(run["metrics"][name]))),
-             PALETTE[i % len(PALETTE)])
+            (
+                run_label(run),
+                max(0.0, min(1.0, float(run["metrics"][name]))),
+                PALETTE[i % len(PALETTE)],
+            )
             for i, run in enumerate(shown)
             if _number(run["metrics"].get(name))
-        ]  # fmt: skip
+        ]
         groups.append(MetricGroup(name, values))
     return groups
 

@@ -53,7 +53,11 @@ def page(request: Request, template: str, status: int = 200, **context: Any) -> 
     principal: Principal | None = request.scope.get(PRINCIPAL_KEY)
     signed_in = CONSOLE_LOGIN.cookie in request.cookies and principal is not None
     html = _ENV.get_template(template).render(
-        nav=NAV, path=request.url.path, principal=principal, signed_in=signed_in,
-        version=_VERSION, **context,
-    )  # fmt: skip
+        nav=NAV,
+        path=request.url.path,
+        principal=principal,
+        signed_in=signed_in,
+        version=_VERSION,
+        **context,
+    )
     return HTMLResponse(html, status_code=status, headers=HEADERS)

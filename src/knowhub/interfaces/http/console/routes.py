@@ -95,12 +95,15 @@ def console_router(service: Service, tokens: TokenBook) -> APIRouter:
             return {
                 "collections": infos,
                 "uptime_s": round(time.time() - service.started),
-                "providers": {"embedder": opts.embedder.provider,
-                              "reranker": opts.reranker.provider, "llm": opts.llm.provider},
+                "providers": {
+                    "embedder": opts.embedder.provider,
+                    "reranker": opts.reranker.provider,
+                    "llm": opts.llm.provider,
+                },
                 "sessions": len(service.conversations),
                 "recent": summarize(recent),
                 "recent_hours": int(RECENT.total_seconds() // 3600),
-            }  # fmt: skip
+            }
 
         return await render(request, "overview.html", gather)
 
@@ -114,23 +117,44 @@ def console_router(service: Service, tokens: TokenBook) -> APIRouter:
                 lambda: [i.name for i in app.collections() if principal.may_read(i.name)]
             )
             if not q.strip():
-                return page(request, "search.html", form=form, names=names, result=None,
-                            default=service.settings.collection)  # fmt: skip
+                return page(
+                    request,
+                    "search.html",
+                    form=form,
+                    names=names,
+                    result=None,
+                    default=service.settings.collection,
+                )
             name = service.collection(principal, collection or None)
             top_k = _top_k(k, service.settings.search.top_k)
             result = await service.run(lambda: app.search(q, name, top_k))
         except Exception as exc:
-            return _failure(request, exc, "search.html", form=form, names=names, result=None,
-                            default=service.settings.collection)  # fmt: skip
+            return _failure(
+                request,
+                exc,
+                "search.html",
+                form=form,
+                names=names,
+                result=None,
+                default=service.settings.collection,
+            )
         service.metrics.searches.labels("console").inc()
         service.metrics.observe_stages(result.timings_ms)
         rows = [
             {"hit": hit, "citation": citation(hit), "why": why}
             for hit, why in zip(result.hits, explain_hits(result), strict=True)
         ]
-        return page(request, "search.html", form=form, names=names, result=result, rows=rows,
-                    collection=name, bars=stage_bars(result.timings_ms),
-                    default=service.settings.collection)  # fmt: skip
+        return page(
+            request,
+            "search.html",
+            form=form,
+            names=names,
+            result=result,
+            rows=rows,
+            collection=name,
+            bars=stage_bars(result.timings_ms),
+            default=service.settings.collection,
+        )
 
     @router.get("/documents")
     async def documents(request: Request, collection: str = "") -> Response:
@@ -182,10 +206,15 @@ def console_router(service: Service, tokens: TokenBook) -> APIRouter:
         def gather(principal: Principal) -> dict[str, Any]:
             if kind not in ("", "search", "answer", "ingest"):
                 raise QueryError(f"kind {kind!r} is not one of search, answer, ingest")
-            chosen = select(_readable(app.traces(), principal), kind or None,
-                            _slow_ms(slow), bool(errors))  # fmt: skip
-            return {"form": form, "summary": summarize(chosen),
-                    "traces": chosen[-LIST_LIMIT:][::-1], "limit": LIST_LIMIT}  # fmt: skip
+            chosen = select(
+                _readable(app.traces(), principal), kind or None, _slow_ms(slow), bool(errors)
+            )
+            return {
+                "form": form,
+                "summary": summarize(chosen),
+                "traces": chosen[-LIST_LIMIT:][::-1],
+                "limit": LIST_LIMIT,
+            }
 
         return await render(request, "traces.html", gather)
 
@@ -274,15 +303,20 @@ def console_router(service: Service, tokens: TokenBook) -> APIRouter:
                 if principal.may_read(str(report.get("collection", ""))):
                     runs.append({**report, "folder": path.parent.name, "label": run_label(report)})
             runs.sort(key=lambda r: str(r.get("created", "")))
-            return {"runs": runs, "groups": metric_groups(runs), "problems": problems,
-                    "folder": folder.absolute()}  # fmt: skip
+            return {
+                "runs": runs,
+                "groups": metric_groups(runs),
+                "problems": problems,
+                "folder": folder.absolute(),
+            }
 
         return await render(request, "evals.html", gather)
 
     @router.get("/login")
     async def login_form(request: Request, next: str = "") -> Response:
-        return page(request, "login.html", next=safe_next(next), error=None,
-                    open_console=not tokens)  # fmt: skip
+        return page(
+            request, "login.html", next=safe_next(next), error=None, open_console=not tokens
+        )
 
     @router.post("/login")
     async def login(request: Request) -> Response:
@@ -296,18 +330,26 @@ def console_router(service: Service, tokens: TokenBook) -> APIRouter:
         if not tokens:
             return RedirectResponse(target, 303)
         try:
-            found = tokens.authenticate(f"Bearer {token}", client_address(request.scope),
-                                        request.url.path)  # fmt: skip
+            found = tokens.authenticate(
+                f"Bearer {token}", client_address(request.scope), request.url.path
+            )
         except ThrottledError as exc:
             request.scope[ERROR_KEY] = "429"
-            refused = page(request, "login.html", status=429, next=target, open_console=False,
-                           error=str(exc))  # fmt: skip
+            refused = page(
+                request, "login.html", status=429, next=target, open_console=False, error=str(exc)
+            )
             refused.headers["Retry-After"] = str(exc.retry_after)
             return refused
         if found is None:
             request.scope[ERROR_KEY] = "401"
-            return page(request, "login.html", status=401, next=target, open_console=False,
-                        error=WRONG_TOKEN)  # fmt: skip
+            return page(
+                request,
+                "login.html",
+                status=401,
+                next=target,
+                open_console=False,
+                error=WRONG_TOKEN,
+            )
         response = RedirectResponse(target, 303)
         remember_login(response, tokens.sessions.open(found), request)
         return response
@@ -365,7 +407,8 @@ def _body(request: Request, exc: BaseException) -> dict[str, Any]:
     return error_body(exc, status)
 
 
-def _failure(request: Request, exc: BaseException, template: str = "error.html",
-             **context: Any) -> Response:  # fmt: skip
+def _failure(
+    request: Request, exc: BaseException, template: str = "error.html", **context: Any
+) -> Response:
     body = _body(request, exc)
     return page(request, template, status=body["status"], error=body["error"], **context)

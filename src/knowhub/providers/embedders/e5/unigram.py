@@ -26,8 +26,9 @@ _HEADER = struct.Struct("<II")  # piece count, longest piece in characters
 class UnigramCutter:
     """The most probable segmentation of normalised text into piece ids."""
 
-    def __init__(self, pieces: list[str], ids: Sequence[int], scores: Sequence[float],
-                 unk: int, longest: int) -> None:  # fmt: skip
+    def __init__(
+        self, pieces: list[str], ids: Sequence[int], scores: Sequence[float], unk: int, longest: int
+    ) -> None:
         self._pieces = pieces  # sorted
         self._ids = ids  # of each sorted piece
         self._scores = scores
@@ -43,13 +44,15 @@ class UnigramCutter:
         if any(_SEPARATOR in piece for piece in pieces):
             raise ValueError("a piece holds the separator character")
         longest = max((len(p) for p in pieces), default=1)
-        return b"".join([
-            _HEADER.pack(len(pieces), longest),
-            array("i", order).tobytes(),
-            array("d", [vocabulary[i][1] for i in order]).tobytes(),
-            struct.pack("<i", unk),
-            _SEPARATOR.join(pieces).encode("utf-8"),
-        ])  # fmt: skip
+        return b"".join(
+            [
+                _HEADER.pack(len(pieces), longest),
+                array("i", order).tobytes(),
+                array("d", [vocabulary[i][1] for i in order]).tobytes(),
+                struct.pack("<i", unk),
+                _SEPARATOR.join(pieces).encode("utf-8"),
+            ]
+        )
 
     @staticmethod
     def load(data: bytes) -> UnigramCutter:

@@ -56,8 +56,9 @@ class Ann:
     def build(vectors: Floats) -> Ann:
         faiss = _faiss()
         n, dim = vectors.shape
-        index = faiss.IndexHNSWSQ(dim, faiss.ScalarQuantizer.QT_8bit, _M,
-                                  faiss.METRIC_INNER_PRODUCT)  # fmt: skip
+        index = faiss.IndexHNSWSQ(
+            dim, faiss.ScalarQuantizer.QT_8bit, _M, faiss.METRIC_INNER_PRODUCT
+        )
         index.hnsw.efConstruction = _EF_CONSTRUCTION
         step = max(1, n // _TRAIN_ROWS)
         index.train(np.ascontiguousarray(vectors[::step]))

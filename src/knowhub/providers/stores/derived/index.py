@@ -60,8 +60,7 @@ class CollectionIndex:
     @cached_property
     def _avgdl(self) -> float:
         """BM25's mean row length, in terms, over the live rows."""
-        terms = sum(int(s.lengths[m].sum()) for s, m in zip(self.segments, self.live,
-                                                             strict=True))  # fmt: skip
+        terms = sum(int(s.lengths[m].sum()) for s, m in zip(self.segments, self.live, strict=True))
         return terms / max(self.rows, 1)
 
     @property
@@ -103,8 +102,9 @@ class CollectionIndex:
         # k1·(1 − b + b·|D|/avgdl), split so that only the rows holding a term are touched.
         base, per_term = _K1 * (1 - _B), _K1 * _B / max(self._avgdl, 1e-9)
         results = []
-        for at, (segment, postings, mask) in enumerate(zip(self.segments, found, masks,
-                                                           strict=True)):  # fmt: skip
+        for at, (segment, postings, mask) in enumerate(
+            zip(self.segments, found, masks, strict=True)
+        ):
             unmasked = mask is self.live[at] and self._whole[at]
             rows, weights = [], []
             for weight, (where, counts) in zip(idf, postings, strict=True):
@@ -120,9 +120,10 @@ class CollectionIndex:
 
     def _df(self, found: list[list[Any]], term: int) -> int:
         """Live rows holding the term, across segments."""
-        return sum(len(found[s][term][0]) if self._whole[s] else
-                   int(live[found[s][term][0]].sum())
-                   for s, live in enumerate(self.live))  # fmt: skip
+        return sum(
+            len(found[s][term][0]) if self._whole[s] else int(live[found[s][term][0]].sum())
+            for s, live in enumerate(self.live)
+        )
 
     # -- dense -----------------------------------------------------------------------
 
@@ -176,7 +177,6 @@ def _merge(results: Sequence[tuple[Segment, Any, Any]], limit: int) -> list[Any]
     """The best ``limit`` of every segment's candidates: (row id, score), best first, ties
     to the lower row id (as a scan in row id order would)."""
     ids = np.concatenate([s.ids[p] for s, p, _ in results] or [np.empty(0, np.int64)])
-    scores = np.concatenate([np.asarray(v, np.float64) for _, _, v in results]
-                            or [np.empty(0)])  # fmt: skip
+    scores = np.concatenate([np.asarray(v, np.float64) for _, _, v in results] or [np.empty(0)])
     order = np.lexsort((ids, -scores))[:limit]
     return [(int(ids[i]), float(scores[i])) for i in order]

@@ -112,16 +112,24 @@ class DerivedIndexes:
     def problems(self, db: sqlite3.Connection, cid: int) -> list[str]:
         """What is wrong with the collection's derived index: snapshot files whose size or
         CRC changed, and rows it holds or misses against SQLite once caught up."""
-        found = [f"snapshot file {name} is damaged"
-                 for name in snapshot.checksum_errors(self._folder(cid))]  # fmt: skip
+        found = [
+            f"snapshot file {name} is damaged"
+            for name in snapshot.checksum_errors(self._folder(cid))
+        ]
         with _reading(db):
             held = self.current(db, cid).row_ids()
-            rows = {int(r[0]) for r in db.execute(
-                "SELECT k.id FROM chunks k JOIN documents d ON d.id = k.document_id "
-                "WHERE k.collection_id = ?", (cid,))}  # fmt: skip
+            rows = {
+                int(r[0])
+                for r in db.execute(
+                    "SELECT k.id FROM chunks k JOIN documents d ON d.id = k.document_id "
+                    "WHERE k.collection_id = ?",
+                    (cid,),
+                )
+            }
         found += [f"row {i} is missing from the search index" for i in sorted(rows - held)[:20]]
-        found += [f"row {i} is in the search index but not in the store"
-                  for i in sorted(held - rows)[:20]]  # fmt: skip
+        found += [
+            f"row {i} is in the search index but not in the store" for i in sorted(held - rows)[:20]
+        ]
         return found
 
     # -- catching up -----------------------------------------------------------------
@@ -153,8 +161,7 @@ class DerivedIndexes:
             if caught is not None and _fingerprint(caught) == changes.fingerprint(db, cid):
                 return caught
             if caught is not None:
-                log.warning("index snapshot %s does not match the store: rebuilding it",
-                            found.path)  # fmt: skip
+                log.warning("index snapshot %s does not match the store: rebuilding it", found.path)
                 # Else it stays in the way of the rebuilt one's (same version) for good.
                 snapshot.remove_all(found.path)
         return None
@@ -174,8 +181,13 @@ class DerivedIndexes:
         for segment, mask in zip(index.segments, index.live, strict=True):
             live.append(mask & ~np.isin(segment.ids, wanted))
         added = build_segment(changes.rows(db, cid, changed), len(changed), index.dim)
-        return CollectionIndex(version, index.dim, (*index.segments, added),
-                               (*live, np.ones(len(added), dtype=bool)), index.ann)  # fmt: skip
+        return CollectionIndex(
+            version,
+            index.dim,
+            (*index.segments, added),
+            (*live, np.ones(len(added), dtype=bool)),
+            index.ann,
+        )
 
     def _rebuild(self, db: sqlite3.Connection, cid: int, version: int) -> CollectionIndex:
         """One segment from SQLite (inside the caller's read), an ANN graph when big, and
@@ -185,8 +197,9 @@ class DerivedIndexes:
         ).fetchone()
         segment = build_segment(changes.rows(db, cid), int(count), _dim(db, cid))
         ann = Ann.build(segment.vectors) if len(segment) >= self.options.ann_min_chunks else None
-        index = CollectionIndex(version, _dim(db, cid), (segment,),
-                                (np.ones(len(segment), dtype=bool),), ann)  # fmt: skip
+        index = CollectionIndex(
+            version, _dim(db, cid), (segment,), (np.ones(len(segment), dtype=bool),), ann
+        )
         if self._snapshot_wanted(index):
             self._save(cid, index, segment, ann)
         return index
@@ -209,12 +222,18 @@ class DerivedIndexes:
         """``index`` with its small segments (all but the base) read again from SQLite as
         one: cheap, and the base keeps its ANN graph (a rebuild of 100k chunks' costs
         minutes)."""
-        ids = sorted({int(i) for s, m in zip(index.segments[1:], index.live[1:], strict=True)
-                      for i in s.ids[m]})  # fmt: skip
+        ids = sorted(
+            {
+                int(i)
+                for s, m in zip(index.segments[1:], index.live[1:], strict=True)
+                for i in s.ids[m]
+            }
+        )
         merged = build_segment(changes.rows(db, cid, ids), len(ids), index.dim)
         live = (index.live[0], np.ones(len(merged), dtype=bool))
-        return CollectionIndex(index.version, index.dim, (index.segments[0], merged), live,
-                               index.ann)  # fmt: skip
+        return CollectionIndex(
+            index.version, index.dim, (index.segments[0], merged), live, index.ann
+        )
 
     # -- snapshots -------------------------------------------------------------------
 
@@ -227,8 +246,12 @@ class DerivedIndexes:
         # faiss reports a failed write (a full disk) as RuntimeError; a read-only data dir
         # is an OSError. Either way searches go on: each process rebuilds in memory.
         except (OSError, RuntimeError) as exc:
-            log.warning("cannot write the index snapshot under %s (%s): searches still work, "
-                        "but each process rebuilds the index", self.root, exc)  # fmt: skip
+            log.warning(
+                "cannot write the index snapshot under %s (%s): searches still work, "
+                "but each process rebuilds the index",
+                self.root,
+                exc,
+            )
 
     def _folder(self, cid: int) -> Path:
         return self.root / str(int(cid))
@@ -256,8 +279,11 @@ class DerivedIndexes:
 def _fingerprint(index: CollectionIndex) -> tuple[int, int, int]:
     """What :func:`changes.fingerprint` says of SQLite, of the index's live rows."""
     parts = [(s.ids[m], s.digests[m]) for s, m in zip(index.segments, index.live, strict=True)]
-    return (sum(len(i) for i, _ in parts), sum(int(i.sum()) for i, _ in parts),
-            sum(int((i * d.astype(np.int64)).sum()) for i, d in parts))  # fmt: skip
+    return (
+        sum(len(i) for i, _ in parts),
+        sum(int(i.sum()) for i, _ in parts),
+        sum(int((i * d.astype(np.int64)).sum()) for i, d in parts),
+    )
 
 
 def _version(db: sqlite3.Connection, cid: int) -> int:

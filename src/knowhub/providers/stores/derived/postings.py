@@ -89,9 +89,13 @@ class Postings:
 
     def arrays(self) -> dict[str, np.ndarray[Any, Any]]:
         return {
-            "hashes": self.hashes, "text": self.text, "text_offsets": self.text_offsets,
-            "offsets": self.offsets, "rows": self.rows, "counts": self.counts,
-        }  # fmt: skip
+            "hashes": self.hashes,
+            "text": self.text,
+            "text_offsets": self.text_offsets,
+            "offsets": self.offsets,
+            "rows": self.rows,
+            "counts": self.counts,
+        }
 
 
 def build_postings(per_row: Iterable[Sequence[str]]) -> Postings:

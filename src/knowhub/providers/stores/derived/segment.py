@@ -71,9 +71,11 @@ class Segment:
     def arrays(self) -> dict[str, np.ndarray[Any, Any]]:
         """Every array, by a name a snapshot stores it under."""
         out: dict[str, np.ndarray[Any, Any]] = {
-            "ids": self.ids, "digests": self.digests, "vectors": self.vectors,
+            "ids": self.ids,
+            "digests": self.digests,
+            "vectors": self.vectors,
             "lengths": self.lengths,
-        }  # fmt: skip
+        }
         out.update({f"lexical.{k}": v for k, v in self.lexical.arrays().items()})
         out.update({f"filters.{k}": v for k, v in self.filters.arrays().items()})
         return out
@@ -81,11 +83,18 @@ class Segment:
     @staticmethod
     def from_arrays(arrays: dict[str, np.ndarray[Any, Any]]) -> Segment:
         def postings(prefix: str) -> Postings:
-            return Postings(**{k[len(prefix) :]: v for k, v in arrays.items()
-                               if k.startswith(prefix)})  # fmt: skip
+            return Postings(
+                **{k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
+            )
 
-        return Segment(arrays["ids"], arrays["digests"], arrays["vectors"], arrays["lengths"],
-                       postings("lexical."), postings("filters."))  # fmt: skip
+        return Segment(
+            arrays["ids"],
+            arrays["digests"],
+            arrays["vectors"],
+            arrays["lengths"],
+            postings("lexical."),
+            postings("filters."),
+        )
 
     @property
     def nbytes(self) -> int:

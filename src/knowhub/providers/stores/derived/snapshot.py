@@ -75,8 +75,11 @@ def write(folder: Path, version: int, segment: Segment, ann: Ann | None) -> Path
         # Only older snapshots and crashed writers' leftovers: a newer snapshot, or a
         # temporary folder being written, is not ours to remove. A process may still map an
         # old one: its mapping outlives this.
-        if old != final and (0 <= _version_of(old) < version or _abandoned(old)
-                             or (_version_of(old) == version and not _usable(old))):  # fmt: skip
+        if old != final and (
+            0 <= _version_of(old) < version
+            or _abandoned(old)
+            or (_version_of(old) == version and not _usable(old))
+        ):
             shutil.rmtree(old, ignore_errors=True)
     return final
 
@@ -87,14 +90,16 @@ def latest(folder: Path, at_most: int) -> Snapshot | None:
     if not folder.is_dir():
         return None
     # The version is in the name: newer ones are skipped unopened.
-    candidates = sorted((p for p in folder.iterdir() if 0 <= _version_of(p) <= at_most),
-                        reverse=True)  # fmt: skip
+    candidates = sorted(
+        (p for p in folder.iterdir() if 0 <= _version_of(p) <= at_most), reverse=True
+    )
     for path in candidates:
         try:
             snapshot = _open(path)
         except (OSError, ValueError, KeyError, RuntimeError) as exc:
-            log.warning("index snapshot %s is unreadable (%s): rebuilding it from SQLite",
-                        path, exc)  # fmt: skip
+            log.warning(
+                "index snapshot %s is unreadable (%s): rebuilding it from SQLite", path, exc
+            )
             continue
         return snapshot
     return None
