@@ -10,6 +10,7 @@ its message says what failed, the offending value, and how to fix it::
     │   └── LoaderError  the file's format is unsupported, corrupt, encrypted or empty
     ├── StoreError       the store is unreadable, locked, or holds a mismatched index
     ├── QueryError       invalid query arguments (top_k, min_score, filters, collection)
+    │   └── CollectionNotFound  no collection (or version) of that name: also a StoreError
     └── AuthError        missing or wrong credentials (HTTP/MCP interfaces)
 
 Interfaces (CLI, MCP, HTTP) turn these into their own kind of error; library code
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 __all__ = [
     "AuthError",
+    "CollectionNotFound",
     "ConfigError",
     "IngestError",
     "KnowhubError",
@@ -56,6 +58,14 @@ class StoreError(KnowhubError):
 
 class QueryError(KnowhubError):
     """A search request has invalid arguments."""
+
+
+class CollectionNotFound(QueryError, StoreError):
+    """A request named a collection (or a version of one) the store does not hold.
+
+    Both a QueryError (the caller's argument is wrong) and a StoreError (what a backend
+    raised for it before), so every interface maps it to one "not found" answer (HTTP 404).
+    """
 
 
 class AuthError(KnowhubError):
