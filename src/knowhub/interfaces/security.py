@@ -19,8 +19,9 @@ import secrets
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 from urllib.parse import quote
 
 from starlette.datastructures import Headers, QueryParams
@@ -48,6 +49,7 @@ __all__ = [
 ]
 
 log = logging.getLogger("knowhub.security")
+T = TypeVar("T")
 
 PRINCIPAL_KEY = "knowhub.principal"
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
@@ -66,6 +68,11 @@ class Principal:
 
     def may_read(self, collection: str) -> bool:
         return "*" in self.collections or collection in self.collections
+
+    def readable(self, items: Iterable[T], collection: Callable[[T], str]) -> list[T]:
+        """The ``items`` (collections, hits, traces, …) whose ``collection`` this caller may
+        read: every listing of every server filters through here."""
+        return [item for item in items if self.may_read(collection(item))]
 
     def may_use(self, session_id: str) -> bool:
         return "*" in self.sessions or session_id in self.sessions
