@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import pytest
 
 from knowhub import App, StoreError, build_app
-from knowhub.ingest import pipeline
+from knowhub.ingest import integrity
 from knowhub.ingest.loaders.reading import RegularFile
 from tests.helpers import fast_settings, write
 
@@ -52,7 +52,7 @@ def test_second_run_reads_no_file_and_embeds_nothing(
     monkeypatch.setattr(pathlib.Path, "open", refuse)
     monkeypatch.setattr(RegularFile, "read", refuse)  # how ingest reads a file's contents
     # Not even opened: an open can fetch a file on a network or cloud-synced folder.
-    monkeypatch.setattr(pipeline, "open_regular", refuse)
+    monkeypatch.setattr(integrity, "open_regular", refuse)
     report = app.ingest([docs])
     assert len(report.unchanged) == 3
     assert (report.added, report.updated, report.embedded) == ([], [], 0)

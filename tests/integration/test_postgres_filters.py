@@ -15,7 +15,7 @@ from knowhub.lang.tokenize import query_tokens
 from knowhub.models import Filters
 from knowhub.providers.stores.pg_search import dense_statement, lexical_statement
 from knowhub.providers.stores.postgres import PostgresStore
-from tests.contract.conftest import make_doc, new_collection, put
+from knowhub.testing.store_data import make_doc, new_collection, put
 from tests.pg_server import PgServer
 
 # Metadata values of every JSON kind, and filters on them, with the rows each must keep:

@@ -17,7 +17,7 @@ from knowhub import load_settings
 from knowhub.errors import StoreError
 from knowhub.providers.stores import postgres
 from knowhub.providers.stores.postgres import create, display_url
-from tests.contract.conftest import make_doc, new_collection, put
+from knowhub.testing.store_data import make_doc, new_collection, put
 from tests.helpers import knowhub, write
 from tests.pg_server import PgServer
 

@@ -26,11 +26,11 @@ import pytest
 
 from knowhub import App, build_app, load_settings
 from knowhub.errors import ConfigError, StoreError
-from knowhub.providers.stores import chroma
-from knowhub.providers.stores.indexed import IndexedStore
-from knowhub.providers.stores.vector_index import IndexRow
+from knowhub.providers.stores.indexed import chroma
+from knowhub.providers.stores.indexed.catalog import IndexedStore
+from knowhub.providers.stores.indexed.index import IndexRow
+from knowhub.testing.store_data import make_doc, new_collection, normalised, put
 from tests.chroma_server import ChromaServer, unique_prefix, wait_until_up
-from tests.contract.conftest import make_doc, new_collection, normalised, put
 from tests.helpers import ROOT, cli_env, die_with, fast_settings, free_port, knowhub, write
 
 CORPUS = {
@@ -224,7 +224,7 @@ def test_the_index_pages_through_chroma_in_batches_and_reads_a_missing_space_as_
 KILLED_CLI = """
 import os, signal
 from knowhub.interfaces.cli import main
-from knowhub.providers.stores.chroma import ChromaIndex
+from knowhub.providers.stores.indexed.chroma import ChromaIndex
 
 op = os.environ["KNOWHUB_TEST_KILL_AT"]
 real = getattr(ChromaIndex, op)
@@ -405,7 +405,8 @@ def test_the_token_reaches_the_server_as_a_bearer_header(tmp_path: Path) -> None
 
 
 def test_the_readme_chroma_commands_work_as_written(tmp_path: Path) -> None:
-    section = (ROOT / "README.md").read_text(encoding="utf-8").split("### Chroma\n", 1)[1]
+    configuration = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    section = configuration.split("### Chroma\n", 1)[1]
     section = section.split("\n## ", 1)[0].split("\n### ", 1)[0]
     [script] = re.findall(r"```bash\n(.*?)```", section, flags=re.DOTALL)
     for name, text in CORPUS.items():

@@ -29,7 +29,7 @@ from knowhub.providers.stores.derived.live import IndexOptions
 from knowhub.providers.stores.derived.segment import DIGEST_SQL, digest
 from knowhub.providers.stores.schema import fts_table
 from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
-from tests.contract.conftest import DIM, make_doc, new_collection, put
+from knowhub.testing.store_data import DIM, make_doc, new_collection, put
 from tests.helpers import fast_settings, write
 
 WORDS = [

@@ -26,17 +26,17 @@ from mcp.client.stdio import stdio_client
 
 from knowhub import build_app, load_settings
 from knowhub.errors import ConfigError, StoreError
-from knowhub.providers.stores import milvus
 from knowhub.providers.stores.base import Store
-from knowhub.providers.stores.indexed import IndexedStore
+from knowhub.providers.stores.indexed import milvus
+from knowhub.providers.stores.indexed.catalog import IndexedStore
 from knowhub.providers.stores.schema import fts_table
-from tests.contract.conftest import make_doc, new_collection, put
+from knowhub.testing.store_data import make_doc, new_collection, put
 from tests.helpers import ROOT, cli_env, fast_settings, knowhub, write
 from tests.mcp_helpers import eventually, stdio_params
 from tests.milvus_server import MilvusServer
 
 MILVUS = {"KNOWHUB_STORE__PROVIDER": "milvus"}
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+README = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
 SECTION = README.split("### Milvus\n", 1)[1].split("\n## ", 1)[0]
 
 CORPUS = {

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from knowhub.providers.stores.base import Orphan
 from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
-from tests.contract.conftest import assert_whole, make_doc, new_collection, put
+from knowhub.testing.store_data import assert_whole, make_doc, new_collection, put
 
 
 def test_orphan_chunks_and_lexical_rows_are_listed_and_removed(tmp_path: Path) -> None:

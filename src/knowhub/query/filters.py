@@ -1,6 +1,6 @@
 """The filter keys a collection knows, looked up once per collection version.
 
-Every chunk has the columns (``knowhub.validate.FILTER_COLUMNS``); any other key is read from
+Every chunk has the columns (``knowhub.checks.FILTER_COLUMNS``); any other key is read from
 the chunk's metadata, which ingest copies from its document: the loader's scalar metadata
 (front matter, PDF info) and the document's tags. Those keys are therefore derived from the
 documents' records, which every store backend already lists, rather than from a new store
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from knowhub.checks import check_filter_keys, logical_name
 from knowhub.models import DocumentRecord, Filters, FilterValue
 from knowhub.providers.stores.base import Store
 from knowhub.query.cache import SearchCaches
-from knowhub.validate import check_filter_keys, logical_name
 
 __all__ = ["metadata_keys", "resolve_filters"]
 

@@ -10,8 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from knowhub.checks import check_min_score, check_query, check_store_name, check_top_k, logical_name
 from knowhub.config import SearchSettings
-from knowhub.errors import QueryError
+from knowhub.errors import CollectionNotFound, QueryError
 from knowhub.lang import detect_language, query_tokens
 from knowhub.models import Filters, Hit
 from knowhub.providers.embedders.base import Embedder, Vectors
@@ -21,13 +22,6 @@ from knowhub.query.filters import resolve_filters
 from knowhub.query.fusion import reciprocal_rank_fusion, weighted_fusion
 from knowhub.query.relevance import with_relevance
 from knowhub.query.rerank import RerankOutcome, RerankStage
-from knowhub.validate import (
-    check_min_score,
-    check_query,
-    check_store_name,
-    check_top_k,
-    logical_name,
-)
 
 __all__ = ["Legs", "SearchRequest", "SearchResult", "StageHook", "fuse", "retrieve", "search"]
 
@@ -99,14 +93,7 @@ def search(
     report = on_stage or _silent
     clock = time.perf_counter()
     cid, request = _validate(store, request, caches)
-    key = (
-        cid,
-        store.version(cid),
-        request.query.strip(),
-        tuple(sorted(request.filters.items())),
-        request.top_k,
-        request.min_score,
-    )
+    key = _result_key(store, cid, request)
     cached: SearchResult | None = caches.results.get(key) if caches is not None else None
     if cached is not None:
         report("cache", len(cached.hits), _lap(clock))
@@ -116,9 +103,48 @@ def search(
     timings: dict[str, float] = {}
     legs = _retrieve(store, embedder, settings, request, cid, timings, caches, report)
     clock = time.perf_counter()
-    fused = fuse(settings, legs)
     window = request.top_k if rerank is None else rerank.window(request.top_k)
-    fused = fused[: 2 * window]  # room for the duplicates _distinct drops
+    hits = _fused_hits(store, embedder, settings, request, legs, window)
+    timings["fusion"] = _lap(clock)
+    report("fusion", len(hits), timings["fusion"])
+    outcome = RerankOutcome()
+    if rerank is not None:
+        hits, outcome = rerank(request.query.strip(), hits)
+        timings["rerank"] = outcome.ms
+        report("rerank", len(hits), outcome.ms)
+    hits = hits[: request.top_k]
+    counts = {"lexical": len(legs.lexical), "dense": len(legs.dense), "hits": len(hits)}
+    cache = {"result": "miss" if caches is not None else "off", "query_embedding": legs.cache}
+    result = SearchResult(hits, legs.language, legs.dense_used, timings, counts, outcome, cache)
+    # A failed rerank is not cached: the next identical query may well succeed.
+    if caches is not None and outcome.error is None:
+        caches.results.put(key, result)
+    return result
+
+
+def _result_key(store: Store, cid: int, request: SearchRequest) -> tuple[Any, ...]:
+    """The result cache's key: the collection's version in it, so any write invalidates."""
+    return (
+        cid,
+        store.version(cid),
+        request.query.strip(),
+        tuple(sorted(request.filters.items())),
+        request.top_k,
+        request.min_score,
+    )
+
+
+def _fused_hits(
+    store: Store,
+    embedder: Embedder,
+    settings: SearchSettings,
+    request: SearchRequest,
+    legs: Legs,
+    window: int,
+) -> list[Hit]:
+    """The legs fused into the best ``window`` distinct hits good enough to keep, each with
+    its rank and score in every leg."""
+    fused = fuse(settings, legs)[: 2 * window]  # room for the duplicates _distinct drops
     rows = store.hits([i for i, _ in fused])
     lexical_rank = {item: r for r, (item, _) in enumerate(legs.lexical, start=1)}
     dense_rank = {item: r for r, (item, _) in enumerate(legs.dense, start=1)}
@@ -144,22 +170,7 @@ def search(
         legs.dense if legs.dense_used else None,
         embedder.calibration(legs.language),
     )
-    hits = [h for h in hits if (h.relevance or 0.0) >= request.min_score]
-    timings["fusion"] = _lap(clock)
-    report("fusion", len(hits), timings["fusion"])
-    outcome = RerankOutcome()
-    if rerank is not None:
-        hits, outcome = rerank(request.query.strip(), hits)
-        timings["rerank"] = outcome.ms
-        report("rerank", len(hits), outcome.ms)
-    hits = hits[: request.top_k]
-    counts = {"lexical": len(legs.lexical), "dense": len(legs.dense), "hits": len(hits)}
-    cache = {"result": "miss" if caches is not None else "off", "query_embedding": legs.cache}
-    result = SearchResult(hits, legs.language, legs.dense_used, timings, counts, outcome, cache)
-    # A failed rerank is not cached: the next identical query may well succeed.
-    if caches is not None and outcome.error is None:
-        caches.results.put(key, result)
-    return result
+    return [h for h in hits if (h.relevance or 0.0) >= request.min_score]
 
 
 def _validate(
@@ -173,7 +184,7 @@ def _validate(
     cid = store.collection_id(check_store_name(request.collection))
     if cid is None:
         known = ", ".join(sorted({logical_name(c.name) for c in store.collections()})) or "none yet"
-        raise QueryError(
+        raise CollectionNotFound(
             f"unknown collection {request.collection!r} (known: {known}); ingest into it first"
         )
     filters = resolve_filters(store, cid, request.collection, request.filters, caches)

@@ -13,9 +13,8 @@ from urllib.parse import quote
 
 from knowhub.config import Settings
 from knowhub.errors import ConfigError
-from knowhub.providers.jsonhttp import api_key
+from knowhub.providers.jsonhttp import Transport, api_key
 from knowhub.providers.llms.base import require_setting, require_url
-from knowhub.providers.llms.http import Transport
 from knowhub.providers.llms.openai import ChatCompletionsLLM
 
 __all__ = ["AzureChat", "create"]

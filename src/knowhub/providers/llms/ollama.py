@@ -16,9 +16,14 @@ from typing import Any
 
 from knowhub.config import Settings
 from knowhub.errors import ConfigError, ProviderError
-from knowhub.providers.jsonhttp import api_key
+from knowhub.providers.jsonhttp import (
+    Transport,
+    api_key,
+    error_message,
+    json_headers,
+    parse_chunk,
+)
 from knowhub.providers.llms.base import LLM, ChatMessage, require_setting, require_url
-from knowhub.providers.llms.http import Transport, error_message, parse_chunk
 
 __all__ = ["OllamaChat", "create"]
 
@@ -57,9 +62,7 @@ class OllamaChat(LLM):
                 404: f"check llm.base_url and llm.model (is it pulled? ollama pull {model})",
             },
         )
-        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._headers = json_headers(api_key)
 
     def _complete(
         self, messages: list[ChatMessage], *, max_tokens: int, temperature: float, json_mode: bool

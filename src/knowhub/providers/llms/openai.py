@@ -18,9 +18,8 @@ from typing import Any
 
 from knowhub.config import Settings
 from knowhub.errors import ConfigError, ProviderError
-from knowhub.providers.jsonhttp import api_key
+from knowhub.providers.jsonhttp import Transport, api_key, error_message, parse_chunk, sse_data
 from knowhub.providers.llms.base import LLM, ChatMessage, require_setting, require_url
-from knowhub.providers.llms.http import Transport, error_message, parse_chunk, sse_data
 
 __all__ = ["ChatCompletionsLLM", "OpenAIChat", "create"]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from knowhub.config import Settings
 from knowhub.errors import ConfigError, ProviderError
-from knowhub.providers.jsonhttp import api_key, post_json
+from knowhub.providers.jsonhttp import Transport, api_key, json_headers
 from knowhub.providers.rerankers.base import Reranker
 
 __all__ = ["HttpReranker", "create", "parse_results"]
@@ -39,17 +39,13 @@ class HttpReranker(Reranker):
         self.style = style
         self.model = model
         self.timeout_s = timeout_s
-        self._api_key = api_key
+        # No retries: a search waits for its reranker, and keeps its fused order without it.
+        self._transport = Transport(f"reranker http ({style})", timeout_s=timeout_s, max_retries=0)
+        self._headers = json_headers(api_key)
         self.model_id = f"http:{style}:{model or url}"
 
     def _score(self, query: str, texts: list[str]) -> list[float]:
-        answer = post_json(
-            self.url,
-            self._body(query, texts),
-            timeout_s=self.timeout_s,
-            api_key=self._api_key,
-            what=f"reranker http ({self.style})",
-        )
+        answer = self._transport.post_json(self.url, self._body(query, texts), self._headers)
         return parse_results(answer, self.style, len(texts))
 
     def _body(self, query: str, texts: list[str]) -> dict[str, Any]:

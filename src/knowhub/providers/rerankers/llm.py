@@ -14,7 +14,7 @@ from typing import Any
 
 from knowhub.config import Settings
 from knowhub.errors import ConfigError, ProviderError
-from knowhub.providers.jsonhttp import api_key, post_json
+from knowhub.providers.jsonhttp import Transport, api_key, json_headers
 from knowhub.providers.rerankers.base import Reranker
 
 __all__ = ["LlmReranker", "build_messages", "create", "parse_scores"]
@@ -45,7 +45,9 @@ class LlmReranker(Reranker):
         self.timeout_s = timeout_s
         self.max_passage_chars = max_passage_chars
         self.json_mode = json_mode
-        self._api_key = api_key
+        # No retries: a search waits for its reranker, and keeps its fused order without it.
+        self._transport = Transport("reranker llm", timeout_s=timeout_s, max_retries=0)
+        self._headers = json_headers(api_key)
         self.model_id = f"llm:{model}"
 
     def _score(self, query: str, texts: list[str]) -> list[float]:
@@ -57,9 +59,7 @@ class LlmReranker(Reranker):
         }
         if self.json_mode:
             body["response_format"] = {"type": "json_object"}
-        answer = post_json(
-            self.url, body, timeout_s=self.timeout_s, api_key=self._api_key, what="reranker llm"
-        )
+        answer = self._transport.post_json(self.url, body, self._headers)
         return parse_scores(_content(answer), len(texts))
 
 

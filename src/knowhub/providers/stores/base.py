@@ -178,7 +178,7 @@ class Store(Protocol):
         """Documents whose doc_hash starts with ``prefix``, compared as plain text: never
         a LIKE/GLOB pattern, so ``_ % * [ \\`` match only themselves (that is, nothing);
         an empty prefix matches nothing. Callers check the prefix
-        (:func:`knowhub.validate.check_doc_hash_prefix`)."""
+        (:func:`knowhub.checks.check_doc_hash_prefix`)."""
 
     def touch(self, cid: int, path: str, size: int, mtime_ns: int) -> None: ...
     def replace_document(

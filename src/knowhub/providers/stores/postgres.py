@@ -25,11 +25,10 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
-from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from knowhub.config import Settings
-from knowhub.errors import StoreError
+from knowhub.errors import CollectionNotFound, StoreError
 from knowhub.models import Chunk, DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Vectors
 from knowhub.providers.stores.base import (
@@ -42,8 +41,22 @@ from knowhub.providers.stores.base import (
     checked_vectors,
     moved_paths,
 )
+from knowhub.providers.stores.pg_rows import (
+    DOC_SELECT,
+    HIT_SELECT,
+    INSERT_CACHE,
+    INSERT_CHUNKS,
+    INSERT_DOCUMENT,
+    ORPHAN_CHUNKS,
+    array_of,
+    chunk_of,
+    chunk_values,
+    document_values,
+    hit_of,
+    record_of,
+)
 from knowhub.providers.stores.pg_schema import HNSW_MAX_DIM, MIGRATION_LOCK, hnsw_index, migrate
-from knowhub.providers.stores.pg_search import dense_statement, lexical_statement, tsvector
+from knowhub.providers.stores.pg_search import dense_statement, lexical_statement
 
 __all__ = ["EXACT_SEARCH_MAX_CHUNKS", "PostgresStore", "create", "display_url"]
 
@@ -159,11 +172,17 @@ class PostgresStore:
             )
         return int(row[0])
 
+    def _no_collection(self, cid: int) -> CollectionNotFound:
+        """What a call naming a collection id the server does not hold (dropped) raises."""
+        return CollectionNotFound(
+            f"no collection with id {cid} in {self.url}: list them with status"
+        )
+
     def embedder_of(self, cid: int) -> tuple[str, int]:
         """The (embedder id, dimension) the collection was built with."""
         row = self._one("SELECT embedder, dim FROM knowhub.collections WHERE id = %s", (cid,))
         if row is None:
-            raise StoreError(f"no collection with id {cid} in {self.url}: list them with status")
+            raise self._no_collection(cid)
         return str(row[0]), int(row[1])
 
     def collection_id(self, name: str) -> int | None:
@@ -184,7 +203,7 @@ class PostgresStore:
     def version(self, cid: int) -> int:
         row = self._one("SELECT version FROM knowhub.collections WHERE id = %s", (cid,))
         if row is None:
-            raise StoreError(f"no collection with id {cid} in {self.url}: list them with status")
+            raise self._no_collection(cid)
         return int(row[0])
 
     def drop_collection(self, cid: int) -> None:
@@ -238,34 +257,34 @@ class PostgresStore:
     # -- documents ---------------------------------------------------------------
 
     def record(self, cid: int, path: str) -> DocumentRecord | None:
-        row = self._one(f"{_DOC_SELECT} WHERE d.collection_id = %s AND d.path = %s", (cid, path))
-        return None if row is None else _record(row)
+        row = self._one(f"{DOC_SELECT} WHERE d.collection_id = %s AND d.path = %s", (cid, path))
+        return None if row is None else record_of(row)
 
     def records(self, cid: int) -> list[DocumentRecord]:
         rows = self._all(
-            f'{_DOC_SELECT} WHERE d.collection_id = %s ORDER BY d.source COLLATE "C"', (cid,)
+            f'{DOC_SELECT} WHERE d.collection_id = %s ORDER BY d.source COLLATE "C"', (cid,)
         )
-        return [_record(r) for r in rows]
+        return [record_of(r) for r in rows]
 
     def find_records(self, cid: int, path_or_source: str) -> list[DocumentRecord]:
         """Documents whose path or source equals the key."""
         rows = self._all(
-            f"{_DOC_SELECT} WHERE d.collection_id = %(cid)s AND "
+            f"{DOC_SELECT} WHERE d.collection_id = %(cid)s AND "
             "(d.path = %(key)s OR d.source = %(key)s) ORDER BY d.source",
             {"cid": cid, "key": path_or_source},
         )
-        return [_record(r) for r in rows]
+        return [record_of(r) for r in rows]
 
     def find_by_hash_prefix(self, cid: int, prefix: str) -> list[DocumentRecord]:
         """Documents whose doc_hash starts with ``prefix`` (starts_with(): no LIKE pattern)."""
         if not prefix:
             return []
         rows = self._all(
-            f"{_DOC_SELECT} WHERE d.collection_id = %s AND starts_with(d.doc_hash, %s) "
+            f"{DOC_SELECT} WHERE d.collection_id = %s AND starts_with(d.doc_hash, %s) "
             "ORDER BY d.source",
             (cid, prefix),
         )
-        return [_record(r) for r in rows]
+        return [record_of(r) for r in rows]
 
     def touch(self, cid: int, path: str, size: int, mtime_ns: int) -> None:
         """Record a new size/mtime for a file whose content hash did not change."""
@@ -300,61 +319,13 @@ class PostgresStore:
                 chunk_count, term_count = self._delete(conn, cid, path)
                 old_chunks, old_terms = old_chunks + chunk_count, old_terms + term_count
             (doc_id,) = conn.execute(
-                "INSERT INTO knowhub.documents(collection_id, path, source, doc_hash, size, "
-                "mtime_ns, title, format, chunk_count, char_count, pages, ingested_at, metadata) "
-                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
-                (
-                    cid,
-                    record.path,
-                    record.source,
-                    record.doc_hash,
-                    record.size,
-                    record.mtime_ns,
-                    record.title,
-                    record.format,
-                    len(chunks),
-                    record.char_count,
-                    record.pages,
-                    record.ingested_at,
-                    Jsonb(record.metadata),
-                ),
+                INSERT_DOCUMENT, document_values(cid, record, len(chunks))
             ).fetchone() or (None,)
             with conn.cursor() as cur:
                 cur.executemany(
-                    "INSERT INTO knowhub.chunks(chunk_id, document_id, collection_id, idx, text, "
-                    "section_path, page, line_start, line_end, char_start, char_end, language, "
-                    "metadata, embedding, tokens, terms, n_terms) "
-                    "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::tsvector,%s)",
-                    [
-                        (
-                            c.chunk_id,
-                            doc_id,
-                            cid,
-                            c.index,
-                            c.text,
-                            c.section_path,
-                            c.page,
-                            c.line_start,
-                            c.line_end,
-                            c.char_start,
-                            c.char_end,
-                            c.language,
-                            Jsonb(c.metadata),
-                            vector,
-                            text,
-                            tsvector(terms),
-                            len(terms),
-                        )
-                        for c, vector, text, terms in zip(
-                            chunks, rows, tokens, term_lists, strict=True
-                        )
-                    ],
+                    INSERT_CHUNKS, chunk_values(doc_id, cid, chunks, rows, tokens, term_lists)
                 )
-                cur.executemany(
-                    "INSERT INTO knowhub.embedding_cache(key, embedding) VALUES (%s, %s) "
-                    "ON CONFLICT (key) DO NOTHING",
-                    list(zip(cache_keys, rows, strict=True)),
-                )
+                cur.executemany(INSERT_CACHE, list(zip(cache_keys, rows, strict=True)))
             conn.execute(
                 "UPDATE knowhub.collections SET version = version + 1, chunks = chunks + %s, "
                 "terms = terms + %s WHERE id = %s",
@@ -390,7 +361,7 @@ class PostgresStore:
             (cid, path),
         )
         # Vector and tokens share the chunk's row here, so neither leg can lack them.
-        return [StoredChunk(_chunk(r), _array(r[12]), str(r[13])) for r in rows]
+        return [StoredChunk(chunk_of(r), array_of(r[12]), str(r[13])) for r in rows]
 
     @staticmethod
     def _delete(conn: psycopg.Connection[Any], cid: int, path: str) -> tuple[int, int]:
@@ -412,7 +383,7 @@ class PostgresStore:
         rows = self._all(
             "SELECT key, embedding FROM knowhub.embedding_cache WHERE key = ANY(%s)", (list(keys),)
         )
-        return {str(key): _array(vector) for key, vector in rows}
+        return {str(key): array_of(vector) for key, vector in rows}
 
     # -- search ------------------------------------------------------------------
 
@@ -434,7 +405,7 @@ class PostgresStore:
         """Cosine similarity: (chunk row id, similarity), best first."""
         row = self._one("SELECT chunks, dim FROM knowhub.collections WHERE id = %s", (cid,))
         if row is None:
-            raise StoreError(f"no collection with id {cid} in {self.url}: list them with status")
+            raise self._no_collection(cid)
         chunks, dim = int(row[0]), int(row[1])
         exact = chunks <= EXACT_SEARCH_MAX_CHUNKS or dim > HNSW_MAX_DIM
         statement, params = dense_statement(filters, cid, dim, exact=exact)
@@ -453,8 +424,8 @@ class PostgresStore:
 
     def hits(self, ids: Sequence[int]) -> dict[int, Hit]:
         """Full rows for chunk row ids (score 0; the caller sets scores)."""
-        rows = self._all(f"{_HIT_SELECT} WHERE k.id = ANY(%s)", ([int(i) for i in ids],))
-        return {int(row[0]): _hit(row) for row in rows}
+        rows = self._all(f"{HIT_SELECT} WHERE k.id = ANY(%s)", ([int(i) for i in ids],))
+        return {int(row[0]): hit_of(row) for row in rows}
 
     def chunk_sources(self, cid: int) -> dict[int, str]:
         """Chunk row id → document source, for every chunk of a collection (evaluation)."""
@@ -467,8 +438,8 @@ class PostgresStore:
 
     def chunks_by_id(self, chunk_id: str) -> list[Hit]:
         """Chunks with this chunk id (one, unless identical files sit at two paths)."""
-        rows = self._all(f"{_HIT_SELECT} WHERE k.chunk_id = %s ORDER BY k.id", (chunk_id,))
-        return [_hit(r) for r in rows]
+        rows = self._all(f"{HIT_SELECT} WHERE k.chunk_id = %s ORDER BY k.id", (chunk_id,))
+        return [hit_of(r) for r in rows]
 
     # -- FAQ -----------------------------------------------------------------------
 
@@ -497,7 +468,7 @@ class PostgresStore:
             'WHERE collection_id = %s ORDER BY source COLLATE "C", line, id',
             (cid,),
         )
-        return [FaqEntry(r[0], r[1], r[2], r[3], _array(r[4])) for r in rows]
+        return [FaqEntry(r[0], r[1], r[2], r[3], array_of(r[4])) for r in rows]
 
     def remove_faq(self, cid: int, source: str) -> int:
         """Delete the FAQ entries of ``source``; how many there were."""
@@ -537,7 +508,7 @@ class PostgresStore:
     def orphans(self, cid: int) -> list[Orphan]:
         """Chunks whose document row is gone (the index legs live in the chunk's own row,
         so a lexical or vector orphan cannot exist here)."""
-        rows = self._all(_ORPHAN_CHUNKS.format(what="k.chunk_id"), (cid,))
+        rows = self._all(ORPHAN_CHUNKS.format(what="k.chunk_id"), (cid,))
         return [Orphan("chunk", str(r[0])) for r in rows]
 
     def remove_orphans(self, cid: int) -> int:
@@ -546,7 +517,7 @@ class PostgresStore:
             conn.execute("SELECT 1 FROM knowhub.collections WHERE id = %s FOR UPDATE", (cid,))
             row = conn.execute(
                 "WITH gone AS (DELETE FROM knowhub.chunks WHERE id IN ("
-                f"{_ORPHAN_CHUNKS.format(what='k.id')}) RETURNING n_terms) "
+                f"{ORPHAN_CHUNKS.format(what='k.id')}) RETURNING n_terms) "
                 "SELECT count(*), coalesce(sum(n_terms), 0) FROM gone",
                 (cid,),
             ).fetchone()
@@ -558,85 +529,6 @@ class PostgresStore:
                     (removed, terms, cid),
                 )
         return removed
-
-
-_ORPHAN_CHUNKS = (
-    "SELECT {what} FROM knowhub.chunks k LEFT JOIN knowhub.documents d "
-    "ON d.id = k.document_id "
-    "WHERE k.collection_id = %s AND (d.id IS NULL OR d.collection_id != k.collection_id)"
-)
-_DOC_SELECT = (
-    "SELECT c.name, d.source, d.path, d.doc_hash, d.size, d.mtime_ns, d.title, d.format, "
-    "d.chunk_count, d.char_count, d.pages, d.ingested_at, d.metadata "
-    "FROM knowhub.documents d JOIN knowhub.collections c ON c.id = d.collection_id"
-)
-_HIT_SELECT = (
-    "SELECT k.id, k.chunk_id, d.source, d.title, k.text, k.page, k.section_path, k.line_start, "
-    "k.line_end, k.char_start, k.char_end, d.doc_hash, c.name, k.language, k.metadata "
-    "FROM knowhub.chunks k JOIN knowhub.documents d ON d.id = k.document_id "
-    "JOIN knowhub.collections c ON c.id = k.collection_id"
-)
-
-
-def _array(vector: Any) -> Vectors:
-    values = vector.to_numpy() if hasattr(vector, "to_numpy") else vector
-    array: Vectors = np.asarray(values, dtype=np.float32)
-    return array
-
-
-def _record(row: Sequence[Any]) -> DocumentRecord:
-    return DocumentRecord(
-        collection=row[0],
-        source=row[1],
-        path=row[2],
-        doc_hash=row[3],
-        size=row[4],
-        mtime_ns=row[5],
-        title=row[6],
-        format=row[7],
-        chunk_count=row[8],
-        char_count=row[9],
-        pages=row[10],
-        ingested_at=row[11],
-        metadata=row[12] or {},
-    )
-
-
-def _chunk(row: Sequence[Any]) -> Chunk:
-    return Chunk(
-        chunk_id=row[0],
-        doc_hash=row[1],
-        index=row[2],
-        text=row[3],
-        section_path=row[4],
-        page=row[5],
-        line_start=row[6],
-        line_end=row[7],
-        char_start=row[8],
-        char_end=row[9],
-        language=row[10],
-        metadata=row[11] or {},
-    )
-
-
-def _hit(row: Sequence[Any]) -> Hit:
-    return Hit(
-        chunk_id=row[1],
-        score=0.0,
-        source=row[2],
-        title=row[3],
-        text=row[4],
-        page=row[5],
-        section_path=row[6],
-        line_start=row[7],
-        line_end=row[8],
-        char_start=row[9],
-        char_end=row[10],
-        doc_hash=row[11],
-        collection=row[12],
-        language=row[13],
-        metadata=row[14] or {},
-    )
 
 
 def create(settings: Settings) -> Store:

@@ -10,7 +10,6 @@ rebuilt from these tables and kept current through the change log every write ad
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 import threading
@@ -50,10 +49,14 @@ from knowhub.providers.stores.sqlite_connections import Connections
 from knowhub.providers.stores.sqlite_rows import (
     DOC_COLUMNS,
     HIT_SELECT,
+    INSERT_CHUNKS,
+    INSERT_DOCUMENT,
     NEXT_COLLECTION_ID,
     ORPHAN_CHUNKS,
     ORPHAN_FTS,
     chunk_of,
+    chunk_values,
+    document_values,
     each_in_savepoint,
     hit_of,
     integrity_counts,
@@ -348,56 +351,13 @@ class SQLiteStore:
         """Insert a document, its chunks (with row ``ids`` when given, else fresh ones) and
         their FTS rows, and bump the collection's version; the caller holds the transaction."""
         fts = fts_table(cid)
-        cur = db.execute(
-            "INSERT INTO documents(collection_id, path, source, doc_hash, size, mtime_ns, "
-            "title, format, chunk_count, char_count, pages, ingested_at, metadata) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                cid,
-                record.path,
-                record.source,
-                record.doc_hash,
-                record.size,
-                record.mtime_ns,
-                record.title,
-                record.format,
-                len(chunks),
-                record.char_count,
-                record.pages,
-                record.ingested_at,
-                json.dumps(record.metadata, ensure_ascii=False),
-            ),
-        )
+        cur = db.execute(INSERT_DOCUMENT, document_values(cid, record, len(chunks)))
         doc_id = cur.lastrowid
         blobs = [np.asarray(v, dtype=np.float32).tobytes() for v in vectors]
         if ids is None:  # the ids SQLite would give one by one (the transaction holds the lock)
             (top,) = db.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()
             ids = range(top + 1, top + 1 + len(chunks))
-        db.executemany(
-            "INSERT INTO chunks(id, chunk_id, document_id, collection_id, idx, text, "
-            "section_path, page, line_start, line_end, char_start, char_end, language, "
-            "metadata, vector) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            [
-                (
-                    row_id,
-                    c.chunk_id,
-                    doc_id,
-                    cid,
-                    c.index,
-                    c.text,
-                    c.section_path,
-                    c.page,
-                    c.line_start,
-                    c.line_end,
-                    c.char_start,
-                    c.char_end,
-                    c.language,
-                    json.dumps(c.metadata, ensure_ascii=False),
-                    blob,
-                )
-                for row_id, c, blob in zip(ids, chunks, blobs, strict=True)
-            ],
-        )
+        db.executemany(INSERT_CHUNKS, chunk_values(ids, doc_id, cid, chunks, blobs))
         db.executemany(
             f"INSERT INTO {fts}(rowid, tokens) VALUES (?, ?)", zip(ids, tokens, strict=True)
         )

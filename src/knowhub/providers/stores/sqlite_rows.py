@@ -22,11 +22,15 @@ from knowhub.providers.stores.schema import fts_table
 __all__ = [
     "DOC_COLUMNS",
     "HIT_SELECT",
+    "INSERT_CHUNKS",
+    "INSERT_DOCUMENT",
     "INTEGRITY_CHECKS",
     "NEXT_COLLECTION_ID",
     "ORPHAN_CHUNKS",
     "ORPHAN_FTS",
     "chunk_of",
+    "chunk_values",
+    "document_values",
     "each_in_savepoint",
     "hit_of",
     "integrity_counts",
@@ -43,6 +47,16 @@ HIT_SELECT = (
     "k.line_end, k.char_start, k.char_end, d.doc_hash, c.name, k.language, k.metadata "
     "FROM chunks k JOIN documents d ON d.id = k.document_id "
     "JOIN collections c ON c.id = k.collection_id"
+)
+INSERT_DOCUMENT = (
+    "INSERT INTO documents(collection_id, path, source, doc_hash, size, mtime_ns, "
+    "title, format, chunk_count, char_count, pages, ingested_at, metadata) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+INSERT_CHUNKS = (
+    "INSERT INTO chunks(id, chunk_id, document_id, collection_id, idx, text, "
+    "section_path, page, line_start, line_end, char_start, char_end, language, "
+    "metadata, vector) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 # Chunks of a collection whose document row is gone (written around the store, or by a bug).
 ORPHAN_CHUNKS = (
@@ -81,6 +95,56 @@ INTEGRITY_CHECKS = (
         "coalesce(json_extract(d.metadata, '$.knowhub.doc_id'), substr(d.doc_hash, 1, 16))",
     ),
 )
+
+
+def document_values(cid: int, record: DocumentRecord, chunk_count: int) -> tuple[Any, ...]:
+    """The values of :data:`INSERT_DOCUMENT` for ``record``."""
+    return (
+        cid,
+        record.path,
+        record.source,
+        record.doc_hash,
+        record.size,
+        record.mtime_ns,
+        record.title,
+        record.format,
+        chunk_count,
+        record.char_count,
+        record.pages,
+        record.ingested_at,
+        json.dumps(record.metadata, ensure_ascii=False),
+    )
+
+
+def chunk_values(
+    ids: Sequence[int],
+    doc_id: int | None,
+    cid: int,
+    chunks: Sequence[Chunk],
+    blobs: Sequence[bytes],
+) -> list[tuple[Any, ...]]:
+    """The values of :data:`INSERT_CHUNKS`: each chunk of document ``doc_id`` under its
+    row id, with its vector as a float32 blob."""
+    return [
+        (
+            row_id,
+            c.chunk_id,
+            doc_id,
+            cid,
+            c.index,
+            c.text,
+            c.section_path,
+            c.page,
+            c.line_start,
+            c.line_end,
+            c.char_start,
+            c.char_end,
+            c.language,
+            json.dumps(c.metadata, ensure_ascii=False),
+            blob,
+        )
+        for row_id, c, blob in zip(ids, chunks, blobs, strict=True)
+    ]
 
 
 def record_of(row: Sequence[Any]) -> DocumentRecord:

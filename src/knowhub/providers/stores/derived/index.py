@@ -22,7 +22,7 @@ from knowhub.models import Filters
 from knowhub.providers.stores.derived.ann import Ann, best, gathered_scores
 from knowhub.providers.stores.derived.postings import fts5_folded
 from knowhub.providers.stores.derived.segment import Floats, Segment
-from knowhub.providers.stores.vector_index import filter_groups
+from knowhub.providers.stores.indexed.index import filter_groups
 
 __all__ = ["CollectionIndex"]
 

@@ -22,7 +22,7 @@ from knowhub.providers.stores.derived.postings import (
     build_postings,
     fts5_folded,
 )
-from knowhub.providers.stores.vector_index import filter_terms
+from knowhub.providers.stores.indexed.index import filter_terms
 
 __all__ = ["DIGEST_SQL", "Row", "Segment", "build_segment", "digest"]
 
@@ -61,7 +61,7 @@ class Segment:
     vectors: Floats  # (len(ids), dim), L2-normalised
     lengths: np.ndarray[Any, np.dtype[np.int32]]  # lexical terms per row (BM25's |D|)
     lexical: Postings
-    filters: Postings  # rows per filter term (vector_index.filter_terms)
+    filters: Postings  # rows per filter term (indexed.index.filter_terms)
     # Concurrent exact scans of ``vectors`` share one product.
     batcher: ScanBatcher = field(default_factory=ScanBatcher, compare=False, repr=False)
 

@@ -2,7 +2,7 @@
 
 Switched on with ``store: {provider: milvus}`` (milvus-lite, embedded in this process, in
 ``DATA_DIR/milvus.db``) or ``store: {provider: milvus, milvus: {uri: http://host:19530}}``
-(a Milvus server or cluster). :class:`~knowhub.providers.stores.indexed.IndexedStore`
+(a Milvus server or cluster). :class:`~knowhub.providers.stores.indexed.catalog.IndexedStore`
 keeps documents, chunk text and a copy of every vector in ``DATA_DIR/knowhub-milvus.sqlite3``
 and decides which rows exist; :class:`MilvusIndex` holds one Milvus collection per knowhub
 collection and runs both search legs, filters inside each:
@@ -16,7 +16,7 @@ collection and runs both search legs, filters inside each:
   must not re-tokenize them: a server splits on whitespace only; milvus-lite has no such
   tokenizer, so it gets its ``standard`` one (``\\w+``, lower-cased), and any term that one
   would split or fold is spelled as hex first (:func:`_lexical_text`), one word to both.
-* ``terms``: the :func:`~knowhub.providers.stores.vector_index.filter_terms` of the chunk,
+* ``terms``: the :func:`~knowhub.providers.stores.indexed.index.filter_terms` of the chunk,
   matched with ``array_contains_any`` per filter group, the groups ANDed.
 
 Every request reads at consistency level Strong, so a write is visible to the next search.
@@ -24,7 +24,6 @@ Every request reads at consistency level Strong, so a write is visible to the ne
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import logging
 import re
@@ -33,14 +32,22 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from knowhub.config import Settings
-from knowhub.errors import ConfigError, StoreError
+from knowhub.errors import StoreError
 from knowhub.providers.embedders.base import Vectors
 from knowhub.providers.stores.base import Store
-from knowhub.providers.stores.indexed import IndexedStore
-from knowhub.providers.stores.vector_index import IndexRow
+from knowhub.providers.stores.indexed.catalog import IndexedStore
+from knowhub.providers.stores.indexed.index import IndexRow
+from knowhub.providers.stores.indexed.milvus_client import (
+    Gate,
+    lite_servers,
+    load_grpc,
+    load_pymilvus,
+    open_server,
+    quiet_pymilvus,
+    reason,
+)
 
 __all__ = ["CATALOG_NAME", "LITE_NAME", "MilvusIndex", "create"]
 
@@ -49,7 +56,6 @@ LITE_NAME = "milvus.db"  # a folder: pymilvus starts milvus-lite for a URI endin
 
 log = logging.getLogger("knowhub.store")
 
-_EXTRA = "pip install 'knowhub[milvus]'"
 _PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")  # what Milvus accepts in a name
 # Milvus limits: VARCHAR bytes, elements of an ARRAY, top-k of one search.
 _MAX_VARCHAR = 65_535
@@ -58,14 +64,9 @@ _MAX_TOPK = 16_384
 _TERM_BYTES = 512  # a longer filter term is stored (and matched) as its sha256
 _BATCH_BYTES = 8 << 20  # gRPC messages are capped (64 MB by default on a server)
 _PAGE = 4_096  # ids per query: well under the 16,384-row result window
-# pymilvus pings an idle channel every 10 s; a gRPC server with the default policy (milvus-
-# lite's, embedded or `python -m milvus_lite server`) allows one per 5 minutes and, after two
-# early ones, closes the channel with "Too many pings": the next search of an idle `knowhub
-# serve` failed. Pinging just over that still finds a dead connection.
-_GRPC_OPTIONS = {"grpc.keepalive_time_ms": 330_000}
 # milvus-lite searches rows still in its memtable by a slow scan (a 5,000-row memtable
 # costs ~1 s per BM25 query, 60 ms once flushed), so the embedded one is flushed after this
-# many rows, behind its _Gate. A milvus-lite server (no gate: other processes search it)
+# many rows, behind its Gate. A milvus-lite server (no gate: other processes search it)
 # flushes itself at 128 MB; a Milvus server seals its segments itself.
 _LITE_FLUSH_ROWS = 1_000
 # HNSW on a server: Milvus's usual build parameters; ef >= top k is required.
@@ -74,45 +75,6 @@ _HNSW_EF = 128
 # FTS5's bm25() constants (the SQLite store), so both backends weigh terms alike.
 _BM25 = {"bm25_k1": 1.2, "bm25_b": 0.75}
 _PLAIN = re.compile(r"[^\W_]+")  # a term milvus-lite's \w+ tokenizer keeps whole
-
-
-class _Gate:
-    """Searches share it, writes take it alone (writers first, so searches cannot starve
-    them). milvus-lite empties its memtable before the segment it flushes becomes visible,
-    so a search running during a flush (and any write may flush) misses those rows; all
-    its clients live in one process, so a lock in this process closes that window."""
-
-    def __init__(self) -> None:
-        self._changed = threading.Condition()
-        self._readers = 0
-        self._writers = 0  # waiting or writing
-        self._writing = False
-
-    @contextmanager
-    def shared(self) -> Iterator[None]:
-        with self._changed:
-            self._changed.wait_for(lambda: not self._writers)
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._readers -= 1
-                self._changed.notify_all()
-
-    @contextmanager
-    def exclusive(self) -> Iterator[None]:
-        with self._changed:
-            self._writers += 1
-            self._changed.wait_for(lambda: not self._readers and not self._writing)
-            self._writing = True
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._writing = False
-                self._writers -= 1
-                self._changed.notify_all()
 
 
 class MilvusIndex:
@@ -126,7 +88,7 @@ class MilvusIndex:
         client: Any,
         *,
         lite: bool,
-        gate: _Gate | None = None,
+        gate: Gate | None = None,
         on_close: Callable[[], None] | None = None,
     ) -> None:
         """``client``: a connected ``MilvusClient``; ``lite``: it talks to milvus-lite;
@@ -146,7 +108,7 @@ class MilvusIndex:
     def create(self, space: str, dim: int) -> None:
         if self._exists(space):
             return
-        pymilvus = _pymilvus()
+        pymilvus = load_pymilvus()
         with self._rpc(f"creating collection {space}"):
             schema = self._client.create_schema(auto_id=False, enable_dynamic_field=False)
             self._add_fields(pymilvus, schema, dim)
@@ -352,12 +314,12 @@ class MilvusIndex:
     def _rpc(self, what: str) -> Iterator[None]:
         """Turn pymilvus and gRPC errors into a StoreError saying what was being done."""
         self._check_open()
-        pymilvus, grpc = _pymilvus(), _grpc()
+        pymilvus, grpc = load_pymilvus(), load_grpc()
         try:
             yield
         except (pymilvus.MilvusException, grpc.RpcError) as exc:
             raise StoreError(
-                f"milvus: {what} failed: {_reason(exc)}; check store.milvus in knowhub.yaml "
+                f"milvus: {what} failed: {reason(exc)}; check store.milvus in knowhub.yaml "
                 "and that the server runs"
             ) from exc
 
@@ -439,176 +401,6 @@ def _batches(records: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
         yield batch
 
 
-def _reason(exc: BaseException) -> str:
-    message = getattr(exc, "message", None)
-    if callable(getattr(exc, "details", None)):  # a grpc.RpcError
-        message = exc.details()  # type: ignore[attr-defined]
-    return str(message or exc)
-
-
-# -- connecting --------------------------------------------------------------------------------
-
-
-def _pymilvus() -> Any:  # untyped: pymilvus ships no annotations mypy reads
-    try:
-        import pymilvus
-    except ImportError as exc:
-        raise ConfigError(
-            f"store.provider is milvus, but pymilvus is not installed: {_EXTRA}"
-        ) from exc
-    return pymilvus
-
-
-def _server_manager() -> Any:
-    """milvus-lite's registry of the servers it runs in this process, one per folder."""
-    try:
-        from milvus_lite.server_manager import server_manager_instance
-    except ImportError as exc:
-        raise ConfigError(
-            f"store.milvus.uri is empty, which means milvus-lite, but it is not installed: "
-            f"{_EXTRA}, or set store.milvus.uri to a Milvus server"
-        ) from exc
-    return server_manager_instance
-
-
-def _grpc() -> Any:
-    import grpc  # pymilvus depends on it
-
-    return grpc
-
-
-class _QuietPymilvus(logging.Filter):
-    """Drops two pymilvus log records that only repeat what knowhub reports better: the
-    error (with traceback) it logs for every failed call, which knowhub raises as a
-    StoreError, and milvus-lite's missing iterator timestamp, which is harmless."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.funcName != "_log_rpc_error" and not record.getMessage().startswith(
-            "failed to get mvccTs"
-        )
-
-
-_quiet = _QuietPymilvus()
-
-
-def _quiet_pymilvus() -> None:
-    for name in ("pymilvus.decorators", "pymilvus.client.iterator.query_iterator"):
-        logger = logging.getLogger(name)
-        if _quiet not in logger.filters:
-            logger.addFilter(_quiet)
-
-
-class _LiteServers:
-    """milvus-lite runs as a gRPC server inside this process, started by pymilvus for a
-    ``.db`` folder and shared by every client of that folder. Counting the indexes open on
-    each folder lets the last one to close stop its server, which releases the folder's
-    lock so another process can open it; one process at a time may. The indexes of one
-    folder also share its :class:`_Gate`."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._users: dict[Path, int] = {}
-        self._gates: dict[Path, _Gate] = {}
-
-    def open(self, path: Path, db_name: str) -> MilvusIndex:
-        pymilvus = _pymilvus()
-        _server_manager()  # before pymilvus, whose own message names another extra
-        path = path.absolute()
-        with self._lock:
-            if not self._users.get(path):
-                _check_not_locked(path)
-            try:
-                client, _ = _connect(pymilvus, uri=str(path), db_name=db_name)
-            except pymilvus.MilvusException as exc:
-                self._stop_unused(path)
-                raise _lite_error(path, exc) from exc
-            self._users[path] = self._users.get(path, 0) + 1
-            gate = self._gates.setdefault(path, _Gate())
-        return MilvusIndex(client, lite=True, gate=gate, on_close=lambda: self._release(path))
-
-    def _release(self, path: Path) -> None:
-        with self._lock:
-            self._users[path] -= 1
-            self._stop_unused(path)
-
-    def _stop_unused(self, path: Path) -> None:
-        if not self._users.get(path):
-            self._users.pop(path, None)
-            self._gates.pop(path, None)
-            _server_manager().release_server(str(path))  # flushes, frees the lock
-
-
-_LITE = _LiteServers()
-
-
-def _check_not_locked(path: Path) -> None:
-    """Refuse a milvus-lite folder another process holds (milvus-lite takes an exclusive
-    flock on ``LOCK`` while open) before pymilvus tries and logs a traceback."""
-    lock = path / "LOCK"
-    if not lock.exists():
-        return
-    with lock.open("a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            raise _locked_error(path) from exc
-        fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _locked_error(path: Path) -> StoreError:
-    return StoreError(
-        f"milvus-lite at {path} is open in another process (milvus-lite allows one process "
-        "at a time): stop it (e.g. a running `knowhub serve`), or run a Milvus server and "
-        "set store.milvus.uri"
-    )
-
-
-def _lite_error(path: Path, exc: BaseException) -> StoreError:
-    if (path / "LOCK").exists():
-        try:
-            _check_not_locked(path)
-        except StoreError as locked:
-            return locked
-    return StoreError(f"cannot open milvus-lite at {path}: {_reason(exc)}")
-
-
-def _connect(pymilvus: Any, **options: str) -> tuple[Any, bool]:
-    """A ``MilvusClient`` that has proved the server answers and ``db_name`` exists, and
-    whether the server is milvus-lite (also run as ``python -m milvus_lite server``), which
-    lacks the whitespace tokenizer and indexes synchronously."""
-    client = pymilvus.MilvusClient(**options, grpc_options=_GRPC_OPTIONS)
-    try:
-        client.list_collections()
-        return client, str(client.get_server_version()).startswith("milvus_lite")
-    except BaseException:
-        client.close()
-        raise
-
-
-def _open_server(uri: str, token: str, db_name: str) -> MilvusIndex:
-    pymilvus = _pymilvus()
-    try:
-        client, lite = _connect(pymilvus, uri=uri, token=token, db_name=db_name)
-    except pymilvus.MilvusException as exc:
-        raise StoreError(
-            f"cannot use Milvus at {_display_uri(uri)}"
-            + (f" (database {db_name})" if db_name else "")
-            + f": {_reason(exc)}; check store.milvus.uri, token_env and db_name in "
-            "knowhub.yaml and that the server runs"
-        ) from exc
-    return MilvusIndex(client, lite=lite)
-
-
-def _display_uri(uri: str) -> str:
-    """``uri`` without a user or password it may carry."""
-    parts = urlsplit(uri)
-    if parts.password is None and parts.username is None:
-        return uri
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return parts._replace(netloc=netloc).geturl()
-
-
 def _token(settings: Settings) -> str:
     env = settings.store.milvus.token_env
     if not env:
@@ -632,12 +424,14 @@ def create(settings: Settings) -> Store:
         )
     data_dir = Path(settings.data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
-    _pymilvus()
-    _quiet_pymilvus()  # after pymilvus configured its loggers on import
+    load_pymilvus()
+    quiet_pymilvus()  # after pymilvus configured its loggers on import
     if options.uri:
-        index = _open_server(options.uri, _token(settings), options.db_name)
+        client, lite = open_server(options.uri, _token(settings), options.db_name)
+        index = MilvusIndex(client, lite=lite)
     else:
-        index = _LITE.open(data_dir / LITE_NAME, options.db_name)
+        client, gate, release = lite_servers.open(data_dir / LITE_NAME, options.db_name)
+        index = MilvusIndex(client, lite=True, gate=gate, on_close=release)
     try:
         return IndexedStore(data_dir / CATALOG_NAME, index, options.prefix)
     except BaseException:

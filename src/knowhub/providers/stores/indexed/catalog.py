@@ -45,13 +45,13 @@ from knowhub.providers.stores.base import (
 )
 from knowhub.providers.stores.derived.changes import prune as prune_changes
 from knowhub.providers.stores.derived.live import IndexOptions
-from knowhub.providers.stores.sqlite import SQLiteStore
-from knowhub.providers.stores.vector_index import (
+from knowhub.providers.stores.indexed.index import (
     IndexRow,
     VectorIndex,
     filter_groups,
     filter_terms,
 )
+from knowhub.providers.stores.sqlite import SQLiteStore
 
 __all__ = ["IndexedStore"]
 

@@ -1,6 +1,6 @@
 """The contract of an external search index (Milvus, Chroma) under a SQLite catalog.
 
-:class:`~knowhub.providers.stores.indexed.IndexedStore` keeps documents, chunk text,
+:class:`~knowhub.providers.stores.indexed.catalog.IndexedStore` keeps documents, chunk text,
 citation spans, FAQ and the embedding cache in a SQLite catalog, and hands each chunk's
 vector (and, when the index has a lexical leg, its tokens) to a :class:`VectorIndex`. An
 index holds rows keyed by the catalog's chunk row ids in named *spaces* (one per

@@ -12,7 +12,7 @@ one Chroma collection holding every chunk's vector under its catalog row id, wit
 terms in a list-valued metadata field that ``$contains`` matches inside the search. Local
 Chroma (persistent or ``chroma run``) has no BM25 or sparse-vector search ("Sparse vector
 indexing is not enabled in local"), so the lexical leg stays the catalog's FTS5, as in the
-SQLite store. :class:`~knowhub.providers.stores.indexed.IndexedStore` keeps the two in step.
+SQLite store. :class:`~knowhub.providers.stores.indexed.catalog.IndexedStore` keeps the two in step.
 
 The persistent client caches its HNSW index in memory: a second process writing to the same
 directory is never seen by the first (measured: its searches missed the other's rows until
@@ -39,8 +39,8 @@ from knowhub.config import ChromaOptions, Settings
 from knowhub.errors import ConfigError, StoreError
 from knowhub.providers.embedders.base import Vectors
 from knowhub.providers.stores.base import Store
-from knowhub.providers.stores.indexed import IndexedStore
-from knowhub.providers.stores.vector_index import IndexRow
+from knowhub.providers.stores.indexed.catalog import IndexedStore
+from knowhub.providers.stores.indexed.index import IndexRow
 
 if TYPE_CHECKING:
     from chromadb.api.client import Client
@@ -70,7 +70,7 @@ _T = TypeVar("_T")
 
 
 class ChromaIndex:
-    """A :class:`~knowhub.providers.stores.vector_index.VectorIndex` over a Chroma client
+    """A :class:`~knowhub.providers.stores.indexed.index.VectorIndex` over a Chroma client
     (persistent or HTTP: the same calls); ``where`` names it in errors."""
 
     name = "chroma"

@@ -1,0 +1,1 @@
+"""Stores that are a SQLite catalog plus an external search index (Milvus, Chroma)."""
