@@ -7,7 +7,8 @@ object is a factory taking :class:`~knowhub.config.Settings`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 from knowhub.config import Settings
 from knowhub.errors import ConfigError
 
-__all__ = ["Factory", "create", "known", "register"]
+__all__ = ["Factory", "create", "known", "override", "register"]
 
 Factory = Callable[[Settings], Any]
 
@@ -27,8 +28,8 @@ _BUILTINS: dict[tuple[str, str], str] = {
     ("embedder", "hashing"): "knowhub.providers.embedders.hashing:create",
     ("store", "sqlite"): "knowhub.providers.stores.sqlite:create",
     ("store", "postgres"): "knowhub.providers.stores.postgres:create",
-    ("store", "milvus"): "knowhub.providers.stores.milvus:create",
-    ("store", "chroma"): "knowhub.providers.stores.chroma:create",
+    ("store", "milvus"): "knowhub.providers.stores.indexed.milvus:create",
+    ("store", "chroma"): "knowhub.providers.stores.indexed.chroma:create",
     ("reranker", "none"): "knowhub.providers.rerankers.base:disabled",
     ("reranker", "cross-encoder"): "knowhub.providers.rerankers.cross_encoder:create",
     ("reranker", "http"): "knowhub.providers.rerankers.http:create",
@@ -44,6 +45,24 @@ _registered: dict[tuple[str, str], Factory] = {}
 def register(kind: str, name: str, factory: Factory) -> None:
     """Register a provider factory (plugins may call this instead of an entry point)."""
     _registered[(kind, name)] = factory
+
+
+@contextmanager
+def override(kind: str, name: str, factory: Factory) -> Iterator[None]:
+    """Register ``factory`` for the ``with`` block, then restore what ``(kind, name)`` was.
+
+    It wins over a built-in or plugin of that name; blocks nest, each undoing its own.
+    """
+    key = (kind, name)
+    previous = _registered.get(key)
+    _registered[key] = factory
+    try:
+        yield
+    finally:
+        if previous is None:
+            _registered.pop(key, None)
+        else:
+            _registered[key] = previous
 
 
 def known(kind: str) -> list[str]:

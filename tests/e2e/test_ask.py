@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from knowhub.testing.llm_server import ANSWER, LlmServer, closed_url, serve
 from tests.helpers import knowhub, write
-from tests.llm_servers import ANSWER, LlmServer, closed_url, serve
 
 
 @pytest.fixture

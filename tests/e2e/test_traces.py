@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from knowhub.testing.llm_server import closed_url, serve
 from tests.helpers import knowhub, write
-from tests.llm_servers import closed_url, serve
 from tests.mcp_helpers import stdio_params
 from tests.otlp_receiver import otlp_receiver
 

@@ -85,19 +85,15 @@ def test_unknown_provider_lists_known_ones(tmp_path: Path) -> None:
         registry.create("embedder", "nope", fast_settings(tmp_path))
 
 
-def test_registered_plugin_is_built_like_a_builtin(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(registry, "_registered", {})
-
+def test_registered_plugin_is_built_like_a_builtin(tmp_path: Path) -> None:
     class Constant(Embedder):
         model_id, dim = "constant", 4
 
         def _encode(self, texts: list[str], is_query: bool) -> Vectors:
             return np.ones((len(texts), 4), dtype=np.float32)
 
-    registry.register("embedder", "constant", lambda settings: Constant())
-    built = registry.create("embedder", "constant", fast_settings(tmp_path))
+    with registry.override("embedder", "constant", lambda settings: Constant()):
+        built = registry.create("embedder", "constant", fast_settings(tmp_path))
     assert_unit_rows(built.embed_documents(["a", "b"]), 4)
 
 

@@ -1,7 +1,7 @@
 """``knowhub serve http`` under load: bounded threads and memory, probes that still answer.
 
 Real server processes; requests are held inside the server by fake model servers that
-answer nothing until the test lets them (tests/reranking.py, tests/llm_servers.py), so
+answer nothing until the test lets them (tests/reranking.py, knowhub.testing.llm_server), so
 each test knows exactly how many requests hold a thread.
 """
 
@@ -22,10 +22,10 @@ from websockets.sync.client import connect
 
 from knowhub import build_app
 from knowhub.interfaces.http import create_app
+from knowhub.testing.llm_server import LlmServer
+from knowhub.testing.llm_server import serve as serve_llm
 from tests.helpers import fast_settings, write
 from tests.http_helpers import FULL, TOKEN_ENV, ApiServer, api_server, build_corpus
-from tests.llm_servers import LlmServer
-from tests.llm_servers import serve as serve_llm
 from tests.mcp_helpers import wait_until
 from tests.reranking import jina
 from tests.reranking import serve as serve_reranker

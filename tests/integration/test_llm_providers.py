@@ -11,13 +11,13 @@ import pytest
 from knowhub import ConfigError, ProviderError, registry
 from knowhub.config import load_settings
 from knowhub.errors import QueryError
+from knowhub.providers.jsonhttp import Transport
 from knowhub.providers.llms.azure import AzureChat
 from knowhub.providers.llms.base import LLM, ChatMessage
-from knowhub.providers.llms.http import Transport
 from knowhub.providers.llms.ollama import OllamaChat
 from knowhub.providers.llms.openai import ChatCompletionsLLM, OpenAIChat
-from tests import llm_servers
-from tests.llm_servers import ANSWER, LlmServer
+from knowhub.testing import llm_server
+from knowhub.testing.llm_server import ANSWER, LlmServer
 
 PROVIDERS = ["openai", "azure", "ollama"]
 KEY = "sk-test-0123456789abcdef"
@@ -75,7 +75,7 @@ def drain(llm: LLM, **kwargs: object) -> list[str]:
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_complete_sends_the_protocol_and_returns_the_answer(provider: str, tmp_path: Path) -> None:
-    with llm_servers.serve(api_key=KEY) as server:
+    with llm_server.serve(api_key=KEY) as server:
         llm = build(provider, server, tmp_path)
         assert llm.complete(MESSAGES) == ANSWER
         assert llm.complete(MESSAGES, max_tokens=50, temperature=0.0) == ANSWER
@@ -105,7 +105,7 @@ def test_complete_sends_the_protocol_and_returns_the_answer(provider: str, tmp_p
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_stream_yields_deltas_as_they_arrive(provider: str, tmp_path: Path) -> None:
-    with llm_servers.serve(api_key=KEY, token_delay_s=0.03) as server:
+    with llm_server.serve(api_key=KEY, token_delay_s=0.03) as server:
         llm = build(provider, server, tmp_path)
         start = time.perf_counter()
         deltas: list[str] = []
@@ -115,7 +115,7 @@ def test_stream_yields_deltas_as_they_arrive(provider: str, tmp_path: Path) -> N
                 first_token_s = time.perf_counter() - start
             deltas.append(delta)
         total_s = time.perf_counter() - start
-    assert "".join(deltas) == ANSWER and deltas == llm_servers.tokens(ANSWER)
+    assert "".join(deltas) == ANSWER and deltas == llm_server.tokens(ANSWER)
     # The server pauses 30 ms after each of ~13 tokens: the first arrives long before the end.
     assert first_token_s < total_s / 3, (first_token_s, total_s)
     assert server.last.body["stream"] is True and server.last.auth == "ok"
@@ -124,7 +124,7 @@ def test_stream_yields_deltas_as_they_arrive(provider: str, tmp_path: Path) -> N
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_json_mode_asks_the_server_for_json(provider: str, tmp_path: Path) -> None:
     reply = '{"intent": "search", "queries": []}'
-    with llm_servers.serve(lambda question: reply, api_key=KEY) as server:
+    with llm_server.serve(lambda question: reply, api_key=KEY) as server:
         llm = build(provider, server, tmp_path)
         messages = [ChatMessage("system", "Reply with JSON only."), MESSAGES[1]]
         assert json.loads(llm.complete(messages, json_mode=True)) == json.loads(reply)
@@ -135,14 +135,14 @@ def test_json_mode_asks_the_server_for_json(provider: str, tmp_path: Path) -> No
 
 
 def test_the_answer_can_depend_on_the_question(tmp_path: Path) -> None:
-    with llm_servers.serve(lambda question: f"You asked: {question}") as server:
+    with llm_server.serve(lambda question: f"You asked: {question}") as server:
         llm = build("openai", server, tmp_path, env={}, **{"llm.api_key_env": ""})
         assert llm.complete(MESSAGES) == f"You asked: {MESSAGES[1].content}"
     assert "authorization" not in server.last.headers and server.last.auth == "-"
 
 
 def test_openai_refuses_json_mode_when_no_message_mentions_json(tmp_path: Path) -> None:
-    with llm_servers.serve(api_key=KEY) as server:
+    with llm_server.serve(api_key=KEY) as server:
         llm = build("openai", server, tmp_path)
         with pytest.raises(
             ProviderError, match=r"HTTP 400: 'messages' must contain the word 'json'"
@@ -152,9 +152,9 @@ def test_openai_refuses_json_mode_when_no_message_mentions_json(tmp_path: Path) 
 
 
 def test_closing_a_stream_early_is_fine(tmp_path: Path) -> None:
-    with llm_servers.serve(api_key=KEY, token_delay_s=0.01) as server:
+    with llm_server.serve(api_key=KEY, token_delay_s=0.01) as server:
         stream = build("openai", server, tmp_path).stream(MESSAGES)
-        assert next(stream) == llm_servers.tokens(ANSWER)[0]
+        assert next(stream) == llm_server.tokens(ANSWER)[0]
         stream.close()
     assert len(server.requests) == 1
 
@@ -165,7 +165,7 @@ def test_closing_a_stream_early_is_fine(tmp_path: Path) -> None:
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_wrong_key_is_a_401_error_that_never_shows_the_key(provider: str, tmp_path: Path) -> None:
     wrong = "sk-wrong-key-that-must-not-leak"
-    with llm_servers.serve(api_key=KEY, echo_key=True) as server:
+    with llm_server.serve(api_key=KEY, echo_key=True) as server:
         llm = build(provider, server, tmp_path, env={"LLM_KEY": wrong})
         with pytest.raises(ProviderError, match="HTTP 401") as complete_error:
             llm.complete(MESSAGES)
@@ -178,7 +178,7 @@ def test_a_wrong_key_is_a_401_error_that_never_shows_the_key(provider: str, tmp_
 
 
 def test_a_missing_key_says_which_setting_to_set(tmp_path: Path) -> None:
-    with llm_servers.serve(api_key=KEY) as server:
+    with llm_server.serve(api_key=KEY) as server:
         llm = build("openai", server, tmp_path, env={}, **{"llm.api_key_env": ""})
         with pytest.raises(ProviderError, match=r"didn't provide an API key.*set llm\.api_key_env"):
             llm.complete(MESSAGES)
@@ -192,7 +192,7 @@ def test_a_missing_key_says_which_setting_to_set(tmp_path: Path) -> None:
 @pytest.mark.parametrize("fail", ["429", "500", "reset"])
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_retries_then_succeeds(provider: str, fail: str, method: str, tmp_path: Path) -> None:
-    with llm_servers.serve(api_key=KEY, fail=fail, times=2) as server:
+    with llm_server.serve(api_key=KEY, fail=fail, times=2) as server:
         llm = build(provider, server, tmp_path)
         text = llm.complete(MESSAGES) if method == "complete" else "".join(drain(llm))
     assert text == ANSWER
@@ -204,7 +204,7 @@ def test_retries_then_succeeds(provider: str, fail: str, method: str, tmp_path: 
 def test_gives_up_after_max_retries_with_the_servers_message(
     provider: str, method: str, tmp_path: Path
 ) -> None:
-    with llm_servers.serve(api_key=KEY, fail="502", times=None) as server:
+    with llm_server.serve(api_key=KEY, fail="502", times=None) as server:
         llm = build(provider, server, tmp_path)
         expected = (
             r"answered HTTP 502: upstream model server unavailable \(gave up after 3 attempts\)"
@@ -215,7 +215,7 @@ def test_gives_up_after_max_retries_with_the_servers_message(
 
 
 def test_no_retries_when_max_retries_is_0(tmp_path: Path) -> None:
-    with llm_servers.serve(fail="500", times=None) as server:
+    with llm_server.serve(fail="500", times=None) as server:
         llm = build("ollama", server, tmp_path, **{"llm.max_retries": 0})
         with pytest.raises(ProviderError, match=r"HTTP 500: The server had an error") as error:
             llm.complete(MESSAGES)
@@ -223,7 +223,7 @@ def test_no_retries_when_max_retries_is_0(tmp_path: Path) -> None:
 
 
 def test_retry_after_replaces_the_backoff(tmp_path: Path) -> None:
-    with llm_servers.serve(fail="429", times=1, retry_after="0.05") as server:
+    with llm_server.serve(fail="429", times=1, retry_after="0.05") as server:
         llm = build("openai", server, tmp_path, **{"llm.backoff_s": 30})
         start = time.perf_counter()
         assert llm.complete(MESSAGES) == ANSWER
@@ -231,7 +231,7 @@ def test_retry_after_replaces_the_backoff(tmp_path: Path) -> None:
 
 
 def test_retry_after_is_capped() -> None:
-    with llm_servers.serve(fail="429", times=1, retry_after="3600") as server:
+    with llm_server.serve(fail="429", times=1, retry_after="3600") as server:
         transport = Transport("llm test", backoff_s=30, max_delay_s=0.01)
         llm = ChatCompletionsLLM(
             server.openai_base + "/chat/completions", "m", {}, transport, model_id="test:m"
@@ -249,7 +249,7 @@ def test_retry_after_is_capped() -> None:
 def test_a_hung_server_times_out_without_retries(
     provider: str, method: str, tmp_path: Path
 ) -> None:
-    with llm_servers.serve(api_key=KEY, fail="hang") as server:
+    with llm_server.serve(api_key=KEY, fail="hang") as server:
         llm = build(provider, server, tmp_path, **{"llm.timeout_s": 0.3})
         with pytest.raises(ProviderError, match=r"timed out after 0\.3 s waiting for an answer"):
             llm.complete(MESSAGES) if method == "complete" else drain(llm)
@@ -260,9 +260,9 @@ def test_a_hung_server_times_out_without_retries(
 def test_a_stream_that_stalls_after_its_first_token_times_out(
     provider: str, tmp_path: Path
 ) -> None:
-    with llm_servers.serve(api_key=KEY, fail="stall") as server:
+    with llm_server.serve(api_key=KEY, fail="stall") as server:
         stream = build(provider, server, tmp_path, **{"llm.timeout_s": 0.3}).stream(MESSAGES)
-        assert next(stream) == llm_servers.tokens(ANSWER)[0]
+        assert next(stream) == llm_server.tokens(ANSWER)[0]
         with pytest.raises(ProviderError, match=r"timed out after 0\.3 s waiting for the rest"):
             next(stream)
     assert len(server.requests) == 1
@@ -273,7 +273,7 @@ def test_a_stream_that_stalls_after_its_first_token_times_out(
 def test_connection_refused_names_the_url_and_the_fix(
     provider: str, method: str, tmp_path: Path
 ) -> None:
-    url = llm_servers.closed_url()
+    url = llm_server.closed_url()
     llm = build(provider, url, tmp_path)
     with pytest.raises(ProviderError) as error:
         llm.complete(MESSAGES) if method == "complete" else drain(llm)
@@ -285,7 +285,7 @@ def test_connection_refused_names_the_url_and_the_fix(
 @pytest.mark.parametrize("fail", ["not-json", "bad-chunk"])
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_malformed_json_answer_is_an_error(provider: str, fail: str, tmp_path: Path) -> None:
-    with llm_servers.serve(api_key=KEY, fail=fail) as server:
+    with llm_server.serve(api_key=KEY, fail=fail) as server:
         llm = build(provider, server, tmp_path)
         with pytest.raises(ProviderError, match=r"did not answer JSON: '(<html>|\{)"):
             llm.complete(MESSAGES)
@@ -303,9 +303,9 @@ def test_a_malformed_json_answer_is_an_error(provider: str, fail: str, tmp_path:
 def test_a_bad_chunk_mid_stream_is_an_error(
     provider: str, fail: str, message: str, tmp_path: Path
 ) -> None:
-    with llm_servers.serve(api_key=KEY, fail=fail) as server:
+    with llm_server.serve(api_key=KEY, fail=fail) as server:
         stream = build(provider, server, tmp_path).stream(MESSAGES)
-        assert next(stream) == llm_servers.tokens(ANSWER)[0]
+        assert next(stream) == llm_server.tokens(ANSWER)[0]
         with pytest.raises(ProviderError, match=message):
             next(stream)
     assert len(server.requests) == 1  # after the first delta, nothing is retried
@@ -313,7 +313,7 @@ def test_a_bad_chunk_mid_stream_is_an_error(
 
 @pytest.mark.parametrize("provider", ["openai", "ollama"])
 def test_a_stream_that_is_not_one_is_an_error(provider: str, tmp_path: Path) -> None:
-    with llm_servers.serve(api_key=KEY, fail="not-json") as server:
+    with llm_server.serve(api_key=KEY, fail="not-json") as server:
         llm = build(provider, server, tmp_path)
         message = r"answered no server-sent events|malformed stream chunk: '<html>"
         with pytest.raises(ProviderError, match=message):
@@ -324,14 +324,14 @@ def test_a_stream_that_is_not_one_is_an_error(provider: str, tmp_path: Path) -> 
 @pytest.mark.parametrize("method", ["complete", "stream"])
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_an_empty_answer_is_an_error(provider: str, method: str, tmp_path: Path) -> None:
-    with llm_servers.serve(api_key=KEY, fail="empty") as server:
+    with llm_server.serve(api_key=KEY, fail="empty") as server:
         llm = build(provider, server, tmp_path)
         with pytest.raises(ProviderError, match=r"returned an empty answer \(\w+ 'stop'\)"):
             llm.complete(MESSAGES) if method == "complete" else drain(llm)
 
 
 def test_unknown_deployment_says_what_to_check(tmp_path: Path) -> None:
-    with llm_servers.serve(api_key=KEY) as server:
+    with llm_server.serve(api_key=KEY) as server:
         llm = build("azure", server, tmp_path, **{"llm.azure.deployment": "gpt-5"})
         with pytest.raises(ProviderError, match=r"HTTP 404: The API deployment .*llm\.azure"):
             llm.complete(MESSAGES)
@@ -348,7 +348,7 @@ def test_unknown_deployment_says_what_to_check(tmp_path: Path) -> None:
     ],
 )
 def test_bad_arguments_are_query_errors_before_any_request(call: object) -> None:
-    llm = OpenAIChat(llm_servers.closed_url(), "m")
+    llm = OpenAIChat(llm_server.closed_url(), "m")
     with pytest.raises(QueryError):
         call(llm)  # type: ignore[operator]
 
@@ -416,7 +416,7 @@ def test_registry_knows_every_llm(tmp_path: Path) -> None:
 
 
 def test_switching_provider_is_one_config_line(tmp_path: Path) -> None:
-    with llm_servers.serve(api_key=KEY) as server:
+    with llm_server.serve(api_key=KEY) as server:
         (tmp_path / "knowhub.yaml").write_text(
             f"llm:\n  provider: none\n  base_url: {server.url}\n  model: {MODEL}\n"
             f"  api_key_env: LLM_KEY\n  backoff_s: 0.001\n"

@@ -11,7 +11,8 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -135,99 +136,160 @@ def load_lines(server: HttpServer, session_id: str) -> list[str]:
     return re.findall(rf"session {session_id} loaded: [^\n]*", server.logs())
 
 
-async def test_register_refusals_data_plane_isolation_watch_and_unregister(
-    tmp_path: Path,
-) -> None:
-    root = tmp_path / "root"
-    animals(root)
-    (tmp_path / "outside").mkdir()
-    write(tmp_path / "outside" / "secret.md", "# Secret\n\nOutside the root.\n")
-    (root / "link").symlink_to(tmp_path / "outside", target_is_directory=True)
+ProgressNote = tuple[float, float | None, str | None]
 
-    with shared_server(tmp_path) as server:
-        progress: list[tuple[float, float | None, str | None]] = []
+
+@dataclass
+class _Shared:
+    """The server of :class:`TestRegisterAndServeSessions`, with alpha and beta registered."""
+
+    server: HttpServer
+    tmp: Path  # holds root/ (--path-root), outside/ (where root/link leads) and data/
+    registered: CallToolResult  # register alpha, with progress notifications
+    progress: list[ProgressNote]
+    beta: dict[str, Any]
+    root: Path = field(init=False)
+    alpha: dict[str, Any] = field(init=False)  # registered's structured content
+    sid_a: str = field(init=False)
+    sid_b: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.root = self.tmp / "root"
+        self.alpha = self.registered.structured_content or {}
+        self.sid_a, self.sid_b = self.alpha.get("session_id", ""), self.beta["session_id"]
+
+
+class TestRegisterAndServeSessions:
+    """register, its refusals, the data planes, isolation, watching and unregister, on one
+    server. Tests that change the sessions come after those that read them (pytest runs a
+    class's tests in order); each also passes alone."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def anyio_backend(cls) -> str:
+        return "asyncio"  # class-scoped, so that the server below spans the class
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    async def shared(cls, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[_Shared]:
+        tmp = tmp_path_factory.mktemp("shared")
+        root = tmp / "root"
+        animals(root)
+        (tmp / "outside").mkdir()
+        write(tmp / "outside" / "secret.md", "# Secret\n\nOutside the root.\n")
+        (root / "link").symlink_to(tmp / "outside", target_is_directory=True)
+        progress: list[ProgressNote] = []
 
         async def on_progress(done: float, total: float | None, message: str | None) -> None:
             progress.append((done, total, message))
 
-        async with server.client("/mcp") as control:
+        with shared_server(tmp) as server:
+            async with server.client("/mcp") as control:
+                arguments = {"path": "alpha", "description": "animals"}
+                registered = await control.call_tool(
+                    "register", arguments, progress_callback=on_progress
+                )
+                beta = await ok(control, "register", path="beta")
+            yield _Shared(server, tmp, registered, progress, beta)
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    async def fresh(cls, shared: _Shared) -> CallToolResult:
+        """fresh/nested registered with create (once the test that it is missing ran)."""
+        async with shared.server.client("/mcp") as control:
+            return await control.call_tool("register", {"path": "fresh/nested", "create": True})
+
+    async def test_the_control_plane_offers_register_unregister_and_list(
+        self, shared: _Shared
+    ) -> None:
+        async with shared.server.client("/mcp") as control:
             tools = {t.name for t in (await control.list_tools()).tools}
-            assert tools == {"register", "unregister", "list"}
+        assert tools == {"register", "unregister", "list"}
 
-            # 1. register: a relative folder, indexed now, with progress notifications.
-            arguments = {"path": "alpha", "description": "animals"}
-            result = await control.call_tool("register", arguments, progress_callback=on_progress)
-            assert not result.is_error, text_of(result)
-            alpha = result.structured_content
-            assert alpha is not None
-            sid_a = alpha["session_id"]
-            assert re.fullmatch(r"[0-9a-f]{16}", sid_a)
-            assert alpha["path"] == str((root / "alpha").resolve())
-            assert Path(alpha["path"]).is_absolute()
-            assert alpha["relative_path"] == "alpha"
-            assert alpha["chunks_count"] >= 2
-            assert alpha["endpoint"] == f"/mcp/{sid_a}"
-            assert sid_a in text_of(result)
-            assert progress, "no progress notification arrived"
-            assert [p[0] for p in progress] == sorted({p[0] for p in progress})  # rising
-            assert progress[-1][0] == progress[-1][1]  # every chunk of the 2 files embedded
-            assert (progress[-1][2] or "").startswith("ingesting: ") and "2/2 files" in (
-                progress[-1][2] or ""
-            )
+    async def test_register_indexes_a_relative_folder_with_progress(self, shared: _Shared) -> None:
+        result, alpha, sid_a = shared.registered, shared.alpha, shared.sid_a
+        progress = shared.progress
+        assert not result.is_error, text_of(result)
+        assert result.structured_content is not None
+        assert re.fullmatch(r"[0-9a-f]{16}", sid_a)
+        assert alpha["path"] == str((shared.root / "alpha").resolve())
+        assert Path(alpha["path"]).is_absolute()
+        assert alpha["relative_path"] == "alpha"
+        assert alpha["chunks_count"] >= 2
+        assert alpha["endpoint"] == f"/mcp/{sid_a}"
+        assert sid_a in text_of(result)
+        assert progress, "no progress notification arrived"
+        assert [p[0] for p in progress] == sorted({p[0] for p in progress})  # rising
+        assert progress[-1][0] == progress[-1][1]  # every chunk of the 2 files embedded
+        assert (progress[-1][2] or "").startswith("ingesting: ") and "2/2 files" in (
+            progress[-1][2] or ""
+        )
 
-            # The same folder, spelled differently, is the same session.
+    async def test_the_same_folder_spelled_differently_is_the_same_session(
+        self, shared: _Shared
+    ) -> None:
+        async with shared.server.client("/mcp") as control:
             again = await ok(control, "register", path="./alpha/")
-            assert again["session_id"] == sid_a
-            assert again["chunks_count"] == alpha["chunks_count"]
+        assert again["session_id"] == shared.sid_a
+        assert again["chunks_count"] == shared.alpha["chunks_count"]
+        assert shared.sid_b != shared.sid_a
+        assert shared.beta["chunks_count"] >= 1
 
-            beta = await ok(control, "register", path="beta")
-            sid_b = beta["session_id"]
-            assert sid_b != sid_a
-            assert beta["chunks_count"] >= 1
-
-            # A folder that does not exist is refused, naming the near miss (it was created,
-            # empty, silently: a typo gave a session whose every search found nothing) …
+    async def test_a_missing_folder_is_refused_naming_the_near_miss(self, shared: _Shared) -> None:
+        # Such a folder was once created, empty, silently: a typo gave a session whose every
+        # search found nothing.
+        root = shared.root
+        async with shared.server.client("/mcp") as control:
             message = await fails(control, "register", path="alpah")
             assert f"path 'alpah' does not exist under --path-root {root.resolve()}" in message
             assert "(did you mean 'alpha'?)" in message and "create=true" in message
             assert not (root / "alpah").exists()
             message = await fails(control, "register", path="fresh/nested")
             assert "does not exist" in message and "did you mean" not in message
-            # … unless create is asked for; then the result says it was created.
-            result = await control.call_tool("register", {"path": "fresh/nested", "create": True})
-            fresh = result.structured_content
-            assert not result.is_error and fresh is not None, text_of(result)
-            assert (fresh["chunks_count"], fresh["created"]) == (0, True)
-            assert "the folder did not exist and was created, empty" in text_of(result)
-            assert (root / "fresh" / "nested").is_dir()
+
+    async def test_create_makes_the_missing_folder_and_says_so(
+        self, shared: _Shared, fresh: CallToolResult
+    ) -> None:
+        created = fresh.structured_content
+        assert not fresh.is_error and created is not None, text_of(fresh)
+        assert (created["chunks_count"], created["created"]) == (0, True)
+        assert "the folder did not exist and was created, empty" in text_of(fresh)
+        assert (shared.root / "fresh" / "nested").is_dir()
+        async with shared.server.client("/mcp") as control:
             assert (await ok(control, "register", path="alpha", create=True))["created"] is False
 
-            # 2. refusals: tool errors with clear messages; nothing created.
+    async def test_paths_leaving_the_root_or_empty_are_refused(self, shared: _Shared) -> None:
+        tmp = shared.tmp
+        async with shared.server.client("/mcp") as control:
             message = await fails(control, "register", path="../escape")
             assert "'..'" in message
-            assert not (tmp_path / "escape").exists()
+            assert not (tmp / "escape").exists()
             message = await fails(control, "register", path="/etc")
             assert "absolute" in message and "--path-root" in message
             message = await fails(control, "register", path="link")
             assert "outside the document root" in message
             message = await fails(control, "register", path="link/deeper")
             assert "outside the document root" in message
-            assert not (tmp_path / "outside" / "deeper").exists()
+            assert not (tmp / "outside" / "deeper").exists()
             message = await fails(control, "register", path="")
             assert "path" in message and "at least 1 character" in message
             message = await fails(control, "register", path="   ")
             assert "path is empty" in message
 
+    async def test_list_shows_every_session_loaded(
+        self, shared: _Shared, fresh: CallToolResult
+    ) -> None:
+        assert fresh.structured_content is not None
+        async with shared.server.client("/mcp") as control:
             listed = {s["session_id"]: s for s in (await ok(control, "list"))["sessions"]}
-            assert set(listed) == {sid_a, sid_b, fresh["session_id"]}
-            assert listed[sid_a]["description"] == "animals"
-            assert all(s["state"] == "Loaded" for s in listed.values())
+        assert set(listed) == {shared.sid_a, shared.sid_b, fresh.structured_content["session_id"]}
+        assert listed[shared.sid_a]["description"] == "animals"
+        assert all(s["state"] == "Loaded" for s in listed.values())
 
-        # 3. the data plane of session A: every data tool.
-        async with server.client(f"/mcp/{sid_a}") as data:
+    async def test_a_session_serves_every_data_tool(self, shared: _Shared) -> None:
+        async with shared.server.client(f"/mcp/{shared.sid_a}") as data:
             tools = {t.name for t in (await data.list_tools()).tools}
             assert tools == DATA_TOOLS
-
             result = await data.call_tool("query_knowledge_hub", {"query": "zebra savanna"})
             assert not result.is_error, text_of(result)
             assert result.structured_content is not None
@@ -236,71 +298,81 @@ async def test_register_refusals_data_plane_isolation_watch_and_unregister(
             assert top["n"] == 1 and top["line_start"] >= 1 and top["line_end"] >= top["line_start"]
             assert "**[1]** zebra.md" in text_of(result)
             assert f"chunk `{top['chunk_id']}`" in text_of(result)
-
             found = await ok(data, "search_docs", query="giraffe acacia")
             assert found["hits"][0]["source"] == "notes/giraffe.md"
-
             collections = (await ok(data, "list_collections"))["collections"]
             assert [(c["name"], c["documents"]) for c in collections] == [("default", 2)]
-
             summary = await ok(data, "get_document_summary", source_hash=top["source_hash"][:12])
             assert summary["source"] == "zebra.md"
             assert summary["chunk_count"] >= 1
-
             content = await ok(data, "get_content", chunk_id=top["chunk_id"])
             assert "zebra migrates" in content["text"]
             assert content["source"] == "zebra.md"
 
-            write(root / "alpha" / "extra" / "koala.md", "# Koalas\n\nThe koala eats eucalyptus.\n")
+    async def test_ingest_paths_are_relative_to_the_session_folder(self, shared: _Shared) -> None:
+        write(
+            shared.root / "alpha" / "extra" / "koala.md", "# Koalas\n\nThe koala eats eucalyptus.\n"
+        )
+        async with shared.server.client(f"/mcp/{shared.sid_a}") as data:
             ingested = await ok(data, "ingest", path="extra", collection="marsupials")
             assert ingested["added"] == ["koala.md"] or ingested["added"] == ["extra/koala.md"]
             hits = await sources(data, "koala eucalyptus", collection="marsupials")
             assert hits == ingested["added"]
-            # Ingest paths are relative to the session's folder and may not leave it.
+            # … and may not leave it.
             message = await fails(data, "ingest", path="../beta")
             assert "'..'" in message
 
-            # 5. watching: a file dropped into the folder becomes searchable, no reload.
-            write(root / "alpha" / "late.md", KANGAROO)
+    async def test_a_file_dropped_into_the_folder_becomes_searchable_without_reload(
+        self, shared: _Shared
+    ) -> None:
+        server = shared.server
+        write(shared.root / "alpha" / "late.md", KANGAROO)
+        async with server.client(f"/mcp/{shared.sid_a}") as data:
 
             async def kangaroo_found() -> bool:
                 return "late.md" in await sources(data, "kangaroo outback")
 
             await eventually(kangaroo_found, timeout=10)
-            assert len(load_lines(server, sid_a)) == 1, server.logs()
+            assert len(load_lines(server, shared.sid_a)) == 1, server.logs()
 
-        # Isolation: B's data plane knows nothing of A's documents, and the other way round.
-        async with server.client(f"/mcp/{sid_b}") as data_b:
+    async def test_sessions_see_none_of_each_others_documents(self, shared: _Shared) -> None:
+        async with shared.server.client(f"/mcp/{shared.sid_b}") as data_b:
             assert "volcano.md" in await sources(data_b, "volcano magma")
             b_sources = await sources(data_b, "zebra savanna giraffe kangaroo")
             assert b_sources and not {"zebra.md", "notes/giraffe.md", "late.md"} & set(b_sources)
             collections = (await ok(data_b, "list_collections"))["collections"]
             assert [(c["name"], c["documents"]) for c in collections] == [("default", 1)]
-        async with server.client(f"/mcp/{sid_a}") as data:
+        async with shared.server.client(f"/mcp/{shared.sid_a}") as data:
             assert "volcano.md" not in await sources(data, "volcano magma crater")
 
-        # Unknown sessions: 404 on the raw route, and the SDK client cannot use them.
-        assert raw_status(server, f"/mcp/{sid_a}") == 200
+    async def test_an_unknown_session_is_not_found(self, shared: _Shared) -> None:
+        # 404 on the raw route, and the SDK client cannot use it.
+        server = shared.server
+        assert raw_status(server, f"/mcp/{shared.sid_a}") == 200
         response = server.post(f"/mcp/{UNKNOWN_ID}", json=INITIALIZE, headers=STREAM_HEADERS)
         assert response.status_code == 404
         assert "unknown session" in response.json()["error"]
         await assert_sdk_refused(server, f"/mcp/{UNKNOWN_ID}")
 
-        # 7. unregister: gone from list, its data plane 404s, a second unregister fails.
-        index_b = tmp_path / "data" / "sessions" / sid_b
+    async def test_unregister_forgets_a_session_and_its_index(
+        self, shared: _Shared, fresh: CallToolResult
+    ) -> None:
+        server, sid_a, sid_b = shared.server, shared.sid_a, shared.sid_b
+        assert fresh.structured_content is not None
+        index_b = shared.tmp / "data" / "sessions" / sid_b
         assert index_b.is_dir()
         async with server.client("/mcp") as control:
             gone = await ok(control, "unregister", session_id=sid_b)
-            assert gone == {"session_id": sid_b, "path": str((root / "beta").resolve())}
+            assert gone == {"session_id": sid_b, "path": str((shared.root / "beta").resolve())}
             listed = {s["session_id"] for s in (await ok(control, "list"))["sessions"]}
-            assert listed == {sid_a, fresh["session_id"]}
+            assert listed == {sid_a, fresh.structured_content["session_id"]}
             message = await fails(control, "unregister", session_id=sid_b)
             assert "unknown session" in message
             message = await fails(control, "unregister", session_id=UNKNOWN_ID)
             assert "unknown session" in message and UNKNOWN_ID in message
         assert raw_status(server, f"/mcp/{sid_b}") == 404
         await assert_sdk_refused(server, f"/mcp/{sid_b}")
-        assert (root / "beta" / "volcano.md").exists()  # the folder itself is kept
+        assert (shared.root / "beta" / "volcano.md").exists()  # the folder itself is kept
         assert not index_b.exists()  # "forget a session and its index"
         # The server kept serving through all of it.
         async with server.client(f"/mcp/{sid_a}") as data:

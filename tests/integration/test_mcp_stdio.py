@@ -1,7 +1,7 @@
 """``knowhub serve mcp`` over stdio: a real server process, the official SDK client.
 
-Each test starts its own server on a small corpus (English, Chinese, Russian) with the
-hashing embedder; a start takes a second or two.
+Each test (each class: TestEveryToolOverStdio's share one) starts its own server on a small
+corpus (English, Chinese, Russian) with the hashing embedder; a start takes a second or two.
 """
 
 from __future__ import annotations
@@ -13,10 +13,13 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import pytest
+from mcp import Client
 
 from tests.helpers import cli_env, write
 from tests.mcp_helpers import eventually, wait_until
@@ -70,11 +73,38 @@ ProgressNote = tuple[float, float | None, str | None]
 # -- 1. every tool -------------------------------------------------------------------
 
 
-async def test_every_tool_over_stdio(tmp_path: Path) -> None:
-    root = make_corpus(tmp_path)
-    docs = root / "docs"
-    async with serve(root) as client:
-        listed = (await client.list_tools()).tools
+@dataclass
+class _Served:
+    """The shared server of :class:`TestEveryToolOverStdio`, after its set-up calls."""
+
+    client: Client
+    docs: Path
+    ingested: list[dict[str, Any]]  # the reports of the set-up's ingest calls, in order
+
+
+class TestEveryToolOverStdio:
+    """Every tool, on one server: its corpus indexed, and "extra" ingested, once."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def anyio_backend(cls) -> str:
+        return "asyncio"  # class-scoped, so that the server below spans the class
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    async def served(cls, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[_Served]:
+        root = make_corpus(tmp_path_factory.mktemp("every-tool"))
+        async with serve(root) as client:
+            await indexed(client, len(CORPUS))
+            tagged = [
+                {"path": f"teams/{team}", "collection": "extra", "tags": {"team": team}}
+                for team in ("ops", "dev", "qa", "ops")  # ops twice: unchanged the second time
+            ]
+            reports = [await call(client, "ingest", **args) for args in tagged]
+            yield _Served(client, root / "docs", reports)
+
+    async def test_tools_are_listed_with_their_hints_and_schema(self, served: _Served) -> None:
+        listed = (await served.client.list_tools()).tools
         assert {t.name for t in listed} == READ_TOOLS | {"ingest"}
         assert len(listed) == 6
         for tool in listed:
@@ -82,24 +112,23 @@ async def test_every_tool_over_stdio(tmp_path: Path) -> None:
             assert hints is not None, tool.name
             if tool.name == "ingest":
                 assert hints.read_only_hint is False
-                assert hints.destructive_hint is False
             else:
                 assert hints.read_only_hint is True, tool.name
-                assert hints.destructive_hint is False, tool.name
+            assert hints.destructive_hint is False, tool.name
         schema = next(t for t in listed if t.name == "query_knowledge_hub").input_schema
         assert schema["required"] == ["query"]
         assert {"top_k", "collection", "filters", "min_score", "max_chars"} <= set(
             schema["properties"]
         )
 
-        await indexed(client, len(CORPUS))
-
-        # The expected document ranks first, in each language.
+    async def test_each_language_finds_its_document_first(self, served: _Served) -> None:
         for question, source in QUESTIONS:
-            hits = await search(client, question, top_k=3)
+            hits = await search(served.client, question, top_k=3)
             assert hits, question
             assert hits[0]["source"] == source, (question, [h["source"] for h in hits])
-        hits = await search(client, QUESTIONS[0][0], top_k=4)
+
+    async def test_hits_carry_every_field_best_first(self, served: _Served) -> None:
+        hits = await search(served.client, QUESTIONS[0][0], top_k=4)
         assert len(hits) == 4
         for n, hit in enumerate(hits, start=1):
             assert set(hit) == HIT_FIELDS
@@ -113,17 +142,17 @@ async def test_every_tool_over_stdio(tmp_path: Path) -> None:
             assert hit["truncated"] is False
         assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
         assert hits[0]["section_path"].startswith("Backups")
-        text = await markdown(client, "query_knowledge_hub", query=QUESTIONS[0][0], top_k=4)
+        text = await markdown(served.client, "query_knowledge_hub", query=QUESTIONS[0][0], top_k=4)
         for hit in hits:
             assert f"[{hit['n']}]" in text
             assert hit["chunk_id"] in text
         assert "backups.md" in text
 
-        # max_chars bounds the whole result: the Markdown and so every passage in it.
-        unbounded = await call(client, "query_knowledge_hub", query="escalation", top_k=5)
+    async def test_max_chars_bounds_the_markdown_and_every_passage(self, served: _Served) -> None:
+        unbounded = await call(served.client, "query_knowledge_hub", query="escalation", top_k=5)
         assert unbounded["truncated"] is False
         assert sum(len(h["text"]) for h in unbounded["hits"]) > 600
-        raw = await client.call_tool(
+        raw = await served.client.call_tool(
             "query_knowledge_hub", {"query": "escalation", "top_k": 5, "max_chars": 600}
         )
         bounded = raw.structured_content
@@ -134,69 +163,43 @@ async def test_every_tool_over_stdio(tmp_path: Path) -> None:
         )
         assert bounded["hits"][0]["chunk_id"] == unbounded["hits"][0]["chunk_id"]
 
-        # Ingest tagged subfolders into "extra" (paths relative to the docs root).
-        for team in ("ops", "dev", "qa"):
-            report = await call(
-                client, "ingest", path=f"teams/{team}", collection="extra", tags={"team": team}
-            )
+    async def test_ingest_adds_tagged_subfolders_once(self, served: _Served) -> None:
+        # Paths relative to the docs root; the set-up ingested each folder, then ops again.
+        *reports, again = served.ingested
+        for report in reports:
             assert report["collection"] == "extra"
             assert len(report["added"]) == 1, report
             assert report["failed"] == []
             assert report["chunks"] >= 1
-        again = await call(
-            client, "ingest", path="teams/ops", collection="extra", tags={"team": "ops"}
-        )
         assert (again["added"], again["updated"], again["unchanged"]) == ([], [], 1)
 
-        def teams(found: list[dict[str, Any]]) -> set[str]:
-            assert all(h["collection"] == "extra" for h in found)
-            return {Path(h["source"]).name.split("-")[0] for h in found}
+    async def test_tag_filters_select_and_bad_ones_are_refused(self, served: _Served) -> None:
+        client = served.client
 
-        everyone = await search(client, "escalation", collection="extra", top_k=10)
-        assert teams(everyone) == {"ops", "dev", "qa"}
-        ops = await search(
-            client, "escalation", collection="extra", top_k=10, filters={"team": "ops"}
-        )
-        assert teams(ops) == {"ops"}
-        some = await search(
-            client,
-            "escalation",
-            collection="extra",
-            top_k=10,
-            filters={"team": {"in": ["ops", "dev"]}},
-        )
-        assert teams(some) == {"ops", "dev"}
-        none = await search(
-            client, "escalation", collection="extra", top_k=10, filters={"team": "sales"}
-        )
-        assert none == []
-        await fails(
-            client,
-            "query_knowledge_hub",
-            {"query": "escalation", "collection": "extra", "filters": {"team": {"gt": 1}}},
-            "filters.team",
-            '{"in"',
-        )
-        english = await search(
-            client, "escalation", collection="extra", top_k=10, filters={"lang": {"in": ["en"]}}
-        )  # the schema's own example key
-        assert teams(english) == {"ops", "dev", "qa"}
-        await fails(
-            client,
-            "query_knowledge_hub",
-            {"query": "escalation", "collection": "extra", "filters": {"teem": "ops"}},
-            "unknown key 'teem'",
-            "team",
-        )
+        async def extra(**args: Any) -> list[dict[str, Any]]:
+            return await search(client, "escalation", collection="extra", top_k=10, **args)
 
-        # search_docs: the same search on the default collection.
-        found = await call(client, "search_docs", query=QUESTIONS[1][0], limit=2)
+        def refused(filters: dict[str, Any]) -> dict[str, Any]:
+            return {"query": "escalation", "collection": "extra", "filters": filters}
+
+        assert _teams(await extra()) == {"ops", "dev", "qa"}
+        assert _teams(await extra(filters={"team": "ops"})) == {"ops"}
+        assert _teams(await extra(filters={"team": {"in": ["ops", "dev"]}})) == {"ops", "dev"}
+        assert await extra(filters={"team": "sales"}) == []
+        query = "query_knowledge_hub"
+        await fails(client, query, refused({"team": {"gt": 1}}), "filters.team", '{"in"')
+        english = await extra(filters={"lang": {"in": ["en"]}})  # the schema's own example key
+        assert _teams(english) == {"ops", "dev", "qa"}
+        await fails(client, query, refused({"teem": "ops"}), "unknown key 'teem'", "team")
+
+    async def test_search_docs_searches_the_default_collection(self, served: _Served) -> None:
+        found = await call(served.client, "search_docs", query=QUESTIONS[1][0], limit=2)
         assert found["collection"] == "default"
         assert 1 <= len(found["hits"]) <= 2
         assert found["hits"][0]["source"] == "deploy.txt"
 
-        # list_collections.
-        listing = await call(client, "list_collections")
+    async def test_list_collections_counts_each_collection(self, served: _Served) -> None:
+        listing = await call(served.client, "list_collections")
         by_name = {c["name"]: c for c in listing["collections"]}
         assert set(by_name) == {"default", "extra"}
         assert by_name["default"]["documents"] == len(CORPUS)
@@ -207,7 +210,8 @@ async def test_every_tool_over_stdio(tmp_path: Path) -> None:
             assert info["embedder"].startswith("hashing")
             assert info["active_version"] >= 1
 
-        # get_document_summary, by full hash and by an 8-character prefix.
+    async def test_document_summary_by_full_hash_and_by_a_prefix(self, served: _Served) -> None:
+        client = served.client
         hit = (await search(client, QUESTIONS[0][0], top_k=1))[0]
         full = await call(client, "get_document_summary", source_hash=hit["source_hash"])
         short = await call(client, "get_document_summary", source_hash=hit["source_hash"][:8])
@@ -217,12 +221,13 @@ async def test_every_tool_over_stdio(tmp_path: Path) -> None:
         assert full["collection"] == "default"
         assert full["status"] == "indexed"
         assert full["chunk_count"] >= 1
-        on_disk = (docs / "backups.md").read_text(encoding="utf-8")
+        on_disk = (served.docs / "backups.md").read_text(encoding="utf-8")
         assert 0.5 * len(on_disk) <= full["total_chars"] <= len(on_disk)
         assert full["average_chunk_chars"] == round(full["total_chars"] / full["chunk_count"], 1)
         assert re.match(r"\d{4}-\d{2}-\d{2}", full["ingested_at"])
 
-        # get_content: the chunk's text lies on its line span of the file on disk.
+    async def test_get_content_gives_the_text_on_its_line_span(self, served: _Served) -> None:
+        client, docs = served.client, served.docs
         for question, source in QUESTIONS:
             hit = (await search(client, question, top_k=1))[0]
             content = await call(client, "get_content", chunk_id=hit["chunk_id"])
@@ -240,6 +245,11 @@ async def test_every_tool_over_stdio(tmp_path: Path) -> None:
         content = await call(client, "get_content", chunk_id=restore["chunk_id"])
         lines = (docs / "backups.md").read_text(encoding="utf-8").splitlines()
         assert "Restore drills" in "\n".join(lines[content["line_start"] - 1 : content["line_end"]])
+
+
+def _teams(found: list[dict[str, Any]]) -> set[str]:
+    assert all(h["collection"] == "extra" for h in found)
+    return {Path(h["source"]).name.split("-")[0] for h in found}
 
 
 # -- 2. progress ---------------------------------------------------------------------

@@ -24,12 +24,11 @@ DOCS = {
 
 
 @pytest.fixture
-def plugin(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Reranker]]:
+def plugin() -> Iterator[dict[str, Reranker]]:
     """Register provider ``fake`` whose instance the test chooses."""
     chosen: dict[str, Reranker] = {"reranker": reranking.OverlapReranker()}
-    monkeypatch.setattr(registry, "_registered", {})
-    registry.register("reranker", "fake", lambda settings: chosen["reranker"])
-    yield chosen
+    with registry.override("reranker", "fake", lambda settings: chosen["reranker"]):
+        yield chosen
 
 
 def make_app(tmp_path: Path, **overrides: object) -> App:
@@ -148,11 +147,8 @@ def test_unknown_reranker_lists_the_known_ones(tmp_path: Path) -> None:
         app.search(QUERY)
 
 
-def test_a_plugin_that_builds_no_reranker_is_a_config_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(registry, "_registered", {})
-    registry.register("reranker", "odd", lambda settings: object())
-    app = make_app(tmp_path, **{"reranker.provider": "odd"})
-    with pytest.raises(ConfigError, match=r"not a knowhub\.providers\.rerankers\.Reranker"):
-        app.search(QUERY)
+def test_a_plugin_that_builds_no_reranker_is_a_config_error(tmp_path: Path) -> None:
+    with registry.override("reranker", "odd", lambda settings: object()):
+        app = make_app(tmp_path, **{"reranker.provider": "odd"})
+        with pytest.raises(ConfigError, match=r"not a knowhub\.providers\.rerankers\.Reranker"):
+            app.search(QUERY)

@@ -1,0 +1,14 @@
+"""Test kit for knowhub and its plugins: what knowhub's own tests use, shipped with it.
+
+* :mod:`knowhub.testing.store_contract` — the store contract suite: subclass
+  :class:`~knowhub.testing.store_contract.StoreContract` and give it a ``store_factory``
+  fixture to check a store backend the way knowhub checks its own (needs pytest: the
+  ``testing`` extra).
+* :mod:`knowhub.testing.store_data` — documents, chunks and vectors built for a store
+  without the ingest pipeline.
+* :mod:`knowhub.testing.memory_index` — an in-memory vector index that fails on demand.
+* :mod:`knowhub.testing.llm_server` — a scripted OpenAI/Azure/Ollama chat server over
+  real HTTP.
+
+Nothing in knowhub imports this package; import the module you need.
+"""
