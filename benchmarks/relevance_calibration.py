@@ -363,7 +363,7 @@ def main() -> None:
     ]
     out = RESULTS / f"relevance-{args.provider}.json"
     out.write_text(json.dumps(results, ensure_ascii=False), encoding="utf-8")
-    embedder = app.embedder_for(app.resolve(f"{corpora[0].name}-{args.provider}"))
+    embedder = app.collection(f"{corpora[0].name}-{args.provider}").embedder
     ranges = {**embedder.relevance_by_language}
     if embedder.relevance_range is not None:
         ranges["*"] = embedder.relevance_range

@@ -9,9 +9,9 @@ config file, the environment or a flag is always taken as it is: the user chose 
 
 from __future__ import annotations
 
+from knowhub.checks import logical_name
 from knowhub.config import Settings
 from knowhub.providers.stores.base import Store
-from knowhub.validate import logical_name
 
 __all__ = ["default_collection"]
 

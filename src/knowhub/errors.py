@@ -60,7 +60,7 @@ class QueryError(KnowhubError):
     """A search request has invalid arguments."""
 
 
-class CollectionNotFound(QueryError, StoreError):
+class CollectionNotFound(QueryError, StoreError):  # noqa: N818 - it reads as the 404 it is
     """A request named a collection (or a version of one) the store does not hold.
 
     Both a QueryError (the caller's argument is wrong) and a StoreError (what a backend

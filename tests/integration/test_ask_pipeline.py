@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from knowhub import App, build_app, registry
 from knowhub.answer.pipeline import collect
 from knowhub.config import Settings
 from knowhub.errors import ProviderError
+from knowhub.interfaces.wire import wire
 from knowhub.providers.llms.base import LLM, ChatMessage
 from tests.helpers import fast_settings, write
 
@@ -49,15 +51,18 @@ class ScriptedLLM(LLM):
         yield from (word + " " for word in text.split(" "))
 
 
-@pytest.fixture(autouse=True)
-def _forget_the_scripted_provider(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Whatever these tests register is gone afterwards (other tests list the providers)."""
-    monkeypatch.setattr(registry, "_registered", dict(registry._registered))
+@pytest.fixture
+def providers() -> Iterator[ExitStack]:
+    """Whatever a test registers in it is gone afterwards (other tests list the providers)."""
+    with ExitStack() as stack:
+        yield stack
 
 
-def _app(tmp_path: Path, script: Script, **overrides: object) -> tuple[App, ScriptedLLM]:
+def _app(
+    providers: ExitStack, tmp_path: Path, script: Script, **overrides: object
+) -> tuple[App, ScriptedLLM]:
     llm = ScriptedLLM(script)
-    registry.register("llm", "scripted", lambda settings: llm)
+    providers.enter_context(registry.override("llm", "scripted", lambda settings: llm))
     settings: Settings = fast_settings(
         tmp_path / "data", **{"llm.provider": "scripted", **overrides}
     )
@@ -75,13 +80,15 @@ def _answer_citing_first(messages: list[ChatMessage], json_mode: bool) -> str:
     return "The battery lasts 10 hours [1]."
 
 
-def test_follow_ups_are_rewritten_into_standalone_queries(tmp_path: Path) -> None:
+def test_follow_ups_are_rewritten_into_standalone_queries(
+    tmp_path: Path, providers: ExitStack
+) -> None:
     def script(messages: list[ChatMessage], json_mode: bool) -> str:
         if "standalone search query" in messages[0].content:
             return "How long does the Osprey Lift battery last?"
         return "It lasts 8 hours [1]."
 
-    app, llm = _app(tmp_path, script)
+    app, llm = _app(providers, tmp_path, script)
     history = [
         ChatMessage("user", "Tell me about the Osprey Lift."),
         ChatMessage("assistant", "It is a pallet robot [1]."),
@@ -94,8 +101,10 @@ def test_follow_ups_are_rewritten_into_standalone_queries(tmp_path: Path) -> Non
     assert answer_call[-1].content == "And its battery?"  # the model sees the real question
 
 
-def test_sources_below_the_relevance_floor_never_reach_the_model(tmp_path: Path) -> None:
-    app, llm = _app(tmp_path, _answer_citing_first)
+def test_sources_below_the_relevance_floor_never_reach_the_model(
+    tmp_path: Path, providers: ExitStack
+) -> None:
+    app, llm = _app(providers, tmp_path, _answer_citing_first)
     floor = app.settings.answer.min_evidence
     end = collect(app.ask("How long does the Kestrel battery last?"))
     assert end["hit_type"] == "rag" and end["sources"][0]["source"] == "kestrel.md"
@@ -106,19 +115,23 @@ def test_sources_below_the_relevance_floor_never_reach_the_model(tmp_path: Path)
     assert end["confidence"] == pytest.approx(end["evidence"] * end["citations"]["score"], abs=1e-3)
 
 
-def test_a_failed_rewrite_searches_the_question_and_says_so(tmp_path: Path) -> None:
+def test_a_failed_rewrite_searches_the_question_and_says_so(
+    tmp_path: Path, providers: ExitStack
+) -> None:
     def script(messages: list[ChatMessage], json_mode: bool) -> str:
         if "standalone search query" in messages[0].content:
             raise ProviderError("llm scripted:test: timed out after 1 s")
         return "The Kestrel battery lasts 10 hours [1]."
 
-    app, _ = _app(tmp_path, script)
+    app, _ = _app(providers, tmp_path, script)
     end = collect(app.ask("Kestrel battery hours?", history=[ChatMessage("user", "hi")]))
     assert end["query"] == "Kestrel battery hours?" and end["hit_type"] == "rag"
     assert any("rewrite failed" in note for note in end["notes"])
 
 
-def test_the_llm_router_applies_filters_and_splits_comparisons(tmp_path: Path) -> None:
+def test_the_llm_router_applies_filters_and_splits_comparisons(
+    tmp_path: Path, providers: ExitStack
+) -> None:
     routes = iter(
         [
             json.dumps({"intent": "filter", "filters": {"team": "dev"}, "queries": []}),
@@ -136,7 +149,7 @@ def test_the_llm_router_applies_filters_and_splits_comparisons(tmp_path: Path) -
     def script(messages: list[ChatMessage], json_mode: bool) -> str:
         return next(routes) if json_mode else "Batteries last 10 hours [1]."
 
-    app, _ = _app(tmp_path, script, **{"answer.llm_router": True})
+    app, _ = _app(providers, tmp_path, script, **{"answer.llm_router": True})
     filtered = collect(app.ask("battery hours for the dev team?"))
     assert filtered["intent"] == "filter" and filtered["route"]["filters"] == {"team": "dev"}
     assert {s["source"] for s in filtered["sources"]} == {"dev.md"}
@@ -148,18 +161,22 @@ def test_the_llm_router_applies_filters_and_splits_comparisons(tmp_path: Path) -
     assert any("router failed" in note for note in fallback["notes"])
 
 
-def test_a_model_failing_midway_ends_the_stream_with_its_error(tmp_path: Path) -> None:
-    app, _ = _app(tmp_path, lambda messages, json_mode: "FAIL-MIDWAY")
+def test_a_model_failing_midway_ends_the_stream_with_its_error(
+    tmp_path: Path, providers: ExitStack
+) -> None:
+    app, _ = _app(providers, tmp_path, lambda messages, json_mode: "FAIL-MIDWAY")
     events = app.ask("Kestrel battery hours?")
     seen = []
     with pytest.raises(ProviderError, match="connection dropped mid-answer"):
-        for kind, payload in events:
+        for kind, payload in wire(events):
             seen.append((kind, payload.get("text")))
     assert ("token", "Partial ") in seen
 
 
-def test_without_an_llm_nothing_is_rewritten_and_answers_are_extractive(tmp_path: Path) -> None:
-    app, llm = _app(tmp_path, _answer_citing_first, **{"llm.provider": "none"})
+def test_without_an_llm_nothing_is_rewritten_and_answers_are_extractive(
+    tmp_path: Path, providers: ExitStack
+) -> None:
+    app, llm = _app(providers, tmp_path, _answer_citing_first, **{"llm.provider": "none"})
     end = collect(app.ask("Kestrel battery hours?", history=[ChatMessage("user", "hi")]))
     assert end["model"] == "extractive" and end["query"] == "Kestrel battery hours?"
     assert llm.calls == []

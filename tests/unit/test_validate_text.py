@@ -5,14 +5,8 @@ from __future__ import annotations
 import pytest
 
 from knowhub import QueryError
-from knowhub.validate import (
-    check_doc_hash_prefix,
-    check_filters,
-    check_query,
-    check_text,
-    parse_key_values,
-    unpaired_surrogate,
-)
+from knowhub.checks import check_doc_hash_prefix, check_query, check_text, unpaired_surrogate
+from knowhub.interfaces.arguments import check_filters, parse_key_values
 
 FIX = "; send valid UTF-8 text"
 

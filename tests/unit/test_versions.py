@@ -1,4 +1,4 @@
-"""The versions record and the names of versions (knowhub.versions, knowhub.validate)."""
+"""The versions record and the names of versions (knowhub.versions, knowhub.checks)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from knowhub.checks import check_collection_name, check_store_name, logical_name
 from knowhub.errors import QueryError
-from knowhub.validate import check_collection_name, check_store_name, logical_name
 from knowhub.versions import (
     BUILDING,
     Version,

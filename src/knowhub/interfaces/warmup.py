@@ -37,10 +37,9 @@ def warm(app: App) -> None:
         stage.reranker.warm()
     for view in app.collections():
         try:
-            target = app.resolve(view.name)
-            cid = store.collection_id(target.physical)
-            embedder = app.embedder_for(target)
+            handle = app.collection(view.name)
+            cid = store.collection_id(handle.target.physical)
             if cid is not None:
-                store.dense_search(cid, embedder.embed_query("warm-up"), 1, {})
+                store.dense_search(cid, handle.embedder.embed_query("warm-up"), 1, {})
         except KnowhubError as exc:
             log.warning("collection %r not warmed: %s", view.name, exc)

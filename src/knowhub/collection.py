@@ -1,0 +1,369 @@
+"""One version of one collection, bound to the embedder and chunking it was built with.
+
+``app.collection(name, version)`` returns a :class:`Collection`; every operation on a
+collection (search, ingest, remove, documents, ask, FAQ, export) is a method of it, so
+"which version of which collection" is decided once, when the handle is first used, and
+everything it does reads and writes that version. Take a new handle per request to follow
+activations (a request in flight keeps the version it started on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from knowhub.answer.events import AnswerEvent, End
+from knowhub.answer.faq import FaqMatch, match_faq
+from knowhub.answer.flow import Retrieved, answer
+from knowhub.checks import check_collection_name, check_doc_hash_prefix, check_text
+from knowhub.config import Settings
+from knowhub.errors import CollectionNotFound, KnowhubError, QueryError
+from knowhub.models import DocumentRecord, Filters, Hit
+from knowhub.providers.embedders.base import Embedder
+from knowhub.providers.llms.base import ChatMessage
+from knowhub.providers.stores.base import FaqEntry
+from knowhub.query.debug import diagnose
+from knowhub.query.pipeline import SearchRequest, SearchResult, StageHook, search
+from knowhub.surrogates import escape_surrogates
+from knowhub.trace.build import record_answer, record_ingest, record_search
+from knowhub.trace.record import Trace, new_trace, preview
+from knowhub.versions.record import Target, target_settings
+
+if TYPE_CHECKING:  # the App hands itself in; ingest's modules load only when ingesting
+    from knowhub.app import App
+    from knowhub.ingest.bundle import BundleStats
+    from knowhub.ingest.pipeline import IngestReport, Progress
+
+__all__ = ["Collection", "named"]
+
+
+class Collection:
+    """A collection's version (the active one unless ``version`` is given)."""
+
+    def __init__(self, app: App, name: str | None = None, version: int | None = None) -> None:
+        """``name`` None: the default collection (:mod:`knowhub.default_collection`)."""
+        self._app = app
+        self._requested = name
+        self._version = version
+
+    @cached_property
+    def target(self) -> Target:
+        """The version this handle reads, resolved on first use."""
+        return self._app.resolve(self._requested, self._version)
+
+    @property
+    def name(self) -> str:
+        return self.target.collection
+
+    @cached_property
+    def settings(self) -> Settings:
+        """The settings with this version's embedder and chunking."""
+        return target_settings(self._app.store, self._app.settings, self.target)
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        return self._app.embedder_with(self.settings)
+
+    def store_id(self) -> int:
+        """The store id of this version; an unknown collection is an error."""
+        cid = self._app.store.collection_id(self.target.physical)
+        if cid is None:
+            known = ", ".join(c.name for c in self._app.collections()) or "none yet"
+            raise CollectionNotFound(
+                f"unknown collection {self.name!r} (known: {known}); ingest into it first"
+            )
+        return cid
+
+    def _reads(self, trace: Trace) -> None:
+        trace.collection, trace.kb_version = self.name, self.target.describe()
+
+    def _trace_name(self) -> str:
+        return self._requested or self._app.settings.collection
+
+    # -- search ------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        top_k: int | None = None,
+        filters: Filters | None = None,
+        min_score: float | None = None,
+        on_stage: StageHook | None = None,
+    ) -> SearchResult:
+        """One hybrid search, traced."""
+        with self._app.traced("search", self._trace_name(), query.strip()) as trace:
+            self._reads(trace)
+            result = self.retrieve(query, top_k, filters, min_score, on_stage)
+            record_search(trace, result.timings_ms, result.counts, result.cache, result.hits)
+        return result
+
+    def retrieve(
+        self,
+        query: str,
+        top_k: int | None = None,
+        filters: Filters | None = None,
+        min_score: float | None = None,
+        on_stage: StageHook | None = None,
+    ) -> SearchResult:
+        """The search without its own trace (a step of an answer, a gate's query)."""
+        app, opts = self._app, self._app.settings.search
+        request = SearchRequest(
+            query=query,
+            collection=self.target.physical,
+            top_k=opts.top_k if top_k is None else top_k,
+            filters=dict(filters or {}),
+            min_score=opts.min_score if min_score is None else min_score,
+        )
+        found = search(app.store, self.embedder, opts, request, app.reranker, app.caches, on_stage)
+        return replace(found, hits=named(found.hits, self.target))
+
+    def debug_search(
+        self, query: str, top_k: int | None = None, filters: Filters | None = None
+    ) -> dict[str, Any]:
+        """One search's every stage, candidates and timings (see ``knowhub.query.debug``)."""
+        opts = self._app.settings.search
+        request = SearchRequest(
+            query=query,
+            collection=self.target.physical,
+            top_k=opts.top_k if top_k is None else top_k,
+            filters=dict(filters or {}),
+            min_score=opts.min_score,
+        )
+        report = diagnose(self._app.store, self.embedder, opts, request, self._app.reranker)
+        report["collection"] = self.name
+        for hit in report["hits"]:
+            hit["collection"] = self.name
+        return report
+
+    # -- answer ------------------------------------------------------------------------
+
+    def ask(
+        self,
+        question: str,
+        filters: Filters | None = None,
+        history: Sequence[ChatMessage] = (),
+    ) -> Iterator[AnswerEvent]:
+        """Answer ``question`` as a stream of events (see :mod:`knowhub.answer.flow`),
+        traced, also when it fails or the caller stops reading."""
+        trace, clock = new_trace("answer", self._app.interface, self._trace_name())
+        trace.query = question.strip()  # the user's words, kept whole for `traces save-case`
+        try:
+            self._reads(trace)  # one version for the whole answer
+            events = answer(
+                question,
+                retrieve=self._retrieve_for_answer,
+                faq=self.faq_match,
+                llm=self._app.llm,
+                options=self._app.settings.answer,
+                filters=filters,
+                history=history,
+            )
+            for event in events:
+                if isinstance(event, End):
+                    record_answer(trace, event.answer.to_dict())
+                yield event
+        except KnowhubError as exc:
+            trace.error = str(exc)
+            raise
+        except GeneratorExit:
+            trace.notes.append("the caller stopped reading before the end")
+            raise
+        finally:
+            self._app.emit(trace, clock)
+
+    def _retrieve_for_answer(self, query: str, limit: int, filters: Filters) -> Retrieved:
+        result = self.retrieve(query, limit, filters)
+        return result.hits, result.timings_ms
+
+    # -- documents ---------------------------------------------------------------------
+
+    def ingest(
+        self,
+        paths: Sequence[Path],
+        tags: Mapping[str, str] | None = None,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] | None = None,
+        prune: bool = False,
+        progress: Progress | None = None,
+        *,
+        confine: Path | None = None,
+        prune_outside: bool = False,
+    ) -> IngestReport:
+        """Bring this version in line with ``paths`` (see :meth:`knowhub.App.ingest`)."""
+        from knowhub.ingest.pipeline import IngestCancelledError, IngestStopped, ingest
+
+        name = check_collection_name(self._trace_name())
+        where = self if self._requested is not None else self._app.collection(name, self._version)
+        with self._app.traced("ingest", name, preview(" ".join(map(str, paths)))) as trace:
+            where._reads(trace)
+            target = where.target
+            try:
+                report = ingest(
+                    self._app.store,
+                    where.embedder,
+                    where.settings,
+                    paths,
+                    target.physical,
+                    tags=tags,
+                    include=include,
+                    exclude=exclude,
+                    prune=prune,
+                    progress=progress,
+                    confine=confine,
+                    prune_outside=prune_outside,
+                )
+            except (IngestStopped, IngestCancelledError) as stopped:
+                stopped.report.collection = target.collection
+                record_ingest(trace, stopped.report)  # the trace is written as the block exits
+                trace.error = str(stopped)
+                raise
+            report.collection = target.collection
+            record_ingest(trace, report)
+        return report
+
+    def documents(self) -> list[DocumentRecord]:
+        return [replace(r, collection=self.name) for r in self._app.store.records(self.store_id())]
+
+    def document(self, doc_hash: str) -> DocumentRecord:
+        """The document whose content hash is or starts with ``doc_hash`` (8+ characters)."""
+        key = check_text(doc_hash, "doc_hash").strip().lower()
+        if len(key) < 8:
+            raise QueryError(
+                f"doc hash {doc_hash!r} is too short: give at least 8 characters of the "
+                "source hash shown in search results"
+            )
+        found = [r for r in self.documents() if r.doc_hash.startswith(key)]
+        if len(found) != 1:
+            problem = "no document" if not found else f"{len(found)} documents"
+            raise QueryError(
+                f"{problem} with hash {doc_hash!r} in collection {self._trace_name()!r}: "
+                "copy doc_hash from a search hit"
+            )
+        return found[0]
+
+    def chunk(self, chunk_id: str) -> list[Hit]:
+        """The chunk with this id in this version (none: an empty list)."""
+        found = self._app.store.chunks_by_id(chunk_id.strip())
+        return named([h for h in found if h.collection == self.target.physical], self.target)
+
+    def document_chunks(self, record: DocumentRecord) -> list[Hit]:
+        """The chunks of ``record`` (from :meth:`document`) in the order they were written."""
+        store = self._app.store
+        rows = [
+            i for i, src in store.chunk_sources(self.store_id()).items() if src == record.source
+        ]
+        hits = store.hits(rows)
+        ordered = [hits[i] for i in sorted(hits) if hits[i].doc_hash == record.doc_hash]
+        return named(ordered, self.target)
+
+    def remove(self, key: str, *, all_matches: bool = False) -> list[DocumentRecord]:
+        """Remove the documents ``key`` names: by path (as given or as stored) or source,
+        else by doc-hash prefix (hex, 8+ digits). When several match, none is removed (the
+        error lists them) unless ``all_matches``."""
+        cid, name = self.store_id(), self.name
+        found = self._documents_named(cid, key)
+        if len(found) > 1 and not all_matches:
+            listing = "".join(f"\n  {r.source}  {r.doc_hash}" for r in found)
+            raise QueryError(
+                f"{key!r} matches {len(found)} documents in collection {name!r}, so none was "
+                "removed: give more of the doc hash, or --all-matches to remove them all:" + listing
+            )
+        for record in found:
+            self._app.store.remove_document(cid, record.path)
+        return [replace(r, collection=name) for r in found]
+
+    def _documents_named(self, cid: int, key: str) -> list[DocumentRecord]:
+        """By path or source first; only a key that is none of these is a hash prefix.
+        Paths are stored with undecodable name bytes escaped, so is the key."""
+        store, name = self._app.store, self.name
+        stored = escape_surrogates(key)
+        absolute = escape_surrogates(str(Path(key).absolute()))
+        found = store.find_records(cid, stored) or store.find_records(cid, absolute)
+        if found:
+            return found
+        try:
+            prefix = check_doc_hash_prefix(stored, "path_or_doc_hash")
+        except QueryError as exc:
+            raise QueryError(
+                f"no document with path or source {key!r} in collection {name!r}; {exc}"
+            ) from exc
+        found = store.find_by_hash_prefix(cid, prefix)
+        if not found:
+            raise QueryError(
+                f"no document {key!r} in collection {name!r}: give a path, or a doc hash as "
+                "listed by `knowhub docs`"
+            )
+        return found
+
+    # -- FAQ ---------------------------------------------------------------------------
+
+    def faq(self) -> list[FaqEntry]:
+        return self._app.store.faq(self.store_id())
+
+    def faq_import(self, paths: Sequence[Path]) -> list[tuple[str, int]]:
+        """Load FAQ files (each file's entries replace its old ones); all load or none."""
+        from knowhub.ingest.faq import load_faq
+
+        cid = self.store_id()  # entries join documents: never a new, empty collection
+        limit = self._app.settings.ingest.max_file_bytes
+        loaded = [(path.resolve(), load_faq(path, limit)) for path in paths]
+        for path, pairs in loaded:
+            self.put_faq(cid, str(path), [(p.question, p.answer, p.line) for p in pairs])
+        return [(str(path), len(pairs)) for path, pairs in loaded]
+
+    def put_faq(self, cid: int, source: str, pairs: Sequence[tuple[str, str, int]]) -> None:
+        """Replace ``source``'s entries with ``pairs`` (question, answer, line), embedded as
+        queries: a user's question is compared with them as query to query."""
+        vectors = np.stack([self.embedder.embed_query(question) for question, _, _ in pairs])
+        self._app.store.replace_faq(cid, source, list(pairs), vectors)
+
+    def faq_remove(self, source: str) -> int:
+        removed = self._app.store.remove_faq(self.store_id(), str(Path(source).resolve()))
+        if not removed:
+            raise QueryError(
+                f"no FAQ entries from {source!r}: give the file as imported "
+                "(see `knowhub faq list`)"
+            )
+        return removed
+
+    def faq_match(self, question: str) -> FaqMatch | None:
+        """The FAQ entry that answers ``question``, if one is close enough."""
+        store, opts = self._app.store, self._app.settings.faq
+        cid = store.collection_id(self.target.physical)
+        entries = store.faq(cid) if opts.enabled and cid is not None else []
+        if not entries:
+            return None
+        key = (self.embedder.model_id, question.strip())
+        vector = self._app.caches.query_vectors.get(key)
+        if vector is None:
+            vector = self.embedder.embed_query(question.strip())
+            self._app.caches.query_vectors.put(key, vector)  # the search reuses it
+        return match_faq(question, entries, vector, opts.word_threshold, opts.meaning_threshold)
+
+    # -- bundles -----------------------------------------------------------------------
+
+    def export(self, out: Path) -> BundleStats:
+        """Write this version to a portable JSONL bundle (see ``knowhub.ingest.bundle``)."""
+        from knowhub.ingest.bundle import export_bundle
+
+        self.store_id()  # an unknown collection is an error
+        return export_bundle(self._app.store, self.target.physical, out)
+
+    def import_bundle(self, path: Path) -> BundleStats:
+        """Load a bundle into this version; it must have been built with its embedder."""
+        from knowhub.ingest.bundle import import_bundle
+
+        model = (self.embedder.model_id, self.embedder.dim)
+        return import_bundle(self._app.store, path, model, self.target.physical)
+
+
+def named(hits: list[Hit], target: Target) -> list[Hit]:
+    """``hits`` under their collection's name (the store names a version n >= 2 "C@vN")."""
+    if target.physical == target.collection:
+        return hits
+    return [replace(hit, collection=target.collection) for hit in hits]

@@ -1,0 +1,234 @@
+"""Building a version: the active version's documents re-ingested, from their files, into a
+new version beside it, embedded and chunked as asked, while the active one goes on answering.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from knowhub import registry
+from knowhub.config import ChunkingSettings, Settings
+from knowhub.errors import ConfigError
+from knowhub.ingest.progress import IngestProgress, Progress
+from knowhub.models import DocumentRecord
+from knowhub.providers.embedders.base import Embedder
+from knowhub.versions.gate import GateCheck, GateRun, run_gate
+from knowhub.versions.record import (
+    BUILDING,
+    FAILED,
+    READY,
+    Target,
+    Version,
+    VersionSet,
+    embedder_spec,
+    physical_name,
+    set_version,
+    update_with,
+    utc_now,
+)
+from knowhub.versions.switch import activate_version, first_record
+
+if TYPE_CHECKING:  # annotations only: the CLI's other commands never load the App
+    from knowhub.app import App
+    from knowhub.collection import Collection
+
+__all__ = ["BuildReport", "build_version"]
+
+
+@dataclass
+class BuildReport:
+    """What one build did: the version it made, from which, file by file."""
+
+    collection: str
+    version: Version
+    base: int
+    added: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    chunks: int = 0
+    embedded: int = 0
+    faq: int = 0
+    seconds: float = 0.0
+    gate: GateRun | None = None
+    activated: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and (self.gate is None or self.gate.result.passed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "collection": self.collection,
+            "version": asdict(self.version),
+            "base": self.base,
+            "added": self.added,
+            "missing": self.missing,
+            "failed": [{"source": s, "reason": r} for s, r in self.failed],
+            "chunks": self.chunks,
+            "embedded": self.embedded,
+            "faq": self.faq,
+            "seconds": round(self.seconds, 3),
+            "gate": None if self.gate is None else self.gate.to_dict(),
+            "activated": self.activated,
+        }
+
+
+def build_version(
+    app: App,
+    collection: str | None,
+    embedder: str | None = None,
+    chunk_size: int | None = None,
+    chunk_overlap: int | None = None,
+    gate: GateCheck | None = None,
+    activate: bool = False,
+    progress: Progress | None = None,
+) -> BuildReport:
+    """Build a new version of ``collection`` from its active version's files.
+
+    The new version uses the configured embedder and chunking, except where ``embedder``
+    (a provider name) or ``chunk_size``/``chunk_overlap`` say otherwise. A file that is
+    gone is reported and skipped. With ``gate`` the version must pass it, or it is marked
+    failed; with ``activate`` it becomes active when built (and passed, and no file failed).
+    """
+    started = time.perf_counter()
+    active = app.collection(collection)
+    base = active.target
+    records = active.documents()  # an unknown collection: an error
+    settings = _build_settings(app.settings, embedder, chunk_size, chunk_overlap)
+    model = app.embedder_with(settings)  # loaded before anything is written: fails early
+    version = _reserve(app, base.collection, settings, model)
+    report = BuildReport(base.collection, version, base.number)
+    target = Target(base.collection, version.number, version.physical, version)
+    try:
+        app.store.ensure_collection(version.physical, model.model_id, model.dim)
+        built = app.collection(target.collection, target.number)
+        _rebuild(built, records, report, progress)
+        report.faq = _copy_faq(active, built)
+    except BaseException:
+        set_version(app.store, target, state=FAILED)
+        raise
+    report.version = set_version(app.store, target, state=READY)
+    if gate is not None:
+        report.gate = run_gate(app, gate, base, target)
+        state = READY if report.gate.result.passed else FAILED
+        report.version = set_version(app.store, target, state=state, gate=report.gate.to_dict())
+    if activate and report.ok:
+        activate_version(app, base.collection, version.number)
+        report.activated = True
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _build_settings(
+    settings: Settings, embedder: str | None, size: int | None, overlap: int | None
+) -> Settings:
+    chunking = settings.chunking
+    if size is not None and overlap is None:
+        # The overlap keeps its share of the chunk, unless given.
+        overlap = round(chunking.overlap * size / chunking.size)
+    try:
+        new_chunking = ChunkingSettings(
+            size=chunking.size if size is None else size,
+            overlap=chunking.overlap if overlap is None else overlap,
+            unit=chunking.unit,
+        )
+    except ValidationError as exc:
+        problems = "; ".join(str(e["msg"]) for e in exc.errors())
+        raise ConfigError(f"--chunk-size/--chunk-overlap: {problems}") from exc
+    new_embedder = settings.embedder
+    if embedder is not None:
+        if embedder not in registry.known("embedder"):
+            known = ", ".join(registry.known("embedder"))
+            raise ConfigError(f"unknown embedder {embedder!r} for --embedder; known: {known}")
+        new_embedder = new_embedder.model_copy(update={"provider": embedder})
+    return settings.model_copy(update={"embedder": new_embedder, "chunking": new_chunking})
+
+
+def _reserve(app: App, collection: str, settings: Settings, model: Embedder) -> Version:
+    """Add the next version to the record, as building; its number is never one in use."""
+    prefix = physical_name(collection, 2)[:-1]
+    stored = {
+        int(c.name[len(prefix) :]) for c in app.store.collections() if c.name.startswith(prefix)
+    }
+
+    def add(record: VersionSet | None) -> tuple[VersionSet, Version]:
+        current = record or first_record(app, collection, pin=True)
+        number = max({v.number for v in current.versions} | stored) + 1
+        version = Version(
+            number,
+            physical_name(collection, number),
+            model.model_id,
+            model.dim,
+            embedder_spec(settings),
+            settings.chunking.model_dump(),
+            utc_now(),
+            BUILDING,
+        )
+        return current.put(version), version
+
+    return update_with(app.store, collection, add)[1]
+
+
+def _rebuild(
+    built: Collection,
+    records: Sequence[DocumentRecord],
+    report: BuildReport,
+    progress: Progress | None,
+) -> None:
+    from knowhub.ingest.discover import rediscover  # it loads the loaders: not at import
+
+    present = [r for r in records if Path(r.disk_path).is_file()]
+    report.missing = [r.source for r in records if not Path(r.disk_path).is_file()]
+    done = 0
+    groups = rediscover(present)
+    for number, group in enumerate(groups, start=1):
+        step = None
+        if progress is not None:
+            step = _shifted(progress, done, report.embedded, len(present), number == len(groups))
+        outcome = built.ingest(
+            group.paths, group.tags, include=group.include, exclude=[], progress=step
+        )
+        report.added += [*outcome.added, *outcome.updated, *outcome.unchanged]
+        report.failed += outcome.failed
+        report.chunks += outcome.chunks
+        report.embedded += outcome.embedded
+        done += len(group.records)
+
+
+def _shifted(progress: Progress, files: int, chunks: int, total: int, last: bool) -> Progress:
+    """A group's progress as a share of the whole build's: ``files`` and ``chunks`` were
+    done by the groups before it, of ``total`` files; only the ``last`` one finishes it."""
+
+    def shifted(step: IngestProgress) -> None:
+        event = "file_done" if step.event == "finished" and not last else step.event
+        progress(
+            replace(
+                step,
+                event=event,
+                files_done=files + step.files_done,
+                files_total=total,
+                files_chunked=files + step.files_chunked,
+                chunks_done=chunks + step.chunks_done,
+                chunks_total=chunks + step.chunks_total,
+            )
+        )
+
+    return shifted
+
+
+def _copy_faq(base: Collection, built: Collection) -> int:
+    """The base version's FAQ entries, embedded again by the new version's embedder."""
+    entries = base.faq()
+    sources: dict[str, list[tuple[str, str, int]]] = {}
+    for entry in entries:
+        sources.setdefault(entry.source, []).append((entry.question, entry.answer, entry.line))
+    cid = built.store_id()  # the build created it
+    for source, pairs in sources.items():
+        built.put_faq(cid, source, pairs)
+    return len(entries)

@@ -1,0 +1,142 @@
+"""The gate of a version build: the collection's golden questions on the new version, and
+on the active one for comparison, against the minimums of ``eval.gates``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from knowhub.errors import ConfigError, KnowhubError
+from knowhub.eval.gate import GateResult, check_gate, find_gate
+from knowhub.eval.golden import golden_set
+from knowhub.eval.runner import EvalResult, IngestOutcome, check_judgments, run_queries
+from knowhub.eval.sets import EvalSet
+from knowhub.ingest.progress import Progress
+from knowhub.models import DocumentRecord, Hit
+from knowhub.query.pipeline import SearchResult
+from knowhub.versions.record import FAILED, Target, set_version
+
+if TYPE_CHECKING:  # annotations only: the CLI's other commands never load the App
+    from knowhub.app import App
+
+__all__ = ["GateCheck", "GateRun", "gate_check", "run_gate"]
+
+# Hits per golden query, as `knowhub eval` takes them (recall@100 needs 100).
+_GATE_TOP_K = 100
+
+
+@dataclass(frozen=True)
+class GateCheck:
+    """What a gate runs: the golden questions and the minimums they must reach."""
+
+    evalset: EvalSet
+    key: str
+    thresholds: dict[str, float]
+
+
+@dataclass(frozen=True)
+class GateRun:
+    """A gate's outcome: the new version's metrics next to the active version's (empty,
+    with ``compared_error``, when the active one could not be searched)."""
+
+    result: GateResult
+    golden: str
+    queries: int
+    metrics: dict[str, float]
+    compared_with: int
+    compared_metrics: dict[str, float]
+    compared_error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.result.to_dict(),
+            "golden": self.golden,
+            "queries": self.queries,
+            "metrics": self.metrics,
+            "compared_with": self.compared_with,
+            "compared_metrics": self.compared_metrics,
+            "compared_error": self.compared_error,
+        }
+
+
+def gate_check(app: App, collection: str | None, golden: Path) -> GateCheck:
+    """The gate a build of ``collection`` must pass; a clear error when there is none."""
+    name = app.resolve(collection).collection
+    evalset = golden_set(golden)
+    found = find_gate(app.settings.eval.gates, [name, evalset.name])
+    if found is None:
+        raise ConfigError(
+            f"no gate for collection {name!r} in eval.gates (configured: "
+            f"{', '.join(app.settings.eval.gates) or 'none'}): add its minimums to knowhub.yaml, "
+            f"e.g. `eval: {{gates: {{{name}: {{ndcg@10: 0.8, hit_rate@10: 0.9}}}}}}`"
+        )
+    return GateCheck(evalset, found[0], dict(found[1]))
+
+
+@dataclass(frozen=True)
+class _Pinned:
+    """The runner's view of one version of a collection (``knowhub.eval.runner.Searcher``)."""
+
+    app: App
+    target: Target
+
+    def ingest(
+        self,
+        paths: Sequence[Path],
+        collection: str | None = None,
+        *,
+        prune: bool = False,
+        progress: Progress | None = None,
+    ) -> IngestOutcome:
+        return self.app.ingest(
+            paths, collection, prune=prune, progress=progress, version=self.target.number
+        )
+
+    def search(
+        self, query: str, collection: str | None = None, top_k: int | None = None
+    ) -> SearchResult:
+        return self.app.search(query, collection, top_k, version=self.target.number)
+
+    def documents(self, collection: str | None = None) -> Sequence[DocumentRecord]:
+        return self.app.documents(collection, version=self.target.number)
+
+    def chunk(self, chunk_id: str) -> Sequence[Hit]:
+        return self.app.collection(self.target.collection, self.target.number).chunk(chunk_id)
+
+
+def run_gate(app: App, gate: GateCheck, base: Target, target: Target) -> GateRun:
+    try:
+        new = _measure(app, gate.evalset, target, judged=True)
+    except BaseException:
+        set_version(
+            app.store, target, state=FAILED
+        )  # a version the gate could not measure is not proven
+        raise
+    compared: dict[str, float] = {}
+    error = None
+    try:  # only for comparison: the gate judges the new version alone
+        compared = _measure(app, gate.evalset, base, judged=False).metrics
+    except KnowhubError as exc:  # e.g. built with an embedder the configuration has left
+        error = str(exc)
+    return GateRun(
+        check_gate(gate.key, gate.thresholds, new.metrics),
+        str(gate.evalset.source),
+        len(gate.evalset.queries),
+        _rounded(new.metrics),
+        base.number,
+        _rounded(compared),
+        error,
+    )
+
+
+def _rounded(metrics: dict[str, float]) -> dict[str, float]:
+    return {name: round(value, 6) for name, value in metrics.items()}
+
+
+def _measure(app: App, evalset: EvalSet, target: Target, judged: bool) -> EvalResult:
+    searcher = _Pinned(app, target)
+    if judged:  # every expected source must be in the version, else it could only score 0
+        check_judgments(searcher, evalset, target.collection)
+    return run_queries(searcher, evalset, target.collection, _GATE_TOP_K)
