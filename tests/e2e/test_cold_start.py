@@ -67,7 +67,7 @@ _TOOLS_LIST = """
 import json, sys
 from pathlib import Path
 import anyio
-import knowhub.interfaces.cli
+import knowhub.interfaces.cli.serve
 from knowhub.config import load_settings
 from knowhub.interfaces.mcp.metrics import Metrics
 from knowhub.interfaces.mcp.server import ServeOptions, build_local

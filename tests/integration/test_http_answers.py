@@ -1,7 +1,7 @@
 """Answers from a model over the HTTP API: streaming as generated (Server-Sent Events and
 WebSocket), follow-ups with conversation history, and every way a provider can fail.
 
-The model is the fake OpenAI-compatible server of tests/llm_servers.py, over real HTTP.
+The model is the fake OpenAI-compatible server of knowhub.testing.llm_server, over real HTTP.
 Streaming and follow-ups run against a real ``knowhub serve http`` process; the failure
 modes run in-process (one app per mode) so each can have its own misbehaving model.
 """
@@ -20,9 +20,9 @@ from websockets.sync.client import connect
 
 from knowhub import load_settings
 from knowhub.interfaces.http import create_app
+from knowhub.testing.llm_server import ANSWER, LlmServer, closed_url, serve
 from tests.helpers import FAST_ENV
 from tests.http_helpers import FULL, TOKEN_ENV, ApiServer, api_server, build_corpus, read_sse
-from tests.llm_servers import ANSWER, LlmServer, closed_url, serve
 
 REWRITTEN = "How long are database backups kept?"
 FOLLOW_UP = "And the retention?"  # no word of it is in the documents: alone, it finds nothing

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from knowhub.interfaces.cli_traces import _render
+from knowhub.interfaces.cli.traces import _render
 from knowhub.interfaces.render import SOURCE_CHARS, middle_cut, render_documents
 from knowhub.models import DocumentRecord
 from knowhub.trace.record import Trace

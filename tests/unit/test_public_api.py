@@ -58,7 +58,7 @@ for name in sys.argv[1:]:
 def test_a_cli_command_module_imports_before_the_cli() -> None:
     """A plugin, a test or a pytest-xdist worker may import one command module first; the
     CLI imports them all to join them, so none may import the CLI back."""
-    commands = [m for m in MODULES if m.startswith("knowhub.interfaces.cli_")]
+    commands = [m for m in MODULES if m.startswith("knowhub.interfaces.cli.")]
     assert len(commands) > 5
     done = subprocess.run(
         [sys.executable, "-c", _IMPORT_EACH_ALONE, *commands],

@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 import pytest
 
-from knowhub.answer.pipeline import source_dict
+from knowhub.answer.events import source_dict
 from knowhub.interfaces import cli  # noqa: F401  (cli_ask is imported through it)
-from knowhub.interfaces.cli_ask import render_answer
-from knowhub.interfaces.mcp.tools import _cite
+from knowhub.interfaces.cli.ask import render_answer
+from knowhub.interfaces.mcp.tools.search import cite
 from knowhub.interfaces.render import citation
 from knowhub.models import Hit
 
@@ -47,7 +47,7 @@ def _answer_sources(hit: Hit) -> str:
     return next(line for line in render_answer(result).splitlines() if "[1] " in line)
 
 
-@pytest.mark.parametrize("cite", [citation, _cite, _answer_sources])
+@pytest.mark.parametrize("cite", [citation, cite, _answer_sources])
 def test_citations_give_file_lines_and_leave_them_out_where_there_are_none(
     cite: Callable[[Hit], str],
 ) -> None:

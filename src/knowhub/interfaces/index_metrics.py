@@ -30,11 +30,6 @@ class IndexSize:
     def label(self) -> str:
         return f"{self.session}/{self.collection}" if self.session else self.collection
 
-    def visible_to(self, principal: Principal) -> bool:
-        """The same test the tools and routes apply before showing a collection."""
-        in_session = self.session is None or principal.may_use(self.session)
-        return in_session and principal.may_read(self.collection)
-
 
 Sizes = Callable[[], Iterable[IndexSize]]
 """Yields the size of every index served."""
@@ -67,13 +62,21 @@ class _Scoped(Collector):
             "knowhub_index_documents", "Documents indexed", labels=["collection"]
         )
         chunks = GaugeMetricFamily("knowhub_index_chunks", "Chunks indexed", labels=["collection"])
-        try:
-            rows = list(self._sizes()) if self._principal is not None else []
-        except Exception:  # a scrape must not fail because one store is busy or gone
-            rows = []
-        for row in rows:
-            if self._principal is not None and row.visible_to(self._principal):
-                documents.add_metric([row.label], row.documents)
-                chunks.add_metric([row.label], row.chunks)
+        for row in self._visible():
+            documents.add_metric([row.label], row.documents)
+            chunks.add_metric([row.label], row.chunks)
         yield documents
         yield chunks
+
+    def _visible(self) -> list[IndexSize]:
+        """The rows the principal may see: the same filter every listing goes through, and
+        only the sessions it may use."""
+        principal = self._principal
+        if principal is None:
+            return []
+        try:
+            rows = list(self._sizes())
+        except Exception:  # a scrape must not fail because one store is busy or gone
+            return []
+        in_session = [r for r in rows if r.session is None or principal.may_use(r.session)]
+        return principal.readable(in_session, lambda r: r.collection)

@@ -10,24 +10,21 @@ docs page. The web console (``/ui``) takes the token from its login cookie as we
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from importlib.metadata import version
 
 import anyio.to_thread
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from starlette.exceptions import HTTPException
-from starlette.responses import JSONResponse, Response
+from fastapi import FastAPI
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
 from knowhub.app import App, build_app
 from knowhub.config import Settings
-from knowhub.errors import KnowhubError
 from knowhub.interfaces.http import console
-from knowhub.interfaces.http.errors import describe_invalid, error_body
-from knowhub.interfaces.http.metrics import ERROR_KEY, ApiMetrics, MetricsMiddleware
+from knowhub.interfaces.http.boundary import add_error_handlers
+from knowhub.interfaces.http.deps import attach
+from knowhub.interfaces.http.metrics import ApiMetrics, MetricsMiddleware
 from knowhub.interfaces.http.routes import routers
 from knowhub.interfaces.http.service import Service
 from knowhub.interfaces.http.sessions import Conversations
@@ -61,7 +58,35 @@ def create_app(
     """
     tokens = TokenBook(settings)
     loopback = check_bind(tokens, host, allow_unauthenticated)
-    owned = app is None
+    service = _service(settings, app, conversations)
+    api = FastAPI(
+        title="knowhub",
+        version=version("knowhub"),
+        description=DESCRIPTION,
+        lifespan=_lifespan(service, owned=app is None),
+        max_body_size=settings.server.max_body_bytes,
+        # Nothing leaves the machine unless asked: no OpenTelemetry from FastAPI itself.
+        telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
+    )
+    attach(api, service, tokens)
+    parts = [*routers(), console.console_router()]
+    for part in parts:
+        api.include_router(part)
+    add_error_handlers(api)
+    guarded = Guard(
+        api,
+        tokens,
+        settings.server.allowed_origins,
+        LOOPBACK_HOSTS if loopback else None,
+        settings.server.max_body_bytes,
+        PUBLIC_PATHS | console.PUBLIC_PATHS,
+        console.CONSOLE_LOGIN,
+    )
+    paths = _paths([*api.routes, *(route for part in parts for route in part.routes)])
+    return MetricsMiddleware(guarded, service.metrics, paths)
+
+
+def _service(settings: Settings, app: App | None, conversations: Conversations | None) -> Service:
     service = Service(
         app or build_app(settings, interface="http"),
         settings,
@@ -71,6 +96,13 @@ def create_app(
     service.metrics.track_index(
         lambda: [IndexSize(c.name, c.documents, c.chunks) for c in service.app.collections()]
     )
+    return service
+
+
+def _lifespan(
+    service: Service, owned: bool
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """Warm up before serving; close the App on shutdown if ``create_app`` built it."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -83,58 +115,7 @@ def create_app(
             if owned:
                 service.app.close()
 
-    api = FastAPI(
-        title="knowhub",
-        version=version("knowhub"),
-        description=DESCRIPTION,
-        lifespan=lifespan,
-        max_body_size=settings.server.max_body_bytes,
-        # Nothing leaves the machine unless asked: no OpenTelemetry from FastAPI itself.
-        telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
-    )
-    parts = [*routers(service), console.console_router(service, tokens)]
-    for part in parts:
-        api.include_router(part)
-    limit = settings.server.max_body_bytes
-    _error_handlers(api, limit)
-    guarded = Guard(
-        api,
-        tokens,
-        settings.server.allowed_origins,
-        LOOPBACK_HOSTS if loopback else None,
-        limit,
-        PUBLIC_PATHS | console.PUBLIC_PATHS,
-        console.CONSOLE_LOGIN,
-    )
-    paths = _paths([*api.routes, *(route for part in parts for route in part.routes)])
-    return MetricsMiddleware(guarded, service.metrics, paths)
-
-
-def _error_handlers(api: FastAPI, limit: int) -> None:
-    """Every error in the one shape ``{"error", "status"}``, validation included (400)."""
-
-    async def invalid(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, RequestValidationError)
-        request.scope[ERROR_KEY] = "ValidationError"
-        return JSONResponse(error_body(describe_invalid(exc.errors()), 400), status_code=400)
-
-    async def http_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, HTTPException)
-        detail = str(exc.detail)
-        if exc.status_code == 413:  # a chunked body that outgrew the limit while arriving
-            detail = f"request body over {limit} bytes (server.max_body_bytes)"
-        body = error_body(detail, exc.status_code)
-        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
-
-    async def knowhub_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, KnowhubError)
-        request.scope[ERROR_KEY] = type(exc).__name__
-        body = error_body(exc)
-        return JSONResponse(body, status_code=body["status"])
-
-    api.add_exception_handler(RequestValidationError, invalid)
-    api.add_exception_handler(HTTPException, http_error)
-    api.add_exception_handler(KnowhubError, knowhub_error)
+    return lifespan
 
 
 def _paths(routes: list[BaseRoute]) -> frozenset[str]:

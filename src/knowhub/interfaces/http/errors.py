@@ -8,7 +8,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from knowhub.errors import AuthError, KnowhubError, ProviderError, QueryError, StoreError
+from knowhub.errors import (
+    AuthError,
+    CollectionNotFound,
+    KnowhubError,
+    ProviderError,
+    QueryError,
+    StoreError,
+)
 from knowhub.interfaces.http.limits import ServerBusyError
 from knowhub.interfaces.security import ThrottledError
 
@@ -25,6 +32,8 @@ def error_status(exc: BaseException) -> int:
         return 403
     if isinstance(exc, ProviderError):
         return 502  # the model, embedder or reranker behind us failed, not this server
+    if isinstance(exc, CollectionNotFound):
+        return 404
     if isinstance(exc, QueryError | StoreError):
         return 400
     return 500

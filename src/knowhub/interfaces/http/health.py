@@ -66,7 +66,7 @@ class HealthState:
         sizes = self._sizes
         if time.monotonic() - sizes.taken > SNAPSHOT_MAX_AGE_S and self.warmed.is_set():
             self._refresh_in_background()
-        readable = [c for c in sizes.collections if principal.may_read(c[0])]
+        readable = principal.readable(sizes.collections, lambda c: c[0])
         return {
             "collections": len(readable),
             "documents": sum(c[1] for c in readable),

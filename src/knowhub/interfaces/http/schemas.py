@@ -1,9 +1,9 @@
 """Request bodies of the HTTP API (FastAPI validates them and documents them in OpenAPI).
 
 Unknown fields are refused, so a misspelt option is an error rather than silently ignored.
-Query text is checked by :func:`knowhub.validate.check_query` (one wording everywhere), and
-filters by :func:`knowhub.validate.check_filters`. Every string of a body, keys and nested
-ones included, is checked for lone surrogates (JSON's ``"\\ud800"``) before any field.
+Query text is checked by :func:`knowhub.checks.check_query` (one wording everywhere), and
+filters by :func:`knowhub.interfaces.arguments.check_filters`. Every string of a body, keys
+and nested ones included, is checked for lone surrogates (JSON's ``"\\ud800"``) before any field.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from knowhub.validate import check_text
+from knowhub.checks import check_text
 
 __all__ = ["AskBody", "DebugBody", "QuestionBody", "SearchBody", "Turn", "WsQuestion"]
 

@@ -1,4 +1,4 @@
-"""What every route shares: the App, the caller's limits, error answers, answer bookkeeping.
+"""What every route shares: the App, the caller's limits, error bodies, answer bookkeeping.
 
 Blocking App calls run in worker threads, answers stream from an :class:`EventPump`; both
 are bounded (see :mod:`knowhub.interfaces.http.limits`).
@@ -13,28 +13,31 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from starlette.requests import HTTPConnection
-from starlette.responses import JSONResponse
 
 from knowhub.app import App
+from knowhub.checks import check_collection_name, check_query
 from knowhub.config import Settings
-from knowhub.errors import AuthError, KnowhubError, QueryError, StoreError
+from knowhub.errors import AuthError, CollectionNotFound, KnowhubError
+from knowhub.interfaces.arguments import check_filters
 from knowhub.interfaces.http.errors import error_body
 from knowhub.interfaces.http.health import HealthState
-from knowhub.interfaces.http.limits import RETRY_AFTER_S, Gate
-from knowhub.interfaces.http.metrics import ERROR_KEY, ApiMetrics
+from knowhub.interfaces.http.limits import Gate
+from knowhub.interfaces.http.metrics import ApiMetrics
 from knowhub.interfaces.http.pump import EventPump
 from knowhub.interfaces.http.schemas import QuestionBody
 from knowhub.interfaces.http.sessions import Conversations
 from knowhub.interfaces.security import PRINCIPAL_KEY, Principal
+from knowhub.interfaces.wire import failed, wire
 from knowhub.models import FilterValue
 from knowhub.providers.llms.base import ChatMessage
-from knowhub.validate import check_collection_name, check_filters, check_query
 
-__all__ = ["Question", "Service", "principal_of", "sse"]
+__all__ = ["COLLECTION_KEY", "Question", "Service", "note_collection", "principal_of", "sse"]
 
 log = logging.getLogger("knowhub.http")
 T = TypeVar("T")
 Event = tuple[str, dict[str, Any]]
+COLLECTION_KEY = "knowhub.collection"
+"""Where a route notes the collection it is about (see :func:`note_collection`)."""
 
 
 def principal_of(connection: HTTPConnection) -> Principal:
@@ -43,6 +46,13 @@ def principal_of(connection: HTTPConnection) -> Principal:
     if found is None:
         raise AuthError("missing or invalid bearer token: send 'Authorization: Bearer <token>'")
     return found
+
+
+def note_collection(connection: HTTPConnection, collection: str) -> str:
+    """``collection``, noted as what the request is about: if it fails for want of that
+    collection, the error handler answers 404 naming it."""
+    connection.scope[COLLECTION_KEY] = collection
+    return collection
 
 
 def sse(kind: str, payload: dict[str, Any]) -> str:
@@ -94,28 +104,17 @@ class Service:
         return await self.workers.run(call)
 
     async def failure(self, exc: BaseException, collection: str | None) -> dict[str, Any]:
-        """The error body for ``exc``; 404 when the cause is a collection that does not exist."""
+        """The error body for ``exc``; 404 when the cause is a collection that does not exist
+        (``collection``: the one the request is about, if known)."""
         if not isinstance(exc, KnowhubError):
             log.error("request failed", exc_info=exc)
-        elif (
-            isinstance(exc, QueryError | StoreError)
-            and collection
-            and (await self._missing(collection))
-        ):
+        elif collection and isinstance(exc, CollectionNotFound):
             return error_body(
                 f"unknown collection {collection!r}: ingest into it first (GET /api/collections "
                 "lists those that exist)",
                 404,
             )
         return error_body(exc)
-
-    async def fail(
-        self, connection: HTTPConnection, exc: BaseException, collection: str | None = None
-    ) -> JSONResponse:
-        body = await self.failure(exc, collection)
-        connection.scope[ERROR_KEY] = type(exc).__name__
-        retry = {"Retry-After": str(RETRY_AFTER_S)} if body["status"] == 503 else None
-        return JSONResponse(body, status_code=body["status"], headers=retry)
 
     def question(self, principal: Principal, body: QuestionBody) -> Question:
         """Check an ask request up front, so its mistakes are answered before any stream."""
@@ -137,13 +136,25 @@ class Service:
         release = await self.answers.acquire()
         try:
             return EventPump(
-                lambda: app.ask(
-                    question.text, question.collection, question.filters, question.history
+                lambda: wire(
+                    app.ask(question.text, question.collection, question.filters, question.history)
                 ),
                 on_exit=release,
             ).start()
         except BaseException:
             release()
+            raise
+
+    async def begin(self, question: Question) -> tuple[list[Event], EventPump]:
+        """The answer's events up to its first content, and the pump for the rest.
+
+        Held back until the answer starts, so that a bad request still gets its status (the
+        pump is closed when that fails)."""
+        pump = await self.pump(question)
+        try:
+            return await pump.until_content(), pump
+        except BaseException:
+            pump.close()
             raise
 
     def answered(self, question: Question, end: dict[str, Any]) -> None:
@@ -181,15 +192,8 @@ class Service:
                 if kind == "end":
                     self.answered(question, payload)
                 yield kind, payload
-        except Exception as exc:
+        except Exception as exc:  # the status is sent: the stream's last event is all that is left
             self.metrics.errors.labels(route, type(exc).__name__).inc()
-            yield "error", await self.failure(exc, question.collection)
+            yield failed(await self.failure(exc, question.collection))
         finally:
             pump.close()
-
-    async def _missing(self, collection: str) -> bool:
-        try:
-            names = await self.run(lambda: {c.name for c in self.app.collections()})
-        except KnowhubError:
-            return False
-        return collection not in names

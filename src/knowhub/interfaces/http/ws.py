@@ -68,13 +68,8 @@ async def _answer(service: Service, websocket: WebSocket, principal: Principal, 
     try:
         question = service.question(principal, body)
         collection = question.collection
-        pump = await service.pump(question)
-        try:
-            first = await pump.until_content()
-        except BaseException:
-            pump.close()
-            raise
-    except Exception as exc:
+        first, pump = await service.begin(question)
+    except Exception as exc:  # no status on an open socket: an error event, and it stays open
         failure = await service.failure(exc, collection)
         status = failure["status"]
         await _send(websocket, ref, "error", failure)

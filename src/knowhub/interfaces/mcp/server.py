@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager, closing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 from types import FrameType
@@ -25,6 +25,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from knowhub.checks import unpaired_surrogate
 from knowhub.config import Settings
 from knowhub.errors import ConfigError, KnowhubError
 from knowhub.interfaces.index_metrics import IndexSize
@@ -33,8 +34,12 @@ from knowhub.interfaces.mcp.early import Wire
 from knowhub.interfaces.mcp.http import build_http_app, mcp_endpoint
 from knowhub.interfaces.mcp.local import LocalService
 from knowhub.interfaces.mcp.metrics import Metrics
-from knowhub.interfaces.mcp.shared import SessionRegistry, add_control_tools
-from knowhub.interfaces.mcp.tools import Target, add_data_tools
+from knowhub.interfaces.mcp.shared import SessionRegistry
+from knowhub.interfaces.mcp.tools.base import Resolve, Target, ToolGroup, add_tools
+from knowhub.interfaces.mcp.tools.control import ControlTools
+from knowhub.interfaces.mcp.tools.documents import DocumentTools
+from knowhub.interfaces.mcp.tools.ingest import IngestTools
+from knowhub.interfaces.mcp.tools.search import SearchTools
 from knowhub.interfaces.security import (
     LOCAL_USER,
     LOOPBACK_HOSTS,
@@ -46,7 +51,6 @@ from knowhub.interfaces.security import (
 )
 from knowhub.interfaces.warmup import warm
 from knowhub.lang import load_tokenizers
-from knowhub.validate import unpaired_surrogate
 
 __all__ = [
     "Closable",
@@ -153,7 +157,7 @@ def build_local(
         yield Target(service.kb, principal_of(ctx), service.docs, "local")
 
     server = _server("knowhub")
-    add_data_tools(server, resolve, settings.server, metrics, options.read_only)
+    add_tools(server, *_data_tools(resolve, settings, metrics, options.read_only))
     return server, service
 
 
@@ -180,10 +184,23 @@ def build_shared(
             registry.release(session_id)
 
     data = _server("knowhub")
-    add_data_tools(data, resolve, settings.server, metrics, options.read_only)
+    add_tools(data, *_data_tools(resolve, settings, metrics, options.read_only))
     control = _server("knowhub-control")
-    add_control_tools(control, registry, principal_of, options.read_only)
+    add_tools(control, ControlTools(registry, principal_of, options.read_only))
     return data, control, registry
+
+
+def _data_tools(
+    resolve: Resolve, settings: Settings, metrics: Metrics, read_only: bool
+) -> list[ToolGroup]:
+    """Search, browse, and (unless ``read_only``) ingest, in the order tools/list shows."""
+    groups: list[ToolGroup] = [
+        SearchTools(resolve, settings.server, metrics),
+        DocumentTools(resolve, settings.server, metrics),
+    ]
+    if not read_only:
+        groups.append(IngestTools(resolve, settings.server, metrics))
+    return groups
 
 
 def serve(settings: Settings, options: ServeOptions, wire: Wire | None = None) -> None:
@@ -242,57 +259,25 @@ def _warm_then_start(service: LocalService) -> None:
         service.start()
 
 
+@dataclass(frozen=True)
+class _Served:
+    """What the HTTP app of one mode serves, and how it reports on it."""
+
+    servers: list[MCPServer]
+    routes: list[Route]
+    status: Callable[[], dict[str, Any]]  # /health's details for an authenticated caller
+    closer: Closable
+    background: list[Callable[[], Coroutine[Any, Any, None]]] = field(default_factory=list)
+
+
 def http_app(settings: Settings, options: ServeOptions) -> tuple[ASGIApp, Closable]:
     """The ASGI app for ``options`` and the object to close when it stops."""
     tokens = TokenBook(settings)
     loopback = check_bind(tokens, options.host, options.allow_unauthenticated)
     metrics = Metrics()
     started = time.time()
-    limit = settings.server.max_body_bytes
-    if options.mode == "local":
-        server, service = build_local(settings, options, metrics)
-        # Before the first request (and the first sync): models, tokenizers and indexes
-        # load once, here, instead of in every thread of a burst of first requests.
-        warm(service.kb.reader)
-        servers = [server]
-        routes = [Route("/mcp", mcp_endpoint(server, limit))]
-        background: list[Any] = []
-
-        def status() -> dict[str, Any]:
-            return {
-                "sessions": 1,
-                "loaded": 1,
-                "chunks": service.kb.chunks(),
-                "indexing": not service.ready.is_set(),
-            }
-
-        closer: Closable = service
-        metrics.track_index(
-            lambda: [
-                IndexSize(c.name, c.documents, c.chunks) for c in service.kb.reader.collections()
-            ]
-        )
-        service.start()
-    else:
-        data, control, registry = build_shared(settings, options, metrics)
-        servers = [data, control]
-        data_endpoint = mcp_endpoint(data, limit)
-        routes = [
-            Route("/mcp", mcp_endpoint(control, limit)),
-            Route("/mcp/{session_id}", _SessionGate(registry, data_endpoint)),
-        ]
-        background = [_reaper(registry)] if options.idle_timeout_s else []
-
-        def status() -> dict[str, Any]:
-            rows = registry.sessions()
-            return {
-                "sessions": len(rows),
-                "loaded": sum(1 for _, loaded, _ in rows if loaded),
-                "chunks": sum(c or 0 for _, _, c in rows),
-            }
-
-        metrics.track_index(registry.index_sizes)
-        closer = registry
+    parts = _http_local if options.mode == "local" else _http_shared
+    served = parts(settings, options, metrics)
 
     def health(authenticated: bool) -> dict[str, Any]:
         if not authenticated:
@@ -301,22 +286,68 @@ def http_app(settings: Settings, options: ServeOptions) -> tuple[ASGIApp, Closab
             "status": "ok",
             "mode": options.mode,
             "uptime_s": round(time.time() - started, 1),
-            **status(),
+            **served.status(),
         }
 
     def guard(app: ASGIApp) -> ASGIApp:
         hosts = LOOPBACK_HOSTS if loopback else None
-        return Guard(app, tokens, settings.server.allowed_origins, hosts, limit)
+        return Guard(
+            app, tokens, settings.server.allowed_origins, hosts, settings.server.max_body_bytes
+        )
 
     app = build_http_app(
-        routes=routes,
+        routes=served.routes,
         guard=guard,
-        servers=servers,
+        servers=served.servers,
         metrics=metrics,
         health=health,
-        background=background,
+        background=served.background,
     )
-    return app, closer
+    return app, served.closer
+
+
+def _http_local(settings: Settings, options: ServeOptions, metrics: Metrics) -> _Served:
+    server, service = build_local(settings, options, metrics)
+    # Before the first request (and the first sync): models, tokenizers and indexes
+    # load once, here, instead of in every thread of a burst of first requests.
+    warm(service.kb.reader)
+    routes = [Route("/mcp", mcp_endpoint(server, settings.server.max_body_bytes))]
+
+    def status() -> dict[str, Any]:
+        return {
+            "sessions": 1,
+            "loaded": 1,
+            "chunks": service.kb.chunks(),
+            "indexing": not service.ready.is_set(),
+        }
+
+    metrics.track_index(
+        lambda: [IndexSize(c.name, c.documents, c.chunks) for c in service.kb.reader.collections()]
+    )
+    service.start()
+    return _Served([server], routes, status, service)
+
+
+def _http_shared(settings: Settings, options: ServeOptions, metrics: Metrics) -> _Served:
+    data, control, registry = build_shared(settings, options, metrics)
+    limit = settings.server.max_body_bytes
+    data_endpoint = mcp_endpoint(data, limit)
+    routes = [
+        Route("/mcp", mcp_endpoint(control, limit)),
+        Route("/mcp/{session_id}", _SessionGate(registry, data_endpoint)),
+    ]
+
+    def status() -> dict[str, Any]:
+        rows = registry.sessions()
+        return {
+            "sessions": len(rows),
+            "loaded": sum(1 for _, loaded, _ in rows if loaded),
+            "chunks": sum(c or 0 for _, _, c in rows),
+        }
+
+    metrics.track_index(registry.index_sizes)
+    background = [_reaper(registry)] if options.idle_timeout_s else []
+    return _Served([data, control], routes, status, registry, background)
 
 
 def _serve_http(settings: Settings, options: ServeOptions) -> None:
@@ -369,7 +400,7 @@ class _SessionGate:
         await self.endpoint(scope, receive, send)
 
 
-def _reaper(registry: SessionRegistry) -> Any:
+def _reaper(registry: SessionRegistry) -> Callable[[], Coroutine[Any, Any, None]]:
     interval = max(1.0, min(30.0, (registry.idle_timeout_s or 60.0) / 4))
 
     async def loop() -> None:

@@ -17,42 +17,23 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
-
-import anyio.to_thread
-from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import CallToolResult, ToolAnnotations
-from pydantic import BaseModel, Field
+from typing import TYPE_CHECKING
 
 from knowhub.app import App
 from knowhub.config import Settings
-from knowhub.errors import AuthError, KnowhubError
+from knowhub.errors import KnowhubError
 from knowhub.ingest.progress import Progress
 from knowhub.interfaces.index_metrics import IndexSize
 from knowhub.interfaces.mcp.kb import KnowledgeBase
 from knowhub.interfaces.mcp.metrics import Metrics
-from knowhub.interfaces.mcp.tools import (
-    inside_root,
-    progress_reporter,
-    tool_errors,
-    tool_result,
-)
+from knowhub.interfaces.mcp.tools.base import inside_root
 from knowhub.interfaces.mcp.watch import FolderWatcher
-from knowhub.interfaces.security import Principal
 from knowhub.providers.embedders.base import Embedder
 
 if TYPE_CHECKING:  # not imported by the server's start (cold start)
     from knowhub.ingest.pipeline import IngestReport
 
-__all__ = [
-    "RegisterOut",
-    "SessionOut",
-    "SessionRecord",
-    "SessionRegistry",
-    "SessionsOut",
-    "UnregisterOut",
-    "add_control_tools",
-]
+__all__ = ["SessionRecord", "SessionRegistry"]
 
 log = logging.getLogger("knowhub.mcp")
 
@@ -344,167 +325,3 @@ def _log_passed_over(session_id: str, report: IngestReport) -> None:
         log.warning("session %s: %s failed: %s", session_id, source, reason)
     for _, reason in report.skipped:
         log.warning("session %s: skipped %s", session_id, reason)
-
-
-# -- control tools ---------------------------------------------------------------------
-
-
-class RegisterOut(BaseModel):
-    session_id: str
-    path: str
-    relative_path: str
-    chunks_count: int
-    endpoint: str = Field(description="Data-plane URL path for this session's tools.")
-    created: bool = Field(False, description="The folder did not exist: created, empty.")
-
-
-class SessionOut(BaseModel):
-    session_id: str
-    path: str
-    description: str
-    state: str = Field(description="Loaded or Unloaded.")
-    chunks_count: int | None = Field(
-        description="Counted if loaded; if unloaded, as of its unloading (null: not known)."
-    )
-    last_access: str
-
-
-class SessionsOut(BaseModel):
-    sessions: list[SessionOut]
-
-
-class UnregisterOut(BaseModel):
-    session_id: str
-    path: str
-
-
-def add_control_tools(
-    server: MCPServer,
-    registry: SessionRegistry,
-    principal_of: Any,
-    read_only: bool,
-) -> None:
-    """``register``, ``unregister`` and ``list`` on the control endpoint (``/mcp``).
-
-    A token limited to some sessions may not use them: each would tell it about (or let
-    it reach) sessions beyond its own, and ``register`` hands out any folder's session id.
-    """
-
-    def caller(ctx: Context, tool: str) -> Principal:
-        principal: Principal = principal_of(ctx)
-        if principal.session_scoped:
-            raise AuthError(
-                f"token {principal.name!r} is limited to sessions, so it may not call {tool!r}: "
-                "the control tools (register, unregister, list) need a token with sessions "
-                "['*'] in server.tokens; use this one on its sessions' /mcp/<session_id> only"
-            )
-        return principal
-
-    if not read_only:
-
-        @server.tool(
-            name="register",
-            title="Serve a folder",
-            annotations=ToolAnnotations(
-                read_only_hint=False,
-                destructive_hint=False,
-                idempotent_hint=True,
-                open_world_hint=False,
-            ),
-            description="Register a folder (relative to the server's --path-root) as a "
-            "session and index it now, reporting progress. A folder that does not exist is "
-            "refused unless create is true. Registering the same folder again returns its "
-            "session.",
-        )
-        async def register(
-            path: Annotated[str, Field(min_length=1, description="Relative to --path-root.")],
-            ctx: Context,
-            description: str = "",
-            create: Annotated[
-                bool, Field(description="Create the folder, empty, if it does not exist.")
-            ] = False,
-        ) -> Annotated[CallToolResult, RegisterOut]:
-            with tool_errors(registry.metrics, "register", path=path):
-                caller(ctx, "register").check_write("register folders")
-                record, chunks, created = await anyio.to_thread.run_sync(
-                    lambda: registry.register(
-                        path, description, progress_reporter(ctx, registry.settings.ingest), create
-                    )
-                )
-            out = RegisterOut(
-                session_id=record.session_id,
-                path=record.path,
-                relative_path=record.relative_path,
-                chunks_count=chunks,
-                endpoint=f"/mcp/{record.session_id}",
-                created=created,
-            )
-            text = (
-                f"session {out.session_id} serves {out.path} ({out.chunks_count} chunks); "
-                f"its tools are at {out.endpoint}"
-            )
-            if out.created:
-                text += "; the folder did not exist and was created, empty"
-            return tool_result(text, out)
-
-        @server.tool(
-            name="unregister",
-            title="Stop serving a folder",
-            annotations=ToolAnnotations(
-                read_only_hint=False,
-                destructive_hint=True,
-                idempotent_hint=False,
-                open_world_hint=False,
-            ),
-            description="Forget a session and its index (the folder itself is kept).",
-        )
-        async def unregister(
-            session_id: Annotated[str, Field(min_length=1)], ctx: Context
-        ) -> Annotated[CallToolResult, UnregisterOut]:
-            with tool_errors(registry.metrics, "unregister", session_id=session_id):
-                caller(ctx, "unregister").check_write("unregister sessions")
-                record = await anyio.to_thread.run_sync(lambda: registry.unregister(session_id))
-            out = UnregisterOut(session_id=record.session_id, path=record.path)
-            return tool_result(f"session {out.session_id} ({out.path}) unregistered", out)
-
-    @server.tool(
-        name="list",
-        title="List sessions",
-        annotations=ToolAnnotations(
-            read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-        ),
-        description="The registered sessions: folder, description, Loaded/Unloaded, chunks, "
-        "last access.",
-    )
-    async def list_sessions(ctx: Context) -> Annotated[CallToolResult, SessionsOut]:
-        with tool_errors(registry.metrics, "list"):
-            caller(ctx, "list")
-            rows = await anyio.to_thread.run_sync(registry.sessions)
-        out = SessionsOut(
-            sessions=[
-                SessionOut(
-                    session_id=r.session_id,
-                    path=r.path,
-                    description=r.description,
-                    state="Loaded" if loaded else "Unloaded",
-                    chunks_count=chunks,
-                    last_access=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(r.last_access)),
-                )
-                for r, loaded, chunks in rows
-            ]
-        )
-        lines = [
-            f"- {s.session_id} {s.state} {s.path}"
-            + (f" — {s.description}" if s.description else "")
-            + f" ({_count(s.chunks_count)}, last access {s.last_access})"
-            for s in out.sessions
-        ]
-        return tool_result("\n".join(lines) or "No sessions registered.", out)
-
-
-def _count(chunks: int | None) -> str:
-    return (
-        "chunks not counted yet (counted on its next load)"
-        if chunks is None
-        else f"{chunks} chunks"
-    )

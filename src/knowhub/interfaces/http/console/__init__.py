@@ -3,6 +3,7 @@ templates shipped with the package; no script, nothing to build) over the same A
 and collection limits as the API."""
 
 from knowhub.interfaces.http.console.auth import CONSOLE_LOGIN, PUBLIC_PATHS
+from knowhub.interfaces.http.console.failure import failure_page
 from knowhub.interfaces.http.console.routes import console_router
 
-__all__ = ["CONSOLE_LOGIN", "PUBLIC_PATHS", "console_router"]
+__all__ = ["CONSOLE_LOGIN", "PUBLIC_PATHS", "console_router", "failure_page"]

@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from knowhub.checks import check_collection_name
 from knowhub.errors import ConfigError
 from knowhub.eval.gate import check_gate, find_gate
 from knowhub.eval.golden import golden_set
 from knowhub.eval.report import compare, load_report, write_reports
 from knowhub.eval.runner import EvalResult, check_judgments, index_corpus, run_queries
 from knowhub.eval.sets import EvalSet, beir_set
-from knowhub.interfaces.cli_common import _Context, _emit, _errors, _progress
+from knowhub.interfaces.cli.context import CliContext, emit, progress_bar
 from knowhub.interfaces.progress import ingest_progress
-from knowhub.validate import check_collection_name
 
 if TYPE_CHECKING:  # annotations only: `--help`, `--version` and the other commands skip it
     from knowhub.app import App
@@ -70,7 +70,7 @@ __all__ = ["eval_command"]
 )
 @click.pass_obj
 def eval_command(
-    obj: _Context,
+    obj: CliContext,
     dataset: Path,
     split: str,
     collection: str | None,
@@ -93,37 +93,36 @@ def eval_command(
     """
     if (limit or subset_docs) and not dataset.is_dir():
         raise click.UsageError("--limit and --subset-docs apply to BEIR folders only")
-    with _errors(obj):
-        app = obj.app()
-        work = app.settings.data_dir / "eval"
-        evalset, name = _evalset(app, dataset, split, collection, limit, subset_docs, work)
-        with ingest_progress(app.settings.ingest, "indexing") as progress:
-            ingest = index_corpus(app, evalset, name, progress)
-        check_judgments(app, evalset, name)
-        with _progress("searching") as progress:
-            result = run_queries(app, evalset, name, top_k, progress)
-        result.ingest = ingest
-        result.context = _context(app)
-        slug = evalset.name + (f"-{evalset.split}" if evalset.split else "")
-        report = _report(app, result, baseline or _existing(work / "baselines" / f"{slug}.json"))
-        if gate and "gate" not in report:
-            known = ", ".join(app.settings.eval.gates) or "none"
-            raise ConfigError(
-                f"no gate for {evalset.name!r} or collection {name!r} in eval.gates (configured: "
-                f"{known}); add one to knowhub.yaml (see knowhub.example.yaml)"
-            )
-        folder = report_dir or work / "reports" / slug
-        write_reports(report, folder)
-        if save_baseline:
-            _save_baseline(report, work / "baselines" / f"{slug}.json")
-        summary = {k: v for k, v in report.items() if k != "per_query"}
-        summary["report_dir"] = str(folder)
-        _emit(summary if as_json else _render(summary), as_json)
-        if gate and not report["gate"]["passed"]:
-            click.echo(f"gate {report['gate']['key']} failed:", err=True)
-            for failure in report["gate"]["failures"]:
-                click.echo(f"  {failure}", err=True)
-            sys.exit(1)
+    app = obj.app()
+    work = app.settings.data_dir / "eval"
+    evalset, name = _evalset(app, dataset, split, collection, limit, subset_docs, work)
+    with ingest_progress(app.settings.ingest, "indexing") as progress:
+        ingest = index_corpus(app, evalset, name, progress)
+    check_judgments(app, evalset, name)
+    with progress_bar("searching") as progress:
+        result = run_queries(app, evalset, name, top_k, progress)
+    result.ingest = ingest
+    result.context = _context(app)
+    slug = evalset.name + (f"-{evalset.split}" if evalset.split else "")
+    report = _report(app, result, baseline or _existing(work / "baselines" / f"{slug}.json"))
+    if gate and "gate" not in report:
+        known = ", ".join(app.settings.eval.gates) or "none"
+        raise ConfigError(
+            f"no gate for {evalset.name!r} or collection {name!r} in eval.gates (configured: "
+            f"{known}); add one to knowhub.yaml (see knowhub.example.yaml)"
+        )
+    folder = report_dir or work / "reports" / slug
+    write_reports(report, folder)
+    if save_baseline:
+        _save_baseline(report, work / "baselines" / f"{slug}.json")
+    summary = {k: v for k, v in report.items() if k != "per_query"}
+    summary["report_dir"] = str(folder)
+    emit(summary if as_json else _render(summary), as_json)
+    if gate and not report["gate"]["passed"]:
+        click.echo(f"gate {report['gate']['key']} failed:", err=True)
+        for failure in report["gate"]["failures"]:
+            click.echo(f"  {failure}", err=True)
+        sys.exit(1)
 
 
 def _evalset(

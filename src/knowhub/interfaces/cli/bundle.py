@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from knowhub.interfaces.cli_common import _Context, _emit, _errors
+from knowhub.interfaces.cli.context import CliContext, emit
 
 if TYPE_CHECKING:  # loaded by the commands (cold start of every other command)
     from knowhub.ingest.bundle import BundleStats
@@ -22,16 +22,15 @@ __all__ = ["export_command", "import_command", "verify"]
 @click.option("--fix", is_flag=True, help="Repair what is wrong, then check again.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_obj
-def verify(obj: _Context, collection: str | None, fix: bool, as_json: bool) -> None:
+def verify(obj: CliContext, collection: str | None, fix: bool, as_json: bool) -> None:
     """Prove the index matches its files: each file unchanged, each chunk in both search
     legs, no orphan rows, the configured embedder. Exit status 1 on any problem."""
     from knowhub.ingest.verify import render_verify
 
-    with _errors(obj):
-        report = obj.app().verify(collection, fix=fix)
-        _emit(report.to_dict() if as_json else render_verify(report), as_json)
-        if not report.ok:
-            sys.exit(1)
+    report = obj.app().verify(collection, fix=fix)
+    emit(report.to_dict() if as_json else render_verify(report), as_json)
+    if not report.ok:
+        sys.exit(1)
 
 
 @click.command("export")
@@ -39,12 +38,11 @@ def verify(obj: _Context, collection: str | None, fix: bool, as_json: bool) -> N
 @click.option("--collection", "-c", help="Collection to export (default: 'default').")
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
 @click.pass_obj
-def export_command(obj: _Context, out: Path, collection: str | None, as_json: bool) -> None:
+def export_command(obj: CliContext, out: Path, collection: str | None, as_json: bool) -> None:
     """Write a collection to OUT (.jsonl, or .jsonl.gz for gzip): documents, chunks,
     vectors, lexical tokens and FAQ entries, for `knowhub import` elsewhere."""
-    with _errors(obj):
-        stats = obj.app().export(out, collection)
-        _emit(stats.to_dict() if as_json else _summary("exported", stats), as_json)
+    stats = obj.app().export(out, collection)
+    emit(stats.to_dict() if as_json else _summary("exported", stats), as_json)
 
 
 @click.command("import")
@@ -52,12 +50,11 @@ def export_command(obj: _Context, out: Path, collection: str | None, as_json: bo
 @click.option("--collection", "-c", help="Collection to import into (default: the bundle's).")
 @click.option("--json", "as_json", is_flag=True, help="Print what was loaded as JSON.")
 @click.pass_obj
-def import_command(obj: _Context, bundle: Path, collection: str | None, as_json: bool) -> None:
+def import_command(obj: CliContext, bundle: Path, collection: str | None, as_json: bool) -> None:
     """Load a bundle written by `knowhub export` (the configured embedder must be the
     bundle's). Each document replaces its old version atomically; a rerun changes nothing."""
-    with _errors(obj):
-        stats = obj.app().import_bundle(bundle, collection)
-        _emit(stats.to_dict() if as_json else _summary("imported", stats), as_json)
+    stats = obj.app().import_bundle(bundle, collection)
+    emit(stats.to_dict() if as_json else _summary("imported", stats), as_json)
 
 
 def _summary(verb: str, stats: BundleStats) -> str:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from knowhub.interfaces.cli_common import _Context, _emit, _errors
+from knowhub.interfaces.cli.context import CliContext, emit
 
 __all__ = ["faq"]
 
@@ -20,42 +20,39 @@ def faq() -> None:
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--collection", "-c", help="Collection (default: 'default').")
 @click.pass_obj
-def import_faq(obj: _Context, files: tuple[Path, ...], collection: str | None) -> None:
+def import_faq(obj: CliContext, files: tuple[Path, ...], collection: str | None) -> None:
     """Load FAQ FILES: CSV/TSV with question and answer columns, JSON [{question, answer}],
     or Markdown whose headings ending in '?' are questions (or Q:/A: lines).
 
     Importing a file again replaces its entries.
     """
-    with _errors(obj):
-        for source, count in obj.app().faq_import(list(files), collection):
-            click.echo(f"{count} FAQ entries from {source}")
+    for source, count in obj.app().faq_import(list(files), collection):
+        click.echo(f"{count} FAQ entries from {source}")
 
 
 @faq.command("list")
 @click.option("--collection", "-c", help="Collection (default: 'default').")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
-def list_faq(obj: _Context, collection: str | None, as_json: bool) -> None:
+def list_faq(obj: CliContext, collection: str | None, as_json: bool) -> None:
     """The FAQ entries of a collection."""
-    with _errors(obj):
-        entries = obj.app().faq(collection)
-        if as_json:
-            rows = [
-                {"source": e.source, "line": e.line, "question": e.question, "answer": e.answer}
-                for e in entries
-            ]
-            _emit(rows, True)
-        else:
-            lines = [f"{Path(e.source).name}:{e.line}  {e.question}" for e in entries]
-            _emit("\n".join(lines) or "no FAQ entries: run `knowhub faq import FILE`", False)
+    entries = obj.app().faq(collection)
+    if as_json:
+        rows = [
+            {"source": e.source, "line": e.line, "question": e.question, "answer": e.answer}
+            for e in entries
+        ]
+        emit(rows, True)
+    else:
+        lines = [f"{Path(e.source).name}:{e.line}  {e.question}" for e in entries]
+        emit("\n".join(lines) or "no FAQ entries: run `knowhub faq import FILE`", False)
 
 
 @faq.command("remove")
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--collection", "-c", help="Collection (default: 'default').")
 @click.pass_obj
-def remove_faq(obj: _Context, file: Path, collection: str | None) -> None:
+def remove_faq(obj: CliContext, file: Path, collection: str | None) -> None:
     """Remove the FAQ entries imported from FILE."""
-    with _errors(obj):
-        removed = obj.app().faq_remove(str(file), collection)
-        click.echo(f"removed {removed} FAQ entries from {file}")
+    removed = obj.app().faq_remove(str(file), collection)
+    click.echo(f"removed {removed} FAQ entries from {file}")

@@ -20,7 +20,7 @@ import yaml
 
 from knowhub.config import load_settings
 from knowhub.errors import ConfigError
-from knowhub.interfaces.cli_common import _Context, _emit, _errors
+from knowhub.interfaces.cli.context import CliContext, emit
 from knowhub.interfaces.loadtest import ENDPOINTS
 from knowhub.interfaces.loadtest.target import loopback_url, websocket_url
 
@@ -145,7 +145,7 @@ def bench() -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_obj
-def load(obj: _Context, /, **opts: Any) -> None:
+def load(obj: CliContext, /, **opts: Any) -> None:
     """N concurrent clients against running servers for a bounded time.
 
     Reports per endpoint successes, errors, timeouts and torn results, P50/P95/P99 of the
@@ -155,22 +155,21 @@ def load(obj: _Context, /, **opts: Any) -> None:
     from knowhub.interfaces.loadtest.driver import run_load
     from knowhub.interfaces.loadtest.report import markdown, table
 
-    with _errors(obj):
-        options = _options(obj, opts)
-        report = asyncio.run(run_load(options))
-        out: Path = opts["out_dir"] or _data_dir(obj) / "load-report"
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "report.json").write_text(
-            json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
-        )
-        (out / "report.md").write_text(markdown(report), encoding="utf-8")
-        _emit(report if opts["as_json"] else table(report), opts["as_json"])
-        click.echo(f"wrote {out / 'report.json'} and {out / 'report.md'}", err=True)
-        if not report["goal"]["passed"]:
-            sys.exit(1)
+    options = _options(obj, opts)
+    report = asyncio.run(run_load(options))
+    out: Path = opts["out_dir"] or _data_dir(obj) / "load-report"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.json").write_text(
+        json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
+    )
+    (out / "report.md").write_text(markdown(report), encoding="utf-8")
+    emit(report if opts["as_json"] else table(report), opts["as_json"])
+    click.echo(f"wrote {out / 'report.json'} and {out / 'report.md'}", err=True)
+    if not report["goal"]["passed"]:
+        sys.exit(1)
 
 
-def _options(obj: _Context, opts: dict[str, Any]) -> LoadOptions:
+def _options(obj: CliContext, opts: dict[str, Any]) -> LoadOptions:
     from knowhub.interfaces.loadtest.driver import LoadOptions
     from knowhub.interfaces.loadtest.probes import Servers
 
@@ -205,7 +204,7 @@ def _options(obj: _Context, opts: dict[str, Any]) -> LoadOptions:
     )
 
 
-def _data_dir(obj: _Context) -> Path:
+def _data_dir(obj: CliContext) -> Path:
     settings = load_settings(config_file=obj.config, overrides={"data_dir": obj.data_dir})
     return settings.data_dir
 
@@ -250,7 +249,7 @@ def _queries(path: Path | None) -> tuple[str, ...]:
     return queries
 
 
-def _writer(obj: _Context, opts: dict[str, Any], mcp_url: str | None) -> Writer | None:
+def _writer(obj: CliContext, opts: dict[str, Any], mcp_url: str | None) -> Writer | None:
     file: Path | None = opts["writer_file"]
     if file is None:
         return None

@@ -7,8 +7,9 @@ from typing import Any
 
 import click
 
-from knowhub.interfaces.cli_common import _Context, _emit, _errors
-from knowhub.validate import parse_key_values
+from knowhub.interfaces.arguments import parse_key_values
+from knowhub.interfaces.cli.context import CliContext, emit
+from knowhub.interfaces.wire import wire
 
 __all__ = ["ask", "render_answer"]
 
@@ -23,7 +24,7 @@ __all__ = ["ask", "render_answer"]
 )
 @click.pass_obj
 def ask(
-    obj: _Context,
+    obj: CliContext,
     question: str,
     collection: str | None,
     filters: tuple[str, ...],
@@ -36,22 +37,21 @@ def ask(
     sentences of the top sources. When nothing relevant is found it says so
     (hit_type insufficient_context) instead of inventing an answer.
     """
-    with _errors(obj):
-        events = obj.app().ask(question, collection, parse_key_values(filters, "--filter"))
-        if stream and as_json:
-            for kind, payload in events:
-                click.echo(json.dumps({"event": kind, **payload}, ensure_ascii=False))
-            return
-        result: dict[str, Any] = {}
+    events = wire(obj.app().ask(question, collection, parse_key_values(filters, "--filter")))
+    if stream and as_json:
         for kind, payload in events:
-            if kind == "token" and stream:
-                click.echo(payload["text"], nl=False)
-            elif kind == "end":
-                result = payload
-        if as_json:
-            _emit(result, True)
-        else:
-            _emit(render_answer(result, answer_shown=stream), False)
+            click.echo(json.dumps({"event": kind, **payload}, ensure_ascii=False))
+        return
+    result: dict[str, Any] = {}
+    for kind, payload in events:
+        if kind == "token" and stream:
+            click.echo(payload["text"], nl=False)
+        elif kind == "end":
+            result = payload
+    if as_json:
+        emit(result, True)
+    else:
+        emit(render_answer(result, answer_shown=stream), False)
 
 
 def render_answer(result: dict[str, Any], answer_shown: bool = False) -> str:

@@ -1,9 +1,7 @@
-"""What every ``knowhub`` command module shares: the command context, error handling and
-output.
+"""What every ``knowhub`` command module shares: the command context and output.
 
-Its own module, not ``cli``: ``cli`` imports the command modules to join them to its group,
-so a command module importing ``cli`` made a cycle, and importing one command module first
-(a plugin, a test, ``python -c``) failed.
+Its own module, not the group's: the group loads the command modules, so a command module
+importing the group would be a cycle.
 """
 
 from __future__ import annotations
@@ -18,15 +16,17 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from knowhub.config import load_settings
-from knowhub.errors import KnowhubError
 
 if TYPE_CHECKING:  # built on a command's first use of it: `--help` and `--version` never load it
     from knowhub.app import App
 
-__all__: list[str] = []  # for the command modules only; the CLI's API is knowhub.interfaces.cli
+__all__ = ["CliContext", "emit", "progress_bar"]
 
 
-class _Context:
+class CliContext:
+    """The global options (``--data-dir``, ``--config``, ``--debug``) and the app they
+    build, once, when a command first asks for it."""
+
     def __init__(self, data_dir: Path | None, config: Path | None, debug: bool) -> None:
         self.data_dir = data_dir
         self.config = config
@@ -43,28 +43,13 @@ class _Context:
             self._app = build_app(settings, interface="cli")
         return self._app
 
-
-@contextmanager
-def _errors(obj: _Context) -> Iterator[None]:
-    """Turn failures into one line on stderr and a non-zero exit (tracebacks with --debug)."""
-    try:
-        yield
-    except KnowhubError as exc:
-        if obj.debug:
-            raise
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
-    except (KeyboardInterrupt, click.exceptions.Exit, SystemExit):
-        raise
-    except Exception as exc:  # the CLI is the one place allowed to catch everything
-        if obj.debug:
-            raise
-        click.echo(f"error: {type(exc).__name__}: {exc} (run with --debug for details)", err=True)
-        sys.exit(1)
+    def close(self) -> None:
+        if self._app is not None:
+            self._app.close()
 
 
 @contextmanager
-def _progress(label: str) -> Iterator[Callable[[int, int, str], None] | None]:
+def progress_bar(label: str) -> Iterator[Callable[[int, int, str], None] | None]:
     """A progress bar of steps (e.g. queries) on stderr when it is a terminal; nothing
     otherwise. An ingest's progress is :func:`~knowhub.interfaces.progress.ingest_progress`."""
     if not sys.stderr.isatty():
@@ -87,7 +72,8 @@ def _progress(label: str) -> Iterator[Callable[[int, int, str], None] | None]:
             bar.__exit__(None, None, None)
 
 
-def _emit(payload: Any, as_json: bool) -> None:
+def emit(payload: Any, as_json: bool) -> None:
+    """``payload`` on stdout: as indented JSON, or as it is (rendered text)."""
     if as_json:
         click.echo(json.dumps(payload, ensure_ascii=False, indent=2, default=str))
     else:

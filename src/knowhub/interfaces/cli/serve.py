@@ -4,16 +4,20 @@
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from pathlib import Path
 
 import click
 
 from knowhub.config import load_settings
-from knowhub.interfaces.cli_common import _Context, _errors
-from knowhub.validate import parse_duration
+from knowhub.errors import QueryError
+from knowhub.interfaces.cli.context import CliContext
 
-__all__ = ["serve"]
+__all__ = ["parse_duration", "serve"]
+
+_DURATION = re.compile(r"(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[smhd]?)")
+_SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 _allow_unauthenticated = click.option(
@@ -71,7 +75,7 @@ def serve() -> None:
 @_log_file
 @click.pass_obj
 def serve_mcp(
-    obj: _Context,
+    obj: CliContext,
     transport: str,
     mode: str,
     host: str,
@@ -90,30 +94,29 @@ def serve_mcp(
     tools on /mcp/<session_id>. Nothing but protocol is written to stdout.
     """
     _configure_logging(log_file, obj.debug)
-    with _errors(obj):
-        settings = load_settings(config_file=obj.config, overrides={"data_dir": obj.data_dir})
-        wire = None
-        if transport == "stdio" and mode == "local":
-            # Before the MCP SDK's import (~1.2 s): the handshake is answered meanwhile.
-            from knowhub.interfaces.mcp.early import Wire, handshake_file
+    settings = load_settings(config_file=obj.config, overrides={"data_dir": obj.data_dir})
+    wire = None
+    if transport == "stdio" and mode == "local":
+        # Before the MCP SDK's import (~1.2 s): the handshake is answered meanwhile.
+        from knowhub.interfaces.mcp.early import Wire, handshake_file
 
-            key = (Path(settings.data_dir).resolve(), docs.resolve(), read_only, obj.config)
-            wire = Wire(handshake_file(Path(settings.data_dir), *key))
-        from knowhub.interfaces.mcp.server import ServeOptions
-        from knowhub.interfaces.mcp.server import serve as run
+        key = (Path(settings.data_dir).resolve(), docs.resolve(), read_only, obj.config)
+        wire = Wire(handshake_file(Path(settings.data_dir), *key))
+    from knowhub.interfaces.mcp.server import ServeOptions
+    from knowhub.interfaces.mcp.server import serve as run
 
-        options = ServeOptions(
-            transport=transport,  # type: ignore[arg-type]
-            mode=mode,  # type: ignore[arg-type]
-            host=host,
-            port=port,
-            docs=docs,
-            path_root=path_root,
-            idle_timeout_s=parse_duration(idle_timeout, "--idle-timeout"),
-            read_only=read_only,
-            allow_unauthenticated=allow_unauthenticated,
-        )
-        run(settings, options, wire)
+    options = ServeOptions(
+        transport=transport,  # type: ignore[arg-type]
+        mode=mode,  # type: ignore[arg-type]
+        host=host,
+        port=port,
+        docs=docs,
+        path_root=path_root,
+        idle_timeout_s=parse_duration(idle_timeout, "--idle-timeout"),
+        read_only=read_only,
+        allow_unauthenticated=allow_unauthenticated,
+    )
+    run(settings, options, wire)
 
 
 @serve.command("http")
@@ -123,7 +126,7 @@ def serve_mcp(
 @_log_file
 @click.pass_obj
 def serve_http(
-    obj: _Context, host: str, port: int, allow_unauthenticated: bool, log_file: Path | None
+    obj: CliContext, host: str, port: int, allow_unauthenticated: bool, log_file: Path | None
 ) -> None:
     """Serve the HTTP API: search, answers (JSON, SSE, WebSocket), collections, metrics.
 
@@ -133,9 +136,8 @@ def serve_http(
     from knowhub.interfaces.http.server import serve as run
 
     _configure_logging(log_file, obj.debug)
-    with _errors(obj):
-        settings = load_settings(config_file=obj.config, overrides={"data_dir": obj.data_dir})
-        run(settings, host, port, allow_unauthenticated)
+    settings = load_settings(config_file=obj.config, overrides={"data_dir": obj.data_dir})
+    run(settings, host, port, allow_unauthenticated)
 
 
 def _configure_logging(log_file: Path | None, debug: bool) -> None:
@@ -152,3 +154,12 @@ def _configure_logging(log_file: Path | None, debug: bool) -> None:
     root.addHandler(handler)
     root.setLevel(logging.DEBUG if debug else logging.WARNING)
     logging.getLogger("knowhub").setLevel(logging.DEBUG if debug else logging.INFO)
+
+
+def parse_duration(text: str, option: str) -> float | None:
+    """``"30m"`` → 1800.0 seconds; ``"0"`` → None (never)."""
+    match = _DURATION.fullmatch(text.strip().lower())
+    if match is None:
+        raise QueryError(f"{option} {text!r} is not a duration: write e.g. 90s, 30m or 2h")
+    seconds = float(match["n"]) * _SECONDS[match["unit"]]
+    return seconds or None

@@ -9,7 +9,7 @@ import click
 
 from knowhub.errors import QueryError
 from knowhub.eval.golden import add_case
-from knowhub.interfaces.cli_common import _Context, _emit, _errors
+from knowhub.interfaces.cli.context import CliContext, emit
 from knowhub.trace.record import Trace, preview
 from knowhub.trace.report import parse_since, select, summarize, waterfall
 
@@ -42,28 +42,26 @@ def traces(
     """List recent runs and summarise them: count, p50/p95 per stage, the slowest stage."""
     if ctx.invoked_subcommand is not None:
         return
-    obj: _Context = ctx.obj
-    with _errors(obj):
-        chosen = select(
-            obj.app().traces(), kind, slow_ms, errors, parse_since(since) if since else None
-        )
-        recent = chosen[-limit:][::-1]
-        summary = summarize(chosen)
-        if as_json:
-            _emit({"summary": summary, "traces": [t.to_dict() for t in recent]}, True)
-        else:
-            _emit(_render(summary, recent), False)
+    obj: CliContext = ctx.obj
+    chosen = select(
+        obj.app().traces(), kind, slow_ms, errors, parse_since(since) if since else None
+    )
+    recent = chosen[-limit:][::-1]
+    summary = summarize(chosen)
+    if as_json:
+        emit({"summary": summary, "traces": [t.to_dict() for t in recent]}, True)
+    else:
+        emit(_render(summary, recent), False)
 
 
 @traces.command("show")
 @click.argument("trace_id")
 @click.option("--json", "as_json", is_flag=True, help="Print the trace as JSON.")
 @click.pass_obj
-def show(obj: _Context, trace_id: str, as_json: bool) -> None:
+def show(obj: CliContext, trace_id: str, as_json: bool) -> None:
     """One run as a stage waterfall (TRACE_ID or its first 6+ characters)."""
-    with _errors(obj):
-        trace = _find(obj, trace_id)
-        _emit(trace.to_dict() if as_json else waterfall(trace), as_json)
+    trace = _find(obj, trace_id)
+    emit(trace.to_dict() if as_json else waterfall(trace), as_json)
 
 
 @traces.command("save-case")
@@ -82,18 +80,17 @@ def show(obj: _Context, trace_id: str, as_json: bool) -> None:
     help="Golden file to extend.",
 )
 @click.pass_obj
-def save_case(obj: _Context, trace_id: str, expected: str, golden: Path) -> None:
+def save_case(obj: CliContext, trace_id: str, expected: str, golden: Path) -> None:
     """Turn a run's query into a regression case for `knowhub eval GOLDEN`."""
-    with _errors(obj):
-        trace = _find(obj, trace_id)
-        if trace.kind == "ingest" or not trace.query:
-            raise QueryError(f"trace {trace.trace_id} is an ingest run: it has no query to save")
-        case, new = add_case(golden, trace.query, expected.strip())
-        verb = "added" if new else "updated"
-        click.echo(f"{verb} {case} in {golden}: {trace.query!r} → {expected}")
+    trace = _find(obj, trace_id)
+    if trace.kind == "ingest" or not trace.query:
+        raise QueryError(f"trace {trace.trace_id} is an ingest run: it has no query to save")
+    case, new = add_case(golden, trace.query, expected.strip())
+    verb = "added" if new else "updated"
+    click.echo(f"{verb} {case} in {golden}: {trace.query!r} → {expected}")
 
 
-def _find(obj: _Context, trace_id: str) -> Trace:
+def _find(obj: CliContext, trace_id: str) -> Trace:
     key = trace_id.strip()
     if len(key) < 6:
         raise QueryError(f"trace id {trace_id!r} is too short: give 6+ characters")

@@ -8,21 +8,20 @@ from typing import TYPE_CHECKING
 
 import click
 
-from knowhub.app_versions import (
-    BuildReport,
-    VersionRow,
-    activate_version,
-    build_version,
-    drop_version,
-    gate_check,
-    list_versions,
-    rollback_version,
-)
 from knowhub.errors import ConfigError
-from knowhub.interfaces.cli_common import _Context, _emit, _errors
+from knowhub.interfaces.cli.context import CliContext, emit
 from knowhub.interfaces.progress import ingest_progress
 from knowhub.interfaces.render import render_table
 from knowhub.versions import Version
+from knowhub.versions.build import BuildReport, build_version
+from knowhub.versions.gate import gate_check
+from knowhub.versions.switch import (
+    VersionRow,
+    activate_version,
+    drop_version,
+    list_versions,
+    rollback_version,
+)
 
 if TYPE_CHECKING:  # annotations only: `--help`, `--version` and the other commands skip it
     from knowhub.app import App
@@ -57,7 +56,7 @@ def versions() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_obj
 def build(
-    obj: _Context,
+    obj: CliContext,
     collection: str | None,
     embedder: str | None,
     chunk_size: int | None,
@@ -69,27 +68,25 @@ def build(
 ) -> None:
     """Build a new version from the active version's files; queries keep being answered
     by the active one meanwhile. Exit status 1 if a file failed or the gate failed."""
-    with _errors(obj):
-        app = obj.app()
-        check = gate_check(app, collection, _golden(app, golden)) if gate else None
-        with ingest_progress(app.settings.ingest, "building") as progress:
-            report = build_version(
-                app, collection, embedder, chunk_size, chunk_overlap, check, activate, progress
-            )
-        _emit(report.to_dict() if as_json else _render_build(report), as_json)
-        if not report.ok:
-            sys.exit(1)
+    app = obj.app()
+    check = gate_check(app, collection, _golden(app, golden)) if gate else None
+    with ingest_progress(app.settings.ingest, "building") as progress:
+        report = build_version(
+            app, collection, embedder, chunk_size, chunk_overlap, check, activate, progress
+        )
+    emit(report.to_dict() if as_json else _render_build(report), as_json)
+    if not report.ok:
+        sys.exit(1)
 
 
 @versions.command("list")
 @click.option("--collection", "-c", help="Only this collection (default: every one).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
-def list_command(obj: _Context, collection: str | None, as_json: bool) -> None:
+def list_command(obj: CliContext, collection: str | None, as_json: bool) -> None:
     """Each version: active (*), embedder, chunk size, documents, chunks, state, gate."""
-    with _errors(obj):
-        rows = list_versions(obj.app(), collection)
-        _emit([r.to_dict() for r in rows] if as_json else _render_rows(rows), as_json)
+    rows = list_versions(obj.app(), collection)
+    emit([r.to_dict() for r in rows] if as_json else _render_rows(rows), as_json)
 
 
 @versions.command("activate")
@@ -97,23 +94,21 @@ def list_command(obj: _Context, collection: str | None, as_json: bool) -> None:
 @click.argument("version", type=click.IntRange(1))
 @click.option("--force", is_flag=True, help="Activate even a failed or unfinished version.")
 @click.pass_obj
-def activate(obj: _Context, collection: str | None, version: int, force: bool) -> None:
+def activate(obj: CliContext, collection: str | None, version: int, force: bool) -> None:
     """Make VERSION the one that answers queries, atomically (no restart needed)."""
-    with _errors(obj):
-        app = obj.app()
-        was = activate_version(app, collection, version, force)
-        click.echo(_switched(app, collection, version, was))
+    app = obj.app()
+    was = activate_version(app, collection, version, force)
+    click.echo(_switched(app, collection, version, was))
 
 
 @versions.command("rollback")
 @_COLLECTION
 @click.pass_obj
-def rollback(obj: _Context, collection: str | None) -> None:
+def rollback(obj: CliContext, collection: str | None) -> None:
     """Make the previously active version active again."""
-    with _errors(obj):
-        app = obj.app()
-        now, was = rollback_version(app, collection)
-        click.echo(_switched(app, collection, now, was))
+    app = obj.app()
+    now, was = rollback_version(app, collection)
+    click.echo(_switched(app, collection, now, was))
 
 
 @versions.command("drop")
@@ -121,12 +116,11 @@ def rollback(obj: _Context, collection: str | None) -> None:
 @click.argument("version", type=click.IntRange(1))
 @click.option("--force", is_flag=True, help="Drop even a version still marked building.")
 @click.pass_obj
-def drop(obj: _Context, collection: str | None, version: int, force: bool) -> None:
+def drop(obj: CliContext, collection: str | None, version: int, force: bool) -> None:
     """Delete VERSION and its data (never the active one)."""
-    with _errors(obj):
-        app = obj.app()
-        gone = drop_version(app, collection, version, force)
-        click.echo(f"dropped version {gone.number} of {app.resolve(collection).collection}")
+    app = obj.app()
+    gone = drop_version(app, collection, version, force)
+    click.echo(f"dropped version {gone.number} of {app.resolve(collection).collection}")
 
 
 def _golden(app: App, given: Path | None) -> Path:

@@ -1,0 +1,135 @@
+"""``knowhub ingest`` and ``knowhub remove``: what goes into the index and out of it."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from knowhub.interfaces.arguments import parse_key_values
+from knowhub.interfaces.cli.context import CliContext, emit
+from knowhub.interfaces.progress import ingest_progress
+from knowhub.interfaces.render import render_report
+
+if TYPE_CHECKING:  # ingest (loaders, worker pools) loads only when the command runs
+    from knowhub.ingest.pipeline import IngestReport
+
+__all__ = ["ingest", "remove"]
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--collection", "-c", help="Collection to ingest into (default: 'default').")
+@click.option(
+    "--tag",
+    "tags",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Metadata on every chunk, kept by later runs until changed; KEY= removes it.",
+)
+@click.option("--include", multiple=True, metavar="GLOB", help="Only files matching (repeatable).")
+@click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching (repeatable).")
+@click.option("--prune", is_flag=True, help="Remove documents whose files are gone.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_obj
+def ingest(
+    obj: CliContext,
+    paths: tuple[Path, ...],
+    collection: str | None,
+    tags: tuple[str, ...],
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    prune: bool,
+    as_json: bool,
+) -> None:
+    """Index files or folders (recursively); unchanged files are skipped.
+
+    Progress goes to stderr in chunks embedded, with a rate and an ETA: a line redrawn on a
+    terminal, else a line every ingest.progress_interval_s seconds.
+
+    Ctrl-C (or SIGTERM) stops within moments: documents written so far are kept, whole,
+    and a re-run goes on from there."""
+    from knowhub.ingest.pipeline import IngestStopped
+
+    with _stoppable() as stop:
+        app = obj.app()
+        exclusions = [*app.settings.ingest.exclude, *exclude]
+        try:
+            with ingest_progress(app.settings.ingest) as progress:
+                report = app.ingest(
+                    list(paths),
+                    collection,
+                    parse_key_values(tags, "--tag", empty=True),
+                    include=list(include),
+                    exclude=exclusions,
+                    prune=prune,
+                    progress=progress,
+                )
+        except IngestStopped as stopped:
+            report = stopped.report
+            emit(report.to_dict() if as_json else render_report(report), as_json)
+            click.echo(f"stopped: {report.stop_summary()}; re-run to continue", err=True)
+            sys.exit(128 + stop.signum)
+        except KeyboardInterrupt:  # before or after the documents' loop
+            click.echo("stopped; re-run to continue", err=True)
+            sys.exit(128 + stop.signum)
+        emit(report.to_dict() if as_json else render_report(report), as_json)
+        for _, warning in report.warnings:  # indexed, but the user has something to fix
+            click.echo(f"warning: {warning}", err=True)
+        _exit_for(report)
+
+
+@click.command()
+@click.argument("path_or_doc_hash")
+@click.option("--collection", "-c", help="Collection (default: 'default').")
+@click.option(
+    "--all-matches", is_flag=True, help="Remove every document a doc-hash prefix matches."
+)
+@click.pass_obj
+def remove(
+    obj: CliContext, path_or_doc_hash: str, collection: str | None, all_matches: bool
+) -> None:
+    """Remove a document (by file path, source or doc-hash prefix) and all its chunks.
+
+    A doc-hash prefix is 8 or more hex digits; one matching several documents removes none
+    and lists them, unless --all-matches is given."""
+    removed = obj.app().remove(path_or_doc_hash, collection, all_matches=all_matches)
+    for record in removed:
+        click.echo(f"removed {record.source} ({record.chunk_count} chunks)")
+
+
+@dataclass
+class _Stop:
+    signum: int = signal.SIGINT  # the signal that stopped the command
+
+
+@contextmanager
+def _stoppable() -> Iterator[_Stop]:
+    """Have SIGTERM raise KeyboardInterrupt, as Ctrl-C does, so that cleanup runs (worker
+    processes stopped, the run's trace written) instead of the process vanishing."""
+    stop = _Stop()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop  # signal handlers belong to the main thread (an embedding caller's)
+        return
+
+    def interrupt(signum: int, _frame: object) -> None:
+        stop.signum = signum
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_for(report: IngestReport) -> None:
+    if not report.ok:
+        sys.exit(1)

@@ -1,0 +1,46 @@
+"""What every console page shares: its data gathered off the event loop, and only what the
+caller may read (the same collections, traces and reports as the API would show it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter
+from starlette.requests import Request
+from starlette.responses import Response
+
+from knowhub.app import App
+from knowhub.interfaces.http.console.render import page
+from knowhub.interfaces.http.service import Service
+from knowhub.interfaces.security import Principal
+from knowhub.trace.record import Trace
+
+__all__ = ["gathered", "pages_router", "readable_names", "readable_traces"]
+
+
+def pages_router() -> APIRouter:
+    """A router for one group of pages under ``/ui`` (kept out of the OpenAPI schema)."""
+    return APIRouter(prefix="/ui", include_in_schema=False)
+
+
+async def gathered(
+    request: Request,
+    service: Service,
+    principal: Principal,
+    template: str,
+    gather: Callable[[Principal], dict[str, Any]],
+) -> Response:
+    """``template`` filled with what ``gather(principal)`` returns, run in a worker thread."""
+    context = await service.run(lambda: gather(principal))
+    return page(request, template, **context)
+
+
+def readable_names(app: App, principal: Principal) -> list[str]:
+    """The names of the collections ``principal`` may read."""
+    return [i.name for i in principal.readable(app.collections(), lambda i: i.name)]
+
+
+def readable_traces(app: App, principal: Principal) -> list[Trace]:
+    """The recorded traces of the collections ``principal`` may read, oldest first."""
+    return principal.readable(app.traces(), lambda t: t.collection)

@@ -1,0 +1,49 @@
+"""What a route asks FastAPI for: the server's :class:`Service`, the caller, the token book.
+
+:func:`attach` puts the service and the tokens on ``app.state`` once, when the app is built;
+routes declare ``service: ServiceDep`` and ``principal: PrincipalDep`` rather than closing
+over them in a factory. The providers are ``async``, so FastAPI calls them on the event loop
+instead of sending each to a thread.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, FastAPI
+from starlette.requests import HTTPConnection
+
+from knowhub.interfaces.http.service import Service, principal_of
+from knowhub.interfaces.security import Principal, TokenBook
+
+__all__ = ["PrincipalDep", "ServiceDep", "TokensDep", "attach", "service_of"]
+
+
+def attach(api: FastAPI, service: Service, tokens: TokenBook) -> None:
+    """Make ``service`` and ``tokens`` what the routes of ``api`` are given."""
+    api.state.service = service
+    api.state.tokens = tokens
+
+
+def service_of(connection: HTTPConnection) -> Service:
+    """The service of the app serving ``connection`` (error handlers use it too)."""
+    service: Service = connection.app.state.service
+    return service
+
+
+async def _service(connection: HTTPConnection) -> Service:
+    return service_of(connection)
+
+
+async def _principal(connection: HTTPConnection) -> Principal:
+    return principal_of(connection)
+
+
+async def _tokens(connection: HTTPConnection) -> TokenBook:
+    tokens: TokenBook = connection.app.state.tokens
+    return tokens
+
+
+ServiceDep = Annotated[Service, Depends(_service)]
+PrincipalDep = Annotated[Principal, Depends(_principal)]
+TokensDep = Annotated[TokenBook, Depends(_tokens)]

@@ -1,0 +1,209 @@
+"""What every tool group shares: registration, the call's target, and the error boundary.
+
+A group is a class whose methods are the tools; :func:`add_tools` registers them with the
+SDK's own ``add_tool``, which derives each input schema from the method's signature.
+Every failure inside a call becomes a tool error that says what went wrong
+(:func:`tool_errors`); the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from contextlib import AbstractAsyncContextManager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+import anyio.from_thread
+import anyio.to_thread
+from mcp import MCPError
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel
+
+from knowhub.config import IngestSettings, ServerSettings
+from knowhub.errors import KnowhubError
+from knowhub.ingest.progress import Progress
+from knowhub.interfaces.mcp.indexing import Indexed, indexing_note
+from knowhub.interfaces.mcp.kb import KnowledgeBase
+from knowhub.interfaces.mcp.metrics import Metrics
+from knowhub.interfaces.progress import Notifier, ProgressView
+from knowhub.interfaces.security import Principal
+
+__all__ = [
+    "READ",
+    "WRITE",
+    "DataTools",
+    "Resolve",
+    "Target",
+    "Tool",
+    "ToolGroup",
+    "add_tools",
+    "in_thread",
+    "inside_root",
+    "progress_reporter",
+    "tool_errors",
+    "tool_result",
+]
+
+log = logging.getLogger("knowhub.mcp")
+
+T = TypeVar("T")
+
+READ = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+# Ingest adds or replaces documents but never deletes one; running it twice changes nothing.
+WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool: the method that runs it, and what ``tools/list`` shows besides its schema.
+
+    The SDK titles the input schema after the method (``<method>Arguments``): renaming a
+    method changes ``tools/list``, and so the handshake cache's answer (early.py).
+    """
+
+    fn: Callable[..., Awaitable[CallToolResult]]
+    name: str
+    title: str
+    description: str
+    annotations: ToolAnnotations
+
+
+class ToolGroup(Protocol):
+    def tools(self) -> Iterable[Tool]:
+        """The group's tools, in the order ``tools/list`` shows them."""
+        ...
+
+
+def add_tools(server: MCPServer, *groups: ToolGroup) -> None:
+    """Register every tool of ``groups`` on ``server``, in order."""
+    for group in groups:
+        for tool in group.tools():
+            server.add_tool(
+                tool.fn,
+                name=tool.name,
+                title=tool.title,
+                description=tool.description,
+                annotations=tool.annotations,
+            )
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a data-tool call works on."""
+
+    kb: KnowledgeBase
+    principal: Principal
+    root: Path  # ingest paths must resolve inside it
+    label: str  # "local" or the session id, for logs
+
+
+# Holds the target for the whole tool call (shared mode never unloads a session in use).
+Resolve = Callable[[Context], AbstractAsyncContextManager[Target]]
+
+
+@dataclass(frozen=True)
+class DataTools:
+    """What a data-tool group is bound to: each call's target, the limits, the metrics."""
+
+    resolve: Resolve
+    settings: ServerSettings
+    metrics: Metrics
+
+
+async def in_thread(fn: Callable[[], T]) -> T:
+    """``fn()`` in a worker thread: App calls block."""
+    return await anyio.to_thread.run_sync(fn)
+
+
+@contextmanager
+def tool_errors(metrics: Metrics, tool: str, **arguments: object) -> Iterator[None]:
+    """Turn every failure inside the block into a tool error that says what went wrong.
+
+    A :class:`KnowhubError` already names the value and the fix. Anything else (say a
+    ``ValueError`` or an ``OSError`` from the file system) would reach the client as a bare
+    "Error executing tool X", so it is named with the call's ``arguments`` and logged with
+    its traceback.
+    """
+    try:
+        yield
+    except (ToolError, MCPError):
+        metrics.tool_calls.labels(tool, "error").inc()
+        raise
+    except KnowhubError as exc:
+        metrics.tool_calls.labels(tool, "error").inc()
+        raise ToolError(str(exc)) from exc
+    except Exception as exc:
+        metrics.tool_calls.labels(tool, "error").inc()
+        log.error("tool %s failed unexpectedly", tool, exc_info=exc)
+        given = ", ".join(f"{name}={_shorten(value)}" for name, value in arguments.items())
+        raise ToolError(
+            f"{tool}({given}) failed: {type(exc).__name__}: {_os_reason(exc)}; check these "
+            "arguments, and if they are right, report this (the server log has the details)"
+        ) from exc
+    metrics.tool_calls.labels(tool, "ok").inc()
+
+
+def tool_result(text: str, out: BaseModel) -> CallToolResult:
+    """Markdown plus structured content; a data tool's opens with any indexing note."""
+    if isinstance(out, Indexed) and out.indexing is not None:
+        text = f"{indexing_note(out.indexing)}\n\n{text}"
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=out.model_dump(mode="json"),
+    )
+
+
+def inside_root(root: Path, path: str) -> Path:
+    """``path`` (relative, or absolute inside ``root``) resolved; refuse any escape."""
+    if "\x00" in path:  # the OS cannot take it: os.stat would raise ValueError
+        raise KnowhubError(f"path {path!r} contains a NUL character: give a plain path")
+    candidate = Path(path)
+    if ".." in candidate.parts:
+        raise KnowhubError(f"path {path!r} contains '..': give a path inside the document root")
+    base = root.resolve()
+    try:
+        full = (candidate if candidate.is_absolute() else base / candidate).resolve()
+        full.stat()  # a symlink loop: RuntimeError from resolve() before 3.13, ELOOP after
+    except FileNotFoundError:
+        pass  # not there (yet): register creates it, ingest says it does not exist
+    except (OSError, RuntimeError) as exc:
+        raise KnowhubError(
+            f"path {path!r} cannot be resolved ({_os_reason(exc)}): fix or remove the "
+            "symlink on the way, or give another path"
+        ) from exc
+    if not full.is_relative_to(base):
+        raise KnowhubError(
+            f"path {path!r} resolves outside the document root {base} (absolute path or a "
+            "symlink leading out): give a path inside it"
+        )
+    return full
+
+
+def progress_reporter(ctx: Context, settings: IngestSettings) -> Progress:
+    """An ingest progress callback (called from a worker thread) that notifies the client
+    in chunks embedded, as the CLI shows them (:class:`~knowhub.interfaces.progress.Notifier`)."""
+
+    def send(done: float, total: float | None, message: str) -> None:
+        anyio.from_thread.run(ctx.report_progress, done, total, message)
+
+    return Notifier(ProgressView("ingesting", settings.long_file_warning_s), send)
+
+
+def _shorten(value: object, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _os_reason(exc: BaseException) -> str:
+    """An OSError as 'its reason: its file'; anything else as its message."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+    return str(exc)

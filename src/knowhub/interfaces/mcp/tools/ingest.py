@@ -1,0 +1,129 @@
+"""The ``ingest`` tool: index a file or folder under the document root, with progress."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Annotated
+
+from mcp.server.mcpserver import Context
+from mcp_types import CallToolResult
+from pydantic import Field
+
+from knowhub.errors import KnowhubError
+from knowhub.interfaces.arguments import parse_key_values
+from knowhub.interfaces.mcp.indexing import Indexed, indexing_out
+from knowhub.interfaces.mcp.kb import KnowledgeBase
+from knowhub.interfaces.mcp.tools.base import (
+    WRITE,
+    DataTools,
+    Tool,
+    in_thread,
+    inside_root,
+    progress_reporter,
+    tool_errors,
+    tool_result,
+)
+
+if TYPE_CHECKING:  # ingest loads on the first call, off the server's start (cold start)
+    from knowhub.ingest.pipeline import IngestReport
+
+__all__ = ["IngestOut", "IngestTools"]
+
+
+class IngestOut(Indexed):
+    collection: str
+    added: list[str]
+    updated: list[str]
+    moved: list[dict[str, str]] = Field(
+        default_factory=list, description="Files found at a new path: {from, to} sources."
+    )
+    retagged: list[str] = Field(default_factory=list, description="Same bytes, tags changed.")
+    unchanged: int
+    removed: list[str]
+    failed: list[dict[str, str]]
+    skipped: list[dict[str, str]] = Field(
+        description="Passed over: not a regular file, or a symlink leading out of the root."
+    )
+    chunks: int
+    seconds: float
+
+
+Tags = Annotated[
+    dict[str, str] | None,
+    Field(
+        description="Metadata on every chunk, for filters; kept by later ingests "
+        'until changed; "" removes one.'
+    ),
+]
+
+
+class IngestTools(DataTools):
+    """Registered unless the server is read-only."""
+
+    def tools(self) -> Iterator[Tool]:
+        yield Tool(
+            self.ingest,
+            name="ingest",
+            title="Index files",
+            annotations=WRITE,
+            description="Index a file or folder under the server's document root into a "
+            "collection; unchanged files are skipped. Reports progress.",
+        )
+
+    async def ingest(
+        self,
+        path: Annotated[str, Field(min_length=1, description="Relative to the document root.")],
+        ctx: Context,
+        collection: str = "default",
+        tags: Tags = None,
+    ) -> Annotated[CallToolResult, IngestOut]:
+        async with self.resolve(ctx) as target:
+            with tool_errors(self.metrics, "ingest", path=path, collection=collection):
+                target.principal.check_write("ingest")
+                target.principal.check_read(collection)
+                where = inside_root(target.root, path)
+                if not where.exists():
+                    raise KnowhubError(f"path {path!r} does not exist under the document root")
+                tag_map = parse_key_values(
+                    [f"{k}={v}" for k, v in (tags or {}).items()], "tags", empty=True
+                )
+                progress = progress_reporter(ctx, target.kb.settings.ingest)
+                report = await in_thread(
+                    lambda: target.kb.ingest([where], collection, tag_map, progress=progress)
+                )
+            self.metrics.record_ingest(report)
+            out = _ingest_out(report, target.kb)
+            return tool_result(_ingest_text(out), out)
+
+
+def _ingest_out(report: IngestReport, kb: KnowledgeBase) -> IngestOut:
+    return IngestOut(
+        collection=report.collection,
+        added=report.added,
+        updated=report.updated,
+        moved=[{"from": old, "to": new} for old, new in report.moved],
+        retagged=report.retagged,
+        unchanged=len(report.unchanged),
+        removed=report.removed,
+        failed=[{"source": s, "reason": r} for s, r in report.failed],
+        skipped=[{"source": s, "reason": r} for s, r in report.skipped],
+        chunks=report.chunks,
+        seconds=round(report.seconds, 3),
+        indexing=indexing_out(kb),
+    )
+
+
+def _ingest_text(out: IngestOut) -> str:
+    """Counts, then a line per file moved, failed or skipped."""
+    changes = (("moved", out.moved), ("retagged", out.retagged))
+    changed = "".join(f"{len(items)} {what}, " for what, items in changes if items)
+    text = (
+        f"{len(out.added)} added, {len(out.updated)} updated, {changed}"
+        f"{out.unchanged} unchanged, "
+        f"{len(out.failed)} failed, {len(out.skipped)} skipped ({out.chunks} chunks "
+        f"written) into {out.collection!r}"
+    )
+    text += "".join(f"\n- moved {m['from']} → {m['to']}" for m in out.moved)
+    text += "".join(f"\n- failed {f['source']}: {f['reason']}" for f in out.failed)
+    text += "".join(f"\n- skipped {f['reason']}" for f in out.skipped)
+    return text
