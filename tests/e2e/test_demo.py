@@ -105,14 +105,14 @@ def relevance_tells_answerable_from_unrelated_questions(demo: ModuleType) -> Non
 
 
 def readme_search_example_matches_the_demo_index() -> None:
-    """The sample output in the README is what this command prints on the demo's index."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    """The sample output in docs/search.md is what this command prints on the demo's index."""
+    readme = (ROOT / "docs" / "search.md").read_text(encoding="utf-8")
     block = re.search(
         r"```text\n\$ (knowhub --data-dir \.demo/data search .*?)\n(.*?)```",
         readme,
         flags=re.DOTALL,
     )
-    assert block is not None, "README lost its sample search output"
+    assert block is not None, "docs/search.md lost its sample search output"
     args = shlex.split(block.group(1))[1:]
     result = subprocess.run(
         [sys.executable, "-m", "knowhub", *args],
@@ -131,9 +131,9 @@ def readme_search_example_matches_the_demo_index() -> None:
 
 
 def readme_ask_example_matches_the_demo_index() -> None:
-    """The README's sample answers (one answered, one the documents do not cover) are what
-    `knowhub ask` prints on the demo's index."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    """The sample answers of docs/ask.md (one answered, one the documents do not cover) are
+    what `knowhub ask` prints on the demo's index."""
+    readme = (ROOT / "docs" / "ask.md").read_text(encoding="utf-8")
     blocks = list(
         re.finditer(
             r"```text\n\$ (knowhub --data-dir \.demo/data ask .*?)\n(.*?)```",
@@ -141,8 +141,10 @@ def readme_ask_example_matches_the_demo_index() -> None:
             flags=re.DOTALL,
         )
     )
-    assert len(blocks) >= 2, "README lost its sample answers"
-    assert "(insufficient_context," in blocks[-1].group(2), "README lost its unanswerable sample"
+    assert len(blocks) >= 2, "docs/ask.md lost its sample answers"
+    assert "(insufficient_context," in blocks[-1].group(2), (
+        "docs/ask.md lost its unanswerable sample"
+    )
     for block in blocks:
         _readme_ask_block_matches(block)
 

@@ -1,4 +1,4 @@
-"""Every command the README shows runs, on a temporary data dir."""
+"""Every command the README and its docs/ pages show runs, on a temporary data dir."""
 
 from __future__ import annotations
 
@@ -17,10 +17,18 @@ from knowhub.config import Settings
 from tests.helpers import ROOT, cli_env
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+# The reference pages (measurements and decisions are records, not instructions to run).
+PAGES = [
+    p
+    for p in sorted((ROOT / "docs").glob("*.md"))
+    if p.name not in {"benchmarks.md", "decisions.md"}
+]
+# The README's tour first: the pages go on from its ingest and its search's chunk id.
+SHOWN = "\n".join([README, *(p.read_text(encoding="utf-8") for p in PAGES)])
 
 
 def blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.DOTALL)
+    return re.findall(rf"```{language}\n(.*?)```", SHOWN, flags=re.DOTALL)
 
 
 def test_readme_opens_with_the_two_commands() -> None:
@@ -40,6 +48,28 @@ def test_makefile_has_both_targets() -> None:
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^demo:", makefile, flags=re.MULTILINE)
     assert re.search(r"^test:", makefile, flags=re.MULTILINE)
+
+
+def _anchors(page: Path) -> set[str]:
+    headings = re.findall(r"^#+ (.+)$", page.read_text(encoding="utf-8"), flags=re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+
+
+def test_every_relative_link_of_the_map_and_its_pages_resolves() -> None:
+    for page in [ROOT / "README.md", *PAGES]:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text(encoding="utf-8")):
+            if target.startswith(("http://", "https://")):
+                continue
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            assert linked.exists(), f"{page.name}: {target}"
+            assert not anchor or anchor in _anchors(linked), f"{page.name}: {target}"
+
+
+def test_every_module_the_readme_names_exists() -> None:
+    named = re.findall(r"`(src/knowhub/[^`]*)`", README)
+    assert named, "the README lost its map"
+    assert [p for p in named if not (ROOT / p).exists()] == []
 
 
 def test_yaml_snippets_are_valid_settings() -> None:
@@ -73,7 +103,7 @@ def test_every_console_command_runs(tmp_path: Path) -> None:
             assert hits, f"{command} found nothing"
             chunk_id = hits[0]["chunk_id"]
     assert chunk_id, "no search --json command to take a chunk id from"
-    # The README tags at its start and prunes at its end without --tag: the tag stays.
+    # The tour tags at its start and docs/cli.md prunes without --tag: the tag stays.
     tagged = subprocess.run(
         [
             sys.executable,

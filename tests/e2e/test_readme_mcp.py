@@ -1,4 +1,4 @@
-"""The README's MCP commands and client configurations work as written."""
+"""The MCP commands and client configurations of docs/mcp.md work as written."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from mcp import Client
 from tests.helpers import ROOT
 from tests.mcp_helpers import http_server, stdio_params
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+README = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
 SECTION = README.split("## Connect an agent (MCP)", 1)[1].split("\n## ", 1)[0]
 TOOLS = {
     "query_knowledge_hub",
