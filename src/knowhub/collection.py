@@ -158,7 +158,7 @@ class Collection:
                 question,
                 retrieve=self._retrieve_for_answer,
                 faq=self.faq_match,
-                llm=self._app.llm,
+                llm=lambda: self._app.llm,
                 options=self._app.settings.answer,
                 filters=filters,
                 history=history,
@@ -198,7 +198,9 @@ class Collection:
         from knowhub.ingest.pipeline import IngestCancelledError, IngestStopped, ingest
 
         name = check_collection_name(self._trace_name())
-        where = self if self._requested is not None else self._app.collection(name, self._version)
+        # An unnamed handle reads the default collection but ingests into the configured one,
+        # as `knowhub ingest` with no --collection always has.
+        where = self if self._requested else self._app.collection(name, self._version)
         with self._app.traced("ingest", name, preview(" ".join(map(str, paths)))) as trace:
             where._reads(trace)
             target = where.target

@@ -6,12 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from knowhub import App
+from knowhub import App, build_app
 from knowhub.answer.events import End, Sources, Stage, Token
-from knowhub.errors import CollectionNotFound, QueryError, StoreError
+from knowhub.answer.pipeline import collect
+from knowhub.errors import CollectionNotFound, ConfigError, QueryError, StoreError
+from knowhub.interfaces.wire import wire
 from knowhub.versions.build import build_version
 from knowhub.versions.switch import activate_version
-from tests.helpers import write
+from tests.helpers import fast_settings, write
 
 
 def _docs(root: Path) -> Path:
@@ -70,3 +72,28 @@ def test_an_answer_streams_typed_events(app: App, tmp_path: Path) -> None:
     assert isinstance(end, End) and end.answer.hit_type in {"rag", "insufficient_context"}
     assert end.to_dict()["route"]["intent"] == "search"
     assert "routing" in end.to_dict()["timings_ms"]
+
+
+def test_a_greeting_an_faq_answer_and_a_bad_question_never_load_the_model(
+    tmp_path: Path,
+) -> None:
+    app = build_app(fast_settings(tmp_path / "data", **{"llm.provider": "openai"}))
+    with pytest.raises(ConfigError, match=r"llm\.base_url"):
+        _ = app.llm  # the model is misconfigured: building it fails
+    app.ingest([_docs(tmp_path)], "kb")
+    faq = write(tmp_path / "faq.csv", "question,answer\nWho checks the backups?,The on-call.\n")
+    app.faq_import([faq], "kb")
+    assert collect(app.ask("hello", "kb"))["hit_type"] == "chat"
+    assert collect(app.ask("Who checks the backups?", "kb"))["hit_type"] == "faq_direct"
+    with pytest.raises(QueryError, match="is empty"):
+        collect(app.ask("   ", "kb"))
+
+
+def test_closing_the_wire_closes_the_answer_and_writes_its_trace(app: App, tmp_path: Path) -> None:
+    app.ingest([_docs(tmp_path)], "kb")
+    answer = app.ask("What does the backups runbook say about step 2?", "kb")
+    events = wire(answer)
+    assert next(events)[0] == "stage"
+    events.close()  # a client gone mid-answer; `answer` is still referenced here
+    last = list(app.traces())[-1]
+    assert last.kind == "answer" and "the caller stopped reading before the end" in last.notes

@@ -30,16 +30,18 @@ def answer(
     *,
     retrieve: Callable[[str, int, Filters], Retrieved],
     faq: Callable[[str], FaqMatch | None],
-    llm: LLM | None,
+    llm: Callable[[], LLM | None],
     options: AnswerSettings,
     filters: Filters | None = None,
     history: Sequence[ChatMessage] = (),
 ) -> Iterator[AnswerEvent]:
     """Answer ``question``. A greeting is answered without searching; an FAQ entry close
     enough is the answer; with history and an LLM, a follow-up is rewritten into a
-    standalone query; a comparison searches each of its parts."""
+    standalone query; a comparison searches each of its parts. ``llm`` gives the model
+    (None: extractive answers), built only once a step needs it: a greeting or an FAQ
+    answer never loads it."""
     check_query(question, "question")
-    found = route(question, llm if options.llm_router else None)
+    found = route(question, llm() if options.llm_router else None)
     yield Stage("routing", round(found.ms, 3), found.to_dict())
     if found.intent == "chat":
         yield from _chat(question, found)
@@ -49,8 +51,9 @@ def answer(
         yield from _faq_direct(question, match, found)
         return
     query, notes = question, [found.note] if found.note else []
-    if history and llm is not None and options.rewrite_followups:
-        query, note = _standalone(llm, question, history)
+    model = llm() if history else None
+    if model is not None and options.rewrite_followups:
+        query, note = _standalone(model, question, history)
         notes += [note] if note else []
     scope = {**dict(filters or {}), **found.filters}
     queries = found.queries if found.intent == "compare" else [query]
@@ -63,7 +66,7 @@ def answer(
 
     language = detect_language(question)
     events = answer_events(
-        question, search, llm, options, query=query, language=language, history=history
+        question, search, llm(), options, query=query, language=language, history=history
     )
     for event in events:
         if isinstance(event, End):

@@ -6,7 +6,7 @@ the JSON objects the API documents (``knowhub.answer.events`` says what each hol
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from knowhub.answer.events import AnswerEvent, Error, kind_of
@@ -16,10 +16,17 @@ __all__ = ["WireEvent", "failed", "wire"]
 WireEvent = tuple[str, dict[str, Any]]
 
 
-def wire(events: Iterable[AnswerEvent]) -> Iterator[WireEvent]:
-    """``events`` as they go on the wire, one by one as they come."""
-    for event in events:
-        yield kind_of(event), event.to_dict()
+def wire(events: Iterator[AnswerEvent]) -> Iterator[WireEvent]:
+    """``events`` as they go on the wire, one by one as they come. Closing this closes
+    ``events`` at once (the answer's trace is written, the model's stream ends), not
+    whenever its generator is collected."""
+    try:
+        for event in events:
+            yield kind_of(event), event.to_dict()
+    finally:
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()
 
 
 def failed(body: dict[str, Any]) -> WireEvent:
