@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,3 +51,44 @@ def test_tests_sharing_a_module_fixture_are_one_xdist_group(
 
 def test_a_test_without_a_shared_fixture_is_in_no_group(request: pytest.FixtureRequest) -> None:
     assert request.node.get_closest_marker("xdist_group") is None
+
+
+GROUPED = """
+import os
+from pathlib import Path
+
+import pytest
+
+OUT = Path(os.environ["GROUPED_OUT"])
+
+
+@pytest.mark.parametrize("n", range(6))
+@pytest.mark.xdist_group("shared")
+def test_grouped(n):
+    with OUT.open("a") as out:
+        out.write(os.environ["PYTEST_XDIST_WORKER"] + "\\n")
+
+
+@pytest.mark.parametrize("n", range(6))
+def test_free(n):
+    pass
+"""
+
+
+def test_loadgroup_sends_a_group_to_one_worker(tmp_path: Path) -> None:
+    """What the grouping above is for: xdist 3.8 renames a grouped test's node id, which
+    pytest 9.2 no longer reads (it keeps ids elsewhere), and every group was then spread
+    over the workers: a module-scoped server started once per worker and test order."""
+    (tmp_path / "test_grouped.py").write_text(GROUPED)
+    out = tmp_path / "workers.txt"
+    options = ["-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup", "-c", os.devnull]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *options, "--rootdir", str(tmp_path), str(tmp_path)],
+        env={**os.environ, "GROUPED_OUT": str(out)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    workers = out.read_text().split()
+    assert len(workers) == 6 and len(set(workers)) == 1, workers
