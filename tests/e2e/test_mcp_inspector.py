@@ -28,6 +28,7 @@ TOOLS = {
     "list_collections",
     "get_document_summary",
     "get_content",
+    "ask",
     "ingest",
 }
 # Exit statuses the Inspector CLI documents (EXIT_CODES in its source).

@@ -23,6 +23,7 @@ TOOLS = {
     "list_collections",
     "get_document_summary",
     "get_content",
+    "ask",
     "ingest",
 }
 

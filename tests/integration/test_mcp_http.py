@@ -142,6 +142,7 @@ async def test_full_token_uses_every_tool(server: HttpServer) -> None:
             "list_collections",
             "get_document_summary",
             "get_content",
+            "ask",
             "ingest",
         }
 
@@ -206,6 +207,15 @@ async def test_full_token_uses_every_tool(server: HttpServer) -> None:
             )
         )
         assert notes["hits"][0]["source"].endswith("alpha.md")
+
+
+async def test_ask_answers_over_http_citing_its_sources(server: HttpServer) -> None:
+    async with server.client(token=FULL) as client:
+        asked = await client.call_tool("ask", {"question": "How often are signing keys rotated?"})
+        answered = _structured(asked)
+        assert answered["hit_type"] == "rag" and "ninety days" in answered["answer"]
+        assert answered["sources"][0]["source"].endswith("guide.md")
+        assert "Sources:\n[1] " in _text(asked)
 
 
 # -- 2. authentication, /health, /metrics --------------------------------------------------
@@ -327,6 +337,7 @@ async def test_collection_limited_token_sees_only_its_collections(server: HttpSe
                 {"source_hash": secret_hit["source_hash"], "collection": "private"},
             ),
             ("ingest", {"path": "more", "collection": "private"}),
+            ("ask", {"question": "orchid", "collection": "private"}),
         ]:
             refused = await client.call_tool(tool, args)
             assert refused.is_error, tool

@@ -31,6 +31,7 @@ DATA_TOOLS = [
     "list_collections",
     "get_document_summary",
     "get_content",
+    "ask",
     "ingest",
 ]
 
@@ -196,3 +197,23 @@ async def test_registering_a_folder_that_does_not_exist_is_a_tool_error(tmp_path
         message = await fails(client, "register", path="animal")
         assert "path 'animal' does not exist under --path-root" in message
         assert "did you mean 'animals'?" in message
+
+
+async def test_ask_answers_with_citations_hit_type_and_confidence(tmp_path: Path) -> None:
+    async with local(tmp_path) as client:
+        answered, text = await ok(client, "ask", question="Where does the zebra migrate?")
+        assert answered["hit_type"] == "rag" and answered["model"] == "extractive"
+        assert "savanna" in answered["answer"] and 0 < answered["confidence"] <= 1
+        [first, *_] = answered["sources"]
+        assert (first["n"], first["source"]) == (1, "zebra.md") and first["chunk_id"]
+        assert "\nSources:\n[1] zebra.md" in text and "(rag, confidence" in text
+        assert not answered["truncated"] and answered["indexing"] is None
+
+
+async def test_ask_says_when_the_documents_do_not_cover_the_question(tmp_path: Path) -> None:
+    async with local(tmp_path) as client:
+        answered, text = await ok(client, "ask", question="What is the GDP of Portugal in 2020?")
+        assert answered["hit_type"] == "insufficient_context"
+        assert "do not cover" in answered["answer"] and "Closest sources" in text
+        message = await fails(client, "ask", question="zebra", collection="nope")
+        assert "'nope'" in message

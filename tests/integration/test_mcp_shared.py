@@ -32,6 +32,7 @@ DATA_TOOLS = {
     "list_collections",
     "get_document_summary",
     "get_content",
+    "ask",
     "ingest",
 }
 UNKNOWN_ID = "0123456789abcdef"

@@ -46,6 +46,7 @@ READ_TOOLS = {
     "list_collections",
     "get_document_summary",
     "get_content",
+    "ask",
 }
 
 HIT_FIELDS = {
@@ -106,7 +107,7 @@ class TestEveryToolOverStdio:
     async def test_tools_are_listed_with_their_hints_and_schema(self, served: _Served) -> None:
         listed = (await served.client.list_tools()).tools
         assert {t.name for t in listed} == READ_TOOLS | {"ingest"}
-        assert len(listed) == 6
+        assert len(listed) == 7
         for tool in listed:
             hints = tool.annotations
             assert hints is not None, tool.name
@@ -427,7 +428,7 @@ def test_stdout_carries_only_protocol(tmp_path: Path) -> None:
             }
         )
         tools = answer(2)["result"]["tools"]
-        assert len(tools) == 6
+        assert len(tools) == 7
         called = answer(3)["result"]
         assert called.get("isError") is not True
         assert called["structuredContent"]["hits"][0]["source"] == "backups.md"

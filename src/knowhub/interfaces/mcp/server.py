@@ -35,6 +35,7 @@ from knowhub.interfaces.mcp.http import build_http_app, mcp_endpoint
 from knowhub.interfaces.mcp.local import LocalService
 from knowhub.interfaces.mcp.metrics import Metrics
 from knowhub.interfaces.mcp.shared import SessionRegistry
+from knowhub.interfaces.mcp.tools.answer import AnswerTools
 from knowhub.interfaces.mcp.tools.base import Resolve, Target, ToolGroup, add_tools
 from knowhub.interfaces.mcp.tools.control import ControlTools
 from knowhub.interfaces.mcp.tools.documents import DocumentTools
@@ -193,10 +194,12 @@ def build_shared(
 def _data_tools(
     resolve: Resolve, settings: Settings, metrics: Metrics, read_only: bool
 ) -> list[ToolGroup]:
-    """Search, browse, and (unless ``read_only``) ingest, in the order tools/list shows."""
+    """Search, browse, answer, and (unless ``read_only``) ingest, in the order tools/list
+    shows."""
     groups: list[ToolGroup] = [
         SearchTools(resolve, settings.server, metrics),
         DocumentTools(resolve, settings.server, metrics),
+        AnswerTools(resolve, settings.server, metrics),
     ]
     if not read_only:
         groups.append(IngestTools(resolve, settings.server, metrics))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 import anyio.from_thread
 from mcp.server.mcpserver import Context
@@ -35,7 +35,7 @@ from knowhub.interfaces.mcp.tools.base import (
 )
 from knowhub.models import Hit
 
-__all__ = ["HitOut", "SearchOut", "SearchTools", "cite"]
+__all__ = ["Cited", "Filters", "HitOut", "SearchOut", "SearchTools", "cite"]
 
 
 class HitOut(BaseModel):
@@ -245,7 +245,22 @@ def _hit_out(n: int, hit: Hit, text: str, cut: bool) -> HitOut:
     )
 
 
-def cite(hit: Hit | HitOut) -> str:
+class Cited(Protocol):
+    """Anything that says where a passage is (a hit, a tool's hit or source)."""
+
+    @property
+    def source(self) -> str: ...
+    @property
+    def page(self) -> int | None: ...
+    @property
+    def section_path(self) -> str: ...
+    @property
+    def line_start(self) -> int: ...
+    @property
+    def line_end(self) -> int: ...
+
+
+def cite(hit: Cited) -> str:
     """Where a passage is: its file, then page, section and lines where it has them."""
     parts = [hit.source]
     if hit.page:

@@ -1,0 +1,153 @@
+"""The answering tool: ``ask``, a cited answer from the knowledge base.
+
+An agent delegates a question instead of reading passages itself: the answer is ``knowhub
+ask``'s (FAQ, retrieval, the configured LLM or an extractive answer), with its ``[n]``
+citations, ``hit_type`` and ``confidence``; when the documents do not cover the question it
+says so (``insufficient_context``) rather than inventing an answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context
+from mcp_types import CallToolResult
+from pydantic import BaseModel, Field
+
+from knowhub.answer.pipeline import collect
+from knowhub.checks import MAX_QUERY_BYTES
+from knowhub.interfaces.arguments import check_filters
+from knowhub.interfaces.mcp.indexing import (
+    Indexed,
+    indexing_out,
+    not_created_yet,
+    noting_indexing,
+    wait_for_first_sync,
+)
+from knowhub.interfaces.mcp.tools.base import (
+    READ,
+    DataTools,
+    Tool,
+    in_thread,
+    tool_errors,
+    tool_result,
+)
+from knowhub.interfaces.mcp.tools.search import Filters, cite
+
+__all__ = ["AnswerOut", "AnswerTools", "SourceOut"]
+
+
+class SourceOut(BaseModel):
+    n: int = Field(description="Citation number, as [n] in the answer.")
+    source: str
+    title: str
+    page: int | None
+    section_path: str
+    line_start: int
+    line_end: int
+    chunk_id: str = Field(description="Fetch the whole passage with get_content.")
+    relevance: float = Field(description="Absolute, 0-1: how much it is about the question.")
+    collection: str
+
+
+class AnswerOut(Indexed):
+    question: str
+    answer: str
+    hit_type: str = Field(
+        description="rag (answered from the sources), insufficient_context (they do not cover "
+        "the question: no answer is made up), faq_direct (a curated FAQ answer) or chat."
+    )
+    confidence: float = Field(description="0-1: the sources' relevance times their support.")
+    model: str = Field(description="Who wrote the answer: the LLM's id, extractive, faq, rules.")
+    sources: list[SourceOut] = Field(
+        description="What [n] cites; for insufficient_context, the nearest misses."
+    )
+    notes: list[str]
+    truncated: bool = Field(description="The answer was cut to fit the result's size budget.")
+
+
+Question = Annotated[
+    str, Field(min_length=1, max_length=MAX_QUERY_BYTES, description="The question to answer.")
+]
+
+
+class AnswerTools(DataTools):
+    def tools(self) -> Iterator[Tool]:
+        yield Tool(
+            self.ask,
+            name="ask",
+            title="Answer from the knowledge base",
+            annotations=READ,
+            description=(
+                "Answer a question from the knowledge base, citing its sources as [n] (file, "
+                "page, section, lines), with hit_type and confidence. When the documents do not "
+                "cover it, hit_type is insufficient_context and no answer is made up: search "
+                "with query_knowledge_hub instead."
+            ),
+        )
+
+    async def ask(
+        self,
+        question: Question,
+        ctx: Context,
+        collection: Annotated[str, Field(description="Collection to answer from.")] = "default",
+        filters: Filters = None,
+    ) -> Annotated[CallToolResult, AnswerOut]:
+        metrics, settings = self.metrics, self.settings
+        async with self.resolve(ctx) as target:
+            kb = target.kb
+            with (
+                tool_errors(metrics, "ask", question=question, collection=collection),
+                noting_indexing(kb),
+            ):
+                target.principal.check_read(collection)
+                typed = check_filters(filters)
+                await wait_for_first_sync(kb, settings.first_sync_wait_s, "ask")
+                end = await in_thread(
+                    lambda: (
+                        None
+                        if not_created_yet(kb, collection)
+                        else collect(kb.reader.ask(question, collection, typed))
+                    )
+                )
+            out = _answer_out(question, collection, end, settings.max_result_chars)
+            out.indexing = indexing_out(kb)
+            return tool_result(_answer_markdown(out), out)
+
+
+def _answer_out(
+    question: str, collection: str, end: dict[str, Any] | None, budget: int
+) -> AnswerOut:
+    """The answer as the tool returns it, its text cut to ``budget`` characters."""
+    if end is None:  # the served folder's first ingest is creating the collection
+        note = f"collection {collection!r} has no documents yet: ask again once it is indexed"
+        end = {"answer": "", "hit_type": "insufficient_context", "confidence": 0.0}
+        end |= {"model": "none", "sources": [], "notes": [note]}
+    text: str = end["answer"]
+    truncated = len(text) > budget
+    sources = [SourceOut.model_validate(s) for s in end["sources"]]
+    return AnswerOut(
+        question=question,
+        answer=text[: budget - 2].rstrip() + " …" if truncated else text,
+        hit_type=end["hit_type"],
+        confidence=end["confidence"],
+        model=end["model"],
+        sources=sources,
+        notes=end["notes"],
+        truncated=truncated,
+    )
+
+
+def _answer_markdown(out: AnswerOut) -> str:
+    """The answer, what its [n] cite (or the nearest misses), and a one-line verdict."""
+    lines = [out.answer] if out.answer else []
+    if out.sources and out.hit_type == "rag":
+        lines += ["", "Sources:"]
+        lines += [f"[{s.n}] {cite(s)} — chunk `{s.chunk_id}`" for s in out.sources]
+    elif out.sources and out.hit_type == "insufficient_context":
+        lines += ["", "Closest sources (not relevant enough to answer from):"]
+        lines += [f"- {cite(s)} — chunk `{s.chunk_id}`" for s in out.sources[:3]]
+    lines += ["", f"({out.hit_type}, confidence {out.confidence:.2f}, {out.model})"]
+    lines += [f"Note: {note}" for note in out.notes]
+    return "\n".join(lines)
