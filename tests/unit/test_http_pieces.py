@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -224,3 +226,29 @@ def test_validation_errors_read_as_one_line() -> None:
         "invalid request: top_k: Input should be less than or equal to 100; "
         "history.0.role: Input should be 'user' or 'assistant'"
     )
+
+
+class _LoopClosingNow:
+    """An event loop that stops in the instant after anyio checked it is open."""
+
+    def is_closed(self) -> bool:
+        return False
+
+    def call_soon_threadsafe(self, *args: object, **kwargs: object) -> None:
+        raise RuntimeError("Event loop is closed")
+
+
+def test_an_event_for_a_loop_closing_meanwhile_leaves_no_coroutine_behind() -> None:
+    from anyio._backends._asyncio import AsyncIOBackend
+    from anyio.lowlevel import EventLoopToken
+
+    pump = EventPump(lambda: iter([]))
+    token = EventLoopToken(AsyncIOBackend, _LoopClosingNow())
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with pytest.raises(RuntimeError, match="closed"):
+            pump._deliver(("token", {"text": "late"}), token)
+        pump.close()
+        pump._send.close()  # what the producer's end would do: it never started here
+        gc.collect()
+    assert [w for w in seen if "never awaited" in str(w.message)] == []

@@ -95,7 +95,7 @@ class EventPump:
                 for event in iterator:
                     if self._stop.is_set():
                         return
-                    anyio.from_thread.run(self._send.send, event, token=token)
+                    self._deliver(event, token)
             finally:
                 close = getattr(iterator, "close", None)
                 if close is not None:
@@ -107,9 +107,18 @@ class EventPump:
         finally:
             self._finish(token)
 
+    def _deliver(self, item: Event | BaseException, token: EventLoopToken) -> None:
+        """Hand ``item`` to the reader: with a plain callback while the buffer has room, so
+        an event loop that stops in the same instant leaves no coroutine behind (it would
+        warn "never awaited" when collected); waiting for room only when the buffer is full."""
+        try:
+            anyio.from_thread.run_sync(self._send.send_nowait, item, token=token)
+        except anyio.WouldBlock:
+            anyio.from_thread.run(self._send.send, item, token=token)
+
     def _hand_over(self, exc: Exception, token: EventLoopToken) -> None:
         try:
-            anyio.from_thread.run(self._send.send, exc, token=token)
+            self._deliver(exc, token)
         except Exception:  # reader or event loop gone: the error has nobody to go to
             log.debug("answer failed after its reader left: %s", exc)
 
