@@ -111,14 +111,8 @@ class Collection:
         on_stage: StageHook | None = None,
     ) -> SearchResult:
         """The search without its own trace (a step of an answer, a gate's query)."""
-        app, opts = self._app, self._app.settings.search
-        request = SearchRequest(
-            query=query,
-            collection=self.target.physical,
-            top_k=opts.top_k if top_k is None else top_k,
-            filters=dict(filters or {}),
-            min_score=opts.min_score if min_score is None else min_score,
-        )
+        app, request = self._app, self._request(query, top_k, filters, min_score)
+        opts = app.settings.search
         found = search(app.store, self.embedder, opts, request, app.reranker, app.caches, on_stage)
         return replace(found, hits=named(found.hits, self.target))
 
@@ -126,19 +120,25 @@ class Collection:
         self, query: str, top_k: int | None = None, filters: Filters | None = None
     ) -> dict[str, Any]:
         """One search's every stage, candidates and timings (see ``knowhub.query.debug``)."""
-        opts = self._app.settings.search
-        request = SearchRequest(
-            query=query,
-            collection=self.target.physical,
-            top_k=opts.top_k if top_k is None else top_k,
-            filters=dict(filters or {}),
-            min_score=opts.min_score,
-        )
-        report = diagnose(self._app.store, self.embedder, opts, request, self._app.reranker)
+        app, request = self._app, self._request(query, top_k, filters, None)
+        report = diagnose(app.store, self.embedder, app.settings.search, request, app.reranker)
         report["collection"] = self.name
         for hit in report["hits"]:
             hit["collection"] = self.name
         return report
+
+    def _request(
+        self, query: str, top_k: int | None, filters: Filters | None, min_score: float | None
+    ) -> SearchRequest:
+        """A search of this version; None takes the configured ``search`` default."""
+        opts = self._app.settings.search
+        return SearchRequest(
+            query=query,
+            collection=self.target.physical,
+            top_k=opts.top_k if top_k is None else top_k,
+            filters=dict(filters or {}),
+            min_score=opts.min_score if min_score is None else min_score,
+        )
 
     # -- answer ------------------------------------------------------------------------
 
