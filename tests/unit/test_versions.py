@@ -8,7 +8,7 @@ import pytest
 
 from knowhub.checks import check_collection_name, check_store_name, logical_name
 from knowhub.errors import QueryError
-from knowhub.versions import (
+from knowhub.versions.record import (
     BUILDING,
     Version,
     VersionSet,

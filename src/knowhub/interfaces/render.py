@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from knowhub.models import DocumentRecord, Hit
 from knowhub.query.pipeline import SearchResult
-from knowhub.versions import CollectionView
+from knowhub.versions.record import CollectionView
 
 if TYPE_CHECKING:  # a search's output must not load ingest (cold start)
     from knowhub.ingest.pipeline import IngestReport

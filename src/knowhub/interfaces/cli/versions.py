@@ -12,9 +12,9 @@ from knowhub.errors import ConfigError
 from knowhub.interfaces.cli.context import CliContext, emit
 from knowhub.interfaces.progress import ingest_progress
 from knowhub.interfaces.render import render_table
-from knowhub.versions import Version
 from knowhub.versions.build import BuildReport, build_version
 from knowhub.versions.gate import gate_check
+from knowhub.versions.record import Version
 from knowhub.versions.switch import (
     VersionRow,
     activate_version,
