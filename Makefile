@@ -7,6 +7,11 @@ DEMO_DIR := .demo
 INSPECTOR_DIR := .cache/mcp-inspector
 INSPECTOR_VERSION := 2.12.0
 INSPECTOR := $(INSPECTOR_DIR)/.installed-$(INSPECTOR_VERSION)
+# The npm filesystem MCP server the agent's tests run as an external server (pinned); `npx -y
+# @modelcontextprotocol/server-filesystem` run from this directory finds it without the network.
+MCP_SERVERS_DIR := .cache/mcp-servers
+FILESYSTEM_VERSION := 2026.8.31
+MCP_SERVERS := $(MCP_SERVERS_DIR)/.installed-filesystem-$(FILESYSTEM_VERSION)
 # The browser the web console's end-to-end tests drive: Debian's Chromium (playwright only
 # drives it; `playwright install` would download one). Elsewhere: KNOWHUB_CHROMIUM=path.
 CHROMIUM ?= /usr/bin/chromium
@@ -33,6 +38,12 @@ $(INSPECTOR):
 	  @modelcontextprotocol/inspector@$(INSPECTOR_VERSION)
 	touch $@
 
+$(MCP_SERVERS):
+	rm -rf $(MCP_SERVERS_DIR)
+	npm install --prefix $(MCP_SERVERS_DIR) --no-audit --no-fund --loglevel=error \
+	  @modelcontextprotocol/server-filesystem@$(FILESYSTEM_VERSION)
+	touch $@
+
 $(CHROMIUM):
 	$(SUDO) apt-get update -q
 	$(SUDO) apt-get install -y -q --no-install-recommends chromium
@@ -48,7 +59,7 @@ demo: $(VENV)/.installed
 	$(BIN)/knowhub --data-dir $(DEMO_DIR)/data ingest examples/docs
 	$(BIN)/python examples/demo.py --data-dir $(DEMO_DIR)/data
 
-test: $(VENV)/.installed-dev $(INSPECTOR) $(CHROMIUM)
+test: $(VENV)/.installed-dev $(INSPECTOR) $(MCP_SERVERS) $(CHROMIUM)
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy
@@ -97,4 +108,4 @@ load: $(VENV)/.installed
 	$(BIN)/python benchmarks/load_run.py --clients $(CLIENTS) --duration $(DURATION)
 
 clean:
-	rm -rf $(VENV) $(DEMO_DIR) data .pytest_cache .mypy_cache .ruff_cache $(INSPECTOR_DIR)
+	rm -rf $(VENV) $(DEMO_DIR) data .pytest_cache .mypy_cache .ruff_cache $(INSPECTOR_DIR) $(MCP_SERVERS_DIR)

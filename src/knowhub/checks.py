@@ -26,6 +26,7 @@ __all__ = [
     "check_collection_name",
     "check_doc_hash_prefix",
     "check_filter_keys",
+    "check_filters",
     "check_min_score",
     "check_query",
     "check_store_name",
@@ -212,4 +213,47 @@ def _unknown_key(key: str, known: Collection[str], collection: str) -> str:
         f"filters: unknown key {key!r} in collection {collection!r}, so it would match "
         f"nothing: use a column ({', '.join(FILTER_COLUMNS)}; also {aliases}) or a metadata "
         f"key its documents have ({listed}{more})"
+    )
+
+
+def check_filters(filters: Any) -> dict[str, FilterValue]:
+    """Typed filters from a client: ``{"team": "ops", "language": {"in": ["en", "ru"]}}``.
+
+    Scalars (strings, numbers, booleans) compare as text; ``{"in": [...]}`` matches any.
+    """
+    if filters is None:
+        return {}
+    check_text(filters, "filters")
+    if not isinstance(filters, dict):
+        raise QueryError(
+            f"filters must be an object of key: value, got {type(filters).__name__}: "
+            'write e.g. {"team": "ops"}'
+        )
+    out: dict[str, FilterValue] = {}
+    for key, value in filters.items():
+        if not isinstance(key, str) or not key.strip():
+            raise QueryError("filters: every key must be a non-empty metadata name")
+        if isinstance(value, dict):
+            choices = value.get("in")
+            if set(value) != {"in"} or not isinstance(choices, list) or not choices:
+                raise QueryError(
+                    f'filters.{key}: an object must be {{"in": [values...]}} with at least '
+                    f"one value, got {value!r}"
+                )
+            out[key] = tuple(_filter_scalar(key, v) for v in choices)
+        else:
+            out[key] = _filter_scalar(key, value)
+    return out
+
+
+def _filter_scalar(key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"  # how SQLite's JSON stores true/false as text
+    if isinstance(value, str | int | float):
+        text = str(value).strip()
+        if text:
+            return text
+    raise QueryError(
+        f"filters.{key}: {value!r} is not a value to match: use a string, a number, "
+        'a boolean or {"in": [...]}'
     )

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from knowhub.errors import ConfigError
 
 __all__ = [
+    "AgentSettings",
     "AnswerSettings",
     "AzureOptions",
     "ChromaOptions",
@@ -410,6 +411,23 @@ class ServerSettings(_Section):
     )
 
 
+class AgentSettings(_Section):
+    """``knowhub chat``: the model's tool loop and the MCP servers it may use."""
+
+    mcp_config: Path | None = Field(
+        None, description="An mcpServers JSON file (as Claude Desktop or Cursor write it)."
+    )
+    max_steps: int = Field(8, ge=1, le=50, description="Model calls in one chat turn at most.")
+    tool_timeout_s: float = Field(60.0, gt=0, description="One tool call's limit.")
+    start_timeout_s: float = Field(60.0, gt=0, description="An MCP server's start and listing.")
+    max_result_chars: int = Field(
+        12_000, ge=500, description="A tool result is cut to this (with a note to the model)."
+    )
+    max_total_result_chars: int = Field(
+        60_000, ge=1000, description="All tool results of one chat turn together."
+    )
+
+
 class Settings(_Section):
     """Everything configurable, validated once."""
 
@@ -427,6 +445,7 @@ class Settings(_Section):
     ingest: IngestSettings = IngestSettings()
     eval: EvalSettings = EvalSettings()
     server: ServerSettings = ServerSettings()
+    agent: AgentSettings = AgentSettings()
     # Values of the variables named by ``*api_key_env`` settings, read once by load_settings.
     _secrets: dict[str, str] = PrivateAttr(default_factory=dict)
 

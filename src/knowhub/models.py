@@ -21,6 +21,7 @@ __all__ = [
     "Hit",
     "LineSpan",
     "LoadedDocument",
+    "citation",
 ]
 
 FilterValue: TypeAlias = str | tuple[str, ...]
@@ -224,3 +225,16 @@ class Hit:
 
 def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
+
+
+def citation(hit: Hit) -> str:
+    """``source, p. 3, § A > B, lines 10-24`` — every part that is known (lines are the
+    file's; a PDF or Office file has none, line 0, and is cited by page and section)."""
+    parts = [hit.source]
+    if hit.page is not None:
+        parts.append(f"p. {hit.page}")
+    if hit.section_path:
+        parts.append(f"§ {hit.section_path}")
+    if hit.line_start:
+        parts.append(f"lines {hit.line_start}-{hit.line_end}")
+    return ", ".join(parts)

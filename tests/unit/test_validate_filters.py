@@ -7,8 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from knowhub import QueryError
-from knowhub.checks import check_filter_keys
-from knowhub.interfaces.arguments import check_filters
+from knowhub.checks import check_filter_keys, check_filters
 
 
 def test_scalars_and_in_lists_become_text_values() -> None:

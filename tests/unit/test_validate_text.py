@@ -5,8 +5,14 @@ from __future__ import annotations
 import pytest
 
 from knowhub import QueryError
-from knowhub.checks import check_doc_hash_prefix, check_query, check_text, unpaired_surrogate
-from knowhub.interfaces.arguments import check_filters, parse_key_values
+from knowhub.checks import (
+    check_doc_hash_prefix,
+    check_filters,
+    check_query,
+    check_text,
+    unpaired_surrogate,
+)
+from knowhub.interfaces.arguments import parse_key_values
 
 FIX = "; send valid UTF-8 text"
 

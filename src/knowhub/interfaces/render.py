@@ -6,7 +6,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from knowhub.models import DocumentRecord, Hit
+from knowhub.models import DocumentRecord, Hit, citation
 from knowhub.query.pipeline import SearchResult
 from knowhub.versions.record import CollectionView
 
@@ -14,7 +14,6 @@ if TYPE_CHECKING:  # a search's output must not load ingest (cold start)
     from knowhub.ingest.pipeline import IngestReport
 
 __all__ = [
-    "citation",
     "explain_hits",
     "middle_cut",
     "render_chunk",
@@ -28,19 +27,6 @@ __all__ = [
 
 PREVIEW_CHARS = 240
 SOURCE_CHARS = 60  # the documents table's source column: a row still fits 132 columns
-
-
-def citation(hit: Hit) -> str:
-    """``source, p. 3, § A > B, lines 10-24`` — every part that is known (lines are the
-    file's; a PDF or Office file has none, line 0, and is cited by page and section)."""
-    parts = [hit.source]
-    if hit.page is not None:
-        parts.append(f"p. {hit.page}")
-    if hit.section_path:
-        parts.append(f"§ {hit.section_path}")
-    if hit.line_start:
-        parts.append(f"lines {hit.line_start}-{hit.line_end}")
-    return ", ".join(parts)
 
 
 def render_hits(

@@ -1,4 +1,4 @@
-"""An answer's typed events as every interface sends them: ``(kind, payload)``.
+"""An answer's or a chat's typed events as every interface sends them: ``(kind, payload)``.
 
 The kinds are SSE's ``event:`` names and the WebSocket's ``event`` field; the payloads are
 the JSON objects the API documents (``knowhub.answer.events`` says what each holds).
@@ -9,20 +9,31 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from knowhub.agent.events import (
+    ChatEnd,
+    ChatEvent,
+    ChatToken,
+    StepDone,
+    ToolCalled,
+    ToolDone,
+    chat_kind,
+)
 from knowhub.answer.events import AnswerEvent, Error, kind_of
 
 __all__ = ["WireEvent", "failed", "wire"]
 
 WireEvent = tuple[str, dict[str, Any]]
+CHAT_EVENTS = (StepDone, ToolCalled, ToolDone, ChatToken, ChatEnd)
 
 
-def wire(events: Iterator[AnswerEvent]) -> Iterator[WireEvent]:
-    """``events`` as they go on the wire, one by one as they come. Closing this closes
-    ``events`` at once (the answer's trace is written, the model's stream ends), not
-    whenever its generator is collected."""
+def wire(events: Iterator[AnswerEvent] | Iterator[ChatEvent]) -> Iterator[WireEvent]:
+    """``events`` (an answer's or a chat's) as they go on the wire, one by one as they come.
+    Closing this closes ``events`` at once (the trace is written, the model's stream ends),
+    not whenever its generator is collected."""
     try:
         for event in events:
-            yield kind_of(event), event.to_dict()
+            kind = chat_kind(event) if isinstance(event, CHAT_EVENTS) else kind_of(event)
+            yield kind, event.to_dict()
     finally:
         close = getattr(events, "close", None)
         if close is not None:

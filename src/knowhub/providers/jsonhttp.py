@@ -22,13 +22,14 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from knowhub.config import Settings
 from knowhub.errors import ConfigError, ProviderError
 
 __all__ = [
     "Decoder",
+    "HTTPStatusError",
     "Transport",
     "api_key",
     "error_message",
@@ -37,8 +38,11 @@ __all__ = [
     "sse_data",
 ]
 
-Decoder = Callable[[Iterator[bytes]], Iterator[str]]
-"""Turns a response's raw lines into text deltas (raising ProviderError on bad ones)."""
+T = TypeVar("T")
+
+Decoder = Callable[[Iterator[bytes]], Iterator[T]]
+"""Turns a response's raw lines into what it carries: text deltas, or the pieces of a
+model's turn (raising ProviderError on bad lines)."""
 
 _EXCERPT = 300  # characters of a server's error body shown in a message
 _MAX_LINE = 4 * 1024 * 1024  # one stream line (a JSON chunk); a longer one reads as malformed
@@ -85,11 +89,11 @@ class Transport:
                 raise ProviderError(f"{self.what}: {url} did not answer JSON: {excerpt!r}") from exc
 
     def post_stream(
-        self, url: str, body: Mapping[str, Any], headers: Mapping[str, str], decode: Decoder
-    ) -> Iterator[str]:
-        """POST ``body`` and yield the deltas ``decode`` finds in the response's lines.
+        self, url: str, body: Mapping[str, Any], headers: Mapping[str, str], decode: Decoder[T]
+    ) -> Iterator[T]:
+        """POST ``body`` and yield the items ``decode`` finds in the response's lines.
 
-        Retries happen only until the first delta is yielded.
+        Retries happen only until the first item is yielded.
         """
         with _Scrub(headers):
             data = _encode(body)
@@ -140,10 +144,11 @@ class Transport:
             raw = b""
         finally:
             exc.close()
-        message = f"{self.what}: {url} answered HTTP {exc.code}: {error_message(raw)}"
+        detail = error_message(raw)
+        message = f"{self.what}: {url} answered HTTP {exc.code}: {detail}"
         if exc.code in self.hints:
             message += f"; {self.hints[exc.code]}"
-        error = ProviderError(message)
+        error = HTTPStatusError(message, exc.code, detail)
         if exc.code == 429 or exc.code >= 500:
             return _RetryableError(error, self._retry_after(exc.headers.get("Retry-After")))
         return error
@@ -189,6 +194,17 @@ class Transport:
         time.sleep(min(delay, self.max_delay_s))
 
 
+class HTTPStatusError(ProviderError):
+    """A server's HTTP error answer. ``status`` and ``detail`` (the server's own message)
+    let a provider recognise a rejection it can explain better, e.g. a model without tool
+    support."""
+
+    def __init__(self, message: str, status: int, detail: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.detail = detail
+
+
 class _RetryableError(Exception):
     """A failure worth another attempt; ``error`` is raised when attempts run out."""
 
@@ -214,11 +230,18 @@ class _Scrub:
     def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
         if not isinstance(exc, ProviderError) or not self._secrets:
             return
-        message = str(exc)
+        message = self._scrubbed(str(exc))
+        if message == str(exc):
+            return
+        if isinstance(exc, HTTPStatusError):  # keep what a provider may recognise
+            scrubbed = HTTPStatusError(message, exc.status, self._scrubbed(exc.detail))
+            _reraise(scrubbed, exc.__cause__)
+        _reraise(ProviderError(message), exc.__cause__)
+
+    def _scrubbed(self, text: str) -> str:
         for secret in self._secrets:
-            message = message.replace(secret, "***")
-        if message != str(exc):
-            _reraise(ProviderError(message), exc.__cause__)
+            text = text.replace(secret, "***")
+        return text
 
 
 def _reraise(error: ProviderError, cause: BaseException | None) -> NoReturn:

@@ -15,7 +15,12 @@ Streams use chunked transfer encoding, one HTTP chunk per token, flushed, with
 ``token_delay_s`` between tokens so time-to-first-token is measurable.
 
 The answer is ``answer`` (text, or a function of the last user message); when JSON is
-requested and the answer is not a JSON object it is wrapped as ``{"answer": …}``.
+requested and the answer is not a JSON object it is wrapped as ``{"answer": …}``. A
+``script`` (a function of the whole request body) plays a tool-calling model instead: it
+returns text or :class:`ToolReply` calls (with any text before them), which the server
+sends in the protocol's format, whole or streamed (a call's arguments in several deltas),
+with ``finish_reason: "tool_calls"``. Tool conversations are checked as the real servers
+check them, and rejected with their 400s (:mod:`knowhub.testing.llm_tools_wire`).
 With ``api_key`` set, a missing or wrong key is answered 401 the way each server does.
 ``fail`` makes the first ``times`` requests (every one with ``times=None``) misbehave:
 
@@ -28,6 +33,10 @@ With ``api_key`` set, a missing or wrong key is answered 401 the way each server
 ``bad-chunk``    a truncated JSON body, or a stream whose second chunk is truncated JSON
 ``error-chunk``  a stream whose second chunk is the server's error object
 ``empty``        an empty answer (content ``""``)
+``cut``          a stream that ends cleanly right after its first token, unfinished
+``no-tools``     a request offering tools is refused with a 400, as Ollama refuses for
+                 a model without tool support (vLLM without its tool parser, Azure for
+                 a model without tools)
 
 Every request is recorded (path, query, headers with credential values redacted,
 body, and whether its key was right) for assertions.
@@ -46,12 +55,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from knowhub.testing.llm_tools_wire import Reply, Script, ToolReply, no_tools, split_reply
 from knowhub.testing.llm_wire import (
     Answer,
+    Calls,
     answer_text,
+    error,
     error_body,
     error_frame,
-    first_token,
     frames,
     invalid,
     route,
@@ -60,7 +71,18 @@ from knowhub.testing.llm_wire import (
     whole,
 )
 
-__all__ = ["ANSWER", "FAILS", "LlmServer", "Request", "closed_url", "serve", "tokens"]
+__all__ = [
+    "ANSWER",
+    "FAILS",
+    "LlmServer",
+    "Reply",
+    "Request",
+    "Script",
+    "ToolReply",
+    "closed_url",
+    "serve",
+    "tokens",
+]
 
 ANSWER = "Database backups are taken every six hours and kept for thirty days [1]."
 FAILS = (
@@ -74,6 +96,8 @@ FAILS = (
     "bad-chunk",
     "error-chunk",
     "empty",
+    "cut",
+    "no-tools",
 )
 
 _CREDENTIALS = ("authorization", "api-key")
@@ -114,10 +138,11 @@ class LlmServer:
 
 
 @dataclass
-class _Script:
+class _Plan:
     """How the server behaves (the arguments of :func:`serve`), and what it has served."""
 
     answer: Answer
+    script: Script | None
     api_key: str | None
     deployment: str
     token_delay_s: float
@@ -128,6 +153,7 @@ class _Script:
     release: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     served: int = 0
+    calls_made: int = 0
 
     def next_mode(self) -> str | None:
         """The failure mode of the request now being answered (None: answer it well)."""
@@ -136,11 +162,19 @@ class _Script:
             failing = self.fail is not None and (self.times is None or self.served <= self.times)
         return self.fail if failing else None
 
+    def with_ids(self, calls: list[ToolReply]) -> Calls:
+        """``calls`` with their ids: given, or made up, unique across the server's life."""
+        with self.lock:
+            first = self.calls_made
+            self.calls_made += len(calls)
+        return [(c.id or f"call_{first + n}", c) for n, c in enumerate(calls)]
+
 
 @contextmanager
 def serve(
     answer: Answer = ANSWER,
     *,
+    script: Script | None = None,
     api_key: str | None = None,
     deployment: str = "gpt-4o-mini-prod",
     token_delay_s: float = 0.0,
@@ -153,6 +187,9 @@ def serve(
 
     Args:
         answer: the answer text, or a function of the last user message's content.
+        script: the model's turn as a function of the request body (parsed JSON, in the
+            protocol's format): text, or a list of text and :class:`ToolReply` calls.
+            Overrides ``answer``; an exception it raises is answered as a 500 naming it.
         api_key: the key every request must carry (None: no key checked).
         deployment: the Azure deployment that exists.
         token_delay_s: pause after each streamed token.
@@ -164,9 +201,11 @@ def serve(
     """
     if fail is not None and fail not in FAILS:
         raise ValueError(f"unknown failure mode {fail!r}; one of {FAILS}")
-    script = _Script(answer, api_key, deployment, token_delay_s, fail, times, echo_key, retry_after)
+    plan = _Plan(
+        answer, script, api_key, deployment, token_delay_s, fail, times, echo_key, retry_after
+    )
     httpd = _Server(("127.0.0.1", 0), _Handler)
-    httpd.script = script
+    httpd.plan = plan
     httpd.record = LlmServer(f"http://127.0.0.1:{httpd.server_address[1]}", deployment)
     # A short poll interval: shutdown() waits for the loop's next poll (0.5 s by default).
     thread = threading.Thread(target=httpd.serve_forever, args=(0.01,), daemon=True)
@@ -174,7 +213,7 @@ def serve(
     try:
         yield httpd.record
     finally:
-        script.release.set()
+        plan.release.set()
         httpd.shutdown()
         httpd.server_close()
         thread.join()
@@ -182,7 +221,7 @@ def serve(
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    script: _Script
+    plan: _Plan
     record: LlmServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -196,7 +235,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
     def do_POST(self) -> None:
-        script = self.server.script
+        plan = self.server.plan
         parts = urlsplit(self.path)
         raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         try:
@@ -214,36 +253,49 @@ class _Handler(BaseHTTPRequestHandler):
         if protocol == "?":
             return self._json(404, {"error": {"message": f"no route {parts.path}"}})
         if auth in ("missing", "wrong"):
-            rejected = unauthorized(protocol, auth, self._key(protocol), script.echo_key)
+            rejected = unauthorized(protocol, auth, self._key(protocol), plan.echo_key)
             return self._json(401, rejected)
-        problem = invalid(protocol, parts.query, deployment_asked, script.deployment, body)
+        problem = invalid(protocol, parts.query, deployment_asked, plan.deployment, body)
         if problem is not None:
             return self._json(*problem)
-        return self._answer(request, script.next_mode())
+        return self._answer(request, plan.next_mode())
 
     def _answer(self, request: Request, mode: str | None) -> None:
-        script, protocol, body = self.server.script, request.protocol, request.body
-        text = answer_text(script.answer, body, protocol)
+        plan, protocol, body = self.server.plan, request.protocol, request.body
         if mode in ("hang", "stall") and not (mode == "stall" and request.stream):
-            script.release.wait(10)
+            plan.release.wait(10)
             self.close_connection = True
             return None
         if mode == "reset":
             self.close_connection = True
             return None
         if mode in ("429", "500", "502"):
-            wait = {"Retry-After": script.retry_after} if mode == "429" else {}
+            wait = {"Retry-After": plan.retry_after} if mode == "429" else {}
             return self._json(int(mode), error_body(protocol, int(mode)), wait)
         if mode == "not-json":
             return self._send(200, b"<html><body>502 Bad Gateway</body></html>", "text/html")
+        if mode == "no-tools" and body.get("tools"):
+            return self._json(*no_tools(protocol, body))
+        try:
+            text, calls = self._reply(protocol, body)
+        except Exception as exc:  # the test's script failed: say so, not a dropped connection
+            return self._json(500, error(protocol, f"the script failed: {exc!r}", "server_error"))
         if mode == "empty":
-            text = ""
+            text, calls = "", []
         if request.stream:
-            return self._stream(protocol, body, text, mode)
-        payload = whole(protocol, body, text)
+            return self._stream(protocol, body, text, calls, mode)
+        payload = whole(protocol, body, text, calls)
         if mode == "bad-chunk":
             return self._send(200, json.dumps(payload).encode()[:40], "application/json")
         return self._json(200, payload)
+
+    def _reply(self, protocol: str, body: dict[str, Any]) -> tuple[str, Calls]:
+        """The model's turn: the scripted one, else the answer (text only)."""
+        plan = self.server.plan
+        if plan.script is None:
+            return answer_text(plan.answer, body, protocol), []
+        text, calls = split_reply(plan.script(body))
+        return text, plan.with_ids(calls)
 
     def _key(self, protocol: str) -> str | None:
         if protocol == "azure":
@@ -252,7 +304,7 @@ class _Handler(BaseHTTPRequestHandler):
         return value.removeprefix("Bearer ") if value else None
 
     def _auth(self, protocol: str) -> str:
-        api_key = self.server.script.api_key
+        api_key = self.server.plan.api_key
         if api_key is None:
             return "-"
         sent = self._key(protocol)
@@ -274,21 +326,21 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _stream(self, protocol: str, body: dict[str, Any], text: str, mode: str | None) -> None:
+    def _stream(
+        self, protocol: str, body: dict[str, Any], text: str, calls: Calls, mode: str | None
+    ) -> None:
         kind = "application/x-ndjson" if protocol == "ollama" else "text/event-stream"
         self.send_response(200)
         self.send_header("Content-Type", kind)
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        pieces = tokens(text)
-        first = first_token(protocol)
-        for n, frame in enumerate(frames(protocol, body, pieces)):
+        for frame, token in frames(protocol, body, tokens(text), calls):
             self._chunk(frame)
-            if first <= n < first + len(pieces):  # a token's frame
-                if mode in ("stall", "bad-chunk", "error-chunk"):
+            if token:  # a piece of text or of a call's arguments
+                if mode in ("stall", "bad-chunk", "error-chunk", "cut"):
                     break  # misbehave right after the first token
-                time.sleep(self.server.script.token_delay_s)
+                time.sleep(self.server.plan.token_delay_s)
         else:
             self._chunk(b"")  # the last chunk: the body is complete
             return
@@ -297,15 +349,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _break_off(self, protocol: str, mode: str | None) -> None:
         """End a stream the way ``mode`` misbehaves, after its first token."""
         if mode == "stall":
-            self.server.script.release.wait(10)
+            self.server.plan.release.wait(10)
         elif mode == "bad-chunk" and protocol == "ollama":
             self._chunk(b'{"message": {"content": "x\n')
         elif mode == "bad-chunk":
             self._chunk(b'data: {"choices": [{"delta": {"content": "x\n\n')
-        else:
+        elif mode == "error-chunk":
             self._chunk(error_frame(protocol))
         if mode != "stall":
-            self._chunk(b"")
+            self._chunk(b"")  # "cut" ends here: a complete body, an unfinished answer
         self.close_connection = True
 
     def _chunk(self, data: bytes) -> None:

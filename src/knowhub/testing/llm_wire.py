@@ -1,5 +1,6 @@
 """What the scripted chat server sends: the bodies, errors and stream frames of the
-OpenAI-compatible, Azure OpenAI and Ollama chat APIs, as their real servers send them."""
+OpenAI-compatible, Azure OpenAI and Ollama chat APIs, as their real servers send them.
+(Tool calls, and the checks of a tool conversation: :mod:`knowhub.testing.llm_tools_wire`.)"""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl
 
+from knowhub.testing.llm_tools_wire import ToolReply, call_frames, invalid_conversation, whole_calls
+
 __all__ = [
     "Answer",
+    "Calls",
     "answer_text",
     "error",
     "error_body",
     "error_frame",
-    "first_token",
     "frames",
     "invalid",
     "route",
@@ -25,6 +28,9 @@ __all__ = [
 ]
 
 Answer = str | Callable[[str], str]
+
+Calls = list[tuple[str, ToolReply]]
+"""The tool calls of a reply, each with its id."""
 
 _AZURE = re.compile(r"^/openai/deployments/([^/]+)/chat/completions$")
 _TOKEN = re.compile(r"\S+\s*|\s+")
@@ -71,20 +77,11 @@ def invalid(
             protocol,
             "model is required" if protocol == "ollama" else "you must provide a model parameter",
         )
-    messages = body.get("messages")
-    if (
-        not isinstance(messages, list)
-        or not messages
-        or not all(
-            isinstance(m, dict)
-            and m.get("role") in ("system", "user", "assistant")
-            and isinstance(m.get("content"), str)
-            for m in messages
-        )
-    ):
-        return 400, error(protocol, "messages must be a non-empty list of {role, content}")
+    problem = invalid_conversation(protocol, body)
+    if problem is not None:
+        return 400, error(protocol, problem)
     wants_json = body.get("response_format") == {"type": "json_object"}
-    if wants_json and not any("json" in m["content"].lower() for m in messages):
+    if wants_json and not any("json" in (m.get("content") or "").lower() for m in body["messages"]):
         return 400, error(
             protocol,
             "'messages' must contain the word 'json' in some form, "
@@ -149,13 +146,16 @@ def answer_text(answer: Answer, body: Any, protocol: str) -> str:
     return text
 
 
-def whole(protocol: str, body: dict[str, Any], text: str) -> Any:
+def whole(protocol: str, body: dict[str, Any], text: str, calls: Calls) -> Any:
     """The body of an answer that is not streamed."""
     if protocol == "ollama":
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if calls:
+            message["tool_calls"] = whole_calls(protocol, calls)
         return {
             "model": body["model"],
             "created_at": "2025-01-01T00:00:00.000000Z",
-            "message": {"role": "assistant", "content": text},
+            "message": message,
             "done_reason": "stop",
             "done": True,
             "total_duration": 1000,
@@ -165,13 +165,16 @@ def whole(protocol: str, body: dict[str, Any], text: str) -> Any:
             "eval_count": len(tokens(text)),
             "eval_duration": 800,
         }
-    message = {"role": "assistant", "content": text, "refusal": None}
+    message = {"role": "assistant", "content": (text or None) if calls else text, "refusal": None}
+    if calls:
+        message["tool_calls"] = whole_calls(protocol, calls)
+    choice = {"index": 0, "message": message, "logprobs": None}
     return {
         "id": "chatcmpl-1",
         "object": "chat.completion",
         "created": 0,
         "model": body.get("model", "gpt-4o-mini-2024-07-18"),
-        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}],
+        "choices": [{**choice, "finish_reason": "tool_calls" if calls else "stop"}],
         "usage": {
             "prompt_tokens": 20,
             "completion_tokens": len(tokens(text)),
@@ -180,15 +183,13 @@ def whole(protocol: str, body: dict[str, Any], text: str) -> Any:
     }
 
 
-def first_token(protocol: str) -> int:
-    """Index of the frame carrying the first token (after the opening frames)."""
-    return {"openai": 1, "azure": 2, "ollama": 0}[protocol]
-
-
-def frames(protocol: str, body: dict[str, Any], pieces: list[str]) -> list[bytes]:
-    """Every frame of a stream, in order: opening frames, one per token, closing frames."""
+def frames(
+    protocol: str, body: dict[str, Any], pieces: list[str], calls: Calls
+) -> list[tuple[bytes, bool]]:
+    """Every frame of a stream, in order (opening frames, the text's pieces, the calls,
+    closing frames), each with whether it carries a token: a piece of text or of a call."""
     if protocol == "ollama":
-        return _ollama_frames(body, pieces)
+        return _ollama_frames(body, pieces, calls)
     base = {
         "id": "chatcmpl-1",
         "object": "chat.completion.chunk",
@@ -201,19 +202,23 @@ def frames(protocol: str, body: dict[str, Any], pieces: list[str]) -> list[bytes
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
         return {**base, "choices": [choice]}
 
-    events: list[Any] = [_AZURE_FILTER_RESULTS] if protocol == "azure" else []
-    events.append(chunk({"role": "assistant", "content": "", "refusal": None}))
-    events.extend(chunk({"content": p}) for p in pieces)
-    events.append(chunk({}, "stop"))
+    def event(payload: Any) -> bytes:
+        return b"data: " + json.dumps(payload).encode() + b"\n\n"
+
+    sent = [(event(_AZURE_FILTER_RESULTS), False)] if protocol == "azure" else []
+    opening = {"role": "assistant", "content": "" if pieces or not calls else None}
+    sent.append((event(chunk({**opening, "refusal": None})), False))
+    sent.extend((event(chunk({"content": p})), True) for p in pieces)
+    sent.extend(call_frames(protocol, lambda delta: event(chunk(delta)), calls))
+    sent.append((event(chunk({}, "tool_calls" if calls else "stop")), False))
     if (body.get("stream_options") or {}).get("include_usage"):
         usage = {
             "prompt_tokens": 20,
             "completion_tokens": len(pieces),
             "total_tokens": 20 + len(pieces),
         }
-        events.append({**base, "choices": [], "usage": usage})
-    sent = [b"data: " + json.dumps(e).encode() + b"\n\n" for e in events]
-    return [*sent, b"data: [DONE]\n\n"]
+        sent.append((event({**base, "choices": [], "usage": usage}), False))
+    return [*sent, (b"data: [DONE]\n\n", False)]
 
 
 # The chunk an Azure stream opens with: its content filter's verdict on the prompt.
@@ -232,22 +237,27 @@ _AZURE_FILTER_RESULTS = {
 }
 
 
-def _ollama_frames(body: dict[str, Any], pieces: list[str]) -> list[bytes]:
+def _ollama_frames(
+    body: dict[str, Any], pieces: list[str], calls: Calls
+) -> list[tuple[bytes, bool]]:
     stamp = {"model": body["model"], "created_at": "2025-01-01T00:00:00.000000Z"}
-    lines = [
-        {**stamp, "message": {"role": "assistant", "content": p}, "done": False} for p in pieces
+
+    def line(payload: dict[str, Any]) -> bytes:
+        return json.dumps({**stamp, **payload}).encode() + b"\n"
+
+    sent = [
+        (line({"message": {"role": "assistant", "content": p}, "done": False}), True)
+        for p in pieces
     ]
-    lines.append(
-        {
-            **stamp,
-            "message": {"role": "assistant", "content": ""},
-            "done_reason": "stop",
-            "done": True,
-            "total_duration": 1000,
-            "eval_count": len(pieces),
-        }
-    )
-    return [json.dumps(line).encode() + b"\n" for line in lines]
+    sent.extend(call_frames("ollama", lambda m: line({"message": m, "done": False}), calls))
+    last = {
+        "message": {"role": "assistant", "content": ""},
+        "done_reason": "stop",  # also after tool calls: Ollama has no reason of its own for them
+        "done": True,
+        "total_duration": 1000,
+        "eval_count": len(pieces),
+    }
+    return [*sent, (line(last), False)]
 
 
 def error_frame(protocol: str) -> bytes:

@@ -20,7 +20,7 @@ class Trace:
     """What one run did and where its time went."""
 
     trace_id: str
-    kind: str  # search | answer | ingest
+    kind: str  # search | answer | ingest | chat
     interface: str  # cli | mcp | http | python
     collection: str
     started_at: str  # ISO 8601, UTC
@@ -43,6 +43,10 @@ class Trace:
     ingest: dict[str, Any] | None = None
     error: str | None = None
     notes: list[str] = field(default_factory=list)
+    # A chat's steps in order: {"kind": "model", "step", "ms", "tool_calls", "finish_reason"}
+    # or {"kind": "tool", "step", "server", "tool", "arguments" (a preview), "ms", "error",
+    # "result_chars", "truncated"}; the same spans' times are in ``stages_ms``.
+    steps: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

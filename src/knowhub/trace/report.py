@@ -102,7 +102,22 @@ def waterfall(trace: Trace, width: int = 40) -> str:
         if not stage.endswith("first_token"):  # a moment inside the next stage, not a span
             at += ms
     notes = [f"  note: {n}" for n in trace.notes]
-    return "\n".join([*head, *rows, *notes])
+    return "\n".join([*head, *rows, *_step_lines(trace), *notes])
+
+
+def _step_lines(trace: Trace) -> list[str]:
+    """A chat's tool calls: what each was asked, what it gave."""
+    lines = []
+    for step in trace.steps:
+        if step.get("kind") != "tool":
+            continue
+        outcome = f"ERROR {step['error']}" if step.get("error") else f"{step['result_chars']} chars"
+        cut = " (truncated)" if step.get("truncated") else ""
+        lines.append(
+            f"  step {step['step']} {step['server']}/{step['tool']} {step['arguments']} → "
+            f"{outcome}{cut}"
+        )
+    return lines
 
 
 def _pct(values: list[float], pct: int) -> float | None:

@@ -11,7 +11,7 @@ from knowhub.interfaces.arguments import parse_key_values
 from knowhub.interfaces.cli.context import CliContext, emit
 from knowhub.interfaces.wire import wire
 
-__all__ = ["ask", "render_answer"]
+__all__ = ["ask", "render_answer", "where"]
 
 
 @click.command()
@@ -60,15 +60,7 @@ def render_answer(result: dict[str, Any], answer_shown: bool = False) -> str:
     lines.append("")
     if result["sources"] and result["hit_type"] == "rag":
         lines.append("Sources:")
-        for s in result["sources"]:
-            where = [s["source"]]
-            if s["page"]:
-                where.append(f"p. {s['page']}")
-            if s["section_path"]:
-                where.append(f"§ {s['section_path']}")
-            if s["line_start"]:  # 0: a format without lines (PDF, Office)
-                where.append(f"lines {s['line_start']}-{s['line_end']}")
-            lines.append(f"  [{s['n']}] {', '.join(where)}")
+        lines += [f"  [{s['n']}] {where(s)}" for s in result["sources"]]
     elif result["sources"] and result["hit_type"] == "insufficient_context":
         lines.append("Closest sources (not relevant enough to answer from):")
         lines += [f"  {s['source']}" for s in result["sources"][:3]]
@@ -76,3 +68,15 @@ def render_answer(result: dict[str, Any], answer_shown: bool = False) -> str:
         f"({result['hit_type']}, confidence {result['confidence']:.2f}, {result['model']})"
     )
     return "\n".join(lines)
+
+
+def where(source: dict[str, Any]) -> str:
+    """``source, p. 3, § A > B, lines 10-24``: where a numbered source is, as known."""
+    parts = [source["source"]]
+    if source["page"]:
+        parts.append(f"p. {source['page']}")
+    if source["section_path"]:
+        parts.append(f"§ {source['section_path']}")
+    if source["line_start"]:  # 0: a format without lines (PDF, Office)
+        parts.append(f"lines {source['line_start']}-{source['line_end']}")
+    return ", ".join(parts)

@@ -32,6 +32,7 @@ class KnowhubGroup(click.Group):
     _LAZY: ClassVar[dict[str, str]] = {
         "ask": "ask:ask",
         "bench": "bench:bench",
+        "chat": "chat:chat",
         "collections": "browse:collections",
         "docs": "browse:docs",
         "eval": "eval:eval_command",

@@ -112,6 +112,7 @@ def _lifespan(
             await anyio.to_thread.run_sync(service.health.warm)
             yield
         finally:
+            await anyio.to_thread.run_sync(service.chats.close)  # the chats' MCP servers
             if owned:
                 service.app.close()
 

@@ -66,8 +66,8 @@ class EventPump:
             raise item
         return item
 
-    async def until_content(self) -> list[Event]:
-        """Events up to and including the first that carries content (see CONTENT_EVENTS).
+    async def until_content(self, kinds: frozenset[str] = CONTENT_EVENTS) -> list[Event]:
+        """Events up to and including the first that carries content (one of ``kinds``).
 
         Errors found before it (a bad collection, a failed search) are raised here, while
         the caller can still answer with an HTTP status instead of a started stream.
@@ -75,7 +75,7 @@ class EventPump:
         seen: list[Event] = []
         while (event := await self.next()) is not None:
             seen.append(event)
-            if event[0] in CONTENT_EVENTS:
+            if event[0] in kinds:
                 break
         return seen
 

@@ -14,10 +14,10 @@ from fastapi import APIRouter, Depends, Query, Request, WebSocket
 from fastapi.security import HTTPBearer
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from knowhub.interfaces.arguments import check_filters
+from knowhub.checks import check_filters
 from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
 from knowhub.interfaces.http.errors import error_body
-from knowhub.interfaces.http.schemas import AskBody, DebugBody, SearchBody
+from knowhub.interfaces.http.schemas import AskBody, ChatBody, DebugBody, SearchBody
 from knowhub.interfaces.http.service import Event, note_collection, sse
 from knowhub.interfaces.http.ws import answer_socket
 from knowhub.interfaces.render import explain_hits
@@ -25,6 +25,7 @@ from knowhub.interfaces.security import PRINCIPAL_KEY
 
 __all__ = [
     "ask",
+    "chat",
     "collections",
     "documents",
     "health",
@@ -95,6 +96,25 @@ async def ask(
         return JSONResponse(await service.answer(question))
     first, pump = await service.begin(question)
     events = service.events(question, first, pump, "/api/ask")
+    return StreamingResponse(_sse_body(events), media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+@_api.post(
+    "/api/chat",
+    summary="An LLM that calls tools (knowhub's and MCP servers') to answer, with citations "
+    "(JSON, or Server-Sent Events with stream: true)",
+    response_model=None,
+)
+async def chat(
+    body: ChatBody, request: Request, service: ServiceDep, principal: PrincipalDep
+) -> Response:
+    chats = service.chats
+    question = chats.question(principal, body)
+    note_collection(request, question.collection)
+    if not body.stream:
+        return JSONResponse(await chats.answer(question))
+    first, pump = await chats.begin(question)
+    events = chats.events(question, first, pump)
     return StreamingResponse(_sse_body(events), media_type="text/event-stream", headers=SSE_HEADERS)
 
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from knowhub.checks import check_text
 
-__all__ = ["AskBody", "DebugBody", "QuestionBody", "SearchBody", "Turn", "WsQuestion"]
+__all__ = ["AskBody", "ChatBody", "DebugBody", "QuestionBody", "SearchBody", "Turn", "WsQuestion"]
 
 FILTERS = (
     'Metadata filters: a value to equal, or {"in": [...]} for any of several, e.g. '
@@ -61,10 +61,9 @@ class Turn(_Body):
     content: str
 
 
-class QuestionBody(_Body):
+class _Conversation(_Body):
     question: str = Field(description="The question (at most 4096 bytes).")
     collection: str | None = Field(None, description="Collection (default: the configured one).")
-    filters: dict[str, Any] | None = Field(None, description=FILTERS)
     session_id: str | None = Field(
         None,
         pattern=r"^[A-Za-z0-9_.:-]{1,128}$",
@@ -78,8 +77,25 @@ class QuestionBody(_Body):
     )
 
 
+class QuestionBody(_Conversation):
+    filters: dict[str, Any] | None = Field(None, description=FILTERS)
+
+
 class AskBody(QuestionBody):
     stream: bool = Field(False, description="Server-Sent Events instead of one JSON answer.")
+
+
+class ChatBody(_Conversation):
+    """``collection`` is the one ``knowhub__search`` uses unless the model names another."""
+
+    max_steps: int | None = Field(
+        None, ge=1, le=50, description="Model calls that may use tools (default agent.max_steps)."
+    )
+    stream: bool = Field(
+        False,
+        description="Server-Sent Events (step, tool_call, tool_result, token, end or error) "
+        "instead of one JSON answer.",
+    )
 
 
 class WsQuestion(QuestionBody):

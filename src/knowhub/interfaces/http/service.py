@@ -15,10 +15,10 @@ from typing import Any, TypeVar
 from starlette.requests import HTTPConnection
 
 from knowhub.app import App
-from knowhub.checks import check_collection_name, check_query
+from knowhub.checks import check_collection_name, check_filters, check_query
 from knowhub.config import Settings
 from knowhub.errors import AuthError, CollectionNotFound, KnowhubError
-from knowhub.interfaces.arguments import check_filters
+from knowhub.interfaces.http.chats import Chats
 from knowhub.interfaces.http.errors import error_body
 from knowhub.interfaces.http.health import HealthState
 from knowhub.interfaces.http.limits import Gate
@@ -81,9 +81,11 @@ class Service:
     health: HealthState = field(init=False)
     workers: Gate = field(init=False)
     answers: Gate = field(init=False)
+    chats: Chats = field(init=False)
 
     def __post_init__(self) -> None:
         opts = self.settings.server
+        self.chats = Chats(self)
         self.health = HealthState(self.app)
         self.workers = Gate("worker", opts.workers, opts.max_queued)
         self.answers = Gate("answer", opts.max_answers, opts.max_queued)

@@ -1,47 +1,31 @@
 """The chat-model contract: validation and error wrapping live here, once.
 
-Providers implement :meth:`LLM._complete` and :meth:`LLM._stream`; callers use
-:meth:`LLM.complete` and :meth:`LLM.stream`, which check the messages, fill in the
-configured sampling defaults, and guarantee that every failure is a
-:class:`~knowhub.errors.ProviderError` (never a raw exception) and that an answer is
-never empty. ``llm.provider: none`` builds no model at all (:func:`disabled`): the
-answer layer then answers extractively.
+Providers implement :meth:`LLM._complete` and :meth:`LLM._stream` (and, for native tool
+calling, :meth:`LLM._tool_turn`); callers use :meth:`LLM.complete`, :meth:`LLM.stream` and
+:meth:`LLM.tool_turn`, which check the messages, fill in the configured sampling defaults,
+and guarantee that every failure is a :class:`~knowhub.errors.ProviderError` (never a raw
+exception) and that an answer is never empty. ``llm.provider: none`` builds no model at
+all (:func:`disabled`): the answer layer then answers extractively.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Literal
 from urllib.parse import urlsplit
 
 from knowhub.config import Settings
 from knowhub.errors import ConfigError, KnowhubError, ProviderError, QueryError
+from knowhub.providers.llms.messages import ChatMessage
+from knowhub.providers.llms.tools import (
+    ModelTurn,
+    ToolChoice,
+    ToolSpec,
+    TurnMessage,
+    checked_turn,
+)
 
 __all__ = ["LLM", "ChatMessage", "disabled", "require_setting", "require_url"]
-
-Role = Literal["system", "user", "assistant"]
-_ROLES = ("system", "user", "assistant")
-
-
-@dataclass(frozen=True)
-class ChatMessage:
-    """One turn of a conversation, as every chat API takes it."""
-
-    role: Role
-    content: str
-
-    def __post_init__(self) -> None:
-        # Roles may come from an HTTP client's history: reject them here, not at the provider.
-        if self.role not in _ROLES:
-            raise QueryError(f"chat message role {self.role!r} is not one of {', '.join(_ROLES)}")
-        if not isinstance(self.content, str):
-            raise QueryError(f"chat message content must be text, got {type(self.content)}")
-
-    def to_dict(self) -> dict[str, str]:
-        """The ``{"role", "content"}`` object of the OpenAI and Ollama chat APIs."""
-        return {"role": self.role, "content": self.content}
 
 
 class LLM(ABC):
@@ -135,6 +119,104 @@ class LLM(ABC):
             raise ProviderError(f"llm {self.model_id} failed: {exc!r}") from exc
         if not text_seen:
             raise ProviderError(f"llm {self.model_id} returned an empty answer")
+
+    def tool_turn(
+        self,
+        messages: Sequence[TurnMessage],
+        tools: Sequence[ToolSpec],
+        *,
+        stream: bool = False,
+        tool_choice: ToolChoice = "auto",
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> Iterator[str | ModelTurn]:
+        """One model turn of a tool-calling conversation: text, tool calls, or both.
+
+        Yields the text deltas as they arrive (only with ``stream``), then exactly one
+        :class:`~knowhub.providers.llms.tools.ModelTurn`, the last item: the whole text
+        and the tool calls in the model's order. Arguments are checked now (a
+        ``QueryError``); the request is sent on the first ``next`` and retried like
+        :meth:`stream`'s.
+
+        Args:
+            messages: the conversation so far, with the tool calls asked for and their
+                results (:data:`~knowhub.providers.llms.tools.TurnMessage`).
+            tools: what the model may call (none: a plain turn).
+            stream: yield text deltas before the turn.
+            tool_choice: ``"none"`` keeps the model from calling tools this turn.
+            max_tokens: as in :meth:`complete`.
+            temperature: as in :meth:`complete`.
+
+        Raises:
+            QueryError: no messages, a message that is not a TurnMessage, a tool that is
+                not a ToolSpec, a bad ``tool_choice``, ``max_tokens`` or ``temperature``.
+            ProviderError: the model cannot call tools, the server failed, answered
+                malformed data or nothing.
+        """
+        checked, offered = checked_turn(messages, tools, tool_choice)
+        tokens, temp = self._sampling(max_tokens, temperature)
+        return self._guarded_turn(checked, offered, bool(stream), tool_choice, tokens, temp)
+
+    def _tool_turn(
+        self,
+        messages: list[TurnMessage],
+        tools: list[ToolSpec],
+        *,
+        stream: bool,
+        tool_choice: ToolChoice,
+        max_tokens: int,
+        temperature: float,
+    ) -> Iterator[str | ModelTurn]:
+        """The text deltas (when ``stream``), then the :class:`ModelTurn`.
+
+        Not abstract: a plugin's model written before tool calling still works for
+        everything else, and says so when a chat needs tools.
+        """
+        raise ProviderError(
+            f"llm {self.model_id} does not support tool calling, which `knowhub chat` needs; "
+            "use llm.provider openai, azure or ollama (with a model that supports tools)"
+        )
+
+    def _guarded_turn(
+        self,
+        messages: list[TurnMessage],
+        tools: list[ToolSpec],
+        stream: bool,
+        tool_choice: ToolChoice,
+        max_tokens: int,
+        temperature: float,
+    ) -> Iterator[str | ModelTurn]:
+        turn: ModelTurn | None = None
+        try:
+            items = self._tool_turn(
+                messages,
+                tools,
+                stream=stream,
+                tool_choice=tool_choice,
+                max_tokens=max_tokens,
+                temperature=temperature,
+            )
+            for item in items:
+                if not isinstance(item, str | ModelTurn):
+                    raise ProviderError(f"llm {self.model_id} gave {item!r}, not text or a turn")
+                if turn is not None:
+                    raise ProviderError(f"llm {self.model_id} gave {item!r} after its turn")
+                if isinstance(item, ModelTurn):
+                    turn = item
+                elif not stream:
+                    raise ProviderError(f"llm {self.model_id} streamed {item!r} unasked")
+                elif item:
+                    yield item
+        except KnowhubError:
+            raise
+        except Exception as exc:  # as in complete(): never a raw exception to the caller
+            raise ProviderError(f"llm {self.model_id} failed: {exc!r}") from exc
+        if turn is None:
+            raise ProviderError(f"llm {self.model_id} ended its turn without an answer")
+        if not turn.text.strip() and not turn.tool_calls:
+            reason = f" (finish_reason {turn.finish_reason!r})" if turn.finish_reason else ""
+            raise ProviderError(f"llm {self.model_id} returned an empty answer{reason}")
+        yield turn
 
     def _sampling(self, max_tokens: int | None, temperature: float | None) -> tuple[int, float]:
         tokens = self.max_tokens if max_tokens is None else max_tokens

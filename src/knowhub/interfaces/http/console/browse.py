@@ -21,8 +21,9 @@ from knowhub.interfaces.http.console.pages import (
 from knowhub.interfaces.http.console.render import page
 from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
 from knowhub.interfaces.http.service import Service
-from knowhub.interfaces.render import citation, explain_hits
+from knowhub.interfaces.render import explain_hits
 from knowhub.interfaces.security import Principal
+from knowhub.models import citation
 from knowhub.query.pipeline import SearchResult
 from knowhub.trace.report import select, summarize
 

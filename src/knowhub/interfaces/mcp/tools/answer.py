@@ -16,8 +16,7 @@ from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
 
 from knowhub.answer.pipeline import collect
-from knowhub.checks import MAX_QUERY_BYTES
-from knowhub.interfaces.arguments import check_filters
+from knowhub.checks import MAX_QUERY_BYTES, check_filters
 from knowhub.interfaces.mcp.indexing import (
     Indexed,
     indexing_out,

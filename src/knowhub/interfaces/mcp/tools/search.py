@@ -15,8 +15,7 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
 
-from knowhub.checks import MAX_QUERY_BYTES
-from knowhub.interfaces.arguments import check_filters
+from knowhub.checks import MAX_QUERY_BYTES, check_filters
 from knowhub.interfaces.mcp.indexing import (
     Indexed,
     indexing_out,

@@ -1,0 +1,127 @@
+"""knowhub's own tools in a chat, called in-process (no MCP round trip): search the
+knowledge base, read a chunk whole, list the collections.
+
+Every chunk a result shows gets the chat's citation number for it (:class:`SourceBook`), so
+the model cites ``[n]`` as ``knowhub ask`` does. Search results show each chunk's start only
+(the budget of a tool result is shared by everything the model reads); ``get_chunk`` gives
+one whole. Collections the caller may not read are neither listed nor searched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from knowhub.agent.mcp_pool import ToolOutcome
+from knowhub.agent.sources import SourceBook
+from knowhub.agent.toolbox import Tool
+from knowhub.checks import check_collection_name, check_filters, check_query
+from knowhub.errors import AuthError, QueryError
+from knowhub.models import Hit, citation
+
+if TYPE_CHECKING:
+    from knowhub.app import App
+
+__all__ = ["SERVER", "knowledge_tools"]
+
+SERVER = "knowhub"
+_PREVIEW_CHARS = 700
+_MAX_TOP_K = 20
+
+
+def knowledge_tools(
+    app: App, sources: SourceBook, collection: str, may_read: Callable[[str], bool]
+) -> list[Tool]:
+    """The three tools, searching ``collection`` unless the model names another."""
+
+    def guard(name: str) -> str:
+        checked = check_collection_name(name)
+        if not may_read(checked):
+            raise AuthError(f"collection {checked!r} may not be read with this token")
+        return checked
+
+    def search(args: dict[str, Any]) -> ToolOutcome:
+        query = check_query(_text(args, "query"))
+        name = guard(args.get("collection") or collection)
+        top_k = _top_k(args.get("top_k", 5))
+        hits = app.collection(name).retrieve(query, top_k, check_filters(args.get("filters"))).hits
+        if not hits:
+            return ToolOutcome(f"no results in collection {name!r} for {query!r}")
+        return ToolOutcome(
+            "\n\n".join(_passage(sources.number(h), h, _PREVIEW_CHARS) for h in hits)
+        )
+
+    def get_chunk(args: dict[str, Any]) -> ToolOutcome:
+        hits = [h for h in app.chunk(_text(args, "chunk_id")) if may_read(h.collection)]
+        if not hits:
+            raise QueryError("no chunk with that id in a collection this token may read")
+        return ToolOutcome(_passage(sources.number(hits[0]), hits[0], None))
+
+    def list_collections(args: dict[str, Any]) -> ToolOutcome:
+        rows = [
+            f"{c.name}: {c.documents} documents, {c.chunks} chunks"
+            + (" (searched by default)" if c.name == collection else "")
+            for c in app.collections()
+            if may_read(c.name)
+        ]
+        return ToolOutcome("\n".join(rows) or "no collections yet: ingest documents first")
+
+    return [
+        Tool(SERVER, "search", _SEARCH_DOC.format(collection=collection), _SEARCH_SCHEMA, search),
+        Tool(SERVER, "get_chunk", _CHUNK_DOC, _CHUNK_SCHEMA, get_chunk),
+        Tool(
+            SERVER,
+            "list_collections",
+            _LIST_DOC,
+            {"type": "object", "properties": {}},
+            list_collections,
+        ),
+    ]
+
+
+def _passage(n: int, hit: Hit, limit: int | None) -> str:
+    text = hit.text.strip()
+    if limit is not None and len(text) > limit:
+        text = text[:limit].rstrip() + " … (get_chunk gives the whole chunk)"
+    where = f"collection {hit.collection}, chunk_id {hit.chunk_id}"
+    return f"[{n}] {hit.title} — {citation(hit)} ({where})\n{text}"
+
+
+def _text(args: dict[str, Any], key: str) -> str:
+    value = args.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise QueryError(f"{key} is required: a non-empty string")
+    return value
+
+
+def _top_k(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _MAX_TOP_K:
+        raise QueryError(f"top_k must be an integer from 1 to {_MAX_TOP_K}, got {value!r}")
+    return value
+
+
+_SEARCH_DOC = (
+    "Search the knowledge base (hybrid keyword and meaning search, any language). Each "
+    "result starts with its citation number [n]: cite facts from it as [n] in the answer. "
+    "Searches collection {collection!r} unless another is named (list_collections lists them)."
+)
+_SEARCH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "What to look for, in natural language."},
+        "collection": {"type": "string", "description": "The collection to search."},
+        "filters": {
+            "type": "object",
+            "description": 'Metadata to match: {"team": "ops"}, {"language": {"in": ["en"]}}.',
+        },
+        "top_k": {"type": "integer", "minimum": 1, "maximum": _MAX_TOP_K, "default": 5},
+    },
+    "required": ["query"],
+}
+_CHUNK_DOC = "The whole text of one search result, by the chunk_id the result showed."
+_CHUNK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"chunk_id": {"type": "string"}},
+    "required": ["chunk_id"],
+}
+_LIST_DOC = "The collections of the knowledge base, with their sizes."

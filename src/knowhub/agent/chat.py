@@ -1,0 +1,228 @@
+"""``knowhub chat``: one caller's chat turns over knowhub's tools and the configured MCP
+servers', each turn traced (kind ``chat``: a span per model call and per tool call).
+
+An :class:`Agent` holds the MCP servers for its whole life (a CLI session, or an HTTP
+server's): they start on the first turn and stop when the agent is closed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from knowhub.agent.builtin import SERVER, knowledge_tools
+from knowhub.agent.events import ChatEnd, ChatEvent, StepDone, ToolDone
+from knowhub.agent.loop import Limits, run_turn
+from knowhub.agent.mcp_config import ServerConfig, load_mcp_config
+from knowhub.agent.mcp_pool import McpPool
+from knowhub.agent.sources import SourceBook
+from knowhub.agent.toolbox import Tool, Toolbox
+from knowhub.checks import check_collection_name, check_query
+from knowhub.errors import ConfigError, KnowhubError
+from knowhub.providers.llms.base import LLM, ChatMessage
+from knowhub.trace.record import Trace, new_trace, preview
+
+if TYPE_CHECKING:
+    from knowhub.app import App
+
+__all__ = ["Agent", "open_agent", "system_prompt"]
+
+log = logging.getLogger("knowhub.agent")
+
+_SECRET_KEY = re.compile(r"pass(word)?|secret|token|api[-_]?key|authorization|credential", re.I)
+
+
+class Agent:
+    """Chat turns for callers of ``app``, with the MCP ``servers`` (none: knowhub's tools only)."""
+
+    def __init__(self, app: App, servers: Mapping[str, ServerConfig] | None = None) -> None:
+        self.app = app
+        self.servers = dict(servers or {})
+        opts = app.settings.agent
+        self.pool = McpPool(
+            self.servers, call_timeout_s=opts.tool_timeout_s, start_timeout_s=opts.start_timeout_s
+        )
+        self._secrets = sorted(
+            {s for c in self.servers.values() for s in c.secrets()}
+            | set(app.settings.secret_values()),
+            key=len,
+            reverse=True,
+        )
+        self._refusals_logged: set[str] = set()
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop every MCP server this agent started."""
+        self.pool.close()
+
+    def turn(
+        self,
+        question: str,
+        *,
+        collection: str | None = None,
+        may_read: Callable[[str], bool] = lambda _: True,
+        history: Sequence[ChatMessage] = (),
+        stream: bool = False,
+        max_steps: int | None = None,
+    ) -> Iterator[ChatEvent]:
+        """Answer ``question`` with the tools, as events (the last one ``end``), traced."""
+        check_query(question, "question")
+        name = check_collection_name(collection or self.app.settings.collection)
+        limits = self._limits(max_steps)
+        llm = self._llm()
+        return self._traced(question, name, may_read, history, stream, limits, llm)
+
+    def _traced(
+        self,
+        question: str,
+        collection: str,
+        may_read: Callable[[str], bool],
+        history: Sequence[ChatMessage],
+        stream: bool,
+        limits: Limits,
+        llm: LLM,
+    ) -> Iterator[ChatEvent]:
+        trace, clock = new_trace("chat", self.app.interface, collection)
+        trace.query, trace.model = question.strip(), llm.model_id
+        try:
+            sources = SourceBook()
+            tools, notes = self._tools(sources, collection, may_read)
+            events = run_turn(
+                question,
+                llm=llm,
+                toolbox=Toolbox(tools),
+                sources=sources,
+                system=system_prompt(collection, sorted({t.server for t in tools} - {SERVER})),
+                limits=limits,
+                history=history,
+                stream=stream,
+                scrub=self.scrub,
+            )
+            for event in events:
+                _record(trace, event)
+                if isinstance(event, ChatEnd):
+                    event.answer.notes[:0] = notes
+                    event.answer.trace_id = trace.trace_id
+                    trace.notes = list(event.answer.notes)
+                yield event
+        except KnowhubError as exc:
+            trace.error = str(exc)
+            raise
+        except GeneratorExit:
+            trace.notes.append("the caller stopped reading before the end")
+            raise
+        finally:
+            self.app.emit(trace, clock)
+
+    def _llm(self) -> LLM:
+        llm = self.app.llm
+        if llm is None:
+            raise ConfigError(
+                "knowhub chat needs a model that calls tools: set llm.provider to openai, azure "
+                "or ollama, with llm.model (and llm.base_url), in knowhub.yaml or KNOWHUB_LLM__* "
+                "(llm.provider none only answers `knowhub ask`, extractively)"
+            )
+        return llm
+
+    def _limits(self, max_steps: int | None) -> Limits:
+        opts = self.app.settings.agent
+        steps = opts.max_steps if max_steps is None else max_steps
+        if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 50:
+            raise ConfigError(f"max_steps must be an integer from 1 to 50, got {steps!r}")
+        return Limits(steps, opts.max_result_chars, opts.max_total_result_chars)
+
+    def _tools(
+        self, sources: SourceBook, collection: str, may_read: Callable[[str], bool]
+    ) -> tuple[list[Tool], list[str]]:
+        """knowhub's tools, then every started server's that its config offers; a note for
+        each server that could not start."""
+        tools = knowledge_tools(self.app, sources, collection, may_read)
+        notes = []
+        for server, listed in self.pool.start().items() if self.servers else ():
+            if isinstance(listed, str):
+                notes.append(f"MCP server {server!r} is not available: {listed}")
+                continue
+            config = self.servers[server]
+            for remote in listed:
+                why = config.refusal(remote)
+                if why is None:
+                    run = partial(self.pool.call, server, remote.name)
+                    tools.append(
+                        Tool(server, remote.name, remote.description, remote.input_schema, run)
+                    )
+                elif f"{server}/{remote.name}" not in self._refusals_logged:
+                    self._refusals_logged.add(f"{server}/{remote.name}")
+                    log.info("MCP server %s: tool %s not offered: %s", server, remote.name, why)
+        return tools, notes
+
+    def scrub(self, value: Any) -> Any:
+        """``value`` with the configured secrets and secret-named arguments masked."""
+        if isinstance(value, str):
+            for secret in self._secrets:
+                value = value.replace(secret, "***")
+            return value
+        if isinstance(value, dict):
+            return {
+                k: "***" if _SECRET_KEY.search(str(k)) else self.scrub(v) for k, v in value.items()
+            }
+        if isinstance(value, list):
+            return [self.scrub(v) for v in value]
+        return value
+
+
+def open_agent(app: App, mcp_config: Path | None = None) -> Agent:
+    """An agent with the servers of ``mcp_config`` (default: ``agent.mcp_config``, if set)."""
+    path = mcp_config or app.settings.agent.mcp_config
+    return Agent(app, load_mcp_config(path) if path is not None else None)
+
+
+def system_prompt(collection: str, servers: Sequence[str]) -> str:
+    """What the model is told before the question: how to use the tools and cite."""
+    others = f" Other tools belong to these MCP servers: {', '.join(servers)}." if servers else ""
+    return (
+        "You answer questions using tools. knowhub__search searches the knowledge base "
+        f"(collection {collection!r} unless you name another).{others}\n"
+        "- Look facts up with the tools rather than answering from memory.\n"
+        "- Put the citation number of each knowledge-base result you use in square brackets "
+        "right after the fact it supports, like [1] or [2][3]. Cite only numbers a result "
+        "showed you.\n"
+        "- If the tools find nothing relevant, say so plainly.\n"
+        "- Answer concisely, in the language of the question."
+    )
+
+
+def _record(trace: Trace, event: ChatEvent) -> None:
+    """A step of the chat as a span of its trace (stages in order; details in ``steps``)."""
+    if isinstance(event, StepDone):
+        _stage(trace, f"{event.step}.model", event.ms)
+        trace.steps.append({"kind": "model", **event.to_dict()})
+    elif isinstance(event, ToolDone):
+        _stage(trace, f"{event.step}.{event.server}/{event.tool}", event.ms)
+        details = event.to_dict()
+        details["arguments"] = preview(json.dumps(details["arguments"], ensure_ascii=False))
+        details["error"] = preview(details["error"])
+        trace.steps.append({"kind": "tool", **details})
+    elif isinstance(event, ChatEnd):
+        end = event.answer
+        trace.answer = preview(end.answer)
+        trace.source_ids = [c["chunk_id"] for c in end.citations]
+        trace.sources_count = len(end.citations)
+        if "first_token" in end.timings_ms:
+            trace.stages_ms = {"first_token": end.timings_ms["first_token"], **trace.stages_ms}
+
+
+def _stage(trace: Trace, name: str, ms: float) -> None:
+    unique, n = name, 2
+    while unique in trace.stages_ms:
+        unique, n = f"{name}#{n}", n + 1
+    trace.stages_ms[unique] = ms

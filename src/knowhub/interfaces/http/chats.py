@@ -1,0 +1,148 @@
+"""``POST /api/chat``: the agent loop of ``knowhub chat`` for HTTP callers.
+
+The server has one :class:`~knowhub.agent.chat.Agent`, built on the first chat: the MCP
+servers of ``agent.mcp_config`` start then and stay up until the server stops. Each chat
+holds one of ``server.max_answers`` slots while it runs (a chat may take minutes), searches
+only what the caller's token may read, and extends its ``session_id`` as ``/api/ask`` does
+(the same memory: a session's earlier questions and answers, whichever route gave them).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncGenerator, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from knowhub.agent.chat import Agent, open_agent
+from knowhub.checks import check_query
+from knowhub.interfaces.http.pump import EventPump
+from knowhub.interfaces.http.schemas import ChatBody
+from knowhub.interfaces.security import Principal
+from knowhub.interfaces.wire import failed, wire
+from knowhub.providers.llms.base import ChatMessage
+
+if TYPE_CHECKING:
+    from knowhub.interfaces.http.service import Event, Service
+
+__all__ = ["CHAT_EVENTS", "ChatQuestion", "Chats"]
+
+CHAT_EVENTS = frozenset({"step", "tool_call", "tool_result", "token", "end"})
+"""A chat's stream starts with its first model call: what the model does is content."""
+
+
+@dataclass(frozen=True)
+class ChatQuestion:
+    text: str
+    collection: str
+    history: list[ChatMessage]
+    principal: Principal
+    session_id: str | None
+    max_steps: int | None
+    stream: bool
+
+
+class Chats:
+    """The server's agent and the chats it runs."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        self._agent: Agent | None = None
+        self._lock = threading.Lock()
+
+    def agent(self) -> Agent:
+        with self._lock:
+            if self._agent is None:
+                self._agent = open_agent(self.service.app)
+            return self._agent
+
+    def close(self) -> None:
+        """Stop the MCP servers (at shutdown)."""
+        with self._lock:
+            if self._agent is not None:
+                self._agent.close()
+                self._agent = None
+
+    def question(self, principal: Principal, body: ChatBody) -> ChatQuestion:
+        """Check a chat request up front (its mistakes are a status, not a stream's end)."""
+        text = check_query(body.question)
+        collection = self.service.collection(principal, body.collection)
+        if body.history is not None:
+            history = [ChatMessage(t.role, t.content) for t in body.history]
+        elif body.session_id:
+            history = self.service.conversations.history(principal.name, body.session_id)
+        else:
+            history = []
+        return ChatQuestion(
+            text, collection, history, principal, body.session_id, body.max_steps, body.stream
+        )
+
+    async def pump(self, question: ChatQuestion) -> EventPump:
+        """The chat's events, produced in a thread holding an answer slot until it ends."""
+        release = await self.service.answers.acquire()
+
+        def events() -> Iterator[Event]:
+            return wire(
+                self.agent().turn(
+                    question.text,
+                    collection=question.collection,
+                    may_read=question.principal.may_read,
+                    history=question.history,
+                    stream=question.stream,
+                    max_steps=question.max_steps,
+                )
+            )
+
+        try:
+            return EventPump(events, on_exit=release).start()
+        except BaseException:
+            release()
+            raise
+
+    async def begin(self, question: ChatQuestion) -> tuple[list[Event], EventPump]:
+        pump = await self.pump(question)
+        try:
+            return await pump.until_content(CHAT_EVENTS), pump
+        except BaseException:
+            pump.close()
+            raise
+
+    async def answer(self, question: ChatQuestion) -> dict[str, Any]:
+        """The whole chat's ``end`` payload (errors raised)."""
+        pump = await self.pump(question)
+        try:
+            async for kind, payload in pump:
+                if kind == "end":
+                    self._answered(question, payload)
+                    return payload
+        finally:
+            pump.close()
+        raise RuntimeError("the chat ended without an 'end' event")
+
+    async def events(
+        self, question: ChatQuestion, first: list[Event], pump: EventPump
+    ) -> AsyncGenerator[Event, None]:
+        """The chat's events from ``first`` on; a failure is the stream's last event."""
+        service = self.service
+        try:
+            for kind, payload in first:
+                yield self._seen(question, kind, payload)
+            async for kind, payload in pump:
+                yield self._seen(question, kind, payload)
+        except Exception as exc:  # the status is sent: the stream's last event is all there is
+            service.metrics.errors.labels("/api/chat", type(exc).__name__).inc()
+            yield failed(await service.failure(exc, question.collection))
+        finally:
+            pump.close()
+
+    def _seen(self, question: ChatQuestion, kind: str, payload: dict[str, Any]) -> Event:
+        if kind == "end":
+            self._answered(question, payload)
+        return kind, payload
+
+    def _answered(self, question: ChatQuestion, end: dict[str, Any]) -> None:
+        self.service.metrics.answers.labels("chat").inc()
+        if question.session_id:
+            self.service.conversations.record(
+                question.principal.name, question.session_id, question.text, str(end["answer"])
+            )
