@@ -17,7 +17,9 @@ __all__ = ["traces"]
 
 
 @click.group(invoke_without_command=True)
-@click.option("--kind", type=click.Choice(["search", "answer", "ingest"]), help="Only this kind.")
+@click.option(
+    "--kind", type=click.Choice(["search", "answer", "chat", "ingest"]), help="Only this kind."
+)
 @click.option("--slow", "slow_ms", type=float, metavar="MS", help="Only runs slower than MS.")
 @click.option("--errors", is_flag=True, help="Only runs that failed.")
 @click.option("--since", metavar="WHEN", help="Only runs since 30m / 2h / 7d ago or an ISO date.")

@@ -41,6 +41,7 @@ __all__ = [
 ]
 
 LIST_LIMIT = 200  # newest traces listed on a page
+KINDS = ("search", "answer", "chat", "ingest")  # what a trace records (Trace.kind)
 
 router = pages_router()
 
@@ -69,8 +70,8 @@ async def traces(
     slow: str = "",
 ) -> Response:
     def gather(principal: Principal) -> dict[str, Any]:
-        if kind not in ("", "search", "answer", "ingest"):
-            raise QueryError(f"kind {kind!r} is not one of search, answer, ingest")
+        if kind not in ("", *KINDS):
+            raise QueryError(f"kind {kind!r} is not one of {', '.join(KINDS)}")
         traces = readable_traces(service.app, principal)
         chosen = select(traces, kind or None, _slow_ms(slow), bool(errors))
         return {
@@ -141,6 +142,8 @@ def trace_context(service: Service, principal: Principal, trace_id: str) -> dict
     return {
         "trace": trace,
         "spans": waterfall_spans(trace),
+        # A chat's tool calls; its model calls are already the waterfall's ``N.model`` spans.
+        "tool_steps": [s for s in trace.steps if s.get("kind") == "tool"],
         "cited": cited,
         "sources": sources,
         "can_save": trace.kind != "ingest" and bool(trace.query),
