@@ -367,6 +367,10 @@ class TokenSettings(_Section):
         default_factory=lambda: ["*"], description="Shared-mode session ids it may use ('*': all)."
     )
     read_only: bool = Field(False, description="No ingest, register or unregister.")
+    mcp_servers: list[str] = Field(
+        default_factory=lambda: ["*"],
+        description="Servers of agent.mcp_config its chats may use ('*': all; []: none).",
+    )
 
 
 class ServerSettings(_Section):

@@ -29,6 +29,7 @@ from tests.http_helpers import (
     FULL,
     LIMITED,
     TOKEN_ENV,
+    TOKENS,
     ApiServer,
     SseEvent,
     api_server,
@@ -99,9 +100,15 @@ def llm(kb: Kb) -> Iterator[LlmServer]:
         yield running
 
 
+NO_TOOLS = "no-tools-Hq3mW8zR1cX5"  # a token whose chats may use no MCP server
+CHAT_TOKENS = [*TOKENS, {"name": "no-tools", "token_env": "KH_TEST_NO_TOOLS", "mcp_servers": []}]
+
+
 def server_env(llm: LlmServer, config: Path) -> dict[str, str]:
     return {
         **TOKEN_ENV,
+        "KNOWHUB_SERVER__TOKENS": json.dumps(CHAT_TOKENS),
+        "KH_TEST_NO_TOOLS": NO_TOOLS,
         "KNOWHUB_LLM__PROVIDER": "openai",
         "KNOWHUB_LLM__BASE_URL": llm.openai_base,
         "KNOWHUB_LLM__MODEL": "gpt-4o-mini",
@@ -231,6 +238,23 @@ def test_a_token_may_chat_only_in_its_collections(server: ApiServer) -> None:
     page = server.get(f"/ui/traces/{out['trace_id']}", token=LIMITED).text
     (row,) = re.findall(r'<tr class="step">(.*?)</tr>', page, re.S)
     assert "error: collection &#39;private&#39; may not be read" in row
+
+
+def test_a_token_may_be_kept_from_the_mcp_servers(server: ApiServer, llm: LlmServer) -> None:
+    out = chat(server, token=NO_TOOLS, question=READ_LOG)
+    offered = [t["function"]["name"] for t in sent_tools(llm, READ_LOG)]
+    assert "knowhub__search" in offered and not [t for t in offered if t.startswith("files__")]
+    read, search = out["steps"]
+    assert read["error"] is not None and "there is no tool 'files__read_text_file'" in read["error"]
+    assert search["error"] is None
+    assert out["citations"] and out["citations"][0]["source"] == "ops.md"
+
+
+def sent_tools(llm: LlmServer, question: str) -> list[dict[str, Any]]:
+    """The tools offered with the last request for ``question``."""
+    bodies = [r.body for r in llm.requests if r.body["messages"][-1]["content"] == question]
+    tools: list[dict[str, Any]] = bodies[-1].get("tools", [])
+    return tools
 
 
 def test_the_mcp_servers_start_on_the_first_chat_and_stop_with_the_server(

@@ -11,6 +11,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -71,38 +72,44 @@ class Agent:
         *,
         collection: str | None = None,
         may_read: Callable[[str], bool] = lambda _: True,
+        may_use: Callable[[str], bool] = lambda _: True,
         history: Sequence[ChatMessage] = (),
         stream: bool = False,
         max_steps: int | None = None,
     ) -> Iterator[ChatEvent]:
-        """Answer ``question`` with the tools, as events (the last one ``end``), traced."""
+        """Answer ``question`` with the tools, as events (the last one ``end``), traced.
+        ``may_read`` says which collections knowhub's tools may read, ``may_use`` which
+        MCP servers the model is offered."""
         check_query(question, "question")
         name = check_collection_name(collection or self.app.settings.collection)
         limits = self._limits(max_steps)
         llm = self._llm()
-        return self._traced(question, name, may_read, history, stream, limits, llm)
+        scope = _Scope(name, may_read, may_use)
+        return self._traced(question, scope, history, stream, limits, llm)
 
     def _traced(
         self,
         question: str,
-        collection: str,
-        may_read: Callable[[str], bool],
+        scope: _Scope,
         history: Sequence[ChatMessage],
         stream: bool,
         limits: Limits,
         llm: LLM,
     ) -> Iterator[ChatEvent]:
-        trace, clock = new_trace("chat", self.app.interface, collection)
+        trace, clock = new_trace("chat", self.app.interface, scope.collection)
         trace.query, trace.model = question.strip(), llm.model_id
+        emitted = False
         try:
             sources = SourceBook()
-            tools, notes = self._tools(sources, collection, may_read)
+            tools, notes = self._tools(sources, scope)
             events = run_turn(
                 question,
                 llm=llm,
                 toolbox=Toolbox(tools),
                 sources=sources,
-                system=system_prompt(collection, sorted({t.server for t in tools} - {SERVER})),
+                system=system_prompt(
+                    scope.collection, sorted({t.server for t in tools} - {SERVER})
+                ),
                 limits=limits,
                 history=history,
                 stream=stream,
@@ -114,6 +121,10 @@ class Agent:
                     event.answer.notes[:0] = notes
                     event.answer.trace_id = trace.trace_id
                     trace.notes = list(event.answer.notes)
+                    # Written before the end is told: a caller that has the answer finds
+                    # its trace (and one that stops reading now loses nothing).
+                    self.app.emit(trace, clock)
+                    emitted = True
                 yield event
         except KnowhubError as exc:
             trace.error = str(exc)
@@ -122,7 +133,8 @@ class Agent:
             trace.notes.append("the caller stopped reading before the end")
             raise
         finally:
-            self.app.emit(trace, clock)
+            if not emitted:
+                self.app.emit(trace, clock)
 
     def _llm(self) -> LLM:
         llm = self.app.llm
@@ -141,14 +153,14 @@ class Agent:
             raise ConfigError(f"max_steps must be an integer from 1 to 50, got {steps!r}")
         return Limits(steps, opts.max_result_chars, opts.max_total_result_chars)
 
-    def _tools(
-        self, sources: SourceBook, collection: str, may_read: Callable[[str], bool]
-    ) -> tuple[list[Tool], list[str]]:
-        """knowhub's tools, then every started server's that its config offers; a note for
-        each server that could not start."""
-        tools = knowledge_tools(self.app, sources, collection, may_read)
+    def _tools(self, sources: SourceBook, scope: _Scope) -> tuple[list[Tool], list[str]]:
+        """knowhub's tools, then the tools of every started server the caller may use that
+        its config offers; a note for each server that could not start."""
+        tools = knowledge_tools(self.app, sources, scope.collection, scope.may_read)
         notes = []
         for server, listed in self.pool.start().items() if self.servers else ():
+            if not scope.may_use(server):
+                continue
             if isinstance(listed, str):
                 notes.append(f"MCP server {server!r} is not available: {listed}")
                 continue
@@ -178,6 +190,16 @@ class Agent:
         if isinstance(value, list):
             return [self.scrub(v) for v in value]
         return value
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """What one caller's chat may reach: the collection searched by default, the collections
+    it may read, the MCP servers it may use."""
+
+    collection: str
+    may_read: Callable[[str], bool]
+    may_use: Callable[[str], bool]
 
 
 def open_agent(app: App, mcp_config: Path | None = None) -> Agent:

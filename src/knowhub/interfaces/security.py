@@ -65,6 +65,7 @@ class Principal:
     collections: frozenset[str] = frozenset({"*"})
     sessions: frozenset[str] = frozenset({"*"})
     read_only: bool = False
+    mcp_servers: frozenset[str] = frozenset({"*"})
 
     def may_read(self, collection: str) -> bool:
         return "*" in self.collections or collection in self.collections
@@ -73,6 +74,10 @@ class Principal:
         """The ``items`` (collections, hits, traces, …) whose ``collection`` this caller may
         read: every listing of every server filters through here."""
         return [item for item in items if self.may_read(collection(item))]
+
+    def may_chat_with(self, server: str) -> bool:
+        """Whether this caller's chats may use the MCP server ``server`` of agent.mcp_config."""
+        return "*" in self.mcp_servers or server in self.mcp_servers
 
     def may_use(self, session_id: str) -> bool:
         return "*" in self.sessions or session_id in self.sessions
@@ -256,7 +261,11 @@ class TokenBook:
                     "not set; export the token there or remove the entry"
                 )
             principal = Principal(
-                spec.name, frozenset(spec.collections), frozenset(spec.sessions), spec.read_only
+                spec.name,
+                frozenset(spec.collections),
+                frozenset(spec.sessions),
+                spec.read_only,
+                frozenset(spec.mcp_servers),
             )
             self._entries.append((_digest(secret.encode()), principal))
 

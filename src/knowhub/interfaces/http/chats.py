@@ -87,6 +87,7 @@ class Chats:
                     question.text,
                     collection=question.collection,
                     may_read=question.principal.may_read,
+                    may_use=question.principal.may_chat_with,
                     history=question.history,
                     stream=question.stream,
                     max_steps=question.max_steps,
