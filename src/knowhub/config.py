@@ -367,9 +367,10 @@ class TokenSettings(_Section):
         default_factory=lambda: ["*"], description="Shared-mode session ids it may use ('*': all)."
     )
     read_only: bool = Field(False, description="No ingest, register or unregister.")
-    mcp_servers: list[str] = Field(
-        default_factory=lambda: ["*"],
-        description="Servers of agent.mcp_config its chats may use ('*': all; []: none).",
+    mcp_servers: list[str] | None = Field(
+        None,
+        description="Servers of agent.mcp_config its chats may use ('*': all; []: none). "
+        "Unset: all for a token that reads every collection, none for one limited to some.",
     )
 
 

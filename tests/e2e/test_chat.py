@@ -154,7 +154,7 @@ def test_streamed_the_answer_comes_as_it_is_written_and_the_tools_on_stderr(kb: 
 def test_a_conversation_keeps_its_history_and_its_servers(kb: Kb) -> None:
     def script(body: dict[str, Any]) -> Reply:
         users = [m["content"] for m in body["messages"] if m["role"] == "user"]
-        return f"answer {len(users)}"
+        return f"answer {len(users)} [1]"
 
     with serve(script=script) as llm:
         result = subprocess.run(
@@ -169,6 +169,7 @@ def test_a_conversation_keeps_its_history_and_its_servers(kb: Kb) -> None:
         second = llm.requests[1].body["messages"]
     assert result.returncode == 0, result.stderr
     assert "answer 1" in result.stdout and "answer 2" in result.stdout
+    # The first answer's [1] was its own turn's source: the model gets it without the mark.
     assert [(m["role"], m["content"]) for m in second[1:]] == [
         ("user", "first question"),
         ("assistant", "answer 1"),
@@ -185,8 +186,11 @@ def test_a_model_that_never_stops_is_stopped_and_made_to_answer(kb: Kb) -> None:
 
     with serve(script=script) as llm:
         out = json.loads(chat(kb, llm, QUESTION, "--json", "--max-steps", "3").stdout)
+        stuck = chat(kb, llm, QUESTION, "--stream", "--max-steps", "1")
     assert out["stopped"] == "max_steps" and out["model_calls"] == 4
     assert len(out["steps"]) == 3 and out["answer"] == "What I have: the log exists."
+    # Streamed, the answer it was made to give is shown too.
+    assert stuck.stdout.count("What I have: the log exists.") == 1
 
 
 def test_mistakes_of_the_model_go_back_to_it_as_tool_errors(kb: Kb) -> None:

@@ -240,6 +240,25 @@ def test_a_token_may_chat_only_in_its_collections(server: ApiServer) -> None:
     assert "error: collection &#39;private&#39; may not be read" in row
 
 
+def test_a_chats_trace_is_shown_only_to_who_may_see_all_it_reached(server: ApiServer) -> None:
+    peeked = chat(server, question=PEEK)  # the full token's model searches 'private'
+    read = chat(server, question=READ_LOG)  # it reads a file through the filesystem server
+    for out, kept_out in ((peeked, LIMITED), (read, NO_TOOLS)):
+        page = f"/ui/traces/{out['trace_id']}"
+        assert server.get(page, token=FULL).status_code == 200
+        assert server.get(page, token=kept_out).status_code == 404
+        listed = server.get("/ui/traces?kind=chat", token=kept_out).text
+        assert out["trace_id"] not in listed
+
+
+def test_a_limited_token_chats_without_mcp_servers_unless_they_are_named(
+    server: ApiServer, llm: LlmServer
+) -> None:
+    chat(server, token=LIMITED, question=READ_LOG)
+    offered = [t["function"]["name"] for t in sent_tools(llm, READ_LOG)]
+    assert "knowhub__search" in offered and not [t for t in offered if t.startswith("files__")]
+
+
 def test_a_token_may_be_kept_from_the_mcp_servers(server: ApiServer, llm: LlmServer) -> None:
     out = chat(server, token=NO_TOOLS, question=READ_LOG)
     offered = [t["function"]["name"] for t in sent_tools(llm, READ_LOG)]

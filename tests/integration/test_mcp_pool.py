@@ -167,7 +167,7 @@ def test_a_missing_command_is_reported_and_tried_again_on_the_next_start(
     script = tmp_path / "server.py"
     entry = {"command": sys.executable, "args": [str(script)], "env": {MARK: marker}}
     config = servers({"gone": {"command": "no-such-mcp-server-xyz"}, "later": entry})
-    with McpPool(config) as pool:
+    with McpPool(config, retry_s=0) as pool:
         first = pool.start()
         gone = first["gone"]
         assert isinstance(gone, str) and "command not found: no-such-mcp-server-xyz" in gone
@@ -175,6 +175,19 @@ def test_a_missing_command_is_reported_and_tried_again_on_the_next_start(
         script.write_text(SLOW_SERVER.read_text(encoding="utf-8"), encoding="utf-8")
         assert "echo" in by_name(pool.start()["later"])
         assert isinstance(pool.start()["gone"], str)
+
+
+def test_a_server_that_failed_is_left_alone_for_retry_s(tmp_path: Path, marker: str) -> None:
+    hangs = {"command": sys.executable, "args": ["-c", "import time; time.sleep(60)"]}
+    config = servers({"hangs": {**hangs, "env": {MARK: marker}}, "slow": slow_server(marker)})
+    with McpPool(config, start_timeout_s=1.5, retry_s=60) as pool:
+        first = pool.start(["hangs"])
+        assert list(first) == ["hangs"]  # only what was asked for starts
+        assert isinstance(first["hangs"], str) and "no answer within 1.5 s" in first["hangs"]
+        began = time.monotonic()
+        again = pool.start(["hangs"])
+        assert again["hangs"] == first["hangs"] and time.monotonic() - began < 1.0
+        assert "echo" in by_name(pool.start()["slow"])  # the others start as ever
 
 
 def test_a_slow_call_times_out_as_an_error_and_the_server_keeps_serving(marker: str) -> None:
@@ -338,6 +351,16 @@ def test_guard_reports_a_missing_command_and_passes_the_exit_status_on() -> None
         [*guard, sys.executable, "-c", code], input="eof reached", capture_output=True, text=True
     )
     assert (done.returncode, done.stdout) == (7, "EOF REACHED\n")
+
+
+def test_guard_takes_what_the_server_left_behind_with_it(marker: str) -> None:
+    """A wrapper that exits leaving a child running (``sh -c "… &"``): the guard, whose
+    group they share, ends it as well."""
+    wrapper = ["sh", "-c", "sleep 300 & exit 3"]
+    guard = [sys.executable, "-m", "knowhub.agent.guard", "--parent", str(os.getpid()), "--"]
+    done = subprocess.run([*guard, *wrapper], env=cli_env({MARK: marker}), timeout=30)
+    assert done.returncode == 3
+    wait_until(lambda: not processes_marked(marker), timeout=5, interval=0.05)
 
 
 # -- results turned into text ----------------------------------------------------------

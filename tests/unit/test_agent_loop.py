@@ -112,15 +112,24 @@ def echo_tools(calls: list[dict[str, Any]], sources: SourceBook) -> Toolbox:
     def big(args: dict[str, Any]) -> ToolOutcome:
         return ToolOutcome("x" * int(args["n"]))
 
+    def write(args: dict[str, Any]) -> ToolOutcome:
+        calls.append({"wrote": args})
+        return ToolOutcome("written")
+
+    def leaks(args: dict[str, Any]) -> ToolOutcome:
+        return ToolOutcome("could not start: stderr says token=hunter2", True)
+
     schema = {"type": "object", "properties": {"text": {"type": "string"}}}
     return Toolbox(
-        Tool(server, name, f"the {name} tool", schema, run)
+        Tool(server, name, f"the {name} tool", schema, run, read_only=name != "write")
         for server, name, run in [
             ("files", "echo", echo),
             ("knowhub", "search", search),
             ("files", "broken", broken),
             ("files", "refuses", refuses),
             ("files", "big", big),
+            ("files", "write", write),
+            ("files", "leaks", leaks),
         ]
     )
 
@@ -234,11 +243,26 @@ def test_a_model_that_calls_tools_even_when_told_not_to_still_ends() -> None:
     assert end.answer == "No answer: the model kept calling tools for 2 steps."
 
 
-def test_the_same_call_again_is_answered_from_the_first() -> None:
-    same = asks(call("files__echo", {"text": "a"}))
-    events, calls = run(ScriptedModel(same, same, says("ok")))
-    assert calls == [{"text": "a"}]  # ran once
-    assert len(end_of(events).steps) == 2
+def test_the_same_read_again_is_answered_from_the_first_until_a_write() -> None:
+    read, write = asks(call("files__echo", {"text": "a"})), asks(call("files__write", {}))
+    model = ScriptedModel(read, read, read, write, read, says("ok"))
+    events, calls = run(model, Limits(max_steps=6))
+    assert calls == [{"text": "a"}, {"wrote": {}}, {"text": "a"}]  # reads 2 and 3: remembered
+    third = model.seen[3][0][-1]
+    assert isinstance(third, ToolResultMessage)
+    assert third.content == "(the same call as before; its result again)\necho: a"
+    assert len(end_of(events).steps) == 5
+
+
+def test_an_error_is_scrubbed_for_the_caller_and_the_model() -> None:
+    def scrub(value: Any) -> Any:
+        return json.loads(json.dumps(value).replace("hunter2", "***"))
+
+    model = ScriptedModel(asks(call("files__leaks", {})), says("ok"))
+    events, _ = run(model, scrub=scrub)
+    assert end_of(events).steps[0].error == "could not start: stderr says token=***"
+    fed_back = model.seen[1][0][-1]
+    assert isinstance(fed_back, ToolResultMessage) and "hunter2" not in fed_back.content
 
 
 def test_results_are_cut_to_the_budgets_with_a_note() -> None:

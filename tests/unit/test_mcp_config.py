@@ -246,3 +246,12 @@ def test_without_allow_every_tool_but_destructive_ones_is_offered() -> None:
         )
         is None
     )
+
+
+def test_what_a_variable_brought_in_is_a_secret_wherever_it_went() -> None:
+    entry = {"url": "https://wiki.example/mcp?key=${WIKI_KEY}"}
+    (config,) = parse_mcp_config(
+        {"mcpServers": {"wiki": entry}}, "mcp.json", environ={"WIKI_KEY": "sk-in-the-url-9"}
+    ).values()
+    assert config.url == "https://wiki.example/mcp?key=sk-in-the-url-9"
+    assert "sk-in-the-url-9" in config.secrets()

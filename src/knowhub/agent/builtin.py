@@ -66,16 +66,12 @@ def knowledge_tools(
         ]
         return ToolOutcome("\n".join(rows) or "no collections yet: ingest documents first")
 
+    search_doc = _SEARCH_DOC.format(collection=collection)
+    empty: dict[str, Any] = {"type": "object", "properties": {}}
     return [
-        Tool(SERVER, "search", _SEARCH_DOC.format(collection=collection), _SEARCH_SCHEMA, search),
-        Tool(SERVER, "get_chunk", _CHUNK_DOC, _CHUNK_SCHEMA, get_chunk),
-        Tool(
-            SERVER,
-            "list_collections",
-            _LIST_DOC,
-            {"type": "object", "properties": {}},
-            list_collections,
-        ),
+        Tool(SERVER, "search", search_doc, _SEARCH_SCHEMA, search, read_only=True),
+        Tool(SERVER, "get_chunk", _CHUNK_DOC, _CHUNK_SCHEMA, get_chunk, read_only=True),
+        Tool(SERVER, "list_collections", _LIST_DOC, empty, list_collections, read_only=True),
     ]
 
 

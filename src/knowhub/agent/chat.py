@@ -35,6 +35,7 @@ __all__ = ["Agent", "open_agent", "system_prompt"]
 
 log = logging.getLogger("knowhub.agent")
 
+_MARKS = re.compile(r" ?\[\d{1,3}\]")
 _SECRET_KEY = re.compile(r"pass(word)?|secret|token|api[-_]?key|authorization|credential", re.I)
 
 
@@ -111,7 +112,7 @@ class Agent:
                     scope.collection, sorted({t.server for t in tools} - {SERVER})
                 ),
                 limits=limits,
-                history=history,
+                history=_uncited(history),
                 stream=stream,
                 scrub=self.scrub,
             )
@@ -119,18 +120,23 @@ class Agent:
                 _record(trace, event)
                 if isinstance(event, ChatEnd):
                     event.answer.notes[:0] = notes
+                    event.answer.notes = [self.scrub(n) for n in event.answer.notes]
                     event.answer.trace_id = trace.trace_id
                     trace.notes = list(event.answer.notes)
+                    trace.reads = sorted(sources.collections() - {scope.collection})
                     # Written before the end is told: a caller that has the answer finds
                     # its trace (and one that stops reading now loses nothing).
                     self.app.emit(trace, clock)
                     emitted = True
                 yield event
         except KnowhubError as exc:
-            trace.error = str(exc)
+            trace.error = self.scrub(str(exc))
             raise
         except GeneratorExit:
             trace.notes.append("the caller stopped reading before the end")
+            raise
+        except Exception as exc:  # a bug still leaves a trace saying what broke
+            trace.error = self.scrub(f"{type(exc).__name__}: {exc}")
             raise
         finally:
             if not emitted:
@@ -158,9 +164,8 @@ class Agent:
         its config offers; a note for each server that could not start."""
         tools = knowledge_tools(self.app, sources, scope.collection, scope.may_read)
         notes = []
-        for server, listed in self.pool.start().items() if self.servers else ():
-            if not scope.may_use(server):
-                continue
+        usable = [name for name in self.pool.names if scope.may_use(name)]
+        for server, listed in self.pool.start(usable).items() if usable else ():
             if isinstance(listed, str):
                 notes.append(f"MCP server {server!r} is not available: {listed}")
                 continue
@@ -170,7 +175,14 @@ class Agent:
                 if why is None:
                     run = partial(self.pool.call, server, remote.name)
                     tools.append(
-                        Tool(server, remote.name, remote.description, remote.input_schema, run)
+                        Tool(
+                            server,
+                            remote.name,
+                            remote.description,
+                            remote.input_schema,
+                            run,
+                            read_only=remote.read_only,
+                        )
                     )
                 elif f"{server}/{remote.name}" not in self._refusals_logged:
                     self._refusals_logged.add(f"{server}/{remote.name}")
@@ -234,6 +246,8 @@ def _record(trace: Trace, event: ChatEvent) -> None:
         details["arguments"] = preview(json.dumps(details["arguments"], ensure_ascii=False))
         details["error"] = preview(details["error"])
         trace.steps.append({"kind": "tool", **details})
+        if event.server not in (SERVER, "?") and event.server not in trace.servers:
+            trace.servers.append(event.server)
     elif isinstance(event, ChatEnd):
         end = event.answer
         trace.answer = preview(end.answer)
@@ -241,6 +255,15 @@ def _record(trace: Trace, event: ChatEvent) -> None:
         trace.sources_count = len(end.citations)
         if "first_token" in end.timings_ms:
             trace.stages_ms = {"first_token": end.timings_ms["first_token"], **trace.stages_ms}
+
+
+def _uncited(history: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """Earlier turns without their ``[n]``: each turn numbers its own sources, and an old
+    ``[1]`` must not read as this turn's."""
+    return [
+        ChatMessage(m.role, _MARKS.sub("", m.content)) if m.role == "assistant" else m
+        for m in history
+    ]
 
 
 def _stage(trace: Trace, name: str, ms: float) -> None:

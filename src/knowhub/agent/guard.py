@@ -29,13 +29,20 @@ NOT_FOUND = 127  # the shell's status for "command not found"
 
 
 def main(argv: list[str]) -> int:
-    """Run ``argv`` (after an optional ``--``) and return its exit status."""
+    """Run ``argv`` (after ``--parent PID`` and ``--``, both optional) and return its exit
+    status. ``--parent``: the process to outlive no longer than POLL_S (default: ours, as
+    found now; given, a parent that died before this line is noticed too)."""
+    parent = os.getppid()
+    if argv[:1] == ["--parent"] and len(argv) > 1 and argv[1].isdigit():
+        parent, argv = int(argv[1]), argv[2:]
     if argv[:1] == ["--"]:
         argv = argv[1:]
     if not argv:
-        print("usage: python -m knowhub.agent.guard -- COMMAND [ARGS…]", file=sys.stderr)
+        print(
+            "usage: python -m knowhub.agent.guard [--parent PID] -- COMMAND [ARGS…]",
+            file=sys.stderr,
+        )
         return 2
-    parent = os.getppid()
     if os.getpgrp() != os.getpid():  # started by hand, not by the SDK: our own group to kill
         os.setpgid(0, 0)
     # The guard's environment is the server's: resolve on that PATH, as a direct spawn would.
@@ -72,6 +79,9 @@ def _watch(child: subprocess.Popen[bytes], parent: int) -> int:
             if os.getppid() != parent:  # re-parented: knowhub is gone
                 _stop_group(child)
             continue
+        # The server is done; what it started (a wrapper's grandchild) goes with it.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        os.killpg(os.getpgrp(), signal.SIGTERM)
         return status if status >= 0 else 128 - status
 
 

@@ -158,7 +158,8 @@ def _model_call(
 
 def _tool_call(turn: _Turn, call: ToolCall, step: int) -> Generator[ChatEvent, None, str]:
     """Run ``call`` (announced first: a slow tool shows what it is doing); the text the
-    model reads back."""
+    model reads back. A read-only tool called again with the same arguments is answered
+    from its first result, until a tool that may change things runs."""
     tool = turn.toolbox.find(call.name)
     server, name = (tool.server, tool.name) if tool else ("?", call.name)
     parsed, _ = parse_arguments(call.arguments)
@@ -166,24 +167,26 @@ def _tool_call(turn: _Turn, call: ToolCall, step: int) -> Generator[ChatEvent, N
     yield ToolCalled(step, call.id, server, name, arguments)
     started = time.perf_counter()
     key = call.name + "\0" + (json.dumps(parsed, sort_keys=True) if parsed else call.arguments)
-    repeat = turn.seen.get(key)
-    if repeat is not None:
-        result = ToolOutcome(f"(the same call as before; its result again)\n{repeat}")
+    if tool is not None and tool.read_only and key in turn.seen:
+        result = ToolOutcome(f"(the same call as before; its result again)\n{turn.seen[key]}")
     else:
         result = turn.toolbox.run(call)
-    text, truncated = _fit(turn, result.text)
-    if not result.is_error:
-        turn.seen[key] = text
+        if tool is not None and not tool.read_only:
+            turn.seen.clear()  # it may have changed what the earlier calls read
+        elif not result.is_error:
+            turn.seen[key] = result.text
+    # An error may quote a server's stderr or URL: no secret of the config goes on.
+    text, truncated = _fit(turn, turn.scrub(result.text) if result.is_error else result.text)
     done = ToolDone(
-        step,
-        call.id,
-        server,
-        name,
-        arguments,
-        _ms(started),
-        text if result.is_error else None,
-        len(text),
-        truncated,
+        step=step,
+        call_id=call.id,
+        server=server,
+        tool=name,
+        arguments=arguments,
+        ms=_ms(started),
+        error=text if result.is_error else None,
+        result_chars=len(text),
+        truncated=truncated,
     )
     turn.answer.steps.append(done)
     yield done

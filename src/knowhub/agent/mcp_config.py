@@ -64,10 +64,13 @@ class ServerConfig:
     deny: tuple[str, ...] = ()
     allow_destructive: tuple[str, ...] = ()
     disabled: bool = False
+    # What ``${VAR}`` put anywhere in the entry (a key in a URL or an argument, too).
+    expanded: tuple[str, ...] = ()
 
     def secrets(self) -> list[str]:
-        """Env and header values (and a header's token after its scheme) to scrub from traces."""
-        found: list[str] = []
+        """Env and header values (and a header's token after its scheme), and every value a
+        ``${VAR}`` brought in: to scrub from traces, notes and errors."""
+        found: list[str] = list(self.expanded)
         for value in [*self.env.values(), *self.headers.values()]:
             found.append(value)
             scheme, _, token = value.partition(" ")
@@ -162,6 +165,7 @@ def _server(name: str, entry: object, where: str, environ: Mapping[str, str]) ->
         deny=get.globs("deny") or (),
         allow_destructive=get.globs("allowDestructive") or (),
         disabled=get.flag("disabled"),
+        expanded=tuple(get.expanded),
     )
 
 
@@ -206,6 +210,7 @@ class _Reader:
     entry: dict[str, object]
     ctx: str
     environ: Mapping[str, str]
+    expanded: list[str] = field(default_factory=list)
 
     def text(self, key: str) -> str | None:
         value = self.entry.get(key)
@@ -256,6 +261,7 @@ class _Reader:
             var, default = match.group(1), match.group(2)
             found = self.environ.get(var)
             if found:
+                self.expanded.append(found)
                 return found
             if default is not None:  # shell's ":-": unset or empty takes the default
                 return default

@@ -20,7 +20,7 @@ import os
 import sys
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -63,8 +63,9 @@ __all__ = ["McpPool", "RemoteTool", "ToolOutcome", "remote_tool", "tool_outcome"
 _T = TypeVar("_T")
 _PAGE_CAP = 100  # tools/list pages: a paginator that never ends cannot hang start()
 _STDERR_TAIL = 2000  # characters of a stdio server's stderr quoted in an error
-# The SDK's stdio close: stdin closed, 2 s grace, SIGTERM, 2 s, SIGKILL; a little over that.
-_CLOSE_S = 6.0
+# The SDK's stdio close: 0.5 s flush, stdin closed, 2 s grace, SIGTERM, 2 s, SIGKILL, 2 s to
+# see the kill: 6.5 s at worst, and a little over that.
+_CLOSE_S = 7.0
 _HTTP_BODY = 300  # characters of an HTTP error body quoted
 # What the SDK's streamable HTTP client answers once the server forgot our session (it
 # restarted): the connection is as good as closed.
@@ -240,20 +241,31 @@ class _Server:
         self._lock = anyio.Lock()
         self._conn: _Connection | None = None
         self._errlog: IO[str] | None = None
+        self._failure = ""  # why the last start failed, answered until _retry_at
+        self._retry_at = 0.0
 
     async def ensure(self) -> list[RemoteTool] | str:
         """The server's tools, launching it first if it is not up; else why it is not."""
         async with self._lock:
             conn = self._conn
             if conn is None or not conn.up:
+                if self._failure and anyio.current_time() < self._retry_at:
+                    return self._failure
                 if conn is not None:
                     conn.stop.set()  # a server found dead: its lifetime task winds down
+                    with anyio.move_on_after(_CLOSE_S):  # never two of it at once
+                        await conn.done.wait()
                 conn = self._conn = _Connection()
                 self._tasks.start_soon(self._live, conn)
                 await conn.ready.wait()
                 if not conn.up:
                     at = f" at {self.config.url}" if self.config.url else ""
-                    return f"MCP server {self.config.name!r}{at} did not start: {conn.error}"
+                    self._failure = (
+                        f"MCP server {self.config.name!r}{at} did not start: {conn.error}"
+                    )
+                    self._retry_at = anyio.current_time() + self._pool.retry_s
+                    return self._failure
+                self._failure = ""
             if conn.stale:
                 await self._relist(conn)
             return list(conn.tools)
@@ -350,7 +362,7 @@ class _Server:
         # -I: the guard ignores PYTHONPATH and friends, and needs no installed knowhub.
         params = StdioServerParameters(
             command=sys.executable,
-            args=["-I", guard.__file__, "--", c.command, *c.args],
+            args=["-I", guard.__file__, "--parent", str(os.getpid()), "--", c.command, *c.args],
             env=dict(c.env),
             cwd=c.cwd,
         )
@@ -445,6 +457,7 @@ class McpPool:
         servers: the parsed ``mcpServers`` (disabled ones are left out).
         call_timeout_s: how long one tool call may take before it is cancelled.
         start_timeout_s: how long a server may take to start and list its tools.
+        retry_s: how long a server that failed to start is left alone before another try.
     """
 
     def __init__(
@@ -453,10 +466,12 @@ class McpPool:
         *,
         call_timeout_s: float = 60.0,
         start_timeout_s: float = 60.0,
+        retry_s: float = 30.0,
     ) -> None:
         self._configs = {name: c for name, c in servers.items() if not c.disabled}
         self.call_timeout_s = call_timeout_s
         self.start_timeout_s = start_timeout_s
+        self.retry_s = retry_s
         self._lock = threading.Lock()
         self._loop: _Loop | None = None
         self._servers: dict[str, _Server] = {}
@@ -467,12 +482,15 @@ class McpPool:
         """The enabled servers, in the file's order."""
         return list(self._configs)
 
-    def start(self) -> dict[str, list[RemoteTool] | str]:
-        """Start every server not up yet, in parallel; each one's tools, or why it failed."""
+    def start(self, names: Iterable[str] | None = None) -> dict[str, list[RemoteTool] | str]:
+        """Start the servers ``names`` (default: all) not up yet, in parallel; each one's
+        tools, or why it failed. A server that failed is tried again only ``retry_s`` later:
+        one that hangs must not hold up every chat for its start timeout."""
+        wanted = [n for n in (self._configs if names is None else names) if n in self._configs]
         loop = self._running()
         if loop is None:
-            return {name: "the MCP pool is closed" for name in self._configs}
-        return loop.call(self._start_all)
+            return {name: "the MCP pool is closed" for name in wanted}
+        return loop.call(self._start_all, wanted)
 
     def call(self, server: str, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
         """Call ``tool`` on ``server``; every failure is an error outcome naming both."""
@@ -516,16 +534,16 @@ class McpPool:
             self._servers[name] = _Server(self._configs[name], loop.tasks, self)
         return self._servers[name]
 
-    async def _start_all(self) -> dict[str, list[RemoteTool] | str]:
+    async def _start_all(self, names: list[str]) -> dict[str, list[RemoteTool] | str]:
         found: dict[str, list[RemoteTool] | str] = {}
 
         async def one(name: str) -> None:
             found[name] = await self._server(name).ensure()
 
         async with anyio.create_task_group() as tg:
-            for name in self._configs:
+            for name in names:
                 tg.start_soon(one, name)
-        return {name: found[name] for name in self._configs}
+        return {name: found[name] for name in names}
 
     async def _call(self, server: str, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
         return await self._server(server).call(tool, arguments)

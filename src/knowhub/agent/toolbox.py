@@ -31,13 +31,15 @@ _MAX_NAME = 64
 
 @dataclass(frozen=True)
 class Tool:
-    """A tool of ``server`` (``name``: the server's own name for it)."""
+    """A tool of ``server`` (``name``: the server's own name for it); ``read_only`` when it
+    changes nothing (its server says so), so that the same call may be answered again."""
 
     server: str
     name: str
     description: str
     parameters: dict[str, Any]
     run: Callable[[dict[str, Any]], ToolOutcome] = field(compare=False, repr=False)
+    read_only: bool = False
 
 
 class Toolbox:

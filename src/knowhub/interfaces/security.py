@@ -29,8 +29,9 @@ from starlette.requests import cookie_parser
 from starlette.responses import RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from knowhub.config import Settings
+from knowhub.config import Settings, TokenSettings
 from knowhub.errors import AuthError, ConfigError
+from knowhub.trace.record import Trace
 
 __all__ = [
     "LOCAL_USER",
@@ -74,6 +75,13 @@ class Principal:
         """The ``items`` (collections, hits, traces, …) whose ``collection`` this caller may
         read: every listing of every server filters through here."""
         return [item for item in items if self.may_read(collection(item))]
+
+    def may_see(self, trace: Trace) -> bool:
+        """Whether this caller may read ``trace``: its collection, and for a chat every
+        collection its results came from and every MCP server it called."""
+        return all(map(self.may_read, [trace.collection, *trace.reads])) and all(
+            map(self.may_chat_with, trace.servers)
+        )
 
     def may_chat_with(self, server: str) -> bool:
         """Whether this caller's chats may use the MCP server ``server`` of agent.mcp_config."""
@@ -265,7 +273,7 @@ class TokenBook:
                 frozenset(spec.collections),
                 frozenset(spec.sessions),
                 spec.read_only,
-                frozenset(spec.mcp_servers),
+                frozenset(_servers_of(spec)),
             )
             self._entries.append((_digest(secret.encode()), principal))
 
@@ -499,3 +507,12 @@ def _error(status: int, message: str) -> Response:
         status_code=status,
         media_type="application/json",
     )
+
+
+def _servers_of(spec: TokenSettings) -> list[str]:
+    """The MCP servers a token's chats may use: as configured; unset, all for a token that
+    reads every collection and none for a limited one (a filesystem or another knowhub's
+    server would reach past its collections)."""
+    if spec.mcp_servers is not None:
+        return spec.mcp_servers
+    return ["*"] if "*" in spec.collections else []

@@ -23,7 +23,7 @@ from knowhub.answer.events import AnswerEvent, Error, kind_of
 __all__ = ["WireEvent", "failed", "wire"]
 
 WireEvent = tuple[str, dict[str, Any]]
-CHAT_EVENTS = (StepDone, ToolCalled, ToolDone, ChatToken, ChatEnd)
+_CHAT_TYPES = (StepDone, ToolCalled, ToolDone, ChatToken, ChatEnd)
 
 
 def wire(events: Iterator[AnswerEvent] | Iterator[ChatEvent]) -> Iterator[WireEvent]:
@@ -32,7 +32,7 @@ def wire(events: Iterator[AnswerEvent] | Iterator[ChatEvent]) -> Iterator[WireEv
     not whenever its generator is collected."""
     try:
         for event in events:
-            kind = chat_kind(event) if isinstance(event, CHAT_EVENTS) else kind_of(event)
+            kind = chat_kind(event) if isinstance(event, _CHAT_TYPES) else kind_of(event)
             yield kind, event.to_dict()
     finally:
         close = getattr(events, "close", None)

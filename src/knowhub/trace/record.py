@@ -47,6 +47,10 @@ class Trace:
     # or {"kind": "tool", "step", "server", "tool", "arguments" (a preview), "ms", "error",
     # "result_chars", "truncated"}; the same spans' times are in ``stages_ms``.
     steps: list[dict[str, Any]] = field(default_factory=list)
+    # What a chat reached besides ``collection``: the collections its results came from and
+    # the MCP servers it called; who may see the trace must be allowed them all.
+    reads: list[str] = field(default_factory=list)
+    servers: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

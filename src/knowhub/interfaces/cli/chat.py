@@ -30,7 +30,9 @@ _HISTORY_TURNS = 10  # question/answer pairs a conversation keeps for the model
 
 @click.command()
 @click.argument("question", required=False)
-@click.option("--collection", "-c", help="Collection knowhub__search uses (default: 'default').")
+@click.option(
+    "--collection", "-c", help="Collection knowhub__search uses (default: the configured one)."
+)
 @click.option(
     "--mcp-config",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -80,7 +82,10 @@ def _answer(events: Iterator[ChatEvent], stream: bool, as_json: bool) -> str:
         elif kind == "end":
             result = payload
     shown.done()
-    emit(result if as_json else _render(result, answer_shown=stream), as_json)
+    # Streamed text that tools followed was the model thinking aloud; an answer it was made
+    # to give (or a stand-in for none) was not streamed: then it is printed whole.
+    answered = stream and shown.since_tools.strip() == str(result.get("answer", "")).strip()
+    emit(result if as_json else _render(result, answer_shown=answered), as_json)
     return str(result.get("answer", ""))
 
 
@@ -130,14 +135,17 @@ class _Shown:
 
     def __init__(self) -> None:
         self.mid_line = False
+        self.since_tools = ""  # the text streamed since the last tool line
 
     def token(self, text: str) -> None:
         click.echo(text, nl=False)
         sys.stdout.flush()
         self.mid_line = not text.endswith("\n")
+        self.since_tools += text
 
     def tool(self, kind: str, payload: dict[str, Any]) -> None:
         self.done()
+        self.since_tools = ""
         name = f"{payload['server']}/{payload['tool']}"
         if kind == "tool_call":
             arguments = json.dumps(payload["arguments"], ensure_ascii=False)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from knowhub.agent.chat import Agent, open_agent
 from knowhub.checks import check_query
+from knowhub.errors import KnowhubError
 from knowhub.interfaces.http.pump import EventPump
 from knowhub.interfaces.http.schemas import ChatBody
 from knowhub.interfaces.security import Principal
@@ -48,20 +49,24 @@ class Chats:
     def __init__(self, service: Service) -> None:
         self.service = service
         self._agent: Agent | None = None
+        self._closed = False
         self._lock = threading.Lock()
 
     def agent(self) -> Agent:
         with self._lock:
+            if self._closed:  # a chat still starting as the server stops starts nothing
+                raise KnowhubError("the server is shutting down: chat again once it is back")
             if self._agent is None:
                 self._agent = open_agent(self.service.app)
             return self._agent
 
     def close(self) -> None:
-        """Stop the MCP servers (at shutdown)."""
+        """Stop the MCP servers (at shutdown); no chat starts them again."""
         with self._lock:
-            if self._agent is not None:
-                self._agent.close()
-                self._agent = None
+            self._closed = True
+            agent, self._agent = self._agent, None
+        if agent is not None:
+            agent.close()
 
     def question(self, principal: Principal, body: ChatBody) -> ChatQuestion:
         """Check a chat request up front (its mistakes are a status, not a stream's end)."""

@@ -156,9 +156,7 @@ def trace_context(service: Service, principal: Principal, trace_id: str) -> dict
 
 def find_trace(traces: Iterable[Trace], principal: Principal, trace_id: str) -> Trace:
     """The trace ``trace_id`` if ``principal`` may read it; missing and forbidden look alike."""
-    found = principal.readable(
-        (t for t in traces if t.trace_id == trace_id), lambda t: t.collection
-    )
+    found = [t for t in traces if t.trace_id == trace_id and principal.may_see(t)]
     if not found:
         raise NotFoundError(f"no trace {trace_id!r}: pick one from the Traces page")
     return found[0]
