@@ -1,23 +1,24 @@
 """The web console (``/ui`` of ``knowhub serve http``) as people use it: a real server
 process, a real headless Chromium driven by playwright, the same tokens as the API.
 
-The browser is the system Chromium (``make test`` installs Debian's; ``KNOWHUB_CHROMIUM``
-points elsewhere). Without it these tests fail and say so: they are never skipped.
+The browser is tests/console_helpers.py's: the system Chromium, never skipped.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx2 as httpx
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+from playwright.sync_api import BrowserContext, Page, expect
 
 from knowhub import build_app
+from tests.console_helpers import sign_in
 from tests.helpers import fast_settings, knowhub, write
 from tests.http_helpers import (
     FULL,
@@ -31,18 +32,6 @@ from tests.http_helpers import (
     api_server,
 )
 
-# Flags that keep Chromium off the network: its background services would otherwise try to
-# connect out (refused on a closed machine) and slow every start.
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 XSS_TITLE = "<script>alert('title')</script> Release notes"
 QUESTION = "How often do database backups run?"
 
@@ -55,16 +44,6 @@ class Console:
 
     def url(self, path: str) -> str:
         return self.server.url + path
-
-
-def _chromium() -> str:
-    path = os.environ.get("KNOWHUB_CHROMIUM", "/usr/bin/chromium")
-    if not Path(path).is_file():
-        pytest.fail(
-            f"no Chromium at {path}: run `make test` (it installs Debian's chromium), or set "
-            "KNOWHUB_CHROMIUM to a Chromium binary"
-        )
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -119,23 +98,6 @@ def _eval_reports(root: Path, data: Path) -> None:
     write(reports / "broken" / "report.json", "{")
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    executable = _chromium()
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def context(browser: Browser) -> Iterator[BrowserContext]:
-    opened = browser.new_context()
-    opened.set_default_timeout(15_000)
-    yield opened
-    opened.close()
-
-
 @pytest.fixture
 def page(context: BrowserContext, console: Console) -> Page:
     """A page signed in with the full token."""
@@ -145,11 +107,7 @@ def page(context: BrowserContext, console: Console) -> Page:
 
 
 def _sign_in(page: Page, console: Console, token: str, path: str = "/ui") -> None:
-    page.goto(console.url(path))
-    expect(page).to_have_url(console.url("/ui/login?next=" + path.replace("/", "%2F")))
-    page.fill("input[name=token]", token)
-    page.click("button:has-text('Sign in')")
-    expect(page).to_have_url(console.url(path))
+    sign_in(page, console.server.url, token, path)
 
 
 def _search(page: Page, console: Console, query: str) -> None:
@@ -322,10 +280,12 @@ def test_markup_from_documents_and_queries_is_escaped(console: Console) -> None:
     query = "<script>alert(1)</script> release"
     found = server.get("/ui/search", params={"q": query})
     assert found.status_code == 200
-    assert "<script" not in found.text.lower()
+    # Only the console's own scripts load, and never inline ones: the query is text.
+    tags = re.findall(r"<script[^>]*>", found.text, flags=re.IGNORECASE)
+    assert all(re.search(r'src="/ui/static/[\w.-]+"', tag) for tag in tags), tags
     assert "&lt;script&gt;alert(1)&lt;/script&gt; release" in found.text
-    csp = found.headers["content-security-policy"]
-    assert "default-src 'none'" in csp and "script" not in csp
+    csp = dict(d.strip().split(" ", 1) for d in found.headers["content-security-policy"].split(";"))
+    assert csp["default-src"] == "'none'" and csp["script-src"] == "'self'"
     assert found.headers["x-content-type-options"] == "nosniff"
 
 
@@ -373,3 +333,11 @@ def test_without_tokens_the_console_is_open(tmp_path: Path) -> None:
         assert ">default</a>" in overview.text
         assert "console is open" in server.get("/ui/login").text
         assert "ops.md" in server.get("/ui/documents").text
+
+
+def test_the_consoles_own_files_are_served_and_nothing_else(console: Console) -> None:
+    css = console.server.get("/ui/static/console.css")
+    assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
+    for name in ("routes.py", "..%2Froutes.py", ".hidden.css", "nothing.js"):
+        assert console.server.get(f"/ui/static/{name}").status_code == 404, name
+    assert console.server.get("/ui/static/console.css", token="").status_code in (303, 401)

@@ -2,8 +2,8 @@
 
 Every value a page shows — a document title, a query, a file name — may come from a user or
 a document, so autoescaping is on for every template and no template marks anything safe.
-The Content-Security-Policy header is a second wall: pages load no script at all, so markup
-that slipped through could still not run.
+The Content-Security-Policy header is a second wall: scripts load only from ``/ui/static``
+(never inline), so markup that slipped through could still not run.
 """
 
 from __future__ import annotations
@@ -20,18 +20,22 @@ from knowhub.interfaces.security import PRINCIPAL_KEY, Principal
 
 __all__ = ["HEADERS", "NAV", "page"]
 
-NAV = (
-    ("/ui", "Overview"),
-    ("/ui/search", "Search"),
-    ("/ui/documents", "Documents"),
-    ("/ui/ingestion", "Ingestion"),
-    ("/ui/traces", "Traces"),
-    ("/ui/evals", "Evals"),
+NAV = (  # (href, label, shown only to a token that may write)
+    ("/ui/ask", "Ask", False),
+    ("/ui/search", "Search", False),
+    ("/ui/documents", "Documents", False),
+    ("/ui/upload", "Upload", True),
+    ("/ui", "Overview", False),
+    ("/ui/ingestion", "Ingestion", False),
+    ("/ui/traces", "Traces", False),
+    ("/ui/evals", "Evals", False),
 )
 HEADERS = {
-    # Inline styles and SVG only; no script, no frame, forms post back here only.
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' "
-    "data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    # Scripts only from /ui/static (no inline script, so markup that slipped through cannot
+    # run), requests back to this server only, no frame; forms post back here only.
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; connect-src 'self'; "
+    "style-src 'self' 'unsafe-inline'; img-src 'self' data:; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
     # Pages hold document text and queries: not for shared caches or the back-forward cache.

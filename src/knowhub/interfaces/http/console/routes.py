@@ -10,11 +10,29 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from knowhub.interfaces.http.console import browse, evals, login, traces
+from knowhub.interfaces.http.console import (
+    ask,
+    browse,
+    evals,
+    login,
+    manage,
+    source,
+    static,
+    traces,
+)
 
 __all__ = ["console_router"]
 
-_GROUPS = (browse.router, traces.router, evals.router, login.router)
+_GROUPS = (
+    ask.router,
+    browse.router,
+    source.router,
+    manage.router,
+    traces.router,
+    evals.router,
+    login.router,
+    static.router,
+)
 
 
 def console_router() -> APIRouter:

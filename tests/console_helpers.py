@@ -1,0 +1,66 @@
+"""A real headless Chromium for the web console's tests, driven by playwright.
+
+The browser is the system Chromium (``make test`` installs Debian's; ``KNOWHUB_CHROMIUM``
+points elsewhere). Without it the tests fail and say so: they are never skipped. The
+fixtures reach every end-to-end test through tests/e2e/conftest.py.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+
+__all__ = ["CHROMIUM_ARGS", "browser", "chromium", "context", "sign_in"]
+
+# Flags that keep Chromium off the network: its background services would otherwise try to
+# connect out (refused on a closed machine) and slow every start.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def chromium() -> str:
+    path = os.environ.get("KNOWHUB_CHROMIUM", "/usr/bin/chromium")
+    if not Path(path).is_file():
+        pytest.fail(
+            f"no Chromium at {path}: run `make test` (it installs Debian's chromium), or set "
+            "KNOWHUB_CHROMIUM to a Chromium binary"
+        )
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    executable = chromium()
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def context(browser: Browser) -> Iterator[BrowserContext]:
+    opened = browser.new_context()
+    opened.set_default_timeout(15_000)
+    yield opened
+    opened.close()
+
+
+def sign_in(page: Page, base_url: str, token: str, path: str = "/ui") -> None:
+    """Open ``path`` (sent to the sign-in form first), sign in with ``token``, land there."""
+    page.goto(base_url + path)
+    expect(page).to_have_url(base_url + "/ui/login?next=" + path.replace("/", "%2F"))
+    page.fill("input[name=token]", token)
+    page.click("button:has-text('Sign in')")
+    expect(page).to_have_url(base_url + path)
