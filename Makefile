@@ -15,6 +15,9 @@ MCP_SERVERS := $(MCP_SERVERS_DIR)/.installed-filesystem-$(FILESYSTEM_VERSION)
 # The browser the web console's end-to-end tests drive: Debian's Chromium (playwright only
 # drives it; `playwright install` would download one). Elsewhere: KNOWHUB_CHROMIUM=path.
 CHROMIUM ?= /usr/bin/chromium
+# Fonts the console's pages are checked with: Chinese (WenQuanYi) and DejaVu (the test PDFs).
+CJK_FONT := /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
+DEJAVU_FONT := /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 export OMP_WAIT_POLICY := PASSIVE
 export OPENBLAS_NUM_THREADS := 1
@@ -48,6 +51,10 @@ $(CHROMIUM):
 	$(SUDO) apt-get update -q
 	$(SUDO) apt-get install -y -q --no-install-recommends chromium
 
+$(CJK_FONT) $(DEJAVU_FONT):
+	$(SUDO) apt-get update -q
+	$(SUDO) apt-get install -y -q --no-install-recommends fonts-wqy-microhei fonts-dejavu-core
+
 # Dev: torch's CPU build first (pinned), so nothing pulls a CUDA build, then extras.
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
@@ -59,7 +66,7 @@ demo: $(VENV)/.installed
 	$(BIN)/knowhub --data-dir $(DEMO_DIR)/data ingest examples/docs
 	$(BIN)/python examples/demo.py --data-dir $(DEMO_DIR)/data
 
-test: $(VENV)/.installed-dev $(INSPECTOR) $(MCP_SERVERS) $(CHROMIUM)
+test: $(VENV)/.installed-dev $(INSPECTOR) $(MCP_SERVERS) $(CHROMIUM) $(CJK_FONT) $(DEJAVU_FONT)
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy

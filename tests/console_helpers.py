@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
-__all__ = ["CHROMIUM_ARGS", "browser", "chromium", "context", "sign_in"]
+__all__ = ["CHROMIUM_ARGS", "browser", "chromium", "context", "screenshots", "sign_in"]
 
 # Flags that keep Chromium off the network: its background services would otherwise try to
 # connect out (refused on a closed machine) and slow every start.
@@ -64,3 +64,20 @@ def sign_in(page: Page, base_url: str, token: str, path: str = "/ui") -> None:
     page.fill("input[name=token]", token)
     page.click("button:has-text('Sign in')")
     expect(page).to_have_url(base_url + path)
+
+
+def screenshots(page: Page, name: str, visible: list[str]) -> None:
+    """``name`` at a desktop's and a phone's width, written for people to look at (to
+    ``$KNOWHUB_SCREENSHOTS``, default .cache/screenshots/), each width with ``visible`` in
+    view and nothing wider than the screen."""
+    folder = Path(os.environ.get("KNOWHUB_SCREENSHOTS", ".cache/screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    for width in (1400, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        for selector in visible:
+            expect(page.locator(selector).first).to_be_visible()
+        overflow = page.evaluate("document.documentElement.scrollWidth - innerWidth")
+        assert overflow <= 1, f"{name} is {overflow} px wider than a {width} px screen"
+        shot = folder / f"{name}-{width}.png"
+        page.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 1000

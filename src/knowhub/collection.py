@@ -152,6 +152,7 @@ class Collection:
         traced, also when it fails or the caller stops reading."""
         trace, clock = new_trace("answer", self._app.interface, self._trace_name())
         trace.query = question.strip()  # the user's words, kept whole for `traces save-case`
+        emitted = False
         try:
             self._reads(trace)  # one version for the whole answer
             events = answer(
@@ -166,6 +167,14 @@ class Collection:
             for event in events:
                 if isinstance(event, End):
                     record_answer(trace, event.answer.to_dict())
+                    # Written before the end is told: a caller holding the answer (to
+                    # give feedback on it, say) finds its trace.
+                    self._app.emit(trace, clock)
+                    emitted = True
+                    event.answer.trace_id, event.answer.kb_version = (
+                        trace.trace_id,
+                        trace.kb_version,
+                    )
                 yield event
         except KnowhubError as exc:
             trace.error = str(exc)
@@ -174,7 +183,8 @@ class Collection:
             trace.notes.append("the caller stopped reading before the end")
             raise
         finally:
-            self._app.emit(trace, clock)
+            if not emitted:
+                self._app.emit(trace, clock)
 
     def _retrieve_for_answer(self, query: str, limit: int, filters: Filters) -> Retrieved:
         result = self.retrieve(query, limit, filters)

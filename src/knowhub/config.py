@@ -374,6 +374,13 @@ class TokenSettings(_Section):
     )
 
 
+# What ingest.loaders reads (config sits below ingest, so the list is written out here; a unit
+# test keeps the two equal).
+UPLOAD_EXTENSIONS = tuple(
+    ".csv .docx .htm .html .json .markdown .md .mdx .pdf .pptx .rst .txt .xlsx".split()
+)
+
+
 class ServerSettings(_Section):
     tokens: list[TokenSettings] = Field(
         default_factory=list, description="Bearer tokens; none: open to localhost only."
@@ -414,6 +421,21 @@ class ServerSettings(_Section):
     auth_tracked_clients: int = Field(
         10_000, ge=1, description="Client addresses remembered; the stalest is forgotten first."
     )
+    max_upload_bytes: int = Field(
+        50_000_000, ge=1, description="A console upload's largest file; a larger one is refused."
+    )
+    upload_extensions: list[str] = Field(
+        default_factory=lambda: list(UPLOAD_EXTENSIONS),
+        description="File extensions the console accepts for upload (what the loaders read).",
+    )
+
+    @model_validator(mode="after")
+    def _dotted_extensions(self) -> ServerSettings:
+        """``pdf``, ``.PDF`` and ``.pdf`` all mean ``.pdf``: compared lower-case, with the dot."""
+        self.upload_extensions = [
+            "." + e.strip().lower().lstrip(".") for e in self.upload_extensions
+        ]
+        return self
 
 
 class AgentSettings(_Section):

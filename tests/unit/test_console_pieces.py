@@ -75,12 +75,12 @@ def test_metric_groups_put_each_run_beside_the_others() -> None:
     [
         ("/ui/traces?kind=search", "/ui/traces?kind=search"),
         ("/ui", "/ui"),
-        (None, "/ui"),
-        ("//evil.example/ui", "/ui"),
-        ("https://evil.example/ui", "/ui"),
-        ("/api/search", "/ui"),
-        ("/uix", "/ui"),
-        ("/ui\\@evil", "/ui"),
+        (None, "/ui/ask"),
+        ("//evil.example/ui", "/ui/ask"),
+        ("https://evil.example/ui", "/ui/ask"),
+        ("/api/search", "/ui/ask"),
+        ("/uix", "/ui/ask"),
+        ("/ui\\@evil", "/ui/ask"),
     ],
 )
 def test_after_signing_in_only_console_pages_are_a_destination(

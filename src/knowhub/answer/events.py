@@ -48,6 +48,9 @@ class Answer:
     faq: FaqMatch | None = None  # the entry a faq_direct answer is
     route: Route | None = None  # how the question was classified
     routing_ms: float | None = None  # the routing's time, for an answer that searched
+    trace_id: str | None = None  # the answer's trace (written before the end is sent)
+    # What it read: {"collection", "version", "physical", "revision"} (None: nothing read)
+    kb_version: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         timings = {k: round(v, 2) for k, v in self.timings_ms.items()}
@@ -68,6 +71,8 @@ class Answer:
             "citations": self.citations.to_dict(),
             "timings_ms": timings,
             "notes": self.notes,
+            "trace_id": self.trace_id,
+            "kb_version": self.kb_version,
         }
         if self.faq is not None:
             data["faq"] = self.faq.to_dict()

@@ -352,6 +352,7 @@ class Guard:
         max_body_bytes: int,
         public_paths: frozenset[str] = frozenset({"/health"}),
         cookie_login: CookieLogin | None = None,
+        large_body_paths: frozenset[str] = frozenset(),
     ) -> None:
         self.app = app
         self.tokens = tokens
@@ -360,6 +361,7 @@ class Guard:
         self.max_body_bytes = max_body_bytes
         self.public_paths = public_paths
         self.cookie_login = cookie_login
+        self.large_body_paths = large_body_paths  # uploads: their route holds them to a limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # WebSocket handshakes get the same checks (a browser sends Origin on them too).
@@ -381,7 +383,8 @@ class Guard:
             await _refuse(_error(421, f"host {host!r} is not this server"), scope, receive, send)
             return
         length = headers.get("content-length")
-        if length and length.isdigit() and int(length) > self.max_body_bytes:
+        big = scope["path"] in self.large_body_paths
+        if length and length.isdigit() and int(length) > self.max_body_bytes and not big:
             await _error(413, f"request body over {self.max_body_bytes} bytes")(
                 scope, receive, send
             )

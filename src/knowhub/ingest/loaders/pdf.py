@@ -18,13 +18,13 @@ from knowhub.ingest.loaders.common import (
 from knowhub.ingest.loaders.encoding import normalize_newlines
 from knowhub.models import LoadedDocument
 
-__all__ = ["load_pdf"]
+__all__ = ["PAGE_SEPARATOR", "PDFIUM_LOCK", "load_pdf"]
 
 PAGE_SEPARATOR = "\n\n"
 # PDFium is not thread-safe, not even across documents (pypdfium2 docs, Python API,
 # "Incompatibility with Threading"); the ingest pipeline may load files from several
 # threads, so every PDFium call is serialized, and every handle closed inside the lock.
-_PDFIUM_LOCK = threading.Lock()
+PDFIUM_LOCK = threading.Lock()
 
 
 def load_pdf(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
@@ -77,7 +77,7 @@ def _read_pdf(path: Path, data: bytes, budget: CharBudget) -> tuple[list[str], d
     """Each page's text (stripped) and the document properties (Title, Author …)."""
     import pypdfium2 as pdfium
 
-    with _PDFIUM_LOCK:
+    with PDFIUM_LOCK:
         try:
             pdf = pdfium.PdfDocument(data)
         except pdfium.PdfiumError as exc:

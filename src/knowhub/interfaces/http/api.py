@@ -81,6 +81,7 @@ def create_app(
         settings.server.max_body_bytes,
         PUBLIC_PATHS | console.PUBLIC_PATHS,
         console.CONSOLE_LOGIN,
+        console.UPLOAD_PATHS,
     )
     paths = _paths([*api.routes, *(route for part in parts for route in part.routes)])
     return MetricsMiddleware(guarded, service.metrics, paths)

@@ -25,6 +25,7 @@ from knowhub.errors import AuthError, QueryError
 from knowhub.interfaces.security import SESSION_TTL_S, CookieLogin
 
 __all__ = [
+    "ASK_PAGE",
     "CONSOLE_LOGIN",
     "PUBLIC_PATHS",
     "check_same_origin",
@@ -36,6 +37,7 @@ __all__ = [
 
 CONSOLE_LOGIN = CookieLogin(prefix="/ui", cookie="knowhub_session", login_path="/ui/login")
 PUBLIC_PATHS = frozenset({CONSOLE_LOGIN.login_path})
+ASK_PAGE = "/ui/ask"  # where a sign-in without a page to go back to lands
 # Where releases before sessions kept the raw token: deleted at the next sign-in.
 _TOKEN_COOKIE = "knowhub_token"
 
@@ -80,7 +82,7 @@ def safe_next(target: str | None) -> str:
         and not urlsplit(target).netloc
     ):
         return target
-    return CONSOLE_LOGIN.prefix
+    return ASK_PAGE
 
 
 def remember_login(response: Response, session_id: str, request: Request) -> None:

@@ -1,9 +1,220 @@
-"""Managing documents (tokens that may write): upload with progress, delete, re-ingest."""
+"""Managing documents (tokens that may write): upload with progress, delete, re-ingest.
+
+Every route here wants a token that may write (``principal.check_write``: a read-only one
+gets 403, and never sees the controls) and may read the collection it changes; every POST
+must come from a page of this server (``check_same_origin``). Uploads are kept under
+``DATA_DIR/uploads/{collection}/`` and ingested from there like any other file, so
+``verify`` and re-ingest find them again.
+
+``POST /ui/upload`` from the page's script (``Accept: application/json``) answers a job id at
+once and the script polls ``GET /ui/upload/{job}`` for each file's state; a plain form post
+(no script) waits for the ingest and shows the same result as a page.
+"""
 
 from __future__ import annotations
 
-from knowhub.interfaces.http.console.pages import pages_router
+import asyncio
+import re
+from pathlib import Path
+from typing import Any
 
-__all__ = ["router"]
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from knowhub.checks import check_collection_name
+from knowhub.errors import QueryError
+from knowhub.ingest.discover import rediscover
+from knowhub.interfaces.arguments import parse_key_values
+from knowhub.interfaces.http.console import faqs
+from knowhub.interfaces.http.console.auth import check_same_origin, read_form
+from knowhub.interfaces.http.console.failure import NotFoundError, error_page, on_failure
+from knowhub.interfaces.http.console.jobs import FileState, Job, JobBook
+from knowhub.interfaces.http.console.pages import pages_router, readable_names
+from knowhub.interfaces.http.console.render import page
+from knowhub.interfaces.http.console.uploads import Upload, receive
+from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
+from knowhub.interfaces.http.service import Service
+from knowhub.interfaces.security import Principal
+
+__all__ = [
+    "JOBS",
+    "UPLOAD_BODY_BYTES",
+    "UPLOAD_PATHS",
+    "delete",
+    "reingest",
+    "router",
+    "upload",
+    "upload_form",
+    "upload_job",
+    "uploads_dir",
+]
 
 router = pages_router()
+# An upload's whole body may pass server.max_body_bytes (each file is held to
+# server.max_upload_bytes as it streams to disk); this is its ceiling, all files together.
+UPLOAD_BODY_BYTES = 1 << 30
+UPLOAD_PATHS = frozenset({"/ui/upload", "/ui/faq/import"})
+"""The paths whose bodies the guard leaves to their route's own limit."""
+
+router.add_api_route("/faq", faqs.faq_list, methods=["GET"])
+router.add_api_route(
+    "/faq/import", faqs.faq_import, methods=["POST"], max_body_size=UPLOAD_BODY_BYTES
+)
+router.add_api_route("/faq/remove", faqs.faq_remove, methods=["POST"])
+JOBS = JobBook()
+
+
+def uploads_dir(service: Service, collection: str) -> Path:
+    """Where a collection's uploaded files are kept."""
+    return Path(service.settings.data_dir).absolute() / "uploads" / collection
+
+
+@router.get("/upload")
+async def upload_form(request: Request, service: ServiceDep, principal: PrincipalDep) -> Response:
+    principal.check_write("upload documents")
+    return page(request, "upload.html", **await _form(service, principal))
+
+
+@router.post("/upload", max_body_size=UPLOAD_BODY_BYTES)
+async def upload(request: Request, service: ServiceDep, principal: PrincipalDep) -> Response:
+    check_same_origin(request)
+    principal.check_write("upload documents")
+    shown = await _form(service, principal)
+
+    async def form_again(exc: Exception) -> Response:
+        return error_page(request, exc, "upload.html", **shown)
+
+    on_failure(request, form_again)
+    chosen: list[str] = []
+
+    def folder(fields: dict[str, str]) -> Path:  # at the first file: the fields sent before it
+        if not chosen:
+            chosen.append(_collection(service, principal, fields))
+        return uploads_dir(service, chosen[0])
+
+    opts = service.settings.server
+    sent = await receive(
+        request.headers.get("content-type", ""),
+        request.stream(),
+        folder,
+        opts.max_upload_bytes,
+        opts.upload_extensions,
+    )
+    name = chosen[0] if chosen else _collection(service, principal, sent.fields)
+    job = _start(service, principal, name, sent)
+    if "application/json" in request.headers.get("accept", ""):
+        return JSONResponse({"job": job.id, "url": f"/ui/upload/{job.id}"}, status_code=202)
+    await asyncio.to_thread(job.done.wait)
+    return page(request, "upload.html", **{**shown, "job": job.view()})
+
+
+@router.get("/upload/{job_id}")
+async def upload_job(job_id: str, principal: PrincipalDep) -> Response:
+    """A job's files and their states (JSON, polled by static/upload.js)."""
+    principal.check_write("upload documents")
+    job = JOBS.get(job_id, principal.name)
+    if job is None:
+        raise NotFoundError(f"no upload job {job_id!r}: it ended long ago, or is not yours")
+    return JSONResponse(job.view(), headers={"Cache-Control": "no-store"})
+
+
+@router.post("/documents/{doc_hash}/delete")
+async def delete(
+    request: Request, service: ServiceDep, principal: PrincipalDep, doc_hash: str
+) -> Response:
+    """Remove a document from its collection, after a confirmation step (``confirm=yes``)."""
+    check_same_origin(request)
+    principal.check_write("delete documents")
+    form = await read_form(request)
+    name = service.collection(principal, form.get("collection") or None)
+    record = await service.run(lambda: service.app.document(doc_hash, name))
+    if form.get("confirm") != "yes":
+        return page(request, "confirm_delete.html", collection=name, record=record)
+
+    def remove() -> list[str]:
+        removed = service.app.remove(record.doc_hash, name)
+        _forget_upload(service, name, Path(record.disk_path))
+        return [r.source for r in removed]
+
+    sources = await service.run(remove)
+    done = f"Removed {', '.join(sources)} from {name}."
+    return page(request, "managed.html", collection=name, message=done)
+
+
+@router.post("/documents/{doc_hash}/reingest")
+async def reingest(
+    request: Request, service: ServiceDep, principal: PrincipalDep, doc_hash: str
+) -> Response:
+    """Read the document's file again (under its old source and tags)."""
+    check_same_origin(request)
+    principal.check_write("re-ingest documents")
+    form = await read_form(request)
+    name = service.collection(principal, form.get("collection") or None)
+
+    def again() -> str:
+        record = service.app.document(doc_hash, name)
+        outcome: list[str] = []
+        for group in rediscover([record]):
+            report = service.app.ingest(group.paths, name, group.tags, group.include)
+            failed = dict(report.failed) | {s: f"skipped: {r}" for s, r in report.skipped}
+            if record.source in failed:
+                raise QueryError(f"re-ingest of {record.source} failed: {failed[record.source]}")
+            state = "unchanged" if record.source in report.unchanged else "re-ingested"
+            outcome.append(f"{record.source}: {state} ({report.chunks} chunks)")
+        return "; ".join(outcome) or f"{record.source}: nothing to read again"
+
+    done = await service.run(again)
+    return page(request, "managed.html", collection=name, message=done)
+
+
+async def _form(service: Service, principal: Principal) -> dict[str, Any]:
+    names = await service.run(lambda: readable_names(service.app, principal))
+    opts = service.settings.server
+    return {
+        "names": names,
+        "default": service.settings.collection,
+        "extensions": opts.upload_extensions,
+        "max_bytes": opts.max_upload_bytes,
+        "job": None,
+    }
+
+
+def _collection(service: Service, principal: Principal, fields: dict[str, str]) -> str:
+    """The collection the form names (a new one typed in wins), if the caller may read it."""
+    typed = fields.get("new_collection", "").strip() or fields.get("collection", "").strip()
+    name = check_collection_name(typed or service.settings.collection)
+    principal.check_read(name)
+    return name
+
+
+def _tags(text: str) -> dict[str, str]:
+    """``team=ops, lang=en`` or one pair a line."""
+    items = [t for t in re.split(r"[,\n]", text) if t.strip()]
+    return parse_key_values(items, "tag")
+
+
+def _start(service: Service, principal: Principal, name: str, sent: Upload) -> Job:
+    """The ingest of what was received, as a job; bad tags refuse the whole upload."""
+    try:
+        tags = _tags(sent.fields.get("tags", ""))
+    except QueryError:
+        for kept in sent.received:
+            kept.path.unlink(missing_ok=True)
+        raise
+    files = [FileState(r.sent_as, r.path.name) for r in sent.received]
+    refused = [FileState(r.sent_as, "", "failed", r.reason, 1.0) for r in sent.rejected]
+    paths = [r.path for r in sent.received]
+    return JOBS.start(
+        principal.name,
+        name,
+        files,
+        refused,
+        lambda progress: service.app.ingest(paths, name, tags, progress=progress),
+    )
+
+
+def _forget_upload(service: Service, collection: str, path: Path) -> None:
+    """A removed document's file goes too if it was an upload (only there for the index)."""
+    folder = uploads_dir(service, collection)
+    if path.parent == folder and path.is_file():
+        path.unlink()

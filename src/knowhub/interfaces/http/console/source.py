@@ -1,9 +1,239 @@
-"""A citation's source: the chunk inside its document, a PDF page as an image, the file."""
+"""A citation's source: the chunk inside its document, a PDF page as an image, the file.
+
+A chunk or document the caller may not read is answered exactly like one that does not
+exist (404), so a collection-limited token cannot probe other collections. The original
+file is served only while it still holds the bytes that were indexed: a file changed since
+would not be the source that was cited.
+"""
 
 from __future__ import annotations
 
-from knowhub.interfaces.http.console.pages import pages_router
+import hashlib
+import mimetypes
+import re
+import unicodedata
+from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import quote
 
-__all__ = ["router"]
+from starlette.requests import Request
+from starlette.responses import Response
+
+from knowhub.errors import KnowhubError, QueryError
+from knowhub.ingest.loaders.reading import open_regular
+from knowhub.interfaces.http.console.failure import NotFoundError
+from knowhub.interfaces.http.console.pages import gathered, pages_router
+from knowhub.interfaces.http.console.passage import passage
+from knowhub.interfaces.http.console.pdf_pages import PageImages, render_page
+from knowhub.interfaces.http.console.render import page
+from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
+from knowhub.interfaces.http.service import Service
+from knowhub.interfaces.security import Principal
+from knowhub.models import DocumentRecord, Hit, citation
+
+__all__ = [
+    "OriginalUnavailableError",
+    "document_file",
+    "page_image",
+    "router",
+    "safe_filename",
+    "source",
+]
+
+AROUND = 2  # neighbouring chunks shown either side of the cited one
+MAX_AROUND = 20
+# A page image is of one doc hash's bytes: it never changes, but it is the caller's to keep.
+_IMAGE_HEADERS = {"Cache-Control": "private, max-age=3600", "X-Content-Type-Options": "nosniff"}
+_SCRIPTABLE = ("text/html", "image/svg+xml", "application/xhtml+xml", "text/xml")
 
 router = pages_router()
+
+
+class OriginalUnavailableError(KnowhubError):
+    """The indexed file is gone, or no longer holds the bytes that were indexed."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status  # 410 gone, 409 changed
+
+
+@router.get("/source/{chunk_id}")
+async def source(
+    request: Request,
+    service: ServiceDep,
+    principal: PrincipalDep,
+    chunk_id: str,
+    collection: str = "",
+    around: str = "",
+) -> Response:
+    """The cited chunk highlighted in its document, its neighbours around it."""
+
+    def gather(principal: Principal) -> dict[str, Any]:
+        app = service.app
+        hit = _cited(service, principal, chunk_id, collection)
+        record = _record(service, hit.doc_hash, hit.collection)
+        shown = min(int(around), MAX_AROUND) if around.strip().isdigit() else AROUND
+        return {
+            "hit": hit,
+            "cite": citation(hit),
+            "record": record,
+            "blocks": passage(app.document_chunks(record), hit, shown),
+            "around": shown,
+            "more": min(shown + 3, MAX_AROUND),
+            "max_around": MAX_AROUND,
+            "page_image": _page_state(service, record, hit),
+        }
+
+    return await gathered(request, service, principal, "source.html", gather)
+
+
+@router.get("/source/{chunk_id}/page.png")
+async def page_image(
+    request: Request,
+    service: ServiceDep,
+    principal: PrincipalDep,
+    chunk_id: str,
+    collection: str = "",
+) -> Response:
+    """The PDF page the chunk is on, as PNG (rendered once, then from the cache)."""
+
+    def png() -> bytes:
+        hit = _cited(service, principal, chunk_id, collection)
+        record = _record(service, hit.doc_hash, hit.collection)
+        if record.format != "pdf" or hit.page is None:
+            raise NotFoundError(f"{record.source} is not a PDF: it has no page images")
+        cache = _pages(service)
+        found = cache.cached(record.doc_hash, hit.page)
+        if found is None:
+            data = _original(record, service.settings.ingest.max_file_bytes)
+            found = render_page(data, hit.page, record.source)
+            cache.store(record.doc_hash, hit.page, found)
+        return found
+
+    try:
+        body = await service.run(png)
+    except OriginalUnavailableError as exc:  # the <img> shows its alt text; a visit, why
+        return page(request, "error.html", status=exc.status, error=str(exc))
+    return Response(body, media_type="image/png", headers=_IMAGE_HEADERS)
+
+
+@router.get("/documents/{doc_hash}/file")
+async def document_file(
+    request: Request,
+    service: ServiceDep,
+    principal: PrincipalDep,
+    doc_hash: str,
+    collection: str = "",
+) -> Response:
+    """The original file, downloaded, if it still holds the bytes that were indexed."""
+
+    def read() -> tuple[DocumentRecord, bytes]:
+        name = collection or service.settings.collection
+        if not principal.may_read(name):  # answered like a missing document
+            raise NotFoundError(f"no document {doc_hash!r} in collection {name!r}")
+        record = _record(service, doc_hash, name)
+        return record, _original(record, service.settings.ingest.max_file_bytes)
+
+    try:
+        record, data = await service.run(read)
+    except OriginalUnavailableError as exc:
+        return page(request, "error.html", status=exc.status, error=str(exc))
+    return Response(data, media_type=_download_type(record.source), headers=_attachment(record))
+
+
+def _cited(service: Service, principal: Principal, chunk_id: str, collection: str) -> Hit:
+    """The chunk in the active version of a collection the caller may read (``collection``
+    picks one when the same chunk is in several)."""
+    try:
+        found = principal.readable(service.app.chunk(chunk_id), lambda h: h.collection)
+    except QueryError:  # no such chunk: answered like one the caller may not read
+        found = []
+    found = [h for h in found if not collection or h.collection == collection]
+    if not found:  # one answer for missing and forbidden: nothing to probe
+        raise NotFoundError(f"no chunk with id {chunk_id!r}: open a citation or a search hit")
+    return found[0]
+
+
+def _record(service: Service, doc_hash: str, collection: str) -> DocumentRecord:
+    try:
+        return service.app.document(doc_hash, collection)
+    except QueryError as exc:
+        raise NotFoundError(f"{exc}; it may have been removed or re-ingested") from exc
+
+
+def _pages(service: Service) -> PageImages:
+    return PageImages(Path(service.settings.data_dir) / "cache" / "pages")
+
+
+def _page_state(service: Service, record: DocumentRecord, hit: Hit) -> dict[str, str] | None:
+    """For a PDF: ``{"url"}`` of its page image, or ``{"missing"}`` saying why there is none."""
+    if record.format != "pdf" or hit.page is None:
+        return None
+    if _pages(service).path(record.doc_hash, hit.page).is_file():
+        return {"url": _page_url(hit)}
+    try:
+        _check_unchanged(record, service.settings.ingest.max_file_bytes)
+    except OriginalUnavailableError as exc:
+        return {"missing": str(exc)}
+    return {"url": _page_url(hit)}
+
+
+def _page_url(hit: Hit) -> str:
+    return f"/ui/source/{quote(hit.chunk_id, safe='')}/page.png?collection={quote(hit.collection)}"
+
+
+def _check_unchanged(record: DocumentRecord, max_bytes: int) -> None:
+    """Cheaply: the size and mtime as indexed mean unchanged (as ingest trusts them)."""
+    try:
+        info = Path(record.disk_path).stat()
+    except OSError:
+        info = None
+    if info is None or info.st_size != record.size or info.st_mtime_ns != record.mtime_ns:
+        _original(record, max_bytes)  # not the same stat: the bytes decide
+
+
+def _original(record: DocumentRecord, max_bytes: int) -> bytes:
+    """The file's bytes, if they are still the ones indexed (sha256 = ``doc_hash``)."""
+    try:
+        with open_regular(Path(record.disk_path)) as file:
+            data = file.read(max_bytes)
+    except (OSError, KnowhubError) as exc:
+        raise OriginalUnavailableError(
+            f"{record.source} is gone from {record.path} (or cannot be read: {exc}): "
+            "restore the file, or re-ingest where it is now",
+            410,
+        ) from exc
+    if hashlib.sha256(data).hexdigest() != record.doc_hash:
+        raise OriginalUnavailableError(
+            f"{record.source} at {record.path} has changed since it was indexed, so it is "
+            "not the file that was cited: re-ingest it to index and serve the new version",
+            409,
+        )
+    return data
+
+
+def _download_type(source: str) -> str:
+    """The file's type, except types a browser would run script in: those download as
+    bytes (the response is an attachment anyway; this is the second wall)."""
+    kind = mimetypes.guess_type(source)[0] or "application/octet-stream"
+    return "application/octet-stream" if kind in _SCRIPTABLE else kind
+
+
+def _attachment(record: DocumentRecord) -> dict[str, str]:
+    name = safe_filename(record.source)
+    fallback = name.encode("ascii", "replace").decode().replace("?", "_")
+    return {
+        "Content-Disposition": f"attachment; filename=\"{fallback}\"; filename*=UTF-8''"
+        + quote(name, safe=""),
+        "Content-Security-Policy": "default-src 'none'; sandbox",
+        "X-Content-Type-Options": "nosniff",
+        "Cache-Control": "no-store",
+    }
+
+
+def safe_filename(source: str) -> str:
+    """The last part of ``source`` with only letters, digits, space and ``.-_()``: no path,
+    no quote or control character that could break out of the header."""
+    name = unicodedata.normalize("NFC", PurePosixPath(source.replace("\\", "/")).name)
+    name = re.sub(r"[^\w .()\-]", "_", name).strip(" .")
+    return name or "document"

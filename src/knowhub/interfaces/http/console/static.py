@@ -11,7 +11,7 @@ from starlette.responses import Response
 from knowhub.interfaces.http.console.failure import NotFoundError
 from knowhub.interfaces.http.console.pages import pages_router
 
-__all__ = ["router"]
+__all__ = ["router", "static"]
 
 router = pages_router()
 

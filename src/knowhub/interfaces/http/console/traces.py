@@ -21,6 +21,7 @@ from knowhub.interfaces.http.console.failure import (
     failure_body,
     on_failure,
 )
+from knowhub.interfaces.http.console.feedback import feedback_store
 from knowhub.interfaces.http.console.pages import gathered, pages_router, readable_traces
 from knowhub.interfaces.http.console.render import page
 from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
@@ -151,6 +152,7 @@ def trace_context(service: Service, principal: Principal, trace_id: str) -> dict
         "saved": None,
         "save_error": None,
         "expected": sources[0] if sources else "",
+        "feedback": feedback_store(service.settings.data_dir).for_trace(trace.trace_id),
     }
 
 

@@ -1,0 +1,106 @@
+"""A collection's FAQ entries in the console: listed for anyone who may read the collection;
+imported (an uploaded FAQ file) and removed by tokens that may write.
+
+An imported file is kept under ``DATA_DIR/uploads/{collection}/faq/`` (its entries are named
+by that path, as ``knowhub faq import`` names them by theirs); one that does not load is not
+kept. Removing a file's entries deletes that kept file too. The routes are registered by
+:mod:`.manage` (``/ui/faq``, ``/ui/faq/import``, ``/ui/faq/remove``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from knowhub.ingest.faq import FAQ_SUFFIXES
+from knowhub.interfaces.http.console.auth import check_same_origin, read_form
+from knowhub.interfaces.http.console.failure import error_page, on_failure
+from knowhub.interfaces.http.console.pages import readable_names
+from knowhub.interfaces.http.console.render import page
+from knowhub.interfaces.http.console.uploads import receive
+from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
+from knowhub.interfaces.http.service import Service
+from knowhub.interfaces.security import Principal
+
+__all__ = [
+    "faq_dir",
+    "faq_import",
+    "faq_list",
+    "faq_remove",
+]
+
+
+def faq_dir(service: Service, collection: str) -> Path:
+    return Path(service.settings.data_dir).absolute() / "uploads" / collection / "faq"
+
+
+async def faq_list(
+    request: Request, service: ServiceDep, principal: PrincipalDep, collection: str = ""
+) -> Response:
+    name = service.collection(principal, collection or None)
+    return page(request, "faq.html", **await _shown(service, principal, name))
+
+
+async def faq_import(request: Request, service: ServiceDep, principal: PrincipalDep) -> Response:
+    check_same_origin(request)
+    principal.check_write("import FAQ entries")
+    chosen: list[str] = []
+
+    def folder(fields: dict[str, str]) -> Path:
+        if not chosen:
+            chosen.append(service.collection(principal, fields.get("collection") or None))
+        return faq_dir(service, chosen[0])
+
+    sent = await receive(
+        request.headers.get("content-type", ""),
+        request.stream(),
+        folder,
+        service.settings.server.max_upload_bytes,
+        list(FAQ_SUFFIXES),
+    )
+    name = chosen[0] if chosen else service.collection(principal, sent.fields.get("collection"))
+
+    async def form_again(exc: Exception) -> Response:  # the list as it was, and why not
+        for kept in sent.received:
+            kept.path.unlink(missing_ok=True)
+        return error_page(request, exc, "faq.html", **await _shown(service, principal, name))
+
+    on_failure(request, form_again)
+    paths = [r.path for r in sent.received]
+    loaded = await service.run(lambda: service.app.faq_import(paths, name)) if paths else []
+    notes = [f"{Path(source).name}: {count} entries imported" for source, count in loaded]
+    notes += [f"{r.sent_as}: not imported: {r.reason}" for r in sent.rejected]
+    shown = await _shown(service, principal, name)
+    return page(request, "faq.html", **{**shown, "notes": notes or ["no file was sent"]})
+
+
+async def faq_remove(request: Request, service: ServiceDep, principal: PrincipalDep) -> Response:
+    check_same_origin(request)
+    principal.check_write("remove FAQ entries")
+    form = await read_form(request)
+    name = service.collection(principal, form.get("collection") or None)
+    source = form.get("source", "")
+    removed = await service.run(lambda: service.app.faq_remove(source, name))
+    kept = Path(source)
+    if kept.parent == faq_dir(service, name) and kept.is_file():
+        kept.unlink()
+    shown = await _shown(service, principal, name)
+    return page(request, "faq.html", **{**shown, "notes": [f"{removed} entries removed"]})
+
+
+async def _shown(service: Service, principal: Principal, name: str) -> dict[str, Any]:
+    def gather() -> dict[str, Any]:
+        groups: dict[str, list[str]] = {}
+        for entry in service.app.faq(name):
+            groups.setdefault(entry.source, []).append(entry.question)
+        return {"names": readable_names(service.app, principal), "groups": groups}
+
+    return {
+        **await service.run(gather),
+        "collection": name,
+        "suffixes": FAQ_SUFFIXES,
+        "notes": [],
+    }

@@ -1,0 +1,156 @@
+"""An upload's ingest as a job the page can watch: one thread runs ``App.ingest`` over the
+uploaded files, and the pipeline's progress events (:mod:`knowhub.ingest.progress`) move
+each file through ``queued → reading → embedding → indexed → done | failed``.
+
+Ingest reports chunks encoded for the whole run, not per file, so a file in ``embedding``
+shows the run's encoded share; every file's final state and failure reason come from the
+run's :class:`~knowhub.ingest.pipeline.IngestReport`. Jobs are kept in memory (the last
+:data:`KEPT` of them) and shown only to the token that started them.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from knowhub.errors import KnowhubError
+from knowhub.ingest.pipeline import IngestReport
+from knowhub.ingest.progress import IngestProgress, Progress
+
+__all__ = ["KEPT", "FileState", "Job", "JobBook"]
+
+log = logging.getLogger("knowhub.http")
+
+KEPT = 200
+State = Literal["queued", "reading", "embedding", "indexed", "done", "unchanged", "failed"]
+_SHARE: dict[str, float] = {"queued": 0.0, "reading": 0.1, "indexed": 0.95}
+Ingest = Callable[[Progress], IngestReport]
+
+
+@dataclass
+class FileState:
+    """One file of a job, as its bar shows it."""
+
+    name: str  # as it was sent
+    source: str  # as it is stored and cited (its file name under the uploads folder)
+    state: State = "queued"
+    reason: str = ""
+    fraction: float = 0.0
+
+
+@dataclass
+class Job:
+    """One upload's ingest; its state is read while its thread writes it (whole-value
+    assignments only, so a reader sees each field old or new, never torn)."""
+
+    id: str
+    owner: str
+    collection: str
+    files: list[FileState]
+    refused: list[FileState] = field(default_factory=list)
+    finished: bool = False
+    error: str = ""
+    started: float = field(default_factory=time.time)
+    done: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def view(self) -> dict[str, Any]:
+        """What ``GET /ui/upload/{job}`` answers."""
+        return {
+            "id": self.id,
+            "collection": self.collection,
+            "finished": self.finished,
+            "error": self.error,
+            "files": [asdict(f) for f in self.files + self.refused],
+        }
+
+    def run(self, ingest: Ingest) -> None:
+        """``ingest(progress)`` with this job's progress callback; the report settles every
+        file. Any error ends the job (shown on the page), never the server."""
+        try:
+            report = ingest(self._progress)
+            self._settle(report)
+        except KnowhubError as exc:
+            self._fail_all(str(exc))
+        except Exception as exc:  # a bug: logged in full, shown on the page, server kept
+            log.error("upload ingest failed", exc_info=exc)
+            self._fail_all(f"ingest failed: {type(exc).__name__}: {exc}")
+        finally:
+            self.finished = True
+            self.done.set()
+
+    def _progress(self, step: IngestProgress) -> None:
+        by_source = {f.source: f for f in self.files}
+        if step.event == "started":
+            for f in self.files:
+                self._move(f, "reading")
+        elif step.event == "chunked" and step.source in by_source:
+            self._move(by_source[step.source], "embedding")
+        elif step.event == "file_done" and step.source in by_source:
+            self._move(by_source[step.source], "indexed")
+        share = step.chunks_done / step.chunks_total if step.chunks_total else 0.0
+        for f in self.files:
+            if f.state == "embedding":
+                f.fraction = round(0.1 + 0.85 * share, 3)
+
+    def _move(self, f: FileState, state: State) -> None:
+        f.state = state
+        f.fraction = _SHARE.get(state, f.fraction)
+
+    def _settle(self, report: IngestReport) -> None:
+        failed = dict(report.failed) | {s: f"skipped: {r}" for s, r in report.skipped}
+        for f in self.files:
+            if f.source in failed:
+                f.state, f.reason, f.fraction = "failed", failed[f.source], 1.0
+            elif f.source in report.unchanged:
+                f.state, f.fraction = "unchanged", 1.0
+                f.reason = "already indexed with the same bytes and tags"
+            else:
+                f.state, f.fraction = "done", 1.0
+
+    def _fail_all(self, reason: str) -> None:
+        self.error = reason
+        for f in self.files:
+            if f.state != "done":
+                f.state, f.reason, f.fraction = "failed", reason, 1.0
+
+
+class JobBook:
+    """The server's recent upload jobs, by id (the oldest forgotten past :data:`KEPT`)."""
+
+    def __init__(self) -> None:
+        self._jobs: OrderedDict[str, Job] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def start(
+        self,
+        owner: str,
+        collection: str,
+        files: list[FileState],
+        refused: list[FileState],
+        ingest: Ingest,
+    ) -> Job:
+        """A new job, its ingest already running in its own thread."""
+        job = Job(secrets.token_urlsafe(12), owner, collection, files, refused)
+        with self._lock:
+            self._jobs[job.id] = job
+            while len(self._jobs) > KEPT:
+                self._jobs.popitem(last=False)
+        if files:
+            name = f"knowhub-upload-{job.id}"
+            threading.Thread(target=job.run, args=(ingest,), name=name, daemon=True).start()
+        else:  # every file was refused: nothing to ingest
+            job.finished = True
+            job.done.set()
+        return job
+
+    def get(self, job_id: str, owner: str) -> Job | None:
+        """The job, if it exists and ``owner`` started it (else None: one answer for both)."""
+        with self._lock:
+            job = self._jobs.get(job_id)
+        return job if job is not None and job.owner == owner else None

@@ -1,0 +1,170 @@
+"""The console's upload pieces: file names made safe, a multipart body parsed as it streams
+(the size limit applied while it arrives), the upload settings, a job's per-file states."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from knowhub import build_app
+from knowhub.config import UPLOAD_EXTENSIONS, ServerSettings
+from knowhub.errors import QueryError
+from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS
+from knowhub.ingest.pipeline import IngestReport
+from knowhub.ingest.progress import IngestProgress, Progress
+from knowhub.interfaces.http.console.jobs import FileState, JobBook
+from knowhub.interfaces.http.console.uploads import MAX_NAME_CHARS, Upload, receive, safe_name
+from tests.helpers import fast_settings
+
+BOUNDARY = "----knowhubtest"
+
+
+@pytest.mark.parametrize(
+    ("sent", "kept"),
+    [
+        ("notes.md", "notes.md"),
+        ("../../etc/passwd.txt", "passwd.txt"),
+        ("folder\\sub\\report.pdf", "report.pdf"),
+        ("..hidden.md", "hidden.md"),
+        ("a..b.md", "a_b.md"),
+        ("bell\x07\x00name.md", "bell__name.md"),
+        ("отчёт 报告.docx", "отчёт 报告.docx"),
+        ("..", "upload"),
+        ("", "upload"),
+    ],
+)
+def test_a_sent_name_is_made_safe(sent: str, kept: str) -> None:
+    assert safe_name(sent) == kept
+
+
+def test_a_long_name_is_capped_with_its_extension_kept() -> None:
+    name = safe_name("x" * 500 + ".docx")
+    assert len(name) == MAX_NAME_CHARS
+    assert name.endswith(".docx")
+
+
+def test_the_default_extensions_are_what_the_loaders_read() -> None:
+    assert set(UPLOAD_EXTENSIONS) == SUPPORTED_EXTENSIONS
+    assert ServerSettings(upload_extensions=["PDF", ".Md"]).upload_extensions == [".pdf", ".md"]
+    assert ServerSettings().max_upload_bytes == 50_000_000
+
+
+def _body(parts: list[tuple[str, str | None, bytes]]) -> bytes:
+    out = b""
+    for name, filename, data in parts:
+        disposition = f'form-data; name="{name}"'
+        if filename is not None:
+            disposition += f'; filename="{filename}"'
+        out += f"--{BOUNDARY}\r\nContent-Disposition: {disposition}\r\n\r\n".encode() + data
+        out += b"\r\n"
+    return out + f"--{BOUNDARY}--\r\n".encode()
+
+
+async def _chunks(body: bytes, size: int, seen: list[int]) -> AsyncIterator[bytes]:
+    for start in range(0, len(body), size):
+        seen.append(start)
+        yield body[start : start + size]
+
+
+def _receive(tmp_path: Path, body: bytes, limit: int, seen: list[int] | None = None) -> Upload:
+    return asyncio.run(
+        receive(
+            f"multipart/form-data; boundary={BOUNDARY}",
+            _chunks(body, 1000, [] if seen is None else seen),
+            lambda fields: tmp_path / fields["collection"],
+            limit,
+            [".md", ".pdf"],
+        )
+    )
+
+
+def test_files_stream_to_the_collection_folder_and_a_clash_gets_a_suffix(tmp_path: Path) -> None:
+    body = _body(
+        [
+            ("collection", None, b"handbook"),
+            ("tags", None, b"team=ops"),
+            ("files", "a.md", b"# A\n\nfirst"),
+            ("files", "sub/a.md", b"# A\n\nsecond"),
+            ("files", "", b""),  # an empty file input
+        ]
+    )
+    sent = _receive(tmp_path, body, 10_000)
+    assert sent.fields == {"collection": "handbook", "tags": "team=ops"}
+    assert [(r.sent_as, r.path.name) for r in sent.received] == [
+        ("a.md", "a.md"),
+        ("sub/a.md", "a-1.md"),
+    ]
+    assert (tmp_path / "handbook" / "a-1.md").read_bytes() == b"# A\n\nsecond"
+    assert sent.rejected == []
+
+
+def test_an_oversized_file_is_cut_off_while_it_streams(tmp_path: Path) -> None:
+    big = b"x" * 50_000
+    body = _body([("collection", None, b"c"), ("files", "big.md", big), ("files", "ok.md", b"ok")])
+    sent = _receive(tmp_path, body, 5_000)
+    assert [r.sent_as for r in sent.rejected] == ["big.md"]
+    assert "server.max_upload_bytes" in sent.rejected[0].reason
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["ok.md"]
+
+
+def test_an_unsupported_or_empty_file_is_refused_and_not_stored(tmp_path: Path) -> None:
+    body = _body([("collection", None, b"c"), ("files", "tool.exe", b"MZ"), ("files", "e.md", b"")])
+    sent = _receive(tmp_path, body, 5_000)
+    assert [(r.sent_as, r.reason.split(":")[0]) for r in sent.rejected] == [
+        ("tool.exe", ".exe files are not accepted"),
+        ("e.md", "empty file"),
+    ]
+    assert not (tmp_path / "c").exists() or not list((tmp_path / "c").iterdir())
+
+
+def test_a_body_that_is_not_multipart_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(QueryError, match="multipart/form-data"):
+        asyncio.run(receive("application/json", _chunks(b"{}", 10, []), lambda f: tmp_path, 1, []))
+
+
+def test_a_job_moves_each_file_to_done_or_failed(tmp_path: Path) -> None:
+    folder = tmp_path / "uploads"
+    folder.mkdir()
+    (folder / "good.md").write_text("# Good\n\nThe kiln fires at 1200 degrees.\n")
+    (folder / "bad.pdf").write_text("not a pdf")
+    app = build_app(fast_settings(tmp_path / "data"))
+    try:
+        files = [FileState("good.md", "good.md"), FileState("bad.pdf", "bad.pdf")]
+        paths = [folder / "good.md", folder / "bad.pdf"]
+        seen: list[str] = []
+
+        def ingest(progress: Progress) -> IngestReport:
+            def watch(step: IngestProgress) -> None:
+                seen.append(step.event)
+                progress(step)
+
+            return app.ingest(paths, "default", {"team": "ops"}, progress=watch)
+
+        job = JobBook().start("full", "default", files, [], ingest)
+        assert job.done.wait(60)
+        view = job.view()
+        assert view["finished"]
+        assert [(f["name"], f["state"]) for f in view["files"]] == [
+            ("good.md", "done"),
+            ("bad.pdf", "failed"),
+        ]
+        assert view["files"][1]["reason"]
+        assert "started" in seen and "file_done" in seen
+        assert app.documents("default")[0].metadata["tags"] == {"team": "ops"}
+    finally:
+        app.close()
+
+
+def _never(progress: Progress) -> IngestReport:
+    raise AssertionError("every file was refused: nothing to ingest")
+
+
+def test_a_job_is_shown_only_to_its_owner() -> None:
+    book = JobBook()
+    job = book.start("full", "default", [], [FileState("x.exe", "", "failed", "no")], _never)
+    assert book.get(job.id, "full") is job
+    assert book.get(job.id, "reader") is None
+    assert job.finished and job.view()["files"][0]["state"] == "failed"
