@@ -376,9 +376,8 @@ class TokenSettings(_Section):
 
 # What ingest.loaders reads (config sits below ingest, so the list is written out here; a unit
 # test keeps the two equal).
-UPLOAD_EXTENSIONS = tuple(
-    ".csv .docx .htm .html .json .markdown .md .mdx .pdf .pptx .rst .txt .xlsx".split()
-)
+_TEXT_EXTENSIONS = (".htm", ".html", ".json", ".markdown", ".md", ".mdx", ".rst", ".txt")
+UPLOAD_EXTENSIONS = (*_TEXT_EXTENSIONS, ".csv", ".docx", ".pdf", ".pptx", ".xlsx")
 
 
 class ServerSettings(_Section):

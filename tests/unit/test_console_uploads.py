@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -11,11 +12,11 @@ import pytest
 
 from knowhub import build_app
 from knowhub.config import UPLOAD_EXTENSIONS, ServerSettings
-from knowhub.errors import QueryError
+from knowhub.errors import KnowhubError, QueryError
 from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import IngestProgress, Progress
-from knowhub.interfaces.http.console.jobs import FileState, JobBook
+from knowhub.interfaces.http.console.jobs import MAX_PENDING, FileState, JobBook
 from knowhub.interfaces.http.console.uploads import MAX_NAME_CHARS, Upload, receive, safe_name
 from tests.helpers import fast_settings
 
@@ -143,7 +144,8 @@ def test_a_job_moves_each_file_to_done_or_failed(tmp_path: Path) -> None:
 
             return app.ingest(paths, "default", {"team": "ops"}, progress=watch)
 
-        job = JobBook().start("full", "default", files, [], ingest)
+        stored = dict(zip(["good.md", "bad.pdf"], paths, strict=True))
+        job = JobBook().start("full", "default", files, [], ingest, stored)
         assert job.done.wait(60)
         view = job.view()
         assert view["finished"]
@@ -154,6 +156,8 @@ def test_a_job_moves_each_file_to_done_or_failed(tmp_path: Path) -> None:
         assert view["files"][1]["reason"]
         assert "started" in seen and "file_done" in seen
         assert app.documents("default")[0].metadata["tags"] == {"team": "ops"}
+        # No document points to the file that failed: it is not kept.
+        assert (folder / "good.md").is_file() and not (folder / "bad.pdf").exists()
     finally:
         app.close()
 
@@ -168,3 +172,29 @@ def test_a_job_is_shown_only_to_its_owner() -> None:
     assert book.get(job.id, "full") is job
     assert book.get(job.id, "reader") is None
     assert job.finished and job.view()["files"][0]["state"] == "failed"
+
+
+def test_uploads_past_the_pending_limit_are_refused_and_not_kept(tmp_path: Path) -> None:
+    book, release = JobBook(), threading.Event()
+
+    def slow(progress: Progress) -> IngestReport:
+        release.wait(30)
+        raise KnowhubError("stopped by the test")
+
+    try:
+        for n in range(MAX_PENDING):
+            book.start("full", "default", [FileState(f"{n}.md", f"{n}.md")], [], slow)
+        extra = tmp_path / "extra.md"
+        extra.write_text("# Extra\n")
+        with pytest.raises(KnowhubError, match="being ingested already"):
+            book.start(
+                "full",
+                "default",
+                [FileState("extra.md", "extra.md")],
+                [],
+                slow,
+                {"extra.md": extra},
+            )
+        assert not extra.exists()
+    finally:
+        release.set()

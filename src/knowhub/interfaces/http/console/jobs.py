@@ -15,19 +15,21 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from knowhub.errors import KnowhubError
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import IngestProgress, Progress
 
-__all__ = ["KEPT", "FileState", "Job", "JobBook"]
+__all__ = ["KEPT", "MAX_PENDING", "FileState", "Job", "JobBook"]
 
 log = logging.getLogger("knowhub.http")
 
 KEPT = 200
+MAX_PENDING = 8  # jobs waiting or running; more uploads are refused until some end
 State = Literal["queued", "reading", "embedding", "indexed", "done", "unchanged", "failed"]
 _SHARE: dict[str, float] = {"queued": 0.0, "reading": 0.1, "indexed": 0.95}
 Ingest = Callable[[Progress], IngestReport]
@@ -58,6 +60,9 @@ class Job:
     error: str = ""
     started: float = field(default_factory=time.time)
     done: threading.Event = field(default_factory=threading.Event, repr=False)
+    # Where each file (by source) was stored: a file that fails to ingest is deleted, since
+    # no document points to it and nothing else would ever remove it.
+    stored: Mapping[str, Path] = field(default_factory=dict, repr=False)
 
     def view(self) -> dict[str, Any]:
         """What ``GET /ui/upload/{job}`` answers."""
@@ -69,11 +74,13 @@ class Job:
             "files": [asdict(f) for f in self.files + self.refused],
         }
 
-    def run(self, ingest: Ingest) -> None:
-        """``ingest(progress)`` with this job's progress callback; the report settles every
-        file. Any error ends the job (shown on the page), never the server."""
+    def run(self, ingest: Ingest, turn: threading.Semaphore) -> None:
+        """``ingest(progress)`` with this job's progress callback, once ``turn`` lets it (one
+        upload ingests at a time); the report settles every file. Any error ends the job
+        (shown on the page), never the server."""
         try:
-            report = ingest(self._progress)
+            with turn:
+                report = ingest(self._progress)
             self._settle(report)
         except KnowhubError as exc:
             self._fail_all(str(exc))
@@ -81,6 +88,9 @@ class Job:
             log.error("upload ingest failed", exc_info=exc)
             self._fail_all(f"ingest failed: {type(exc).__name__}: {exc}")
         finally:
+            for f in self.files:
+                if f.state == "failed" and f.source in self.stored:
+                    self.stored[f.source].unlink(missing_ok=True)
             self.finished = True
             self.done.set()
 
@@ -126,6 +136,7 @@ class JobBook:
     def __init__(self) -> None:
         self._jobs: OrderedDict[str, Job] = OrderedDict()
         self._lock = threading.Lock()
+        self._turn = threading.Semaphore(1)
 
     def start(
         self,
@@ -134,16 +145,31 @@ class JobBook:
         files: list[FileState],
         refused: list[FileState],
         ingest: Ingest,
+        stored: Mapping[str, Path] | None = None,
     ) -> Job:
-        """A new job, its ingest already running in its own thread."""
-        job = Job(secrets.token_urlsafe(12), owner, collection, files, refused)
+        """A new job, its ingest started in its own thread (it waits its turn there).
+
+        Raises:
+            KnowhubError: :data:`MAX_PENDING` jobs are waiting or running already.
+        """
+        job = Job(secrets.token_urlsafe(12), owner, collection, files, refused, stored=stored or {})
         with self._lock:
+            pending = sum(not j.finished for j in self._jobs.values())
+            if files and pending >= MAX_PENDING:
+                for path in job.stored.values():
+                    path.unlink(missing_ok=True)
+                raise KnowhubError(
+                    f"{pending} uploads are being ingested already: upload again once they end"
+                )
             self._jobs[job.id] = job
             while len(self._jobs) > KEPT:
                 self._jobs.popitem(last=False)
         if files:
             name = f"knowhub-upload-{job.id}"
-            threading.Thread(target=job.run, args=(ingest,), name=name, daemon=True).start()
+            run = threading.Thread(
+                target=job.run, args=(ingest, self._turn), name=name, daemon=True
+            )
+            run.start()
         else:  # every file was refused: nothing to ingest
             job.finished = True
             job.done.set()

@@ -62,6 +62,7 @@ router.add_api_route(
 )
 router.add_api_route("/faq/remove", faqs.faq_remove, methods=["POST"])
 JOBS = JobBook()
+_FORM_WAIT_S = 600.0
 
 
 def uploads_dir(service: Service, collection: str) -> Path:
@@ -104,7 +105,9 @@ async def upload(request: Request, service: ServiceDep, principal: PrincipalDep)
     job = _start(service, principal, name, sent)
     if "application/json" in request.headers.get("accept", ""):
         return JSONResponse({"job": job.id, "url": f"/ui/upload/{job.id}"}, status_code=202)
-    await asyncio.to_thread(job.done.wait)
+    # Without script the page waits for the ingest, though never forever: a job still
+    # running then is shown as it stands (its files' states), and goes on.
+    await asyncio.to_thread(job.done.wait, _FORM_WAIT_S)
     return page(request, "upload.html", **{**shown, "job": job.view()})
 
 
@@ -210,6 +213,7 @@ def _start(service: Service, principal: Principal, name: str, sent: Upload) -> J
         files,
         refused,
         lambda progress: service.app.ingest(paths, name, tags, progress=progress),
+        {r.path.name: r.path for r in sent.received},
     )
 
 
