@@ -64,6 +64,9 @@ def sign_in(page: Page, base_url: str, token: str, path: str = "/ui") -> None:
     page.fill("input[name=token]", token)
     page.click("button:has-text('Sign in')")
     expect(page).to_have_url(base_url + path)
+    # The URL changes when the landing page's navigation commits, before its deferred
+    # scripts run: a click then would post the form without them (the no-JS path).
+    page.wait_for_load_state("load")
 
 
 def screenshots(page: Page, name: str, visible: list[str]) -> None:

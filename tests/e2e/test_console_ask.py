@@ -51,6 +51,9 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
 def page(context: BrowserContext, console: Console) -> Page:
     opened = context.new_page()
     sign_in(opened, console.server.url, FULL, "/ui/ask")
+    # Asked before ask.js ran, a question would post the form without it (CI saw it once
+    # under load) and the answer would come back as a page, without data-done.
+    expect(opened.locator("#ask-form")).to_have_attribute("data-ready", "1")
     return opened
 
 

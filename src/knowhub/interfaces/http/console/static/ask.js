@@ -275,4 +275,5 @@
     fresh.hidden = true;
     question.focus();
   });
+  form.dataset.ready = "1";  // from here on a question streams (tests wait for it)
 })();
