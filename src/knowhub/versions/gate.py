@@ -21,7 +21,7 @@ from knowhub.versions.record import FAILED, Target, set_version
 if TYPE_CHECKING:  # annotations only: the CLI's other commands never load the App
     from knowhub.app import App
 
-__all__ = ["GateCheck", "GateRun", "gate_check", "run_gate"]
+__all__ = ["GateCheck", "GateRun", "compare_versions", "gate_check", "run_gate"]
 
 # Hits per golden query, as `knowhub eval` takes them (recall@100 needs 100).
 _GATE_TOP_K = 100
@@ -107,13 +107,18 @@ class _Pinned:
 
 
 def run_gate(app: App, gate: GateCheck, base: Target, target: Target) -> GateRun:
+    """The gate of a build: a version it could not even measure is marked failed."""
     try:
-        new = _measure(app, gate.evalset, target, judged=True)
+        return compare_versions(app, gate, base, target)
     except BaseException:
-        set_version(
-            app.store, target, state=FAILED
-        )  # a version the gate could not measure is not proven
+        set_version(app.store, target, state=FAILED)  # not measured: not proven
         raise
+
+
+def compare_versions(app: App, gate: GateCheck, base: Target, target: Target) -> GateRun:
+    """``target`` judged by the gate, next to ``base``'s numbers; records nothing (what the
+    console shows before a switch)."""
+    new = _measure(app, gate.evalset, target, judged=True)
     compared: dict[str, float] = {}
     error = None
     try:  # only for comparison: the gate judges the new version alone

@@ -27,6 +27,7 @@ NAV = (  # (href, label, shown only to a token that may write)
     ("/ui/upload", "Upload", True),
     ("/ui", "Overview", False),
     ("/ui/ingestion", "Ingestion", False),
+    ("/ui/versions", "Versions", False),
     ("/ui/traces", "Traces", False),
     ("/ui/evals", "Evals", False),
 )

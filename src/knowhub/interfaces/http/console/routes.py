@@ -19,6 +19,7 @@ from knowhub.interfaces.http.console import (
     source,
     static,
     traces,
+    versions,
 )
 
 __all__ = ["console_router"]
@@ -30,6 +31,7 @@ _GROUPS = (
     manage.router,
     traces.router,
     evals.router,
+    versions.router,
     login.router,
     static.router,
 )
