@@ -80,7 +80,31 @@ def screenshots(page: Page, name: str, visible: list[str]) -> None:
         for selector in visible:
             expect(page.locator(selector).first).to_be_visible()
         overflow = page.evaluate("document.documentElement.scrollWidth - innerWidth")
-        assert overflow <= 1, f"{name} is {overflow} px wider than a {width} px screen"
+        assert overflow <= 1, (
+            f"{name} is {overflow} px wider than a {width} px screen: {_too_wide(page)}"
+        )
         shot = folder / f"{name}-{width}.png"
         page.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 1000
+
+
+def _too_wide(page: Page) -> list[str]:
+    """The elements whose content spills past their box (innermost last), outside boxes
+    that scroll sideways: what makes the page wider than the screen."""
+    return list(
+        page.evaluate(
+            """() => {
+               const scrolls = e => ['auto', 'scroll'].includes(getComputedStyle(e).overflowX);
+               const inScroller = e => {
+                 for (let a = e.parentElement; a; a = a.parentElement) if (scrolls(a)) return true;
+                 return false;
+               };
+               return Array.from(document.querySelectorAll('body *'))
+                 .filter(e => e.scrollWidth > e.clientWidth + 1 && !scrolls(e) && !inScroller(e))
+                 .slice(-5)
+                 .map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '')
+                           + (e.getAttribute('class') ? '.' + e.getAttribute('class') : '')
+                           + ' ' + JSON.stringify((e.textContent || '').trim().slice(0, 50)));
+             }"""
+        )
+    )

@@ -18,7 +18,7 @@ import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
 from knowhub import build_app
-from tests.console_helpers import sign_in
+from tests.console_helpers import screenshots, sign_in
 from tests.helpers import fast_settings, knowhub, write
 from tests.http_helpers import (
     FULL,
@@ -127,6 +127,7 @@ def test_signing_in_shows_the_overview(context: BrowserContext, console: Console
     page.fill("input[name=token]", "wrong-token")
     page.click("button:has-text('Sign in')")
     expect(page.get_by_role("alert")).to_contain_text("wrong token")
+    screenshots(page, "login", ["input[name=token]", "[role=alert]"])
     page.fill("input[name=token]", FULL)
     page.click("button:has-text('Sign in')")
     expect(page).to_have_url(console.url("/ui"))
@@ -137,6 +138,7 @@ def test_signing_in_shows_the_overview(context: BrowserContext, console: Console
     expect(page.locator("#health")).to_contain_text("uptime")
     expect(page.locator("#health")).to_contain_text("reranker")
     expect(page.locator("#recent")).to_contain_text("ingest")
+    screenshots(page, "overview", ["#collections", "#health", "#recent"])
     (cookie,) = context.cookies()
     assert cookie["name"] == "knowhub_session" and cookie["httpOnly"] and cookie["path"] == "/ui"
     assert cookie["sameSite"] == "Strict"
@@ -188,9 +190,11 @@ def test_search_shows_cited_hits_explained_with_stage_timings(page: Page, consol
     for stage in ("lexical", "dense", "fusion"):
         expect(bars).to_contain_text(stage)
     assert page.locator("#stage-bars .bar").count() >= 3
+    screenshots(page, "search", ["#hits li", "#stage-bars"])
     first.locator("a.mono").click()  # the chunk id
     expect(page.locator("h1")).to_contain_text("Chunk")
     expect(page.locator("main")).to_contain_text("every 6 hours")
+    screenshots(page, "chunk", ["h1", "main"])
     _search(page, console, "release notes")  # a title holding markup: shown, never run
     expect(page.locator("#hits")).to_contain_text("<script>alert('title')</script>")
     assert dialogs == []
@@ -202,6 +206,7 @@ def test_a_trace_has_a_waterfall_and_becomes_a_regression_case(
     query = "How long are the backups kept?"
     _search(page, console, query)
     page.goto(console.url("/ui/traces?kind=search"))
+    screenshots(page, "traces", ["#traces"])
     page.locator("#traces tr", has_text=query).first.locator("a").click()
     expect(page.locator("h1")).to_contain_text("Search")
     waterfall = page.locator("#waterfall")
@@ -231,6 +236,9 @@ def test_the_document_browser_shows_metadata_and_chunks(page: Page, console: Con
     expect(page.locator("#chunks")).to_contain_text("§ Operations > Backups")
     expect(page.locator("#chunks")).to_contain_text("lines")
     expect(page.locator("#chunks")).to_contain_text("kept for 35")
+    screenshots(page, "document", ["#document-facts", "#chunks section"])
+    page.goto(console.url("/ui/documents"))
+    screenshots(page, "documents", ["#documents"])
 
 
 def test_ingestion_lists_runs_with_failure_reasons(page: Page, console: Console) -> None:
@@ -240,6 +248,7 @@ def test_ingestion_lists_runs_with_failure_reasons(page: Page, console: Console)
     expect(runs).to_contain_text("private")
     expect(runs.locator("tr.failures")).to_contain_text("broken.pdf")
     expect(runs.locator("tr.failures")).to_contain_text("skipped pipe.txt: is a FIFO")
+    screenshots(page, "ingestion", ["#ingest-runs"])
 
 
 def test_evals_chart_metrics_across_runs(page: Page, console: Console) -> None:
@@ -253,6 +262,7 @@ def test_evals_chart_metrics_across_runs(page: Page, console: Console) -> None:
     assert page.locator("#eval-chart svg.metric").count() >= 4
     assert page.locator("#eval-chart svg.metric").first.locator("rect").count() == 4  # 2 runs
     expect(page.locator(".error")).to_contain_text("not valid JSON")  # the broken report
+    screenshots(page, "evals", ["#eval-runs", "#eval-chart"])
 
 
 def test_a_limited_token_sees_only_its_collections(
