@@ -1,10 +1,11 @@
 """Console page images: PNG encoding (checked against Pillow's decoder), PDFium rendering
-within bounds, and the page cache's size cap."""
+within bounds, the page cache's size cap, and no half-written files left behind."""
 
 from __future__ import annotations
 
 import io
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -93,3 +94,23 @@ def test_the_least_recently_used_pages_go_past_the_cap(tmp_path: Path) -> None:
     assert cache.cached("doc", 1) is not None  # read: now the most recently used
     cache.store("doc", 3, b"x" * 100)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["doc-p1.png", "doc-p3.png"]
+
+
+def test_a_failed_write_leaves_no_part_file(tmp_path: Path) -> None:
+    cache = PageImages(tmp_path)
+    (tmp_path / "doc-p1.png" / "inside").mkdir(parents=True)  # a folder there: the rename fails
+    with pytest.raises(OSError):
+        cache.store("doc", 1, b"png bytes")
+    assert not list(tmp_path.glob("*.part"))
+
+
+def test_a_crash_s_part_files_are_swept_by_a_later_write(tmp_path: Path) -> None:
+    cache = PageImages(tmp_path)
+    stale, fresh = tmp_path / "tmpcrashed.part", tmp_path / "tmpwriting.part"
+    for part in (stale, fresh):
+        part.write_bytes(b"half a png")
+    day_ago = time.time() - 86_400
+    os.utime(stale, (day_ago, day_ago))
+    cache.store("doc", 1, b"png bytes")
+    # The young one may be another worker's, being written right now: it stays.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["doc-p1.png", "tmpwriting.part"]

@@ -16,8 +16,10 @@ from knowhub.errors import KnowhubError, QueryError
 from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import IngestProgress, Progress
-from knowhub.interfaces.http.console.jobs import MAX_PENDING, FileState, JobBook
+from knowhub.interfaces.http.console.failure import BusyError
+from knowhub.interfaces.http.console.jobs import MAX_PENDING, RETRY_AFTER_S, FileState, JobBook
 from knowhub.interfaces.http.console.uploads import MAX_NAME_CHARS, Upload, receive, safe_name
+from knowhub.interfaces.security import Principal
 from tests.helpers import fast_settings
 
 BOUNDARY = "----knowhubtest"
@@ -145,7 +147,7 @@ def test_a_job_moves_each_file_to_done_or_failed(tmp_path: Path) -> None:
             return app.ingest(paths, "default", {"team": "ops"}, progress=watch)
 
         stored = dict(zip(["good.md", "bad.pdf"], paths, strict=True))
-        job = JobBook().start("full", "default", files, [], ingest, stored)
+        job = JobBook().start(Principal("full"), "default", files, [], ingest, stored)
         assert job.done.wait(60)
         view = job.view()
         assert view["finished"]
@@ -166,16 +168,17 @@ def _never(progress: Progress) -> IngestReport:
     raise AssertionError("every file was refused: nothing to ingest")
 
 
-def test_a_job_is_shown_only_to_its_owner() -> None:
-    book = JobBook()
-    job = book.start("full", "default", [], [FileState("x.exe", "", "failed", "no")], _never)
-    assert book.get(job.id, "full") is job
-    assert book.get(job.id, "reader") is None
+def test_a_job_is_shown_only_to_its_owner_not_to_another_of_its_name() -> None:
+    book, full = JobBook(), Principal("full")
+    job = book.start(full, "default", [], [FileState("x.exe", "", "failed", "no")], _never)
+    assert book.get(job.id, full) is job
+    assert book.get(job.id, Principal("reader")) is None
+    assert book.get(job.id, Principal("full")) is None  # another token of that name
     assert job.finished and job.view()["files"][0]["state"] == "failed"
 
 
 def test_uploads_past_the_pending_limit_are_refused_and_not_kept(tmp_path: Path) -> None:
-    book, release = JobBook(), threading.Event()
+    book, release, full = JobBook(), threading.Event(), Principal("full")
 
     def slow(progress: Progress) -> IngestReport:
         release.wait(30)
@@ -183,12 +186,12 @@ def test_uploads_past_the_pending_limit_are_refused_and_not_kept(tmp_path: Path)
 
     try:
         for n in range(MAX_PENDING):
-            book.start("full", "default", [FileState(f"{n}.md", f"{n}.md")], [], slow)
+            book.start(full, "default", [FileState(f"{n}.md", f"{n}.md")], [], slow)
         extra = tmp_path / "extra.md"
         extra.write_text("# Extra\n")
-        with pytest.raises(KnowhubError, match="being ingested already"):
+        with pytest.raises(BusyError, match="try again later") as refused:
             book.start(
-                "full",
+                full,
                 "default",
                 [FileState("extra.md", "extra.md")],
                 [],
@@ -196,5 +199,6 @@ def test_uploads_past_the_pending_limit_are_refused_and_not_kept(tmp_path: Path)
                 {"extra.md": extra},
             )
         assert not extra.exists()
+        assert refused.value.retry_after == RETRY_AFTER_S
     finally:
         release.set()

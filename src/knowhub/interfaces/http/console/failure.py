@@ -19,7 +19,15 @@ from knowhub.interfaces.http.console.render import page
 from knowhub.interfaces.http.errors import error_body
 from knowhub.interfaces.http.metrics import ERROR_KEY
 
-__all__ = ["NotFoundError", "Recover", "error_page", "failure_body", "failure_page", "on_failure"]
+__all__ = [
+    "BusyError",
+    "NotFoundError",
+    "Recover",
+    "error_page",
+    "failure_body",
+    "failure_page",
+    "on_failure",
+]
 
 log = logging.getLogger("knowhub.http")
 
@@ -30,6 +38,15 @@ Recover = Callable[[Exception], Awaitable[Response]]
 
 class NotFoundError(QueryError):
     """A page's object (trace, chunk) does not exist, or the caller may not read it."""
+
+
+class BusyError(KnowhubError):
+    """The console cannot take this request now (too many uploads pending): 503, with
+    ``Retry-After: retry_after`` seconds."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 def on_failure(request: Request, recover: Recover) -> None:
@@ -49,9 +66,10 @@ async def failure_page(request: Request, exc: Exception) -> Response:
 
 
 def failure_body(request: Request, exc: BaseException) -> dict[str, Any]:
-    """``{"error", "status"}`` for ``exc`` (404 for :class:`NotFoundError`), noted for the
-    metrics; an unexpected error is logged, its text kept out of the page."""
-    status = 404 if isinstance(exc, NotFoundError) else None
+    """``{"error", "status"}`` for ``exc`` (404 for :class:`NotFoundError`, 503 for
+    :class:`BusyError`), noted for the metrics; an unexpected error is logged, its text kept
+    out of the page."""
+    status = 404 if isinstance(exc, NotFoundError) else 503 if isinstance(exc, BusyError) else None
     if not isinstance(exc, KnowhubError):
         log.error("console page failed", exc_info=exc)
     request.scope[ERROR_KEY] = type(exc).__name__
@@ -63,4 +81,7 @@ def error_page(
 ) -> Response:
     """``template`` (the error page by default) showing what went wrong, with its status."""
     body = failure_body(request, exc)
-    return page(request, template, status=body["status"], error=body["error"], **context)
+    shown = page(request, template, status=body["status"], error=body["error"], **context)
+    if isinstance(exc, BusyError):
+        shown.headers["Retry-After"] = str(exc.retry_after)
+    return shown

@@ -3,8 +3,11 @@ imported (an uploaded FAQ file) and removed by tokens that may write.
 
 An imported file is kept under ``DATA_DIR/uploads/{collection}/faq/`` (its entries are named
 by that path, as ``knowhub faq import`` names them by theirs); one that does not load is not
-kept. Removing a file's entries deletes that kept file too. The routes are registered by
-:mod:`.manage` (``/ui/faq``, ``/ui/faq/import``, ``/ui/faq/remove``).
+kept. An import that fails part-way may have stored some files' entries already (each file's
+entries are stored in turn): those files stay, since their entries name them, and only this
+request's files that no entry names are deleted. Removing a file's entries deletes that kept
+file too. The routes are registered by :mod:`.manage` (``/ui/faq``, ``/ui/faq/import``,
+``/ui/faq/remove``).
 """
 
 from __future__ import annotations
@@ -63,10 +66,11 @@ async def faq_import(request: Request, service: ServiceDep, principal: Principal
     )
     name = chosen[0] if chosen else service.collection(principal, sent.fields.get("collection"))
 
-    async def form_again(exc: Exception) -> Response:  # the list as it was, and why not
-        for kept in sent.received:
-            kept.path.unlink(missing_ok=True)
-        return error_page(request, exc, "faq.html", **await _shown(service, principal, name))
+    async def form_again(exc: Exception) -> Response:  # the list as it stands, and why not
+        # Read first: should the store be unreadable, a stray file beats entries without one.
+        shown = await _shown(service, principal, name)
+        _discard_unused([r.path for r in sent.received], shown["groups"])
+        return error_page(request, exc, "faq.html", **shown)
 
     on_failure(request, form_again)
     paths = [r.path for r in sent.received]
@@ -89,6 +93,15 @@ async def faq_remove(request: Request, service: ServiceDep, principal: Principal
         kept.unlink()
     shown = await _shown(service, principal, name)
     return page(request, "faq.html", **{**shown, "notes": [f"{removed} entries removed"]})
+
+
+def _discard_unused(paths: list[Path], groups: dict[str, list[str]]) -> None:
+    """Delete the ``paths`` (this request's files) that no FAQ entry names: those did not
+    load or were not stored; the others' entries are in use (their source is the resolved
+    path, as :meth:`~knowhub.collection.Collection.faq_import` stores it)."""
+    for path in paths:
+        if str(path.resolve()) not in groups:
+            path.unlink(missing_ok=True)
 
 
 async def _shown(service: Service, principal: Principal, name: str) -> dict[str, Any]:

@@ -5,7 +5,12 @@ each file through ``queued → reading → embedding → indexed → done | fail
 Ingest reports chunks encoded for the whole run, not per file, so a file in ``embedding``
 shows the run's encoded share; every file's final state and failure reason come from the
 run's :class:`~knowhub.ingest.pipeline.IngestReport`. Jobs are kept in memory (the last
-:data:`KEPT` of them) and shown only to the token that started them.
+:data:`KEPT` of them) and shown only to the token that started them: its
+:class:`~knowhub.interfaces.security.Principal` object itself, not its name (two tokens may
+share a name). The token book makes one principal per token, and a console session stands
+for that same object, so a token's header and its browser's session see one job, and no
+other token does. Past :data:`MAX_PENDING` jobs an upload is refused with 503 and
+``Retry-After`` (:class:`~knowhub.interfaces.http.console.failure.BusyError`).
 """
 
 from __future__ import annotations
@@ -23,13 +28,16 @@ from typing import Any, Literal
 from knowhub.errors import KnowhubError
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import IngestProgress, Progress
+from knowhub.interfaces.http.console.failure import BusyError
+from knowhub.interfaces.security import Principal
 
-__all__ = ["KEPT", "MAX_PENDING", "FileState", "Job", "JobBook"]
+__all__ = ["KEPT", "MAX_PENDING", "RETRY_AFTER_S", "FileState", "Job", "JobBook"]
 
 log = logging.getLogger("knowhub.http")
 
 KEPT = 200
 MAX_PENDING = 8  # jobs waiting or running; more uploads are refused until some end
+RETRY_AFTER_S = 30  # what a refused upload is told to wait: an ingest takes seconds to minutes
 State = Literal["queued", "reading", "embedding", "indexed", "done", "unchanged", "failed"]
 _SHARE: dict[str, float] = {"queued": 0.0, "reading": 0.1, "indexed": 0.95}
 Ingest = Callable[[Progress], IngestReport]
@@ -52,7 +60,7 @@ class Job:
     assignments only, so a reader sees each field old or new, never torn)."""
 
     id: str
-    owner: str
+    owner: Principal  # compared by identity: see the module's docstring
     collection: str
     files: list[FileState]
     refused: list[FileState] = field(default_factory=list)
@@ -140,7 +148,7 @@ class JobBook:
 
     def start(
         self,
-        owner: str,
+        owner: Principal,
         collection: str,
         files: list[FileState],
         refused: list[FileState],
@@ -150,7 +158,8 @@ class JobBook:
         """A new job, its ingest started in its own thread (it waits its turn there).
 
         Raises:
-            KnowhubError: :data:`MAX_PENDING` jobs are waiting or running already.
+            BusyError: :data:`MAX_PENDING` jobs are waiting or running already (the files
+                of ``stored`` are deleted: nothing will ingest them).
         """
         job = Job(secrets.token_urlsafe(12), owner, collection, files, refused, stored=stored or {})
         with self._lock:
@@ -158,8 +167,10 @@ class JobBook:
             if files and pending >= MAX_PENDING:
                 for path in job.stored.values():
                     path.unlink(missing_ok=True)
-                raise KnowhubError(
-                    f"{pending} uploads are being ingested already: upload again once they end"
+                raise BusyError(
+                    f"{pending} uploads are waiting or being ingested already (at most "
+                    f"{MAX_PENDING}): try again later, in {RETRY_AFTER_S} s or so",
+                    RETRY_AFTER_S,
                 )
             self._jobs[job.id] = job
             while len(self._jobs) > KEPT:
@@ -175,8 +186,9 @@ class JobBook:
             job.done.set()
         return job
 
-    def get(self, job_id: str, owner: str) -> Job | None:
+    def get(self, job_id: str, owner: Principal) -> Job | None:
         """The job, if it exists and ``owner`` started it (else None: one answer for both)."""
         with self._lock:
             job = self._jobs.get(job_id)
-        return job if job is not None and job.owner == owner else None
+        # ``is``, not ``==``: principals are values, and two tokens' may be equal field by field.
+        return job if job is not None and job.owner is owner else None

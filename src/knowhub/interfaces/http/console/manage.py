@@ -115,7 +115,7 @@ async def upload(request: Request, service: ServiceDep, principal: PrincipalDep)
 async def upload_job(job_id: str, principal: PrincipalDep) -> Response:
     """A job's files and their states (JSON, polled by static/upload.js)."""
     principal.check_write("upload documents")
-    job = JOBS.get(job_id, principal.name)
+    job = JOBS.get(job_id, principal)
     if job is None:
         raise NotFoundError(f"no upload job {job_id!r}: it ended long ago, or is not yours")
     return JSONResponse(job.view(), headers={"Cache-Control": "no-store"})
@@ -208,7 +208,7 @@ def _start(service: Service, principal: Principal, name: str, sent: Upload) -> J
     refused = [FileState(r.sent_as, "", "failed", r.reason, 1.0) for r in sent.rejected]
     paths = [r.path for r in sent.received]
     return JOBS.start(
-        principal.name,
+        principal,
         name,
         files,
         refused,

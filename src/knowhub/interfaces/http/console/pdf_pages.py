@@ -2,7 +2,10 @@
 
 The image is keyed by the document's content hash and page, so a cached page can never be
 of other bytes than the ones indexed; the cache is a cache (rebuildable, any file may go),
-capped in bytes with the least recently used pages evicted first.
+capped in bytes with the least recently used pages evicted first. A page is written to a
+``.part`` file of its own and renamed into place; one left by a failed write is deleted at
+once, and one left by a crash is swept by a later write once :data:`STALE_PART_S` old (a
+younger one may be another worker's, still being written), so leftovers never pile up.
 
 Pages are encoded here (zlib + the PNG chunk layout, RFC 2083) from the pixels
 ``pypdfium2`` hands over as a numpy array: Pillow, which ``to_pil()`` needs, is no runtime
@@ -15,6 +18,7 @@ import contextlib
 import os
 import struct
 import tempfile
+import time
 import zlib
 from pathlib import Path
 from typing import Any
@@ -28,6 +32,7 @@ __all__ = [
     "CACHE_BYTES",
     "MAX_HEIGHT_PX",
     "MAX_WIDTH_PX",
+    "STALE_PART_S",
     "PageImages",
     "encode_png",
     "render_page",
@@ -37,6 +42,7 @@ MAX_WIDTH_PX = 1200  # wide enough to read on a desktop, small enough to send qu
 MAX_HEIGHT_PX = 2400  # a poster-sized page is shrunk rather than rendered a metre tall
 MAX_SCALE = 2.0  # 144 dpi at most: sharper adds bytes, not legibility
 CACHE_BYTES = 256 * 2**20
+STALE_PART_S = 600.0  # no page takes this long to write: a .part this old is a crash's
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -63,11 +69,25 @@ class PageImages:
     def store(self, doc_hash: str, page: int, png: bytes) -> None:
         """Keep ``png`` (written whole, then renamed: a reader never sees half a file)."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=self.folder, suffix=".part")
-        with os.fdopen(handle, "wb") as out:
-            out.write(png)
-        Path(temporary).replace(self.path(doc_hash, page))
+        handle, name = tempfile.mkstemp(dir=self.folder, suffix=".part")
+        temporary = Path(name)
+        try:
+            with os.fdopen(handle, "wb") as out:
+                out.write(png)
+            temporary.replace(self.path(doc_hash, page))
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
+        self.sweep()
         self.evict()
+
+    def sweep(self) -> None:
+        """Delete ``.part`` files older than :data:`STALE_PART_S` (left by a crash)."""
+        stale = time.time() - STALE_PART_S
+        for item in self.folder.glob("*.part"):
+            with contextlib.suppress(FileNotFoundError):  # another worker swept it
+                if item.stat().st_mtime < stale:
+                    item.unlink()
 
     def evict(self) -> None:
         """Remove the least recently used pages until the cache fits ``max_bytes``."""
