@@ -151,6 +151,15 @@ def test_a_pdf_citation_shows_its_page_image(page: Page, site: Site) -> None:
     assert 600 <= width <= 1200
     expect(page.locator("#passage mark")).to_contain_text("Спутниковая связь")
     expect(page.locator("#source-facts")).to_contain_text("2 of 3")
+    boxes = page.locator("#page-image .src-box")  # the cited line, marked on the image
+    expect(boxes).to_have_count(1)
+    sheet = page.locator("#page-image img").bounding_box()
+    first = boxes.first.bounding_box()
+    assert sheet and first
+    assert sheet["x"] <= first["x"] < sheet["x"] + sheet["width"] / 4  # at the left margin
+    assert sheet["y"] <= first["y"] < sheet["y"] + sheet["height"] / 3  # near the top
+    assert sheet["width"] / 2 < first["width"] < sheet["width"]  # one long printed line
+    expect(page.locator("#page-image figcaption")).to_contain_text("the cited lines marked")
     cached = list((site.data / "cache" / "pages").glob(f"{cited.doc_hash}-p2.png"))
     assert len(cached) == 1
     screenshots(page, "source-pdf", ["#page-image img", "#passage mark"])

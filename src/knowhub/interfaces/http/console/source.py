@@ -1,4 +1,5 @@
-"""A citation's source: the chunk inside its document, a PDF page as an image, the file.
+"""A citation's source: the chunk inside its document, a PDF page as an image with the
+cited lines boxed on it (:mod:`.pdf_marks`), the file.
 
 A chunk or document the caller may not read is answered exactly like one that does not
 exist (404), so a collection-limited token cannot probe other collections. The original
@@ -24,6 +25,7 @@ from knowhub.ingest.loaders.reading import open_regular
 from knowhub.interfaces.http.console.failure import NotFoundError
 from knowhub.interfaces.http.console.pages import gathered, pages_router
 from knowhub.interfaces.http.console.passage import passage
+from knowhub.interfaces.http.console.pdf_marks import cited_boxes
 from knowhub.interfaces.http.console.pdf_pages import PageImages, render_page
 from knowhub.interfaces.http.console.render import page
 from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
@@ -165,31 +167,39 @@ def _pages(service: Service) -> PageImages:
     return PageImages(Path(service.settings.data_dir) / "cache" / "pages")
 
 
-def _page_state(service: Service, record: DocumentRecord, hit: Hit) -> dict[str, str] | None:
-    """For a PDF: ``{"url"}`` of its page image, or ``{"missing"}`` saying why there is none."""
+def _page_state(service: Service, record: DocumentRecord, hit: Hit) -> dict[str, Any] | None:
+    """For a PDF: ``{"url", "boxes"}`` of its page image and the cited lines on it, or
+    ``{"missing"}`` saying why there is none."""
     if record.format != "pdf" or hit.page is None:
         return None
-    if _pages(service).path(record.doc_hash, hit.page).is_file():
-        return {"url": _page_url(hit)}
+    cached = _pages(service).path(record.doc_hash, hit.page).is_file()
     try:
-        _check_unchanged(record, service.settings.ingest.max_file_bytes)
+        data = _unchanged_bytes(record, service.settings.ingest.max_file_bytes)
     except OriginalUnavailableError as exc:
-        return {"missing": str(exc)}
-    return {"url": _page_url(hit)}
+        if not cached:
+            return {"missing": str(exc)}
+        return {"url": _page_url(hit), "boxes": []}  # the image, not where the lines were
+    return {"url": _page_url(hit), "boxes": cited_boxes(data, hit.page, hit.text)}
 
 
 def _page_url(hit: Hit) -> str:
     return f"/ui/source/{quote(hit.chunk_id, safe='')}/page.png?collection={quote(hit.collection)}"
 
 
-def _check_unchanged(record: DocumentRecord, max_bytes: int) -> None:
-    """Cheaply: the size and mtime as indexed mean unchanged (as ingest trusts them)."""
+def _unchanged_bytes(record: DocumentRecord, max_bytes: int) -> bytes:
+    """The file's bytes, checked cheaply: the size and mtime as indexed mean unchanged (as
+    ingest trusts them); any other stat and the sha256 decides."""
     try:
         info = Path(record.disk_path).stat()
     except OSError:
         info = None
     if info is None or info.st_size != record.size or info.st_mtime_ns != record.mtime_ns:
-        _original(record, max_bytes)  # not the same stat: the bytes decide
+        return _original(record, max_bytes)
+    try:
+        with open_regular(Path(record.disk_path)) as file:
+            return file.read(max_bytes)
+    except (OSError, KnowhubError):
+        return _original(record, max_bytes)  # gone in between: the same error as ever
 
 
 def _original(record: DocumentRecord, max_bytes: int) -> bytes:
