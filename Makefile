@@ -18,6 +18,8 @@ CHROMIUM ?= /usr/bin/chromium
 # Fonts the console's pages are checked with: Chinese (WenQuanYi) and DejaVu (the test PDFs).
 CJK_FONT := /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
 DEJAVU_FONT := /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
+# promtool checks and unit tests deploy/prometheus/alerts.yml (Debian's prometheus package).
+PROMTOOL := /usr/bin/promtool
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 export OMP_WAIT_POLICY := PASSIVE
 export OPENBLAS_NUM_THREADS := 1
@@ -55,6 +57,10 @@ $(CJK_FONT) $(DEJAVU_FONT):
 	$(SUDO) apt-get update -q
 	$(SUDO) apt-get install -y -q --no-install-recommends fonts-wqy-microhei fonts-dejavu-core
 
+$(PROMTOOL):
+	$(SUDO) apt-get update -q
+	$(SUDO) apt-get install -y -q --no-install-recommends prometheus
+
 # Dev: torch's CPU build first (pinned), so nothing pulls a CUDA build, then extras.
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
@@ -66,7 +72,7 @@ demo: $(VENV)/.installed
 	$(BIN)/knowhub --data-dir $(DEMO_DIR)/data ingest examples/docs
 	$(BIN)/python examples/demo.py --data-dir $(DEMO_DIR)/data
 
-test: $(VENV)/.installed-dev $(INSPECTOR) $(MCP_SERVERS) $(CHROMIUM) $(CJK_FONT) $(DEJAVU_FONT)
+test: $(VENV)/.installed-dev $(INSPECTOR) $(MCP_SERVERS) $(CHROMIUM) $(CJK_FONT) $(DEJAVU_FONT) $(PROMTOOL)
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy

@@ -4,6 +4,7 @@ A real server process, a real Chromium, a real DOCX (python-docx) and PDF (fpdf2
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,6 +96,9 @@ def test_upload_a_docx_and_a_pdf_find_them_then_delete_one(
     screenshots(page, "upload", ["#dropzone", "#upload-files li", "#upload-done"])
     assert site.stored() == ["aquarium care.docx", "observatory.pdf"]
     assert "aquarium care.docx" in site.sources("zebrafish tank Tuesday")
+    metrics = site.server.get("/metrics", FULL).text  # what operators alert on
+    added = re.search(r'^knowhub_ingest_documents_total\{result="added"\} (\S+)$', metrics, re.M)
+    assert added and float(added.group(1)) >= 2, metrics
     page.goto(site.url("/ui/search?q=telescope+dome&collection=default"))
     expect(page.locator("body")).to_contain_text("observatory.pdf")
 

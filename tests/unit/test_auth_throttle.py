@@ -159,7 +159,7 @@ def _series(text: bytes) -> dict[str, float]:
 def test_index_sizes_show_only_what_the_scraping_token_may_read() -> None:
     sizes = IndexSizes(
         lambda: [
-            IndexSize("handbook", 3, 30),
+            IndexSize("handbook", 3, 30, active_version=2),
             IndexSize("private", 1, 4),
             IndexSize("default", 2, 5, session="aaaa"),
             IndexSize("default", 7, 9, session="bbbb"),
@@ -174,8 +174,10 @@ def test_index_sizes_show_only_what_the_scraping_token_may_read() -> None:
     assert _series(sizes.render(limited)) == {
         "knowhub_index_documents:handbook": 3,
         "knowhub_index_chunks:handbook": 30,
+        "knowhub_index_active_version:handbook": 2,
         "knowhub_index_documents:aaaa/default": 2,
         "knowhub_index_chunks:aaaa/default": 5,
+        "knowhub_index_active_version:aaaa/default": 1,
     }
     nobody = sizes.render(None).decode()
     assert "# TYPE knowhub_index_chunks gauge" in nobody and "private" not in nobody

@@ -1,6 +1,6 @@
-"""Index sizes as Prometheus gauges, read from the store at scrape time, and only those of
-collections the scraping token may read (a token limited to one collection must not learn
-the others' names or sizes from ``/metrics``)."""
+"""Index sizes and each collection's active version as Prometheus gauges, read from the
+store at scrape time, and only those of collections the scraping token may read (a token
+limited to one collection must not learn the others' names or sizes from ``/metrics``)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from knowhub.interfaces.security import Principal
+from knowhub.versions.record import CollectionView
 
 __all__ = ["IndexSize", "IndexSizes", "Sizes"]
 
@@ -25,6 +26,11 @@ class IndexSize:
     documents: int
     chunks: int
     session: str | None = None
+    active_version: int = 1
+
+    @classmethod
+    def of(cls, view: CollectionView, session: str | None = None) -> IndexSize:
+        return cls(view.name, view.documents, view.chunks, session, view.active_version)
 
     @property
     def label(self) -> str:
@@ -36,7 +42,8 @@ Sizes = Callable[[], Iterable[IndexSize]]
 
 
 class IndexSizes:
-    """``knowhub_index_documents`` and ``knowhub_index_chunks`` per collection.
+    """``knowhub_index_documents``, ``knowhub_index_chunks`` and
+    ``knowhub_index_active_version`` per collection.
 
     Read when Prometheus scrapes, so the numbers are never stale and cost nothing between
     scrapes; a store that cannot be read is left out of that scrape.
@@ -62,11 +69,18 @@ class _Scoped(Collector):
             "knowhub_index_documents", "Documents indexed", labels=["collection"]
         )
         chunks = GaugeMetricFamily("knowhub_index_chunks", "Chunks indexed", labels=["collection"])
+        active = GaugeMetricFamily(
+            "knowhub_index_active_version",
+            "The version of the collection that answers (knowhub versions)",
+            labels=["collection"],
+        )
         for row in self._visible():
             documents.add_metric([row.label], row.documents)
             chunks.add_metric([row.label], row.chunks)
+            active.add_metric([row.label], row.active_version)
         yield documents
         yield chunks
+        yield active
 
     def _visible(self) -> list[IndexSize]:
         """The rows the principal may see: the same filter every listing goes through, and

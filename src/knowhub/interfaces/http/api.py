@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from importlib.metadata import version
+from pathlib import Path
 
 import anyio.to_thread
 from fastapi import FastAPI
@@ -29,6 +30,7 @@ from knowhub.interfaces.http.routes import routers
 from knowhub.interfaces.http.service import Service
 from knowhub.interfaces.http.sessions import Conversations
 from knowhub.interfaces.index_metrics import IndexSize
+from knowhub.interfaces.ops_metrics import track_volume
 from knowhub.interfaces.security import LOOPBACK_HOSTS, Guard, TokenBook, check_bind
 
 __all__ = ["PUBLIC_PATHS", "create_app"]
@@ -94,9 +96,8 @@ def _service(settings: Settings, app: App | None, conversations: Conversations |
         ApiMetrics(),
         conversations or Conversations(),
     )
-    service.metrics.track_index(
-        lambda: [IndexSize(c.name, c.documents, c.chunks) for c in service.app.collections()]
-    )
+    service.metrics.track_index(lambda: [IndexSize.of(c) for c in service.app.collections()])
+    track_volume(service.metrics.registry, Path(settings.data_dir))
     return service
 
 

@@ -21,6 +21,7 @@ from prometheus_client import (
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from knowhub.interfaces.index_metrics import IndexSizes, Sizes
+from knowhub.interfaces.ops_metrics import IngestCounters
 from knowhub.interfaces.security import Principal
 
 __all__ = ["ERROR_KEY", "ApiMetrics", "MetricsMiddleware"]
@@ -69,6 +70,7 @@ class ApiMetrics:
         self.answers = Counter(
             "knowhub_answers", "Answers given, by hit type", ["hit_type"], registry=self.registry
         )
+        self.ingest = IngestCounters(self.registry)  # the console's uploads and re-ingests
         self.websockets = Gauge(
             "knowhub_websocket_connections", "Open WebSocket connections", registry=self.registry
         )

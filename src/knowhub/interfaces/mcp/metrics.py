@@ -19,6 +19,7 @@ from prometheus_client import (
 )
 
 from knowhub.interfaces.index_metrics import IndexSizes, Sizes
+from knowhub.interfaces.ops_metrics import IngestCounters
 from knowhub.interfaces.security import Principal
 
 if TYPE_CHECKING:  # not imported by the server's start (cold start)
@@ -46,21 +47,13 @@ class Metrics:
         self.tool_calls = Counter(
             "knowhub_tool_calls", "MCP tool calls", ["tool", "outcome"], registry=self.registry
         )
-        self.ingest_documents = Counter(
-            "knowhub_ingest_documents", "Documents ingested", ["result"], registry=self.registry
-        )
-        self.ingest_failures = Counter(
-            "knowhub_ingest_failures", "Files that failed to ingest", registry=self.registry
-        )
+        self.ingest = IngestCounters(self.registry)
         self.stage_seconds = Histogram(
             "knowhub_stage_seconds",
             "Search stage latency",
             ["stage"],
             registry=self.registry,
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
-        )
-        self.ingest_chunks = Counter(
-            "knowhub_ingest_chunks", "Chunks written by ingests", registry=self.registry
         )
         self.sessions = Gauge(
             "knowhub_sessions", "Shared-mode sessions", ["state"], registry=self.registry
@@ -71,16 +64,7 @@ class Metrics:
         self.sessions.labels("loaded").set_function(loaded)
 
     def record_ingest(self, report: IngestReport) -> None:
-        for result, items in (
-            ("added", report.added),
-            ("updated", report.updated),
-            ("removed", report.removed),
-        ):
-            if items:
-                self.ingest_documents.labels(result).inc(len(items))
-        if report.failed:
-            self.ingest_failures.inc(len(report.failed))
-        self.ingest_chunks.inc(report.chunks)
+        self.ingest.record(report)
 
     def track_index(self, sizes: Sizes) -> None:
         self.index = IndexSizes(sizes)

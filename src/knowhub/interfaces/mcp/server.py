@@ -41,6 +41,7 @@ from knowhub.interfaces.mcp.tools.control import ControlTools
 from knowhub.interfaces.mcp.tools.documents import DocumentTools
 from knowhub.interfaces.mcp.tools.ingest import IngestTools
 from knowhub.interfaces.mcp.tools.search import SearchTools
+from knowhub.interfaces.ops_metrics import track_volume
 from knowhub.interfaces.security import (
     LOCAL_USER,
     LOOPBACK_HOSTS,
@@ -278,6 +279,7 @@ def http_app(settings: Settings, options: ServeOptions) -> tuple[ASGIApp, Closab
     tokens = TokenBook(settings)
     loopback = check_bind(tokens, options.host, options.allow_unauthenticated)
     metrics = Metrics()
+    track_volume(metrics.registry, Path(settings.data_dir))
     started = time.time()
     parts = _http_local if options.mode == "local" else _http_shared
     served = parts(settings, options, metrics)
@@ -324,9 +326,7 @@ def _http_local(settings: Settings, options: ServeOptions, metrics: Metrics) -> 
             "indexing": not service.ready.is_set(),
         }
 
-    metrics.track_index(
-        lambda: [IndexSize(c.name, c.documents, c.chunks) for c in service.kb.reader.collections()]
-    )
+    metrics.track_index(lambda: [IndexSize.of(c) for c in service.kb.reader.collections()])
     service.start()
     return _Served([server], routes, status, service)
 

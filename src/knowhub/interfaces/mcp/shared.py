@@ -183,7 +183,7 @@ class SessionRegistry:
             kb = session.kb
             if kb is not None:
                 for c in kb.reader.collections():
-                    rows.append(IndexSize(c.name, c.documents, c.chunks, session.record.session_id))
+                    rows.append(IndexSize.of(c, session.record.session_id))
         return rows
 
     def loaded_count(self) -> int:

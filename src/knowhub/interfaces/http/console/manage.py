@@ -24,6 +24,7 @@ from starlette.responses import JSONResponse, Response
 from knowhub.checks import check_collection_name
 from knowhub.errors import QueryError
 from knowhub.ingest.discover import rediscover
+from knowhub.ingest.pipeline import IngestReport
 from knowhub.interfaces.arguments import parse_key_values
 from knowhub.interfaces.http.console import faqs
 from knowhub.interfaces.http.console.auth import check_same_origin, read_form
@@ -158,7 +159,9 @@ async def reingest(
         record = service.app.document(doc_hash, name)
         outcome: list[str] = []
         for group in rediscover([record]):
-            report = service.app.ingest(group.paths, name, group.tags, group.include)
+            report = _counted(
+                service, service.app.ingest(group.paths, name, group.tags, group.include)
+            )
             failed = dict(report.failed) | {s: f"skipped: {r}" for s, r in report.skipped}
             if record.source in failed:
                 raise QueryError(f"re-ingest of {record.source} failed: {failed[record.source]}")
@@ -212,9 +215,17 @@ def _start(service: Service, principal: Principal, name: str, sent: Upload) -> J
         name,
         files,
         refused,
-        lambda progress: service.app.ingest(paths, name, tags, progress=progress),
+        lambda progress: _counted(
+            service, service.app.ingest(paths, name, tags, progress=progress)
+        ),
         {r.path.name: r.path for r in sent.received},
     )
+
+
+def _counted(service: Service, report: IngestReport) -> IngestReport:
+    """``report``, counted in ``/metrics`` (what operators alert on)."""
+    service.metrics.ingest.record(report)
+    return report
 
 
 def _forget_upload(service: Service, collection: str, path: Path) -> None:
