@@ -17,7 +17,7 @@ from knowhub.versions.build import build_version
 from knowhub.versions.record import FAILED, resolve_target, set_version
 from tests.console_helpers import screenshots, sign_in
 from tests.helpers import fast_settings, write
-from tests.http_helpers import FULL, READER, TOKEN_ENV, ApiServer, api_server
+from tests.http_helpers import FULL, LIMITED, READER, TOKEN_ENV, ApiServer, api_server
 
 TOPICS = ("backups", "deployments", "incidents")
 
@@ -50,6 +50,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         write(root / "docs" / f"{topic}.md", text)
     data = root / "data"
     golden = [{"query": f"{t} runbook journal", "expected_sources": [f"{t}.md"]} for t in TOPICS]
+    # A case saved from a trace of another collection: never judged against `default`.
+    golden.append({"query": "q", "expected_sources": ["elsewhere.md"], "collection": "other"})
     write(data / "golden.json", json.dumps(golden))  # where the console saves cases
     # A gate for `default` only: switching `other` says there is none.
     write(root / "knowhub.yaml", "eval:\n  gates:\n    default: {hit_rate@10: 1.0}\n")
@@ -95,12 +97,30 @@ def test_switch_with_the_gate_result_then_roll_back(page: Page, site: Site) -> N
     expect(table.locator("tr.active")).to_have_attribute("data-version", "2")
     after = site.chunks("default")
     assert after > before  # the API now answers from the build with smaller chunks
+    page.reload()  # the switch redirected: a reload shows the list, it posts nothing again
+    expect(table.locator("tr.active")).to_have_attribute("data-version", "2")
+    searched = site.server.post("/api/search", FULL, json={"query": "incidents on call"})
+    assert searched.status_code == 200, searched.text
+    traces = site.server.get("/ui/traces", FULL, params={"kind": "search"})
+    assert traces.status_code == 200 and "incidents on call" in traces.text, traces.text
+    assert "runbook journal" not in traces.text  # the gate's questions are not traffic
 
     page.click("button[aria-label='Roll back to version 1']")
     expect(page.locator("h1")).to_contain_text("Roll back")
     expect(page.locator("#gate-result")).to_contain_text("Passed")
+    confirm = page.locator("#confirm-switch")
+    form = {
+        i.get_attribute("name") or "": i.get_attribute("value") or ""
+        for i in confirm.locator("input[type=hidden]").all()
+    }
     page.click("#confirm-switch button")
     expect(page.locator("#switched")).to_have_text("Version 1 of default is active (was 2).")
+    assert site.chunks("default") == before
+    again = page.request.post(  # the same confirmation sent twice: still version 1
+        site.url("/ui/versions/switch"), form=form, headers={"Origin": site.server.url}
+    )
+    assert again.ok, again.text()
+    assert "Version 1 of default was already active." in again.text()
     assert site.chunks("default") == before
 
 
@@ -152,3 +172,13 @@ def test_a_switch_posted_from_another_site_is_refused(site: Site) -> None:
         )
         assert reply.status_code == 403, reply.text
         assert "accepted from the console" in reply.text
+
+
+def test_a_token_limited_to_one_collection_sees_only_its_versions(
+    context: BrowserContext, site: Site
+) -> None:
+    page = context.new_page()
+    sign_in(page, site.server.url, LIMITED, "/ui/versions")
+    expect(page.locator("select[name=collection] option")).to_have_count(1)  # default only
+    assert page.goto(site.url("/ui/versions?collection=other")).status == 403  # type: ignore[union-attr]
+    expect(page.locator("body")).not_to_contain_text("chunks of 60")

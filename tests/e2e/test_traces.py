@@ -84,6 +84,7 @@ def test_show_draws_a_waterfall_and_save_case_feeds_eval(kb: Path) -> None:
             "id": "case-1",
             "query": "How often do database backups run?",
             "expected_sources": ["ops.md"],
+            "collection": "default",  # the trace's: judged only on that collection
         }
     ]
     evaluated = knowhub("eval", "golden.json", "--collection", "default", "--json", cwd=kb)

@@ -3,6 +3,10 @@ PDFium): the boxes are where the text was printed, in percent of the page."""
 
 from __future__ import annotations
 
+import io
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
 from knowhub.interfaces.http.console.pdf_marks import Box, cited_boxes
@@ -63,14 +67,29 @@ def test_an_unreadable_pdf_has_no_boxes(data: bytes) -> None:
     assert cited_boxes(data, 1, "anything at all") == []
 
 
-def test_a_rotated_page_has_no_boxes() -> None:
+def _changed(data: bytes, change: Callable[[Any], None]) -> bytes:
+    """``data`` with ``change(page)`` applied to its first page, saved again by PDFium."""
     import pypdfium2 as pdfium
 
-    pdf = pdfium.PdfDocument(_pdf([(20, 60, "Printed on a turned page")]))
-    pdf[0].set_rotation(90)
-    import io
-
+    pdf = pdfium.PdfDocument(data)
+    change(pdf[0])
     out = io.BytesIO()
     pdf.save(out)
     pdf.close()
-    assert cited_boxes(out.getvalue(), 1, "Printed on a turned page") == []
+    return out.getvalue()
+
+
+def test_a_rotated_page_has_no_boxes() -> None:
+    turned = _changed(_pdf([(20, 60, "Printed on a turned page")]), lambda p: p.set_rotation(90))
+    assert cited_boxes(turned, 1, "Printed on a turned page") == []
+
+
+def test_boxes_are_placed_on_the_cropped_page_that_is_shown() -> None:
+    # Text at x = 60 mm (170.1 pt), its top near y = 150 mm from the top (842 - 425 pt); the
+    # page shown is the crop box [100, 100, 500, 742] pt, not the A4 media box.
+    printed = _pdf([(60, 150, "Inside the cropped area"), (5, 5, "Cut off by the crop")])
+    cropped = _changed(printed, lambda p: p.set_cropbox(100, 100, 500, 742))
+    (box,) = cited_boxes(cropped, 1, "Inside the cropped area")
+    assert abs(box.left - 100 * (170.1 - 100) / 400) < 2, box
+    assert abs(box.top - 100 * (742 - 417) / 642) < 3, box
+    assert cited_boxes(cropped, 1, "Cut off by the crop") == []  # searched, found, not shown

@@ -5,9 +5,12 @@ A golden file is a JSON list; each entry is an object::
     {"query": "How often are backups taken?",
      "expected_sources": ["en/deployment-guide.md"],      # or "expected_chunk_ids": [...]
      "expected_keywords": ["every 6 hours", "35 days"],   # optional
-     "id": "backups"}                                       # optional; default q1, q2, ...
+     "id": "backups",                                       # optional; default q1, q2, ...
+     "collection": "handbook"}                              # optional: only for this one
 
-Sources are compared with ``hit.source`` (the path relative to the folder ingested).
+Sources are compared with ``hit.source`` (the path relative to the folder ingested). Cases
+saved from a trace name the trace's collection, so one file serves every collection: a run on
+a collection judges the entries naming it and those naming none.
 Every mistake is an error naming the file and the line of the entry.
 """
 
@@ -23,29 +26,56 @@ from knowhub.eval.sets import EvalSet, JudgedQuery
 
 __all__ = ["add_case", "golden_set", "load_golden"]
 
-FIELDS = ("id", "query", "expected_sources", "expected_chunk_ids", "expected_keywords", "notes")
+FIELDS = (
+    "id",
+    "query",
+    "expected_sources",
+    "expected_chunk_ids",
+    "expected_keywords",
+    "notes",
+    "collection",
+)
 SHAPE = 'a JSON list of {"query", "expected_sources" | "expected_chunk_ids", "expected_keywords"?}'
 
 
-def golden_set(path: Path) -> EvalSet:
-    """An :class:`EvalSet` of the golden file's queries (no corpus: the collection is used)."""
-    return EvalSet(path.stem, path, load_golden(path))
+def golden_set(path: Path, collection: str | None = None) -> EvalSet:
+    """An :class:`EvalSet` of the golden file's queries (no corpus: the collection is used);
+    with ``collection``, those for it (naming it, or no collection)."""
+    return EvalSet(path.stem, path, load_golden(path, collection))
 
 
-def load_golden(path: Path) -> list[JudgedQuery]:
-    """Read and check a golden file."""
+def load_golden(path: Path, collection: str | None = None) -> list[JudgedQuery]:
+    """Read and check a golden file (every entry), keeping those for ``collection``."""
     if not path.is_file():
         raise ConfigError(f"{path}: no such file; give a golden JSON file or a BEIR folder")
     text = path.read_text(encoding="utf-8-sig")
     queries: list[JudgedQuery] = []
+    others = 0
     for number, (line, entry) in enumerate(_entries(text, path), start=1):
-        query = _entry(entry, f"{path}:{line}: entry {number}", f"q{number}", line)
+        where = f"{path}:{line}: entry {number}"
+        query = _entry(entry, where, f"q{number}", line)
         if any(q.qid == query.qid for q in queries):
             raise ConfigError(f"{path}:{line}: entry {number} repeats id {query.qid!r}")
+        named = _collection(entry, where)
+        if collection is not None and named not in (None, collection):
+            others += 1
+            continue
         queries.append(query)
+    if not queries and others:
+        raise ConfigError(
+            f"{path}: no entry for collection {collection!r} ({others} for others): save "
+            "cases from its traces, or add entries naming it"
+        )
     if not queries:
         raise ConfigError(f"{path}: the list is empty; add at least one entry ({SHAPE})")
     return queries
+
+
+def _collection(entry: dict[str, Any], where: str) -> str | None:
+    value = entry.get("collection")
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ConfigError(f'{where}: "collection" must be a collection name')
+    return value
 
 
 def _entries(text: str, path: Path) -> list[tuple[int, Any]]:
@@ -99,18 +129,22 @@ def _strings(entry: dict[str, Any], key: str, where: str) -> Sequence[str]:
     return [v.strip() for v in value]
 
 
-def add_case(path: Path, query: str, expected_source: str) -> tuple[str, bool]:
-    """Add ``query`` → ``expected_source`` to the golden file (created if missing).
+def add_case(
+    path: Path, query: str, expected_source: str, collection: str | None = None
+) -> tuple[str, bool]:
+    """Add ``query`` → ``expected_source`` (asked of ``collection``) to the golden file
+    (created if missing).
 
-    A query already in the file gains the source instead of a second entry. Returns the
-    entry's id and whether it is new.
+    A query already in the file for that collection gains the source instead of a second
+    entry. Returns the entry's id and whether it is new.
     """
     entries: list[dict[str, Any]] = []
     if path.exists():
         load_golden(path)  # refuse to extend a file that is already broken
         entries = json.loads(path.read_text(encoding="utf-8-sig"))
     for entry in entries:
-        if entry.get("query", "").strip() == query.strip():
+        same = entry.get("query", "").strip() == query.strip()
+        if same and entry.get("collection") == collection:
             sources = entry.setdefault("expected_sources", [])
             if expected_source not in sources:
                 sources.append(expected_source)
@@ -120,9 +154,8 @@ def add_case(path: Path, query: str, expected_source: str) -> tuple[str, bool]:
     number = len(entries) + 1
     while f"case-{number}" in ids:
         number += 1
-    entries.append(
-        {"id": f"case-{number}", "query": query.strip(), "expected_sources": [expected_source]}
-    )
+    case = {"id": f"case-{number}", "query": query.strip(), "expected_sources": [expected_source]}
+    entries.append(case if collection is None else {**case, "collection": collection})
     _write(path, entries)
     return f"case-{number}", True
 

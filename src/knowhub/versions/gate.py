@@ -64,7 +64,7 @@ class GateRun:
 def gate_check(app: App, collection: str | None, golden: Path) -> GateCheck:
     """The gate a build of ``collection`` must pass; a clear error when there is none."""
     name = app.resolve(collection).collection
-    evalset = golden_set(golden)
+    evalset = golden_set(golden, name)
     found = find_gate(app.settings.eval.gates, [name, evalset.name])
     if found is None:
         raise ConfigError(
@@ -97,7 +97,10 @@ class _Pinned:
     def search(
         self, query: str, collection: str | None = None, top_k: int | None = None
     ) -> SearchResult:
-        return self.app.search(query, collection, top_k, version=self.target.number)
+        # Untraced: a gate's questions are a measurement, not traffic to look at in traces.
+        return self.app.collection(self.target.collection, self.target.number).retrieve(
+            query, top_k
+        )
 
     def documents(self, collection: str | None = None) -> Sequence[DocumentRecord]:
         return self.app.documents(collection, version=self.target.number)
@@ -109,16 +112,20 @@ class _Pinned:
 def run_gate(app: App, gate: GateCheck, base: Target, target: Target) -> GateRun:
     """The gate of a build: a version it could not even measure is marked failed."""
     try:
-        return compare_versions(app, gate, base, target)
+        new = _measure(app, gate.evalset, target, judged=True)
     except BaseException:
         set_version(app.store, target, state=FAILED)  # not measured: not proven
         raise
+    return _verdict(app, gate, base, new)
 
 
 def compare_versions(app: App, gate: GateCheck, base: Target, target: Target) -> GateRun:
     """``target`` judged by the gate, next to ``base``'s numbers; records nothing (what the
     console shows before a switch)."""
-    new = _measure(app, gate.evalset, target, judged=True)
+    return _verdict(app, gate, base, _measure(app, gate.evalset, target, judged=True))
+
+
+def _verdict(app: App, gate: GateCheck, base: Target, new: EvalResult) -> GateRun:
     compared: dict[str, float] = {}
     error = None
     try:  # only for comparison: the gate judges the new version alone

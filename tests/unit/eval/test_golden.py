@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from knowhub.errors import ConfigError
-from knowhub.eval.golden import load_golden
+from knowhub.eval.golden import add_case, load_golden
 from tests.helpers import ROOT, write
 
 GOOD = """[
@@ -71,3 +71,41 @@ def test_example_golden_file_matches_the_example_questions() -> None:
         assert entry["expected_sources"] == [question["expected_source"].removeprefix("docs/")]
         assert entry["expected_keywords"] == question.get("expected_facts", [])
     assert len(load_golden(ROOT / "examples" / "golden.json")) == len(questions)
+
+
+def test_a_collection_judges_its_own_cases_and_those_naming_none(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "golden.json",
+        """[
+          {"query": "shared", "expected_sources": ["a.md"]},
+          {"query": "mine", "expected_sources": ["b.md"], "collection": "handbook"},
+          {"query": "theirs", "expected_sources": ["c.md"], "collection": "private"}
+        ]""",
+    )
+    assert [q.text for q in load_golden(path)] == ["shared", "mine", "theirs"]
+    assert [q.text for q in load_golden(path, "handbook")] == ["shared", "mine"]
+    assert [q.text for q in load_golden(path, "private")] == ["shared", "theirs"]
+    only_theirs = write(
+        tmp_path / "theirs.json", '[{"query": "t", "expected_sources": ["c"], "collection": "p"}]'
+    )
+    with pytest.raises(ConfigError, match="no entry for collection 'handbook' \\(1 for others\\)"):
+        load_golden(only_theirs, "handbook")
+    bad = write(
+        tmp_path / "bad.json", '[{"query": "t", "expected_sources": ["c"], "collection": 3}]'
+    )
+    with pytest.raises(ConfigError, match='"collection" must be a collection name'):
+        load_golden(bad, "handbook")
+
+
+def test_saved_cases_keep_their_collection_and_merge_only_within_it(tmp_path: Path) -> None:
+    path = tmp_path / "saved.json"
+    assert add_case(path, "How long are backups kept?", "ops.md", "handbook") == ("case-1", True)
+    assert add_case(path, "How long are backups kept?", "dr.md", "handbook") == ("case-1", False)
+    assert add_case(path, "How long are backups kept?", "x.md", "private") == ("case-2", True)
+    assert add_case(path, "How long are backups kept?", "y.md") == ("case-3", True)
+    entries = json.loads(path.read_text(encoding="utf-8"))
+    assert [(e.get("collection"), e["expected_sources"]) for e in entries] == [
+        ("handbook", ["ops.md", "dr.md"]),
+        ("private", ["x.md"]),
+        (None, ["y.md"]),
+    ]

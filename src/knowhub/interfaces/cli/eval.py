@@ -133,7 +133,8 @@ def _evalset(
         default = re.sub(r"[^a-z0-9_-]", "-", f"eval-{folder.name}".lower())[:57]
         name = check_collection_name(collection or default + ("-subset" if docs else ""))
         return beir_set(folder, split, work / "corpora" / name, limit, docs), name
-    return golden_set(dataset), check_collection_name(collection or app.settings.collection)
+    name = check_collection_name(collection or app.settings.collection)
+    return golden_set(dataset, name), name
 
 
 def _context(app: App) -> dict[str, Any]:

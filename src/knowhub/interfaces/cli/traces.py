@@ -87,7 +87,7 @@ def save_case(obj: CliContext, trace_id: str, expected: str, golden: Path) -> No
     trace = _find(obj, trace_id)
     if trace.kind == "ingest" or not trace.query:
         raise QueryError(f"trace {trace.trace_id} is an ingest run: it has no query to save")
-    case, new = add_case(golden, trace.query, expected.strip())
+    case, new = add_case(golden, trace.query, expected.strip(), trace.collection)
     verb = "added" if new else "updated"
     click.echo(f"{verb} {case} in {golden}: {trace.query!r} → {expected}")
 

@@ -60,7 +60,9 @@ def _on_page(handle: Any, lines: list[str]) -> list[Box]:
     try:
         if handle.get_rotation() % 360:  # the rectangles are of the unrotated page
             return []
-        width, height = handle.get_size()
+        # What is rendered (the crop box within the media box), in user space, where
+        # PDFium's rectangles are too: a page need not start at (0, 0).
+        x0, y0, x1, y1 = handle.get_bbox()
         textpage = handle.get_textpage()
         try:
             rects = _rects(textpage, lines)
@@ -68,16 +70,23 @@ def _on_page(handle: Any, lines: list[str]) -> list[Box]:
             textpage.close()
     finally:
         handle.close()
-    return [
-        Box(
-            round(100 * left / width, 3),
-            round(100 * (height - top) / height, 3),
-            round(100 * (right - left) / width, 3),
-            round(100 * (top - bottom) / height, 3),
-        )
-        for left, bottom, right, top in rects
-        if right > left and top > bottom
-    ]
+    width, height = x1 - x0, y1 - y0
+    if width <= 0 or height <= 0:
+        return []
+    boxes = []
+    for left, bottom, right, top in rects:
+        left, right = max(left, x0), min(right, x1)  # only what is on the rendered page
+        bottom, top = max(bottom, y0), min(top, y1)
+        if right > left and top > bottom:
+            boxes.append(
+                Box(
+                    round(100 * (left - x0) / width, 3),
+                    round(100 * (y1 - top) / height, 3),
+                    round(100 * (right - left) / width, 3),
+                    round(100 * (top - bottom) / height, 3),
+                )
+            )
+    return boxes
 
 
 def _rects(textpage: Any, lines: list[str]) -> list[tuple[float, float, float, float]]:

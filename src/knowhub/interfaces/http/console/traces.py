@@ -123,8 +123,10 @@ async def save_case(
             "expected source is empty or too long: give the source that should have "
             "answered, as search results name it (e.g. docs/guide.md)"
         )
-    query = found.query
-    case, new = await service.run(lambda: add_case(golden_path(service), query, expected))
+    query, collection = found.query, found.collection
+    case, new = await service.run(
+        lambda: add_case(golden_path(service), query, expected, collection)
+    )
     target = f"/ui/traces/{quote(trace_id)}?" + urlencode({"saved": case, "new": int(new)})
     return RedirectResponse(target, 303)
 

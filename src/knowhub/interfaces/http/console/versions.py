@@ -2,19 +2,21 @@
 answers, and for tokens that may write, switching to another or rolling back.
 
 A switch takes two steps. The first post shows what the switch would do with the gate's
-verdict on the version it makes active — the golden questions saved from traces
+verdict on the version it makes active — the collection's golden questions saved from traces
 (``DATA_DIR/golden.json``) measured on that version next to the active one, against
-``eval.gates`` — measured there and then and recorded nowhere; the second (``confirm=yes``)
-switches, atomically, as ``knowhub versions activate`` / ``rollback`` do. A version whose
-state is not ready (its gate failed at build) needs ``force=yes``, as ``--force`` does.
+``eval.gates`` — measured there and then, untraced and recorded nowhere; the second
+(``confirm=yes``) switches, atomically, as ``knowhub versions activate`` does (a rollback is
+the switch to the previously active version). A version whose state is not ready (its gate
+failed at build) needs ``force=yes``, as ``--force`` does.
 """
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 
 from knowhub.errors import ConfigError, KnowhubError, QueryError
 from knowhub.interfaces.http.console.auth import check_same_origin, read_form
@@ -26,7 +28,7 @@ from knowhub.interfaces.http.service import Service
 from knowhub.interfaces.security import Principal
 from knowhub.versions.gate import compare_versions, gate_check
 from knowhub.versions.record import READY, read_versions, resolve_target
-from knowhub.versions.switch import activate_version, list_versions, rollback_version
+from knowhub.versions.switch import activate_version, list_versions
 
 __all__ = ["router", "switch", "versions"]
 
@@ -35,72 +37,60 @@ router = pages_router()
 
 @router.get("/versions")
 async def versions(
-    request: Request, service: ServiceDep, principal: PrincipalDep, collection: str | None = None
+    request: Request,
+    service: ServiceDep,
+    principal: PrincipalDep,
+    collection: str | None = None,
+    now: int | None = None,
+    was: int | None = None,
 ) -> Response:
+    """The versions; ``now``/``was`` (where a switch redirects to) say what it did."""
     name = service.collection(principal, collection)
+    message = None
+    if now is not None and was is not None:
+        message = f"Version {now} of {name} " + (
+            "was already active." if now == was else f"is active (was {was})."
+        )
 
     def gather(principal: Principal) -> dict[str, Any]:
-        return _listing(service, principal, name, None)
+        return {
+            "names": readable_names(service.app, principal),
+            "collection": name,
+            "rows": list_versions(service.app, name),
+            "message": message,
+        }
 
     return await gathered(request, service, principal, "versions.html", gather)
 
 
 @router.post("/versions/switch")
 async def switch(request: Request, service: ServiceDep, principal: PrincipalDep) -> Response:
-    """Activate ``version`` (or, with ``rollback=yes``, the previously active one): shown
-    with its gate result first, done once ``confirm=yes``."""
+    """Make ``version`` active: shown with its gate result first, done once ``confirm=yes``
+    (then redirected to the list, so a reload posts nothing again). A rollback is the same
+    switch to the previously active version; ``rollback=yes`` only words it so."""
     check_same_origin(request)
     principal.check_write("switch versions")
     form = await read_form(request)
     name = service.collection(principal, form.get("collection") or None)
-    rollback = form.get("rollback") == "yes"
-    number = await service.run(lambda: _target_number(service, name, rollback, form))
+    number = _number(form.get("version", ""))
     if form.get("confirm") != "yes":
-        check = await service.run(lambda: _check(service, name, number))
+        check = await service.run(lambda: _check(service, principal, name, number))
         return page(request, "confirm_switch.html", **check)
-
-    def done() -> str:
-        app = service.app
-        if rollback:
-            now, was = rollback_version(app, name)
-        else:
-            now, was = number, activate_version(app, name, number, form.get("force") == "yes")
-        if now == was:
-            return f"Version {now} of {name} was already active."
-        return f"Version {now} of {name} is active (was {was})."
-
-    message = await service.run(done)
-    context = await service.run(lambda: _listing(service, principal, name, message))
-    return page(request, "versions.html", **context)
+    # Activating the version shown, not "whatever is previous now": a double submit or a
+    # switch someone made meanwhile cannot turn this into another one.
+    force = form.get("force") == "yes"
+    was = await service.run(lambda: activate_version(service.app, name, number, force))
+    query = urlencode({"collection": name, "now": number, "was": was})
+    return RedirectResponse(f"/ui/versions?{query}", 303)
 
 
-def _listing(
-    service: Service, principal: Principal, name: str, message: str | None
-) -> dict[str, Any]:
-    record = read_versions(service.app.store, name)
-    return {
-        "names": readable_names(service.app, principal),
-        "collection": name,
-        "rows": list_versions(service.app, name),
-        "previous": None if record is None else record.previous,
-        "message": message,
-    }
-
-
-def _target_number(service: Service, name: str, rollback: bool, form: dict[str, str]) -> int:
-    """The version the switch makes active: the form's, or the previously active one."""
-    if rollback:
-        record = read_versions(service.app.store, name)
-        if record is None or record.previous is None:
-            raise QueryError(f"collection {name!r} has no previously active version to go back to")
-        return record.previous
-    text = form.get("version", "")
+def _number(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise QueryError(f"version {text!r} is not a version number (1, 2, …): pick one below")
     return int(text)
 
 
-def _check(service: Service, name: str, number: int) -> dict[str, Any]:
+def _check(service: Service, principal: Principal, name: str, number: int) -> dict[str, Any]:
     """The confirmation page: the version to activate, the active one, and the gate's
     verdict (or why there is none)."""
     app = service.app
@@ -124,11 +114,24 @@ def _check(service: Service, name: str, number: int) -> dict[str, Any]:
             "regression case; the gate then measures each version before a switch."
         )
         return context
+    if rows[number].active:
+        return context  # nothing would change: nothing to measure
     try:
         check = gate_check(app, name, golden)
         context["gate"] = compare_versions(app, check, active, target).to_dict()
     except ConfigError as exc:  # no gate configured, or a golden file that does not read
-        context["gate_note"] = str(exc)
+        context["gate_note"] = _note(principal, str(exc))
     except KnowhubError as exc:  # the version cannot be searched (e.g. its embedder is gone)
-        context["gate_note"] = f"the gate could not measure version {number}: {exc}"
+        context["gate_note"] = _note(principal, f"it could not measure version {number}: {exc}")
     return context
+
+
+def _note(principal: Principal, reason: str) -> str:
+    """Why the gate did not run, as far as the caller may know: the reason names other
+    collections (the gates configured, another's golden cases) to a token limited to some."""
+    if "*" in principal.collections:
+        return reason
+    return (
+        "The gate of this collection could not run: an administrator (a token that may read "
+        "every collection) sees why here."
+    )
