@@ -24,6 +24,7 @@ PAGES = [
     "/ui/versions",
     "/ui/traces",
     "/ui/evals",
+    "/ui/source/0000000000000000_0000_00000000",  # the error page: a chunk that is not there
 ]
 # Each element with text of its own: its colour, its size and weight, and the first opaque
 # background behind it (its own or an ancestor's), as the WCAG contrast ratio sees them.
@@ -48,7 +49,12 @@ CONTRAST = """() => {
     const own = Array.from(e.childNodes).some(n => n.nodeType === 3 && n.textContent.trim());
     const style = getComputedStyle(e);
     if (!own || !e.getClientRects().length || style.visibility === 'hidden') continue;
-    const [a, b] = [lum(rgb(style.color).slice(0, 3)), lum(behind(e))];
+    // Faded text (a colour's alpha, an ancestor's opacity) is seen mixed with its ground.
+    const bg = behind(e), fg = rgb(style.color);
+    let alpha = fg.length > 3 ? fg[3] : 1;
+    for (let a = e; a; a = a.parentElement) alpha *= parseFloat(getComputedStyle(a).opacity);
+    const seen = [0, 1, 2].map(i => alpha * fg[i] + (1 - alpha) * bg[i]);
+    const [a, b] = [lum(seen), lum(bg)];
     const ratio = (Math.max(a, b) + .05) / (Math.min(a, b) + .05);
     const size = parseFloat(style.fontSize), bold = parseInt(style.fontWeight) >= 700;
     const needed = size >= 24 || (bold && size >= 18.66) ? 3 : 4.5;

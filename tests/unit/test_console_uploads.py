@@ -16,9 +16,9 @@ from knowhub.errors import KnowhubError, QueryError
 from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import IngestProgress, Progress
-from knowhub.interfaces.http.console.failure import BusyError
 from knowhub.interfaces.http.console.jobs import MAX_PENDING, RETRY_AFTER_S, FileState, JobBook
 from knowhub.interfaces.http.console.uploads import MAX_NAME_CHARS, Upload, receive, safe_name
+from knowhub.interfaces.http.limits import ServerBusyError
 from knowhub.interfaces.security import Principal
 from tests.helpers import fast_settings
 
@@ -189,7 +189,7 @@ def test_uploads_past_the_pending_limit_are_refused_and_not_kept(tmp_path: Path)
             book.start(full, "default", [FileState(f"{n}.md", f"{n}.md")], [], slow)
         extra = tmp_path / "extra.md"
         extra.write_text("# Extra\n")
-        with pytest.raises(BusyError, match="try again later") as refused:
+        with pytest.raises(ServerBusyError, match="try again later") as refused:
             book.start(
                 full,
                 "default",

@@ -45,7 +45,7 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
 
     @api.get("/busy")
     async def busy() -> None:
-        raise ServerBusyError("worker", 4, 8)
+        raise ServerBusyError.full("worker", 4, 8)
 
     @api.get("/ui/page")
     async def page() -> None:

@@ -25,7 +25,7 @@ from knowhub.errors import KnowhubError
 from knowhub.interfaces.http import console
 from knowhub.interfaces.http.deps import service_of
 from knowhub.interfaces.http.errors import describe_invalid, error_body
-from knowhub.interfaces.http.limits import RETRY_AFTER_S
+from knowhub.interfaces.http.limits import retry_after
 from knowhub.interfaces.http.metrics import ERROR_KEY
 from knowhub.interfaces.http.service import COLLECTION_KEY
 
@@ -94,5 +94,5 @@ async def _failed(request: Request, exc: Exception) -> Response:
         return await console.failure_page(request, exc)
     body = await service_of(request).failure(exc, request.scope.get(COLLECTION_KEY))
     request.scope[ERROR_KEY] = type(exc).__name__
-    retry = {"Retry-After": str(RETRY_AFTER_S)} if body["status"] == 503 else None
+    retry = {"Retry-After": str(retry_after(exc))} if body["status"] == 503 else None
     return JSONResponse(body, status_code=body["status"], headers=retry)

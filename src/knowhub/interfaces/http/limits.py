@@ -20,7 +20,7 @@ import anyio.to_thread
 
 from knowhub.errors import KnowhubError
 
-__all__ = ["RETRY_AFTER_S", "Gate", "ServerBusyError"]
+__all__ = ["RETRY_AFTER_S", "Gate", "ServerBusyError", "retry_after"]
 
 T = TypeVar("T")
 
@@ -29,13 +29,24 @@ RETRY_AFTER_S = 1
 
 
 class ServerBusyError(KnowhubError):
-    """Every slot is taken and the queue is full: answered 503 with ``Retry-After``."""
+    """The server cannot take this now: answered 503 with ``Retry-After: retry_after``."""
 
-    def __init__(self, what: str, slots: int, queued: int) -> None:
-        super().__init__(
+    def __init__(self, message: str, retry_after: int = RETRY_AFTER_S) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+    @classmethod
+    def full(cls, what: str, slots: int, queued: int) -> ServerBusyError:
+        """Every slot is taken and the queue is full."""
+        return cls(
             f"server busy: all {slots} {what} slots are taken and {queued} requests wait "
             f"(server.max_queued); retry in {RETRY_AFTER_S} s"
         )
+
+
+def retry_after(exc: BaseException) -> int:
+    """The ``Retry-After`` seconds of a 503 for ``exc``."""
+    return exc.retry_after if isinstance(exc, ServerBusyError) else RETRY_AFTER_S
 
 
 class Gate:
@@ -71,4 +82,4 @@ class Gate:
 
     def _check_queue(self) -> None:
         if self._limiter.available_tokens < 1 and self.waiting >= self.queue:
-            raise ServerBusyError(self.what, self.slots, self.waiting)
+            raise ServerBusyError.full(self.what, self.slots, self.waiting)

@@ -17,10 +17,10 @@ from starlette.responses import Response
 from knowhub.errors import KnowhubError, QueryError
 from knowhub.interfaces.http.console.render import page
 from knowhub.interfaces.http.errors import error_body
+from knowhub.interfaces.http.limits import retry_after
 from knowhub.interfaces.http.metrics import ERROR_KEY
 
 __all__ = [
-    "BusyError",
     "NotFoundError",
     "Recover",
     "error_page",
@@ -40,15 +40,6 @@ class NotFoundError(QueryError):
     """A page's object (trace, chunk) does not exist, or the caller may not read it."""
 
 
-class BusyError(KnowhubError):
-    """The console cannot take this request now (too many uploads pending): 503, with
-    ``Retry-After: retry_after`` seconds."""
-
-    def __init__(self, message: str, retry_after: int) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
 def on_failure(request: Request, recover: Recover) -> None:
     """Should this request fail, answer with ``recover(error)`` rather than the error page."""
     request.scope[RECOVER_KEY] = recover
@@ -66,10 +57,9 @@ async def failure_page(request: Request, exc: Exception) -> Response:
 
 
 def failure_body(request: Request, exc: BaseException) -> dict[str, Any]:
-    """``{"error", "status"}`` for ``exc`` (404 for :class:`NotFoundError`, 503 for
-    :class:`BusyError`), noted for the metrics; an unexpected error is logged, its text kept
-    out of the page."""
-    status = 404 if isinstance(exc, NotFoundError) else 503 if isinstance(exc, BusyError) else None
+    """``{"error", "status"}`` for ``exc`` (404 for :class:`NotFoundError`), noted for the
+    metrics; an unexpected error is logged, its text kept out of the page."""
+    status = 404 if isinstance(exc, NotFoundError) else None
     if not isinstance(exc, KnowhubError):
         log.error("console page failed", exc_info=exc)
     request.scope[ERROR_KEY] = type(exc).__name__
@@ -82,6 +72,6 @@ def error_page(
     """``template`` (the error page by default) showing what went wrong, with its status."""
     body = failure_body(request, exc)
     shown = page(request, template, status=body["status"], error=body["error"], **context)
-    if isinstance(exc, BusyError):
-        shown.headers["Retry-After"] = str(exc.retry_after)
+    if body["status"] == 503:  # busy: when to come back, as the API says it
+        shown.headers["Retry-After"] = str(retry_after(exc))
     return shown

@@ -10,7 +10,7 @@ run's :class:`~knowhub.ingest.pipeline.IngestReport`. Jobs are kept in memory (t
 share a name). The token book makes one principal per token, and a console session stands
 for that same object, so a token's header and its browser's session see one job, and no
 other token does. Past :data:`MAX_PENDING` jobs an upload is refused with 503 and
-``Retry-After`` (:class:`~knowhub.interfaces.http.console.failure.BusyError`).
+``Retry-After`` (:class:`~knowhub.interfaces.http.limits.ServerBusyError`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any, Literal
 from knowhub.errors import KnowhubError
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import IngestProgress, Progress
-from knowhub.interfaces.http.console.failure import BusyError
+from knowhub.interfaces.http.limits import ServerBusyError
 from knowhub.interfaces.security import Principal
 
 __all__ = ["KEPT", "MAX_PENDING", "RETRY_AFTER_S", "FileState", "Job", "JobBook"]
@@ -158,7 +158,7 @@ class JobBook:
         """A new job, its ingest started in its own thread (it waits its turn there).
 
         Raises:
-            BusyError: :data:`MAX_PENDING` jobs are waiting or running already (the files
+            ServerBusyError: :data:`MAX_PENDING` jobs are waiting or running already (the files
                 of ``stored`` are deleted: nothing will ingest them).
         """
         job = Job(secrets.token_urlsafe(12), owner, collection, files, refused, stored=stored or {})
@@ -167,7 +167,7 @@ class JobBook:
             if files and pending >= MAX_PENDING:
                 for path in job.stored.values():
                     path.unlink(missing_ok=True)
-                raise BusyError(
+                raise ServerBusyError(
                     f"{pending} uploads are waiting or being ingested already (at most "
                     f"{MAX_PENDING}): try again later, in {RETRY_AFTER_S} s or so",
                     RETRY_AFTER_S,
