@@ -69,6 +69,16 @@ def sign_in(page: Page, base_url: str, token: str, path: str = "/ui") -> None:
     page.wait_for_load_state("load")
 
 
+def open_ask(context: BrowserContext, base_url: str, token: str) -> Page:
+    """A new page signed in with ``token`` on Ask, ready to stream: asked before ask.js ran,
+    a question would post the form without it (CI saw it once under load) and the answer
+    would come back as a page, without data-done."""
+    page = context.new_page()
+    sign_in(page, base_url, token, "/ui/ask")
+    expect(page.locator("#ask-form")).to_have_attribute("data-ready", "1")
+    return page
+
+
 def screenshots(page: Page, name: str, visible: list[str]) -> None:
     """``name`` at a desktop's and a phone's width, written for people to look at (to
     ``$KNOWHUB_SCREENSHOTS``, default .cache/screenshots/), each width with ``visible`` in

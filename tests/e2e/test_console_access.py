@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
-from tests.console_helpers import sign_in
+from tests.console_helpers import open_ask
 from tests.http_helpers import FULL, TOKEN_ENV, ApiServer, api_server, build_corpus
 
 PAGES = [
@@ -85,10 +85,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 
 @pytest.fixture
 def page(context: BrowserContext, site: Site) -> Page:
-    opened = context.new_page()
-    sign_in(opened, site.server.url, FULL, "/ui/ask")
-    expect(opened.locator("#ask-form")).to_have_attribute("data-ready", "1")
-    return opened
+    return open_ask(context, site.server.url, FULL)
 
 
 def test_every_pages_text_has_enough_contrast(page: Page, site: Site) -> None:

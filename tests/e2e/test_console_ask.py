@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
 from knowhub import build_app
-from tests.console_helpers import screenshots, sign_in
+from tests.console_helpers import open_ask, screenshots, sign_in
 from tests.helpers import fast_settings, write
 from tests.http_helpers import FULL, LIMITED, TOKEN_ENV, ApiServer, api_server, build_corpus
 
@@ -49,12 +49,7 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
 
 @pytest.fixture
 def page(context: BrowserContext, console: Console) -> Page:
-    opened = context.new_page()
-    sign_in(opened, console.server.url, FULL, "/ui/ask")
-    # Asked before ask.js ran, a question would post the form without it (CI saw it once
-    # under load) and the answer would come back as a page, without data-done.
-    expect(opened.locator("#ask-form")).to_have_attribute("data-ready", "1")
-    return opened
+    return open_ask(context, console.server.url, FULL)
 
 
 def _ask(page: Page, question: str) -> None:

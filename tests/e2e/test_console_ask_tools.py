@@ -17,7 +17,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 
 from knowhub.testing.llm_server import Reply, ToolReply, serve
 from tests.agent_helpers import filesystem_server_bin
-from tests.console_helpers import screenshots, sign_in
+from tests.console_helpers import open_ask, screenshots
 from tests.helpers import write
 from tests.http_helpers import FULL, TOKEN_ENV, ApiServer, api_server, build_corpus
 
@@ -69,10 +69,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 
 @pytest.fixture
 def page(context: BrowserContext, site: Site) -> Page:
-    opened = context.new_page()
-    sign_in(opened, site.server.url, FULL, "/ui/ask")
-    expect(opened.locator("#ask-form")).to_have_attribute("data-ready", "1")
-    return opened
+    return open_ask(context, site.server.url, FULL)
 
 
 def test_a_question_with_tools_shows_each_call_and_a_cited_answer(page: Page, site: Site) -> None:

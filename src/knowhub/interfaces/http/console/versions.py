@@ -67,7 +67,7 @@ async def versions(
 async def switch(request: Request, service: ServiceDep, principal: PrincipalDep) -> Response:
     """Make ``version`` active: shown with its gate result first, done once ``confirm=yes``
     (then redirected to the list, so a reload posts nothing again). A rollback is the same
-    switch to the previously active version; ``rollback=yes`` only words it so."""
+    switch, to the previously active version (the confirmation words it so)."""
     check_same_origin(request)
     principal.check_write("switch versions")
     form = await read_form(request)
