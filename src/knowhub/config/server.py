@@ -1,0 +1,108 @@
+"""The servers' settings: bearer tokens, limits of the HTTP and MCP servers, the agent's chat."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, model_validator
+
+from knowhub.config.base import Section
+
+
+class TokenSettings(Section):
+    """One bearer token of the HTTP servers; the secret itself stays in the environment."""
+
+    name: str = Field(description="Who holds it: shown in logs and metrics, never the token.")
+    token_env: str = Field(description="Environment variable holding the token.")
+    collections: list[str] = Field(
+        default_factory=lambda: ["*"], description="Collections it may read ('*': all)."
+    )
+    sessions: list[str] = Field(
+        default_factory=lambda: ["*"], description="Shared-mode session ids it may use ('*': all)."
+    )
+    read_only: bool = Field(False, description="No ingest, register or unregister.")
+    mcp_servers: list[str] | None = Field(
+        None,
+        description="Servers of agent.mcp_config its chats may use ('*': all; []: none). "
+        "Unset: all for a token that reads every collection, none for one limited to some.",
+    )
+
+
+# What ingest.loaders reads (config sits below ingest, so the list is written out here; a unit
+# test keeps the two equal).
+_TEXT_EXTENSIONS = (".htm", ".html", ".json", ".markdown", ".md", ".mdx", ".rst", ".txt")
+UPLOAD_EXTENSIONS = (*_TEXT_EXTENSIONS, ".csv", ".docx", ".pdf", ".pptx", ".xlsx")
+
+
+class ServerSettings(Section):
+    tokens: list[TokenSettings] = Field(
+        default_factory=list, description="Bearer tokens; none: open to localhost only."
+    )
+    allowed_origins: list[str] = Field(
+        default_factory=lambda: ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"],
+        description="Browser Origin headers accepted ('host:*' allows any port).",
+    )
+    max_body_bytes: int = Field(1_048_576, ge=1024, description="Larger request bodies: 413.")
+    max_result_chars: int = Field(
+        40_000, ge=500, description="Ceiling on a tool result's text (the max_chars budget)."
+    )
+    workers: int = Field(
+        16, ge=1, description="HTTP API threads for searches and other blocking calls."
+    )
+    max_answers: int = Field(
+        16, ge=1, description="HTTP API answers produced at once (each in a thread)."
+    )
+    max_queued: int = Field(
+        512, ge=0, description="Requests waiting for a worker or answer slot; more get 503."
+    )
+    search_docs_tool: bool = Field(True, description="Also offer search under 'search_docs'.")
+    watch_debounce_ms: int = Field(800, ge=50, description="Quiet time before re-indexing.")
+    first_sync_wait_s: float = Field(
+        5.0,
+        ge=0,
+        le=300,
+        description="MCP local mode: a search waits this long for the first sync of --docs "
+        "to end (then answers with what is indexed, saying so).",
+    )
+    auth_max_failures: int = Field(
+        10, ge=1, description="Wrong tokens one client address may send per auth_window_s."
+    )
+    auth_window_s: float = Field(60.0, gt=0, description="The window auth_max_failures counts in.")
+    auth_lockout_s: float = Field(
+        60.0, gt=0, description="How long an address over the limit gets 429 (Retry-After)."
+    )
+    auth_tracked_clients: int = Field(
+        10_000, ge=1, description="Client addresses remembered; the stalest is forgotten first."
+    )
+    max_upload_bytes: int = Field(
+        50_000_000, ge=1, description="A console upload's largest file; a larger one is refused."
+    )
+    upload_extensions: list[str] = Field(
+        default_factory=lambda: list(UPLOAD_EXTENSIONS),
+        description="File extensions the console accepts for upload (what the loaders read).",
+    )
+
+    @model_validator(mode="after")
+    def _dotted_extensions(self) -> ServerSettings:
+        """``pdf``, ``.PDF`` and ``.pdf`` all mean ``.pdf``: compared lower-case, with the dot."""
+        self.upload_extensions = [
+            "." + e.strip().lower().lstrip(".") for e in self.upload_extensions
+        ]
+        return self
+
+
+class AgentSettings(Section):
+    """``knowhub chat``: the model's tool loop and the MCP servers it may use."""
+
+    mcp_config: Path | None = Field(
+        None, description="An mcpServers JSON file (as Claude Desktop or Cursor write it)."
+    )
+    max_steps: int = Field(8, ge=1, le=50, description="Model calls in one chat turn at most.")
+    tool_timeout_s: float = Field(60.0, gt=0, description="One tool call's limit.")
+    start_timeout_s: float = Field(60.0, gt=0, description="An MCP server's start and listing.")
+    max_result_chars: int = Field(
+        12_000, ge=500, description="A tool result is cut to this (with a note to the model)."
+    )
+    max_total_result_chars: int = Field(
+        60_000, ge=1000, description="All tool results of one chat turn together."
+    )
