@@ -3,13 +3,24 @@
 ARG BASE=python:3.12-slim-bookworm
 
 FROM ${BASE} AS build
+# Extras installed beside the runtime: the PostgreSQL store by default; `postgres,milvus`
+# for a Milvus server (compose's milvus profile).
+ARG EXTRAS=postgres
+# Behind a proxy with its own CA: `--build-arg PIP_CERT=/etc/ssl/certs/ca-certificates.crt`
+# with the host's bundle mounted there (pip's own bundle does not know that CA).
+ARG PIP_CERT
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python3 -m venv /opt/knowhub
 COPY pyproject.toml README.md /src/
+# The dependencies first, from pyproject.toml alone (an empty package stands in for src/), so
+# a change of the code reuses this layer and reinstalls only knowhub itself.
+RUN mkdir -p /src/src/knowhub && touch /src/src/knowhub/__init__.py \
+ && /opt/knowhub/bin/pip install --no-compile "/src[${EXTRAS}]" \
+ && /opt/knowhub/bin/pip uninstall -y -q knowhub && rm -rf /src/src /src/build
 COPY src /src/src
 # The runtime install only (no dev or test extras); byte-compiled here so the final stage
 # starts fast and writes nothing next to the code.
-RUN /opt/knowhub/bin/pip install --no-compile /src \
+RUN /opt/knowhub/bin/pip install --no-compile --no-deps /src \
  && /opt/knowhub/bin/python -m compileall -q /opt/knowhub/lib \
  && /opt/knowhub/bin/knowhub --version
 

@@ -20,12 +20,16 @@ CJK_FONT := /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
 DEJAVU_FONT := /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
 # promtool checks and unit tests deploy/prometheus/alerts.yml (Debian's prometheus package).
 PROMTOOL := /usr/bin/promtool
+# The container image is built and run with Debian's buildah (no Docker daemon here) on a
+# base made by debootstrap (tests/image/buildah.py).
+BUILDAH := /usr/bin/buildah
+DEBOOTSTRAP := /usr/sbin/debootstrap
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 export OMP_WAIT_POLICY := PASSIVE
 export OPENBLAS_NUM_THREADS := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test lint bench bench-scale eval load clean
+.PHONY: demo test image-test lint bench bench-scale eval load clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +65,10 @@ $(PROMTOOL):
 	$(SUDO) apt-get update -q
 	$(SUDO) apt-get install -y -q --no-install-recommends prometheus
 
+$(BUILDAH) $(DEBOOTSTRAP):
+	$(SUDO) apt-get update -q
+	$(SUDO) apt-get install -y -q --no-install-recommends buildah debootstrap
+
 # Dev: torch's CPU build first (pinned), so nothing pulls a CUDA build, then extras.
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
@@ -78,6 +86,10 @@ test: $(VENV)/.installed-dev $(INSPECTOR) $(MCP_SERVERS) $(CHROMIUM) $(CJK_FONT)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
+
+# The Dockerfile's image built and its servers asked from outside (CI runs it after `test`).
+image-test: $(VENV)/.installed-dev $(BUILDAH) $(DEBOOTSTRAP)
+	KNOWHUB_IMAGE_TEST=1 $(BIN)/python -m pytest -n0 tests/image
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix src tests benchmarks examples

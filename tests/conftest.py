@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,9 @@ from tests import chroma_server as chroma
 from tests import milvus_server as milvus
 from tests.helpers import fast_settings
 from tests.pg_server import PgServer, shared_server, stop_shared_server
+
+# The container image's tests build an image for minutes: `make image-test` runs them.
+collect_ignore = [] if os.environ.get("KNOWHUB_IMAGE_TEST") else ["image"]
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the marks (it renames the items by group)

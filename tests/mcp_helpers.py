@@ -15,6 +15,7 @@ import httpx2 as httpx
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult, TextContent
 
 from tests.helpers import cli_env, free_port, tls
 
@@ -147,3 +148,8 @@ async def eventually(check: Any, timeout: float = 20.0, interval: float = 0.25) 
             return last
         await anyio.sleep(interval)
     raise AssertionError(f"condition not met within {timeout} s (last value: {last!r})")
+
+
+def text_of(result: CallToolResult) -> str:
+    """A tool result's text blocks, joined."""
+    return "\n".join(c.text for c in result.content if isinstance(c, TextContent))

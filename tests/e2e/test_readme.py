@@ -38,10 +38,10 @@ def test_readme_opens_with_the_two_commands() -> None:
     assert commands[:2] == ["make demo", "make test"]
 
 
-def test_ci_calls_make_test_and_nothing_else() -> None:
+def test_ci_calls_make_test_and_the_image_test_and_nothing_else() -> None:
     lines = (ROOT / ".ci/run").read_text().splitlines()
     commands = [ln for ln in lines if ln.strip() and not ln.startswith(("#", "set ", "cd "))]
-    assert commands == ["make test"]
+    assert commands == ["make test", "make image-test"]
 
 
 def test_makefile_has_both_targets() -> None:

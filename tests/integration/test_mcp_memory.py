@@ -15,11 +15,11 @@ from typing import Any
 import anyio.to_thread
 import pytest
 from mcp import Client
-from mcp_types import CallToolResult
 
 from knowhub.interfaces.mcp.metrics import Metrics
 from knowhub.interfaces.mcp.server import ServeOptions, build_local, build_shared
 from tests.helpers import fast_settings, write
+from tests.mcp_helpers import text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -67,10 +67,6 @@ async def control(tmp_path: Path, read_only: bool = False) -> AsyncIterator[Clie
             yield client
     finally:
         registry.close()
-
-
-def text_of(result: CallToolResult) -> str:
-    return "\n".join(getattr(block, "text", "") for block in result.content)
 
 
 async def ok(client: Client, tool: str, **arguments: Any) -> tuple[dict[str, Any], str]:

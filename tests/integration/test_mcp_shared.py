@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 from mcp import Client, MCPError
-from mcp_types import CallToolResult, TextContent
+from mcp_types import CallToolResult
 
 from tests.helpers import write
-from tests.mcp_helpers import HttpServer, eventually, http_server
+from tests.mcp_helpers import HttpServer, eventually, http_server, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -80,10 +80,6 @@ def animals(root: Path) -> None:
         "# Giraffes\n\nThe giraffe browses acacia leaves on tall trees.\n",
     )
     write(root / "beta" / "volcano.md", "# Volcanoes\n\nMagma erupts from the volcano crater.\n")
-
-
-def text_of(result: CallToolResult) -> str:
-    return "\n".join(c.text for c in result.content if isinstance(c, TextContent))
 
 
 async def ok(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from knowhub import build_app
-from knowhub.config import UPLOAD_EXTENSIONS, ServerSettings
+from knowhub.config.server import UPLOAD_EXTENSIONS, ServerSettings
 from knowhub.errors import KnowhubError, QueryError
 from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS
 from knowhub.ingest.pipeline import IngestReport
