@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+__all__ = ["Section"]
+
 
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -8,6 +8,8 @@ from pydantic import Field, model_validator
 
 from knowhub.config.base import Section
 
+__all__ = ["UPLOAD_EXTENSIONS", "AgentSettings", "ServerSettings", "TokenSettings"]
+
 
 class TokenSettings(Section):
     """One bearer token of the HTTP servers; the secret itself stays in the environment."""

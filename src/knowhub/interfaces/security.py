@@ -266,7 +266,8 @@ class TokenBook:
             if not secret:
                 raise ConfigError(
                     f"server.tokens[{spec.name!r}]: environment variable {spec.token_env} is "
-                    "not set; export the token there or remove the entry"
+                    "not set: export the token in it (or the path of a file holding it in "
+                    f"{spec.token_env}_FILE), or remove the entry"
                 )
             principal = Principal(
                 spec.name,

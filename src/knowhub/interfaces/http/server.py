@@ -9,7 +9,7 @@ from knowhub.app import build_app
 from knowhub.config import Settings
 from knowhub.interfaces.http.api import create_app
 from knowhub.interfaces.listen import bind
-from knowhub.interfaces.warmup import warm
+from knowhub.interfaces.warmup import preflight
 
 __all__ = ["serve"]
 
@@ -26,9 +26,10 @@ def serve(settings: Settings, host: str, port: int, allow_unauthenticated: bool 
             asgi = create_app(
                 settings, host=host, allow_unauthenticated=allow_unauthenticated, app=app
             )
-            # Here, not only in the app's lifespan: a bad setting ends the start-up with its
-            # own message rather than uvicorn's "Application startup failed".
-            warm(app)
+            # Here, not only in the app's lifespan (which warms again, at once): a failed
+            # check ends the start-up with its own message rather than uvicorn's
+            # "Application startup failed", before anything is answered.
+            log.info("%s", preflight(app))
             shown = f"[{host}]" if ":" in host else host
             log.warning("knowhub HTTP API on http://%s:%d (docs: /docs)", shown, port)
             # A WebSocket message is held to the same limit as a request body.

@@ -134,7 +134,8 @@ def migrate(url: str, shown: str, timeout_s: int) -> None:
         conn = psycopg.connect(url, connect_timeout=timeout_s)
     except psycopg.Error as exc:
         raise StoreError(
-            f"cannot connect to PostgreSQL at {shown}: {str(exc).strip()}; check that "
+            # One line: libpq's message runs over several (a hint on a tabbed line of its own).
+            f"cannot connect to PostgreSQL at {shown}: {' '.join(str(exc).split())}; check that "
             "the server runs and the URL (store.postgres.url or url_env) is right"
         ) from exc
     with conn, conn.transaction():
