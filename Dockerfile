@@ -11,12 +11,14 @@ ARG EXTRAS=postgres
 ARG PIP_CERT
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python3 -m venv /opt/knowhub
-COPY pyproject.toml README.md /src/
-# The dependencies first, from pyproject.toml alone (an empty package stands in for src/), so
-# a change of the code reuses this layer and reinstalls only knowhub itself.
-RUN mkdir -p /src/src/knowhub && touch /src/src/knowhub/__init__.py \
+COPY pyproject.toml /src/
+# The dependencies first, from pyproject.toml alone (an empty package and README stand in for
+# the real ones), so a change of the code or the README reuses this layer and reinstalls only
+# knowhub itself.
+RUN mkdir -p /src/src/knowhub && touch /src/src/knowhub/__init__.py /src/README.md \
  && /opt/knowhub/bin/pip install --no-compile "/src[${EXTRAS}]" \
- && /opt/knowhub/bin/pip uninstall -y -q knowhub && rm -rf /src/src /src/build
+ && /opt/knowhub/bin/pip uninstall -y -q knowhub && rm -rf /src/src /src/build /src/README.md
+COPY README.md /src/
 COPY src /src/src
 # The runtime install only (no dev or test extras); byte-compiled here so the final stage
 # starts fast and writes nothing next to the code.

@@ -83,7 +83,7 @@ def running(
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_ready(url, process, log)
+        wait_ready(url, process, log)
         yield url, process, log
     finally:
         process.terminate()
@@ -108,7 +108,7 @@ def http_server(
         yield HttpServer(url, process, log, token)
 
 
-def _wait_ready(url: str, process: subprocess.Popen[str], log: Path, timeout: float = 60.0) -> None:
+def wait_ready(url: str, process: subprocess.Popen[str], log: Path, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:

@@ -113,7 +113,7 @@ def test_a_public_bind_without_a_token_is_refused(cwd: Path, server: str) -> Non
 @ALL
 def test_a_token_whose_variable_is_unset_is_refused(cwd: Path, server: str) -> None:
     phrase = (
-        "server.tokens['ops']: environment variable KH_TOKEN is not set: export the token in "
+        "server.tokens['ops'].token_env names KH_TOKEN, which is not set: export the token in "
         "it (or the path of a file holding it in KH_TOKEN_FILE), or remove the entry"
     )
     line = refused(cwd, server, env={"KNOWHUB_SERVER__TOKENS": TOKENS})
@@ -220,7 +220,6 @@ def test_a_store_of_a_newer_schema_is_refused(cwd: Path, server: str) -> None:
 
 @BOTH
 def test_an_unreachable_postgresql_is_refused(cwd: Path, server: str) -> None:
-    pytest.importorskip("psycopg")
     closed = free_port()  # nothing listens there
     env = {
         "KNOWHUB_STORE__PROVIDER": "postgres",
@@ -237,7 +236,8 @@ def test_an_unreachable_postgresql_is_refused(cwd: Path, server: str) -> None:
     unset = {k: v for k, v in env.items() if k != "KNOWHUB_PG_URL"}
     missing = (
         "store.postgres.url_env names KNOWHUB_PG_URL, which is not set: export the PostgreSQL "
-        "URL in it (postgresql://user:password@host:5432/db)"
+        "URL (postgresql://user:password@host:5432/db) in it (or the path of a file holding it "
+        "in KNOWHUB_PG_URL_FILE)"
     )
     assert refused(cwd, server, env=unset) == f"error: {missing}"
     quoted("cannot connect to PostgreSQL at ", fix, missing)
@@ -291,7 +291,8 @@ def test_a_model_that_cannot_be_built_is_refused(cwd: Path, server: str) -> None
             "KNOWHUB_RERANKER__PROVIDER": "cross-encoder",
             "KNOWHUB_RERANKER__CROSS_ENCODER__MODEL_PATH": str(folder),
         },
-        "llm.api_key_env names $OPENAI_API_KEY, which is not set: export it or clear it": {
+        "llm.api_key_env names OPENAI_API_KEY, which is not set: export the key in it (or the "
+        "path of a file holding it in OPENAI_API_KEY_FILE), or clear it": {
             "KNOWHUB_LLM__PROVIDER": "openai",
             "KNOWHUB_LLM__BASE_URL": "https://api.openai.com/v1",
             "KNOWHUB_LLM__MODEL": "gpt-4o-mini",
@@ -303,7 +304,8 @@ def test_a_model_that_cannot_be_built_is_refused(cwd: Path, server: str) -> None
     quoted(
         "unknown embedder provider 'nope'; known: ",
         "not found: set reranker.cross_encoder.model_path to a saved CrossEncoder folder",
-        "llm.api_key_env names $OPENAI_API_KEY, which is not set: export it or clear it",
+        "llm.api_key_env names OPENAI_API_KEY, which is not set: export the key in it (or the "
+        "path of a file holding it in OPENAI_API_KEY_FILE), or clear it",
     )
 
 
@@ -311,7 +313,7 @@ def test_a_model_that_cannot_be_built_is_refused(cwd: Path, server: str) -> None
 
 
 @BOTH
-def test_a_start_that_passes_says_which_checks_did_before_it_listens(
+def test_a_start_that_passes_logs_its_checks_before_the_line_that_it_listens(
     cwd: Path, server: str
 ) -> None:
     with running(["--data-dir", str(cwd / "data"), *SERVERS[server]], cwd, None) as (_, _, log):

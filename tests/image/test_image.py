@@ -9,12 +9,10 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
-import httpx2 as httpx
 import pytest
 
 from tests.helpers import free_port
@@ -27,8 +25,7 @@ from tests.image.buildah import (
     run_argv,
     started,
 )
-from tests.image.conftest import BUILD
-from tests.mcp_helpers import HttpServer, text_of
+from tests.mcp_helpers import HttpServer, eventually, text_of, wait_ready
 
 TOKEN = "image-test-token-7f3a"
 FACT = "The espresso machine on floor 7 is descaled every Tuesday by the facilities team."
@@ -98,13 +95,14 @@ def test_the_image_runs_as_its_user_with_a_healthcheck_and_no_build_tools(
 def test_serve_mcp_over_http_answers_an_mcp_call_from_outside(
     mounts: list[Mount], box: str, tmp_path: Path
 ) -> None:
-    # The default port, the one the image exposes and its HEALTHCHECK asks.
-    port = _free(8080)
+    # The default port, the one the image exposes and its HEALTHCHECK asks (8000 first:
+    # nothing may answer there, or the probe below would pass without this server).
+    port, _ = _free(8080), _free(8000)
     argv = ["knowhub", "serve", "mcp", "--transport", "http", "--host", "0.0.0.0"]
     argv += ["--docs", "/docs"]
     with started(run_argv(box, argv, mounts, TOKEN_ENV), tmp_path / "mcp.log") as process:
         server = HttpServer(f"http://127.0.0.1:{port}", process, tmp_path / "mcp.log", TOKEN)
-        _wait_healthy(server)
+        wait_ready(server.url, process, server.log, START_S)
         assert server.get("/health").status_code == 200
         assert server.post("/mcp", token="wrong", json={}).status_code == 401
         assert FACT in anyio.run(_search_until_indexed, server)
@@ -127,11 +125,12 @@ def test_an_ingest_then_serve_http_answers_a_search_from_outside(
         timeout=600,
     )
     assert ingest.returncode == 0, ingest.stderr
+    assert "collection default: 2 added" in ingest.stdout, ingest.stdout + ingest.stderr
     port = _free(8000)
     argv = ["knowhub", "serve", "http", "--host", "0.0.0.0"]
     with started(run_argv(box, argv, mounts, TOKEN_ENV), tmp_path / "http.log") as process:
         server = HttpServer(f"http://127.0.0.1:{port}", process, tmp_path / "http.log", TOKEN)
-        _wait_healthy(server)
+        wait_ready(server.url, process, server.log, START_S)
         refused = server.post("/api/search", token="wrong", json={"query": QUESTION})
         assert refused.status_code == 401
         answer = server.post("/api/search", json={"query": QUESTION, "top_k": 1})
@@ -146,14 +145,8 @@ def test_an_ingest_then_serve_http_answers_a_search_from_outside(
 def test_a_public_bind_with_no_token_is_refused(mounts: list[Mount], box: str) -> None:
     argv = ["knowhub", "serve", "http", "--host", "0.0.0.0", "--port", str(free_port())]
     done = subprocess.run(run_argv(box, argv, mounts), capture_output=True, text=True, timeout=300)
-    assert done.returncode != 0
+    assert done.returncode == 1
     assert "exposes the server beyond this machine with no token" in done.stderr
-
-
-def test_the_build_is_reported(image_built: float) -> None:
-    """Size and build time go to the run's summary (tests/image/conftest.py)."""
-    assert BUILD["seconds"] == image_built > 0
-    assert BUILD["bytes"] > 100_000_000  # a Python runtime and the embedder's weights
 
 
 def _free(port: int) -> int:
@@ -164,27 +157,13 @@ def _free(port: int) -> int:
     return port
 
 
-def _wait_healthy(server: HttpServer) -> None:
-    deadline = time.monotonic() + START_S
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise AssertionError(f"exited {server.process.returncode}:\n{server.logs()}")
-        try:
-            if server.get("/health").status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.5)
-    raise AssertionError(f"not healthy after {START_S} s:\n{server.logs()}")
-
-
 async def _search_until_indexed(server: HttpServer) -> str:
     """The search tool's text once the first sync of /docs has indexed the fact."""
-    deadline = time.monotonic() + START_S
     async with server.client() as client:
-        while True:
-            result = await client.call_tool("query_knowledge_hub", {"query": QUESTION})
-            text = text_of(result)
-            if FACT in text or time.monotonic() > deadline:
-                return text
-            await anyio.sleep(1)
+
+        async def found() -> str:
+            text = text_of(await client.call_tool("query_knowledge_hub", {"query": QUESTION}))
+            return text if FACT in text else ""
+
+        found_text: str = await eventually(found, timeout=START_S, interval=1.0)
+        return found_text

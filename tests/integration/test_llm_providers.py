@@ -403,7 +403,7 @@ def test_config_errors_name_the_setting_and_an_example(
 def test_a_named_key_variable_that_is_unset_is_a_config_error(
     provider: str, tmp_path: Path
 ) -> None:
-    with pytest.raises(ConfigError, match=r"llm\.api_key_env names \$LLM_KEY, which is not set"):
+    with pytest.raises(ConfigError, match=r"llm\.api_key_env names LLM_KEY, which is not set"):
         build(provider, "http://127.0.0.1:9", tmp_path, env={})
 
 

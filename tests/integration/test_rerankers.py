@@ -91,7 +91,7 @@ def test_http_reranker_sends_the_key_from_the_named_variable(tmp_path: Path) -> 
 
 
 def test_a_named_key_variable_that_is_unset_is_a_config_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"\$NO_SUCH_KEY, which is not set"):
+    with pytest.raises(ConfigError, match=r"names NO_SUCH_KEY, which is not set"):
         reranker(
             tmp_path,
             **{

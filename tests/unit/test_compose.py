@@ -420,7 +420,9 @@ def test_the_proxy_sends_to_every_api_replica_on_its_port() -> None:
 def test_the_proxy_keeps_each_client_on_one_replica_and_names_it_to_the_replica() -> None:
     config = nginx_config()
     # Console sign-ins and chat histories live in one replica's memory.
-    assert re.search(r"^\s*(ip_hash|hash \S+)", config, flags=re.MULTILINE)
+    # By the whole address (ip_hash takes an IPv4 address's first three octets only).
+    assert re.search(r"^\s*hash \$remote_addr consistent;", config, flags=re.MULTILINE)
+    assert not re.search(r"^\s*ip_hash", config, flags=re.MULTILINE)
     # The replicas trust X-Forwarded-For to count wrong tokens per client: it must be set to
     # the peer, never appended to what the client sent.
     assert re.search(r"proxy_set_header X-Forwarded-For \$remote_addr;", config)

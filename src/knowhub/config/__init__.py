@@ -55,6 +55,7 @@ __all__ = [
     "TokenSettings",
     "TraceSettings",
     "load_settings",
+    "secret_unset",
 ]
 
 ENV_PREFIX = "KNOWHUB_"
@@ -450,6 +451,15 @@ def _read_secrets(names: set[str], environ: Mapping[str, str]) -> dict[str, str]
         elif environ.get(name):
             found[name] = environ[name]
     return found
+
+
+def secret_unset(setting: str, env_name: str, what: str) -> str:
+    """The message for a ``*_env`` setting whose secret is in neither the variable nor a file:
+    both ways of giving it, as a container's secrets come as files."""
+    return (
+        f"{setting} names {env_name}, which is not set: export {what} in it (or the path of "
+        f"a file holding it in {env_name}_FILE)"
+    )
 
 
 def _secret_file(file_var: str, path: Path) -> str:

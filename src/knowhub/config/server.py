@@ -12,10 +12,13 @@ __all__ = ["UPLOAD_EXTENSIONS", "AgentSettings", "ServerSettings", "TokenSetting
 
 
 class TokenSettings(Section):
-    """One bearer token of the HTTP servers; the secret itself stays in the environment."""
+    """One bearer token of the HTTP servers; the secret itself is in the environment (or in
+    the file its ``NAME_FILE`` variable names), never in settings."""
 
     name: str = Field(description="Who holds it: shown in logs and metrics, never the token.")
-    token_env: str = Field(description="Environment variable holding the token.")
+    token_env: str = Field(
+        description="Environment variable holding the token (or NAME_FILE: a file holding it)."
+    )
     collections: list[str] = Field(
         default_factory=lambda: ["*"], description="Collections it may read ('*': all)."
     )

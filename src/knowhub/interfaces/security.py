@@ -29,7 +29,7 @@ from starlette.requests import cookie_parser
 from starlette.responses import RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from knowhub.config import Settings, TokenSettings
+from knowhub.config import Settings, TokenSettings, secret_unset
 from knowhub.errors import AuthError, ConfigError
 from knowhub.trace.record import Trace
 
@@ -264,11 +264,10 @@ class TokenBook:
         for spec in settings.server.tokens:
             secret = settings.secret(spec.token_env)
             if not secret:
-                raise ConfigError(
-                    f"server.tokens[{spec.name!r}]: environment variable {spec.token_env} is "
-                    "not set: export the token in it (or the path of a file holding it in "
-                    f"{spec.token_env}_FILE), or remove the entry"
+                unset = secret_unset(
+                    f"server.tokens[{spec.name!r}].token_env", spec.token_env, "the token"
                 )
+                raise ConfigError(f"{unset}, or remove the entry")
             principal = Principal(
                 spec.name,
                 frozenset(spec.collections),

@@ -24,9 +24,9 @@ from knowhub.config import Settings
 from knowhub.errors import ConfigError, KnowhubError, StoreError
 from knowhub.lang import load_tokenizers
 from knowhub.providers.stores.base import Store
-from knowhub.versions.record import read_versions
+from knowhub.versions.record import resolve_target
 
-__all__ = ["check_active_versions", "check_data_dir", "check_providers", "preflight", "warm"]
+__all__ = ["preflight", "preflight_shared", "warm"]
 
 log = logging.getLogger("knowhub")
 
@@ -43,7 +43,7 @@ def warm(app: App) -> None:
     """
     load_tokenizers()
     store = app.store
-    check_providers(app)
+    _check_providers(app)
     for view in app.collections():
         try:
             handle = app.collection(view.name)
@@ -54,7 +54,7 @@ def warm(app: App) -> None:
             log.warning("collection %r not warmed: %s", view.name, exc)
 
 
-def check_providers(app: App, load: bool = True) -> None:
+def _check_providers(app: App, load: bool = True) -> None:
     """Build the LLM client, the embedder and the reranker (checking their settings) and,
     with ``load``, load the embedder's and the reranker's models."""
     app.llm  # noqa: B018 - builds the client, so its settings are checked now
@@ -77,8 +77,8 @@ def preflight(app: App) -> str:
         KnowhubError: the first check that failed, with what to do about it.
     """
     settings = app.settings
-    data_dir = check_data_dir(settings)
-    collections = check_active_versions(app.store)
+    data_dir = _check_data_dir(settings)
+    collections = _check_active_versions(app.store)
     warm(app)
     stored = (
         f"{collections} collection{'s' if collections != 1 else ''}, each active version present"
@@ -93,7 +93,20 @@ def preflight(app: App) -> str:
     )
 
 
-def check_data_dir(settings: Settings) -> Path:
+def preflight_shared(settings: Settings) -> str:
+    """Shared mode's checks: each session opens its own store and loads its models when it
+    is registered or first used, so what every session needs is checked now: the data dir,
+    and the providers' settings (built, not loaded)."""
+    data_dir = _check_data_dir(settings)
+    app = App(settings)
+    try:
+        _check_providers(app, load=False)
+    finally:
+        app.close()
+    return f"start-up checks passed: data dir {data_dir} writable; providers configured"
+
+
+def _check_data_dir(settings: Settings) -> Path:
     """Create the data dir if need be and prove this user may write in it (and, for the
     SQLite store, its database file): traces, uploads and caches go there, whatever store.
 
@@ -117,17 +130,22 @@ def check_data_dir(settings: Settings) -> Path:
     # Imported here: `serve mcp` on stdio imports this module and no store before it answers.
     from knowhub.providers.stores.sqlite import DB_NAME
 
+    if settings.store.provider != "sqlite":
+        return data_dir
     database = data_dir / DB_NAME
-    sqlite = settings.store.provider == "sqlite"
-    if sqlite and database.exists() and not os.access(database, os.R_OK | os.W_OK):
-        raise ConfigError(
-            f"the store {database} is not writable by this user (uid {os.getuid()}): "
-            "change the file's owner or mode to match the data dir's"
-        )
+    # The database, its write-ahead log and shared memory, and the derived index beside it:
+    # a run as another user (root, say) may have left any of them that user's alone.
+    companions = [database.with_name(database.name + end) for end in ("-wal", "-shm", ".index")]
+    for path in (database, *companions):
+        if path.exists() and not os.access(path, os.R_OK | os.W_OK):
+            raise ConfigError(
+                f"the store {path} is not writable by this user (uid {os.getuid()}): "
+                "change the file's owner or mode to match the data dir's"
+            )
     return data_dir
 
 
-def check_active_versions(store: Store) -> int:
+def _check_active_versions(store: Store) -> int:
     """Every collection's active version must have its data in the store: a version record
     pointing at a store collection that is gone would make the collection vanish from every
     listing and answer 404. Returns how many collections there are.
@@ -137,14 +155,11 @@ def check_active_versions(store: Store) -> int:
     """
     names = sorted({logical_name(info.name) for info in store.collections()})
     for name in names:
-        record = read_versions(store, name)
-        if record is None:
-            continue  # never had a second version: the store collection is the collection
-        version = record.get(record.active)
-        if store.collection_id(version.physical) is None:
+        target = resolve_target(store, name)
+        if store.collection_id(target.physical) is None:
             raise StoreError(
-                f"collection {name!r}: its active version {version.number} has no data in the "
-                f"store ({version.physical!r} is missing): switch back with `knowhub versions "
+                f"collection {name!r}: its active version {target.number} has no data in the "
+                f"store ({target.physical!r} is missing): switch back with `knowhub versions "
                 f"rollback --collection {name}` or `knowhub versions activate --collection "
                 f"{name} N` (see `knowhub versions list --collection {name}`), then start again"
             )

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, TypeVar
 
-from knowhub.config import Settings
+from knowhub.config import Settings, secret_unset
 from knowhub.errors import ConfigError, ProviderError
 
 __all__ = [
@@ -332,5 +332,5 @@ def api_key(settings: Settings, env_name: str, setting: str) -> str | None:
         return None
     key = settings.secret(env_name)
     if key is None:
-        raise ConfigError(f"{setting} names ${env_name}, which is not set: export it or clear it")
+        raise ConfigError(f"{secret_unset(setting, env_name, 'the key')}, or clear it")
     return key

@@ -25,7 +25,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from knowhub.app import App
 from knowhub.checks import unpaired_surrogate
 from knowhub.config import Settings
 from knowhub.errors import ConfigError, KnowhubError
@@ -52,7 +51,7 @@ from knowhub.interfaces.security import (
     TokenBook,
     check_bind,
 )
-from knowhub.interfaces.warmup import check_data_dir, check_providers, preflight, warm
+from knowhub.interfaces.warmup import preflight, preflight_shared, warm
 from knowhub.lang import load_tokenizers
 
 __all__ = [
@@ -334,15 +333,7 @@ def _http_local(settings: Settings, options: ServeOptions, metrics: Metrics) -> 
 
 
 def _http_shared(settings: Settings, options: ServeOptions, metrics: Metrics) -> _Served:
-    # Each session opens its own store and loads its models when registered or first used;
-    # what every session needs is checked now: the data dir, and the providers' settings.
-    data_dir = check_data_dir(settings)
-    check = App(settings)
-    try:
-        check_providers(check, load=False)
-    finally:
-        check.close()
-    log.info("start-up checks passed: data dir %s writable; providers configured", data_dir)
+    log.info("%s", preflight_shared(settings))
     data, control, registry = build_shared(settings, options, metrics)
     limit = settings.server.max_body_bytes
     data_endpoint = mcp_endpoint(data, limit)

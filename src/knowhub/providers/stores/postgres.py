@@ -27,7 +27,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
-from knowhub.config import Settings
+from knowhub.config import Settings, secret_unset
 from knowhub.errors import CollectionNotFound, StoreError
 from knowhub.models import Chunk, DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Vectors
@@ -538,10 +538,8 @@ def create(settings: Settings) -> Store:
     if options.url_env:
         url = settings.secret(options.url_env) or ""
         if not url:
-            raise StoreError(
-                f"store.postgres.url_env names {options.url_env}, which is not set: export "
-                "the PostgreSQL URL in it (postgresql://user:password@host:5432/db)"
-            )
+            what = "the PostgreSQL URL (postgresql://user:password@host:5432/db)"
+            raise StoreError(secret_unset("store.postgres.url_env", options.url_env, what))
     if not url:
         raise StoreError(
             "store.provider is postgres but no server is named: set store.postgres.url_env "

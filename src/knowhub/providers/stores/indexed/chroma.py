@@ -35,7 +35,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from knowhub.config import ChromaOptions, Settings
+from knowhub.config import ChromaOptions, Settings, secret_unset
 from knowhub.errors import ConfigError, StoreError
 from knowhub.providers.embedders.base import Vectors
 from knowhub.providers.stores.base import Store
@@ -379,10 +379,8 @@ def _token(settings: Settings) -> str | None:
         return None
     token = settings.secret(env)
     if not token:
-        raise StoreError(
-            f"store.chroma.token_env names {env}, which is not set: export the Chroma "
-            "server's token in it, or clear token_env"
-        )
+        unset = secret_unset("store.chroma.token_env", env, "the Chroma server's token")
+        raise StoreError(f"{unset}, or clear token_env")
     return token
 
 

@@ -33,7 +33,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from knowhub.config import Settings
+from knowhub.config import Settings, secret_unset
 from knowhub.errors import StoreError
 from knowhub.providers.embedders.base import Vectors
 from knowhub.providers.stores.base import Store
@@ -407,10 +407,8 @@ def _token(settings: Settings) -> str:
         return ""
     token = settings.secret(env)
     if not token:
-        raise StoreError(
-            f"store.milvus.token_env names {env}, which is not set: export the Milvus token "
-            "(user:password, or an API key) in it"
-        )
+        what = "the Milvus token (user:password, or an API key)"
+        raise StoreError(secret_unset("store.milvus.token_env", env, what))
     return token
 
 
