@@ -157,6 +157,9 @@ def container(name: str) -> Iterator[str]:
     """A container of :data:`IMAGE`, removed when the block ends."""
     subprocess.run(["buildah", "rm", name], capture_output=True, check=False)  # an old run's
     created = buildah("from", "--name", name, IMAGE).strip()
+    # buildah run mounts the image's VOLUME /data itself, and now and then over the test's own
+    # bind mount of that path (a race, seen under load): this container drops the VOLUME.
+    buildah("config", "--volume", "/data-", created)
     try:
         yield created
     finally:
