@@ -52,7 +52,7 @@ def test_tokens_map_to_their_principals_and_nothing_else() -> None:
 
 
 def test_a_token_whose_variable_is_unset_stops_the_server_with_its_name() -> None:
-    with pytest.raises(ConfigError, match="TOK_READER is not set"):
+    with pytest.raises(ConfigError, match="names TOK_READER, which is not set"):
         _book(TOK_ADMIN="a-secret")
     assert not TokenBook(load_settings(env={}))
 
