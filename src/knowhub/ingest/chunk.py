@@ -18,6 +18,10 @@ next unit would not fit otherwise. Finally, a section's last chunk that adds
 less than a tenth of ``size`` of new text is merged into the one before it if
 the result stays within 1.1 × ``size``, so sections do not end in crumbs.
 
+A Markdown table is never packed with the prose around it: it is cut into
+windows of whole rows (:mod:`knowhub.ingest.chunk_tables`), and the runs of
+prose before and after it are packed as above, each on its own.
+
 Chunks never hold leading or trailing whitespace: spans are moved, text is never
 edited, so ``chunk.text == doc.text[chunk.char_start:chunk.char_end]`` always.
 """
@@ -32,6 +36,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from knowhub.ingest.chunk_tables import table_windows
 from knowhub.lang import count_tokens
 from knowhub.lang.detect import span_languages
 from knowhub.models import Chunk, LoadedDocument
@@ -274,10 +279,28 @@ def _fold_heading_only(text: str, sections: list[_Section]) -> list[_Section]:
 def _chunk_section(
     text: str, section: _Section, options: ChunkingOptions, measure: _Measure
 ) -> list[_Span]:
+    """The section's chunks: runs of prose packed, each table cut into row windows."""
+    chunks: list[_Span] = []
+    prose: list[_Span] = []
+    for paragraph in _paragraphs(text, section):
+        windows = table_windows(text, paragraph, options.size, measure)
+        if windows is None:
+            prose.append(paragraph)
+            continue
+        chunks += _chunk_prose(text, prose, options, measure)
+        prose = []
+        for window in windows:
+            if trimmed := _trim(text, *window):
+                chunks += _chunk_prose(text, [trimmed], options, measure)
+    return chunks + _chunk_prose(text, prose, options, measure)
+
+
+def _chunk_prose(
+    text: str, paragraphs: list[_Span], options: ChunkingOptions, measure: _Measure
+) -> list[_Span]:
+    """Paragraphs split into units that fit, packed greedily, a crumb of a tail merged."""
     units = [
-        unit
-        for paragraph in _paragraphs(text, section)
-        for unit in _split(text, paragraph, options.size, measure)
+        unit for paragraph in paragraphs for unit in _split(text, paragraph, options.size, measure)
     ]
     if not units:
         return []

@@ -12,7 +12,7 @@ import knowhub.ingest.loaders as loaders
 from knowhub.errors import LoaderError
 from knowhub.ingest.chunk import ChunkingOptions, chunk_document
 from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS, load, markdown_headings
-from knowhub.ingest.loaders.markdown import TABLE_ROWS_PER_BLOCK
+from knowhub.ingest.loaders.markdown import TABLE_BLOCK_CHARS, markdown_table
 from knowhub.models import Heading, LoadedDocument
 
 # Fixture types (the builders live in conftest.py).
@@ -381,13 +381,24 @@ def test_csv_sniffs_the_delimiter_and_escapes_pipes(write: Writer) -> None:
 
 
 def test_long_csv_is_split_into_tables_that_repeat_the_header(write: Writer) -> None:
-    rows = "\n".join(f"{n},value {n}" for n in range(TABLE_ROWS_PER_BLOCK + 5))
-    document = load(write("big.csv", f"id,label\n{rows}\n".encode()))
+    rows = [f"{n},value {n}" for n in range(200)]
+    document = load(write("big.csv", ("id,label\n" + "\n".join(rows) + "\n").encode()))
     blocks = document.text.split("\n\n")[1:]
-    assert len(blocks) == 2
+    assert len(blocks) > 3
     assert all(block.startswith("| id | label |\n| --- | --- |\n") for block in blocks)
-    assert blocks[1].count("\n") == 2 + 4  # header, rule, then the last 5 rows
-    assert document.metadata["rows"] == TABLE_ROWS_PER_BLOCK + 5
+    assert all(len(block) <= TABLE_BLOCK_CHARS for block in blocks)
+    body = [line for block in blocks for line in block.split("\n")[2:]]
+    assert body == [f"| {n} | value {n} |" for n in range(200)]  # each row once, in order
+    assert document.metadata["rows"] == 200
+
+
+def test_a_table_block_takes_a_row_even_when_the_row_alone_is_over_the_budget() -> None:
+    wide = "x" * TABLE_BLOCK_CHARS
+    assert markdown_table([["h"], [wide], ["y"]]) == (
+        f"| h |\n| --- |\n| {wide} |\n\n| h |\n| --- |\n| y |"
+    )
+    assert markdown_table([["only", "a header"]]) == "| only | a header |\n| --- | --- |"
+    assert markdown_table([]) == ""
 
 
 def test_csv_in_cp1251_is_decoded(write: Writer) -> None:
@@ -534,6 +545,23 @@ def test_html_chunks_cite_the_lines_of_the_file(write: Writer) -> None:
     assert cited["each"][1] == _file_line(source, "thirty days")  # the paragraph's end
     assert cited["-"] == (_file_line(source, "Check the log"), _file_line(source, "Then"))
     assert cited["```"] == (_file_line(source, "<pre"), _file_line(source, "</pre>"))
+
+
+def test_html_table_blocks_cite_the_lines_of_their_rows(write: Writer) -> None:
+    rows = "\n".join(
+        f"<tr><td>item {n}</td><td>a long description of item {n}</td></tr>" for n in range(40)
+    )
+    source = (
+        f"<h1>Items</h1>\n<table>\n<tr><th>name</th><th>description</th></tr>\n{rows}\n</table>\n"
+    )
+    document = load(write("items.html", source.encode()))
+    chunks = chunk_document(document, "0" * 64, ChunkingOptions())
+    assert len(chunks) > 3
+    for piece in chunks:
+        names = [line.split(" | ")[0][2:] for line in piece.text.split("\n") if "| item" in line]
+        assert piece.line_end == _file_line(source, f"<td>{names[-1]}</td>")
+        if piece.index:  # the first block opens at the heading
+            assert piece.line_start == _file_line(source, f"<td>{names[0]}</td>")
 
 
 def test_markdown_and_text_chunks_cite_the_lines_of_the_file(write: Writer) -> None:

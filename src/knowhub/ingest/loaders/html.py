@@ -23,7 +23,7 @@ from knowhub.ingest.loaders.markdown import (
     escape_markdown,
     heading_title,
     markdown_headings,
-    markdown_table,
+    markdown_table_blocks,
 )
 from knowhub.models import LineSpan, LoadedDocument
 
@@ -229,7 +229,7 @@ def _block(tag: Tag) -> Iterator[_Block]:
     elif tag.name in _LISTS or tag.name == "li":
         yield list(_list_items(tag, depth=0))
     elif tag.name == "table":
-        yield [(_table(tag), first, last)]
+        yield from _table(tag, first, last)
 
 
 def _list_items(tag: Tag, depth: int) -> Iterator[_Part]:
@@ -254,12 +254,16 @@ def _list_items(tag: Tag, depth: int) -> Iterator[_Part]:
             yield from _list_items(sublist, depth + 1)
 
 
-def _table(table: Tag) -> str:
+def _table(table: Tag, first: int, last: int) -> Iterator[_Block]:
+    """A Markdown table per block of rows (see ``markdown_table``), at its rows' lines."""
     rows = [
-        [cell.get_text() for cell in row.find_all(("th", "td"), recursive=False)]
+        (row, [cell.get_text() for cell in row.find_all(("th", "td"), recursive=False)])
         for row in table.find_all("tr")
     ]
-    return markdown_table([row for row in rows if any(cell.strip() for cell in row)])
+    kept = [(row, cells) for row, cells in rows if any(cell.strip() for cell in cells)]
+    lines = [_lines(row.sourceline or first, row.get_text()) for row, _ in kept]
+    for text, top, bottom in markdown_table_blocks([cells for _, cells in kept]):
+        yield [(text, max(first, lines[top][0]), min(last, lines[bottom][1]))]
 
 
 def _fenced(code: str, tags: tuple[int, int], first: int, last: int) -> _Block:

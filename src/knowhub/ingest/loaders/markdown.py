@@ -9,6 +9,7 @@ the corners that do not matter for section paths (containers, HTML blocks).
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import re
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -16,17 +17,21 @@ from typing import Any
 from knowhub.models import Heading
 
 __all__ = [
-    "TABLE_ROWS_PER_BLOCK",
+    "TABLE_BLOCK_CHARS",
     "escape_markdown",
     "front_matter",
     "front_matter_end",
     "heading_title",
     "markdown_headings",
     "markdown_table",
+    "markdown_table_blocks",
 ]
 
-TABLE_ROWS_PER_BLOCK = 50
-"""Body rows per Markdown table block; each block repeats the header row."""
+TABLE_BLOCK_CHARS = 500
+"""The most characters a Markdown table block holds (header and delimiter rows included)
+unless one body row alone takes more; each block repeats the header. A block is chunked
+whole, so this is how many rows share a chunk: measured on the example corpus, see
+docs/formats.md#tables."""
 
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
 _SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*")
@@ -166,8 +171,9 @@ def heading_title(headings: Sequence[Heading]) -> str | None:
 def markdown_table(rows: Sequence[Sequence[str]]) -> str:
     """Render rows as Markdown tables whose header is the first row.
 
-    Long tables are split into blocks of :data:`TABLE_ROWS_PER_BLOCK` body rows,
-    each repeating the header, so any chunk of a big table still names its columns.
+    The body rows are split into blocks of at most :data:`TABLE_BLOCK_CHARS` characters
+    (at least one row each), each repeating the header, so that a block fits in a chunk
+    and every chunk of a table names its columns (the chunker keeps a block whole).
 
     Args:
         rows: table cells, row by row; short rows are padded.
@@ -175,19 +181,35 @@ def markdown_table(rows: Sequence[Sequence[str]]) -> str:
     Returns:
         The Markdown text (blocks separated by a blank line), ``""`` for no rows.
     """
+    return "\n\n".join(text for text, _, _ in markdown_table_blocks(rows))
+
+
+def markdown_table_blocks(rows: Sequence[Sequence[str]]) -> list[tuple[str, int, int]]:
+    """The blocks of :func:`markdown_table`, each with the first and last of ``rows`` it
+    shows: the first block from the header (row 0), a later one from its first body row
+    (its header is a copy), for a loader that maps the text to file lines."""
     if not rows:
-        return ""
+        return []
     width = max(len(row) for row in rows)
     cells = [[_cell(value) for value in row] + [""] * (width - len(row)) for row in rows]
-    head = [_row(cells[0]), _row(["---"] * width)]
-    body = cells[1:]
-    if not body:
-        return "\n".join(head)
-    blocks = (
-        "\n".join(head + [_row(row) for row in body[start : start + TABLE_ROWS_PER_BLOCK]])
-        for start in range(0, len(body), TABLE_ROWS_PER_BLOCK)
-    )
-    return "\n\n".join(blocks)
+    head = _row(cells[0]) + "\n" + _row(["---"] * width)
+    body = [_row(row) for row in cells[1:]]
+    starts = _block_starts(len(head), [len(row) for row in body])
+    return [
+        ("\n".join([head, *body[start:end]]), start + 1 if start else 0, end)
+        for start, end in itertools.pairwise([*starts, len(body)])
+    ]
+
+
+def _block_starts(head: int, rows: Sequence[int]) -> list[int]:
+    """Where each block's body rows start, given the lengths of the header and the rows."""
+    starts, size = [0], head
+    for index, length in enumerate(rows):
+        if index > starts[-1] and size + 1 + length > TABLE_BLOCK_CHARS:
+            starts.append(index)
+            size = head
+        size += 1 + length
+    return starts
 
 
 def _cell(value: str) -> str:
