@@ -27,6 +27,12 @@ RUN /opt/knowhub/bin/pip install --no-compile --no-deps /src \
  && /opt/knowhub/bin/knowhub --version
 
 FROM ${BASE}
+# Tesseract's language data for OCR of scanned PDFs and images (tesserocr, installed above,
+# brings the engine; Debian's packages only the data, ~10 MB).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends tesseract-ocr-eng tesseract-ocr-chi-sim \
+    tesseract-ocr-rus \
+ && rm -rf /var/lib/apt/lists/*
 RUN useradd --system --uid 10001 --user-group --home-dir /data --shell /usr/sbin/nologin knowhub \
  && mkdir -p /data /docs && chown knowhub:knowhub /data
 COPY --from=build /opt/knowhub /opt/knowhub

@@ -20,6 +20,11 @@ CJK_FONT := /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
 DEJAVU_FONT := /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
 # promtool checks and unit tests deploy/prometheus/alerts.yml (Debian's prometheus package).
 PROMTOOL := /usr/bin/promtool
+# Tesseract's language data for OCR (tesserocr, a runtime dependency, ships none): the tests
+# read generated scans in English, Chinese and Russian. `make demo` runs without it: its two
+# scans are then skipped, each with the fix.
+TESSDATA := /usr/share/tesseract-ocr/5/tessdata
+OCR_LANGS := $(TESSDATA)/eng.traineddata $(TESSDATA)/chi_sim.traineddata $(TESSDATA)/rus.traineddata
 # The container image is built and run with Debian's buildah (no Docker daemon here) on a
 # base made by debootstrap (tests/image/buildah.py).
 BUILDAH := /usr/bin/buildah
@@ -65,6 +70,11 @@ $(PROMTOOL):
 	$(SUDO) apt-get update -q
 	$(SUDO) apt-get install -y -q --no-install-recommends prometheus
 
+$(OCR_LANGS):
+	$(SUDO) apt-get update -q
+	$(SUDO) apt-get install -y -q --no-install-recommends tesseract-ocr-eng tesseract-ocr-chi-sim \
+	  tesseract-ocr-rus
+
 $(BUILDAH) $(DEBOOTSTRAP):
 	$(SUDO) apt-get update -q
 	$(SUDO) apt-get install -y -q --no-install-recommends buildah debootstrap
@@ -80,7 +90,8 @@ demo: $(VENV)/.installed
 	$(BIN)/knowhub --data-dir $(DEMO_DIR)/data ingest examples/docs
 	$(BIN)/python examples/demo.py --data-dir $(DEMO_DIR)/data
 
-test: $(VENV)/.installed-dev $(INSPECTOR) $(MCP_SERVERS) $(CHROMIUM) $(CJK_FONT) $(DEJAVU_FONT) $(PROMTOOL)
+test: $(VENV)/.installed-dev $(INSPECTOR) $(MCP_SERVERS) $(CHROMIUM) $(CJK_FONT) $(DEJAVU_FONT) $(PROMTOOL) \
+  $(OCR_LANGS)
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy

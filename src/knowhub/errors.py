@@ -8,6 +8,7 @@ its message says what failed, the offending value, and how to fix it::
     ├── ProviderError    an embedder / store backend failed or is misconfigured
     ├── IngestError      one file could not be loaded or indexed
     │   └── LoaderError  the file's format is unsupported, corrupt, encrypted or empty
+    │       └── OcrUnavailableError  a scan not read: OCR is off or cannot run here
     ├── StoreError       the store is unreadable, locked, or holds a mismatched index
     ├── QueryError       invalid query arguments (top_k, min_score, filters, collection)
     │   └── CollectionNotFound  no collection (or version) of that name: also a StoreError
@@ -26,6 +27,7 @@ __all__ = [
     "IngestError",
     "KnowhubError",
     "LoaderError",
+    "OcrUnavailableError",
     "ProviderError",
     "QueryError",
     "StoreError",
@@ -50,6 +52,16 @@ class IngestError(KnowhubError):
 
 class LoaderError(IngestError):
     """A file's content could not be turned into text (unsupported, corrupt, encrypted, empty)."""
+
+
+class OcrUnavailableError(LoaderError):
+    """A scan (a PDF without a text layer, an image) was not read because OCR is off, or
+    cannot run here (no OCR engine or language data): ingest skips such a file, where it
+    fails a broken one. ``problem`` is the reason without the file's path."""
+
+    def __init__(self, message: str, problem: str) -> None:
+        super().__init__(message)
+        self.problem = problem
 
 
 class StoreError(KnowhubError):

@@ -320,6 +320,28 @@ class IngestSettings(Section):
         description="Warn before a file whose chunks would take longer than this to embed, "
         "at the measured rate.",
     )
+    # OCR (docs/formats.md, "Scanned PDFs and images"): Tesseract in-process, chosen by
+    # measurement (docs/benchmarks.md, "OCR engines").
+    ocr: bool = Field(
+        True, description="Read scanned PDF pages and image files with OCR (Tesseract)."
+    )
+    ocr_languages: str = Field(
+        "eng+chi_sim+rus",
+        pattern=r"^[A-Za-z0-9_]+(\+[A-Za-z0-9_]+)*$",
+        description="Tesseract language models, '+'-joined; a page mostly in Chinese is read "
+        "again with the Chinese model(s) alone.",
+    )
+    ocr_dpi: int = Field(
+        200, ge=70, le=600, description="Resolution scanned PDF pages are read at."
+    )
+    ocr_tessdata: Path | None = Field(
+        None,
+        description="Folder of Tesseract's *.traineddata; unset: TESSDATA_PREFIX, else the "
+        "usual system folders.",
+    )
+    ocr_max_megapixels: float = Field(
+        40.0, gt=0, description="A larger page or image is not read (bounds OCR's memory)."
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -421,6 +443,9 @@ def load_settings(
     except ValidationError as exc:
         raise ConfigError(_describe(exc, path)) from exc
     settings._secrets = _read_secrets(_key_env_names(settings), environ)
+    if settings.ingest.ocr_tessdata is None and environ.get("TESSDATA_PREFIX"):
+        # Tesseract's own variable, below knowhub's settings (which name it on purpose).
+        settings.ingest.ocr_tessdata = Path(environ["TESSDATA_PREFIX"])
     return settings
 
 

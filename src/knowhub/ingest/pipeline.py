@@ -23,13 +23,13 @@ from typing import Any
 import numpy as np
 
 from knowhub.config import Settings
-from knowhub.errors import IngestError, KnowhubError, LoaderError
+from knowhub.errors import IngestError, KnowhubError, LoaderError, OcrUnavailableError
 from knowhub.ingest.chunk import ChunkingOptions, chunk_document
 from knowhub.ingest.discover import Candidate, Skipped, discover
 from knowhub.ingest.embed import EmbedRunner, abort_all, cache_key
 from knowhub.ingest.identity import Identities
 from knowhub.ingest.integrity import Changed, Integrity, gone_documents
-from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS, Limits, load
+from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS, Limits, OcrOptions, load
 from knowhub.ingest.progress import IngestProgress, Progress, ProgressTracker
 from knowhub.lang import index_tokens
 from knowhub.models import Chunk, DocumentRecord
@@ -292,7 +292,7 @@ class _Run:
         self.settings = settings
         self.cid = store.ensure_collection(collection, embedder.model_id, embedder.dim)
         self.identities = Identities(store, self.cid)
-        self.limits = Limits(settings.ingest.max_file_bytes, settings.ingest.max_extracted_chars)
+        self.limits = _limits(settings)
         self.integrity = Integrity(
             store, self.cid, self.identities, tags, confine, self.limits.max_bytes
         )
@@ -312,6 +312,9 @@ class _Run:
     def process(self, candidate: Candidate) -> None:
         try:
             pending = self._prepare(candidate)
+        except OcrUnavailableError as exc:
+            self._not_scanned(candidate, exc)
+            pending = None
         except (KnowhubError, OSError) as exc:
             self.report.failed.append((candidate.source, _reason(exc)))
             pending = None
@@ -327,6 +330,15 @@ class _Run:
         self.window.append(pending)
         while len(self.window) >= self.max_window:
             self._write(self.window.popleft())
+
+    def _not_scanned(self, candidate: Candidate, exc: OcrUnavailableError) -> None:
+        """A scan that OCR is off or not installed for: skipped in a folder (a folder of
+        screenshots must not fail a run), failed when named; a document indexed from it
+        before is kept, as for a file unreadable for now."""
+        if candidate.explicit:
+            self.report.failed.append((candidate.source, _reason(exc)))
+        else:
+            self.report.skipped.append((candidate.source, f"{candidate.source}: {exc.problem}"))
 
     def pass_over(self, skipped: Skipped) -> None:
         """A file named by the caller failed; one found in a folder was skipped."""
@@ -368,7 +380,12 @@ class _Run:
         """Load and chunk a changed file, then send its chunks to the embedder."""
         source, doc_hash, stat, tags = changed.source, changed.doc_hash, changed.stat, changed.tags
         doc_id = self._doc_id(changed.old or changed.previous, source, doc_hash)
-        loaded = load(path, changed.data, self.limits)
+        loaded = load(
+            path,
+            changed.data,
+            self.limits,
+            on_page=lambda page, pages: self.tracker.page_read(source, page, pages),
+        )
         self.report.warnings += [(source, warning) for warning in loaded.warnings]
         changed.data = b""  # only the text is needed now: free the file's bytes before chunking
         metadata = {**_scalars(loaded.metadata), **tags}
@@ -501,6 +518,18 @@ class _Run:
         self.report.failed = [
             (s, r) for s, r in self.report.failed if os.path.abspath(s) not in removed
         ]
+
+
+def _limits(settings: Settings) -> Limits:
+    options = settings.ingest
+    ocr = OcrOptions(
+        enabled=options.ocr,
+        languages=options.ocr_languages,
+        dpi=options.ocr_dpi,
+        tessdata=options.ocr_tessdata,
+        max_pixels=round(options.ocr_max_megapixels * 1_000_000),
+    )
+    return Limits(options.max_file_bytes, options.max_extracted_chars, ocr)
 
 
 def _reason(exc: BaseException) -> str:

@@ -18,18 +18,19 @@ from typing import Literal
 
 __all__ = ["IngestProgress", "Progress", "ProgressTracker"]
 
-Event = Literal["started", "chunked", "embedded", "file_done", "finished"]
+Event = Literal["started", "page_read", "chunked", "embedded", "file_done", "finished"]
 
 
 @dataclass(frozen=True)
 class IngestProgress:
     """One step of a run, as passed to a :data:`Progress` callback.
 
-    ``event`` says what just happened: the run ``started`` (files found), ``source`` was
-    ``chunked`` (its ``file_chunks`` to encode are now in ``chunks_total``, the rest of its
-    chunks in ``chunks_cached``), a batch was
-    ``embedded``, ``source`` is ``file_done`` (written, unchanged or failed), or the run
-    ``finished`` (then ``chunks_total`` is what was encoded).
+    ``event`` says what just happened: the run ``started`` (files found), OCR read
+    ``page`` of the ``pages`` of ``source`` (``page_read``: a scan takes a second or so a
+    page, before its chunks are known), ``source`` was ``chunked`` (its ``file_chunks``
+    to encode are now in ``chunks_total``, the rest of its chunks in ``chunks_cached``),
+    a batch was ``embedded``, ``source`` is ``file_done`` (written, unchanged or failed),
+    or the run ``finished`` (then ``chunks_total`` is what was encoded).
     """
 
     event: Event
@@ -41,6 +42,8 @@ class IngestProgress:
     chunks_total: int  # chunks known to need encoding so far
     chunks_cached: int = 0  # chunks of the files chunked so far whose vectors were cached
     file_chunks: int = 0  # on "chunked": the chunks of ``source`` to encode
+    page: int = 0  # on "page_read": the page of ``source`` OCR just read (1-based)
+    pages: int = 0  # on "page_read": the pages ``source`` has
 
     @property
     def chunks_final(self) -> bool:
@@ -71,6 +74,10 @@ class ProgressTracker:
         self._files_total = files_total
         self._send("started", "")
 
+    def page_read(self, source: str, page: int, pages: int) -> None:
+        """OCR read ``page`` of ``source``'s ``pages`` (it is still being loaded)."""
+        self._send("page_read", source, page=page, pages=pages)
+
     def chunked(self, source: str, to_encode: int, cached: int = 0) -> None:
         """``source``'s chunks are known: ``to_encode`` of them will be encoded, ``cached``
         come from the embedding cache."""
@@ -100,7 +107,9 @@ class ProgressTracker:
         self._files_chunked = self._files_done = self._files_total
         self._send("finished", "")
 
-    def _send(self, event: Event, source: str, file_chunks: int = 0) -> None:
+    def _send(
+        self, event: Event, source: str, file_chunks: int = 0, page: int = 0, pages: int = 0
+    ) -> None:
         if self._callback is None:
             return
         done = self._encoded()
@@ -115,5 +124,7 @@ class ProgressTracker:
             max(done, self._chunks_total),
             self._chunks_cached,
             file_chunks,
+            page,
+            pages,
         )
         self._callback(step)

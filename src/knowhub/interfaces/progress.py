@@ -114,6 +114,8 @@ class ProgressView:
         rate, eta = self.rate(), self.eta_s()
         if rate is not None:
             parts.append(f"{rate:,.1f} chunks/s")
+        if step.event == "page_read":  # a scan: minutes may pass before its chunks are known
+            parts.append(f"OCR page {step.page:,}/{step.pages:,} of {step.source}")
         if step.event == "finished":
             parts.append(f"done in {duration(self.at - self.started)}")
         elif eta is not None:
@@ -188,7 +190,8 @@ class TerminalLine:
         width = self._columns() - 1  # a wrapped line could not be redrawn in place
         text, source = self.view.line(), self.view.source
         room = width - len(text) - 3
-        if self.view.last is not None and self.view.last.event != "finished" and room >= 8:
+        last = self.view.last
+        if last is not None and last.event not in ("finished", "page_read") and room >= 8:
             text += f" · {source if len(source) <= room else '…' + source[-room + 1 :]}"
         self._stream.write(f"\r{text[:width]}\x1b[K")
         self._stream.flush()

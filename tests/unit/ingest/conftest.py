@@ -61,7 +61,8 @@ def _pdf_bytes(
     password: str | None = None,
     font: Path | None = None,
 ) -> bytes:
-    """A PDF with one page per string (fpdf2); an empty string gives an image-only page."""
+    """A PDF with one page per string (fpdf2); an empty string gives a page of ink with no text
+    layer and no image (a drawing: nothing for OCR; tests/scans.py makes scans)."""
     from fpdf import FPDF
 
     pdf = FPDF()
@@ -77,7 +78,7 @@ def _pdf_bytes(
         if text:
             pdf.multi_cell(0, 10, text)
         else:
-            pdf.rect(20, 20, 80, 80, style="F")  # a "scan": ink, but no text layer
+            pdf.rect(20, 20, 80, 80, style="F")  # ink, but no text layer
     if password is not None:
         pdf.set_encryption(owner_password="owner", user_password=password)
     return bytes(pdf.output())

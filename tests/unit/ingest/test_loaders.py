@@ -49,13 +49,17 @@ def _load_error(path: Path, data: bytes | None = None) -> LoaderError:
 # --- public API -------------------------------------------------------------------------
 
 
-def test_public_api_is_exactly_load_headings_and_extensions() -> None:
+def test_public_api_is_exactly_load_headings_extensions_and_options() -> None:
     assert sorted(loaders.__all__) == [
+        "IMAGE_EXTENSIONS",
         "Limits",
+        "OcrOptions",
+        "PageProgress",
         "SUPPORTED_EXTENSIONS",
         "load",
         "markdown_headings",
     ]
+    assert set(loaders.IMAGE_EXTENSIONS) <= SUPPORTED_EXTENSIONS
     assert {".md", ".mdx", ".markdown", ".txt", ".rst", ".pdf", ".docx", ".pptx"} <= (
         SUPPORTED_EXTENSIONS
     )
@@ -261,9 +265,12 @@ def test_truncated_pdf_is_not_readable(make_pdf: PdfMaker, write: Writer) -> Non
     assert "is not a readable PDF" in str(error)
 
 
-def test_scanned_pdf_without_text_asks_for_ocr(make_pdf: PdfMaker) -> None:
-    error = _load_error(make_pdf("scan.pdf", ["", ""]))
-    assert "has no extractable text (scanned images?): run OCR first" in str(error)
+def test_pdf_of_drawings_without_text_or_images_asks_for_ocr_software(make_pdf: PdfMaker) -> None:
+    # Ink but neither a text layer nor an image: nothing for OCR to read (tests/unit/ingest/
+    # test_ocr.py reads scans).
+    error = _load_error(make_pdf("drawn.pdf", ["", ""]))
+    assert "has no extractable text, and no page is a scanned image" in str(error)
+    assert "ocrmypdf --force-ocr" in str(error)
 
 
 # --- Office ----------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from knowhub.app import App
@@ -217,6 +218,18 @@ def test_line_counts_cached_chunks_apart() -> None:
     view = ProgressView("ingesting", long_file_s=0, clock=Clock())
     view.update(step("file_done", files=(2, 2), chunked=2, chunks=(5, 5), cached=40))
     assert view.line() == "ingesting: 5/5 chunks embedded (100.0 %), 40 from cache, 2/2 files"
+
+
+def test_a_long_scan_shows_the_page_ocr_is_reading() -> None:
+    clock = Clock()
+    out = io.StringIO()
+    view = ProgressView("ingesting", 0, clock)
+    terminal = TerminalLine(view, out, redraw_s=0.1, columns=lambda: 120)
+    terminal(replace(step("page_read", "scans/minutes.pdf", files=(3, 41)), page=12, pages=300))
+    assert view.line() == (
+        "ingesting: 0/0+ chunks embedded, 3/41 files, OCR page 12/300 of scans/minutes.pdf"
+    )
+    assert out.getvalue().endswith("OCR page 12/300 of scans/minutes.pdf\x1b[K")  # named once
 
 
 def test_durations_are_as_precise_as_an_estimate_deserves() -> None:

@@ -3,7 +3,9 @@
 Each loader returns a :class:`~knowhub.models.LoadedDocument` whose ``text`` is
 what gets chunked and cited. Formats without their own markup (docx, pptx, html,
 tables, json) are rendered as Markdown so :func:`markdown_headings` finds their
-sections. Heavy parsing libraries are imported only when a file needs them.
+sections. Scanned PDF pages and image files are read by OCR, page by page
+(:mod:`~knowhub.ingest.loaders.ocr`). Heavy parsing libraries (and the OCR engine)
+are imported only when a file needs them.
 """
 
 from __future__ import annotations
@@ -11,11 +13,20 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from knowhub.ingest.loaders.common import Limits, Loader, loader_error, too_much_text
+from knowhub.ingest.loaders.common import (
+    Limits,
+    Loader,
+    PagedLoader,
+    PageProgress,
+    loader_error,
+    too_much_text,
+)
 from knowhub.ingest.loaders.docx import load_docx
 from knowhub.ingest.loaders.html import load_html
+from knowhub.ingest.loaders.image import IMAGE_EXTENSIONS, load_image
 from knowhub.ingest.loaders.jsonfile import load_json
 from knowhub.ingest.loaders.markdown import markdown_headings
+from knowhub.ingest.loaders.ocr import OcrOptions
 from knowhub.ingest.loaders.pdf import load_pdf
 from knowhub.ingest.loaders.pptx import load_pptx
 from knowhub.ingest.loaders.reading import open_regular
@@ -24,7 +35,15 @@ from knowhub.ingest.loaders.text import load_markdown, load_plain_text, load_rst
 from knowhub.models import Heading, LoadedDocument
 from knowhub.surrogates import escape_surrogates, escape_surrogates_deep, replace_surrogates
 
-__all__ = ["SUPPORTED_EXTENSIONS", "Limits", "load", "markdown_headings"]
+__all__ = [
+    "IMAGE_EXTENSIONS",
+    "SUPPORTED_EXTENSIONS",
+    "Limits",
+    "OcrOptions",
+    "PageProgress",
+    "load",
+    "markdown_headings",
+]
 
 _LOADERS: dict[str, Loader] = {
     ".md": load_markdown,
@@ -32,7 +51,6 @@ _LOADERS: dict[str, Loader] = {
     ".markdown": load_markdown,
     ".txt": load_plain_text,
     ".rst": load_rst,
-    ".pdf": load_pdf,
     ".docx": load_docx,
     ".pptx": load_pptx,
     ".html": load_html,
@@ -41,19 +59,32 @@ _LOADERS: dict[str, Loader] = {
     ".xlsx": load_xlsx,
     ".json": load_json,
 }
+# Loaders of pages that may need OCR: they report each page they read.
+_PAGED_LOADERS: dict[str, PagedLoader] = {
+    ".pdf": load_pdf,
+    **dict.fromkeys(IMAGE_EXTENSIONS, load_image),
+}
 
-SUPPORTED_EXTENSIONS: frozenset[str] = frozenset(_LOADERS)
+SUPPORTED_EXTENSIONS: frozenset[str] = frozenset(_LOADERS) | frozenset(_PAGED_LOADERS)
 """Lower-case file extensions, with the dot, that :func:`load` can read."""
 
 
-def load(path: Path, data: bytes | None = None, limits: Limits | None = None) -> LoadedDocument:
+def load(
+    path: Path,
+    data: bytes | None = None,
+    limits: Limits | None = None,
+    on_page: PageProgress | None = None,
+) -> LoadedDocument:
     """Extract the text, title, headings and pages of one file.
 
     Args:
         path: the file; its extension (case-insensitive) picks the loader.
         data: the file's bytes when the caller already read them (to hash them);
             ``None`` reads the file.
-        limits: how large the file and its text may be (default: :class:`Limits`'s).
+        limits: how large the file and its text may be, and whether scans are read by
+            OCR (default: :class:`Limits`'s).
+        on_page: told of each page OCR reads, as ``(page, pages)`` (a long scan takes
+            a second or so a page).
 
     Returns:
         The document. Its strings are all valid Unicode: an undecodable byte of the file
@@ -63,10 +94,11 @@ def load(path: Path, data: bytes | None = None, limits: Limits | None = None) ->
     Raises:
         LoaderError: the extension is unsupported, the file cannot be read, is too
             large or extracts to too much text, or it is corrupt, encrypted, binary or
-            empty. The message starts with the path.
+            empty, or a scan OCR is off for or cannot read. The message starts with the
+            path.
     """
     limits = limits or Limits()
-    loader = _LOADERS.get(path.suffix.lower())
+    loader = _loader(path.suffix.lower(), on_page)
     if loader is None:
         raise loader_error(
             path,
@@ -84,6 +116,17 @@ def load(path: Path, data: bytes | None = None, limits: Limits | None = None) ->
     if len(document.text) > limits.max_chars:  # the loaders stop early; this is the backstop
         raise too_much_text(path, limits.max_chars)
     return _valid_unicode(document)
+
+
+def _loader(suffix: str, on_page: PageProgress | None) -> Loader | None:
+    paged = _PAGED_LOADERS.get(suffix)
+    if paged is None:
+        return _LOADERS.get(suffix)
+
+    def reporting(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
+        return paged(path, data, limits, on_page)
+
+    return reporting
 
 
 def _read(path: Path, limits: Limits) -> bytes:

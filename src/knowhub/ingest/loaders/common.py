@@ -6,10 +6,11 @@ import io
 import re
 import zipfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from knowhub.errors import LoaderError
+from knowhub.errors import LoaderError, OcrUnavailableError
+from knowhub.ingest.loaders.ocr import OcrOptions
 from knowhub.models import LoadedDocument
 from knowhub.surrogates import escape_surrogates
 
@@ -17,12 +18,15 @@ __all__ = [
     "CharBudget",
     "Limits",
     "Loader",
+    "PageProgress",
+    "PagedLoader",
     "check_office_file",
     "file_too_large",
     "first_line_title",
     "is_placeholder_title",
     "loader_error",
     "not_office_file",
+    "ocr_unavailable",
     "pick_title",
     "too_much_text",
 ]
@@ -30,20 +34,28 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Limits:
-    """How much one file may cost: the defaults are ``ingest.max_file_bytes`` and
-    ``ingest.max_extracted_chars``'s.
+    """How much one file may cost, and whether scans are read: the defaults are those of
+    ``ingest.max_file_bytes``, ``ingest.max_extracted_chars`` and ``ingest.ocr*``.
 
     Attributes:
         max_bytes: the most a file may hold, and an Office file may unpack to.
         max_chars: the most text a file may extract to; extraction stops past it.
+        ocr: OCR of scanned PDF pages and images: on or off, languages, dpi, pixels.
     """
 
     max_bytes: int = 200_000_000
     max_chars: int = 50_000_000
+    ocr: OcrOptions = field(default_factory=OcrOptions)
 
 
 Loader = Callable[[Path, bytes, Limits], LoadedDocument]
 """A format loader: the file's path (for messages and titles), its bytes, the limits."""
+
+PageProgress = Callable[[int, int], None]
+"""Called as ``on_page(page, pages)`` after each page OCR read (1-based, of the file's)."""
+
+PagedLoader = Callable[[Path, bytes, Limits, PageProgress | None], LoadedDocument]
+"""A loader of pages that may need OCR (PDF, images), told of each page it reads."""
 
 # Office XML compresses 5-30x; an entry packed much tighter is built to unpack (a zip
 # bomb), and parsing it costs far more memory than its size suggests.
@@ -77,6 +89,11 @@ def loader_error(path: Path, problem: str) -> LoaderError:
         The error, for the caller to raise (and chain).
     """
     return LoaderError(f"{escape_surrogates(str(path))}: {problem}")
+
+
+def ocr_unavailable(path: Path, problem: str) -> OcrUnavailableError:
+    """The error for a scan not read because OCR is off or cannot run (the file is skipped)."""
+    return OcrUnavailableError(f"{escape_surrogates(str(path))}: {problem}", problem)
 
 
 def file_too_large(path: Path, size: int, limit: int, grew: bool = False) -> LoaderError:

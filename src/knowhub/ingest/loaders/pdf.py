@@ -1,8 +1,10 @@
-"""PDF loader built on pypdfium2 (PDFium): text page by page, with page offsets."""
+"""PDF loader built on pypdfium2 (PDFium): text page by page, with page offsets; a page with
+no text layer (a scan) is rendered and read by OCR, one page at a time."""
 
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -10,12 +12,15 @@ from knowhub.errors import LoaderError
 from knowhub.ingest.loaders.common import (
     CharBudget,
     Limits,
+    PageProgress,
     first_line_title,
     is_placeholder_title,
     loader_error,
+    ocr_unavailable,
     pick_title,
 )
 from knowhub.ingest.loaders.encoding import normalize_newlines
+from knowhub.ingest.loaders.ocr import Ocr, OcrError, OcrOptions, PageImage
 from knowhub.models import LoadedDocument
 
 __all__ = ["PAGE_SEPARATOR", "PDFIUM_LOCK", "load_pdf"]
@@ -24,39 +29,103 @@ PAGE_SEPARATOR = "\n\n"
 # PDFium is not thread-safe, not even across documents (pypdfium2 docs, Python API,
 # "Incompatibility with Threading"); the ingest pipeline may load files from several
 # threads, so every PDFium call is serialized, and every handle closed inside the lock.
+# OCR runs outside it: a long scan must not hold up the console's page images.
 PDFIUM_LOCK = threading.Lock()
+# A page is a scan when its text layer is (almost) empty and images cover much of it: the
+# scans measured had 0 characters (18 with a scanner's one-line stamp) and full image cover,
+# pages of text hundreds of characters (docs/benchmarks.md, "OCR engines").
+_SCAN_MAX_CHARS = 32
+_SCAN_MIN_COVER = 0.3
 
 
-def load_pdf(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
+@dataclass
+class _Scans:
+    """What became of a PDF's pages that have no text layer (1-based page numbers)."""
+
+    read: list[int] = field(default_factory=list)
+    off: list[int] = field(default_factory=list)  # ingest.ocr is false
+    unavailable: list[int] = field(default_factory=list)  # no tesserocr or language data
+    problem: str = ""  # why OCR is unavailable
+    # Why pages were not read (too large, Tesseract failed) → those pages: a 300-page scan
+    # too large at this dpi is one line.
+    refused: dict[str, list[int]] = field(default_factory=dict)
+
+    def refuse(self, number: int, reason: str) -> None:
+        self.refused.setdefault(reason, []).append(number)
+
+    def _refusals(self) -> list[str]:
+        return [f"{_page_list(pages)}: not read: {why}" for why, pages in self.refused.items()]
+
+    def warnings(self, path: Path, ocr: Ocr) -> tuple[str, ...]:
+        """For a PDF whose other pages have text: what was left unread, and why."""
+        out = []
+        if self.off:
+            out.append(f"{_page_list(self.off)}: no text layer, not read; enable ingest.ocr")
+        if self.unavailable:
+            out.append(f"{_page_list(self.unavailable)}: scanned, not read: {self.problem}")
+        out += self._refusals()
+        if self.read and ocr.note:
+            out.append(ocr.note)
+        return tuple(f"{path}: {warning}" for warning in out)
+
+    def no_text(self, path: Path) -> LoaderError:
+        """The error for a PDF with no text at all: why it has none."""
+        if self.off:
+            return ocr_unavailable(path, "no text layer; enable ingest.ocr to read its scans")
+        if self.unavailable:
+            return ocr_unavailable(path, f"is scanned, not read: {self.problem}")
+        return loader_error(path, self._why_empty())
+
+    def _why_empty(self) -> str:
+        if self.refused:
+            return "; ".join(self._refusals())
+        if self.read:
+            return f"OCR found no text on its scanned {_page_list(self.read)}"
+        return (
+            "has no extractable text, and no page is a scanned image: if its text is drawn "
+            "as shapes, run OCR on it first (e.g. `ocrmypdf --force-ocr in.pdf out.pdf`) and "
+            "ingest the result"
+        )
+
+
+def load_pdf(
+    path: Path, data: bytes, limits: Limits, on_page: PageProgress | None = None
+) -> LoadedDocument:
     """Load a PDF: pages joined by a blank line, ``page_starts`` marking each page.
+
+    A page with (almost) no text layer that images cover is rendered at ``limits.ocr.dpi``
+    and read by OCR in its place, keeping its page number.
 
     Args:
         path: the file.
         data: its bytes.
-        limits: ``max_chars`` bounds the text; pages past it are not extracted.
+        limits: ``max_chars`` bounds the text (pages past it are not extracted); ``ocr``
+            says whether and how scanned pages are read.
+        on_page: told of each page OCR read, as ``(page, pages)``.
 
     Returns:
         The document, titled by the PDF's Title property (unless a tool's placeholder,
         such as ``untitled``), else its first line when that is obviously a title, else
-        its stem.
+        its stem. Its warnings name scanned pages left unread, and why.
 
     Raises:
-        LoaderError: the PDF is password-protected, unreadable, has no text layer, or
-            holds more text than the limit.
+        OcrUnavailableError: it has no text layer, and OCR is off or unavailable.
+        LoaderError: the PDF is password-protected, unreadable, has no text (nor OCR
+            found any), or holds more text than the limit.
     """
-    pages, properties = _read_pdf(path, data, CharBudget(path, limits))
+    ocr = Ocr(limits.ocr)
+    scans = _Scans()
+    pages, properties = _read_pdf(path, data, CharBudget(path, limits), ocr, scans, on_page)
     if not any(pages):
-        raise loader_error(
-            path,
-            "has no extractable text (scanned images?): run OCR first "
-            "(e.g. `ocrmypdf in.pdf out.pdf`) and ingest the result",
-        )
+        raise scans.no_text(path)
     starts: list[int] = []
     offset = 0
     for page in pages:
         starts.append(offset)
         offset += len(page) + len(PAGE_SEPARATOR)
     metadata: dict[str, Any] = {"pages": len(pages)}
+    if scans.read:
+        metadata["ocr_pages"] = len(scans.read)
     if properties.get("Author"):
         metadata["author"] = properties["Author"]
     text = PAGE_SEPARATOR.join(pages)
@@ -70,30 +139,83 @@ def load_pdf(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         page_starts=tuple(starts),
         metadata=metadata,
         line_map=None,  # a PDF has pages, not lines: cited by page
+        warnings=scans.warnings(path, ocr),
     )
 
 
-def _read_pdf(path: Path, data: bytes, budget: CharBudget) -> tuple[list[str], dict[str, str]]:
+def _read_pdf(
+    path: Path,
+    data: bytes,
+    budget: CharBudget,
+    ocr: Ocr,
+    scans: _Scans,
+    on_page: PageProgress | None,
+) -> tuple[list[str], dict[str, str]]:
     """Each page's text (stripped) and the document properties (Title, Author …)."""
+    import pypdfium2 as pdfium
+
+    pdf = _open(path, data)
+    try:
+        with PDFIUM_LOCK:
+            count = len(pdf)
+            properties: dict[str, str] = pdf.get_metadata_dict(skip_empty=True)
+        pages = []
+        for number in range(1, count + 1):
+            pages.append(budget.spend(_page(pdf, number, ocr, scans)))
+            if on_page is not None and scans.read and scans.read[-1] == number:
+                on_page(number, count)
+    except pdfium.PdfiumError as exc:
+        raise _unreadable(path) from exc
+    finally:
+        with PDFIUM_LOCK:
+            pdf.close()
+    return pages, properties
+
+
+def _open(path: Path, data: bytes) -> Any:
     import pypdfium2 as pdfium
 
     with PDFIUM_LOCK:
         try:
-            pdf = pdfium.PdfDocument(data)
+            return pdfium.PdfDocument(data)
         except pdfium.PdfiumError as exc:
             if exc.err_code == pdfium.raw.FPDF_ERR_PASSWORD:
                 raise loader_error(
                     path, "is password-protected: decrypt it first (e.g. `qpdf --decrypt`)"
                 ) from exc
             raise _unreadable(path) from exc
+
+
+def _page(pdf: Any, number: int, ocr: Ocr, scans: _Scans) -> str:
+    """Page ``number``'s text: its text layer, or what OCR reads of a scanned page."""
+    with PDFIUM_LOCK:
+        page = pdf[number - 1]
         try:
-            pages = [budget.spend(_page_text(pdf[index])) for index in range(len(pdf))]
-            properties: dict[str, str] = pdf.get_metadata_dict(skip_empty=True)
-        except pdfium.PdfiumError as exc:
-            raise _unreadable(path) from exc
+            text = _page_text(page)
+            scanned = _is_scan(page, text)
         finally:
-            pdf.close()
-    return pages, properties
+            page.close()
+    if not scanned:
+        return text
+    if not ocr.options.enabled:
+        scans.off.append(number)
+        return text
+    if ocr.problem is not None:
+        scans.unavailable.append(number)
+        scans.problem = ocr.problem
+        return text
+    with PDFIUM_LOCK:
+        image = _render(pdf, number, ocr.options)
+    if isinstance(image, str):
+        scans.refuse(number, image)
+        return text
+    try:
+        read = ocr.read(image)  # outside the lock: seconds, where PDFium took milliseconds
+    except OcrError as exc:
+        scans.refuse(number, str(exc))
+        return text
+    scans.read.append(number)
+    return read or text
 
 
 def _page_text(page: Any) -> str:
@@ -103,7 +225,58 @@ def _page_text(page: Any) -> str:
         return normalize_newlines(textpage.get_text_bounded()).strip()
     finally:
         textpage.close()
+
+
+def _is_scan(page: Any, text: str) -> bool:
+    """(Almost) no text layer, and images cover a good part of the page."""
+    if len(text) - sum(map(str.isspace, text)) >= _SCAN_MAX_CHARS:
+        return False
+    import pypdfium2 as pdfium
+
+    width, height = page.get_size()
+    covered = 0.0
+    for obj in page.get_objects(filter=[pdfium.raw.FPDF_PAGEOBJ_IMAGE], max_depth=2):
+        left, bottom, right, top = obj.get_bounds()
+        covered += max(0.0, right - left) * max(0.0, top - bottom)
+    area = float(width * height)
+    return area > 0 and covered / area >= _SCAN_MIN_COVER
+
+
+def _render(pdf: Any, number: int, options: OcrOptions) -> PageImage | str:
+    """Page ``number`` as grey pixels at ``options.dpi``, or why it is not read (too large)."""
+    page = pdf[number - 1]
+    try:
+        scale = options.dpi / 72
+        width, height = (round(side * scale) for side in page.get_size())
+        if width * height > options.max_pixels:
+            return (
+                f"{width}x{height} pixels at {options.dpi} dpi is over "
+                f"ingest.ocr_max_megapixels ({options.max_pixels / 1e6:g}); lower "
+                "ingest.ocr_dpi or raise the limit"
+            )
+        bitmap = page.render(scale=scale, grayscale=True)
+        try:
+            if bitmap.n_channels == 1:
+                pixels, stride = bytes(bitmap.buffer), bitmap.stride
+            else:  # PDFium chose colour after all: convert (a copy, still one page)
+                pixels, stride = bitmap.to_pil().convert("L").tobytes(), bitmap.width
+            return PageImage(pixels, bitmap.width, bitmap.height, stride, options.dpi)
+        finally:
+            bitmap.close()
+    finally:
         page.close()
+
+
+def _page_list(numbers: list[int]) -> str:
+    """``page 3`` or ``pages 1-4, 7``: a 300-page scan is one run, not 300 numbers."""
+    runs: list[str] = []
+    start = previous = numbers[0]
+    for number in [*numbers[1:], -1]:
+        if number != previous + 1:
+            runs.append(str(start) if start == previous else f"{start}-{previous}")
+            start = number
+        previous = number
+    return f"{'page' if len(numbers) == 1 else 'pages'} {', '.join(runs)}"
 
 
 def _unreadable(path: Path) -> LoaderError:

@@ -1,0 +1,181 @@
+"""Image files (PNG, JPEG, TIFF, WebP, BMP) read by OCR: a multi-page TIFF page by page.
+
+Pillow reads the header first, so a picture too large to read is refused before its pixels
+are decoded; frames are decoded one at a time, so a long TIFF never sits in memory whole.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+from knowhub.errors import LoaderError
+from knowhub.ingest.loaders.common import (
+    CharBudget,
+    Limits,
+    PageProgress,
+    first_line_title,
+    loader_error,
+    ocr_unavailable,
+    pick_title,
+)
+from knowhub.ingest.loaders.ocr import Ocr, OcrError, PageImage, looks_clean
+from knowhub.models import LoadedDocument
+
+__all__ = ["IMAGE_EXTENSIONS", "load_image"]
+
+IMAGE_EXTENSIONS = (".bmp", ".jpeg", ".jpg", ".png", ".tif", ".tiff", ".webp")
+# What those extensions may hold (a camera's MPO, JPEG with a preview inside, opens as JPEG).
+_FORMATS = ("BMP", "JPEG", "PNG", "TIFF", "WEBP")
+_PAGE_SEPARATOR = "\n\n"
+# A resolution a file claims outside this range is a placeholder (0, 1, 72 from an editor
+# that never knew it): Tesseract is then told this one.
+_DPI_RANGE = (100, 1200)
+_DEFAULT_DPI = 300
+# Screen text is small: a clean picture up to this size is read at twice its size, which
+# took generated 12-14 px screenshots from 17-100 % of characters wrong to 0-18 % (a scan is
+# not: its noise grows with it, 0 to 6.5 %; docs/decisions.md).
+_UPSCALE_MAX_PIXELS = 4_000_000
+
+
+def load_image(
+    path: Path, data: bytes, limits: Limits, on_page: PageProgress | None = None
+) -> LoadedDocument:
+    """Read an image's text by OCR; each page of a multi-page TIFF is a page.
+
+    Args:
+        path: the file.
+        data: its bytes.
+        limits: ``max_chars`` bounds the text; ``ocr`` says whether and how it is read, and
+            ``ocr.max_pixels`` how large a picture may be.
+        on_page: told of each page read, as ``(page, pages)``.
+
+    Raises:
+        OcrUnavailableError: OCR is off, or unavailable (no tesserocr, no language data).
+        LoaderError: the file is no readable image, too large, or OCR found no text in it.
+    """
+    ocr = Ocr(limits.ocr)
+    if not limits.ocr.enabled:
+        raise ocr_unavailable(path, "is an image and OCR is off; enable ingest.ocr to read it")
+    if ocr.problem is not None:
+        raise ocr_unavailable(path, f"is an image, not read: {ocr.problem}")
+    pages = _read_pages(path, data, ocr, CharBudget(path, limits), on_page)
+    if not any(pages):
+        raise loader_error(path, "is an image in which OCR found no text")
+    text = _PAGE_SEPARATOR.join(pages)
+    starts, offset = [], 0
+    for page in pages:
+        starts.append(offset)
+        offset += len(page) + len(_PAGE_SEPARATOR)
+    note = ocr.note
+    return LoadedDocument(
+        text=text,
+        title=pick_title(path, first_line_title(text)),
+        format="image",
+        # One picture has no pages to cite; a TIFF of several has.
+        page_starts=tuple(starts) if len(pages) > 1 else (),
+        metadata={"pages": len(pages), "ocr_pages": len(pages)},
+        line_map=None,  # no lines a reader could go to
+        warnings=(f"{path}: {note}",) if note else (),
+    )
+
+
+def _read_pages(
+    path: Path, data: bytes, ocr: Ocr, budget: CharBudget, on_page: PageProgress | None
+) -> list[str]:
+    from PIL import Image, ImageSequence
+
+    image = _open(path, data)
+    try:
+        # Only a TIFF's frames are pages; an animated WebP's are moments of one picture.
+        count = getattr(image, "n_frames", 1) if image.format == "TIFF" else 1
+        pages = []
+        for number, frame in enumerate(ImageSequence.Iterator(image), start=1):
+            pages.append(budget.spend(_read_frame(path, frame, number, count, ocr)))
+            if on_page is not None:
+                on_page(number, count)
+            if number >= count:
+                break
+        return pages
+    except (OSError, ValueError, Image.DecompressionBombError) as exc:  # truncated, corrupt
+        raise _unreadable(path, exc) from exc
+    finally:
+        image.close()
+
+
+def _open(path: Path, data: bytes) -> Any:
+    # The plugins register the formats of _FORMATS (Image.open knows only a few until then).
+    from PIL import (  # noqa: F401
+        BmpImagePlugin,
+        Image,
+        JpegImagePlugin,
+        PngImagePlugin,
+        TiffImagePlugin,
+        UnidentifiedImageError,
+        WebPImagePlugin,
+    )
+
+    try:
+        return Image.open(io.BytesIO(data), formats=_FORMATS)
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
+        raise _unreadable(path, exc) from exc
+
+
+def _read_frame(path: Path, frame: Any, number: int, count: int, ocr: Ocr) -> str:
+    """One page's text; the page is checked against the pixel limit before it is decoded."""
+    width, height = frame.size
+    limit = ocr.options.max_pixels
+    if width * height > limit:
+        where = f"page {number} is" if count > 1 else "is"
+        raise loader_error(
+            path,
+            f"{where} {width}x{height} pixels, over ingest.ocr_max_megapixels "
+            f"({limit / 1e6:g}): scale it down, or raise the limit",
+        )
+    try:
+        return ocr.read(_page_image(frame))
+    except OcrError as exc:
+        raise loader_error(path, f"page {number} was not read: {exc}") from exc
+
+
+def _page_image(frame: Any) -> PageImage:
+    from PIL import Image
+
+    grey, dpi = _grey(frame), _dpi(frame)
+    page = PageImage(grey.tobytes(), grey.width, grey.height, grey.width, dpi)
+    if grey.width * grey.height > _UPSCALE_MAX_PIXELS or not looks_clean(page):
+        return page
+    grey = grey.resize((grey.width * 2, grey.height * 2), Image.Resampling.LANCZOS)
+    return PageImage(grey.tobytes(), grey.width, grey.height, grey.width, dpi)
+
+
+def _grey(frame: Any) -> Any:
+    """The frame upright (as its EXIF says) in 8-bit grey, transparency on white paper."""
+    from PIL import Image, ImageOps
+
+    frame = ImageOps.exif_transpose(frame)
+    if frame.mode in ("RGBA", "LA", "PA") or "transparency" in frame.info:
+        # Dropping alpha would turn a transparent background black, under black text.
+        rgba = frame.convert("RGBA")
+        paper = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        frame = Image.alpha_composite(paper, rgba)
+    return frame.convert("L")
+
+
+def _dpi(frame: Any) -> int:
+    dpi = frame.info.get("dpi")
+    try:
+        value = round(float(dpi[0]))
+    except (TypeError, ValueError, IndexError):
+        return _DEFAULT_DPI
+    low, high = _DPI_RANGE
+    return value if low <= value <= high else _DEFAULT_DPI
+
+
+def _unreadable(path: Path, exc: BaseException) -> LoaderError:
+    return loader_error(
+        path,
+        f"is not a readable image ({exc}): it may be corrupt, truncated or not the format "
+        "its extension says; re-save it as PNG or JPEG",
+    )

@@ -1,0 +1,117 @@
+"""Scans and screenshots through the whole pipeline: real Tesseract and language data, real
+SQLite, hybrid search (hashing embedder) and citations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from knowhub import App, build_app
+from knowhub.ingest.pipeline import IngestProgress
+from tests.helpers import fast_settings, write
+from tests.scans import image_pdf, scanned_page, table_png, text_and_scan_pdf
+
+PAGES = [
+    ("Visitors to the Harbour Street office sign in at the front desk and wear a badge.", "en"),
+    ("金额超过五万元的发票需要第二人签字，付款期限超过六十天的合同需要财务部批准。", "zh"),
+    ("Доступ к финансовой папке выдаёт руководитель группы раз в квартал.", "ru"),
+]
+ROWS = [
+    ("Robot", "Battery", "Charge time"),
+    ("Kestrel K2", "48 V / 40 Ah", "95 min"),
+    ("Osprey Lift", "48 V / 80 Ah", "140 min"),
+]
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    """A folder with a 3-page scan (en, zh, ru), a table screenshot and a Markdown note."""
+    folder = tmp_path / "docs"
+    pages = [scanned_page(text, lang, seed) for seed, (text, lang) in enumerate(PAGES)]
+    folder.mkdir()
+    (folder / "scan.pdf").write_bytes(image_pdf(pages))
+    (folder / "robots.png").write_bytes(table_png(ROWS))
+    write(folder / "note.md", "# Note\n\nThe canteen opens at noon.\n")
+    return folder
+
+
+def test_a_sentence_of_a_scans_page_2_finds_that_page_first(app: App, docs: Path) -> None:
+    steps: list[IngestProgress] = []
+    report = app.ingest([docs], progress=steps.append)
+    assert sorted(report.added) == ["note.md", "robots.png", "scan.pdf"]
+    assert report.failed == [] and report.warnings == []
+    hit = app.search("发票金额超过五万元需要谁签字？", top_k=3).hits[0]
+    assert (hit.source, hit.page) == ("scan.pdf", 2)
+    assert "第二人签字" in hit.text
+    reads = [(s.source, s.page, s.pages) for s in steps if s.event == "page_read"]
+    assert reads == [
+        ("robots.png", 1, 1),
+        ("scan.pdf", 1, 3),
+        ("scan.pdf", 2, 3),
+        ("scan.pdf", 3, 3),
+    ]
+    russian = app.search("кто выдаёт доступ к финансовой папке", top_k=1).hits[0]
+    assert (russian.source, russian.page) == ("scan.pdf", 3)
+
+
+def test_a_table_screenshot_is_found_by_one_of_its_cells(app: App, docs: Path) -> None:
+    app.ingest([docs])
+    hit = app.search("Osprey Lift charge time", top_k=1).hits[0]
+    assert hit.source == "robots.png" and hit.page is None
+    assert "140 min" in hit.text
+
+
+def test_with_ocr_off_scans_are_skipped_as_having_no_text_layer(tmp_path: Path, docs: Path) -> None:
+    app = build_app(fast_settings(tmp_path / "data", **{"ingest.ocr": False}))
+    try:
+        report = app.ingest([docs])
+        assert report.ok and report.added == ["note.md"]
+        assert report.skipped == [
+            ("robots.png", "robots.png: is an image and OCR is off; enable ingest.ocr to read it"),
+            ("scan.pdf", "scan.pdf: no text layer; enable ingest.ocr to read its scans"),
+        ]
+        named = app.ingest([docs / "scan.pdf"])  # asked for by name: it fails
+        ((source, reason),) = named.failed
+        assert source == "scan.pdf" and "no text layer; enable ingest.ocr" in reason
+    finally:
+        app.close()
+
+
+def test_turning_ocr_off_keeps_the_scans_indexed_before(app: App, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "robots.png").write_bytes(table_png(ROWS))
+    app.ingest([docs])
+    (docs / "robots.png").write_bytes(table_png([*ROWS, ("Finch F1", "24 V", "60 min")]))
+    off = build_app(fast_settings(tmp_path / "data", **{"ingest.ocr": False}))
+    try:
+        report = off.ingest([docs], prune=True)
+        assert report.removed == [] and [s for s, _ in report.skipped] == ["robots.png"]
+        assert off.search("Osprey Lift charge time", top_k=1).hits[0].source == "robots.png"
+    finally:
+        off.close()
+
+
+def test_without_language_data_each_scan_says_how_to_fix_it_and_the_rest_ingests(
+    tmp_path: Path, docs: Path
+) -> None:
+    empty = tmp_path / "no-tessdata"
+    empty.mkdir()
+    (docs / "mixed.pdf").write_bytes(
+        text_and_scan_pdf("Typed page about the parking rules.", scanned_page(PAGES[0][0], "en"))
+    )
+    settings = fast_settings(tmp_path / "data", **{"ingest.ocr_tessdata": str(empty)})
+    app = build_app(settings)
+    try:
+        report = app.ingest([docs])
+        assert report.ok and sorted(report.added) == ["mixed.pdf", "note.md"]
+        assert [source for source, _ in report.skipped] == ["robots.png", "scan.pdf"]
+        fix = "apt-get install tesseract-ocr-eng tesseract-ocr-chi-sim tesseract-ocr-rus"
+        assert all("OCR needs Tesseract's language data" in r for _, r in report.skipped)
+        assert all(fix in reason for _, reason in report.skipped)
+        ((source, warning),) = report.warnings
+        assert source == "mixed.pdf" and "page 2: scanned, not read: OCR needs" in warning
+        assert app.search("parking rules", top_k=1).hits[0].source == "mixed.pdf"
+    finally:
+        app.close()
