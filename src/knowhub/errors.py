@@ -8,7 +8,7 @@ its message says what failed, the offending value, and how to fix it::
     ├── ProviderError    an embedder / store backend failed or is misconfigured
     ├── IngestError      one file could not be loaded or indexed
     │   └── LoaderError  the file's format is unsupported, corrupt, encrypted or empty
-    │       └── OcrUnavailableError  a scan not read: OCR is off or cannot run here
+    │       └── OcrUnavailableError  a scan not read: OCR off or unavailable, no text
     ├── StoreError       the store is unreadable, locked, or holds a mismatched index
     ├── QueryError       invalid query arguments (top_k, min_score, filters, collection)
     │   └── CollectionNotFound  no collection (or version) of that name: also a StoreError
@@ -56,8 +56,9 @@ class LoaderError(IngestError):
 
 class OcrUnavailableError(LoaderError):
     """A scan (a PDF without a text layer, an image) was not read because OCR is off, or
-    cannot run here (no OCR engine or language data): ingest skips such a file, where it
-    fails a broken one. ``problem`` is the reason without the file's path."""
+    cannot run here (no OCR engine or language data), or an image held no text to read:
+    ingest skips such a file in a folder, where it fails a broken one. ``problem`` is the
+    reason without the file's path."""
 
     def __init__(self, message: str, problem: str) -> None:
         super().__init__(message)

@@ -10,7 +10,7 @@ import pytest
 from knowhub import App, build_app
 from knowhub.ingest.pipeline import IngestProgress
 from tests.helpers import fast_settings, write
-from tests.scans import image_pdf, scanned_page, table_png, text_and_scan_pdf
+from tests.scans import blank_png, image_pdf, scanned_page, table_png, text_and_scan_pdf
 
 PAGES = [
     ("Visitors to the Harbour Street office sign in at the front desk and wear a badge.", "en"),
@@ -115,3 +115,14 @@ def test_without_language_data_each_scan_says_how_to_fix_it_and_the_rest_ingests
         assert app.search("parking rules", top_k=1).hits[0].source == "mixed.pdf"
     finally:
         app.close()
+
+
+def test_an_image_without_text_in_a_folder_is_skipped_not_failed(app: App, tmp_path: Path) -> None:
+    folder = tmp_path / "site"
+    write(folder / "guide.md", "# Guide\n\nThe architecture is drawn below.\n")
+    (folder / "img" / "diagram.png").parent.mkdir()
+    (folder / "img" / "diagram.png").write_bytes(blank_png(400, 300))
+    report = app.ingest([folder])
+    assert report.ok and report.added == ["guide.md"] and report.failed == []
+    ((source, reason),) = report.skipped
+    assert source == "img/diagram.png" and "OCR found no text" in reason

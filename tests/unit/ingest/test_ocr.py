@@ -3,11 +3,14 @@ language data on scans and screenshots generated here (tests/scans.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import io
+import random
 import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -172,13 +175,41 @@ def test_a_page_over_the_pixel_limit_is_refused_with_its_reason(
 
 
 def test_an_image_without_text_or_not_an_image_fails_with_its_reason(tmp_path: Path) -> None:
-    with pytest.raises(LoaderError, match="is an image in which OCR found no text"):
+    # Nothing to index (a diagram): skipped in a folder, as a scan OCR cannot read.
+    with pytest.raises(OcrUnavailableError, match="is an image in which OCR found no text"):
         load(tmp_path / "blank.png", blank_png(400, 300))
     with pytest.raises(LoaderError, match="is not a readable image"):
         load(tmp_path / "fake.jpg", b"\xff\xd8\xff\xe0 this is not a JPEG at all")
     truncated = table_png(ROWS)[:400]
     with pytest.raises(LoaderError, match="is not a readable image"):
         load(tmp_path / "cut.png", truncated)
+
+
+def test_a_16_bit_scan_is_read_as_its_grey_levels(tmp_path: Path) -> None:
+    """convert("L") clips 16-bit grey at 255: the whole page came out white."""
+    grey = np.asarray(scanned_page(EN, "en", 3).convert("L"), dtype=np.uint16) * 257
+    buffer = io.BytesIO()
+    frame = Image.fromarray(grey)
+    assert frame.mode == "I;16"
+    frame.save(buffer, "TIFF")
+    document = load(tmp_path / "scan16.tif", buffer.getvalue())
+    assert squashed("Nightly backups of the billing database") in squashed(document.text)
+
+
+def test_a_corrupt_multi_page_tiff_is_a_loader_error_whatever_its_damage(tmp_path: Path) -> None:
+    """Pillow parses a TIFF's later frames only when reached, raising what Image.open would
+    have turned into its own error (TypeError, SyntaxError, struct.error …)."""
+    frames = [Image.new("L", (48, 32), 255) for _ in range(3)]
+    buffer = io.BytesIO()
+    frames[0].save(buffer, "TIFF", save_all=True, append_images=frames[1:])
+    original = buffer.getvalue()
+    rng = random.Random(7)
+    for _ in range(150):
+        damaged = bytearray(original)
+        for _ in range(3):
+            damaged[rng.randrange(8, len(damaged))] = rng.randrange(256)
+        with contextlib.suppress(LoaderError):  # OcrUnavailableError (no text) included
+            load(tmp_path / "fax.tif", bytes(damaged))
 
 
 def test_clean_pages_are_told_from_scans_by_their_background() -> None:

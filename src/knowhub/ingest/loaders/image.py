@@ -7,6 +7,8 @@ are decoded; frames are decoded one at a time, so a long TIFF never sits in memo
 from __future__ import annotations
 
 import io
+import struct
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,18 @@ IMAGE_EXTENSIONS = (".bmp", ".jpeg", ".jpg", ".png", ".tif", ".tiff", ".webp")
 # What those extensions may hold (a camera's MPO, JPEG with a preview inside, opens as JPEG).
 _FORMATS = ("BMP", "JPEG", "PNG", "TIFF", "WEBP")
 _PAGE_SEPARATOR = "\n\n"
+# What Pillow raises on a corrupt or truncated file, past Image.open (which turns these into
+# UnidentifiedImageError): a TIFF's frames are parsed only when reached.
+_CORRUPT = (
+    OSError,
+    ValueError,
+    SyntaxError,
+    TypeError,
+    KeyError,
+    IndexError,
+    EOFError,
+    struct.error,
+)
 # A resolution a file claims outside this range is a placeholder (0, 1, 72 from an editor
 # that never knew it): Tesseract is then told this one.
 _DPI_RANGE = (100, 1200)
@@ -52,8 +66,9 @@ def load_image(
         on_page: told of each page read, as ``(page, pages)``.
 
     Raises:
-        OcrUnavailableError: OCR is off, or unavailable (no tesserocr, no language data).
-        LoaderError: the file is no readable image, too large, or OCR found no text in it.
+        OcrUnavailableError: OCR is off, or unavailable (no tesserocr, no language data), or
+            found no text in it.
+        LoaderError: the file is no readable image, or too large.
     """
     ocr = Ocr(limits.ocr)
     if not limits.ocr.enabled:
@@ -62,7 +77,9 @@ def load_image(
         raise ocr_unavailable(path, f"is an image, not read: {ocr.problem}")
     pages = _read_pages(path, data, ocr, CharBudget(path, limits), on_page)
     if not any(pages):
-        raise loader_error(path, "is an image in which OCR found no text")
+        # A diagram or a photo: nothing to index, skipped in a folder as a scan OCR cannot
+        # read (a folder of pictures must not fail a run); failed when named.
+        raise ocr_unavailable(path, "is an image in which OCR found no text")
     text = _PAGE_SEPARATOR.join(pages)
     starts, offset = [], 0
     for page in pages:
@@ -88,18 +105,25 @@ def _read_pages(
 
     image = _open(path, data)
     try:
-        # Only a TIFF's frames are pages; an animated WebP's are moments of one picture.
-        count = getattr(image, "n_frames", 1) if image.format == "TIFF" else 1
-        pages = []
-        for number, frame in enumerate(ImageSequence.Iterator(image), start=1):
-            pages.append(budget.spend(_read_frame(path, frame, number, count, ocr)))
-            if on_page is not None:
-                on_page(number, count)
-            if number >= count:
-                break
-        return pages
-    except (OSError, ValueError, Image.DecompressionBombError) as exc:  # truncated, corrupt
+        # Pillow's warnings (DecompressionBombWarning: ingest.ocr_max_megapixels is the limit
+        # here, checked per frame; "Tag data larger than file" of a damaged TIFF) are no news:
+        # the file is read, or fails with its reason.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            # Only a TIFF's frames are pages; an animated WebP's are moments of one picture.
+            count = getattr(image, "n_frames", 1) if image.format == "TIFF" else 1
+            pages = []
+            for number, frame in enumerate(ImageSequence.Iterator(image), start=1):
+                pages.append(budget.spend(_read_frame(path, frame, number, count, ocr)))
+                if on_page is not None:
+                    on_page(number, count)
+                if number >= count:
+                    break
+            return pages
+    except _CORRUPT as exc:  # truncated, corrupt: what Image.open itself turns into errors
         raise _unreadable(path, exc) from exc
+    except Image.DecompressionBombError as exc:
+        raise _too_large(path, str(exc), ocr.options.max_pixels) from exc
     finally:
         image.close()
 
@@ -117,8 +141,10 @@ def _open(path: Path, data: bytes) -> Any:
     )
 
     try:
-        return Image.open(io.BytesIO(data), formats=_FORMATS)
-    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
+        with warnings.catch_warnings():  # as in _read_pages
+            warnings.simplefilter("ignore")
+            return Image.open(io.BytesIO(data), formats=_FORMATS)
+    except (UnidentifiedImageError, *_CORRUPT, Image.DecompressionBombError) as exc:
         raise _unreadable(path, exc) from exc
 
 
@@ -128,11 +154,7 @@ def _read_frame(path: Path, frame: Any, number: int, count: int, ocr: Ocr) -> st
     limit = ocr.options.max_pixels
     if width * height > limit:
         where = f"page {number} is" if count > 1 else "is"
-        raise loader_error(
-            path,
-            f"{where} {width}x{height} pixels, over ingest.ocr_max_megapixels "
-            f"({limit / 1e6:g}): scale it down, or raise the limit",
-        )
+        raise _too_large(path, f"{where} {width}x{height} pixels", limit)
     try:
         return ocr.read(_page_image(frame))
     except OcrError as exc:
@@ -155,6 +177,13 @@ def _grey(frame: Any) -> Any:
     from PIL import Image, ImageOps
 
     frame = ImageOps.exif_transpose(frame)
+    if frame.mode == "I" or frame.mode.startswith("I;16"):
+        # 16-bit grey: convert("L") clips at 255 where it should scale, so a scan's ink
+        # (anything above 255 of 65535) would all turn white.
+        import numpy as np
+
+        values = np.asarray(frame).astype(np.uint32) >> 8
+        frame = Image.fromarray(values.clip(0, 255).astype(np.uint8), "L")
     if frame.mode in ("RGBA", "LA", "PA") or "transparency" in frame.info:
         # Dropping alpha would turn a transparent background black, under black text.
         rgba = frame.convert("RGBA")
@@ -171,6 +200,14 @@ def _dpi(frame: Any) -> int:
         return _DEFAULT_DPI
     low, high = _DPI_RANGE
     return value if low <= value <= high else _DEFAULT_DPI
+
+
+def _too_large(path: Path, what: str, limit: int) -> LoaderError:
+    return loader_error(
+        path,
+        f"{what}, over ingest.ocr_max_megapixels ({limit / 1e6:g}): scale it down, or raise "
+        "the limit",
+    )
 
 
 def _unreadable(path: Path, exc: BaseException) -> LoaderError:
