@@ -29,6 +29,7 @@ import io
 import re
 import sys
 import zipfile
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -468,12 +469,21 @@ TARGETS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    return write_targets(TARGETS, __doc__.splitlines()[0], argv)
+
+
+def write_targets(
+    targets: dict[str, Callable[[], bytes]], description: str, argv: list[str] | None
+) -> int:
+    """Build each of ``targets`` (path under examples/docs → its builder) and write it, or
+    with ``--check`` only compare: exit 1 when a committed file differs from a fresh build.
+    scripts/make_scans.py builds its files with this too."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--check", action="store_true",
                         help="do not write; exit 1 if any committed file differs from a fresh build")
     args = parser.parse_args(argv)
     stale = []
-    for rel, build in TARGETS.items():
+    for rel, build in targets.items():
         data = build()
         path = DOCS / rel
         if args.check:

@@ -17,13 +17,15 @@ yields the same bytes for a given Pillow/numpy version:
 
 from __future__ import annotations
 
-import argparse
 import io
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+
+# Run as a script, this folder is on sys.path: one write-or-check loop for every example.
+from make_examples import write_targets
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -141,25 +143,7 @@ TARGETS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--check", action="store_true", help="exit 1 if a committed file differs from a build"
-    )
-    args = parser.parse_args(argv)
-    stale = []
-    for rel, build in TARGETS.items():
-        data = build()
-        path = DOCS / rel
-        if args.check:
-            if not path.exists() or path.read_bytes() != data:
-                stale.append(rel)
-            continue
-        path.write_bytes(data)
-        print(f"wrote examples/docs/{rel} ({len(data)} bytes)")
-    if stale:
-        print("out of date: " + ", ".join(stale), file=sys.stderr)
-        return 1
-    return 0
+    return write_targets(TARGETS, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":
