@@ -1,0 +1,75 @@
+"""Ingest's settings: which files, how much each may cost, OCR of scans."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from knowhub.config.base import Section
+
+__all__ = ["IngestSettings"]
+
+
+class IngestSettings(Section):
+    include: list[str] = Field(default_factory=list, description="Glob patterns to keep.")
+    exclude: list[str] = Field(
+        default_factory=lambda: [".*", "~$*", "node_modules/*", "*/node_modules/*", "*.tmp"]
+    )
+    max_file_bytes: int = Field(
+        200_000_000, ge=1, description="Larger files, or Office files unpacking to more, fail."
+    )
+    max_extracted_chars: int = Field(
+        50_000_000, ge=1, description="A file whose text runs past this fails (bounds memory)."
+    )
+    progress_interval_s: float = Field(
+        10.0,
+        ge=0,
+        description="Seconds between ingest progress lines on stderr when it is not a terminal "
+        "(logs, CI; 0 = a line per step); also the MCP server's sync log lines.",
+    )
+    long_file_warning_s: float = Field(
+        120.0,
+        ge=0,
+        description="Warn before a file whose chunks would take longer than this to embed, "
+        "at the measured rate.",
+    )
+    # OCR (docs/formats.md, "Scanned PDFs and images"): Tesseract in-process, chosen by
+    # measurement (docs/benchmarks.md, "OCR engines").
+    ocr: bool = Field(
+        True, description="Read scanned PDF pages and image files with OCR (Tesseract)."
+    )
+    ocr_languages: str = Field(
+        "eng+chi_sim+rus",
+        pattern=r"^[A-Za-z0-9_]+(\+[A-Za-z0-9_]+)*$",
+        description="Tesseract language models, '+'-joined; a page mostly in Chinese is read "
+        "again with the Chinese model(s) alone.",
+    )
+    ocr_dpi: int = Field(
+        200, ge=70, le=600, description="Resolution scanned PDF pages are read at."
+    )
+    ocr_tessdata: Path | None = Field(
+        None,
+        description="Folder of Tesseract's *.traineddata; unset: TESSDATA_PREFIX, else the "
+        "usual system folders.",
+    )
+    ocr_max_megapixels: float = Field(
+        40.0, gt=0, description="A larger page or image is not read (bounds OCR's memory)."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_max_file_mb(cls, data: Any) -> Any:
+        # A renamed key gets its own message: "extra inputs are not permitted" says nothing
+        # about what to write instead.
+        if isinstance(data, dict) and "max_file_mb" in data:
+            try:
+                hint = f"{int(float(data['max_file_mb']) * 1024 * 1024)}"
+            except (TypeError, ValueError):
+                hint = "200000000"
+            raise ValueError(
+                "max_file_mb was replaced by ingest.max_file_bytes (a byte count): "
+                f"write `max_file_bytes: {hint}` instead"
+            )
+        return data
