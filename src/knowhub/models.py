@@ -14,6 +14,7 @@ from knowhub.surrogates import restore_surrogates
 
 __all__ = [
     "Chunk",
+    "DocumentImage",
     "DocumentRecord",
     "FilterValue",
     "Filters",
@@ -62,6 +63,36 @@ class LineSpan(NamedTuple):
 
 
 @dataclass(frozen=True)
+class DocumentImage:
+    """A picture found inside a document (a figure of a PDF page, a Word drawing, a slide's
+    picture), kept by content hash (:class:`knowhub.providers.images.ImageStore`).
+
+    Attributes:
+        sha256: the kept picture's hash: its name in the image store.
+        mime: ``image/png``, ``image/jpeg``, ``image/gif`` or ``image/webp``.
+        width: its width in pixels, as kept.
+        height: its height in pixels, as kept.
+        page: the page or slide it is on (1-based); None for a format without pages.
+        description: what the text says of it: a vision model's caption, the text OCR read
+            in it, or its alternative text; empty when none of them said anything.
+        described_by: ``vision``, ``ocr``, ``alt`` or ``""`` (no description).
+        start: where its description block (``[Image: …]``) starts in the document's text;
+            None when it has no description (it is then not searchable, only listed).
+        end: where that block ends.
+    """
+
+    sha256: str
+    mime: str
+    width: int
+    height: int
+    page: int | None
+    description: str
+    described_by: str
+    start: int | None = None
+    end: int | None = None
+
+
+@dataclass(frozen=True)
 class LoadedDocument:
     """What a loader extracts from one file.
 
@@ -84,6 +115,8 @@ class LoadedDocument:
             file lines it came from (HTML).
         warnings: problems worth telling the user that did not stop the file loading
             (bytes that were not valid text, replaced), each starting with the path.
+        images: the pictures found in it, in text order, each described in ``text`` by a
+            block of its own (where it has a description).
     """
 
     text: str
@@ -95,6 +128,7 @@ class LoadedDocument:
     body_start: int = 0
     line_map: tuple[LineSpan, ...] | None = ()
     warnings: tuple[str, ...] = ()
+    images: tuple[DocumentImage, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ import yaml
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError, model_validator
 
 from knowhub.config.base import Section
-from knowhub.config.ingest import IngestSettings
+from knowhub.config.ingest import ImageSettings, IngestSettings
 from knowhub.config.server import AgentSettings, ServerSettings, TokenSettings
 from knowhub.errors import ConfigError
 
@@ -40,6 +40,7 @@ __all__ = [
     "FaqSettings",
     "HashingOptions",
     "HttpRerankerOptions",
+    "ImageSettings",
     "IngestSettings",
     "LlmRerankerOptions",
     "LlmSettings",

@@ -9,7 +9,24 @@ from pydantic import Field, model_validator
 
 from knowhub.config.base import Section
 
-__all__ = ["IngestSettings"]
+__all__ = ["ImageSettings", "IngestSettings"]
+
+
+class ImageSettings(Section):
+    """Pictures inside PDF, Word and PowerPoint files (docs/formats.md, "Pictures")."""
+
+    extract: bool = Field(
+        True, description="Keep pictures under DATA_DIR/images and describe them in the text."
+    )
+    min_side: int = Field(
+        64, ge=1, description="A picture narrower or lower than this (pixels) is passed over."
+    )
+    max_per_document: int = Field(100, ge=0, description="The most pictures kept per document.")
+    vision_model: str = Field(
+        "",
+        description="A model of llm.provider that takes images: it captions each picture once "
+        "(cached by picture). Empty: OCR of the picture's text, else its alternative text.",
+    )
 
 
 class IngestSettings(Section):
@@ -57,6 +74,7 @@ class IngestSettings(Section):
     ocr_max_megapixels: float = Field(
         40.0, gt=0, description="A larger page or image is not read (bounds OCR's memory)."
     )
+    images: ImageSettings = ImageSettings()
 
     @model_validator(mode="before")
     @classmethod

@@ -20,7 +20,9 @@ the result stays within 1.1 × ``size``, so sections do not end in crumbs.
 
 A Markdown table is never packed with the prose around it: it is cut into
 windows of whole rows (:mod:`knowhub.ingest.chunk_tables`), and the runs of
-prose before and after it are packed as above, each on its own.
+prose before and after it are packed as above, each on its own. A picture's
+description block (``doc.images``) is a chunk of its own too, so that a search
+that finds the picture finds it alone: its chunk's ``image`` metadata names it.
 
 Chunks never hold leading or trailing whitespace: spans are moved, text is never
 edited, so ``chunk.text == doc.text[chunk.char_start:chunk.char_end]`` always.
@@ -142,9 +144,11 @@ def chunk_document(
     """
     text = doc.text
     measure = _measurer(text, options.unit)
+    pictures = sorted((i.start, i.sha256) for i in doc.images if i.start is not None)
+    starts = [start for start, _ in pictures]
     spans: list[tuple[_Span, str, str]] = []
     for section in _sections(doc):
-        section_spans = _chunk_section(text, section, options, measure)
+        section_spans = _chunk_section(text, section, options, measure, starts)
         # Once per section, not per chunk: detecting was half of chunking's time.
         languages = span_languages(text, section_spans, section.start, section.end)
         spans += [
@@ -169,10 +173,25 @@ def chunk_document(
                 char_start=start,
                 char_end=end,
                 language=language,
-                metadata=dict(metadata or {}),
+                metadata=_with_picture(metadata, pictures, starts, start, end),
             )
         )
     return chunks
+
+
+def _with_picture(
+    metadata: Mapping[str, Any] | None,
+    pictures: list[tuple[int, str]],
+    starts: list[int],
+    start: int,
+    end: int,
+) -> dict[str, Any]:
+    """The chunk's metadata; ``image``: the picture whose block it holds."""
+    out = dict(metadata or {})
+    index = bisect.bisect_left(starts, start)
+    if index < len(starts) and starts[index] < end:
+        out["image"] = pictures[index][1]
+    return out
 
 
 def _measurer(text: str, unit: str) -> _Measure:
@@ -277,12 +296,19 @@ def _fold_heading_only(text: str, sections: list[_Section]) -> list[_Section]:
 
 
 def _chunk_section(
-    text: str, section: _Section, options: ChunkingOptions, measure: _Measure
+    text: str, section: _Section, options: ChunkingOptions, measure: _Measure, pictures: list[int]
 ) -> list[_Span]:
-    """The section's chunks: runs of prose packed, each table cut into row windows."""
+    """The section's chunks: runs of prose packed, each table cut into row windows, each
+    picture's block (starting at one of ``pictures``, sorted) alone."""
     chunks: list[_Span] = []
     prose: list[_Span] = []
     for paragraph in _paragraphs(text, section):
+        index = bisect.bisect_left(pictures, paragraph[0])
+        if index < len(pictures) and pictures[index] < paragraph[1]:
+            chunks += _chunk_prose(text, prose, options, measure)
+            chunks += _chunk_prose(text, [paragraph], options, measure)
+            prose = []
+            continue
         windows = table_windows(text, paragraph, options.size, measure)
         if windows is None:
             prose.append(paragraph)

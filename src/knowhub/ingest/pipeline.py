@@ -30,9 +30,10 @@ from knowhub.ingest.embed import EmbedRunner, abort_all, cache_key
 from knowhub.ingest.identity import Identities
 from knowhub.ingest.integrity import Changed, Integrity, gone_documents
 from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS, Limits, OcrOptions, load
+from knowhub.ingest.pictures import image_entries, image_options
 from knowhub.ingest.progress import IngestProgress, Progress, ProgressTracker
 from knowhub.lang import index_tokens
-from knowhub.models import Chunk, DocumentRecord
+from knowhub.models import Chunk, DocumentRecord, LoadedDocument
 from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.stores.base import DocumentWrite, Store, refresh_index, replace_documents
 from knowhub.surrogates import escape_surrogates
@@ -405,7 +406,7 @@ class _Run:
             char_count=len(loaded.text),
             pages=len(loaded.page_starts) or None,
             ingested_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            metadata={**loaded.metadata, "tags": tags, "knowhub": {"doc_id": doc_id}},
+            metadata={**loaded.metadata, "tags": tags, "knowhub": _own(doc_id, loaded, chunks)},
         )
         if changed.old is None:  # another spelling of this file later in the run is it
             self.identities.remember(stat, record)
@@ -529,7 +530,15 @@ def _limits(settings: Settings) -> Limits:
         tessdata=options.ocr_tessdata,
         max_pixels=round(options.ocr_max_megapixels * 1_000_000),
     )
-    return Limits(options.max_file_bytes, options.max_extracted_chars, ocr)
+    return Limits(options.max_file_bytes, options.max_extracted_chars, ocr, image_options(settings))
+
+
+def _own(doc_id: str, loaded: LoadedDocument, chunks: list[Chunk]) -> dict[str, Any]:
+    """The record's ``knowhub`` metadata: its id, and its pictures when it has any."""
+    own: dict[str, Any] = {"doc_id": doc_id}
+    if loaded.images:
+        own["images"] = image_entries(loaded.images, chunks)
+    return own
 
 
 def _reason(exc: BaseException) -> str:

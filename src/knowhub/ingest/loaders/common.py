@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from knowhub.errors import LoaderError, OcrUnavailableError
+from knowhub.ingest.loaders.figures import ImageOptions
 from knowhub.ingest.loaders.ocr import OcrOptions
 from knowhub.models import LoadedDocument
 from knowhub.surrogates import escape_surrogates
@@ -41,11 +42,14 @@ class Limits:
         max_bytes: the most a file may hold, and an Office file may unpack to.
         max_chars: the most text a file may extract to; extraction stops past it.
         ocr: OCR of scanned PDF pages and images: on or off, languages, dpi, pixels.
+        images: pictures inside documents: where they are kept (none: not extracted), how
+            they are described.
     """
 
     max_bytes: int = 200_000_000
     max_chars: int = 50_000_000
     ocr: OcrOptions = field(default_factory=OcrOptions)
+    images: ImageOptions = field(default_factory=ImageOptions)
 
 
 Loader = Callable[[Path, bytes, Limits], LoadedDocument]

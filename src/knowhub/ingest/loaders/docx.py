@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,12 +20,14 @@ from knowhub.ingest.loaders.common import (
     not_office_file,
     pick_title,
 )
+from knowhub.ingest.loaders.figures import Figures
 from knowhub.ingest.loaders.markdown import (
     escape_markdown,
     heading_title,
     markdown_headings,
     markdown_table,
 )
+from knowhub.ingest.loaders.ocr import Ocr
 from knowhub.models import LoadedDocument
 
 if TYPE_CHECKING:
@@ -62,7 +64,9 @@ def load_docx(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         # lxml's XMLSyntaxError derives from SyntaxError.
         raise not_office_file(path, ".docx") from exc
     budget = CharBudget(path, limits)
-    text = _join_blocks((_block(item) for item in document.iter_inner_content()), budget)
+    figures = Figures(path, limits.images, Ocr(limits.ocr))
+    blocks = (block for item in document.iter_inner_content() for block in _blocks(item, figures))
+    text = _join_blocks(blocks, budget)
     headings = markdown_headings(text)
     properties = document.core_properties
     metadata: dict[str, Any] = {"author": properties.author} if properties.author else {}
@@ -73,7 +77,26 @@ def load_docx(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         headings=headings,
         metadata=metadata,
         line_map=None,  # Word has no lines to go to: cited by section
+        warnings=figures.notes(),
+        images=figures.images(text),
     )
+
+
+def _blocks(item: Paragraph | Table, figures: Figures) -> Iterator[tuple[str, bool]]:
+    """The Markdown for one body item, whether it is a list item, then a block for each
+    picture drawn in it."""
+    from docx.table import Table
+
+    yield _block(item)
+    if isinstance(item, Table) or not item._p.xpath(".//a:blip"):
+        return
+    for drawing in item._p.xpath(".//w:drawing"):
+        alt = " ".join(drawing.xpath(".//wp:docPr/@descr"))
+        for embed in drawing.xpath(".//a:blip/@r:embed"):
+            part = item.part.related_parts.get(embed)
+            blob = getattr(part, "blob", None)
+            if isinstance(blob, bytes):
+                yield figures.add(blob, None, alt), False
 
 
 def _block(item: Paragraph | Table) -> tuple[str, bool]:

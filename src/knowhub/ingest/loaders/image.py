@@ -22,7 +22,8 @@ from knowhub.ingest.loaders.common import (
     ocr_unavailable,
     pick_title,
 )
-from knowhub.ingest.loaders.ocr import Ocr, OcrError, PageImage, looks_clean
+from knowhub.ingest.loaders.ocr import Ocr, OcrError
+from knowhub.ingest.loaders.pixels import page_image
 from knowhub.models import LoadedDocument
 
 __all__ = ["IMAGE_EXTENSIONS", "load_image"]
@@ -43,14 +44,6 @@ _CORRUPT = (
     EOFError,
     struct.error,
 )
-# A resolution a file claims outside this range is a placeholder (0, 1, 72 from an editor
-# that never knew it): Tesseract is then told this one.
-_DPI_RANGE = (100, 1200)
-_DEFAULT_DPI = 300
-# Screen text is small: a clean picture up to this size is read at twice its size, which
-# took generated 12-14 px screenshots from 17-100 % of characters wrong to 0-18 % (a scan is
-# not: its noise grows with it, 0 to 6.5 %; docs/decisions.md).
-_UPSCALE_MAX_PIXELS = 4_000_000
 
 
 def load_image(
@@ -156,50 +149,9 @@ def _read_frame(path: Path, frame: Any, number: int, count: int, ocr: Ocr) -> st
         where = f"page {number} is" if count > 1 else "is"
         raise _too_large(path, f"{where} {width}x{height} pixels", limit)
     try:
-        return ocr.read(_page_image(frame))
+        return ocr.read(page_image(frame))
     except OcrError as exc:
         raise loader_error(path, f"page {number} was not read: {exc}") from exc
-
-
-def _page_image(frame: Any) -> PageImage:
-    from PIL import Image
-
-    grey, dpi = _grey(frame), _dpi(frame)
-    page = PageImage(grey.tobytes(), grey.width, grey.height, grey.width, dpi)
-    if grey.width * grey.height > _UPSCALE_MAX_PIXELS or not looks_clean(page):
-        return page
-    grey = grey.resize((grey.width * 2, grey.height * 2), Image.Resampling.LANCZOS)
-    return PageImage(grey.tobytes(), grey.width, grey.height, grey.width, dpi)
-
-
-def _grey(frame: Any) -> Any:
-    """The frame upright (as its EXIF says) in 8-bit grey, transparency on white paper."""
-    from PIL import Image, ImageOps
-
-    frame = ImageOps.exif_transpose(frame)
-    if frame.mode == "I" or frame.mode.startswith("I;16"):
-        # 16-bit grey: convert("L") clips at 255 where it should scale, so a scan's ink
-        # (anything above 255 of 65535) would all turn white.
-        import numpy as np
-
-        values = np.asarray(frame).astype(np.uint32) >> 8
-        frame = Image.fromarray(values.clip(0, 255).astype(np.uint8), "L")
-    if frame.mode in ("RGBA", "LA", "PA") or "transparency" in frame.info:
-        # Dropping alpha would turn a transparent background black, under black text.
-        rgba = frame.convert("RGBA")
-        paper = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-        frame = Image.alpha_composite(paper, rgba)
-    return frame.convert("L")
-
-
-def _dpi(frame: Any) -> int:
-    dpi = frame.info.get("dpi")
-    try:
-        value = round(float(dpi[0]))
-    except (TypeError, ValueError, IndexError):
-        return _DEFAULT_DPI
-    low, high = _DPI_RANGE
-    return value if low <= value <= high else _DEFAULT_DPI
 
 
 def _too_large(path: Path, what: str, limit: int) -> LoaderError:

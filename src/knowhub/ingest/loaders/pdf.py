@@ -20,6 +20,7 @@ from knowhub.ingest.loaders.common import (
     pick_title,
 )
 from knowhub.ingest.loaders.encoding import normalize_newlines
+from knowhub.ingest.loaders.figures import Figures, page_pictures
 from knowhub.ingest.loaders.ocr import Ocr, OcrError, OcrOptions, PageImage
 from knowhub.models import LoadedDocument
 
@@ -115,7 +116,9 @@ def load_pdf(
     """
     ocr = Ocr(limits.ocr)
     scans = _Scans()
-    pages, properties = _read_pdf(path, data, CharBudget(path, limits), ocr, scans, on_page)
+    figures = Figures(path, limits.images, ocr)
+    reader = _Reader(ocr, scans, figures)
+    pages, properties = _read_pdf(path, data, CharBudget(path, limits), reader, on_page)
     if not any(pages):
         raise scans.no_text(path)
     starts: list[int] = []
@@ -139,16 +142,25 @@ def load_pdf(
         page_starts=tuple(starts),
         metadata=metadata,
         line_map=None,  # a PDF has pages, not lines: cited by page
-        warnings=scans.warnings(path, ocr),
+        warnings=scans.warnings(path, ocr) + figures.notes(),
+        images=figures.images(text),
     )
+
+
+@dataclass(frozen=True)
+class _Reader:
+    """What reads a PDF's pages: OCR for scans, what became of them, the figures met."""
+
+    ocr: Ocr
+    scans: _Scans
+    figures: Figures
 
 
 def _read_pdf(
     path: Path,
     data: bytes,
     budget: CharBudget,
-    ocr: Ocr,
-    scans: _Scans,
+    reader: _Reader,
     on_page: PageProgress | None,
 ) -> tuple[list[str], dict[str, str]]:
     """Each page's text (stripped) and the document properties (Title, Author …)."""
@@ -160,8 +172,9 @@ def _read_pdf(
             count = len(pdf)
             properties: dict[str, str] = pdf.get_metadata_dict(skip_empty=True)
         pages = []
+        scans = reader.scans
         for number in range(1, count + 1):
-            pages.append(budget.spend(_page(pdf, number, ocr, scans)))
+            pages.append(budget.spend(_page(pdf, number, reader)))
             if on_page is not None and scans.read and scans.read[-1] == number:
                 on_page(number, count)
     except pdfium.PdfiumError as exc:
@@ -186,17 +199,22 @@ def _open(path: Path, data: bytes) -> Any:
             raise _unreadable(path) from exc
 
 
-def _page(pdf: Any, number: int, ocr: Ocr, scans: _Scans) -> str:
-    """Page ``number``'s text: its text layer, or what OCR reads of a scanned page."""
+def _page(pdf: Any, number: int, reader: _Reader) -> str:
+    """Page ``number``'s text: its text layer and its figures' blocks, or what OCR reads of
+    a scanned page."""
+    ocr, scans, figures = reader.ocr, reader.scans, reader.figures
     with PDFIUM_LOCK:
         page = pdf[number - 1]
         try:
             text = _page_text(page)
             scanned = _is_scan(page, text)
+            pictures = [] if scanned else page_pictures(page, figures)
         finally:
             page.close()
     if not scanned:
-        return text
+        # PDFium gives no place in the text for a picture: its block ends its page.
+        blocks = [block for picture in pictures if (block := figures.add(picture, number))]
+        return PAGE_SEPARATOR.join([text, *blocks]) if text else PAGE_SEPARATOR.join(blocks)
     if not ocr.options.enabled:
         scans.off.append(number)
         return text

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import zipfile
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,9 @@ from knowhub.ingest.loaders.common import (
     not_office_file,
     pick_title,
 )
+from knowhub.ingest.loaders.figures import Figures
 from knowhub.ingest.loaders.markdown import escape_markdown, markdown_headings, markdown_table
+from knowhub.ingest.loaders.ocr import Ocr
 from knowhub.models import LoadedDocument
 
 __all__ = ["load_pptx"]
@@ -52,7 +55,11 @@ def load_pptx(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         # lxml's XMLSyntaxError derives from SyntaxError.
         raise not_office_file(path, ".pptx") from exc
     budget = CharBudget(path, limits)
-    slides = [_slide(slide, budget) for slide in presentation.slides]
+    figures = Figures(path, limits.images, Ocr(limits.ocr))
+    slides = [
+        _slide(slide, budget, _Pictures(figures, number))
+        for number, slide in enumerate(presentation.slides, start=1)
+    ]
     if not any(title or body for title, body in slides):
         slides = []  # only generated "Slide N" lines: let the caller report it empty
     pages = [
@@ -78,15 +85,34 @@ def load_pptx(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         page_starts=tuple(starts),
         metadata=metadata,
         line_map=None,  # cited by slide
+        warnings=figures.notes(),
+        images=figures.images(text),
     )
 
 
-def _slide(slide: Any, budget: CharBudget) -> tuple[str, list[str]]:
+@dataclass(frozen=True)
+class _Pictures:
+    """Where a slide's pictures go: the document's figures, told the slide's number."""
+
+    figures: Figures
+    slide: int
+
+    def add(self, shape: Any) -> str:
+        try:
+            blob = shape.image.blob
+        except (AttributeError, KeyError, ValueError):  # a linked picture, an empty placeholder
+            return ""
+        alt = shape._element.xpath("./*[1]/p:cNvPr/@descr")
+        return self.figures.add(blob, self.slide, " ".join(alt))
+
+
+def _slide(slide: Any, budget: CharBudget, pictures: _Pictures) -> tuple[str, list[str]]:
     """A slide's title (``""`` if none) and its body blocks, counted against ``budget``."""
     title_shape = slide.shapes.title
     title = " ".join(title_shape.text_frame.text.split()) if title_shape is not None else ""
     skip = title_shape.shape_id if title_shape is not None else None
-    body = [budget.spend(block) for block in _shape_blocks(slide.shapes, skip) if block]
+    blocks = _shape_blocks(slide.shapes, skip, pictures)
+    body = [budget.spend(block) for block in blocks if block]
     if slide.has_notes_slide:
         frame = slide.notes_slide.notes_text_frame
         notes = _frame_text(frame) if frame is not None else ""
@@ -95,15 +121,18 @@ def _slide(slide: Any, budget: CharBudget) -> tuple[str, list[str]]:
     return title, body
 
 
-def _shape_blocks(shapes: Iterable[Any], skip: int | None) -> Iterator[str]:
-    """Text of each shape in slide order, descending into groups."""
+def _shape_blocks(shapes: Iterable[Any], skip: int | None, pictures: _Pictures) -> Iterator[str]:
+    """Text of each shape in slide order (a picture's block), descending into groups."""
     from pptx.shapes.group import GroupShape
+    from pptx.shapes.picture import Picture
 
     for shape in shapes:
         if shape.shape_id == skip:
             continue
         if isinstance(shape, GroupShape):
-            yield from _shape_blocks(shape.shapes, skip)
+            yield from _shape_blocks(shape.shapes, skip, pictures)
+        elif isinstance(shape, Picture):  # a placeholder filled with a picture is one too
+            yield pictures.add(shape)
         elif shape.has_table:
             rows = [[cell.text for cell in row.cells] for row in shape.table.rows]
             yield markdown_table(rows)

@@ -187,6 +187,8 @@ def _wire_message(message: TurnMessage) -> dict[str, Any]:
         return {"role": "assistant", "content": message.text, "tool_calls": calls}
     if isinstance(message, ToolResultMessage):
         return {"role": "tool", "content": message.content, "tool_name": message.call.name}
+    if message.images:  # Ollama takes a turn's images as bare base64, beside its text
+        return {**message.to_dict(), "images": [i.base64() for i in message.images]}
     return message.to_dict()
 
 

@@ -224,6 +224,13 @@ def _wire_message(message: TurnMessage) -> dict[str, Any]:
         return {"role": "assistant", "content": message.text or None, "tool_calls": calls}
     if isinstance(message, ToolResultMessage):
         return {"role": "tool", "tool_call_id": message.call.id, "content": message.content}
+    if message.images:  # content parts: the text, then each image as a data URL
+        parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
+        parts += [
+            {"type": "image_url", "image_url": {"url": f"data:{i.mime};base64,{i.base64()}"}}
+            for i in message.images
+        ]
+        return {"role": message.role, "content": parts}
     return message.to_dict()
 
 

@@ -1,0 +1,100 @@
+"""Images found inside documents, kept under the data dir by content hash.
+
+``DATA_DIR/images/ab/<sha256>.<ext>``: the same picture in many documents (a logo on every
+slide, one figure in two versions of a report) is one file, and a file's name says what it
+holds, so a write is idempotent and a file is never rewritten. Files are written to a
+temporary name and renamed into place: a kill leaves a whole file or none, never half of
+one (a stray ``.tmp`` is ignored, and replaced by the next write of that picture).
+
+The image's description (a vision model's caption) is kept beside it, one small file per
+model and prompt (``<sha256>.<key>.txt``), so each picture is described once whatever
+re-ingests, collections or versions follow. Like the vectors' cache, these files are derived:
+deleting the folder costs re-describing, never correctness of the index (an image a document
+lists but the folder lost is reported missing where it is asked for).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from pathlib import Path
+
+__all__ = ["IMAGE_MIMES", "ImageStore", "image_store"]
+
+IMAGES_DIR = "images"
+# What MCP image content and the chat APIs take; ingest converts anything else to PNG.
+IMAGE_MIMES = {"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
+_SHA = re.compile(r"[0-9a-f]{64}")
+_KEY = re.compile(r"[0-9a-z_-]{1,64}")
+
+
+class ImageStore:
+    """The content-addressed image folder of one data dir."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def put(self, data: bytes, ext: str) -> str:
+        """Keep ``data`` (an ``ext`` picture: a key of :data:`IMAGE_MIMES`); its sha256."""
+        if ext not in IMAGE_MIMES:
+            raise ValueError(f"image type {ext!r} is not one of {', '.join(IMAGE_MIMES)}")
+        sha = hashlib.sha256(data).hexdigest()
+        path = self._path(sha, ext)
+        if not path.exists():
+            _write_atomically(path, data)
+        return sha
+
+    def get(self, sha: str) -> tuple[bytes, str] | None:
+        """The picture and its MIME type; None when ``sha`` is not a hash or not kept here."""
+        found = self.find(sha)
+        if found is None:
+            return None
+        return found.read_bytes(), IMAGE_MIMES[found.suffix[1:]]
+
+    def find(self, sha: str) -> Path | None:
+        """The file holding picture ``sha``, or None."""
+        if not _SHA.fullmatch(sha):
+            return None
+        for ext in IMAGE_MIMES:
+            path = self._path(sha, ext)
+            if path.is_file():
+                return path
+        return None
+
+    def note(self, sha: str, key: str) -> str | None:
+        """The text kept for picture ``sha`` under ``key`` (its caption by one model)."""
+        path = self._note_path(sha, key)
+        try:
+            return path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+
+    def keep_note(self, sha: str, key: str, text: str) -> None:
+        """Keep ``text`` for picture ``sha`` under ``key``, replacing any earlier one."""
+        _write_atomically(self._note_path(sha, key), text.encode("utf-8"))
+
+    def _path(self, sha: str, ext: str) -> Path:
+        return self.root / sha[:2] / f"{sha}.{ext}"
+
+    def _note_path(self, sha: str, key: str) -> Path:
+        if not _SHA.fullmatch(sha) or not _KEY.fullmatch(key):
+            raise ValueError(f"bad image note name {sha!r}/{key!r}")
+        return self.root / sha[:2] / f"{sha}.{key}.txt"
+
+
+def image_store(data_dir: Path) -> ImageStore:
+    """The image folder of ``data_dir``."""
+    return ImageStore(Path(data_dir) / IMAGES_DIR)
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Two ingests (or two threads of one) may keep the same picture at once: each its own.
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    with temporary.open("wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    temporary.replace(path)
