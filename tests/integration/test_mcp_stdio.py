@@ -66,6 +66,7 @@ HIT_FIELDS = {
     "source_hash",
     "collection",
     "truncated",
+    "image",
 }
 
 ProgressNote = tuple[float, float | None, str | None]

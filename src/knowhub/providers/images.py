@@ -16,10 +16,12 @@ lists but the folder lost is reported missing where it is asked for).
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 import threading
 from pathlib import Path
+from typing import Any
 
 __all__ = ["IMAGE_MIMES", "ImageStore", "image_store"]
 
@@ -28,6 +30,7 @@ IMAGES_DIR = "images"
 IMAGE_MIMES = {"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
 _SHA = re.compile(r"[0-9a-f]{64}")
 _KEY = re.compile(r"[0-9a-z_-]{1,64}")
+_SMALLEST_SIDE = 128  # a picture that fits only smaller than this is not sent at all
 
 
 class ImageStore:
@@ -63,6 +66,27 @@ class ImageStore:
                 return path
         return None
 
+    def bounded(self, sha: str, max_bytes: int, max_side: int) -> tuple[bytes, str] | None:
+        """Picture ``sha`` as a client is sent it: as kept when it fits ``max_bytes`` and
+        ``max_side``, else scaled down (JPEG for photos, PNG otherwise) until it does; None
+        when it is not kept here or cannot be made to fit."""
+        kept = self.get(sha)
+        if kept is None:
+            return None
+        data, mime = kept
+        from PIL import Image
+
+        with Image.open(io.BytesIO(data)) as picture:
+            if len(data) <= max_bytes and max(picture.size) <= max_side:
+                return data, mime
+            side = max_side
+            while side >= _SMALLEST_SIDE:
+                smaller = _scaled(picture, side)
+                if len(smaller[0]) <= max_bytes:
+                    return smaller
+                side //= 2
+        return None
+
     def note(self, sha: str, key: str) -> str | None:
         """The text kept for picture ``sha`` under ``key`` (its caption by one model)."""
         path = self._note_path(sha, key)
@@ -87,6 +111,21 @@ class ImageStore:
 def image_store(data_dir: Path) -> ImageStore:
     """The image folder of ``data_dir``."""
     return ImageStore(Path(data_dir) / IMAGES_DIR)
+
+
+def _scaled(picture: Any, side: int) -> tuple[bytes, str]:
+    from PIL import Image
+
+    copy = picture.copy()
+    copy.thumbnail((side, side), Image.Resampling.LANCZOS)
+    out = io.BytesIO()
+    if picture.format == "JPEG" or copy.mode == "CMYK":
+        copy.convert("RGB").save(out, "JPEG", quality=80)
+        return out.getvalue(), IMAGE_MIMES["jpeg"]
+    if copy.mode not in ("1", "L", "LA", "P", "RGB", "RGBA"):
+        copy = copy.convert("RGBA")
+    copy.save(out, "PNG")
+    return out.getvalue(), IMAGE_MIMES["png"]
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

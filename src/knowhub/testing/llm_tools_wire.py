@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from knowhub.testing.llm_images_wire import ollama_images, openai_parts
+
 __all__ = [
     "Reply",
     "Script",
@@ -189,6 +191,8 @@ def _openai_message(at: str, message: object) -> str | None:
         problem := _expect(f"{at}.tool_call_id", message.get("tool_call_id"), str, "a string")
     ):
         return problem
+    if role == "user" and isinstance(message.get("content"), list):
+        return openai_parts(f"{at}.content", message["content"])
     return _expect(f"{at}.content", message.get("content"), str, "a string")
 
 
@@ -332,7 +336,7 @@ def _ollama_message(at: str, message: object) -> str | None:
                 )
     content = message.get("content")
     if isinstance(content, str) or (content is None and calls):
-        return None
+        return ollama_images(message.get("images"))
     return "messages must be a non-empty list of {role, content}"
 
 

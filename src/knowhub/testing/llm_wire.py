@@ -81,13 +81,20 @@ def invalid(
     if problem is not None:
         return 400, error(protocol, problem)
     wants_json = body.get("response_format") == {"type": "json_object"}
-    if wants_json and not any("json" in (m.get("content") or "").lower() for m in body["messages"]):
+    if wants_json and not any("json" in _text(m.get("content")).lower() for m in body["messages"]):
         return 400, error(
             protocol,
             "'messages' must contain the word 'json' in some form, "
             "to use 'response_format' of type 'json_object'.",
         )
     return None
+
+
+def _text(content: object) -> str:
+    """A message's text: its content, or its text parts (a turn with pictures)."""
+    if isinstance(content, list):
+        return " ".join(p["text"] for p in content if isinstance(p, dict) and "text" in p)
+    return content if isinstance(content, str) else ""
 
 
 def error(protocol: str, message: str, kind: str = "invalid_request_error") -> Any:
@@ -129,7 +136,7 @@ def answer_text(answer: Answer, body: Any, protocol: str) -> str:
     """The answer to the request ``body``: a JSON object when JSON output was asked for."""
     if not isinstance(body, dict):
         return ""
-    users = [m["content"] for m in body.get("messages", []) if m.get("role") == "user"]
+    users = [_text(m["content"]) for m in body.get("messages", []) if m.get("role") == "user"]
     text = answer(users[-1] if users else "") if callable(answer) else answer
     wants_json = (
         body.get("format") == "json"

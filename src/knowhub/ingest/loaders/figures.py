@@ -267,9 +267,9 @@ def page_pictures(page: Any, figures: Figures) -> list[Any]:
             bitmap = obj.get_bitmap(render=False)
         except pdfium.PdfiumError:  # a stream PDFium cannot decode: the page's text stays
             continue
-        try:
-            pictures.append(bitmap.to_pil().copy())  # the copy outlives PDFium's buffer
-        finally:
-            bitmap.close()
+        pictures.append(bitmap.to_pil().copy())  # the copy outlives PDFium's buffer
+        # Not close(): pypdfium2 warns on closing a bitmap PDFium allocated; dropping the
+        # last reference frees it now, still under the caller's lock.
+        del bitmap
         pixels += width * height
     return pictures

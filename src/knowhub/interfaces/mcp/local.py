@@ -85,6 +85,8 @@ class LocalService:
             log.warning("%s: %s", source, reason)
         for _, reason in report.skipped:
             log.warning("skipped %s", reason)
+        for _, warning in report.warnings:  # indexed, but the user has something to fix
+            log.warning("%s", warning)
 
     def _progress(self) -> LogLines:
         """A sync's progress in the server log, in chunks embedded, as `knowhub ingest` shows

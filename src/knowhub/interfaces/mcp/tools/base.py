@@ -9,7 +9,7 @@ Every failure inside a call becomes a tool error that says what went wrong
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +20,7 @@ import anyio.to_thread
 from mcp import MCPError
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
 from knowhub.config import IngestSettings, ServerSettings
@@ -151,12 +151,13 @@ def tool_errors(metrics: Metrics, tool: str, **arguments: object) -> Iterator[No
     metrics.tool_calls.labels(tool, "ok").inc()
 
 
-def tool_result(text: str, out: BaseModel) -> CallToolResult:
-    """Markdown plus structured content; a data tool's opens with any indexing note."""
+def tool_result(text: str, out: BaseModel, images: Sequence[ImageContent] = ()) -> CallToolResult:
+    """Markdown (then any pictures) plus structured content; a data tool's opens with any
+    indexing note."""
     if isinstance(out, Indexed) and out.indexing is not None:
         text = f"{indexing_note(out.indexing)}\n\n{text}"
     return CallToolResult(
-        content=[TextContent(type="text", text=text)],
+        content=[TextContent(type="text", text=text), *images],
         structured_content=out.model_dump(mode="json"),
     )
 

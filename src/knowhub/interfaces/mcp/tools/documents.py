@@ -20,6 +20,7 @@ from knowhub.interfaces.mcp.tools.base import (
     tool_errors,
     tool_result,
 )
+from knowhub.interfaces.mcp.tools.pictures import ImageOut, document_images, images_line
 from knowhub.interfaces.mcp.tools.search import cite
 from knowhub.models import DocumentRecord, Hit
 
@@ -52,6 +53,9 @@ class DocumentOut(Indexed):
     total_chars: int
     average_chunk_chars: float
     pages: int | None
+    images: list[ImageOut] = Field(
+        default_factory=list, description="The pictures kept of it (query hits bring them)."
+    )
 
 
 class ContentOut(Indexed):
@@ -145,6 +149,7 @@ class DocumentTools(DataTools):
                 f"{out.total_chars} chars (average {out.average_chunk_chars})"
                 + (f", {out.pages} pages" if out.pages else "")
                 + f"; ingested {out.ingested_at}; hash {out.source_hash}"
+                + images_line(out.images)
             )
             return tool_result(text, out)
 
@@ -180,6 +185,7 @@ def _document_out(record: DocumentRecord, kb: KnowledgeBase) -> DocumentOut:
         total_chars=record.char_count,
         average_chunk_chars=round(record.char_count / max(record.chunk_count, 1), 1),
         pages=record.pages,
+        images=document_images(record),
         indexing=indexing_out(kb),
     )
 

@@ -32,6 +32,7 @@ from knowhub.interfaces.mcp.tools.base import (
     tool_errors,
     tool_result,
 )
+from knowhub.interfaces.mcp.tools.pictures import image_contents
 from knowhub.models import Hit
 
 __all__ = ["Cited", "Filters", "HitOut", "SearchOut", "SearchTools", "cite"]
@@ -56,6 +57,11 @@ class HitOut(BaseModel):
     source_hash: str = Field(description="The document's content hash (get_document_summary).")
     collection: str
     truncated: bool = Field(description="The text was cut to fit max_chars.")
+    image: str | None = Field(
+        None,
+        description="The picture this passage describes (sha256); the first pictures come "
+        "as image content after the text.",
+    )
 
 
 class SearchOut(Indexed):
@@ -179,7 +185,9 @@ class SearchTools(DataTools):
             hits, timings = (result.hits, result.timings_ms) if result else ([], {})
             out = _search_out(query, collection, hits, budget, timings)
             out.indexing = indexing_out(kb)
-            return tool_result(_search_markdown(out), out)
+            shas = [hit.image for hit in out.hits if hit.image]
+            images = await in_thread(lambda: image_contents(shas, kb.settings.data_dir))
+            return tool_result(_search_markdown(out), out, images)
 
 
 def _stage_progress(ctx: Context, metrics: Metrics) -> Callable[[str, int, float], None]:
@@ -241,6 +249,7 @@ def _hit_out(n: int, hit: Hit, text: str, cut: bool) -> HitOut:
         source_hash=hit.doc_hash,
         collection=hit.collection,
         truncated=cut,
+        image=image if isinstance(image := hit.metadata.get("image"), str) else None,
     )
 
 
