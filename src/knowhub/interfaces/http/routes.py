@@ -15,6 +15,7 @@ from fastapi.security import HTTPBearer
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from knowhub.checks import check_filters
+from knowhub.errors import QueryError
 from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
 from knowhub.interfaces.http.errors import error_body
 from knowhub.interfaces.http.schemas import AskBody, ChatBody, DebugBody, SearchBody
@@ -22,10 +23,12 @@ from knowhub.interfaces.http.service import Event, note_collection, sse
 from knowhub.interfaces.http.ws import answer_socket
 from knowhub.interfaces.render import explain_hits
 from knowhub.interfaces.security import PRINCIPAL_KEY
+from knowhub.providers.images import image_store
 
 __all__ = [
     "ask",
     "chat",
+    "chunk_image",
     "collections",
     "documents",
     "health",
@@ -135,6 +138,29 @@ async def documents(
     name = note_collection(request, service.collection(principal, collection))
     records = await service.run(lambda: service.app.documents(name))
     return {"collection": name, "documents": [dataclasses.asdict(r) for r in records]}
+
+
+@_api.get(
+    "/api/chunks/{chunk_id}/image",
+    summary="The picture a chunk describes (a search hit's metadata.image)",
+    response_class=Response,
+)
+async def chunk_image(chunk_id: str, service: ServiceDep, principal: PrincipalDep) -> Response:
+    def read() -> tuple[bytes, str] | None:
+        hits = principal.readable(service.app.chunk(chunk_id), lambda h: h.collection)
+        sha = hits[0].metadata.get("image") if hits else None
+        return image_store(service.settings.data_dir).get(sha) if isinstance(sha, str) else None
+
+    try:
+        found = await service.run(read)
+    except QueryError:  # no such chunk: answered as one the caller may not read
+        found = None
+    if found is None:
+        message = f"no picture for chunk {chunk_id!r}: give the chunk_id of a hit with an image"
+        return JSONResponse(error_body(message, 404), status_code=404)
+    data, mime = found
+    headers = {"Cache-Control": "private, max-age=3600", "X-Content-Type-Options": "nosniff"}
+    return Response(data, media_type=mime, headers=headers)
 
 
 @_api.get("/metrics", summary="Prometheus metrics", response_class=Response)

@@ -19,6 +19,7 @@ from knowhub.interfaces.http.console.pages import (
     readable_traces,
 )
 from knowhub.interfaces.http.console.render import page
+from knowhub.interfaces.http.console.source import picture_url
 from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
 from knowhub.interfaces.http.service import Service
 from knowhub.interfaces.render import explain_hits
@@ -135,7 +136,7 @@ def _results(service: Service, collection: str, result: SearchResult) -> dict[st
     service.metrics.searches.labels("console").inc()
     service.metrics.observe_stages(result.timings_ms)
     rows = [
-        {"hit": hit, "citation": citation(hit), "why": why}
+        {"hit": hit, "citation": citation(hit), "why": why, "picture": picture_url(hit)}
         for hit, why in zip(result.hits, explain_hits(result), strict=True)
     ]
     return {

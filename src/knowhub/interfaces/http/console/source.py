@@ -32,11 +32,14 @@ from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
 from knowhub.interfaces.http.service import Service
 from knowhub.interfaces.security import Principal
 from knowhub.models import DocumentRecord, Hit, citation
+from knowhub.providers.images import image_store
 
 __all__ = [
     "OriginalUnavailableError",
     "document_file",
     "page_image",
+    "picture",
+    "picture_url",
     "router",
     "safe_filename",
     "source",
@@ -84,6 +87,7 @@ async def source(
             "more": min(shown + 3, MAX_AROUND),
             "max_around": MAX_AROUND,
             "page_image": _page_state(service, record, hit),
+            "picture_url": picture_url(hit),
         }
 
     return await gathered(request, service, principal, "source.html", gather)
@@ -117,6 +121,31 @@ async def page_image(
     except OriginalUnavailableError as exc:  # the <img> shows its alt text; a visit, why
         return page(request, "error.html", status=exc.status, error=str(exc))
     return Response(body, media_type="image/png", headers=_IMAGE_HEADERS)
+
+
+@router.get("/source/{chunk_id}/image")
+async def picture(
+    service: ServiceDep, principal: PrincipalDep, chunk_id: str, collection: str = ""
+) -> Response:
+    """The picture the chunk describes, as ingest kept it."""
+
+    def read() -> tuple[bytes, str]:
+        hit = _cited(service, principal, chunk_id, collection)
+        sha = hit.metadata.get("image")
+        found = image_store(service.settings.data_dir).get(sha) if isinstance(sha, str) else None
+        if found is None:
+            raise NotFoundError(f"chunk {chunk_id!r} describes no picture kept here")
+        return found
+
+    data, mime = await service.run(read)
+    return Response(data, media_type=mime, headers=_IMAGE_HEADERS)
+
+
+def picture_url(hit: Hit) -> str | None:
+    """Where the console shows the picture a hit describes; None: it describes none."""
+    if not isinstance(hit.metadata.get("image"), str):
+        return None
+    return f"/ui/source/{quote(hit.chunk_id, safe='')}/image?collection={quote(hit.collection)}"
 
 
 @router.get("/documents/{doc_hash}/file")
