@@ -104,7 +104,7 @@ def _block(item: Paragraph | Table) -> tuple[str, bool]:
     from docx.table import Table
 
     if isinstance(item, Table):
-        return markdown_table([[cell.text for cell in row.cells] for row in item.rows]), False
+        return markdown_table([_row_texts(row) for row in item.rows]), False
     text = item.text.strip()
     if not text:
         return "", False
@@ -118,6 +118,16 @@ def _block(item: Paragraph | Table) -> tuple[str, bool]:
         indent = "  " * int(list_levels[0]) if list_levels else ""
         return f"{indent}- {' '.join(text.split())}", True
     return escape_markdown(text), False
+
+
+def _row_texts(row: Any) -> list[str]:
+    """The row's cell texts, a merged cell's once: python-docx gives a cell spanning three
+    columns three times, which made a merged title row look like a full header row."""
+    texts, previous = [], None
+    for cell in row.cells:
+        texts.append("" if cell._tc is previous else cell.text)
+        previous = cell._tc
+    return texts
 
 
 def _heading_level(style: str) -> int:

@@ -169,11 +169,14 @@ def heading_title(headings: Sequence[Heading]) -> str | None:
 
 
 def markdown_table(rows: Sequence[Sequence[str]]) -> str:
-    """Render rows as Markdown tables whose header is the first row.
+    """Render rows as Markdown tables whose header is the first row that fills the table.
 
-    The body rows are split into blocks of at most :data:`TABLE_BLOCK_CHARS` characters
-    (at least one row each), each repeating the header, so that a block fits in a chunk
-    and every chunk of a table names its columns (the chunker keeps a block whole).
+    Rows above the header that fill at most half of the table's width (a title such as
+    "Price list, valid from October", a note on units) are given first, as a line of
+    text each: they name the table, not its columns. The body rows are split into blocks
+    of at most :data:`TABLE_BLOCK_CHARS` characters (at least one row each), each
+    repeating the header, so that a block fits in a chunk and every chunk of a table
+    names its columns (the chunker keeps a block whole).
 
     Args:
         rows: table cells, row by row; short rows are padded.
@@ -186,19 +189,36 @@ def markdown_table(rows: Sequence[Sequence[str]]) -> str:
 
 def markdown_table_blocks(rows: Sequence[Sequence[str]]) -> list[tuple[str, int, int]]:
     """The blocks of :func:`markdown_table`, each with the first and last of ``rows`` it
-    shows: the first block from the header (row 0), a later one from its first body row
-    (its header is a copy), for a loader that maps the text to file lines."""
+    shows: the title lines from row 0, the first table block from the header, a later
+    one from its first body row (its header is a copy), for a loader that maps the text
+    to file lines."""
     if not rows:
         return []
-    width = max(len(row) for row in rows)
-    cells = [[_cell(value) for value in row] + [""] * (width - len(row)) for row in rows]
+    header = _header_index(rows)
+    titles = [" ".join(_cell(value) for value in row if value.strip()) for row in rows[:header]]
+    blocks = [("\n".join(escape_markdown(t) for t in titles if t), 0, header - 1)]
+    width = max(len(row) for row in rows[header:])
+    cells = [[_cell(value) for value in row] + [""] * (width - len(row)) for row in rows[header:]]
     head = _row(cells[0]) + "\n" + _row(["---"] * width)
     body = [_row(row) for row in cells[1:]]
     starts = _block_starts(len(head), [len(row) for row in body])
-    return [
-        ("\n".join([head, *body[start:end]]), start + 1 if start else 0, end)
+    blocks += [
+        ("\n".join([head, *body[start:end]]), header + (start + 1 if start else 0), header + end)
         for start, end in itertools.pairwise([*starts, len(body)])
     ]
+    return [block for block in blocks if block[0]]
+
+
+def _header_index(rows: Sequence[Sequence[str]]) -> int:
+    """The first row that fills more than half of the widest row's cells: the header; the
+    rows above it that hold something are the table's title and notes (a spreadsheet's
+    title row, a merged first row). An empty row is never a title."""
+    filled = [sum(1 for value in row if value.strip()) for row in rows]
+    half = max(filled) // 2
+    for index, count in enumerate(filled):
+        if count > half or count == 0:
+            return index
+    return 0
 
 
 def _block_starts(head: int, rows: Sequence[int]) -> list[int]:

@@ -21,7 +21,9 @@ from knowhub.ingest.loaders.common import (
 )
 from knowhub.ingest.loaders.encoding import normalize_newlines
 from knowhub.ingest.loaders.figures import Figures, page_pictures
+from knowhub.ingest.loaders.markdown import markdown_table
 from knowhub.ingest.loaders.ocr import Ocr, OcrError, OcrOptions, PageImage
+from knowhub.ingest.loaders.pdf_tables import Glyph, Rules, Table, find_tables
 from knowhub.models import LoadedDocument
 
 __all__ = ["PAGE_SEPARATOR", "PDFIUM_LOCK", "load_pdf"]
@@ -37,6 +39,8 @@ PDFIUM_LOCK = threading.Lock()
 # pages of text hundreds of characters (docs/benchmarks.md, "OCR engines").
 _SCAN_MAX_CHARS = 32
 _SCAN_MIN_COVER = 0.3
+# A page drawing more paths than this is a picture, not a ruled table: its lines are not read.
+_MAX_RULES = 5000
 
 
 @dataclass
@@ -206,9 +210,15 @@ def _page(pdf: Any, number: int, reader: _Reader) -> str:
     with PDFIUM_LOCK:
         page = pdf[number - 1]
         try:
-            text = _page_text(page)
-            scanned = _is_scan(page, text)
-            pictures = [] if scanned else page_pictures(page, figures)
+            textpage = page.get_textpage()
+            try:
+                text = _page_text(textpage)
+                scanned = _is_scan(page, text)
+                if not scanned:
+                    text = _with_tables(page, textpage, text)
+                    pictures = page_pictures(page, figures)
+            finally:
+                textpage.close()
         finally:
             page.close()
     if not scanned:
@@ -236,13 +246,63 @@ def _page(pdf: Any, number: int, reader: _Reader) -> str:
     return read or text
 
 
-def _page_text(page: Any) -> str:
-    textpage = page.get_textpage()
+def _page_text(textpage: Any, top: float | None = None, bottom: float | None = None) -> str:
+    """The text of the page, or of its band between heights ``bottom`` and ``top``."""
+    # get_text_bounded, unlike get_text_range, is not limited to UCS-2.
+    return normalize_newlines(textpage.get_text_bounded(top=top, bottom=bottom)).strip()
+
+
+def _with_tables(page: Any, textpage: Any, text: str) -> str:
+    """The page's ``text`` with each table found on it given as a Markdown table, between
+    the text above and below it; ``text`` itself when no table is found, or when its
+    characters cannot be read (a damaged page keeps the text PDFium gave)."""
+    import pypdfium2 as pdfium
+
     try:
-        # get_text_bounded, unlike get_text_range, is not limited to UCS-2.
-        return normalize_newlines(textpage.get_text_bounded()).strip()
-    finally:
-        textpage.close()
+        tables = find_tables(_glyphs(textpage), _rules(page))
+    except (pdfium.PdfiumError, ValueError):
+        return text
+    return "\n\n".join(filter(None, _parts(textpage, tables))) if tables else text
+
+
+def _parts(textpage: Any, tables: list[Table]) -> list[str]:
+    parts, top = [], None
+    for table in tables:
+        parts += [_page_text(textpage, top, table.top), markdown_table(table.rows)]
+        top = table.bottom
+    return [*parts, _page_text(textpage, top)]
+
+
+def _glyphs(textpage: Any) -> list[Glyph]:
+    import pypdfium2.raw as pdfium_c
+
+    glyphs = []
+    for index in range(textpage.count_chars()):
+        code = pdfium_c.FPDFText_GetUnicode(textpage, index)
+        # Loose: the font's height and advance, so a word's letters touch and a line's
+        # characters share a bottom.
+        left, bottom, right, top = textpage.get_charbox(index, loose=True)
+        glyphs.append(Glyph(_char(code), left, bottom, right, top))
+    return glyphs
+
+
+def _char(code: int) -> str:
+    if 0xD800 <= code <= 0xDFFF or code > 0x10FFFF:
+        return "\ufffd"  # a broken ToUnicode map: not a character Python can keep
+    return chr(code)
+
+
+def _rules(page: Any) -> Rules:
+    """The page's drawn lines; none on a page of many paths (a drawing)."""
+    import pypdfium2 as pdfium
+
+    paths = page.get_objects(filter=[pdfium.raw.FPDF_PAGEOBJ_PATH], max_depth=1)
+    boxes: list[tuple[float, float, float, float]] = []
+    for path in paths:
+        if len(boxes) == _MAX_RULES:
+            return Rules()
+        boxes.append(path.get_bounds())
+    return Rules.from_boxes(boxes)
 
 
 def _is_scan(page: Any, text: str) -> bool:
