@@ -1,4 +1,4 @@
-"""Ingest's settings: which files, how much each may cost, OCR of scans."""
+"""Ingest's settings: which files, how much each may cost, OCR of scans, cleanup."""
 
 from __future__ import annotations
 
@@ -56,6 +56,13 @@ class IngestSettings(Section):
     )
     ocr_max_megapixels: float = Field(
         40.0, gt=0, description="A larger page or image is not read (bounds OCR's memory)."
+    )
+
+    cleanup: bool = Field(
+        True,
+        description="Remove headers and footers repeated on most pages, join words hyphenated "
+        "across line breaks and collapse runs of whitespace in PDF, Office and OCR text "
+        '(docs/formats.md, "Cleanup and transforms").',
     )
 
     @model_validator(mode="before")

@@ -1,4 +1,4 @@
-"""The ingest pipeline: discover → integrity → load → chunk → encode → store.
+"""The ingest pipeline: discover → integrity → load → clean → chunk → encode → store.
 
 Each document is written in one store transaction, so a run killed at any
 moment leaves every document either as it was or fully replaced. A failing
@@ -25,6 +25,7 @@ import numpy as np
 from knowhub.config import Settings
 from knowhub.errors import IngestError, KnowhubError, LoaderError, OcrUnavailableError
 from knowhub.ingest.chunk import ChunkingOptions, chunk_document
+from knowhub.ingest.cleanup import clean_document
 from knowhub.ingest.discover import Candidate, Skipped, discover
 from knowhub.ingest.embed import EmbedRunner, abort_all, cache_key
 from knowhub.ingest.identity import Identities
@@ -387,6 +388,8 @@ class _Run:
             on_page=lambda page, pages: self.tracker.page_read(source, page, pages),
         )
         self.report.warnings += [(source, warning) for warning in loaded.warnings]
+        if self.settings.ingest.cleanup:
+            loaded = clean_document(loaded)
         changed.data = b""  # only the text is needed now: free the file's bytes before chunking
         metadata = {**_scalars(loaded.metadata), **tags}
         chunks = chunk_document(loaded, doc_hash, self.options, metadata, doc_id=doc_id)
