@@ -9,7 +9,28 @@ from pydantic import Field, model_validator
 
 from knowhub.config.base import Section
 
-__all__ = ["IngestSettings"]
+__all__ = ["IngestSettings", "TransformSettings"]
+
+
+class TransformSettings(Section):
+    """LLM transforms of chunks, through the configured ``llm.*`` (off: no call is made)."""
+
+    refine: bool = Field(
+        False,
+        description="Have the LLM clean each chunk's OCR noise and hyphenation; the cleaned text "
+        "is what is embedded and indexed, the chunk keeps its exact text for citations.",
+    )
+    enrich: bool = Field(
+        False,
+        description="Have the LLM write each chunk's title, summary, keywords and a question it "
+        "answers: searchable, shown in results, keywords filterable.",
+    )
+    cache_entries: int = Field(
+        200_000,
+        ge=100,
+        description="Answers kept in the data dir's LLM transform cache (by chunk text, model "
+        "and prompt): a re-ingest asks nothing again; the oldest go first.",
+    )
 
 
 class IngestSettings(Section):
@@ -64,6 +85,8 @@ class IngestSettings(Section):
         "across line breaks and collapse runs of whitespace in PDF, Office and OCR text "
         '(docs/formats.md, "Cleanup and transforms").',
     )
+
+    transforms: TransformSettings = TransformSettings()
 
     @model_validator(mode="before")
     @classmethod

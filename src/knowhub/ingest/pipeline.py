@@ -32,9 +32,11 @@ from knowhub.ingest.identity import Identities
 from knowhub.ingest.integrity import Changed, Integrity, gone_documents
 from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS, Limits, OcrOptions, load
 from knowhub.ingest.progress import IngestProgress, Progress, ProgressTracker
+from knowhub.ingest.transforms import build_transforms, own_metadata, searchable_text
 from knowhub.lang import index_tokens
 from knowhub.models import Chunk, DocumentRecord
 from knowhub.providers.embedders.base import Embedder, Vectors
+from knowhub.providers.llms.base import LLM
 from knowhub.providers.stores.base import DocumentWrite, Store, refresh_index, replace_documents
 from knowhub.surrogates import escape_surrogates
 
@@ -185,11 +187,13 @@ def contextual_text(chunk: Chunk) -> str:
     """The text embedded and indexed for a chunk: its section path, then its text.
 
     The heading chain gives a chunk from deep inside a section the context its
-    own words lack; it is left out when the chunk already starts with it.
+    own words lack; it is left out when the chunk already starts with it. LLM transforms
+    stand in for the text (:func:`~knowhub.ingest.transforms.searchable_text`).
     """
+    text = searchable_text(chunk)
     if chunk.section_path and not chunk.text.lstrip().startswith("#"):
-        return f"{chunk.section_path}\n{chunk.text}"
-    return chunk.text
+        return f"{chunk.section_path}\n{text}"
+    return text
 
 
 def ingest(
@@ -205,15 +209,17 @@ def ingest(
     progress: Progress | None = None,
     confine: Path | None = None,
     prune_outside: bool = False,
+    llm: LLM | None = None,
 ) -> IngestReport:
     """Bring ``collection`` in line with the files under ``paths``.
 
     With ``confine`` (a served folder), only files resolving inside it are ingested.
     ``tags`` update each document's stored tags (an empty value removes one); documents
     keep the others. ``prune`` removes documents under ``paths`` whose files are gone; with
-    ``prune_outside`` (a collection that is one folder's) wherever they were.
+    ``prune_outside`` (a collection that is one folder's) wherever they were. ``llm`` runs
+    the transforms ``ingest.transforms`` turns on.
     """
-    run = _Run(store, embedder, settings, collection, dict(tags or {}), confine, progress)
+    run = _Run(store, embedder, settings, collection, dict(tags or {}), confine, progress, llm)
     version = store.version(run.cid)
     started = time.perf_counter()
     exclusions = settings.ingest.exclude if exclude is None else exclude
@@ -234,7 +240,7 @@ def ingest(
             raise IngestStopped(run.report) from exc
         raise IngestCancelledError(run.report) from None
     finally:
-        run.runner.close()
+        run.close()
     if prune:
         run.prune(None if prune_outside else paths)
     if store.version(run.cid) != version:
@@ -287,7 +293,9 @@ class _Run:
         tags: dict[str, str],
         confine: Path | None = None,
         progress: Progress | None = None,
+        llm: LLM | None = None,
     ) -> None:
+        self.transforms = build_transforms(settings, llm)
         self.store = store
         self.embedder = embedder
         self.settings = settings
@@ -309,6 +317,11 @@ class _Run:
         self.max_window = 2 * max(1, settings.embedder.workers or (os.cpu_count() or 1)) + 2
         self.group: list[tuple[_Pending, DocumentWrite]] = []  # written, not yet committed
         self.group_started = 0.0
+
+    def close(self) -> None:
+        self.runner.close()
+        if self.transforms is not None:
+            self.transforms.close()
 
     def process(self, candidate: Candidate) -> None:
         try:
@@ -395,6 +408,9 @@ class _Run:
         chunks = chunk_document(loaded, doc_hash, self.options, metadata, doc_id=doc_id)
         if not chunks:
             raise LoaderError(f"{source}: no text to index after extraction")
+        if self.transforms is not None:
+            chunks, warning = self.transforms.apply(chunks, source, self.tracker)
+            self.report.warnings += [(source, warning)] if warning else []
         record = DocumentRecord(
             collection=self.report.collection,
             source=source,
@@ -408,7 +424,7 @@ class _Run:
             char_count=len(loaded.text),
             pages=len(loaded.page_starts) or None,
             ingested_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            metadata={**loaded.metadata, "tags": tags, "knowhub": {"doc_id": doc_id}},
+            metadata={**loaded.metadata, "tags": tags, "knowhub": own_metadata(chunks, doc_id)},
         )
         if changed.old is None:  # another spelling of this file later in the run is it
             self.identities.remember(stat, record)
