@@ -206,6 +206,7 @@ class Collection:
     ) -> IngestReport:
         """Bring this version in line with ``paths`` (see :meth:`knowhub.App.ingest`)."""
         from knowhub.ingest.pipeline import IngestCancelledError, IngestStopped, ingest
+        from knowhub.ingest.transforms import transforms_wanted
 
         name = check_collection_name(self._trace_name())
         # An unnamed handle reads the default collection but ingests into the configured one,
@@ -228,6 +229,9 @@ class Collection:
                     progress=progress,
                     confine=confine,
                     prune_outside=prune_outside,
+                    # Built only when wanted: an LLM configured for answers must not be
+                    # required (nor checked) to ingest.
+                    llm=self._app.llm if transforms_wanted(where.settings) else None,
                 )
             except (IngestStopped, IngestCancelledError) as stopped:
                 stopped.report.collection = target.collection

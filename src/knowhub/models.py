@@ -229,6 +229,15 @@ class Hit:
     dense_score: float | None = None  # cosine similarity to the query (None: not in dense leg)
     relevance: float | None = None
 
+    @property
+    def enrichment(self) -> dict[str, Any] | None:
+        """What the LLM wrote about the chunk at ingest (``ingest.transforms.enrich``): its
+        title, summary, keywords and a question it answers; None when not enriched."""
+        found = self.metadata.get("llm")
+        if not isinstance(found, Mapping) or "title" not in found:
+            return None
+        return {k: found[k] for k in ("title", "summary", "keywords", "question") if k in found}
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form used by ``--json`` and the API layers."""
         return {

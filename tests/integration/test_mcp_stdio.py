@@ -67,6 +67,7 @@ HIT_FIELDS = {
     "collection",
     "truncated",
     "image",
+    "enrichment",
 }
 
 ProgressNote = tuple[float, float | None, str | None]

@@ -1,4 +1,4 @@
-"""Ingest's settings: which files, how much each may cost, OCR of scans."""
+"""Ingest's settings: which files, how much each may cost, OCR of scans, cleanup."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 
 from knowhub.config.base import Section
 
-__all__ = ["ImageSettings", "IngestSettings"]
+__all__ = ["ImageSettings", "IngestSettings", "TransformSettings"]
 
 
 class ImageSettings(Section):
@@ -26,6 +26,27 @@ class ImageSettings(Section):
         "",
         description="A model of llm.provider that takes images: it captions each picture once "
         "(cached by picture). Empty: OCR of the picture's text, else its alternative text.",
+    )
+
+
+class TransformSettings(Section):
+    """LLM transforms of chunks, through the configured ``llm.*`` (off: no call is made)."""
+
+    refine: bool = Field(
+        False,
+        description="Have the LLM clean each chunk's OCR noise and hyphenation; the cleaned text "
+        "is what is embedded and indexed, the chunk keeps its exact text for citations.",
+    )
+    enrich: bool = Field(
+        False,
+        description="Have the LLM write each chunk's title, summary, keywords and a question it "
+        "answers: searchable, shown in results, keywords filterable.",
+    )
+    cache_entries: int = Field(
+        200_000,
+        ge=100,
+        description="Answers kept in the data dir's LLM transform cache (by chunk text, model "
+        "and prompt): a re-ingest asks nothing again; the oldest go first.",
     )
 
 
@@ -75,6 +96,15 @@ class IngestSettings(Section):
         40.0, gt=0, description="A larger page or image is not read (bounds OCR's memory)."
     )
     images: ImageSettings = ImageSettings()
+
+    cleanup: bool = Field(
+        True,
+        description="Remove headers and footers repeated on most pages, join words hyphenated "
+        "across line breaks and collapse runs of whitespace in PDF, Office and OCR text "
+        '(docs/formats.md, "Cleanup and transforms").',
+    )
+
+    transforms: TransformSettings = TransformSettings()
 
     @model_validator(mode="before")
     @classmethod

@@ -1,4 +1,4 @@
-"""The ingest pipeline: discover → integrity → load → chunk → encode → store.
+"""The ingest pipeline: discover → integrity → load → clean → chunk → encode → store.
 
 Each document is written in one store transaction, so a run killed at any
 moment leaves every document either as it was or fully replaced. A failing
@@ -25,6 +25,7 @@ import numpy as np
 from knowhub.config import Settings
 from knowhub.errors import IngestError, KnowhubError, LoaderError, OcrUnavailableError
 from knowhub.ingest.chunk import ChunkingOptions, chunk_document
+from knowhub.ingest.cleanup import clean_document
 from knowhub.ingest.discover import Candidate, Skipped, discover
 from knowhub.ingest.embed import EmbedRunner, abort_all, cache_key
 from knowhub.ingest.identity import Identities
@@ -32,9 +33,11 @@ from knowhub.ingest.integrity import Changed, Integrity, gone_documents
 from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS, Limits, OcrOptions, load
 from knowhub.ingest.pictures import image_entries, image_options
 from knowhub.ingest.progress import IngestProgress, Progress, ProgressTracker
+from knowhub.ingest.transforms import build_transforms, own_metadata, searchable_text
 from knowhub.lang import index_tokens
 from knowhub.models import Chunk, DocumentRecord, LoadedDocument
 from knowhub.providers.embedders.base import Embedder, Vectors
+from knowhub.providers.llms.base import LLM
 from knowhub.providers.stores.base import DocumentWrite, Store, refresh_index, replace_documents
 from knowhub.surrogates import escape_surrogates
 
@@ -185,11 +188,13 @@ def contextual_text(chunk: Chunk) -> str:
     """The text embedded and indexed for a chunk: its section path, then its text.
 
     The heading chain gives a chunk from deep inside a section the context its
-    own words lack; it is left out when the chunk already starts with it.
+    own words lack; it is left out when the chunk already starts with it. LLM transforms
+    stand in for the text (:func:`~knowhub.ingest.transforms.searchable_text`).
     """
+    text = searchable_text(chunk)
     if chunk.section_path and not chunk.text.lstrip().startswith("#"):
-        return f"{chunk.section_path}\n{chunk.text}"
-    return chunk.text
+        return f"{chunk.section_path}\n{text}"
+    return text
 
 
 def ingest(
@@ -205,15 +210,17 @@ def ingest(
     progress: Progress | None = None,
     confine: Path | None = None,
     prune_outside: bool = False,
+    llm: LLM | None = None,
 ) -> IngestReport:
     """Bring ``collection`` in line with the files under ``paths``.
 
     With ``confine`` (a served folder), only files resolving inside it are ingested.
     ``tags`` update each document's stored tags (an empty value removes one); documents
     keep the others. ``prune`` removes documents under ``paths`` whose files are gone; with
-    ``prune_outside`` (a collection that is one folder's) wherever they were.
+    ``prune_outside`` (a collection that is one folder's) wherever they were. ``llm`` runs
+    the transforms ``ingest.transforms`` turns on.
     """
-    run = _Run(store, embedder, settings, collection, dict(tags or {}), confine, progress)
+    run = _Run(store, embedder, settings, collection, dict(tags or {}), confine, progress, llm)
     version = store.version(run.cid)
     started = time.perf_counter()
     exclusions = settings.ingest.exclude if exclude is None else exclude
@@ -234,7 +241,7 @@ def ingest(
             raise IngestStopped(run.report) from exc
         raise IngestCancelledError(run.report) from None
     finally:
-        run.runner.close()
+        run.close()
     if prune:
         run.prune(None if prune_outside else paths)
     if store.version(run.cid) != version:
@@ -287,7 +294,9 @@ class _Run:
         tags: dict[str, str],
         confine: Path | None = None,
         progress: Progress | None = None,
+        llm: LLM | None = None,
     ) -> None:
+        self.transforms = build_transforms(settings, llm)
         self.store = store
         self.embedder = embedder
         self.settings = settings
@@ -309,6 +318,11 @@ class _Run:
         self.max_window = 2 * max(1, settings.embedder.workers or (os.cpu_count() or 1)) + 2
         self.group: list[tuple[_Pending, DocumentWrite]] = []  # written, not yet committed
         self.group_started = 0.0
+
+    def close(self) -> None:
+        self.runner.close()
+        if self.transforms is not None:
+            self.transforms.close()
 
     def process(self, candidate: Candidate) -> None:
         try:
@@ -388,11 +402,16 @@ class _Run:
             on_page=lambda page, pages: self.tracker.page_read(source, page, pages),
         )
         self.report.warnings += [(source, warning) for warning in loaded.warnings]
+        if self.settings.ingest.cleanup:
+            loaded = clean_document(loaded)
         changed.data = b""  # only the text is needed now: free the file's bytes before chunking
         metadata = {**_scalars(loaded.metadata), **tags}
         chunks = chunk_document(loaded, doc_hash, self.options, metadata, doc_id=doc_id)
         if not chunks:
             raise LoaderError(f"{source}: no text to index after extraction")
+        if self.transforms is not None:
+            chunks, warning = self.transforms.apply(chunks, source, self.tracker)
+            self.report.warnings += [(source, warning)] if warning else []
         record = DocumentRecord(
             collection=self.report.collection,
             source=source,
@@ -535,7 +554,7 @@ def _limits(settings: Settings) -> Limits:
 
 def _own(doc_id: str, loaded: LoadedDocument, chunks: list[Chunk]) -> dict[str, Any]:
     """The record's ``knowhub`` metadata: its id, and its pictures when it has any."""
-    own: dict[str, Any] = {"doc_id": doc_id}
+    own = own_metadata(chunks, doc_id)
     if loaded.images:
         own["images"] = image_entries(loaded.images, chunks)
     return own

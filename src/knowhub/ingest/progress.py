@@ -18,7 +18,9 @@ from typing import Literal
 
 __all__ = ["IngestProgress", "Progress", "ProgressTracker"]
 
-Event = Literal["started", "page_read", "chunked", "embedded", "file_done", "finished"]
+Event = Literal[
+    "started", "page_read", "transformed", "chunked", "embedded", "file_done", "finished"
+]
 
 
 @dataclass(frozen=True)
@@ -42,8 +44,9 @@ class IngestProgress:
     chunks_total: int  # chunks known to need encoding so far
     chunks_cached: int = 0  # chunks of the files chunked so far whose vectors were cached
     file_chunks: int = 0  # on "chunked": the chunks of ``source`` to encode
-    page: int = 0  # on "page_read": the page of ``source`` OCR just read (1-based)
-    pages: int = 0  # on "page_read": the pages ``source`` has
+    page: int = 0  # on "page_read": the page of ``source`` OCR just read (1-based); on
+    # "transformed": the chunk the LLM just transformed
+    pages: int = 0  # on "page_read": the pages ``source`` has; on "transformed": its chunks
 
     @property
     def chunks_final(self) -> bool:
@@ -77,6 +80,10 @@ class ProgressTracker:
     def page_read(self, source: str, page: int, pages: int) -> None:
         """OCR read ``page`` of ``source``'s ``pages`` (it is still being loaded)."""
         self._send("page_read", source, page=page, pages=pages)
+
+    def transformed(self, source: str, chunk: int, chunks: int) -> None:
+        """The LLM transformed ``chunk`` of ``source``'s ``chunks`` (not yet embedded)."""
+        self._send("transformed", source, page=chunk, pages=chunks)
 
     def chunked(self, source: str, to_encode: int, cached: int = 0) -> None:
         """``source``'s chunks are known: ``to_encode`` of them will be encoded, ``cached``

@@ -116,6 +116,8 @@ class ProgressView:
             parts.append(f"{rate:,.1f} chunks/s")
         if step.event == "page_read":  # a scan: minutes may pass before its chunks are known
             parts.append(f"OCR page {step.page:,}/{step.pages:,} of {step.source}")
+        if step.event == "transformed":  # an LLM call a chunk, before its chunks are counted
+            parts.append(f"LLM chunk {step.page:,}/{step.pages:,} of {step.source}")
         if step.event == "finished":
             parts.append(f"done in {duration(self.at - self.started)}")
         elif eta is not None:
@@ -191,7 +193,11 @@ class TerminalLine:
         text, source = self.view.line(), self.view.source
         room = width - len(text) - 3
         last = self.view.last
-        if last is not None and last.event not in ("finished", "page_read") and room >= 8:
+        if (
+            last is not None
+            and last.event not in ("finished", "page_read", "transformed")
+            and room >= 8
+        ):
             text += f" · {source if len(source) <= room else '…' + source[-room + 1 :]}"
         self._stream.write(f"\r{text[:width]}\x1b[K")
         self._stream.flush()

@@ -42,6 +42,7 @@ def render_hits(
         if len(preview) > PREVIEW_CHARS:
             preview = preview[:PREVIEW_CHARS].rstrip() + "…"
         body = textwrap.indent(textwrap.fill(preview, 96), "    ")
+        body += _enrichment(hit)
         why = f"    {_explain_line(explanations[rank - 1])}\n" if explanations else ""
         # The score ranks within this search; relevance is absolute (what --min-score cuts).
         relevance = "" if hit.relevance is None else f" · relevance {hit.relevance:.2f}"
@@ -50,6 +51,17 @@ def render_hits(
             f"    chunk {hit.chunk_id}\n{why}{body}"
         )
     return "\n\n".join(blocks)
+
+
+def _enrichment(hit: Hit) -> str:
+    """The LLM's title, summary and keywords of an enriched hit, as lines under its text."""
+    found = hit.enrichment
+    if found is None:
+        return ""
+    about = f"» {found['title']}: {found.get('summary', '')}"
+    if found.get("keywords"):
+        about += f" [keywords: {', '.join(found['keywords'])}]"
+    return "\n" + textwrap.indent(textwrap.fill(about, 96), "    ")
 
 
 def explain_hits(result: SearchResult) -> list[dict[str, Any]]:

@@ -40,9 +40,13 @@ def resolve_filters(
 
 def metadata_keys(records: Iterable[DocumentRecord]) -> frozenset[str]:
     """The metadata keys chunks of these documents can be filtered on: what ingest copies
-    into every chunk (``knowhub.ingest.pipeline``), i.e. scalar metadata and tag names."""
+    into every chunk (``knowhub.ingest.pipeline``), i.e. scalar metadata and tag names, and
+    the keys it adds to some chunks (LLM keywords), listed as ``knowhub.chunk_keys``."""
     keys: set[str] = set()
     for record in records:
+        own = record.metadata.get("knowhub")
+        if isinstance(own, dict):
+            keys.update(str(key) for key in own.get("chunk_keys") or ())
         for key, value in record.metadata.items():
             if key == "tags" and isinstance(value, dict):
                 keys.update(str(tag) for tag in value)

@@ -62,6 +62,11 @@ class HitOut(BaseModel):
         description="The picture this passage describes (sha256); the first pictures come "
         "as image content after the text.",
     )
+    enrichment: dict[str, Any] | None = Field(
+        None,
+        description="Title, summary, keywords and question the LLM wrote for the chunk at "
+        "ingest (ingest.transforms.enrich); keywords can be filtered on.",
+    )
 
 
 class SearchOut(Indexed):
@@ -215,7 +220,8 @@ def _search_out(
     left = budget - len(_heading(query, collection, len(hits))) - len(_CUT_NOTE) - 4
     truncated = False
     for n, hit in enumerate(hits, start=1):
-        overhead = len(_hit_heading(n, hit, hit.score)) + 4  # + the blank lines around it
+        # The heading, the enrichment line and the blank lines around them.
+        overhead = len(_hit_heading(n, hit, hit.score)) + len(_about(hit.enrichment)) + 4
         room = left - overhead
         if room < 80:  # less than a phrase: leave the rest out
             truncated = True
@@ -250,6 +256,7 @@ def _hit_out(n: int, hit: Hit, text: str, cut: bool) -> HitOut:
         collection=hit.collection,
         truncated=cut,
         image=image if isinstance(image := hit.metadata.get("image"), str) else None,
+        enrichment=hit.enrichment,
     )
 
 
@@ -289,12 +296,22 @@ def _hit_heading(n: int, hit: Hit | HitOut, score: float) -> str:
     return f"**[{n}]** {cite(hit)} — chunk `{hit.chunk_id}` (score {score:.3f}{relevance})"
 
 
+def _about(enrichment: dict[str, Any] | None) -> str:
+    """An enriched hit's line under its heading: the LLM's title, summary and keywords."""
+    if enrichment is None:
+        return ""
+    keywords = ", ".join(enrichment.get("keywords", ()))
+    return f"\n*{enrichment['title']}*: {enrichment.get('summary', '')} (keywords: {keywords})"
+
+
 def _search_markdown(out: SearchOut) -> str:
     """Numbered passages, each headed by its citation and chunk id (for get_content)."""
     if not out.hits:
         return f"No results for {out.query!r} in collection {out.collection!r}."
     blocks = [_heading(out.query, out.collection, len(out.hits))]
-    blocks += [f"{_hit_heading(h.n, h, h.score)}\n\n{h.text}" for h in out.hits]
+    blocks += [
+        f"{_hit_heading(h.n, h, h.score)}{_about(h.enrichment)}\n\n{h.text}" for h in out.hits
+    ]
     if out.truncated:
         blocks.append(_CUT_NOTE)
     return "\n\n".join(blocks)
