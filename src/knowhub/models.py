@@ -117,6 +117,8 @@ class LoadedDocument:
             (bytes that were not valid text, replaced), each starting with the path.
         images: the pictures found in it, in text order, each described in ``text`` by a
             block of its own (where it has a description).
+        unread_pages: scanned pages left unread (OCR off, unavailable, or refused the page),
+            1-based: a later run that can read them reads the file again.
     """
 
     text: str
@@ -129,6 +131,7 @@ class LoadedDocument:
     line_map: tuple[LineSpan, ...] | None = ()
     warnings: tuple[str, ...] = ()
     images: tuple[DocumentImage, ...] = ()
+    unread_pages: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from knowhub import App, build_app
+from knowhub.ingest.loaders.ocr import TESSDATA_DIRS
 from knowhub.ingest.pipeline import IngestProgress
 from tests.helpers import fast_settings, write
 from tests.scans import blank_png, image_pdf, scanned_page, table_png, text_and_scan_pdf
@@ -126,3 +127,60 @@ def test_an_image_without_text_in_a_folder_is_skipped_not_failed(app: App, tmp_p
     assert report.ok and report.added == ["guide.md"] and report.failed == []
     ((source, reason),) = report.skipped
     assert source == "img/diagram.png" and "OCR found no text" in reason
+
+
+def _mixed(docs: Path) -> None:
+    docs.mkdir(exist_ok=True)
+    (docs / "mixed.pdf").write_bytes(
+        text_and_scan_pdf("Typed page about the parking rules.", scanned_page(PAGES[0][0], "en"))
+    )
+
+
+def _pages_of(app: App, query: str) -> list[int | None]:
+    return [h.page for h in app.search(query, top_k=5).hits if h.source == "mixed.pdf"]
+
+
+def test_scans_left_unread_are_read_once_ocr_can_and_only_then(tmp_path: Path) -> None:
+    docs, data = tmp_path / "docs", tmp_path / "data"
+    _mixed(docs)
+    for _ in range(2):  # OCR off: page 2 unread, and not read again while OCR stays off
+        off = build_app(fast_settings(data, **{"ingest.ocr": False}))
+        try:
+            report = off.ingest([docs])
+            assert 2 not in _pages_of(off, "Harbour Street front desk badge")
+        finally:
+            off.close()
+    assert report.unchanged == ["mixed.pdf"]
+    on = build_app(fast_settings(data))
+    try:
+        assert on.ingest([docs]).updated == ["mixed.pdf"]  # OCR can now: read again
+        assert _pages_of(on, "Harbour Street front desk badge")[0] == 2
+        assert on.ingest([docs]).unchanged == ["mixed.pdf"]  # all read: no OCR again
+    finally:
+        on.close()
+    off = build_app(fast_settings(data, **{"ingest.ocr": False}))
+    try:  # OCR off again: what it read stays indexed
+        assert off.ingest([docs]).unchanged == ["mixed.pdf"]
+        assert _pages_of(off, "Harbour Street front desk badge")[0] == 2
+    finally:
+        off.close()
+
+
+def test_scans_are_read_once_the_language_data_is_installed(tmp_path: Path) -> None:
+    docs, data, tessdata = tmp_path / "docs", tmp_path / "data", tmp_path / "tessdata"
+    _mixed(docs)
+    tessdata.mkdir()  # the same settings throughout: only the folder's content changes
+    app = build_app(fast_settings(data, **{"ingest.ocr_tessdata": str(tessdata)}))
+    try:
+        assert app.ingest([docs]).added == ["mixed.pdf"]
+        assert app.ingest([docs]).unchanged == ["mixed.pdf"]
+        for model in _system_tessdata().glob("*.traineddata"):
+            (tessdata / model.name).symlink_to(model)  # "installed"
+        assert app.ingest([docs]).updated == ["mixed.pdf"]
+        assert _pages_of(app, "Harbour Street front desk badge")[0] == 2
+    finally:
+        app.close()
+
+
+def _system_tessdata() -> Path:
+    return next(d for d in TESSDATA_DIRS if (d / "eng.traineddata").is_file())

@@ -127,3 +127,34 @@ def test_the_scripted_ollama_refuses_images_that_are_not_base64_pictures() -> No
     assert ollama_images([base64.b64encode(b"GIF89a-not-really").decode()]) is not None
     assert ollama_images([base64.b64encode(PICTURE).decode()]) is None
     assert ollama_images(None) is None
+
+
+def test_pictures_indexed_without_a_vision_model_are_captioned_once_one_is_set(
+    tmp_path: Path,
+) -> None:
+    from knowhub import build_app
+    from tests.helpers import fast_settings
+    from tests.pictures_helpers import word_with_figure
+
+    word_with_figure(tmp_path / "docs" / "plant.docx", PICTURE, alt="Plant floor")
+    app = build_app(fast_settings(tmp_path / "data"))
+    try:
+        assert app.ingest([tmp_path / "docs"]).added == ["plant.docx"]
+    finally:
+        app.close()
+    with llm_server.serve("A floor plan of the Kestrel plant with two exits.") as server:
+        vision = {
+            "llm.provider": "openai",
+            "llm.base_url": server.openai_base,
+            "llm.model": "chat-only",
+            "ingest.images.vision_model": "vision-model",
+        }
+        app = build_app(fast_settings(tmp_path / "data", **vision))
+        try:
+            assert app.ingest([tmp_path / "docs"]).updated == ["plant.docx"]
+            hit = app.search("Kestrel plant floor plan exits", top_k=1).hits[0]
+            assert "two exits" in hit.text and hit.metadata["image"]
+            assert app.ingest([tmp_path / "docs"]).unchanged == ["plant.docx"]
+        finally:
+            app.close()
+        assert len(server.requests) == 1

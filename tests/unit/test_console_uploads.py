@@ -7,6 +7,7 @@ import asyncio
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -162,6 +163,50 @@ def test_a_job_moves_each_file_to_done_or_failed(tmp_path: Path) -> None:
         assert (folder / "good.md").is_file() and not (folder / "bad.pdf").exists()
     finally:
         app.close()
+
+
+def _scan_step(event: str, page: int = 0, chunks: int = 0) -> IngestProgress:
+    return IngestProgress(
+        event,  # type: ignore[arg-type]
+        "scan.pdf",
+        files_done=0,
+        files_total=1,
+        files_chunked=int(event == "chunked"),
+        chunks_done=0,
+        chunks_total=chunks,
+        page=page,
+        pages=4,
+    )
+
+
+def test_a_scans_pages_move_its_bar_and_say_which_page_is_read() -> None:
+    views: list[tuple[str, str, float]] = []
+    jobs: list[Any] = []
+
+    def ingest(progress: Progress) -> IngestReport:
+        progress(_scan_step("started"))
+        for event, page in [("page_read", 1), ("page_read", 2), ("page_read", 4), ("chunked", 0)]:
+            progress(_scan_step(event, page, chunks=4 if event == "chunked" else 0))
+            (f,) = jobs[0].view()["files"]
+            views.append((f["state"], f["reason"], f["fraction"]))
+        return IngestReport("default", added=["scan.pdf"])
+
+    start = threading.Event()
+
+    def gated(progress: Progress) -> IngestReport:
+        start.wait(10)
+        return ingest(progress)
+
+    files = [FileState("scan.pdf", "scan.pdf")]
+    jobs.append(JobBook().start(Principal("full"), "default", files, [], gated, {}))
+    start.set()
+    assert jobs[0].done.wait(10) and not jobs[0].error
+    assert views == [
+        ("reading", "OCR page 1/4", 0.2),
+        ("reading", "OCR page 2/4", 0.3),
+        ("reading", "OCR page 4/4", 0.5),
+        ("embedding", "", 0.5),  # not back to 0.1 as its chunks start
+    ]
 
 
 def _never(progress: Progress) -> IngestReport:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISREG
@@ -50,6 +50,7 @@ class Integrity:
         tags: dict[str, str],
         confine: Path | None,
         max_bytes: int,
+        stale: Callable[[DocumentRecord], bool] = lambda record: False,
     ) -> None:
         self.store = store
         self.cid = cid
@@ -57,6 +58,9 @@ class Integrity:
         self.tags = tags  # given this run: they update each document's stored tags
         self.confine = confine  # files must still resolve inside it when they are opened
         self.max_bytes = max_bytes
+        # Whether a document must be read again though its file is unchanged (extracted
+        # before OCR or a vision model could: :mod:`knowhub.ingest.extraction`).
+        self.stale = stale
 
     def check(self, candidate: Candidate) -> Changed | None:
         """The file's bytes when its document must be written; None when it is unchanged
@@ -70,7 +74,7 @@ class Integrity:
         if old is None and (old := self.identities.recorded_as(candidate.path, first)) is not None:
             key = old.path  # the file, reached by another spelling: its document stays one
         tags = merged_tags(stored_tags(old), self.tags)
-        same_tags = old is not None and stored_tags(old) == tags
+        same_tags = old is not None and stored_tags(old) == tags and not self.stale(old)
         if old and same_tags and S_ISREG(first.st_mode) and _same_file(old, first):
             return None
         # Never blocks, even if it became a FIFO; still inside the served folder once open.
@@ -87,6 +91,8 @@ class Integrity:
         if previous is not None:  # a moved document keeps its tags, as a rewritten one does
             tags = merged_tags(stored_tags(previous), self.tags)
         outcome = _outcome(old, previous, doc_hash)
+        if outcome == "retagged" and old is not None and self.stale(old):
+            outcome = "updated"  # read again for its scans or pictures, not for its tags
         return Changed(key, source, data, doc_hash, stat, tags, old, previous, outcome)
 
 

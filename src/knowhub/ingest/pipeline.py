@@ -28,6 +28,7 @@ from knowhub.ingest.chunk import ChunkingOptions, chunk_document
 from knowhub.ingest.cleanup import clean_document
 from knowhub.ingest.discover import Candidate, Skipped, discover
 from knowhub.ingest.embed import EmbedRunner, abort_all, cache_key
+from knowhub.ingest.extraction import Extraction
 from knowhub.ingest.identity import Identities
 from knowhub.ingest.integrity import Changed, Integrity, gone_documents
 from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS, Limits, OcrOptions, load
@@ -303,8 +304,15 @@ class _Run:
         self.cid = store.ensure_collection(collection, embedder.model_id, embedder.dim)
         self.identities = Identities(store, self.cid)
         self.limits = _limits(settings)
+        self.extraction = Extraction(settings, self.limits.ocr)
         self.integrity = Integrity(
-            store, self.cid, self.identities, tags, confine, self.limits.max_bytes
+            store,
+            self.cid,
+            self.identities,
+            tags,
+            confine,
+            self.limits.max_bytes,
+            self.extraction.stale,
         )
         self.report = IngestReport(collection)
         self.runner = EmbedRunner(embedder, settings)
@@ -425,11 +433,24 @@ class _Run:
             char_count=len(loaded.text),
             pages=len(loaded.page_starts) or None,
             ingested_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            metadata={**loaded.metadata, "tags": tags, "knowhub": _own(doc_id, loaded, chunks)},
+            metadata={
+                **loaded.metadata,
+                "tags": tags,
+                "knowhub": self._own(doc_id, loaded, chunks),
+            },
         )
         if changed.old is None:  # another spelling of this file later in the run is it
             self.identities.remember(stat, record)
         return self._embed(record, chunks, changed.outcome, changed.previous)
+
+    def _own(self, doc_id: str, loaded: LoadedDocument, chunks: list[Chunk]) -> dict[str, Any]:
+        """The record's ``knowhub`` metadata: its id, pictures, what its extraction lacked."""
+        own = own_metadata(chunks, doc_id)
+        if loaded.images:
+            own["images"] = image_entries(loaded.images, chunks)
+        if (extraction := self.extraction.record(loaded)) is not None:
+            own["extraction"] = extraction
+        return own
 
     def _doc_id(self, known: DocumentRecord | None, source: str, doc_hash: str) -> str:
         """The id of the document it was (rewritten or moved), else a new one; records from
@@ -550,14 +571,6 @@ def _limits(settings: Settings) -> Limits:
         max_pixels=round(options.ocr_max_megapixels * 1_000_000),
     )
     return Limits(options.max_file_bytes, options.max_extracted_chars, ocr, image_options(settings))
-
-
-def _own(doc_id: str, loaded: LoadedDocument, chunks: list[Chunk]) -> dict[str, Any]:
-    """The record's ``knowhub`` metadata: its id, and its pictures when it has any."""
-    own = own_metadata(chunks, doc_id)
-    if loaded.images:
-        own["images"] = image_entries(loaded.images, chunks)
-    return own
 
 
 def _reason(exc: BaseException) -> str:

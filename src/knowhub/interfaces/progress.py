@@ -211,10 +211,10 @@ class TerminalLine:
 
 class Notifier:
     """For an MCP client: progress notifications counting chunks embedded (or found in the
-    embedding cache), with the total once it is final and :meth:`ProgressView.line` as the
-    message; at most one every ``interval_s``, the last always. The progress value must
-    increase (the MCP spec), so a step that moved no chunk sends nothing; a warning rides on
-    the next notification."""
+    embedding cache), scanned pages read and LLM transform calls, with the total once it is
+    final and :meth:`ProgressView.line` as the message; at most one every ``interval_s``, the
+    last always. The progress value must increase (the MCP spec), so a step that moved none
+    of them sends nothing; a warning rides on the next notification."""
 
     def __init__(
         self,
@@ -226,18 +226,25 @@ class Notifier:
         self._send = send
         self.interval_s = interval_s
         self._sent = 0  # chunks done at the last notification
+        # Scanned pages read and LLM calls made: minutes of a long scan move no chunk, and
+        # the progress value must still rise.
+        self._steps = 0
         self._sent_at: float | None = None
         self._warnings: list[str] = []
 
     def __call__(self, step: IngestProgress) -> None:
         self._warnings += self.view.update(step)
-        done = step.chunks_done + step.chunks_cached
+        if step.event in ("page_read", "transformed"):
+            self._steps += 1
+        done = step.chunks_done + step.chunks_cached + self._steps
         if done <= self._sent:
             return
         due = self._sent_at is None or self.view.at - self._sent_at >= self.interval_s
         if due or self._warnings or step.event == "finished":
             notes = "".join(f"warning: {w}; " for w in self._warnings)
-            total = step.chunks_total + step.chunks_cached if step.chunks_final else None
+            # Every page read and LLM call comes before its file's chunks are final.
+            final = step.chunks_total + step.chunks_cached + self._steps
+            total = final if step.chunks_final else None
             self._send(done, total, notes + self.view.line())
             self._sent, self._sent_at, self._warnings = done, self.view.at, []
 

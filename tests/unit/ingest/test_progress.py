@@ -357,6 +357,21 @@ def test_mcp_notes_move_with_cached_chunks_too() -> None:
     assert notes[-1][2] == "ingesting: 0/0 chunks embedded, 5 from cache, 2/2 files, done in 0.0 s"
 
 
+def test_mcp_notes_rise_while_a_scan_is_read_and_end_with_its_pages_counted() -> None:
+    clock = Clock()
+    notes: list[tuple[float, float | None, str]] = []
+    notifier = Notifier(ProgressView("ingesting", 0, clock), lambda *n: notes.append(n), 0)
+    notifier(step("started", "", files=(0, 1)))
+    for page in (1, 2, 3):
+        clock.now += 1
+        read = step("page_read", "scan.pdf", files=(0, 1))
+        notifier(IngestProgress(**{**read.__dict__, "page": page, "pages": 3}))
+    notifier(step("chunked", "scan.pdf", files=(0, 1), chunked=1, chunks=(0, 2), file_chunks=2))
+    notifier(step("finished", "", files=(1, 1), chunked=1, chunks=(2, 2)))
+    assert [(done, total) for done, total, _ in notes] == [(1, None), (2, None), (3, None), (5, 5)]
+    assert notes[0][2].endswith("OCR page 1/3 of scan.pdf")
+
+
 def test_mcp_notes_carry_a_warning() -> None:
     clock = Clock()
     notes: list[tuple[float, float | None, str]] = []

@@ -55,6 +55,11 @@ class _Scans:
     # too large at this dpi is one line.
     refused: dict[str, list[int]] = field(default_factory=dict)
 
+    def unread(self) -> tuple[int, ...]:
+        """Every scanned page left unread, whatever the reason."""
+        refused = (page for pages in self.refused.values() for page in pages)
+        return tuple(sorted({*self.off, *self.unavailable, *refused}))
+
     def refuse(self, number: int, reason: str) -> None:
         self.refused.setdefault(reason, []).append(number)
 
@@ -148,6 +153,7 @@ def load_pdf(
         line_map=None,  # a PDF has pages, not lines: cited by page
         warnings=scans.warnings(path, ocr) + figures.notes(),
         images=figures.images(text),
+        unread_pages=scans.unread(),
     )
 
 

@@ -107,14 +107,24 @@ class Job:
         if step.event == "started":
             for f in self.files:
                 self._move(f, "reading")
+        elif step.event == "page_read" and step.source in by_source:
+            self._read_page(by_source[step.source], step.page, step.pages)
         elif step.event == "chunked" and step.source in by_source:
+            by_source[step.source].reason = ""
             self._move(by_source[step.source], "embedding")
         elif step.event == "file_done" and step.source in by_source:
             self._move(by_source[step.source], "indexed")
         share = step.chunks_done / step.chunks_total if step.chunks_total else 0.0
         for f in self.files:
-            if f.state == "embedding":
-                f.fraction = round(0.1 + 0.85 * share, 3)
+            if f.state == "embedding":  # never back below what its scan's pages moved it
+                f.fraction = max(f.fraction, round(0.1 + 0.85 * share, 3))
+
+    @staticmethod
+    def _read_page(f: FileState, page: int, pages: int) -> None:
+        """A scan's pages move its bar from reading (0.1) up to half way: OCR is most of
+        the time such a file takes."""
+        f.state, f.reason = "reading", f"OCR page {page}/{pages}"
+        f.fraction = round(0.1 + 0.4 * page / max(pages, 1), 3)
 
     def _move(self, f: FileState, state: State) -> None:
         f.state = state

@@ -1,0 +1,80 @@
+"""What a document was extracted without, so that a file indexed before OCR or a vision model
+could read all of it is read again once one can.
+
+A scanned page read while OCR was off, before Tesseract's language data was installed, or
+over the pixel limit, is indexed as nothing; a picture indexed before a vision model was
+configured has no caption; a document indexed by an older knowhub lacks what loaders extract
+now (pictures, tables in PDFs). Its file does not change, so integrity (size, mtime, sha256)
+would never read it again. So each PDF, Office and image document records what it lacked
+(``metadata["knowhub"]["extraction"]``), and a run reads it again when that run can do
+better: OCR that runs with other settings than those that left pages unread, a vision model
+where pictures had none (or another), picture extraction turned on, or a newer
+:data:`EXTRACTION_VERSION`. Never merely because a setting changed: turning OCR off must not
+drop the text of scans already read. Its vectors mostly come from the embedding cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Any
+
+from knowhub.config import Settings
+from knowhub.ingest.loaders.ocr import Ocr, OcrOptions
+from knowhub.models import DocumentRecord, LoadedDocument
+
+__all__ = ["EXTRACTION_VERSION", "Extraction"]
+
+# Raised when what the PDF, Office or image loaders extract changes (pictures, tables in
+# PDFs, cleanup: 2), so that documents indexed before are read again by the new code.
+EXTRACTION_VERSION = 2
+_FORMATS = frozenset({"pdf", "docx", "pptx", "image"})
+
+
+class Extraction:
+    """What one ingest run can extract (OCR's availability is checked once, when needed)."""
+
+    def __init__(self, settings: Settings, ocr: OcrOptions) -> None:
+        self.images = settings.ingest.images
+        self.vision = f"{settings.llm.provider}:{self.images.vision_model}"
+        self.ocr = ocr
+
+    @cached_property
+    def ocr_key(self) -> str:
+        """The OCR settings, or "" when OCR cannot run (off, no engine, no language data)."""
+        ocr = self.ocr
+        if not ocr.enabled or Ocr(ocr).problem is not None:
+            return ""
+        facts = [ocr.languages, ocr.dpi, ocr.max_pixels, str(ocr.tessdata)]
+        return hashlib.sha256(json.dumps(facts).encode()).hexdigest()[:16]
+
+    def record(self, loaded: LoadedDocument) -> dict[str, Any] | None:
+        """What to record of ``loaded``'s extraction; None for a format that needs none."""
+        if loaded.format not in _FORMATS:
+            return None
+        uncaptioned = sum(1 for image in loaded.images if image.described_by != "vision")
+        facts: dict[str, Any] = {"version": EXTRACTION_VERSION, "pictures": self.images.extract}
+        if loaded.unread_pages:
+            facts["unread_pages"] = len(loaded.unread_pages)
+            facts["ocr"] = self.ocr_key
+        if uncaptioned:
+            facts["uncaptioned"] = uncaptioned
+            facts["vision"] = self.vision if self.images.vision_model else ""
+        return facts
+
+    def stale(self, record: DocumentRecord) -> bool:
+        """Whether this run would extract more of ``record``'s file than was."""
+        if record.format not in _FORMATS:
+            return False
+        own = record.metadata.get("knowhub")
+        facts = own.get("extraction") if isinstance(own, Mapping) else None
+        if not isinstance(facts, Mapping) or facts.get("version") != EXTRACTION_VERSION:
+            return True
+        if self.images.extract and not facts.get("pictures") and record.format != "image":
+            return True
+        if facts.get("unread_pages") and self.ocr_key and facts.get("ocr") != self.ocr_key:
+            return True
+        vision = self.vision if self.images.vision_model else ""
+        return bool(facts.get("uncaptioned") and vision and facts.get("vision") != vision)
