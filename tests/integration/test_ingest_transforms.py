@@ -120,6 +120,22 @@ def test_a_garbage_answer_or_a_failing_provider_leaves_chunks_plain_with_a_warni
         app.close()
 
 
+def test_a_provider_that_is_down_is_given_up_after_three_failures_in_a_row(
+    tmp_path: Path,
+) -> None:
+    for number in range(6):
+        write(tmp_path / "docs" / f"note{number}.txt", f"Note {number} on the north lot.\n")
+    with llm_server.serve(_enrichment, fail="500", times=None) as down:
+        app = _app(tmp_path, down)
+        try:
+            report = app.ingest([tmp_path / "docs"])
+        finally:
+            app.close()
+        assert report.ok and len(report.added) == 6 and len(report.warnings) == 6
+        assert len(down.requests) == 3
+        assert "failed 3 times in a row" in report.warnings[-1][1]
+
+
 def test_refined_text_is_indexed_while_the_chunk_keeps_its_own(tmp_path: Path) -> None:
     scanned = "Tbe cafeterla serves lunoh from noon."
 

@@ -115,6 +115,11 @@ def own_metadata(chunks: list[Chunk], doc_id: str) -> dict[str, Any]:
     return own
 
 
+# Provider failures in a row after which a run stops asking (the server is down): each would
+# otherwise wait out its timeout and retries, chunk after chunk.
+_GIVE_UP_AFTER = 3
+
+
 class LlmTransforms:
     """Refines and enriches chunks with ``llm``, remembering answers in ``cache``."""
 
@@ -123,6 +128,7 @@ class LlmTransforms:
         self.options = options
         self.cache = cache
         self.calls = 0  # LLM calls made (cache misses)
+        self.failures = 0  # provider failures in a row: past _GIVE_UP_AFTER, none is asked
 
     def apply(
         self, chunks: list[Chunk], source: str, tracker: ProgressTracker
@@ -173,12 +179,21 @@ class LlmTransforms:
         if cached is not None:
             answer: dict[str, Any] = json.loads(cached)
             return answer
+        if self.failures >= _GIVE_UP_AFTER:
+            problems.append(f"{kind}: {self.llm.model_id} failed {self.failures} times in a row")
+            return None
         self.calls += 1
         try:
             answer = ask(text)
-        except (KnowhubError, ValueError) as exc:
+        except KnowhubError as exc:  # the model is down, or refuses: the next will be too
+            self.failures += 1
             problems.append(f"{kind}: {exc}")
             return None
+        except ValueError as exc:  # a malformed answer: this chunk's
+            self.failures = 0
+            problems.append(f"{kind}: {exc}")
+            return None
+        self.failures = 0
         self.cache.put(key, json.dumps(answer, ensure_ascii=False))
         return answer
 
