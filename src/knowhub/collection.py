@@ -25,6 +25,7 @@ from knowhub.config import Settings
 from knowhub.errors import CollectionNotFound, KnowhubError, QueryError
 from knowhub.models import DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Embedder
+from knowhub.providers.images import image_store
 from knowhub.providers.llms.base import ChatMessage
 from knowhub.providers.stores.base import FaqEntry
 from knowhub.query.debug import diagnose
@@ -368,14 +369,16 @@ class Collection:
         from knowhub.ingest.bundle import export_bundle
 
         self.store_id()  # an unknown collection is an error
-        return export_bundle(self._app.store, self.target.physical, out)
+        pictures = image_store(self._app.settings.data_dir)
+        return export_bundle(self._app.store, self.target.physical, out, pictures)
 
     def import_bundle(self, path: Path) -> BundleStats:
         """Load a bundle into this version; it must have been built with its embedder."""
         from knowhub.ingest.bundle import import_bundle
 
         model = (self.embedder.model_id, self.embedder.dim)
-        return import_bundle(self._app.store, path, model, self.target.physical)
+        pictures = image_store(self._app.settings.data_dir)
+        return import_bundle(self._app.store, path, model, self.target.physical, pictures)
 
 
 def named(hits: list[Hit], target: Target) -> list[Hit]:

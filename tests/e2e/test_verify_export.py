@@ -182,7 +182,7 @@ def test_export_import_round_trip_gives_identical_search_results(kb: Path) -> No
     zipped = gzip.decompress((kb / "kb.jsonl.gz").read_bytes()).decode().splitlines()
     assert zipped[1:] == plain[1:], "gzip changes the encoding only"
     header = json.loads(plain[0])
-    assert (header["format"], header["format_version"]) == ("knowhub-bundle", 1)
+    assert (header["format"], header["format_version"]) == ("knowhub-bundle", 2)
     assert (header["embedder"], header["dim"], header["collection"]) == ("hashing-256", 256, "kb")
     chunk = next(json.loads(ln) for ln in plain if json.loads(ln)["kind"] == "chunk")
     assert len(base64.b64decode(chunk["vector"])) == 4 * 256
@@ -217,6 +217,39 @@ def test_import_refuses_another_embedder_a_damaged_line_and_an_unknown_version(
     write(kb / "future.jsonl", "\n".join([json.dumps(header), *lines[1:]]) + "\n")
     future = failed("--data-dir", "fresh", "import", "future.jsonl", cwd=kb)
     assert "bundle format version 99 is not one this knowhub" in future
+
+
+def test_pictures_travel_in_the_bundle_checked_and_a_version_1_bundle_still_imports(
+    tmp_path: Path,
+) -> None:
+    from knowhub.providers.images import ImageStore
+    from tests.pictures_helpers import text_png, word_with_figure
+
+    figure = text_png("Kiln temperature limit 1200 degrees")
+    word_with_figure(tmp_path / "docs" / "kiln.docx", figure)
+    ok("ingest", "docs", "-c", "kb", cwd=tmp_path)
+    stats = json.loads(ok("export", "-c", "kb", "kb.jsonl", "--json", cwd=tmp_path))
+    assert stats["images"] == 1
+    lines = (tmp_path / "kb.jsonl").read_text(encoding="utf-8").splitlines()
+    (picture,) = [json.loads(ln) for ln in lines if json.loads(ln)["kind"] == "image"]
+    assert base64.b64decode(picture["data"]) == figure
+    ok("--data-dir", "copy", "import", "kb.jsonl", cwd=tmp_path)
+    assert ImageStore(tmp_path / "copy" / "images").get(picture["sha256"]) == (figure, "image/png")
+    found = ok("--data-dir", "copy", "search", "kiln temperature", "--json", cwd=tmp_path)
+    assert json.loads(found)[0]["metadata"]["image"] == picture["sha256"]
+
+    tampered = {**picture, "data": base64.b64encode(figure[:-1] + b"x").decode()}
+    bad = [json.dumps(tampered) if json.loads(ln)["kind"] == "image" else ln for ln in lines]
+    write(tmp_path / "tampered.jsonl", "\n".join(bad) + "\n")
+    error = failed("--data-dir", "fresh", "import", "tampered.jsonl", cwd=tmp_path)
+    assert "does not hold what its hash names" in error and "export it again" in error
+
+    old = [ln for ln in lines if json.loads(ln)["kind"] != "image"]
+    end = {k: v for k, v in json.loads(old[-1]).items() if k != "images"}
+    old = [json.dumps({**json.loads(old[0]), "format_version": 1}), *old[1:-1], json.dumps(end)]
+    write(tmp_path / "v1.jsonl", "\n".join(old) + "\n")
+    v1 = json.loads(ok("--data-dir", "v1", "import", "v1.jsonl", "--json", cwd=tmp_path))
+    assert (v1["documents"], v1["images"]) == (1, 0)
 
 
 def test_verify_of_an_unknown_collection_is_an_error(kb: Path) -> None:

