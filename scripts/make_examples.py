@@ -4,7 +4,8 @@
 Writes, under ``examples/docs/``:
 
 * ``en/onboarding.pdf``          (fpdf2, 3 pages, core Helvetica font, English only)
-* ``en/security-handbook.docx``  (python-docx, Title / Heading 1 / Heading 2, one table)
+* ``en/security-handbook.docx``  (python-docx, Title / Heading 1 / Heading 2, one table, a
+  site plan as a picture: its words only in the picture)
 * ``en/roadmap.pptx``            (python-pptx, 4 slides)
 * ``zh/after-sales-service.docx`` (python-docx, Chinese, Heading 1 / Heading 2, one table)
 * ``ru/prais-list.xlsx``         (openpyxl, two sheets)
@@ -34,12 +35,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from docx import Document
-from docx.shared import Pt
+from docx.shared import Inches as DocxInches, Pt
 from fpdf import FPDF
 from openpyxl import Workbook
 from openpyxl.styles import Font
 from pptx import Presentation
 from pptx.util import Inches, Pt as PptPt
+from PIL import Image, ImageDraw, ImageFont
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "examples" / "docs"
@@ -49,6 +51,7 @@ FIXED_DT_UTC = FIXED_DT.replace(tzinfo=timezone.utc)
 FIXED_ZIP_TIME = (2024, 10, 1, 9, 0, 0)
 FIXED_W3CDTF = "2024-10-01T09:00:00Z"
 AUTHOR = "Northwind Robotics (fictional)"
+SANS_FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"  # fonts-dejavu-core (make test)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -279,11 +282,37 @@ def make_security_docx() -> bytes:
         "Every SEV1 and SEV2 incident gets a blameless post-incident review within 10 working days. "
         "Action items from the review are tracked in the SEC project until they are closed."
     )
+
+    doc.add_heading("Fire safety", level=1)
+    doc.add_paragraph(
+        "When the fire alarm sounds, leave by the nearest exit and go to your building's "
+        "assembly point, shown on the site plan below. Fire wardens wear orange vests."
+    )
+    doc.add_picture(io.BytesIO(make_assembly_plan()), width=DocxInches(5.5))
     for p in doc.paragraphs:
         for run in p.runs:
             if run.font.size is None and p.style.name == "Normal":
                 run.font.size = Pt(11)
     return save_ooxml(doc)
+
+
+def make_assembly_plan() -> bytes:
+    """The handbook's figure: a site plan whose words only the picture holds (OCR reads them)."""
+    face = ImageFont.truetype(SANS_FONT, 26)
+    image = Image.new("L", (900, 420), 255)
+    draw = ImageDraw.Draw(image)
+    draw.text((30, 20), "Fire assembly points - Harbour Street site", font=face, fill=0)
+    plan = [
+        ((30, 90, 300, 220), "Building A", "Assembly point 1: staff car park"),
+        ((330, 90, 600, 220), "Hall 4", "Assembly point 2: north lawn by the flagpole"),
+    ]
+    for index, (box, name, point) in enumerate(plan):
+        draw.rectangle(box, outline=0, width=3)
+        draw.text((box[0] + 20, box[1] + 50), name, font=face, fill=0)
+        draw.text((30, 260 + 50 * index), f"{name}: {point}", font=face, fill=0)
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG", optimize=True)
+    return buffer.getvalue()
 
 
 # --------------------------------------------------------------------------- roadmap.pptx
