@@ -31,23 +31,25 @@ import re
 import sys
 import zipfile
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from docx import Document
-from docx.shared import Inches as DocxInches, Pt
+from docx.shared import Inches as DocxInches
+from docx.shared import Pt
 from fpdf import FPDF
 from openpyxl import Workbook
 from openpyxl.styles import Font
-from pptx import Presentation
-from pptx.util import Inches, Pt as PptPt
 from PIL import Image, ImageDraw, ImageFont
+from pptx import Presentation
+from pptx.util import Inches
+from pptx.util import Pt as PptPt
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "examples" / "docs"
 
 FIXED_DT = datetime(2024, 10, 1, 9, 0, 0)  # naive; python-docx/pptx/openpyxl treat it as UTC
-FIXED_DT_UTC = FIXED_DT.replace(tzinfo=timezone.utc)
+FIXED_DT_UTC = FIXED_DT.replace(tzinfo=UTC)
 FIXED_ZIP_TIME = (2024, 10, 1, 9, 0, 0)
 FIXED_W3CDTF = "2024-10-01T09:00:00Z"
 AUTHOR = "Northwind Robotics (fictional)"
