@@ -1,6 +1,7 @@
 """What scans and pictures cost at ingest, end to end (issue 20): the real `knowhub ingest`.
 
     python -m benchmarks.ingest_scans [--pages 10] [--runs 3] [--out FILE] [--keep DIR]
+                                      [--configs default,hashing,...]
 
 A seeded corpus (benchmarks/ingest_corpus.py) in a temporary folder: per language (en, zh,
 ru) a scanned PDF of ``--pages`` pages (11 pt, scanned at 200 dpi: skew, blur, grey paper,
@@ -9,10 +10,11 @@ PDF with 10 pictures each (3 charts and 2 screenshots with text, 5 photos withou
 and text pages have a running header and a "Page N of M" footer, for cleanup to remove.
 
 Each kind of file is ingested by its own `knowhub ingest` child process into an empty data
-dir, in each configuration (``CONFIGS``): the default settings; the `hashing` embedder (near
+dir, in each configuration (``CONFIGS``): ``default`` settings; the ``hashing`` embedder (near
 free, so what is left is loading, OCR, pictures, cleanup, chunking and SQLite); that with OCR
-off, and with pictures off; and a re-ingest of the `hashing` data dir after every file was
-touched (mtime changed, content not). Reported per kind and configuration, median of
+off (``hashing-ocr-off``), and with pictures off (``hashing-pictures-off``); and a re-ingest
+of the ``hashing`` data dir after every file was touched, mtime changed, content not
+(``hashing-reingest``). Reported per kind and configuration, median of
 ``--runs``: wall seconds (the child's whole life: Python start, imports, model loads), pages
 per second, CPU seconds (the child and its worker processes), the child's peak RSS (the
 largest single process of its tree: ``ru_maxrss`` from ``wait4``), chunks, and read back from
@@ -52,14 +54,14 @@ _OCR_KINDS = ("scan-en", "scan-zh", "scan-ru", "png", "pictures-docx", "pictures
 CONFIGS: dict[str, tuple[dict[str, str], tuple[str, ...] | None]] = {
     "default": ({}, None),
     "hashing": (HASHING, None),
-    "hashing, OCR off": (HASHING | {"KNOWHUB_INGEST__OCR": "false"}, _OCR_KINDS),
-    "hashing, pictures off": (
+    "hashing-ocr-off": (HASHING | {"KNOWHUB_INGEST__OCR": "false"}, _OCR_KINDS),
+    "hashing-pictures-off": (
         HASHING | {"KNOWHUB_INGEST__IMAGES__EXTRACT": "false"},
         ("pictures-docx", "pictures-pdf"),
     ),
-    "hashing, re-ingest after touch": (HASHING, None),
+    "hashing-reingest": (HASHING, None),  # the `hashing` data dir again, files touched
 }
-REINGEST = "hashing, re-ingest after touch"
+REINGEST = "hashing-reingest"
 COLLECTION = "bench"
 # The peak memory of a child is read by /usr/bin/time, not from wait4: Linux starts a
 # process's ru_maxrss at the RSS of the process it was forked from (exec keeps the old
@@ -233,11 +235,12 @@ def _is_footer(line: str) -> bool:
 # --- the matrix ------------------------------------------------------------------------------
 
 
-def run_matrix(corpus: Corpus, work: Path, runs: int) -> list[dict[str, Any]]:
-    """Every configuration's kinds, ``runs`` times each; a row per (config, kind, run)."""
+def run_matrix(corpus: Corpus, work: Path, runs: int, configs: list[str]) -> list[dict[str, Any]]:
+    """The configurations' kinds, ``runs`` times each; a row per (config, kind, run)."""
     rows = []
     for run in range(1, runs + 1):
-        for config, (extra, kinds) in CONFIGS.items():
+        for config in configs:
+            extra, kinds = CONFIGS[config]
             env = child_env(extra)
             for kind, paths in corpus.kinds.items():
                 if kinds is not None and kind not in kinds:
@@ -257,7 +260,7 @@ def _one(
         for path in corpus.kinds[kind]:
             path.touch()
     else:
-        data_dir = work / f"{config.replace(', ', '-').replace(' ', '_')}-{kind}-{run}"
+        data_dir = work / f"{config}-{kind}-{run}"
         shutil.rmtree(data_dir, ignore_errors=True)
         data_dir.mkdir(parents=True)
     result = ingest(folder, data_dir, env)
@@ -276,7 +279,7 @@ def _report_counts(report: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in report.items():
         if isinstance(value, list):
-            out[key] = len(value) if key not in ("failed", "warnings") else value[:6]
+            out[key] = len(value) if key not in ("failed", "skipped", "warnings") else value[:6]
         elif not isinstance(value, dict):
             out[key] = value
     return out
@@ -367,6 +370,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="repeats; medians reported")
     parser.add_argument("--out", type=Path, help="also write every number (JSON) here")
     parser.add_argument("--keep", type=Path, help="work here (corpus, data dirs), kept after")
+    parser.add_argument(
+        "--configs",
+        type=_configs,
+        default=list(CONFIGS),
+        help=f"comma-separated, of {', '.join(CONFIGS)} ({REINGEST} needs hashing before it)",
+    )
     args = parser.parse_args()
     info = machine()
     with tempfile.TemporaryDirectory(prefix="knowhub-ingest-scans-") as tmp:
@@ -374,7 +383,7 @@ def main() -> None:
         start = time.perf_counter()
         corpus = build(work / "corpus", args.pages)
         print(f"corpus in {time.perf_counter() - start:.1f} s", file=sys.stderr)
-        rows = run_matrix(corpus, work / "runs", args.runs)
+        rows = run_matrix(corpus, work / "runs", args.runs, args.configs)
     info["load_after"] = [round(x, 2) for x in os.getloadavg()]
     summary = summarise(rows)
     command = "python -m benchmarks.ingest_scans " + " ".join(sys.argv[1:])
@@ -382,6 +391,16 @@ def main() -> None:
     if args.out:
         results = {"command": command, "machine": info, "summary": summary, "rows": rows}
         args.out.write_text(json.dumps(results, indent=1, ensure_ascii=False), encoding="utf-8")
+
+
+def _configs(value: str) -> list[str]:
+    names = [name.strip() for name in value.split(",")]
+    unknown = [name for name in names if name not in CONFIGS]
+    if unknown or (REINGEST in names and "hashing" not in names[: names.index(REINGEST)]):
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: name some of {', '.join(CONFIGS)}; {REINGEST} only after hashing"
+        )
+    return names
 
 
 if __name__ == "__main__":
