@@ -112,20 +112,23 @@ class Page:
 
 
 def page_texts(lang: str, count: int, rng: random.Random) -> list[str]:
-    """``count`` pages of sentences in a seeded order, two paragraphs each."""
-    joiner = "" if lang == "zh" else " "
+    """``count`` pages of sentences in a seeded order, two paragraphs each (from the fifth
+    page on, every page is the first again: the order turns by 3 of 12 sentences a page)."""
     pool = list(SENTENCES[lang])
     rng.shuffle(pool)
-    pages: list[str] = []
-    for index in range(count):
-        chosen: list[str] = []
-        for sentence in pool[index * 3 :] + pool[: index * 3]:
-            if len(joiner.join(chosen)) >= PAGE_CHARS[lang]:
-                break
-            chosen.append(sentence)
-        half = len(chosen) // 2
-        pages.append(joiner.join(chosen[:half]) + "\n\n" + joiner.join(chosen[half:]))
-    return pages
+    return [one_page(lang, pool[index * 3 :] + pool[: index * 3]) for index in range(count)]
+
+
+def one_page(lang: str, order: list[str]) -> str:
+    """Sentences in ``order`` until the page is full, as two paragraphs."""
+    joiner = "" if lang == "zh" else " "
+    chosen: list[str] = []
+    for sentence in order:
+        if len(joiner.join(chosen)) >= PAGE_CHARS[lang]:
+            break
+        chosen.append(sentence)
+    half = len(chosen) // 2
+    return joiner.join(chosen[:half]) + "\n\n" + joiner.join(chosen[half:])
 
 
 def font_path(lang: str, index: int) -> str:

@@ -53,3 +53,32 @@ def test_ingest_overhead_reports_chunks_per_cpu_second() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     (line,) = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
     assert line["documents"] == 40 and line["chunks"] >= 40 and line["chunks_per_cpu_s"] > 0
+
+
+def test_ingest_scans_reads_every_kind_back_and_reingest_does_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "scans.json"
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "benchmarks.ingest_scans", "--pages", "3", "--runs", "1"),
+            *("--configs", "hashing,hashing-reingest", "--out", str(out)),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = {(r["config"], r["kind"]): r for r in json.loads(out.read_text())["summary"]}
+    kinds = {"scan-en", "scan-zh", "scan-ru", "text-pdf", "png", "pictures-docx", "pictures-pdf"}
+    assert {kind for _, kind in summary} == kinds
+    for kind in kinds:
+        first, again = summary["hashing", kind], summary["hashing-reingest", kind]
+        assert first["rc"] == 0 and first["chunks"] > 0
+        # touched, not changed: found by content hash, nothing read or OCR'd again
+        assert (again["report"]["unchanged"], again["report"]["added"]) == (
+            first["report"]["added"],
+            0,
+        )
+    assert summary["hashing", "text-pdf"]["cer"] < 0.01
+    assert summary["hashing", "scan-en"]["cer_body"] < 0.05
+    assert summary["hashing", "pictures-docx"]["described"] == 5
