@@ -9,9 +9,13 @@ point into stay in step. A document with none of these comes out unchanged (the 
 object), and one cited by file lines (Markdown, text, HTML) is never touched.
 
 Repeated headers and footers (PDFs and scanned images only): within the first and the last
-:data:`_ZONE_LINES` non-blank lines of each page, a line is furniture when the same line,
-with its digits ignored (page numbers, dates), stands in the same zone on at least
-:data:`_MIN_SHARE` of the pages of a document of at least :data:`_MIN_PAGES` pages. Two
+:data:`_ZONE_LINES` non-blank lines of each page (fewer on a short page, which keeps a line
+of its own), a line is furniture when the same line, with its digits ignored (page numbers,
+dates) — or nearly the same letters, as OCR reads a running head a little otherwise on each
+page — stands in the same zone on at least :data:`_MIN_SHARE` of the pages of a document of
+at least :data:`_MIN_PAGES` pages. Zones leave every page at least one line of its own, so a
+document of one- or two-line pages (a log, labels) keeps its text; pages that repeat whole
+(copies of one form) do lose their repeated first and last lines. Two
 pages cannot tell a header from a title both happen to start with; 60 % rather than all
 pages, because title pages and chapter openings commonly go without the running head (3 of
 5 pages, 6 of 10). Only short lines (:data:`_MAX_FURNITURE_CHARS`) that are not table rows
@@ -32,6 +36,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import replace
+from difflib import SequenceMatcher
 
 from knowhub.ingest.loaders.common import first_line_title
 from knowhub.ingest.textedit import Edit, apply_edits
@@ -46,6 +51,11 @@ _ZONE_LINES = 3
 _MIN_PAGES = 3
 _MIN_SHARE = 0.6
 _MAX_FURNITURE_CHARS = 120
+# OCR'd furniture: lines of at least this many letters whose letters are this alike.
+_MIN_FUZZY_LETTERS = 4
+_FUZZY_RATIO = 0.8
+# Cyrillic letters OCR gives for Latin ones on a page read with both models ("Раде").
+_LOOK_ALIKES = str.maketrans("аеорсухкмтнвіјѕ", "aeopcyxkmthbijs")
 
 _LINE = re.compile(r"[^\n]+")
 _DIGITS = re.compile(r"\d+")
@@ -96,17 +106,50 @@ def _furniture(doc: LoadedDocument) -> list[Edit]:
     if len(pages) < _MIN_PAGES:
         return []
     zones = [_zones(doc.text, start, end) for start, end in pages]
-    counts: Counter[tuple[str, str]] = Counter()
-    for zone in zones:
-        counts.update({(where, key) for where, key, _ in zone})
+    groups = _Groups()
+    named = [[(groups.of(where, key), span) for where, key, span in zone] for zone in zones]
+    counts: Counter[int] = Counter()
+    for zone in named:
+        counts.update({group for group, _ in zone})
     needed = max(_MIN_PAGES, _MIN_SHARE * len(pages))
-    removals = [
-        _line_removal(doc.text, span)
-        for zone in zones
-        for where, key, span in zone
-        if counts[where, key] >= needed
-    ]
-    return _merged(removals)
+    spans = [span for zone in named for group, span in zone if counts[group] >= needed]
+    return _merged([_line_removal(doc.text, span) for span in spans])
+
+
+class _Groups:
+    """Lines told alike across pages: the same once digits and spacing are ignored, or, for
+    lines of letters, nearly the same letters (OCR reads a running head a little otherwise
+    on each page: "Page 4 of 10", "Page4ocf 10", "Раде 3 of 10")."""
+
+    def __init__(self) -> None:
+        self.found: dict[tuple[str, str], int] = {}
+        self.similar: list[tuple[str, str, int]] = []  # (where, letters, group)
+
+    def of(self, where: str, key: str) -> int:
+        if (where, key) in self.found:
+            return self.found[where, key]
+        letters = _letters(key)
+        group = len(self.found)
+        if len(letters) >= _MIN_FUZZY_LETTERS:
+            for side, known, number in self.similar:
+                if side == where and _alike(letters, known):
+                    group = number
+                    break
+            else:
+                self.similar.append((where, letters, group))
+        self.found[where, key] = group
+        return group
+
+
+def _letters(key: str) -> str:
+    """The line's letters, Cyrillic look-alikes of Latin ones read as Latin."""
+    return "".join(ch for ch in key.translate(_LOOK_ALIKES) if ch.isalpha())
+
+
+def _alike(one: str, other: str) -> bool:
+    if abs(len(one) - len(other)) > max(len(one), len(other)) * (1 - _FUZZY_RATIO):
+        return False
+    return SequenceMatcher(None, one, other, autojunk=False).ratio() >= _FUZZY_RATIO
 
 
 def _pages(doc: LoadedDocument) -> list[tuple[int, int]]:
@@ -115,14 +158,14 @@ def _pages(doc: LoadedDocument) -> list[tuple[int, int]]:
 
 
 def _zones(text: str, start: int, end: int) -> list[tuple[str, str, tuple[int, int]]]:
-    """The page's first and last non-blank lines: (top or bottom, key, span), each line
-    once (a short page's zones overlap)."""
+    """The page's first and last non-blank lines: (top or bottom, key, span). A page keeps
+    at least one line outside its zones: one of two lines has no header nor footer."""
     lines = [
         m.span() for m in _LINE.finditer(text, start, end) if text[m.start() : m.end()].strip()
     ]
-    top, bottom = lines[:_ZONE_LINES], lines[-_ZONE_LINES:]
-    found = [("top", span) for span in top]
-    found += [("bottom", span) for span in bottom if span not in top]
+    size = min(_ZONE_LINES, (len(lines) - 1) // 2)
+    top, bottom = lines[:size], lines[len(lines) - size :] if size else []
+    found = [("top", span) for span in top] + [("bottom", span) for span in bottom]
     return [(where, key, span) for where, span in found if (key := _furniture_key(text, span))]
 
 

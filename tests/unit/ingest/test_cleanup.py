@@ -110,3 +110,38 @@ def test_cleaned_pages_still_start_with_their_own_text(tmp_path: Path) -> None:
     assert len(cleaned.page_starts) == len(doc.page_starts)
     for old, new in zip(doc.page_starts, cleaned.page_starts, strict=True):
         assert cleaned.text[new : new + 40] == doc.text[old : old + 40]
+
+
+def test_pages_of_one_or_two_lines_keep_their_text() -> None:
+    pages = [
+        f"Item {2 * n - 1} was checked by the night shift.\n"
+        f"Item {2 * n} was checked by the night shift."
+        for n in range(1, 6)
+    ]
+    doc = _pdf_text(pages)
+    assert clean_document(doc) is doc  # before: every line was taken for furniture
+
+
+def test_a_running_head_ocr_read_a_little_otherwise_on_each_page_is_removed() -> None:
+    heads = ["ACME Operations Handbook", "ACME Dperations Handbook", "ACME Operations Handb00k"]
+    feet = [
+        "Page 1 of 6",
+        "Page2ocf 6",
+        "Раде 3 of 6",
+        ": Page 4 of 6 :",
+        "page5of6",
+        "Page 6 of 6",
+    ]
+    pages = [
+        f"{heads[n % 3]}\nSection {n} covers the {word} procedure.\nIt has two steps.\n{foot}"
+        for n, (word, foot) in enumerate(
+            zip(
+                ["intake", "loading", "sorting", "packing", "shipping", "returns"],
+                feet,
+                strict=True,
+            )
+        )
+    ]
+    cleaned = clean_document(_pdf_text(pages)).text
+    assert "Handb" not in cleaned and "of 6" not in cleaned and "Раде" not in cleaned
+    assert cleaned.count("It has two steps.") == 6 and "returns procedure" in cleaned
