@@ -3,7 +3,10 @@ no text layer (a scan) is rendered and read by OCR, one page at a time."""
 
 from __future__ import annotations
 
+import os
 import threading
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +42,8 @@ PDFIUM_LOCK = threading.Lock()
 # pages of text hundreds of characters (docs/benchmarks.md, "OCR engines").
 _SCAN_MAX_CHARS = 32
 _SCAN_MIN_COVER = 0.3
+# Scanned pages read at once (each on its own Tesseract engine), at most one a core.
+_OCR_THREADS = 4
 # A page drawing more paths than this is a picture, not a ruled table: its lines are not read.
 _MAX_RULES = 5000
 
@@ -181,18 +186,89 @@ def _read_pdf(
         with PDFIUM_LOCK:
             count = len(pdf)
             properties: dict[str, str] = pdf.get_metadata_dict(skip_empty=True)
-        pages = []
-        scans = reader.scans
-        for number in range(1, count + 1):
-            pages.append(budget.spend(_page(pdf, number, reader)))
-            if on_page is not None and scans.read and scans.read[-1] == number:
-                on_page(number, count)
+        pages = _read_pages(pdf, count, reader, budget, on_page)
     except pdfium.PdfiumError as exc:
         raise _unreadable(path) from exc
     finally:
         with PDFIUM_LOCK:
             pdf.close()
     return pages, properties
+
+
+def _read_pages(
+    pdf: Any, count: int, reader: _Reader, budget: CharBudget, on_page: PageProgress | None
+) -> list[str]:
+    """The pages' texts in order; scanned pages are read by OCR on a few threads at once
+    (Tesseract releases the GIL: one thread read 3.4 pages/s, two 5.8), at most one page
+    per thread in flight past the one awaited, so memory stays a few page images."""
+    workers = min(_OCR_THREADS, os.cpu_count() or 1)
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="knowhub-ocr")
+    waiting: deque[_Waiting] = deque()
+    pages: list[str] = []
+
+    def settle() -> None:
+        pages.append(budget.spend(_settled(waiting.popleft(), reader.scans, on_page, count)))
+
+    try:
+        for number in range(1, count + 1):
+            page = _page(pdf, number, reader)
+            if isinstance(page, _Scan):
+                future = pool.submit(_read_scan, reader.ocr, page.image)
+                waiting.append(_Waiting(number, page.text, future))
+            else:
+                waiting.append(_Waiting(number, page, None))
+            while waiting and (waiting[0].done() or _in_flight(waiting) > workers):
+                settle()
+        while waiting:
+            settle()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # a failed run leaves no page reading
+    return pages
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """A scanned page rendered for OCR, and its own text layer (a stamp, or nothing)."""
+
+    image: PageImage
+    text: str
+
+
+@dataclass(frozen=True)
+class _Waiting:
+    """A page in order: its text, or the OCR reading it."""
+
+    number: int
+    text: str
+    reading: Future[str | OcrError] | None
+
+    def done(self) -> bool:
+        return self.reading is None or self.reading.done()
+
+
+def _in_flight(waiting: deque[_Waiting]) -> int:
+    return sum(1 for page in waiting if page.reading is not None)
+
+
+def _read_scan(ocr: Ocr, image: PageImage) -> str | OcrError:
+    try:
+        return ocr.read(image)  # outside PDFium's lock: seconds, where PDFium took milliseconds
+    except OcrError as exc:
+        return exc
+
+
+def _settled(page: _Waiting, scans: _Scans, on_page: PageProgress | None, count: int) -> str:
+    """The page's text once read; what became of a scan is noted in page order."""
+    if page.reading is None:
+        return page.text
+    read = page.reading.result()
+    if isinstance(read, OcrError):
+        scans.refuse(page.number, str(read))
+        return page.text
+    scans.read.append(page.number)
+    if on_page is not None:
+        on_page(page.number, count)
+    return read or page.text
 
 
 def _open(path: Path, data: bytes) -> Any:
@@ -209,9 +285,9 @@ def _open(path: Path, data: bytes) -> Any:
             raise _unreadable(path) from exc
 
 
-def _page(pdf: Any, number: int, reader: _Reader) -> str:
-    """Page ``number``'s text: its text layer and its figures' blocks, or what OCR reads of
-    a scanned page."""
+def _page(pdf: Any, number: int, reader: _Reader) -> str | _Scan:
+    """Page ``number``'s text (its text layer and its figures' blocks), or a scanned page
+    rendered for OCR to read."""
     ocr, scans, figures = reader.ocr, reader.scans, reader.figures
     with PDFIUM_LOCK:
         page = pdf[number - 1]
@@ -243,13 +319,7 @@ def _page(pdf: Any, number: int, reader: _Reader) -> str:
     if isinstance(image, str):
         scans.refuse(number, image)
         return text
-    try:
-        read = ocr.read(image)  # outside the lock: seconds, where PDFium took milliseconds
-    except OcrError as exc:
-        scans.refuse(number, str(exc))
-        return text
-    scans.read.append(number)
-    return read or text
+    return _Scan(image, text)
 
 
 def _page_text(textpage: Any, top: float | None = None, bottom: float | None = None) -> str:
