@@ -158,3 +158,64 @@ def test_pictures_indexed_without_a_vision_model_are_captioned_once_one_is_set(
         finally:
             app.close()
         assert len(server.requests) == 1
+
+
+def test_azure_sends_captions_to_the_vision_deployment(tmp_path: Path) -> None:
+    with llm_server.serve("A caption.", deployment="gpt4o-vision") as server:
+        settings = load_settings(
+            env={"AZURE_KEY": "az-test-key"},
+            overrides={
+                "data_dir": tmp_path,
+                "llm.provider": "azure",
+                "llm.api_key_env": "AZURE_KEY",
+                "llm.azure.endpoint": server.url,
+                "llm.azure.deployment": "chat-mini",
+                "llm.max_retries": 0,
+                "ingest.images.vision_model": "gpt4o-vision",
+            },
+        )
+        options = image_options(settings)
+        assert options.caption is not None and options.store is not None
+        sha = options.store.put(PICTURE, "png")
+        assert options.caption(sha, PICTURE, "image/png") == "A caption."
+        (request,) = server.requests
+    assert request.path == "/openai/deployments/gpt4o-vision/chat/completions"
+
+
+def test_a_summary_lists_at_most_20_pictures_with_short_descriptions() -> None:
+    from knowhub.interfaces.mcp.tools.pictures import document_images, images_count, images_line
+    from knowhub.models import DocumentRecord
+
+    listed = [
+        {
+            "sha256": f"{n:064x}",
+            "mime": "image/png",
+            "width": 80,
+            "height": 80,
+            "page": n + 1,
+            "description": "word " * 1000,
+            "described_by": "alt",
+            "chunk_id": None,
+        }
+        for n in range(150)
+    ]
+    record = DocumentRecord(
+        "default",
+        "a.pdf",
+        "/a.pdf",
+        "h" * 64,
+        1,
+        1,
+        "A",
+        "pdf",
+        1,
+        1,
+        1,
+        "now",
+        {"knowhub": {"images": listed}},
+    )
+    images = document_images(record)
+    assert len(images) == 20 and all(len(i.description) <= 300 for i in images)
+    assert images_count(record) == 150
+    assert images_line(images, 150).startswith("\n\n150 pictures: p. 1: word word")
+    assert images_line(images, 150).endswith("; 140 more")

@@ -144,8 +144,10 @@ def chunk_document(
     """
     text = doc.text
     measure = _measurer(text, options.unit)
-    pictures = sorted((i.start, i.sha256) for i in doc.images if i.start is not None)
-    starts = [start for start, _ in pictures]
+    pictures = sorted(
+        (i.start, i.end, i.sha256) for i in doc.images if i.start is not None and i.end is not None
+    )
+    starts = [start for start, _, _ in pictures]
     spans: list[tuple[_Span, str, str]] = []
     for section in _sections(doc):
         section_spans = _chunk_section(text, section, options, measure, starts)
@@ -181,16 +183,19 @@ def chunk_document(
 
 def _with_picture(
     metadata: Mapping[str, Any] | None,
-    pictures: list[tuple[int, str]],
+    pictures: list[tuple[int, int, str]],
     starts: list[int],
     start: int,
     end: int,
 ) -> dict[str, Any]:
-    """The chunk's metadata; ``image``: the picture whose block it holds."""
+    """The chunk's metadata; ``image``: the picture whose block it holds (or a piece of, a
+    long OCR reading being cut like prose)."""
     out = dict(metadata or {})
-    index = bisect.bisect_left(starts, start)
-    if index < len(starts) and starts[index] < end:
-        out["image"] = pictures[index][1]
+    index = bisect.bisect_right(starts, start) - 1  # the last block starting at or before
+    if index >= 0 and pictures[index][1] > start:
+        out["image"] = pictures[index][2]
+    elif index + 1 < len(starts) and starts[index + 1] < end:
+        out["image"] = pictures[index + 1][2]
     return out
 
 

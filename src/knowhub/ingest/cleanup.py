@@ -105,7 +105,8 @@ def _furniture(doc: LoadedDocument) -> list[Edit]:
     pages = _pages(doc) if doc.format in _PRINTED_FORMATS else []
     if len(pages) < _MIN_PAGES:
         return []
-    zones = [_zones(doc.text, start, end) for start, end in pages]
+    blocks = [(i.start, i.end) for i in doc.images if i.start is not None and i.end is not None]
+    zones = [_zones(doc.text, start, end, blocks) for start, end in pages]
     groups = _Groups()
     named = [[(groups.of(where, key), span) for where, key, span in zone] for zone in zones]
     counts: Counter[int] = Counter()
@@ -157,11 +158,18 @@ def _pages(doc: LoadedDocument) -> list[tuple[int, int]]:
     return list(zip(doc.page_starts, ends[: len(doc.page_starts)], strict=True))
 
 
-def _zones(text: str, start: int, end: int) -> list[tuple[str, str, tuple[int, int]]]:
+def _zones(
+    text: str, start: int, end: int, blocks: list[tuple[int, int]]
+) -> list[tuple[str, str, tuple[int, int]]]:
     """The page's first and last non-blank lines: (top or bottom, key, span). A page keeps
-    at least one line outside its zones: one of two lines has no header nor footer."""
+    at least one line outside its zones: one of two lines has no header nor footer. A
+    picture's block is no line of the page's (a PDF's end its page; charts alike on every
+    page say alike things)."""
     lines = [
-        m.span() for m in _LINE.finditer(text, start, end) if text[m.start() : m.end()].strip()
+        m.span()
+        for m in _LINE.finditer(text, start, end)
+        if text[m.start() : m.end()].strip()
+        and not any(b_start < m.end() and m.start() < b_end for b_start, b_end in blocks)
     ]
     size = min(_ZONE_LINES, (len(lines) - 1) // 2)
     top, bottom = lines[:size], lines[len(lines) - size :] if size else []

@@ -61,7 +61,11 @@ class Extraction:
             facts["ocr"] = self.ocr_key
         if uncaptioned:
             facts["uncaptioned"] = uncaptioned
-            facts["vision"] = self.vision if self.images.vision_model else ""
+            # With a vision model, an uncaptioned picture is one it failed on (down, or no
+            # image input): recorded as none, so that the next run asks again.
+            facts["vision"] = ""
+        if loaded.metadata.get("ocr_pages") or any(i.described_by == "ocr" for i in loaded.images):
+            facts["ocr_read"] = True
         return facts
 
     def stale(self, record: DocumentRecord) -> bool:
@@ -70,7 +74,10 @@ class Extraction:
             return False
         own = record.metadata.get("knowhub")
         facts = own.get("extraction") if isinstance(own, Mapping) else None
-        if not isinstance(facts, Mapping) or facts.get("version") != EXTRACTION_VERSION:
+        facts = facts if isinstance(facts, Mapping) else {}
+        if (facts.get("ocr_read") or record.metadata.get("ocr_pages")) and not self.ocr_key:
+            return False  # read again without OCR, what OCR read would be lost
+        if facts.get("version") != EXTRACTION_VERSION:
             return True
         if self.images.extract and not facts.get("pictures") and record.format != "image":
             return True

@@ -98,9 +98,12 @@ def _captioner(settings: Settings, store: ImageStore) -> Captioner:
             f"ingest.images.vision_model is {model!r} but llm.provider is none: set llm.provider "
             "(openai, azure or ollama) to the server that runs it, or unset the vision model"
         )
-    vision = settings.model_copy(update={"llm": settings.llm.model_copy(update={"model": model})})
-    llm: LLM = registry.create("llm", provider, vision)
-    return _Captions(llm, store)
+    llm = settings.llm.model_copy(update={"model": model})
+    if provider == "azure":  # Azure names a deployment, not a model, in each request
+        llm = llm.model_copy(update={"azure": llm.azure.model_copy(update={"deployment": model})})
+    vision = settings.model_copy(update={"llm": llm})
+    chat: LLM = registry.create("llm", provider, vision)
+    return _Captions(chat, store)
 
 
 class _Captions:

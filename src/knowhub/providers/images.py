@@ -69,22 +69,25 @@ class ImageStore:
     def bounded(self, sha: str, max_bytes: int, max_side: int) -> tuple[bytes, str] | None:
         """Picture ``sha`` as a client is sent it: as kept when it fits ``max_bytes`` and
         ``max_side``, else scaled down (JPEG for photos, PNG otherwise) until it does; None
-        when it is not kept here or cannot be made to fit."""
+        when it is not kept here, cannot be decoded, or cannot be made to fit."""
         kept = self.get(sha)
         if kept is None:
             return None
         data, mime = kept
-        from PIL import Image
+        from PIL import Image, UnidentifiedImageError
 
-        with Image.open(io.BytesIO(data)) as picture:
-            if len(data) <= max_bytes and max(picture.size) <= max_side:
-                return data, mime
-            side = max_side
-            while side >= _SMALLEST_SIDE:
-                smaller = _scaled(picture, side)
-                if len(smaller[0]) <= max_bytes:
-                    return smaller
-                side //= 2
+        try:
+            with Image.open(io.BytesIO(data)) as picture:
+                if len(data) <= max_bytes and max(picture.size) <= max_side:
+                    return data, mime
+                side = max_side
+                while side >= _SMALLEST_SIDE:
+                    smaller = _scaled(picture, side)
+                    if len(smaller[0]) <= max_bytes:
+                        return smaller
+                    side //= 2
+        except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError):
+            return None  # damaged since it was kept (or planted by a bundle): not sent
         return None
 
     def note(self, sha: str, key: str) -> str | None:

@@ -145,3 +145,25 @@ def test_a_running_head_ocr_read_a_little_otherwise_on_each_page_is_removed() ->
     cleaned = clean_document(_pdf_text(pages)).text
     assert "Handb" not in cleaned and "of 6" not in cleaned and "Раде" not in cleaned
     assert cleaned.count("It has two steps.") == 6 and "returns procedure" in cleaned
+
+
+def test_picture_blocks_ending_pages_are_never_taken_for_footers() -> None:
+    from dataclasses import replace
+
+    from knowhub.models import DocumentImage
+
+    pages, images, at = [], [], 0
+    for n, place in enumerate(["Harbor", "Quarry", "Mill", "Dock", "Ridge"], start=1):
+        block = f"[Image: {place} pump station Flow rate chart Pressure readings]"
+        page = f"Report for {place}, page {n}.\nThe {place.lower()} readings were normal.\n{block}"
+        start = at + page.index(block)
+        images.append(
+            DocumentImage(f"{n}" * 64, "image/png", 80, 80, n, "", "ocr", start, start + len(block))
+        )
+        pages.append(page)
+        at += len(page) + 2
+    doc = replace(_pdf_text(pages), images=tuple(images))
+    cleaned = clean_document(doc)
+    for image in cleaned.images:
+        assert image.start is not None and image.end is not None
+        assert cleaned.text[image.start : image.end].endswith("Pressure readings]")

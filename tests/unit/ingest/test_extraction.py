@@ -62,3 +62,28 @@ def test_uncaptioned_pictures_wait_for_a_vision_model(tmp_path: Path) -> None:
     none_kept = unextracted.record(_loaded("docx"))
     assert plain.stale(_record("docx", {"extraction": none_kept}))  # pictures now wanted
     assert not unextracted.stale(_record("docx", {"extraction": none_kept}))
+
+
+def test_what_ocr_read_is_never_read_again_without_ocr(tmp_path: Path) -> None:
+    picture = DocumentImage("a" * 64, "image/png", 80, 80, 1, "a chart", "ocr", 0, 1)
+    on = _extraction(tmp_path)
+    facts = on.record(_loaded("pdf", images=(picture,), metadata={"ocr_pages": 1}))
+    assert facts is not None and facts["ocr_read"]
+    vision_without_ocr = _extraction(
+        tmp_path, ocr=False, **{"llm.provider": "ollama", "ingest.images.vision_model": "llava"}
+    )
+    assert not vision_without_ocr.stale(_record("pdf", {"extraction": facts}))
+    old = _record("pdf", {"doc_id": "d"})  # from before: OCR read its pages
+    old = DocumentRecord(**{**old.__dict__, "metadata": {**old.metadata, "ocr_pages": 2}})
+    assert not _extraction(tmp_path, ocr=False).stale(old) and on.stale(old)
+
+
+def test_pictures_a_vision_model_failed_on_are_asked_again(tmp_path: Path) -> None:
+    vision = {"llm.provider": "ollama", "ingest.images.vision_model": "llava"}
+    run = _extraction(tmp_path, **vision)
+    failed = DocumentImage("a" * 64, "image/png", 80, 80, 1, "Site map", "alt", 0, 1)
+    facts = run.record(_loaded("docx", images=(failed,)))
+    assert run.stale(_record("docx", {"extraction": facts}))
+    captioned = DocumentImage("a" * 64, "image/png", 80, 80, 1, "A map.", "vision", 0, 1)
+    facts = run.record(_loaded("docx", images=(captioned,)))
+    assert not run.stale(_record("docx", {"extraction": facts}))

@@ -113,7 +113,7 @@ def test_the_captioner_gets_the_kept_bytes_and_its_caption_is_the_block(tmp_path
 
     figures = _figures(tmp_path, caption=caption)
     block = figures.add(shapes_png(7), None, "alt text loses")
-    assert block == "[Image: A pie chart.\nThree slices.]"  # one paragraph: one chunk
+    assert block == "[Image: A pie chart. Three slices.]"  # one line: one paragraph, one chunk
     ((sha, data, mime),) = seen
     assert data == shapes_png(7) and mime == "image/png"
     assert ImageStore(tmp_path / "images").get(sha) == (data, mime)
@@ -186,3 +186,63 @@ def test_notes_are_kept_by_key_and_bad_names_refused(tmp_path: Path) -> None:
     assert store.note(sha, "caption-abc") == "A chart."
     with pytest.raises(ValueError, match="bad image note name"):
         store.keep_note(sha, "../../etc", "x")
+
+
+def test_a_truncated_picture_is_not_kept_so_it_never_breaks_a_result(tmp_path: Path) -> None:
+    whole = _encoded(Image.effect_noise((600, 600), 60).convert("RGB"), "PNG")
+    figures = _figures(tmp_path)
+    assert figures.add(whole[: len(whole) // 2], None, "half a photo") == ""
+    assert not list((tmp_path / "images").rglob("*.png"))
+
+
+def test_a_damaged_kept_picture_is_left_out_not_raised(tmp_path: Path) -> None:
+    store = ImageStore(tmp_path)
+    data = _encoded(Image.effect_noise((600, 600), 60).convert("RGB"), "PNG")
+    sha = store.put(data, "png")
+    found = store.find(sha)
+    assert found is not None
+    found.write_bytes(data[: len(data) // 2])  # damaged on disk, or planted by a bundle
+    assert store.bounded(sha, 1000, 256) is None
+
+
+def test_a_captions_markdown_headings_stay_inside_its_block(tmp_path: Path) -> None:
+    def caption(sha: str, data: bytes, mime: str) -> str:
+        return "### Description\nA bar chart.\n\n### Labels\n- Q2: 75 MW"
+
+    word_with_figure(tmp_path / "plant.docx", shapes_png(1))
+    document = load(tmp_path / "plant.docx", limits=_limits(tmp_path, caption))
+    assert [h.title for h in document.headings] == ["Plant report"]
+    chunks = chunk_document(document, "f" * 64, ChunkingOptions(size=800, overlap=0))
+    (described,) = [c for c in chunks if "Q2: 75 MW" in c.text]
+    assert described.metadata["image"] and described.section_path == "Plant report"
+
+
+def test_every_piece_of_a_long_description_names_its_picture(tmp_path: Path) -> None:
+    def caption(sha: str, data: bytes, mime: str) -> str:
+        return " ".join(f"Row {n} of the output table reads {n * 7} units." for n in range(60))
+
+    word_with_figure(tmp_path / "plant.docx", shapes_png(1))
+    document = load(tmp_path / "plant.docx", limits=_limits(tmp_path, caption))
+    chunks = chunk_document(document, "f" * 64, ChunkingOptions(size=400, overlap=50))
+    pieces = [c for c in chunks if "output table" in c.text]
+    assert len(pieces) > 2 and all(c.metadata.get("image") for c in pieces)
+    assert not any(c.metadata.get("image") for c in chunks if "plant manager" in c.text)
+
+
+def test_a_pdfs_repeated_image_stream_is_decoded_once(tmp_path: Path) -> None:
+    import pypdfium2 as pdfium
+    from fpdf import FPDF
+
+    from knowhub.ingest.loaders.figures import page_pictures
+
+    pdf = FPDF()
+    for _ in range(4):
+        pdf.add_page()
+        pdf.image(io.BytesIO(shapes_png(8)), x=20, y=20, w=80)  # a letterhead on every page
+    document = pdfium.PdfDocument(bytes(pdf.output()))
+    figures = _figures(tmp_path)
+    try:
+        decoded = [len(page_pictures(document[n], figures)) for n in range(4)]
+    finally:
+        document.close()
+    assert decoded == [1, 0, 0, 0]

@@ -20,7 +20,12 @@ from knowhub.interfaces.mcp.tools.base import (
     tool_errors,
     tool_result,
 )
-from knowhub.interfaces.mcp.tools.pictures import ImageOut, document_images, images_line
+from knowhub.interfaces.mcp.tools.pictures import (
+    ImageOut,
+    document_images,
+    images_count,
+    images_line,
+)
 from knowhub.interfaces.mcp.tools.search import cite
 from knowhub.models import DocumentRecord, Hit
 
@@ -54,8 +59,10 @@ class DocumentOut(Indexed):
     average_chunk_chars: float
     pages: int | None
     images: list[ImageOut] = Field(
-        default_factory=list, description="The pictures kept of it (query hits bring them)."
+        default_factory=list,
+        description="The first 20 pictures kept of it (query hits bring them).",
     )
+    images_total: int = Field(0, description="How many pictures were kept of it.")
 
 
 class ContentOut(Indexed):
@@ -149,7 +156,7 @@ class DocumentTools(DataTools):
                 f"{out.total_chars} chars (average {out.average_chunk_chars})"
                 + (f", {out.pages} pages" if out.pages else "")
                 + f"; ingested {out.ingested_at}; hash {out.source_hash}"
-                + images_line(out.images)
+                + images_line(out.images, out.images_total)
             )
             return tool_result(text, out)
 
@@ -186,6 +193,7 @@ def _document_out(record: DocumentRecord, kb: KnowledgeBase) -> DocumentOut:
         average_chunk_chars=round(record.char_count / max(record.chunk_count, 1), 1),
         pages=record.pages,
         images=document_images(record),
+        images_total=images_count(record),
         indexing=indexing_out(kb),
     )
 

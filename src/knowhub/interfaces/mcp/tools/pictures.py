@@ -9,6 +9,7 @@ sizes vision models take without scaling them down again).
 from __future__ import annotations
 
 import base64
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,11 +21,23 @@ from knowhub.ingest.pictures import listed_images
 from knowhub.models import DocumentRecord
 from knowhub.providers.images import image_store
 
-__all__ = ["MAX_IMAGES", "ImageOut", "document_images", "image_contents", "images_line"]
+__all__ = [
+    "MAX_IMAGES",
+    "ImageOut",
+    "document_images",
+    "image_contents",
+    "images_count",
+    "images_line",
+]
+
+log = logging.getLogger(__name__)
 
 MAX_IMAGES = 3
 MAX_SIDE = 1024
 MAX_BYTES = 512 * 1024
+# A summary lists at most this many pictures (with the count of all), descriptions cut.
+MAX_LISTED = 20
+MAX_DESCRIPTION = 300
 
 
 class ImageOut(BaseModel):
@@ -39,11 +52,23 @@ class ImageOut(BaseModel):
 
 
 def document_images(record: DocumentRecord) -> list[ImageOut]:
-    """The pictures ingest kept of ``record``'s document."""
-    return [ImageOut.model_validate(entry) for entry in listed_images(record)]
+    """The first ``MAX_LISTED`` pictures ingest kept of ``record``'s document, each
+    description cut to ``MAX_DESCRIPTION`` characters (OCR text or alt text may be long)."""
+    listed = listed_images(record)[:MAX_LISTED]
+    return [
+        ImageOut.model_validate(
+            {**entry, "description": str(entry.get("description", ""))[:MAX_DESCRIPTION]}
+        )
+        for entry in listed
+    ]
 
 
-def images_line(images: Sequence[ImageOut]) -> str:
+def images_count(record: DocumentRecord) -> int:
+    """How many pictures ingest kept of ``record``'s document."""
+    return len(listed_images(record))
+
+
+def images_line(images: Sequence[ImageOut], total: int) -> str:
     """The summary's Markdown line of a document's pictures ("" for none)."""
     if not images:
         return ""
@@ -51,19 +76,24 @@ def images_line(images: Sequence[ImageOut]) -> str:
         f"{'p. ' + str(i.page) + ': ' if i.page else ''}{i.description[:80] or '(no description)'}"
         for i in images[:10]
     ]
-    more = f"; {len(images) - 10} more" if len(images) > 10 else ""
-    return f"\n\n{len(images)} pictures: " + "; ".join(shown) + more
+    more = f"; {total - 10} more" if total > 10 else ""
+    return f"\n\n{total} pictures: " + "; ".join(shown) + more
 
 
 def image_contents(shas: Sequence[str], data_dir: Path) -> list[ImageContent]:
     """The pictures named (each once, the first ``MAX_IMAGES``) as image content; a picture
-    the image folder lost is left out."""
+    the image folder lost, or that cannot be read or decoded, is left out (never an error:
+    the hits' text is the answer)."""
     store = image_store(data_dir)
     out: list[ImageContent] = []
     for sha in dict.fromkeys(shas):
         if len(out) >= MAX_IMAGES:
             break
-        found = store.bounded(sha, MAX_BYTES, MAX_SIDE)
+        try:
+            found = store.bounded(sha, MAX_BYTES, MAX_SIDE)
+        except OSError as exc:  # unreadable image folder: the result goes out without it
+            log.warning("picture %s not sent: %s", sha, exc)
+            continue
         if found is not None:
             data, mime = found
             out.append(_content(data, mime))
