@@ -23,7 +23,7 @@ from knowhub.providers.images import ImageStore, image_store
 from knowhub.providers.llms.base import LLM
 from knowhub.providers.llms.messages import ChatMessage, ImageInput
 
-__all__ = ["image_entries", "image_options"]
+__all__ = ["image_entries", "image_options", "listed_images"]
 
 # Changing the prompt changes the cache key: pictures are described again, not mixed.
 CAPTION_PROMPT = (
