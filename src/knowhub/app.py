@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -31,6 +32,7 @@ from knowhub.providers.stores.base import FaqEntry, Store
 from knowhub.query.cache import SearchCaches
 from knowhub.query.pipeline import SearchResult, StageHook
 from knowhub.query.rerank import RerankStage
+from knowhub.scope import UNRESTRICTED, Scope, chunk_scope, record_scope
 from knowhub.trace.jsonl import read_traces
 from knowhub.trace.record import Trace, new_trace
 from knowhub.trace.tracer import Tracer, build_tracer
@@ -52,6 +54,8 @@ __all__ = ["App", "build_app"]
 
 class App:
     """Ingest, search and inspect one data directory."""
+
+    scope: Scope = UNRESTRICTED  # what this App's callers see (see :meth:`scoped`)
 
     def __init__(
         self, settings: Settings, embedder: Embedder | None = None, interface: str = "python"
@@ -115,6 +119,11 @@ class App:
         or at ``version``; it resolves which on first use."""
         return Collection(self, name, version)
 
+    def scoped(self, scope: Scope) -> App:
+        """This App as a caller limited to ``scope`` sees it: the same store, models and
+        caches, every collection handle and listing applying the scope (``knowhub.scope``)."""
+        return self if scope == self.scope else _ScopedApp(self, scope)
+
     def embedder_with(self, settings: Settings) -> Embedder:
         """The embedder ``settings`` configure, loaded once per App (the App's own one
         when they configure the same)."""
@@ -129,8 +138,17 @@ class App:
             return self._version_embedders[key]
 
     def collections(self) -> list[CollectionView]:
-        """Each collection once, under its own name, as its active version holds it."""
-        return collection_views(self.store)
+        """Each collection once, under its own name, as its active version holds it; for a
+        scoped App its counts are of the documents the scope sees (hidden ones uncounted)."""
+        views = collection_views(self.store)
+        return views if self.scope.unrestricted else [self._scoped_counts(v) for v in views]
+
+    def _scoped_counts(self, view: CollectionView) -> CollectionView:
+        cid = self.store.collection_id(self.resolve(view.name).physical)
+        records = self.store.records(cid) if cid is not None else []
+        seen = [r for r in records if self.scope.admits(record_scope(r.metadata))]
+        chunks = sum(r.chunk_count for r in seen)
+        return replace(view, documents=len(seen), chunks=chunks, lexical_chunks=chunks)
 
     def chunk(self, chunk_id: str) -> list[Hit]:
         """The chunk with this id in the active version of its collection."""
@@ -139,7 +157,7 @@ class App:
         for hit in self.store.chunks_by_id(check_text(chunk_id, "chunk_id").strip()):
             name = logical_name(hit.collection)
             target = targets.setdefault(name, resolve_target(self.store, name))
-            if target.physical == hit.collection:
+            if target.physical == hit.collection and self.scope.admits(chunk_scope(hit.metadata)):
                 found += named([hit], target)
         if not found:
             raise QueryError(f"no chunk with id {chunk_id!r}: copy a chunk_id from a search result")
@@ -305,6 +323,40 @@ class App:
         from knowhub.ingest.bundle import bundle_collection
 
         return self.collection(collection or bundle_collection(path)).import_bundle(path)
+
+
+class _ScopedApp(App):
+    """:meth:`App.scoped`'s view: its providers and caches are its base's (built once)."""
+
+    def __init__(self, base: App, scope: Scope) -> None:
+        self._base = base
+        self.settings, self.interface, self.caches = base.settings, base.interface, base.caches
+        self._version_embedders = base._version_embedders
+        self._embedders_lock = base._embedders_lock
+        self.scope = scope
+
+    @property
+    def store(self) -> Store:
+        return self._base.store
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._base.embedder
+
+    @property
+    def reranker(self) -> RerankStage | None:
+        return self._base.reranker
+
+    @property
+    def tracer(self) -> Tracer:
+        return self._base.tracer
+
+    @property
+    def llm(self) -> LLM | None:
+        return self._base.llm
+
+    def close(self) -> None:
+        """Nothing: the base owns the store."""
 
 
 def build_app(settings: Settings, interface: str = "python") -> App:

@@ -22,7 +22,7 @@ from knowhub.answer.faq import FaqMatch, match_faq
 from knowhub.answer.flow import Retrieved, answer
 from knowhub.checks import check_collection_name, check_doc_hash_prefix, check_text
 from knowhub.config import Settings
-from knowhub.errors import CollectionNotFound, KnowhubError, QueryError
+from knowhub.errors import AuthError, CollectionNotFound, KnowhubError, QueryError
 from knowhub.models import DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Embedder
 from knowhub.providers.images import image_store
@@ -30,6 +30,7 @@ from knowhub.providers.llms.base import ChatMessage
 from knowhub.providers.stores.base import FaqEntry
 from knowhub.query.debug import diagnose
 from knowhub.query.pipeline import SearchRequest, SearchResult, StageHook, search
+from knowhub.scope import DocumentScope, chunk_scope, record_scope
 from knowhub.surrogates import escape_surrogates
 from knowhub.trace.build import record_answer, record_ingest, record_search
 from knowhub.trace.record import Trace, new_trace, preview
@@ -82,6 +83,10 @@ class Collection:
 
     def _reads(self, trace: Trace) -> None:
         trace.collection, trace.kb_version = self.name, self.target.describe()
+        trace.scope = self._app.scope.to_dict()  # what it saw: the scope, never the token
+
+    def _sees(self, record: DocumentRecord) -> bool:
+        return self._app.scope.admits(record_scope(record.metadata))
 
     def _trace_name(self) -> str:
         return self._requested or self._app.settings.collection
@@ -139,6 +144,7 @@ class Collection:
             top_k=opts.top_k if top_k is None else top_k,
             filters=dict(filters or {}),
             min_score=opts.min_score if min_score is None else min_score,
+            scope=self._app.scope,
         )
 
     # -- answer ------------------------------------------------------------------------
@@ -244,7 +250,9 @@ class Collection:
         return report
 
     def documents(self) -> list[DocumentRecord]:
-        return [replace(r, collection=self.name) for r in self._app.store.records(self.store_id())]
+        """The documents of this version the App's scope sees."""
+        records = self._app.store.records(self.store_id())
+        return [replace(r, collection=self.name) for r in records if self._sees(r)]
 
     def document(self, doc_hash: str) -> DocumentRecord:
         """The document whose content hash is or starts with ``doc_hash`` (8+ characters)."""
@@ -266,11 +274,17 @@ class Collection:
     def chunk(self, chunk_id: str) -> list[Hit]:
         """The chunk with this id in this version (none: an empty list)."""
         found = self._app.store.chunks_by_id(chunk_id.strip())
-        return named([h for h in found if h.collection == self.target.physical], self.target)
+        scope, physical = self._app.scope, self.target.physical
+        mine = [
+            h for h in found if h.collection == physical and scope.admits(chunk_scope(h.metadata))
+        ]
+        return named(mine, self.target)
 
     def document_chunks(self, record: DocumentRecord) -> list[Hit]:
         """The chunks of ``record`` (from :meth:`document`) in the order they were written."""
         store = self._app.store
+        if not self._sees(record):
+            return []
         rows = [
             i for i, src in store.chunk_sources(self.store_id()).items() if src == record.source
         ]
@@ -301,6 +315,7 @@ class Collection:
         stored = escape_surrogates(key)
         absolute = escape_surrogates(str(Path(key).absolute()))
         found = store.find_records(cid, stored) or store.find_records(cid, absolute)
+        found = [r for r in found if self._sees(r)]
         if found:
             return found
         try:
@@ -309,7 +324,7 @@ class Collection:
             raise QueryError(
                 f"no document with path or source {key!r} in collection {name!r}; {exc}"
             ) from exc
-        found = store.find_by_hash_prefix(cid, prefix)
+        found = [r for r in store.find_by_hash_prefix(cid, prefix) if self._sees(r)]
         if not found:
             raise QueryError(
                 f"no document {key!r} in collection {name!r}: give a path, or a doc hash as "
@@ -320,7 +335,10 @@ class Collection:
     # -- FAQ ---------------------------------------------------------------------------
 
     def faq(self) -> list[FaqEntry]:
-        return self._app.store.faq(self.store_id())
+        """The FAQ entries, to a scope that sees documents without scope attributes: entries
+        have none of their own, so they are treated as such a document."""
+        cid = self.store_id()
+        return self._app.store.faq(cid) if self._app.scope.admits(DocumentScope()) else []
 
     def faq_import(self, paths: Sequence[Path]) -> list[tuple[str, int]]:
         """Load FAQ files (each file's entries replace its old ones); all load or none."""
@@ -352,7 +370,8 @@ class Collection:
         """The FAQ entry that answers ``question``, if one is close enough."""
         store, opts = self._app.store, self._app.settings.faq
         cid = store.collection_id(self.target.physical)
-        entries = store.faq(cid) if opts.enabled and cid is not None else []
+        seen = self._app.scope.admits(DocumentScope())  # as faq(): entries carry no scope
+        entries = store.faq(cid) if opts.enabled and cid is not None and seen else []
         if not entries:
             return None
         key = (self.embedder.model_id, question.strip())
@@ -369,6 +388,12 @@ class Collection:
         from knowhub.ingest.bundle import export_bundle
 
         self.store_id()  # an unknown collection is an error
+        if not self._app.scope.unrestricted:
+            raise AuthError(
+                f"exporting collection {self.name!r} needs an unrestricted data scope: a "
+                "bundle holds every document (use a token without tenants, datasets, roles "
+                "or max_visibility limits)"
+            )
         pictures = image_store(self._app.settings.data_dir)
         return export_bundle(self._app.store, self.target.physical, out, pictures)
 

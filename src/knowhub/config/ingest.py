@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from knowhub.config.base import Section
+from knowhub.scope import SCOPE_KEYS, document_scope
 
 __all__ = ["ImageSettings", "IngestSettings", "TransformSettings"]
 
@@ -105,6 +106,23 @@ class IngestSettings(Section):
     )
 
     transforms: TransformSettings = TransformSettings()
+
+    scope: dict[str, str] = Field(
+        default_factory=dict,
+        description="Default data scope of ingested documents (tenant, dataset, visibility: "
+        "public|internal|restricted, roles: a comma list); a document's own tags win "
+        '(docs/security.md, "Data scope").',
+    )
+
+    @model_validator(mode="after")
+    def _known_scope(self) -> IngestSettings:
+        unknown = sorted(set(self.scope) - set(SCOPE_KEYS))
+        if unknown:
+            raise ValueError(
+                f"ingest.scope: unknown key(s) {', '.join(unknown)}: use {', '.join(SCOPE_KEYS)}"
+            )
+        document_scope({}, self.scope, where="ingest.scope")  # a bad value fails at load
+        return self
 
     @model_validator(mode="before")
     @classmethod

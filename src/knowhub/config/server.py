@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -30,6 +31,21 @@ class TokenSettings(Section):
         None,
         description="Servers of agent.mcp_config its chats may use ('*': all; []: none). "
         "Unset: all for a token that reads every collection, none for one limited to some.",
+    )
+    # Its data scope (knowhub.scope; docs/security.md, "Data scope"): unset, everything.
+    tenants: list[str] = Field(
+        default_factory=lambda: ["*"], description="Tenants whose documents it sees ('*': all)."
+    )
+    datasets: list[str] = Field(
+        default_factory=lambda: ["*"], description="Datasets whose documents it sees ('*': all)."
+    )
+    max_visibility: Literal["public", "internal", "restricted"] = Field(
+        "restricted", description="The most confidential visibility it sees."
+    )
+    roles: list[str] = Field(
+        default_factory=lambda: ["*"],
+        description="Its roles: it sees documents open to every role or to one of these "
+        "('*': all documents, whatever their roles).",
     )
 
 

@@ -34,6 +34,7 @@ from knowhub.ingest.integrity import Changed, Integrity, gone_documents
 from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS, Limits, OcrOptions, load
 from knowhub.ingest.pictures import image_entries, image_options
 from knowhub.ingest.progress import IngestProgress, Progress, ProgressTracker
+from knowhub.ingest.scoping import checked_scope, scope_stale, scoped_metadata
 from knowhub.ingest.transforms import build_transforms, own_metadata, searchable_text
 from knowhub.lang import index_tokens
 from knowhub.models import Chunk, DocumentRecord, LoadedDocument
@@ -305,6 +306,7 @@ class _Run:
         self.identities = Identities(store, self.cid)
         self.limits = _limits(settings)
         self.extraction = Extraction(settings, self.limits.ocr)
+        checked_scope(tags, settings)  # a bad scope tag fails the run before any file
         self.integrity = Integrity(
             store,
             self.cid,
@@ -312,7 +314,7 @@ class _Run:
             tags,
             confine,
             self.limits.max_bytes,
-            self.extraction.stale,
+            lambda old: self.extraction.stale(old) or scope_stale(old, settings),
         )
         self.report = IngestReport(collection)
         self.runner = EmbedRunner(embedder, settings)
@@ -413,7 +415,8 @@ class _Run:
         if self.settings.ingest.cleanup:
             loaded = clean_document(loaded)
         changed.data = b""  # only the text is needed now: free the file's bytes before chunking
-        metadata = {**_scalars(loaded.metadata), **tags}
+        scope = checked_scope(tags, self.settings)
+        metadata = scoped_metadata(_scalars(loaded.metadata), tags, scope)
         chunks = chunk_document(loaded, doc_hash, self.options, metadata, doc_id=doc_id)
         if not chunks:
             raise LoaderError(f"{source}: no text to index after extraction")
@@ -436,7 +439,7 @@ class _Run:
             metadata={
                 **loaded.metadata,
                 "tags": tags,
-                "knowhub": self._own(doc_id, loaded, chunks),
+                "knowhub": {**self._own(doc_id, loaded, chunks), "scope": scope.to_dict()},
             },
         )
         if changed.old is None:  # another spelling of this file later in the run is it

@@ -84,9 +84,11 @@ class _Scoped(Collector):
 
     def _visible(self) -> list[IndexSize]:
         """The rows the principal may see: the same filter every listing goes through, and
-        only the sessions it may use."""
+        only the sessions it may use; none to a caller with a data scope."""
         principal = self._principal
-        if principal is None:
+        # Whole-collection sizes would count documents a data scope hides: such a caller
+        # gets no index series (its /api/collections counts are scoped instead).
+        if principal is None or not principal.scope.unrestricted:
             return []
         try:
             rows = list(self._sizes())

@@ -31,6 +31,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from knowhub.config import Settings, TokenSettings, secret_unset
 from knowhub.errors import AuthError, ConfigError
+from knowhub.scope import UNRESTRICTED
+from knowhub.scope import Scope as DataScope
 from knowhub.trace.record import Trace
 
 __all__ = [
@@ -47,6 +49,7 @@ __all__ = [
     "TokenBook",
     "check_bind",
     "client_address",
+    "token_scope",
 ]
 
 log = logging.getLogger("knowhub.security")
@@ -67,6 +70,7 @@ class Principal:
     sessions: frozenset[str] = frozenset({"*"})
     read_only: bool = False
     mcp_servers: frozenset[str] = frozenset({"*"})
+    scope: DataScope = UNRESTRICTED  # the documents it sees inside what it may read
 
     def may_read(self, collection: str) -> bool:
         return "*" in self.collections or collection in self.collections
@@ -274,6 +278,7 @@ class TokenBook:
                 frozenset(spec.sessions),
                 spec.read_only,
                 frozenset(_servers_of(spec)),
+                token_scope(spec),
             )
             self._entries.append((_digest(secret.encode()), principal))
 
@@ -519,3 +524,8 @@ def _servers_of(spec: TokenSettings) -> list[str]:
     if spec.mcp_servers is not None:
         return spec.mcp_servers
     return ["*"] if "*" in spec.collections else []
+
+
+def token_scope(spec: TokenSettings) -> DataScope:
+    """The data scope a token's settings give it."""
+    return DataScope.of(spec.tenants, spec.datasets, spec.max_visibility, spec.roles)

@@ -16,6 +16,7 @@ from knowhub.checks import check_filter_keys, logical_name
 from knowhub.models import DocumentRecord, Filters, FilterValue
 from knowhub.providers.stores.base import Store
 from knowhub.query.cache import SearchCaches
+from knowhub.scope import record_scope
 
 __all__ = ["metadata_keys", "resolve_filters"]
 
@@ -41,12 +42,15 @@ def resolve_filters(
 def metadata_keys(records: Iterable[DocumentRecord]) -> frozenset[str]:
     """The metadata keys chunks of these documents can be filtered on: what ingest copies
     into every chunk (``knowhub.ingest.pipeline``), i.e. scalar metadata and tag names, and
-    the keys it adds to some chunks (LLM keywords), listed as ``knowhub.chunk_keys``."""
+    the keys it adds to some chunks (LLM keywords), listed as ``knowhub.chunk_keys``, and the
+    data scope's attributes (``knowhub.scope``)."""
     keys: set[str] = set()
     for record in records:
         own = record.metadata.get("knowhub")
         if isinstance(own, dict):
             keys.update(str(key) for key in own.get("chunk_keys") or ())
+        if (scope := record_scope(record.metadata)) is not None:
+            keys.update(scope.chunk_metadata())  # ingest writes them into every chunk
         for key, value in record.metadata.items():
             if key == "tags" and isinstance(value, dict):
                 keys.update(str(tag) for tag in value)

@@ -1,6 +1,7 @@
 """Hybrid search: validate → language → dense ‖ lexical → fuse → rerank → cut.
 
-Filters apply inside both legs; the rerank stage is optional (``knowhub.query.rerank``).
+Filters apply inside both legs, the caller's data scope (``knowhub.scope``) ANDed with them;
+the rerank stage is optional (``knowhub.query.rerank``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from knowhub.query.filters import resolve_filters
 from knowhub.query.fusion import reciprocal_rank_fusion, weighted_fusion
 from knowhub.query.relevance import with_relevance
 from knowhub.query.rerank import RerankOutcome, RerankStage
+from knowhub.scope import UNRESTRICTED, Scope
 
 __all__ = ["Legs", "SearchRequest", "SearchResult", "StageHook", "fuse", "retrieve", "search"]
 
@@ -37,6 +39,7 @@ class SearchRequest:
     filters: Filters = field(default_factory=dict)
     min_score: float = 0.0
     max_top_k: int = 100
+    scope: Scope = UNRESTRICTED  # what the caller may see: a filter inside both legs
 
 
 @dataclass
@@ -131,6 +134,7 @@ def _result_key(store: Store, cid: int, request: SearchRequest) -> tuple[Any, ..
         tuple(sorted(request.filters.items())),
         request.top_k,
         request.min_score,
+        request.scope.digest(),  # never a result across scopes
     )
 
 
@@ -227,9 +231,12 @@ def _retrieve(
     timings["routing"] = _lap(clock)
     report("routing", 0, timings["routing"])
     n = max(settings.candidates, request.top_k)
+    filters = request.scope.constrain(request.filters)
+    if filters is None:  # the caller's filters ask only for what its scope hides
+        return Legs([], [], language, dense_used, "skipped")
 
     clock = time.perf_counter()
-    lexical = store.lexical_search(cid, tokens, n, request.filters)
+    lexical = store.lexical_search(cid, tokens, n, filters)
     timings["lexical"] = _lap(clock)
     report("lexical", len(lexical), timings["lexical"])
     dense: list[tuple[int, float]] = []
@@ -240,7 +247,7 @@ def _retrieve(
         vector, cache_state = _query_vector(embedder, query, caches)
         timings["query_embedding"] = _lap(clock)
         clock = time.perf_counter()
-        dense = store.dense_search(cid, vector, n, request.filters)
+        dense = store.dense_search(cid, vector, n, filters)
         timings["dense"] = _lap(clock)
         report("dense", len(dense), timings["query_embedding"] + timings["dense"])
     return Legs(lexical, dense, language, dense_used, cache_state)

@@ -51,6 +51,9 @@ class Trace:
     # the MCP servers it called; who may see the trace must be allowed them all.
     reads: list[str] = field(default_factory=list)
     servers: list[str] = field(default_factory=list)
+    # The caller's effective data scope (knowhub.scope.Scope.to_dict: tenants, datasets,
+    # max_visibility, roles; "*" unrestricted), never its token; None: nothing was read.
+    scope: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from knowhub.config import load_settings
+from knowhub.config import Settings, load_settings
+from knowhub.errors import ConfigError
+from knowhub.scope import UNRESTRICTED, Scope
 
 if TYPE_CHECKING:  # built on a command's first use of it: `--help` and `--version` never load it
     from knowhub.app import App
@@ -24,28 +26,48 @@ __all__ = ["CliContext", "emit", "progress_bar"]
 
 
 class CliContext:
-    """The global options (``--data-dir``, ``--config``, ``--debug``) and the app they
-    build, once, when a command first asks for it."""
+    """The global options (``--data-dir``, ``--config``, ``--debug``, ``--as-token``) and the
+    app they build, once, when a command first asks for it."""
 
-    def __init__(self, data_dir: Path | None, config: Path | None, debug: bool) -> None:
+    def __init__(
+        self, data_dir: Path | None, config: Path | None, debug: bool, as_token: str | None = None
+    ) -> None:
         self.data_dir = data_dir
         self.config = config
         self.debug = debug
+        self.as_token = as_token
+        self._base: App | None = None
         self._app: App | None = None
 
     def app(self, **overrides: Any) -> App:
+        """The App; with ``--as-token NAME``, as that configured token's data scope sees it."""
         if self._app is None:
             from knowhub.app import build_app
 
             settings = load_settings(
                 config_file=self.config, overrides={"data_dir": self.data_dir, **overrides}
             )
-            self._app = build_app(settings, interface="cli")
+            self._base = build_app(settings, interface="cli")
+            self._app = self._base.scoped(_token_scope(settings, self.as_token))
         return self._app
 
     def close(self) -> None:
-        if self._app is not None:
-            self._app.close()
+        if self._base is not None:
+            self._base.close()
+
+
+def _token_scope(settings: Settings, name: str | None) -> Scope:
+    """The data scope of the token named ``name`` in ``server.tokens`` (its secret is not
+    needed: whoever runs the CLI already reads the data directory)."""
+    from knowhub.interfaces.security import token_scope
+
+    if name is None:
+        return UNRESTRICTED
+    for spec in settings.server.tokens:
+        if spec.name == name:
+            return token_scope(spec)
+    known = ", ".join(spec.name for spec in settings.server.tokens) or "none configured"
+    raise ConfigError(f"--as-token {name!r}: no such token in server.tokens (known: {known})")
 
 
 @contextmanager

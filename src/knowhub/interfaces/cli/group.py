@@ -89,16 +89,28 @@ def _message(exc: Exception) -> str:
     help="YAML settings file (default ./knowhub.yaml if present, or KNOWHUB_CONFIG).",
 )
 @click.option("--debug", is_flag=True, help="Show tracebacks and debug logs.")
+@click.option(
+    "--as-token",
+    metavar="NAME",
+    help="Run with the data scope of server.tokens entry NAME (tenants, datasets, "
+    "max_visibility, roles): see what that token's holder sees.",
+)
 @click.version_option(package_name="knowhub")
 @click.pass_context
-def cli(ctx: click.Context, data_dir: Path | None, config: Path | None, debug: bool) -> None:
+def cli(
+    ctx: click.Context,
+    data_dir: Path | None,
+    config: Path | None,
+    debug: bool,
+    as_token: str | None,
+) -> None:
     """knowhub: ingest your documents, then search them with citations."""
     logging.basicConfig(
         level=logging.DEBUG if debug else logging.WARNING,
         stream=sys.stderr,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    obj = ctx.obj = CliContext(data_dir, config, debug)
+    obj = ctx.obj = CliContext(data_dir, config, debug, as_token)
     ctx.call_on_close(obj.close)
 
 

@@ -30,6 +30,11 @@ __all__ = ["traces"]
     show_default=True,
     help="Most recent runs listed.",
 )
+@click.option(
+    "--tenant",
+    metavar="NAME",
+    help="Only runs whose data scope named tenant NAME ('*': runs of unrestricted callers).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (summary and runs).")
 @click.pass_context
 def traces(
@@ -39,6 +44,7 @@ def traces(
     errors: bool,
     since: str | None,
     limit: int,
+    tenant: str | None,
     as_json: bool,
 ) -> None:
     """List recent runs and summarise them: count, p50/p95 per stage, the slowest stage."""
@@ -48,6 +54,8 @@ def traces(
     chosen = select(
         obj.app().traces(), kind, slow_ms, errors, parse_since(since) if since else None
     )
+    if tenant is not None:
+        chosen = [t for t in chosen if tenant in (t.scope or {}).get("tenants", ())]
     recent = chosen[-limit:][::-1]
     summary = summarize(chosen)
     if as_json:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from knowhub.agent.chat import Agent, open_agent
 from knowhub.checks import check_query
-from knowhub.errors import KnowhubError
+from knowhub.errors import AuthError, KnowhubError
 from knowhub.interfaces.http.pump import EventPump
 from knowhub.interfaces.http.schemas import ChatBody
 from knowhub.interfaces.security import Principal
@@ -72,6 +72,12 @@ class Chats:
         """Check a chat request up front (its mistakes are a status, not a stream's end)."""
         text = check_query(body.question)
         collection = self.service.collection(principal, body.collection)
+        if not principal.scope.unrestricted:
+            # The agent's tools and MCP servers are shared by every caller: not yet scoped.
+            raise AuthError(
+                f"token {principal.name!r} has a data scope, and chats do not apply one yet: "
+                "use /api/ask, or a token without tenants, datasets, roles or max_visibility"
+            )
         if body.history is not None:
             history = [ChatMessage(t.role, t.content) for t in body.history]
         elif body.session_id:

@@ -61,7 +61,9 @@ async def search(
     collection = note_collection(request, service.collection(principal, body.collection))
     filters = check_filters(body.filters)
     result = await service.run(
-        lambda: service.app.search(body.query, collection, body.top_k, filters, body.min_score)
+        lambda: service.app_for(principal).search(
+            body.query, collection, body.top_k, filters, body.min_score
+        )
     )
     service.metrics.searches.labels("search").inc()
     service.metrics.observe_stages(result.timings_ms)
@@ -78,7 +80,7 @@ async def retrieval_debug(
     collection = note_collection(request, service.collection(principal, body.collection))
     filters = check_filters(body.filters)
     report = await service.run(
-        lambda: service.app.debug_search(body.query, collection, body.top_k, filters)
+        lambda: service.app_for(principal).debug_search(body.query, collection, body.top_k, filters)
     )
     service.metrics.searches.labels("retrieval_debug").inc()
     service.metrics.observe_stages(report["timings_ms"])
@@ -123,7 +125,7 @@ async def chat(
 
 @_api.get("/api/collections", summary="Collections this token may read")
 async def collections(service: ServiceDep, principal: PrincipalDep) -> Any:
-    infos = await service.run(service.app.collections)
+    infos = await service.run(service.app_for(principal).collections)
     readable = principal.readable(infos, lambda i: i.name)
     return {"collections": [dataclasses.asdict(i) for i in readable]}
 
@@ -136,7 +138,7 @@ async def documents(
     collection: Annotated[str | None, Query(description="Default: the configured one.")] = None,
 ) -> Any:
     name = note_collection(request, service.collection(principal, collection))
-    records = await service.run(lambda: service.app.documents(name))
+    records = await service.run(lambda: service.app_for(principal).documents(name))
     return {"collection": name, "documents": [dataclasses.asdict(r) for r in records]}
 
 
@@ -147,7 +149,9 @@ async def documents(
 )
 async def chunk_image(chunk_id: str, service: ServiceDep, principal: PrincipalDep) -> Response:
     def read() -> tuple[bytes, str] | None:
-        hits = principal.readable(service.app.chunk(chunk_id), lambda h: h.collection)
+        hits = principal.readable(
+            service.app_for(principal).chunk(chunk_id), lambda h: h.collection
+        )
         sha = hits[0].metadata.get("image") if hits else None
         return image_store(service.settings.data_dir).get(sha) if isinstance(sha, str) else None
 

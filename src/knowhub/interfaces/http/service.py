@@ -30,6 +30,7 @@ from knowhub.interfaces.security import PRINCIPAL_KEY, Principal
 from knowhub.interfaces.wire import failed, wire
 from knowhub.models import FilterValue
 from knowhub.providers.llms.base import ChatMessage
+from knowhub.scope import UNRESTRICTED, Scope
 
 __all__ = ["COLLECTION_KEY", "Question", "Service", "note_collection", "principal_of", "sse"]
 
@@ -70,6 +71,7 @@ class Question:
     history: list[ChatMessage]
     owner: str
     session_id: str | None
+    scope: Scope = UNRESTRICTED  # the asker's data scope
 
 
 @dataclass
@@ -94,6 +96,10 @@ class Service:
     def started(self) -> float:
         """When the server started (``time.time()``)."""
         return self.health.started
+
+    def app_for(self, principal: Principal) -> App:
+        """The App as ``principal`` sees it: every read applies its data scope."""
+        return self.app.scoped(principal.scope)
 
     def collection(self, principal: Principal, name: str | None) -> str:
         """The collection to use (the configured one by default), if the caller may read it."""
@@ -129,12 +135,14 @@ class Service:
             history = self.conversations.history(principal.name, body.session_id)
         else:
             history = []
-        return Question(text, collection, filters, history, principal.name, body.session_id)
+        return Question(
+            text, collection, filters, history, principal.name, body.session_id, principal.scope
+        )
 
     async def pump(self, question: Question) -> EventPump:
         """The answer's events, produced in a thread holding one of ``server.max_answers``
         slots until it ends (ServerBusyError when the queue for them is full)."""
-        app = self.app
+        app = self.app.scoped(question.scope)
         release = await self.answers.acquire()
         try:
             return EventPump(

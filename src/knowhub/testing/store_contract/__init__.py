@@ -15,7 +15,7 @@ subclass of :class:`StoreContract` that provides a ``store_factory`` fixture pas
 same, initially empty, data. A backend whose service is unreachable must fail, not skip,
 so a missing server is never mistaken for a passing contract. The parts
 (:class:`CatalogContract`, :class:`WriteContract`, :class:`SearchContract`,
-:class:`LifecycleContract`) can be subclassed alone.
+:class:`ScopeContract`, :class:`LifecycleContract`) can be subclassed alone.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 from knowhub.testing.store_contract.base import BackendFactory, Opener, StoreFixtures
 from knowhub.testing.store_contract.catalog import CatalogContract
 from knowhub.testing.store_contract.lifecycle import LifecycleContract
+from knowhub.testing.store_contract.scope import ScopeContract
 from knowhub.testing.store_contract.search import SearchContract
 from knowhub.testing.store_contract.writes import WriteContract
 
@@ -31,6 +32,7 @@ __all__ = [
     "CatalogContract",
     "LifecycleContract",
     "Opener",
+    "ScopeContract",
     "SearchContract",
     "StoreContract",
     "StoreFixtures",
@@ -38,5 +40,7 @@ __all__ = [
 ]
 
 
-class StoreContract(CatalogContract, WriteContract, SearchContract, LifecycleContract):
+class StoreContract(
+    CatalogContract, WriteContract, SearchContract, ScopeContract, LifecycleContract
+):
     """The whole store contract."""

@@ -39,7 +39,7 @@ router = pages_router()
 @router.get("")
 async def overview(request: Request, service: ServiceDep, principal: PrincipalDep) -> Response:
     def gather(principal: Principal) -> dict[str, Any]:
-        app, opts = service.app, service.settings
+        app, opts = service.app_for(principal), service.settings
         recent = select(readable_traces(app, principal), since=datetime.now(UTC) - RECENT)
         return {
             "collections": principal.readable(app.collections(), lambda i: i.name),
@@ -77,12 +77,14 @@ async def search(
         return error_page(request, exc, "search.html", **shown)
 
     on_failure(request, form_again)
-    shown["names"] = await service.run(lambda: readable_names(service.app, principal))
+    shown["names"] = await service.run(
+        lambda: readable_names(service.app_for(principal), principal)
+    )
     if not q.strip():
         return page(request, "search.html", **shown)
     name = service.collection(principal, collection or None)
     top_k = _top_k(k, service.settings.search.top_k)
-    result = await service.run(lambda: service.app.search(q, name, top_k))
+    result = await service.run(lambda: service.app_for(principal).search(q, name, top_k))
     return page(request, "search.html", **{**shown, **_results(service, name, result)})
 
 
@@ -92,8 +94,12 @@ async def documents(
 ) -> Response:
     def gather(principal: Principal) -> dict[str, Any]:
         name = service.collection(principal, collection or None)
-        names = readable_names(service.app, principal)
-        return {"collection": name, "names": names, "records": service.app.documents(name)}
+        names = readable_names(service.app_for(principal), principal)
+        return {
+            "collection": name,
+            "names": names,
+            "records": service.app_for(principal).documents(name),
+        }
 
     return await gathered(request, service, principal, "documents.html", gather)
 
@@ -107,7 +113,7 @@ async def document(
     collection: str = "",
 ) -> Response:
     def gather(principal: Principal) -> dict[str, Any]:
-        app = service.app
+        app = service.app_for(principal)
         name = service.collection(principal, collection or None)
         record = app.document(doc_hash, name)
         return {"collection": name, "record": record, "chunks": app.document_chunks(record)}
@@ -121,7 +127,9 @@ async def chunk(
 ) -> Response:
     def gather(principal: Principal) -> dict[str, Any]:
         try:
-            found = principal.readable(service.app.chunk(chunk_id), lambda h: h.collection)
+            found = principal.readable(
+                service.app_for(principal).chunk(chunk_id), lambda h: h.collection
+            )
         except QueryError:  # no such chunk: answered like one the caller may not read
             found = []
         if not found:  # one answer for missing and forbidden: nothing to probe

@@ -74,7 +74,11 @@ async def faq_import(request: Request, service: ServiceDep, principal: Principal
 
     on_failure(request, form_again)
     paths = [r.path for r in sent.received]
-    loaded = await service.run(lambda: service.app.faq_import(paths, name)) if paths else []
+    loaded = (
+        await service.run(lambda: service.app_for(principal).faq_import(paths, name))
+        if paths
+        else []
+    )
     notes = [f"{Path(source).name}: {count} entries imported" for source, count in loaded]
     notes += [f"{r.sent_as}: not imported: {r.reason}" for r in sent.rejected]
     shown = await _shown(service, principal, name)
@@ -87,7 +91,7 @@ async def faq_remove(request: Request, service: ServiceDep, principal: Principal
     form = await read_form(request)
     name = service.collection(principal, form.get("collection") or None)
     source = form.get("source", "")
-    removed = await service.run(lambda: service.app.faq_remove(source, name))
+    removed = await service.run(lambda: service.app_for(principal).faq_remove(source, name))
     kept = Path(source)
     if kept.parent == faq_dir(service, name) and kept.is_file():
         kept.unlink()
@@ -107,9 +111,9 @@ def _discard_unused(paths: list[Path], groups: dict[str, list[str]]) -> None:
 async def _shown(service: Service, principal: Principal, name: str) -> dict[str, Any]:
     def gather() -> dict[str, Any]:
         groups: dict[str, list[str]] = {}
-        for entry in service.app.faq(name):
+        for entry in service.app_for(principal).faq(name):
             groups.setdefault(entry.source, []).append(entry.question)
-        return {"names": readable_names(service.app, principal), "groups": groups}
+        return {"names": readable_names(service.app_for(principal), principal), "groups": groups}
 
     return {
         **await service.run(gather),

@@ -131,12 +131,12 @@ async def delete(
     principal.check_write("delete documents")
     form = await read_form(request)
     name = service.collection(principal, form.get("collection") or None)
-    record = await service.run(lambda: service.app.document(doc_hash, name))
+    record = await service.run(lambda: service.app_for(principal).document(doc_hash, name))
     if form.get("confirm") != "yes":
         return page(request, "confirm_delete.html", collection=name, record=record)
 
     def remove() -> list[str]:
-        removed = service.app.remove(record.doc_hash, name)
+        removed = service.app_for(principal).remove(record.doc_hash, name)
         _forget_upload(service, name, Path(record.disk_path))
         return [r.source for r in removed]
 
@@ -156,11 +156,12 @@ async def reingest(
     name = service.collection(principal, form.get("collection") or None)
 
     def again() -> str:
-        record = service.app.document(doc_hash, name)
+        record = service.app_for(principal).document(doc_hash, name)
         outcome: list[str] = []
         for group in rediscover([record]):
             report = _counted(
-                service, service.app.ingest(group.paths, name, group.tags, group.include)
+                service,
+                service.app_for(principal).ingest(group.paths, name, group.tags, group.include),
             )
             failed = dict(report.failed) | {s: f"skipped: {r}" for s, r in report.skipped}
             if record.source in failed:
@@ -174,7 +175,7 @@ async def reingest(
 
 
 async def _form(service: Service, principal: Principal) -> dict[str, Any]:
-    names = await service.run(lambda: readable_names(service.app, principal))
+    names = await service.run(lambda: readable_names(service.app_for(principal), principal))
     opts = service.settings.server
     return {
         "names": names,
@@ -216,7 +217,7 @@ def _start(service: Service, principal: Principal, name: str, sent: Upload) -> J
         files,
         refused,
         lambda progress: _counted(
-            service, service.app.ingest(paths, name, tags, progress=progress)
+            service, service.app_for(principal).ingest(paths, name, tags, progress=progress)
         ),
         {r.path.name: r.path for r in sent.received},
     )

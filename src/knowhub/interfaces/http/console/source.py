@@ -74,9 +74,9 @@ async def source(
     """The cited chunk highlighted in its document, its neighbours around it."""
 
     def gather(principal: Principal) -> dict[str, Any]:
-        app = service.app
+        app = service.app_for(principal)
         hit = _cited(service, principal, chunk_id, collection)
-        record = _record(service, hit.doc_hash, hit.collection)
+        record = _record(service, principal, hit.doc_hash, hit.collection)
         shown = min(int(around), MAX_AROUND) if around.strip().isdigit() else AROUND
         return {
             "hit": hit,
@@ -105,7 +105,7 @@ async def page_image(
 
     def png() -> bytes:
         hit = _cited(service, principal, chunk_id, collection)
-        record = _record(service, hit.doc_hash, hit.collection)
+        record = _record(service, principal, hit.doc_hash, hit.collection)
         if record.format != "pdf" or hit.page is None:
             raise NotFoundError(f"{record.source} is not a PDF: it has no page images")
         cache = _pages(service)
@@ -162,7 +162,7 @@ async def document_file(
         name = collection or service.settings.collection
         if not principal.may_read(name):  # answered like a missing document
             raise NotFoundError(f"no document {doc_hash!r} in collection {name!r}")
-        record = _record(service, doc_hash, name)
+        record = _record(service, principal, doc_hash, name)
         return record, _original(record, service.settings.ingest.max_file_bytes)
 
     try:
@@ -176,7 +176,9 @@ def _cited(service: Service, principal: Principal, chunk_id: str, collection: st
     """The chunk in the active version of a collection the caller may read (``collection``
     picks one when the same chunk is in several)."""
     try:
-        found = principal.readable(service.app.chunk(chunk_id), lambda h: h.collection)
+        found = principal.readable(
+            service.app_for(principal).chunk(chunk_id), lambda h: h.collection
+        )
     except QueryError:  # no such chunk: answered like one the caller may not read
         found = []
     found = [h for h in found if not collection or h.collection == collection]
@@ -185,9 +187,11 @@ def _cited(service: Service, principal: Principal, chunk_id: str, collection: st
     return found[0]
 
 
-def _record(service: Service, doc_hash: str, collection: str) -> DocumentRecord:
+def _record(
+    service: Service, principal: Principal, doc_hash: str, collection: str
+) -> DocumentRecord:
     try:
-        return service.app.document(doc_hash, collection)
+        return service.app_for(principal).document(doc_hash, collection)
     except QueryError as exc:
         raise NotFoundError(f"{exc}; it may have been removed or re-ingested") from exc
 

@@ -137,7 +137,9 @@ def trace_context(service: Service, principal: Principal, trace_id: str) -> dict
     cited = []
     for chunk_id in trace.source_ids:
         try:
-            hits = principal.readable(service.app.chunk(chunk_id), lambda h: h.collection)
+            hits = principal.readable(
+                service.app_for(principal).chunk(chunk_id), lambda h: h.collection
+            )
         except QueryError:  # re-ingested since: the id is all that is left
             hits = []
         cited.append((chunk_id, hits[0].source if hits else None))

@@ -107,7 +107,7 @@ class AnswerTools(DataTools):
                     lambda: (
                         None
                         if not_created_yet(kb, collection)
-                        else collect(kb.reader.ask(question, collection, typed))
+                        else collect(target.reader.ask(question, collection, typed))
                     )
                 )
             out = _answer_out(question, collection, end, settings.max_result_chars)

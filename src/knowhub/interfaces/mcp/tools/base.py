@@ -23,6 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
+from knowhub.app import App
 from knowhub.config import IngestSettings, ServerSettings
 from knowhub.errors import KnowhubError
 from knowhub.ingest.progress import Progress
@@ -103,6 +104,11 @@ class Target:
     principal: Principal
     root: Path  # ingest paths must resolve inside it
     label: str  # "local" or the session id, for logs
+
+    @property
+    def reader(self) -> App:
+        """The served App as the caller sees it: every read applies its data scope."""
+        return self.kb.reader.scoped(self.principal.scope)
 
 
 # Holds the target for the whole tool call (shared mode never unloads a session in use).

@@ -109,7 +109,7 @@ class DocumentTools(DataTools):
     async def list_collections(self, ctx: Context) -> Annotated[CallToolResult, CollectionsOut]:
         async with self.resolve(ctx) as target:
             with tool_errors(self.metrics, "list_collections"):
-                infos = await in_thread(target.kb.reader.collections)
+                infos = await in_thread(target.reader.collections)
             out = CollectionsOut(
                 indexing=indexing_out(target.kb),
                 collections=[
@@ -149,7 +149,7 @@ class DocumentTools(DataTools):
                 noting_indexing(target.kb),
             ):
                 target.principal.check_read(collection)
-                record = await in_thread(lambda: target.kb.reader.document(source_hash, collection))
+                record = await in_thread(lambda: target.reader.document(source_hash, collection))
             out = _document_out(record, target.kb)
             text = (
                 f"**{out.source}** ({out.format}, {out.title!r}): {out.chunk_count} chunks, "
@@ -168,7 +168,7 @@ class DocumentTools(DataTools):
                 tool_errors(self.metrics, "get_content", chunk_id=chunk_id),
                 noting_indexing(target.kb),
             ):
-                found = await in_thread(lambda: target.kb.reader.chunk(chunk_id))
+                found = await in_thread(lambda: target.reader.chunk(chunk_id))
                 readable = target.principal.readable(found, lambda h: h.collection)
                 if not readable:
                     raise KnowhubError(

@@ -179,7 +179,7 @@ class SearchTools(DataTools):
                     lambda: (
                         None
                         if not_created_yet(kb, collection)
-                        else kb.reader.search(
+                        else target.reader.search(
                             query, collection, top_k, typed, min_score, on_stage=hook
                         )
                     )
