@@ -170,6 +170,7 @@ class Collection:
                 options=self._app.settings.answer,
                 filters=filters,
                 history=history,
+                embedder=lambda: self.embedder,
             )
             for event in events:
                 if isinstance(event, End):

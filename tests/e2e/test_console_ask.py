@@ -99,6 +99,9 @@ def test_an_answer_streams_in_with_its_citations_linked_to_their_source(page: Pa
     diagnostics.locator("summary").click()
     for fact in ("hit type", "rag", "sources", "top source score", "confidence", "first token"):
         expect(diagnostics).to_contain_text(fact)
+    # The extractive answer quotes its sources: verified, nothing flagged.
+    expect(diagnostics).to_contain_text("verified · score 1")
+    expect(turn.locator(".flagged")).to_be_hidden()
     screenshots(page, "ask-answer", ["#question", ".turn .answer a.cite", ".turn .sources"])
     cite.click()  # the passage it cites, in its document
     expect(page).to_have_url(re.compile(re.escape(href) + "$"))

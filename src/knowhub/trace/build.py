@@ -8,7 +8,7 @@ from typing import Any
 from knowhub.models import Hit
 from knowhub.trace.record import Trace, preview
 
-__all__ = ["record_answer", "record_ingest", "record_search"]
+__all__ = ["ANSWER_CHECKS", "record_answer", "record_ingest", "record_search"]
 
 # The order stages run in, for the waterfall; anything else follows.
 _ANSWER_STAGES = (
@@ -56,12 +56,31 @@ def record_answer(trace: Trace, end: Mapping[str, Any]) -> None:
     trace.intent = end.get("intent")
     trace.hit_type = end.get("hit_type")
     trace.confidence = end.get("confidence")
+    _record_checks(trace, end)
     trace.sources_count = len(sources)
     trace.top_source_score = end.get("top_source_score")
     trace.source_ids = [s["chunk_id"] for s in sources]
     trace.model = end.get("model")
     trace.answer = preview(end.get("answer"))
     trace.notes = list(end.get("notes", []))
+
+
+# The answer's check fields, copied as the end event has them (docs/traces.md).
+ANSWER_CHECKS = (
+    "question_category",
+    "prompt_profile",
+    "generation_verification_status",
+    "answer_confidence",
+    "evidence_confidence",
+)
+
+
+def _record_checks(trace: Trace, end: Mapping[str, Any]) -> None:
+    for name in ANSWER_CHECKS:
+        setattr(trace, name, end.get(name))
+    verification = end.get("verification") or {}
+    trace.verification_score = verification.get("score")
+    trace.reasons = list(end.get("reasons", []))
 
 
 def record_ingest(trace: Trace, report: Any) -> None:

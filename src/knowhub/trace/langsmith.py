@@ -8,7 +8,7 @@ from typing import Any
 from knowhub.errors import ConfigError
 from knowhub.trace.record import Trace
 
-__all__ = ["LangSmithSink"]
+__all__ = ["LangSmithSink", "run_of"]
 
 _RUN_TYPES = {"search": "retriever", "answer": "chain", "ingest": "chain"}
 
@@ -26,29 +26,49 @@ class LangSmithSink:
         self.project = project
 
     def emit(self, trace: Trace) -> None:
-        trace = trace.encodable()  # the client's JSON encoding refuses lone surrogates
-        start = datetime.fromisoformat(trace.started_at.replace("Z", "+00:00"))
-        outputs = {
-            "hit_type": trace.hit_type,
-            "answer": trace.answer,
-            "source_ids": trace.source_ids,
-            "ingest": trace.ingest,
-        }
-        self._client.create_run(
-            name=f"knowhub.{trace.kind}",
-            run_type=_RUN_TYPES.get(trace.kind, "chain"),
-            inputs={"query": trace.query, "collection": trace.collection},
-            outputs={k: v for k, v in outputs.items() if v is not None},
-            start_time=start,
-            end_time=start + timedelta(milliseconds=trace.duration_ms),
-            error=trace.error,
-            project_name=self.project,
-            extra={
-                "metadata": {
-                    "trace_id": trace.trace_id,
-                    "stages_ms": trace.stages_ms,
-                    "interface": trace.interface,
-                    "kb_version": trace.kb_version,
-                }
-            },
-        )
+        self._client.create_run(**run_of(trace, self.project))
+
+
+def run_of(trace: Trace, project: str) -> dict[str, Any]:
+    """The ``create_run`` arguments for ``trace``: the answer's checks in metadata, its
+    category and verification status also as tags, so runs can be filtered by them."""
+    trace = trace.encodable()  # the client's JSON encoding refuses lone surrogates
+    start = datetime.fromisoformat(trace.started_at.replace("Z", "+00:00"))
+    outputs = {
+        "hit_type": trace.hit_type,
+        "answer": trace.answer,
+        "source_ids": trace.source_ids,
+        "ingest": trace.ingest,
+    }
+    checks = {
+        "question_category": trace.question_category,
+        "prompt_profile": trace.prompt_profile,
+        "generation_verification_status": trace.generation_verification_status,
+        "verification_score": trace.verification_score,
+        "answer_confidence": trace.answer_confidence,
+        "evidence_confidence": trace.evidence_confidence,
+        "reasons": trace.reasons,
+    }
+    tags = [f"category:{trace.question_category}"] if trace.question_category else []
+    status = trace.generation_verification_status
+    tags += [f"verification:{status}"] if status else []
+    return {
+        "name": f"knowhub.{trace.kind}",
+        "run_type": _RUN_TYPES.get(trace.kind, "chain"),
+        "inputs": {"query": trace.query, "collection": trace.collection},
+        "outputs": {k: v for k, v in outputs.items() if v is not None},
+        "start_time": start,
+        "end_time": start + timedelta(milliseconds=trace.duration_ms),
+        "error": trace.error,
+        "project_name": project,
+        "tags": tags,
+        "extra": {
+            "metadata": {
+                "trace_id": trace.trace_id,
+                "stages_ms": trace.stages_ms,
+                "interface": trace.interface,
+                "kb_version": trace.kb_version,
+                **{k: v for k, v in checks.items() if v is not None},
+            }
+        },
+    }

@@ -82,5 +82,13 @@ def _attributes(trace: Trace) -> dict[str, Any]:
         "knowhub.top_source_score": trace.top_source_score,
         "knowhub.query": trace.query,
         "knowhub.model": trace.model,
+        "knowhub.question_category": trace.question_category,
+        "knowhub.prompt_profile": trace.prompt_profile,
+        "knowhub.generation_verification_status": trace.generation_verification_status,
+        "knowhub.verification_score": trace.verification_score,
+        "knowhub.answer_confidence": trace.answer_confidence,
+        "knowhub.evidence_confidence": trace.evidence_confidence,
+        # A sequence of strings is a span attribute type of its own; None: not an answer.
+        "knowhub.reasons": None if trace.reasons is None else tuple(trace.reasons),
     }
     return {k: v for k, v in values.items() if v is not None}

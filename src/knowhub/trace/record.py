@@ -34,6 +34,15 @@ class Trace:
     intent: str | None = None
     hit_type: str | None = None
     confidence: float | None = None
+    # An answer's checks (docs/ask.md): its category and the prompt profile the LLM got, the
+    # verification of its sentences, and what lowered its confidence. Never prompt text.
+    question_category: str | None = None
+    prompt_profile: str | None = None
+    generation_verification_status: str | None = None
+    verification_score: float | None = None
+    answer_confidence: float | None = None
+    evidence_confidence: float | None = None
+    reasons: list[str] | None = None
     sources_count: int | None = None
     top_source_score: float | None = None
     source_ids: list[str] = field(default_factory=list)  # chunk ids, best first

@@ -11,7 +11,7 @@ from knowhub.interfaces.arguments import parse_key_values
 from knowhub.interfaces.cli.context import CliContext, emit
 from knowhub.interfaces.wire import wire
 
-__all__ = ["ask", "render_answer", "where"]
+__all__ = ["ask", "flagged_lines", "render_answer", "where"]
 
 
 @click.command()
@@ -64,10 +64,22 @@ def render_answer(result: dict[str, Any], answer_shown: bool = False) -> str:
     elif result["sources"] and result["hit_type"] == "insufficient_context":
         lines.append("Closest sources (not relevant enough to answer from):")
         lines += [f"  {s['source']}" for s in result["sources"][:3]]
-    lines.append(
-        f"({result['hit_type']}, confidence {result['confidence']:.2f}, {result['model']})"
-    )
+    lines += flagged_lines(result)
+    verdict = [result["hit_type"], f"confidence {result['confidence']:.2f}"]
+    verdict += [result["generation_verification_status"]] if result.get("verification") else []
+    lines.append(f"({', '.join([*verdict, result['model']])})")
     return "\n".join(lines)
+
+
+def flagged_lines(result: dict[str, Any]) -> list[str]:
+    """The answer's sentences its sources do not (fully) back, each marked: never kept silently."""
+    checked = result.get("verification") or {}
+    marks = {"unsupported": "!", "partial": "?"}
+    flagged = [s for s in checked.get("sentences", []) if s["status"] in marks]
+    if not flagged:
+        return []
+    lines = ["Not supported by the cited sources (! unsupported, ? partly):"]
+    return lines + [f"  {marks[s['status']]} {s['text']}" for s in flagged]
 
 
 def where(source: dict[str, Any]) -> str:

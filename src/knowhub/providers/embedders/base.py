@@ -50,10 +50,17 @@ class Embedder(ABC):
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         """Encode passages in batches of ``batch_size``."""
+        return self._batched(texts, is_query=False)
+
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        """Encode several queries (as :meth:`embed_query` does one) in batches."""
+        return self._batched(texts, is_query=True)
+
+    def _batched(self, texts: Sequence[str], is_query: bool) -> Vectors:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         parts = [
-            self._checked(list(texts[i : i + self.batch_size]), is_query=False)
+            self._checked(list(texts[i : i + self.batch_size]), is_query=is_query)
             for i in range(0, len(texts), self.batch_size)
         ]
         return np.vstack(parts)

@@ -58,6 +58,23 @@ class AnswerOut(Indexed):
         "the question: no answer is made up), faq_direct (a curated FAQ answer) or chat."
     )
     confidence: float = Field(description="0-1: the sources' relevance times their support.")
+    evidence_confidence: float = Field(0.0, description="0-1: the best source's relevance.")
+    generation_verification_status: str | None = Field(
+        None,
+        description="verified, partially_supported or unsupported: the answer's sentences "
+        "checked against what they cite (None: nothing was generated).",
+    )
+    flagged_sentences: list[str] = Field(
+        default_factory=list,
+        description="Sentences the cited sources do not (fully) support: do not rely on them.",
+    )
+    reasons: list[str] = Field(
+        default_factory=list, description="What lowered the confidence, e.g. uncited_sentence."
+    )
+    question_category: str | None = Field(
+        None, description="pricing, compliance, troubleshooting, how-to or general."
+    )
+    prompt_profile: str | None = Field(None, description="The LLM's system prompt profile.")
     model: str = Field(description="Who wrote the answer: the LLM's id, extractive, faq, rules.")
     sources: list[SourceOut] = Field(
         description="What [n] cites; for insufficient_context, the nearest misses."
@@ -131,6 +148,12 @@ def _answer_out(
         answer=text[: budget - 2].rstrip() + " …" if truncated else text,
         hit_type=end["hit_type"],
         confidence=end["confidence"],
+        evidence_confidence=end.get("evidence_confidence", 0.0),
+        generation_verification_status=end.get("generation_verification_status"),
+        flagged_sentences=(end.get("verification") or {}).get("flagged", []),
+        reasons=end.get("reasons", []),
+        question_category=end.get("question_category"),
+        prompt_profile=end.get("prompt_profile"),
         model=end["model"],
         sources=sources,
         notes=end["notes"],
@@ -147,6 +170,11 @@ def _answer_markdown(out: AnswerOut) -> str:
     elif out.sources and out.hit_type == "insufficient_context":
         lines += ["", "Closest sources (not relevant enough to answer from):"]
         lines += [f"- {cite(s)} — chunk `{s.chunk_id}`" for s in out.sources[:3]]
-    lines += ["", f"({out.hit_type}, confidence {out.confidence:.2f}, {out.model})"]
+    if out.flagged_sentences:
+        lines += ["", "Not supported by the cited sources:"]
+        lines += [f"- {sentence}" for sentence in out.flagged_sentences]
+    verdict = [out.hit_type, f"confidence {out.confidence:.2f}"]
+    verdict += [out.generation_verification_status] if out.generation_verification_status else []
+    lines += ["", f"({', '.join([*verdict, out.model])})"]
     lines += [f"Note: {note}" for note in out.notes]
     return "\n".join(lines)

@@ -77,7 +77,11 @@
     if (end.sources_count !== undefined) rows.push(["sources", end.sources_count]);
     if (end.top_source_score !== undefined && end.top_source_score !== null)
       rows.push(["top source score", end.top_source_score]);
-    if (end.confidence !== undefined) rows.push(["confidence", end.confidence]);
+    if (end.confidence !== undefined)
+      rows.push(["confidence", end.confidence + (end.reasons && end.reasons.length ? " · " + end.reasons.join(", ") : "")]);
+    if (end.verification) rows.push(["verification", end.generation_verification_status + " · score " + end.verification.score]);
+    if (end.question_category)
+      rows.push(["category", end.question_category + (end.prompt_profile ? " · profile " + end.prompt_profile : "")]);
     const kb = end.kb_version;
     if (kb) rows.push(["kb version", "version " + kb.version + (kb.physical ? " (" + kb.physical + ")" : "")]);
     if (end.model) rows.push(["model", end.model]);
@@ -99,6 +103,16 @@
     }
     facts.append(dt, dd);
     turn.querySelector(".diag").hidden = false;
+  }
+
+  // Sentences the verification found unsupported by what they cite: listed, never hidden.
+  function showFlagged(turn, end) {
+    const box = turn.querySelector(".flagged");
+    const flagged = (end.verification && end.verification.flagged) || [];
+    const list = box.querySelector("ul");
+    list.textContent = "";
+    for (const sentence of flagged) list.append(el("li", sentence));
+    box.hidden = flagged.length === 0;
   }
 
   function showHitType(turn, hitType) {
@@ -217,6 +231,7 @@
         linked(answer, data.answer, sources);
         showSources(turn, sources);
         showHitType(turn, data.hit_type);
+        showFlagged(turn, data);
         showDiagnostics(turn, data, firstToken);
         if (data.trace_id) offerFeedback(turn, data.trace_id);
         answer.dataset.done = "1";
