@@ -36,14 +36,17 @@ def test_records_round_trip_and_previews_are_short() -> None:
 
 
 def test_the_jsonl_sink_appends_rotates_and_reads_back_in_order(tmp_path: Path) -> None:
-    sink = JsonlSink(tmp_path / "traces", max_bytes=2_000, keep=2)
     written = [_trace(ms=float(i)) for i in range(30)]
+    # Files of about two traces each, however many fields a trace grows: three files (the
+    # current and two rotated) hold 5-6 of the 30.
+    size = len(json.dumps(written[0].to_dict())) + 1
+    sink = JsonlSink(tmp_path / "traces", max_bytes=2 * size + size // 2, keep=2)
     for trace in written:
         sink.emit(trace)
     files = sorted(p.name for p in (tmp_path / "traces").iterdir())
     assert files == ["traces.1.jsonl", "traces.2.jsonl", "traces.jsonl"]
     back = list(read_traces(tmp_path / "traces"))
-    assert back == written[-len(back) :] and 5 < len(back) < 30  # oldest rotated away
+    assert back == written[-len(back) :] and 4 < len(back) < 30  # oldest rotated away
     with (tmp_path / "traces" / "traces.jsonl").open("a") as out:
         out.write("{damaged\n")
     assert len(list(read_traces(tmp_path / "traces"))) == len(back)
