@@ -202,6 +202,29 @@ class Scope:
             and (self.roles is None or not document.roles or bool(self.roles & set(document.roles)))
         )
 
+    def covers(self, other: Scope) -> bool:
+        """Whether everything ``other`` sees, this scope sees too (each of its dimensions
+        is within this one's): who may read a run recorded under ``other``."""
+        ranks = VISIBILITIES.index
+        return all(
+            mine is None or (theirs is not None and theirs <= mine)
+            for mine, theirs in (
+                (self.tenants, other.tenants),
+                (self.datasets, other.datasets),
+                (self.roles, other.roles),
+            )
+        ) and ranks(other.max_visibility) <= ranks(self.max_visibility)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Scope:
+        """Back from :meth:`to_dict` (a trace's ``scope``)."""
+        return cls.of(
+            data.get("tenants", (ANY,)),
+            data.get("datasets", (ANY,)),
+            str(data.get("max_visibility", VISIBILITIES[-1])),
+            data.get("roles", (ANY,)),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """For traces and reports: ``"*"`` for an unrestricted dimension."""
         return {

@@ -15,10 +15,10 @@ from knowhub.testing.scope_matrix import (
     SCOPES,
     TOP_K,
     WORD,
-    env_name,
     ingest_matrix,
     markers_in,
-    token_entries,
+    secret,
+    server_env,
     visible,
 )
 from tests.helpers import fast_settings, knowhub
@@ -29,14 +29,7 @@ COLLECTION = "scoped"
 pytestmark = pytest.mark.anyio
 
 
-def _secret(name: str) -> str:
-    return f"scope-{name}-Qm7xT2kV9pL4"
-
-
-ENV = {
-    "KNOWHUB_SERVER__TOKENS": json.dumps(token_entries()),
-    **{env_name(name): _secret(name) for name in SCOPES},
-}
+ENV = server_env()
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +68,7 @@ def test_cli_as_an_unknown_token_names_the_known_ones(root: Path) -> None:
 def test_http_api_shows_each_token_only_its_scope(root: Path) -> None:
     with api_server(cwd=root, data_dir=root / "data", env=ENV) as server:
         for name, scope in SCOPES.items():
-            token, expected = _secret(name), visible(scope)
+            token, expected = secret(name), visible(scope)
             body = {"query": WORD, "collection": COLLECTION, "top_k": TOP_K}
             hits = server.post("/api/search", token, json=body).json()["hits"]
             assert markers_in(h["text"] for h in hits) == expected, name
@@ -95,7 +88,7 @@ async def test_mcp_over_http_shows_each_token_only_its_scope(root: Path) -> None
     with http_server(cwd=root, data_dir=root / "data", env=ENV) as server:
         for name, scope in SCOPES.items():
             expected = visible(scope)
-            async with server.client(token=_secret(name)) as client:
+            async with server.client(token=secret(name)) as client:
                 found = await _call(
                     client, "query_knowledge_hub", query=WORD, collection=COLLECTION, top_k=TOP_K
                 )

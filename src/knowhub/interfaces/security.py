@@ -19,9 +19,9 @@ import secrets
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from starlette.datastructures import Headers, QueryParams
@@ -81,11 +81,22 @@ class Principal:
         return [item for item in items if self.may_read(collection(item))]
 
     def may_see(self, trace: Trace) -> bool:
-        """Whether this caller may read ``trace``: its collection, and for a chat every
-        collection its results came from and every MCP server it called."""
-        return all(map(self.may_read, [trace.collection, *trace.reads])) and all(
-            map(self.may_chat_with, trace.servers)
+        """Whether this caller may read ``trace``: its collection, for a chat every
+        collection its results came from and every MCP server it called, and the data scope
+        it ran under (a run's query and sources are of what its caller saw)."""
+        return (
+            all(map(self.may_read, [trace.collection, *trace.reads]))
+            and all(map(self.may_chat_with, trace.servers))
+            and self.may_see_scope(trace.scope)
         )
+
+    def may_see_scope(self, recorded: Mapping[str, Any] | None) -> bool:
+        """Whether a run recorded under the data scope ``recorded`` (``Scope.to_dict``) is
+        within this caller's; a run with none recorded (an ingest, a trace from before
+        scopes) counts as unrestricted, so only an unrestricted caller sees it."""
+        if self.scope.unrestricted:
+            return True
+        return recorded is not None and self.scope.covers(DataScope.from_dict(recorded))
 
     def may_chat_with(self, server: str) -> bool:
         """Whether this caller's chats may use the MCP server ``server`` of agent.mcp_config."""
