@@ -1,6 +1,7 @@
 """The data-scope matrix through every interface: the CLI with --as-token, the HTTP API and
-MCP over HTTP with each token — hits, document lists, answers and counts show exactly what
-the token's scope sees (knowhub.testing.scope_matrix)."""
+MCP over HTTP with each token, and chats (the scripted model calling knowhub's tools) —
+hits, document lists, answers, tool results and counts show exactly what the token's scope
+sees (knowhub.testing.scope_matrix)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from typing import Any
 import pytest
 
 from knowhub import build_app
+from knowhub.agent.chat import SCOPED_NOTE
+from knowhub.testing.llm_server import Reply, ToolReply, serve
 from knowhub.testing.scope_matrix import (
+    MATRIX,
     SCOPES,
     TOP_K,
     WORD,
@@ -21,7 +25,7 @@ from knowhub.testing.scope_matrix import (
     server_env,
     visible,
 )
-from tests.helpers import fast_settings, knowhub
+from tests.helpers import fast_settings, knowhub, write
 from tests.http_helpers import api_server
 from tests.mcp_helpers import http_server
 
@@ -107,3 +111,53 @@ async def _call(client: Any, tool: str, **args: Any) -> dict[str, Any]:
     assert not result.is_error, result.content
     structured: dict[str, Any] = result.structured_content
     return structured
+
+
+def _chat_script(chunk_ids: list[str]) -> Any:
+    """The model: search, list the collections and read every matrix chunk by id, then
+    answer with every tool result (so the answer holds all its tools returned)."""
+
+    def script(body: dict[str, Any]) -> Reply:
+        results = [str(m["content"]) for m in body["messages"] if m["role"] == "tool"]
+        if results:
+            return "\n".join(results)
+        search = {"query": WORD, "collection": COLLECTION, "top_k": TOP_K}
+        return [
+            ToolReply("knowhub__search", search),
+            ToolReply("knowhub__list_collections", {}),
+            *(ToolReply("knowhub__get_chunk", {"chunk_id": c}) for c in chunk_ids),
+        ]
+
+    return script
+
+
+def test_chats_tools_see_only_the_tokens_scope(root: Path) -> None:
+    app = build_app(fast_settings(root / "data"))
+    try:
+        chunk_ids = [app.search(d.marker, COLLECTION, top_k=1).hits[0].chunk_id for d in MATRIX]
+    finally:
+        app.close()
+    # A server no scoped caller is offered (it would fail to start for the others).
+    servers = {"mcpServers": {"elsewhere": {"command": str(root / "no-such-server")}}}
+    config = write(root / "mcp.json", json.dumps(servers))
+    with serve(script=_chat_script(chunk_ids)) as llm:
+        env = {**ENV, **_llm_env(llm.openai_base), "KNOWHUB_AGENT__MCP_CONFIG": str(config)}
+        with api_server(cwd=root, data_dir=root / "data", env=env) as server:
+            for name, scope in SCOPES.items():
+                body = {"question": f"what does the {WORD} handbook say", "collection": COLLECTION}
+                response = server.post("/api/chat", secret(name), json=body)
+                assert response.status_code == 200, (name, response.text)
+                end = response.json()
+                assert markers_in([end["answer"]]) == visible(scope), name
+                assert f"{COLLECTION}: {len(visible(scope))} documents" in end["answer"], name
+                assert markers_in(c["source"] for c in end["citations"]) <= visible(scope)
+                assert (SCOPED_NOTE in end["notes"]) != scope.unrestricted, name
+
+
+def _llm_env(base_url: str) -> dict[str, str]:
+    return {
+        "KNOWHUB_LLM__PROVIDER": "openai",
+        "KNOWHUB_LLM__BASE_URL": base_url,
+        "KNOWHUB_LLM__MODEL": "gpt-4o-mini",
+        "KNOWHUB_LLM__BACKOFF_S": "0",
+    }
