@@ -23,6 +23,7 @@ from knowhub.testing.scope_matrix import (
     markers_in,
     secret,
     server_env,
+    token_entries,
     visible,
 )
 from tests.helpers import fast_settings, knowhub, write
@@ -59,6 +60,30 @@ def test_cli_as_token_searches_and_lists_only_its_scope(root: Path, name: str) -
     listed = knowhub(*base, "docs", "-c", COLLECTION, "--json", cwd=root, env=ENV)
     assert listed.returncode == 0, listed.stderr
     assert markers_in([listed.stdout]) == visible(SCOPES[name])
+
+
+def test_cli_as_token_applies_its_read_only_and_collections_limits(root: Path) -> None:
+    limited = [
+        {"name": "reader", "token_env": "KH_SCOPE_R", "read_only": True},
+        {"name": "other-only", "token_env": "KH_SCOPE_O", "collections": ["other"]},
+    ]
+    env = {**ENV, "KNOWHUB_SERVER__TOKENS": json.dumps([*token_entries(), *limited])}
+    doc = write(root / "more" / "extra.md", f"# extra\n\nThe {WORD} extra page.\n")
+    base = ("--data-dir", "data", "--as-token")
+    ingest = knowhub(*base, "reader", "ingest", str(doc), "-c", COLLECTION, cwd=root, env=env)
+    assert ingest.returncode != 0
+    assert "token 'reader' is read-only: it may not ingest" in ingest.stderr
+    assert (
+        knowhub(*base, "reader", "search", WORD, "-c", COLLECTION, cwd=root, env=env).returncode
+        == 0
+    )
+    other = knowhub(*base, "other-only", "search", WORD, "-c", COLLECTION, cwd=root, env=env)
+    assert other.returncode != 0
+    assert f"collection {COLLECTION!r} may not be read with this token" in other.stderr
+    listed = knowhub(*base, "other-only", "collections", "--json", cwd=root, env=env)
+    assert listed.returncode == 0 and json.loads(listed.stdout) == [], listed.stdout
+    docs = knowhub("--data-dir", "data", "docs", "-c", COLLECTION, "--json", cwd=root)
+    assert "extra.md" not in docs.stdout  # the refused ingest wrote nothing
 
 
 def test_cli_as_an_unknown_token_names_the_known_ones(root: Path) -> None:
