@@ -86,6 +86,43 @@ def test_cli_as_token_applies_its_read_only_and_collections_limits(root: Path) -
     assert "extra.md" not in docs.stdout  # the refused ingest wrote nothing
 
 
+def test_traces_filter_by_the_tenant_their_scope_named(root: Path) -> None:
+    for name in ("acme-internal", "globex-restricted-support", "admin"):
+        run = knowhub(
+            "--data-dir",
+            "data",
+            "--as-token",
+            name,
+            "search",
+            f"tenant {name}",
+            "-c",
+            COLLECTION,
+            cwd=root,
+            env=ENV,
+        )
+        assert run.returncode == 0, run.stderr
+    for tenant, asked in (
+        ("acme", "acme-internal"),
+        ("globex", "globex-restricted-support"),
+        ("*", "admin"),
+    ):
+        listed = knowhub(
+            "--data-dir",
+            "data",
+            "traces",
+            "--tenant",
+            tenant,
+            "--json",
+            "--limit",
+            "1000",
+            cwd=root,
+        )
+        assert listed.returncode == 0, listed.stderr
+        runs = json.loads(listed.stdout)["traces"]
+        assert all(tenant in r["scope"]["tenants"] for r in runs), tenant
+        assert {r["query"] for r in runs if r["query"].startswith("tenant ")} == {f"tenant {asked}"}
+
+
 def test_cli_as_an_unknown_token_names_the_known_ones(root: Path) -> None:
     run = knowhub(
         "--data-dir", "data", "--as-token", "nobody", "docs", "-c", COLLECTION, cwd=root, env=ENV

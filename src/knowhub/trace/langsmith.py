@@ -49,6 +49,7 @@ class LangSmithSink:
                     "stages_ms": trace.stages_ms,
                     "interface": trace.interface,
                     "kb_version": trace.kb_version,
+                    "scope": trace.scope,  # the caller's data scope, never its token
                 }
             },
         )
