@@ -29,6 +29,7 @@ from knowhub.testing.scope_matrix import (
 from tests.helpers import fast_settings, knowhub, write
 from tests.http_helpers import api_server
 from tests.mcp_helpers import http_server
+from tests.pg_server import shared_server
 
 COLLECTION = "scoped"
 pytestmark = pytest.mark.anyio
@@ -37,10 +38,15 @@ pytestmark = pytest.mark.anyio
 ENV = server_env()
 
 
-@pytest.fixture(scope="module")
-def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data dir holding the matrix in collection ``scoped``."""
-    root = tmp_path_factory.mktemp("scope")
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def root(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder whose data dir holds the matrix in collection ``scoped``; on PostgreSQL its
+    knowhub.yaml names the store, read by every command and server run in it."""
+    root = tmp_path_factory.mktemp(f"scope-{request.param}")
+    if request.param == "postgres":
+        url = shared_server().create_database()
+        store = {"store": {"provider": "postgres", "postgres": {"url": url}}}
+        write(root / "knowhub.yaml", json.dumps(store))  # JSON is YAML
     app = build_app(fast_settings(root / "data"))
     try:
         ingest_matrix(app, root / "docs", COLLECTION)
