@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import cached_property
@@ -23,7 +23,7 @@ from knowhub.checks import check_collection_name, check_text, logical_name
 from knowhub.collection import Collection, named
 from knowhub.config import Settings
 from knowhub.default_collection import default_collection
-from knowhub.errors import ConfigError, KnowhubError, QueryError
+from knowhub.errors import AuthError, ConfigError, KnowhubError, QueryError
 from knowhub.models import DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Embedder
 from knowhub.providers.llms.base import LLM, ChatMessage
@@ -123,6 +123,12 @@ class App:
         """This App as a caller limited to ``scope`` sees it: the same store, models and
         caches, every collection handle and listing applying the scope (``knowhub.scope``)."""
         return self if scope == self.scope else _ScopedApp(self, scope)
+
+    def limited(self, collections: Iterable[str]) -> App:
+        """This App for a caller who may read only ``collections`` (``"*"``: all): any other
+        named is an AuthError, and listings and chunk look-ups leave them out."""
+        allowed = frozenset(collections)
+        return self if "*" in allowed else _LimitedApp(self, allowed)
 
     def embedder_with(self, settings: Settings) -> Embedder:
         """The embedder ``settings`` configure, loaded once per App (the App's own one
@@ -357,6 +363,38 @@ class _ScopedApp(App):
 
     def close(self) -> None:
         """Nothing: the base owns the store."""
+
+
+class _LimitedApp(_ScopedApp):
+    """:meth:`App.limited`'s view: every collection handle checks the name first."""
+
+    def __init__(self, base: App, allowed: frozenset[str]) -> None:
+        super().__init__(base, base.scope)
+        self._allowed = allowed
+
+    def _checked(self, collection: str | None) -> str:
+        name = check_collection_name(collection or default_collection(self.store, self.settings))
+        if name not in self._allowed:
+            raise AuthError(f"collection {name!r} may not be read with this token")
+        return name
+
+    def resolve(self, collection: str | None = None, version: int | None = None) -> Target:
+        return super().resolve(self._checked(collection), version)
+
+    def collection(self, name: str | None = None, version: int | None = None) -> Collection:
+        return super().collection(self._checked(name), version)
+
+    def scoped(self, scope: Scope) -> App:
+        return self if scope == self.scope else self._base.scoped(scope).limited(self._allowed)
+
+    def collections(self) -> list[CollectionView]:
+        return [v for v in super().collections() if v.name in self._allowed]
+
+    def chunk(self, chunk_id: str) -> list[Hit]:
+        found = [h for h in super().chunk(chunk_id) if h.collection in self._allowed]
+        if not found:
+            raise QueryError(f"no chunk with id {chunk_id!r}: copy a chunk_id from a search result")
+        return found
 
 
 def build_app(settings: Settings, interface: str = "python") -> App:

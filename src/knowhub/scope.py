@@ -30,9 +30,12 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from knowhub.models import Filters, FilterValue
+
+if TYPE_CHECKING:
+    from knowhub.config import TokenSettings
 
 __all__ = [
     "ANY",
@@ -45,6 +48,7 @@ __all__ = [
     "chunk_scope",
     "document_scope",
     "record_scope",
+    "token_scope",
 ]
 
 ANY = "*"
@@ -202,6 +206,29 @@ class Scope:
             and (self.roles is None or not document.roles or bool(self.roles & set(document.roles)))
         )
 
+    def covers(self, other: Scope) -> bool:
+        """Whether everything ``other`` sees, this scope sees too (each of its dimensions
+        is within this one's): who may read a run recorded under ``other``."""
+        ranks = VISIBILITIES.index
+        return all(
+            mine is None or (theirs is not None and theirs <= mine)
+            for mine, theirs in (
+                (self.tenants, other.tenants),
+                (self.datasets, other.datasets),
+                (self.roles, other.roles),
+            )
+        ) and ranks(other.max_visibility) <= ranks(self.max_visibility)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Scope:
+        """Back from :meth:`to_dict` (a trace's ``scope``)."""
+        return cls.of(
+            data.get("tenants", (ANY,)),
+            data.get("datasets", (ANY,)),
+            str(data.get("max_visibility", VISIBILITIES[-1])),
+            data.get("roles", (ANY,)),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """For traces and reports: ``"*"`` for an unrestricted dimension."""
         return {
@@ -255,3 +282,9 @@ def chunk_scope(metadata: Mapping[str, Any]) -> DocumentScope | None:
         str(visibility),
         () if ANY in listed or not listed else tuple(listed),
     )
+
+
+def token_scope(spec: TokenSettings) -> Scope:
+    """The data scope a token's settings give it (here, not with the servers' security:
+    the CLI's ``--as-token`` needs it without loading an HTTP stack)."""
+    return Scope.of(spec.tenants, spec.datasets, spec.max_visibility, spec.roles)

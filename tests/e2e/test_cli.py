@@ -118,7 +118,7 @@ def test_filters_tags_and_collections(docs: Path, tmp_path: Path) -> None:
     assert english and english[0]["source"] == "guide.md"
     typo = knowhub("search", "backups", "-c", "ops", "--filter", "teem=ops", cwd=tmp_path)
     assert typo.returncode == 1 and "error: filters: unknown key 'teem'" in typo.stderr
-    assert "a metadata key its documents have (team)" in typo.stderr
+    assert "a metadata key its documents have (roles, team, visibility)" in typo.stderr
     assert "ops" in knowhub("collections", cwd=tmp_path).stdout
     assert "guide.md" in knowhub("docs", "-c", "ops", cwd=tmp_path).stdout
 

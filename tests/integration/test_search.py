@@ -58,7 +58,7 @@ def test_filter_keys_are_checked_against_the_collection(app: App, tmp_path: Path
     with pytest.raises(QueryError) as caught:
         app.search("backups", filters={"teem": "ops"})
     assert "unknown key 'teem' in collection 'default'" in str(caught.value)
-    assert "(author, team)" in str(caught.value)
+    assert "(author, roles, team, visibility)" in str(caught.value)  # scope keys too
     # A key that a later ingest brings is known from then on (the keys follow the version).
     write(tmp_path / "e/x.md", "Backups of the wiki.\n")
     app.ingest([tmp_path / "e"], tags={"teem": "wiki"})

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -119,3 +120,12 @@ def test_a_secret_set_twice_or_a_bad_secret_file_is_one_clear_error(tmp_path: Pa
     for message, extra in cases.items():
         with pytest.raises(ConfigError, match=re.escape(message)):
             load_settings(env={"KNOWHUB_SERVER__TOKENS": _TOKENS, **extra}, cwd=tmp_path)
+
+
+def test_a_token_with_a_data_scope_may_not_name_mcp_servers(tmp_path: Path) -> None:
+    token = {"name": "acme", "token_env": "KH_TOKEN", "tenants": ["acme"]}
+    env = {"KNOWHUB_SERVER__TOKENS": json.dumps([{**token, "mcp_servers": ["files"]}])}
+    with pytest.raises(ConfigError, match="token 'acme' has a data scope and mcp_servers"):
+        load_settings(env=env, cwd=tmp_path)
+    for allowed in ([token], [{**token, "tenants": ["*"], "mcp_servers": ["files"]}]):
+        load_settings(env={"KNOWHUB_SERVER__TOKENS": json.dumps(allowed)}, cwd=tmp_path)

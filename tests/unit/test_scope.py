@@ -98,3 +98,19 @@ def test_a_chunks_scope_is_read_back_from_its_metadata() -> None:
     assert chunk_scope(doc.chunk_metadata()) == doc
     assert chunk_scope(DocumentScope().chunk_metadata()) == DocumentScope()
     assert chunk_scope({"team": "ops"}) is None
+
+
+def test_a_scope_covers_only_scopes_within_it_in_every_dimension() -> None:
+    acme = Scope.of(["acme"], max_visibility="internal", roles=["sales"])
+    assert UNRESTRICTED.covers(acme) and acme.covers(acme)
+    assert not acme.covers(UNRESTRICTED)
+    assert acme.covers(Scope.of(["acme"], max_visibility="public", roles=["sales"]))
+    assert not acme.covers(Scope.of(["acme", "globex"], max_visibility="internal", roles=["sales"]))
+    assert not acme.covers(Scope.of(["acme"], max_visibility="restricted", roles=["sales"]))
+    assert not acme.covers(Scope.of(["acme"], max_visibility="internal", roles=["support"]))
+    assert acme.covers(Scope.of(["acme"], ["hr"], "internal", roles=["sales"]))
+
+
+@pytest.mark.parametrize("name", SCOPES)
+def test_a_scope_reads_back_from_what_a_trace_records(name: str) -> None:
+    assert Scope.from_dict(SCOPES[name].to_dict()) == SCOPES[name]

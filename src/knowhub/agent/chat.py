@@ -26,6 +26,7 @@ from knowhub.agent.toolbox import Tool, Toolbox
 from knowhub.checks import check_collection_name, check_query
 from knowhub.errors import ConfigError, KnowhubError
 from knowhub.providers.llms.base import LLM, ChatMessage
+from knowhub.scope import Scope
 from knowhub.trace.record import Trace, new_trace, preview
 
 if TYPE_CHECKING:
@@ -37,6 +38,10 @@ log = logging.getLogger("knowhub.agent")
 
 _MARKS = re.compile(r" ?\[\d{1,3}\]")
 _SECRET_KEY = re.compile(r"pass(word)?|secret|token|api[-_]?key|authorization|credential", re.I)
+SCOPED_NOTE = (
+    "MCP servers are not offered to a caller with a data scope: knowhub cannot scope their "
+    "data (docs/security.md, Chats)"
+)
 
 
 class Agent:
@@ -77,16 +82,19 @@ class Agent:
         history: Sequence[ChatMessage] = (),
         stream: bool = False,
         max_steps: int | None = None,
+        scope: Scope | None = None,
     ) -> Iterator[ChatEvent]:
         """Answer ``question`` with the tools, as events (the last one ``end``), traced.
         ``may_read`` says which collections knowhub's tools may read, ``may_use`` which
-        MCP servers the model is offered."""
+        MCP servers the model is offered, ``scope`` the caller's data scope (default: the
+        App's): knowhub's tools see only its documents, and a caller with one is offered no
+        MCP server."""
         check_query(question, "question")
         name = check_collection_name(collection or self.app.settings.collection)
         limits = self._limits(max_steps)
         llm = self._llm()
-        scope = _Scope(name, may_read, may_use)
-        return self._traced(question, scope, history, stream, limits, llm)
+        reach = _Scope(name, may_read, may_use, self.app.scope if scope is None else scope)
+        return self._traced(question, reach, history, stream, limits, llm)
 
     def _traced(
         self,
@@ -99,6 +107,7 @@ class Agent:
     ) -> Iterator[ChatEvent]:
         trace, clock = new_trace("chat", self.app.interface, scope.collection)
         trace.query, trace.model = question.strip(), llm.model_id
+        trace.scope = scope.data.to_dict()  # what its tools saw: the scope, never the token
         emitted = False
         try:
             sources = SourceBook()
@@ -162,9 +171,12 @@ class Agent:
     def _tools(self, sources: SourceBook, scope: _Scope) -> tuple[list[Tool], list[str]]:
         """knowhub's tools, then the tools of every started server the caller may use that
         its config offers; a note for each server that could not start."""
-        tools = knowledge_tools(self.app, sources, scope.collection, scope.may_read)
+        app = self.app.scoped(scope.data)
+        tools = knowledge_tools(app, sources, scope.collection, scope.may_read)
         notes = []
         usable = [name for name in self.pool.names if scope.may_use(name)]
+        if usable and not scope.data.unrestricted:
+            usable, notes = [], [SCOPED_NOTE]
         for server, listed in self.pool.start(usable).items() if usable else ():
             if isinstance(listed, str):
                 notes.append(f"MCP server {server!r} is not available: {listed}")
@@ -207,11 +219,12 @@ class Agent:
 @dataclass(frozen=True)
 class _Scope:
     """What one caller's chat may reach: the collection searched by default, the collections
-    it may read, the MCP servers it may use."""
+    it may read, the MCP servers it may use, the documents it may see."""
 
     collection: str
     may_read: Callable[[str], bool]
     may_use: Callable[[str], bool]
+    data: Scope
 
 
 def open_agent(app: App, mcp_config: Path | None = None) -> Agent:

@@ -30,7 +30,8 @@ class TokenSettings(Section):
     mcp_servers: list[str] | None = Field(
         None,
         description="Servers of agent.mcp_config its chats may use ('*': all; []: none). "
-        "Unset: all for a token that reads every collection, none for one limited to some.",
+        "Unset: all for a token that reads every collection, none for one limited to some. "
+        "A token with a data scope is offered none.",
     )
     # Its data scope (knowhub.scope; docs/security.md, "Data scope"): unset, everything.
     tenants: list[str] = Field(
@@ -47,6 +48,21 @@ class TokenSettings(Section):
         description="Its roles: it sees documents open to every role or to one of these "
         "('*': all documents, whatever their roles).",
     )
+
+    @model_validator(mode="after")
+    def _no_servers_with_a_scope(self) -> TokenSettings:
+        # Third-party MCP servers reach data knowhub cannot scope: a scoped token's chats
+        # are offered none, so naming some would be a promise the server does not keep.
+        scoped = [self.tenants, self.datasets, self.roles] != [["*"]] * 3 or (
+            self.max_visibility != "restricted"
+        )
+        if scoped and self.mcp_servers:
+            raise ValueError(
+                f"token {self.name!r} has a data scope and mcp_servers {self.mcp_servers}: "
+                "chats of a token with a data scope use knowhub's tools only (MCP servers' "
+                "data is not scoped by knowhub); remove mcp_servers or the scope"
+            )
+        return self
 
 
 # What ingest.loaders reads (config sits below ingest, so the list is written out here; a unit

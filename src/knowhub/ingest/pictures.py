@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +18,12 @@ from knowhub import registry
 from knowhub.config import Settings
 from knowhub.errors import ConfigError, KnowhubError
 from knowhub.ingest.loaders.figures import Captioner, CaptionError, ImageOptions
-from knowhub.models import Chunk, DocumentImage, DocumentRecord
+from knowhub.models import Chunk, DocumentImage
 from knowhub.providers.images import ImageStore, image_store
 from knowhub.providers.llms.base import LLM
 from knowhub.providers.llms.messages import ChatMessage, ImageInput
 
-__all__ = ["image_entries", "image_options", "listed_images"]
+__all__ = ["image_entries", "image_options"]
 
 # Changing the prompt changes the cache key: pictures are described again, not mixed.
 CAPTION_PROMPT = (
@@ -70,15 +70,6 @@ def image_entries(images: Sequence[DocumentImage], chunks: Sequence[Chunk]) -> l
             }
         )
     return entries
-
-
-def listed_images(record: DocumentRecord) -> list[dict[str, Any]]:
-    """The pictures ``record`` lists (:func:`image_entries`), as stored."""
-    own = record.metadata.get("knowhub")
-    listed = own.get("images") if isinstance(own, Mapping) else None
-    if not isinstance(listed, list):
-        return []
-    return [e for e in listed if isinstance(e, dict) and isinstance(e.get("sha256"), str)]
 
 
 def _chunk_of(image: DocumentImage, chunks: Sequence[Chunk]) -> str | None:

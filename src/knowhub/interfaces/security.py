@@ -19,9 +19,9 @@ import secrets
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from starlette.datastructures import Headers, QueryParams
@@ -31,7 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from knowhub.config import Settings, TokenSettings, secret_unset
 from knowhub.errors import AuthError, ConfigError
-from knowhub.scope import UNRESTRICTED
+from knowhub.scope import UNRESTRICTED, token_scope
 from knowhub.scope import Scope as DataScope
 from knowhub.trace.record import Trace
 
@@ -49,7 +49,6 @@ __all__ = [
     "TokenBook",
     "check_bind",
     "client_address",
-    "token_scope",
 ]
 
 log = logging.getLogger("knowhub.security")
@@ -81,11 +80,22 @@ class Principal:
         return [item for item in items if self.may_read(collection(item))]
 
     def may_see(self, trace: Trace) -> bool:
-        """Whether this caller may read ``trace``: its collection, and for a chat every
-        collection its results came from and every MCP server it called."""
-        return all(map(self.may_read, [trace.collection, *trace.reads])) and all(
-            map(self.may_chat_with, trace.servers)
+        """Whether this caller may read ``trace``: its collection, for a chat every
+        collection its results came from and every MCP server it called, and the data scope
+        it ran under (a run's query and sources are of what its caller saw)."""
+        return (
+            all(map(self.may_read, [trace.collection, *trace.reads]))
+            and all(map(self.may_chat_with, trace.servers))
+            and self.may_see_scope(trace.scope)
         )
+
+    def may_see_scope(self, recorded: Mapping[str, Any] | None) -> bool:
+        """Whether a run recorded under the data scope ``recorded`` (``Scope.to_dict``) is
+        within this caller's; a run with none recorded (an ingest, a trace from before
+        scopes) counts as unrestricted, so only an unrestricted caller sees it."""
+        if self.scope.unrestricted:
+            return True
+        return recorded is not None and self.scope.covers(DataScope.from_dict(recorded))
 
     def may_chat_with(self, server: str) -> bool:
         """Whether this caller's chats may use the MCP server ``server`` of agent.mcp_config."""
@@ -524,8 +534,3 @@ def _servers_of(spec: TokenSettings) -> list[str]:
     if spec.mcp_servers is not None:
         return spec.mcp_servers
     return ["*"] if "*" in spec.collections else []
-
-
-def token_scope(spec: TokenSettings) -> DataScope:
-    """The data scope a token's settings give it."""
-    return DataScope.of(spec.tenants, spec.datasets, spec.max_visibility, spec.roles)

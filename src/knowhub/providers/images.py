@@ -20,10 +20,13 @@ import io
 import os
 import re
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["IMAGE_MIMES", "ImageStore", "image_store"]
+from knowhub.models import DocumentRecord
+
+__all__ = ["IMAGE_MIMES", "ImageStore", "image_store", "listed_images"]
 
 IMAGES_DIR = "images"
 # What MCP image content and the chat APIs take; ingest converts anything else to PNG.
@@ -140,3 +143,12 @@ def _write_atomically(path: Path, data: bytes) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     temporary.replace(path)
+
+
+def listed_images(record: DocumentRecord) -> list[dict[str, Any]]:
+    """The pictures ``record`` lists (:func:`knowhub.ingest.pictures.image_entries`), as stored."""
+    own = record.metadata.get("knowhub")
+    listed = own.get("images") if isinstance(own, Mapping) else None
+    if not isinstance(listed, list):
+        return []
+    return [e for e in listed if isinstance(e, dict) and isinstance(e.get("sha256"), str)]

@@ -10,6 +10,7 @@ equal means nothing hidden leaked and nothing visible was lost.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,8 @@ __all__ = [
     "env_name",
     "ingest_matrix",
     "markers_in",
+    "secret",
+    "server_env",
     "token_entries",
     "visible",
     "write_matrix",
@@ -117,6 +120,19 @@ def token_entries() -> list[dict[str, object]]:
 
 def env_name(token: str) -> str:
     return "KH_SCOPE_" + token.upper().replace("-", "_")
+
+
+def secret(token: str) -> str:
+    """The test secret of token ``token`` (what :func:`server_env` sets)."""
+    return f"scope-{token}-Qm7xT2kV9pL4"
+
+
+def server_env() -> dict[str, str]:
+    """The environment giving a server :data:`SCOPES` as its tokens, with their secrets."""
+    return {
+        "KNOWHUB_SERVER__TOKENS": json.dumps(token_entries()),
+        **{env_name(name): secret(name) for name in SCOPES},
+    }
 
 
 def ingest_matrix(app: App, folder: Path, collection: str = "scoped") -> None:

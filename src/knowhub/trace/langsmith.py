@@ -68,6 +68,7 @@ def run_of(trace: Trace, project: str) -> dict[str, Any]:
                 "stages_ms": trace.stages_ms,
                 "interface": trace.interface,
                 "kb_version": trace.kb_version,
+                "scope": trace.scope,  # the caller's data scope, never its token
                 **{k: v for k, v in checks.items() if v is not None},
             }
         },

@@ -91,4 +91,15 @@ def _attributes(trace: Trace) -> dict[str, Any]:
         # A sequence of strings is a span attribute type of its own; None: not an answer.
         "knowhub.reasons": None if trace.reasons is None else tuple(trace.reasons),
     }
+    values.update(_scope_attributes(trace.scope))
     return {k: v for k, v in values.items() if v is not None}
+
+
+def _scope_attributes(scope: dict[str, Any] | None) -> dict[str, Any]:
+    """The caller's data scope, one attribute per dimension (lists of strings are a span
+    attribute type of their own; ``"*"``: unrestricted), so spans filter by tenant."""
+    return {f"knowhub.scope.{key}": _scalars(value) for key, value in (scope or {}).items()}
+
+
+def _scalars(value: Any) -> Any:
+    return tuple(str(v) for v in value) if isinstance(value, list) else value

@@ -27,7 +27,7 @@ def verify(obj: CliContext, collection: str | None, fix: bool, as_json: bool) ->
     legs, no orphan rows, the configured embedder. Exit status 1 on any problem."""
     from knowhub.ingest.verify import render_verify
 
-    report = obj.app().verify(collection, fix=fix)
+    report = (obj.writer("repair the index") if fix else obj.app()).verify(collection, fix=fix)
     emit(report.to_dict() if as_json else render_verify(report), as_json)
     if not report.ok:
         sys.exit(1)
@@ -53,7 +53,7 @@ def export_command(obj: CliContext, out: Path, collection: str | None, as_json: 
 def import_command(obj: CliContext, bundle: Path, collection: str | None, as_json: bool) -> None:
     """Load a bundle written by `knowhub export` (the configured embedder must be the
     bundle's). Each document replaces its old version atomically; a rerun changes nothing."""
-    stats = obj.app().import_bundle(bundle, collection)
+    stats = obj.writer("import a bundle").import_bundle(bundle, collection)
     emit(stats.to_dict() if as_json else _summary("imported", stats), as_json)
 
 

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from knowhub.config import Settings, load_settings
-from knowhub.errors import ConfigError
-from knowhub.scope import UNRESTRICTED, Scope
+from knowhub.config import Settings, TokenSettings, load_settings
+from knowhub.errors import AuthError, ConfigError
+from knowhub.scope import token_scope
 
 if TYPE_CHECKING:  # built on a command's first use of it: `--help` and `--version` never load it
     from knowhub.app import App
@@ -38,9 +38,11 @@ class CliContext:
         self.as_token = as_token
         self._base: App | None = None
         self._app: App | None = None
+        self._token: TokenSettings | None = None
 
     def app(self, **overrides: Any) -> App:
-        """The App; with ``--as-token NAME``, as that configured token's data scope sees it."""
+        """The App; with ``--as-token NAME``, as that configured token sees it: its
+        collections only, and in them its data scope."""
         if self._app is None:
             from knowhub.app import build_app
 
@@ -48,24 +50,35 @@ class CliContext:
                 config_file=self.config, overrides={"data_dir": self.data_dir, **overrides}
             )
             self._base = build_app(settings, interface="cli")
-            self._app = self._base.scoped(_token_scope(settings, self.as_token))
+            self._token = _token(settings, self.as_token)
+            if self._token is None:
+                self._app = self._base
+            else:
+                scoped = self._base.scoped(token_scope(self._token))
+                self._app = scoped.limited(self._token.collections)
         return self._app
+
+    def writer(self, what: str) -> App:
+        """The App for a command that changes the knowledge base (``what`` it does);
+        refused with ``--as-token`` naming a read-only token."""
+        app = self.app()
+        if self._token is not None and self._token.read_only:
+            raise AuthError(f"token {self._token.name!r} is read-only: it may not {what}")
+        return app
 
     def close(self) -> None:
         if self._base is not None:
             self._base.close()
 
 
-def _token_scope(settings: Settings, name: str | None) -> Scope:
-    """The data scope of the token named ``name`` in ``server.tokens`` (its secret is not
-    needed: whoever runs the CLI already reads the data directory)."""
-    from knowhub.interfaces.security import token_scope
-
+def _token(settings: Settings, name: str | None) -> TokenSettings | None:
+    """The token named ``name`` in ``server.tokens`` (its secret is not needed: whoever
+    runs the CLI already reads the data directory); None without ``--as-token``."""
     if name is None:
-        return UNRESTRICTED
+        return None
     for spec in settings.server.tokens:
         if spec.name == name:
-            return token_scope(spec)
+            return spec
     known = ", ".join(spec.name for spec in settings.server.tokens) or "none configured"
     raise ConfigError(f"--as-token {name!r}: no such token in server.tokens (known: {known})")
 

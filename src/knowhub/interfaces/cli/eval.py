@@ -93,7 +93,7 @@ def eval_command(
     """
     if (limit or subset_docs) and not dataset.is_dir():
         raise click.UsageError("--limit and --subset-docs apply to BEIR folders only")
-    app = obj.app()
+    app = obj.writer("index an evaluation corpus")
     work = app.settings.data_dir / "eval"
     evalset, name = _evalset(app, dataset, split, collection, limit, subset_docs, work)
     with ingest_progress(app.settings.ingest, "indexing") as progress:

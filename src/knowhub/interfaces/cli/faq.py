@@ -26,7 +26,7 @@ def import_faq(obj: CliContext, files: tuple[Path, ...], collection: str | None)
 
     Importing a file again replaces its entries.
     """
-    for source, count in obj.app().faq_import(list(files), collection):
+    for source, count in obj.writer("import FAQs").faq_import(list(files), collection):
         click.echo(f"{count} FAQ entries from {source}")
 
 
@@ -54,5 +54,5 @@ def list_faq(obj: CliContext, collection: str | None, as_json: bool) -> None:
 @click.pass_obj
 def remove_faq(obj: CliContext, file: Path, collection: str | None) -> None:
     """Remove the FAQ entries imported from FILE."""
-    removed = obj.app().faq_remove(str(file), collection)
+    removed = obj.writer("remove FAQs").faq_remove(str(file), collection)
     click.echo(f"removed {removed} FAQ entries from {file}")

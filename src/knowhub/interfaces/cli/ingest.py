@@ -59,7 +59,7 @@ def ingest(
     from knowhub.ingest.pipeline import IngestStopped
 
     with _stoppable() as stop:
-        app = obj.app()
+        app = obj.writer("ingest")
         exclusions = [*app.settings.ingest.exclude, *exclude]
         try:
             with ingest_progress(app.settings.ingest) as progress:
@@ -100,7 +100,9 @@ def remove(
 
     A doc-hash prefix is 8 or more hex digits; one matching several documents removes none
     and lists them, unless --all-matches is given."""
-    removed = obj.app().remove(path_or_doc_hash, collection, all_matches=all_matches)
+    removed = obj.writer("remove documents").remove(
+        path_or_doc_hash, collection, all_matches=all_matches
+    )
     for record in removed:
         click.echo(f"removed {record.source} ({record.chunk_count} chunks)")
 

@@ -68,7 +68,7 @@ def build(
 ) -> None:
     """Build a new version from the active version's files; queries keep being answered
     by the active one meanwhile. Exit status 1 if a file failed or the gate failed."""
-    app = obj.app()
+    app = obj.writer("build versions")
     check = gate_check(app, collection, _golden(app, golden)) if gate else None
     with ingest_progress(app.settings.ingest, "building") as progress:
         report = build_version(
@@ -96,7 +96,7 @@ def list_command(obj: CliContext, collection: str | None, as_json: bool) -> None
 @click.pass_obj
 def activate(obj: CliContext, collection: str | None, version: int, force: bool) -> None:
     """Make VERSION the one that answers queries, atomically (no restart needed)."""
-    app = obj.app()
+    app = obj.writer("switch versions")
     was = activate_version(app, collection, version, force)
     click.echo(_switched(app, collection, version, was))
 
@@ -106,7 +106,7 @@ def activate(obj: CliContext, collection: str | None, version: int, force: bool)
 @click.pass_obj
 def rollback(obj: CliContext, collection: str | None) -> None:
     """Make the previously active version active again."""
-    app = obj.app()
+    app = obj.writer("switch versions")
     now, was = rollback_version(app, collection)
     click.echo(_switched(app, collection, now, was))
 
@@ -118,7 +118,7 @@ def rollback(obj: CliContext, collection: str | None) -> None:
 @click.pass_obj
 def drop(obj: CliContext, collection: str | None, version: int, force: bool) -> None:
     """Delete VERSION and its data (never the active one)."""
-    app = obj.app()
+    app = obj.writer("drop versions")
     gone = drop_version(app, collection, version, force)
     click.echo(f"dropped version {gone.number} of {app.resolve(collection).collection}")
 

@@ -3,8 +3,9 @@
 The server has one :class:`~knowhub.agent.chat.Agent`, built on the first chat: the MCP
 servers of ``agent.mcp_config`` start then and stay up until the server stops. Each chat
 holds one of ``server.max_answers`` slots while it runs (a chat may take minutes), searches
-only what the caller's token may read, and extends its ``session_id`` as ``/api/ask`` does
-(the same memory: a session's earlier questions and answers, whichever route gave them).
+only what the caller's token may read (its collections, and in them its data scope), and
+extends its ``session_id`` as ``/api/ask`` does (the same memory: a session's earlier
+questions and answers, whichever route gave them).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from knowhub.agent.chat import Agent, open_agent
 from knowhub.checks import check_query
-from knowhub.errors import AuthError, KnowhubError
+from knowhub.errors import KnowhubError
 from knowhub.interfaces.http.pump import EventPump
 from knowhub.interfaces.http.schemas import ChatBody
 from knowhub.interfaces.security import Principal
@@ -72,12 +73,6 @@ class Chats:
         """Check a chat request up front (its mistakes are a status, not a stream's end)."""
         text = check_query(body.question)
         collection = self.service.collection(principal, body.collection)
-        if not principal.scope.unrestricted:
-            # The agent's tools and MCP servers are shared by every caller: not yet scoped.
-            raise AuthError(
-                f"token {principal.name!r} has a data scope, and chats do not apply one yet: "
-                "use /api/ask, or a token without tenants, datasets, roles or max_visibility"
-            )
         if body.history is not None:
             history = [ChatMessage(t.role, t.content) for t in body.history]
         elif body.session_id:
@@ -102,6 +97,7 @@ class Chats:
                     history=question.history,
                     stream=question.stream,
                     max_steps=question.max_steps,
+                    scope=question.principal.scope,
                 )
             )
 

@@ -17,9 +17,8 @@ from typing import Any
 from mcp_types import ImageContent
 from pydantic import BaseModel, Field
 
-from knowhub.ingest.pictures import listed_images
 from knowhub.models import DocumentRecord
-from knowhub.providers.images import image_store
+from knowhub.providers.images import image_store, listed_images
 
 __all__ = [
     "MAX_IMAGES",
