@@ -184,3 +184,54 @@ def test_scans_are_read_once_the_language_data_is_installed(tmp_path: Path) -> N
 
 def _system_tessdata() -> Path:
     return next(d for d in TESSDATA_DIRS if (d / "eng.traineddata").is_file())
+
+
+def test_a_new_scope_is_written_onto_scans_that_cannot_be_read_again(tmp_path: Path) -> None:
+    from knowhub.scope import Scope
+
+    docs, data = tmp_path / "docs", tmp_path / "data"
+    _mixed(docs)
+    app = build_app(fast_settings(data))
+    try:
+        assert app.ingest([docs], tags={"visibility": "public"}).added == ["mixed.pdf"]
+    finally:
+        app.close()
+    public_only = Scope.of(["*"], ["*"], "public", ["*"])
+    off = build_app(fast_settings(data, **{"ingest.ocr": False}))
+    try:
+        assert _pages_of(off.scoped(public_only), "Harbour Street front desk badge")[0] == 2
+        # OCR cannot run: a re-read would drop page 2, so the tag is written onto the chunks.
+        report = off.ingest([docs], tags={"visibility": "restricted"})
+        assert report.retagged == ["mixed.pdf"] and report.ok
+        assert _pages_of(off, "Harbour Street front desk badge")[0] == 2  # page 2 kept
+        assert _pages_of(off.scoped(public_only), "Harbour Street front desk badge") == []
+        (record,) = off.documents()
+        assert record.metadata["tags"]["visibility"] == "restricted"
+        assert {c.metadata["visibility"] for c in off.document_chunks(record)} == {"restricted"}
+        assert off.ingest([docs]).unchanged == ["mixed.pdf"]  # written once
+    finally:
+        off.close()
+
+
+def test_a_file_that_no_longer_loads_still_gets_its_new_scope(tmp_path: Path) -> None:
+    from knowhub.scope import Scope
+
+    docs, data = tmp_path / "docs", tmp_path / "data"
+    write(docs / "note.pdf", "")
+    (docs / "note.pdf").write_bytes(
+        text_and_scan_pdf("Typed page about the parking rules.", scanned_page(PAGES[0][0], "en"))
+    )
+    app = build_app(fast_settings(data))
+    try:
+        app.ingest([docs], tags={"visibility": "public"})
+        (docs / "note.pdf").write_bytes(b"%PDF-1.7 damaged")  # now unreadable
+        report = app.ingest([docs], tags={"visibility": "restricted"})
+        ((source, reason),) = report.failed
+        assert source == "note.pdf" and "not a readable PDF" in reason
+        ((_, warning),) = report.warnings
+        assert "its new tags and scope were applied to what was indexed" in warning
+        public_only = app.scoped(Scope.of(["*"], ["*"], "public", ["*"]))
+        assert public_only.search("parking rules", top_k=3).hits == []
+        assert app.search("parking rules", top_k=1).hits[0].source == "note.pdf"
+    finally:
+        app.close()

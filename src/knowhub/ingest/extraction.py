@@ -22,10 +22,12 @@ from functools import cached_property
 from typing import Any
 
 from knowhub.config import Settings
+from knowhub.ingest.loaders.common import Limits
 from knowhub.ingest.loaders.ocr import Ocr, OcrOptions
+from knowhub.ingest.pictures import image_options
 from knowhub.models import DocumentRecord, LoadedDocument
 
-__all__ = ["EXTRACTION_VERSION", "Extraction"]
+__all__ = ["EXTRACTION_VERSION", "Extraction", "run_limits"]
 
 # Raised when what the PDF, Office or image loaders extract changes (pictures, tables in
 # PDFs, cleanup: 2), so that documents indexed before are read again by the new code.
@@ -68,6 +70,14 @@ class Extraction:
             facts["ocr_read"] = True
         return facts
 
+    def rereadable(self, record: DocumentRecord) -> bool:
+        """Whether reading ``record``'s file again keeps what was indexed: not when OCR read
+        some of it and cannot run now (its scans would be dropped)."""
+        own = record.metadata.get("knowhub")
+        facts = own.get("extraction") if isinstance(own, Mapping) else None
+        ocr_read = isinstance(facts, Mapping) and facts.get("ocr_read")
+        return not ((ocr_read or record.metadata.get("ocr_pages")) and not self.ocr_key)
+
     def stale(self, record: DocumentRecord) -> bool:
         """Whether this run would extract more of ``record``'s file than was."""
         if record.format not in _FORMATS:
@@ -75,8 +85,8 @@ class Extraction:
         own = record.metadata.get("knowhub")
         facts = own.get("extraction") if isinstance(own, Mapping) else None
         facts = facts if isinstance(facts, Mapping) else {}
-        if (facts.get("ocr_read") or record.metadata.get("ocr_pages")) and not self.ocr_key:
-            return False  # read again without OCR, what OCR read would be lost
+        if not self.rereadable(record):
+            return False
         if facts.get("version") != EXTRACTION_VERSION:
             return True
         if self.images.extract and not facts.get("pictures") and record.format != "image":
@@ -85,3 +95,16 @@ class Extraction:
             return True
         vision = self.vision if self.images.vision_model else ""
         return bool(facts.get("uncaptioned") and vision and facts.get("vision") != vision)
+
+
+def run_limits(settings: Settings) -> Limits:
+    """What one file may cost, and how scans and pictures are read, for ``settings``."""
+    options = settings.ingest
+    ocr = OcrOptions(
+        enabled=options.ocr,
+        languages=options.ocr_languages,
+        dpi=options.ocr_dpi,
+        tessdata=options.ocr_tessdata,
+        max_pixels=round(options.ocr_max_megapixels * 1_000_000),
+    )
+    return Limits(options.max_file_bytes, options.max_extracted_chars, ocr, image_options(settings))

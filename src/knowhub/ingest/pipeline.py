@@ -28,11 +28,12 @@ from knowhub.ingest.chunk import ChunkingOptions, chunk_document
 from knowhub.ingest.cleanup import clean_document
 from knowhub.ingest.discover import Candidate, Skipped, discover
 from knowhub.ingest.embed import EmbedRunner, abort_all, cache_key
-from knowhub.ingest.extraction import Extraction
+from knowhub.ingest.extraction import Extraction, run_limits
 from knowhub.ingest.identity import Identities
+from knowhub.ingest.inplace import InPlace
 from knowhub.ingest.integrity import Changed, Integrity, gone_documents
-from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS, Limits, OcrOptions, load
-from knowhub.ingest.pictures import image_entries, image_options
+from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS, load
+from knowhub.ingest.pictures import image_entries
 from knowhub.ingest.progress import IngestProgress, Progress, ProgressTracker
 from knowhub.ingest.scoping import checked_scope, scope_stale, scoped_metadata
 from knowhub.ingest.transforms import build_transforms, own_metadata, searchable_text
@@ -304,7 +305,7 @@ class _Run:
         self.settings = settings
         self.cid = store.ensure_collection(collection, embedder.model_id, embedder.dim)
         self.identities = Identities(store, self.cid)
-        self.limits = _limits(settings)
+        self.limits = run_limits(settings)
         self.extraction = Extraction(settings, self.limits.ocr)
         checked_scope(tags, settings)  # a bad scope tag fails the run before any file
         self.integrity = Integrity(
@@ -317,6 +318,7 @@ class _Run:
             lambda old: self.extraction.stale(old) or scope_stale(old, settings),
         )
         self.report = IngestReport(collection)
+        self.in_place = InPlace(store, self.cid, settings, tags, self.extraction, self._cache_key)
         self.runner = EmbedRunner(embedder, settings)
         self.tracker = ProgressTracker(progress, lambda: self.runner.encoded)
         self.options = ChunkingOptions(
@@ -339,9 +341,11 @@ class _Run:
             pending = self._prepare(candidate)
         except OcrUnavailableError as exc:
             self._not_scanned(candidate, exc)
+            self._rescoped(candidate)
             pending = None
         except (KnowhubError, OSError) as exc:
             self.report.failed.append((candidate.source, _reason(exc)))
+            self._rescoped(candidate)
             pending = None
         except Exception as exc:  # one bad file must never stop the run
             _stop_if_shutting_down()  # then the cause was the stop (workers gone): not the file
@@ -355,6 +359,15 @@ class _Run:
         self.window.append(pending)
         while len(self.window) >= self.max_window:
             self._write(self.window.popleft())
+
+    def _rescoped(self, candidate: Candidate) -> None:
+        """After a failed re-read: the document kept still gets the run's tags and scope."""
+        try:
+            if self.in_place.rewrote(candidate, failed=True):
+                note = "not read again; its new tags and scope were applied to what was indexed"
+                self.report.warnings.append((candidate.source, f"{candidate.source}: {note}"))
+        except (KnowhubError, OSError) as exc:
+            self.report.failed.append((candidate.source, _reason(exc)))
 
     def _not_scanned(self, candidate: Candidate, exc: OcrUnavailableError) -> None:
         """A scan that OCR is off or not installed for: skipped in a folder (a folder of
@@ -395,6 +408,9 @@ class _Run:
                 f"{candidate.source}: unsupported file type {path.suffix or '(none)'}; "
                 f"supported: {' '.join(sorted(SUPPORTED_EXTENSIONS))}"
             )
+        if self.in_place.rewrote(candidate):  # tags or scope, its scans kept as OCR read them
+            self.report.retagged.append(escape_surrogates(candidate.source))
+            return None
         changed = self.integrity.check(candidate)
         if changed is None:
             self.report.unchanged.append(escape_surrogates(candidate.source))
@@ -454,6 +470,9 @@ class _Run:
         if (extraction := self.extraction.record(loaded)) is not None:
             own["extraction"] = extraction
         return own
+
+    def _cache_key(self, chunk: Chunk) -> str:
+        return cache_key(self.embedder.model_id, contextual_text(chunk))
 
     def _doc_id(self, known: DocumentRecord | None, source: str, doc_hash: str) -> str:
         """The id of the document it was (rewritten or moved), else a new one; records from
@@ -562,18 +581,6 @@ class _Run:
         self.report.failed = [
             (s, r) for s, r in self.report.failed if os.path.abspath(s) not in removed
         ]
-
-
-def _limits(settings: Settings) -> Limits:
-    options = settings.ingest
-    ocr = OcrOptions(
-        enabled=options.ocr,
-        languages=options.ocr_languages,
-        dpi=options.ocr_dpi,
-        tessdata=options.ocr_tessdata,
-        max_pixels=round(options.ocr_max_megapixels * 1_000_000),
-    )
-    return Limits(options.max_file_bytes, options.max_extracted_chars, ocr, image_options(settings))
 
 
 def _reason(exc: BaseException) -> str:
