@@ -11,9 +11,17 @@ from typing import TYPE_CHECKING, Any
 
 from knowhub.answer.events import AnswerEvent
 from knowhub.errors import ConfigError, KnowhubError
-from knowhub.eval.answers import ANSWER_METRICS, AnswerRun, Scoring, check_sources, run_answers
+from knowhub.eval.answers import (
+    ANSWER_METRICS,
+    JUDGED_METRICS,
+    AnswerRun,
+    Scoring,
+    check_sources,
+    run_answers,
+)
 from knowhub.eval.gate import GateResult, check_gate, find_gate
 from knowhub.eval.golden import AnswerCase, golden_set, load_answer_cases
+from knowhub.eval.judge import RagasJudge
 from knowhub.eval.runner import METRICS, IngestOutcome, check_judgments, run_queries
 from knowhub.eval.sets import EvalSet
 from knowhub.ingest.progress import Progress
@@ -177,7 +185,11 @@ def _measure(app: App, gate: GateCheck, target: Target, judged: bool) -> dict[st
         if judged:
             sources = {record.source for record in pinned.documents()}
             check_sources(gate.cases, sources, gate.golden, target.collection)
-        scoring = Scoring(app.settings.answer.verification, handle.embedder)
+        judge = None
+        if app.llm is not None and set(gate.thresholds) & set(JUDGED_METRICS):
+            cache = app.settings.data_dir / "eval" / "judge-cache"
+            judge = RagasJudge(app.llm, handle.embedder, cache)
+        scoring = Scoring(app.settings.answer.verification, handle.embedder, judge)
         results = run_answers(pinned, gate.cases, target.collection, scoring)
         metrics |= AnswerRun(gate.golden.stem, gate.golden, target.collection, results).metrics
     return metrics
