@@ -331,7 +331,9 @@ def _default_gates() -> dict[str, dict[str, float]]:
 class EvalSettings(Section):
     gates: dict[str, dict[str, float]] = Field(
         default_factory=_default_gates,
-        description="Data set name or collection → metric → minimum, checked by `eval --gate`.",
+        description="Data set name, golden file stem or collection → metric → minimum: "
+        "retrieval and answer metrics, checked by `eval --gate` (`eval --answers --gate`) "
+        "and `versions build --gate`.",
     )
 
 
