@@ -203,3 +203,31 @@ def test_a_running_http_server_serves_the_activated_version_without_restart(kb: 
         assert [(c["name"], c["active_version"]) for c in listed] == [("kb", 2)]
         assert knowhub("versions", "rollback", "-c", "kb", cwd=kb).returncode == 0
         assert search() == before
+
+
+def test_the_gate_checks_answer_minimums_on_the_new_version(kb: Path) -> None:
+    answered = [{**case, "expected_hit_type": "rag"} for case in GOOD]
+    refused = {
+        "query": "What is the capital of France?",
+        "expected_hit_type": "insufficient_context",
+    }
+    write(kb / "golden.json", json.dumps([*answered, refused]))
+    blurts = [{**answered[0], "must_not_say": ["runbook"]}]
+    write(kb / "blurts.json", json.dumps(blurts))
+    gates = "kb: {ndcg@10: 0.9, hit_type_accuracy: 1.0, faithfulness: 0.9%s}"
+    strict = gates % ", must_not_say_compliance: 1.0"
+    write(kb / "knowhub.yaml", f"eval:\n  gates:\n    {strict}\n")
+    no_phrases = knowhub("versions", "build", "--collection", "kb", "--gate", cwd=kb)
+    assert no_phrases.returncode == 1  # no case says what not to say: not measured, an error
+    assert "must_not_say_compliance was not measured" in no_phrases.stderr
+    write(kb / "knowhub.yaml", f"eval:\n  gates:\n    {gates % ''}\n")
+    passed = knowhub("versions", "build", "--collection", "kb", "--gate", cwd=kb)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert re.search(r"hit_type_accuracy\s+1\.0000\s+1\.0000\s+1\.000", passed.stdout)
+    assert re.search(r"faithfulness\s+1\.0000\s+1\.0000\s+0\.900", passed.stdout)
+    assert "gate kb: passed" in passed.stdout
+    write(kb / "knowhub.yaml", f"eval:\n  gates:\n    {strict}\n")
+    args = ("versions", "build", "--collection", "kb", "--gate", "--golden", "blurts.json")
+    failed = knowhub(*args, cwd=kb)
+    assert failed.returncode == 1 and "gate kb: FAILED" in failed.stdout
+    assert "must_not_say_compliance 0.000 < 1.000" in failed.stdout

@@ -84,6 +84,11 @@ def _eval_reports(root: Path, data: Path) -> None:
         "--data-dir", str(data), "eval", str(seed), "--collection", "default", cwd=root
     )
     assert result.returncode == 0, result.stderr
+    cases = [{"query": "How long are backups kept?", "expected_hit_type": "rag"}]
+    answers = write(root / "seed-answers.json", json.dumps(cases))
+    ask = ("--data-dir", str(data), "eval", "--answers", str(answers), "--collection", "default")
+    result = knowhub(*ask, cwd=root)
+    assert result.returncode == 0, result.stderr
     reports = data / "eval" / "reports"
     metrics = {"ndcg@10": 0.5, "recall@10": 0.6, "mrr@10": 0.4, "hit_rate@10": 0.67}
     old = {
@@ -262,7 +267,15 @@ def test_evals_chart_metrics_across_runs(page: Page, console: Console) -> None:
     assert page.locator("#eval-chart svg.metric").count() >= 4
     assert page.locator("#eval-chart svg.metric").first.locator("rect").count() == 4  # 2 runs
     expect(page.locator(".error")).to_contain_text("not valid JSON")  # the broken report
-    screenshots(page, "evals", ["#eval-runs", "#eval-chart"])
+    # Answer runs beside them, each kind with its own metrics.
+    answers = page.locator("#answer-runs tr")
+    expect(answers).to_have_count(2)  # header, seed-answers
+    expect(answers.nth(1)).to_contain_text("seed-answers-answers")
+    expect(answers.nth(0)).to_contain_text("hit_type_accuracy")
+    expect(answers.nth(0)).to_contain_text("faithfulness")
+    expect(page.locator("#answer-chart")).to_contain_text("faithfulness")
+    expect(page.locator("#eval-chart")).not_to_contain_text("faithfulness")
+    screenshots(page, "evals", ["#eval-runs", "#eval-chart", "#answer-runs"])
 
 
 def test_a_limited_token_sees_only_its_collections(

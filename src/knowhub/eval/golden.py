@@ -8,23 +8,34 @@ A golden file is a JSON list; each entry is an object::
      "id": "backups",                                       # optional; default q1, q2, ...
      "collection": "handbook"}                              # optional: only for this one
 
+An answer evaluation (``knowhub eval --answers``) reads the same entries as answer cases,
+with three more optional fields::
+
+     "expected_hit_type": "rag",          # faq_direct | rag | insufficient_context
+     "must_not_say": ["every 12 hours"],  # phrases the answer must not contain
+
+``expected_keywords`` are then looked for in the answer and ``expected_sources`` among the
+sources it cites. An entry with ``expected_hit_type`` needs no expected sources (a question
+the documents cannot answer has none); a retrieval run leaves such entries out.
+
 Sources are compared with ``hit.source`` (the path relative to the folder ingested). Cases
 saved from a trace name the trace's collection, so one file serves every collection: a run on
 a collection judges the entries naming it and those naming none.
-Every mistake is an error naming the file and the line of the entry.
+Every mistake is an error naming the file, the line of the entry, its id and the field.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from knowhub.errors import ConfigError
 from knowhub.eval.sets import EvalSet, JudgedQuery
 
-__all__ = ["add_case", "golden_set", "load_golden"]
+__all__ = ["HIT_TYPES", "AnswerCase", "add_case", "golden_set", "load_answer_cases", "load_golden"]
 
 FIELDS = (
     "id",
@@ -32,10 +43,37 @@ FIELDS = (
     "expected_sources",
     "expected_chunk_ids",
     "expected_keywords",
+    "expected_hit_type",
+    "must_not_say",
     "notes",
     "collection",
 )
 SHAPE = 'a JSON list of {"query", "expected_sources" | "expected_chunk_ids", "expected_keywords"?}'
+HIT_TYPES = ("faq_direct", "rag", "insufficient_context")
+"""The ``hit_type`` values an answer case may expect (a greeting's ``chat`` is not judged)."""
+
+
+@dataclass(frozen=True)
+class AnswerCase:
+    """One golden entry as an answer evaluation reads it: what the answer should be
+    (``hit_type``), say (``keywords``), cite (``sources``) and never say (``must_not_say``);
+    each empty or None when the entry does not say."""
+
+    qid: str
+    text: str
+    line: int
+    hit_type: str | None = None
+    keywords: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    must_not_say: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """A checked entry: its retrieval judgment (None: it judges answers only) and its case."""
+
+    query: JudgedQuery | None
+    case: AnswerCase
 
 
 def golden_set(path: Path, collection: str | None = None) -> EvalSet:
@@ -45,30 +83,50 @@ def golden_set(path: Path, collection: str | None = None) -> EvalSet:
 
 
 def load_golden(path: Path, collection: str | None = None) -> list[JudgedQuery]:
-    """Read and check a golden file (every entry), keeping those for ``collection``."""
+    """Read and check a golden file (every entry), keeping the retrieval judgments of the
+    entries for ``collection`` (an entry expecting only an answer has none)."""
+    entries = _load(path, collection)
+    queries = [entry.query for entry in entries if entry.query is not None]
+    if not queries:
+        raise ConfigError(
+            f"{path}: no entry expects sources or chunks to be found, so there is no retrieval "
+            "to measure; evaluate its answers with `knowhub eval --answers`, or add "
+            '"expected_sources"'
+        )
+    return queries
+
+
+def load_answer_cases(path: Path, collection: str | None = None) -> list[AnswerCase]:
+    """Read and check a golden file (every entry): the answer cases for ``collection``."""
+    return [entry.case for entry in _load(path, collection)]
+
+
+def _load(path: Path, collection: str | None) -> list[_Entry]:
     if not path.is_file():
         raise ConfigError(f"{path}: no such file; give a golden JSON file or a BEIR folder")
     text = path.read_text(encoding="utf-8-sig")
-    queries: list[JudgedQuery] = []
+    kept: list[_Entry] = []
+    seen: set[str] = set()
     others = 0
     for number, (line, entry) in enumerate(_entries(text, path), start=1):
         where = f"{path}:{line}: entry {number}"
-        query = _entry(entry, where, f"q{number}", line)
-        if any(q.qid == query.qid for q in queries):
-            raise ConfigError(f"{path}:{line}: entry {number} repeats id {query.qid!r}")
+        checked = _entry(entry, where, f"q{number}", line)
+        if checked.case.qid in seen:
+            raise ConfigError(f"{where} repeats id {checked.case.qid!r}")
+        seen.add(checked.case.qid)
         named = _collection(entry, where)
         if collection is not None and named not in (None, collection):
             others += 1
             continue
-        queries.append(query)
-    if not queries and others:
+        kept.append(checked)
+    if not kept and others:
         raise ConfigError(
             f"{path}: no entry for collection {collection!r} ({others} for others): save "
             "cases from its traces, or add entries naming it"
         )
-    if not queries:
+    if not kept:
         raise ConfigError(f"{path}: the list is empty; add at least one entry ({SHAPE})")
-    return queries
+    return kept
 
 
 def _collection(entry: dict[str, Any], where: str) -> str | None:
@@ -97,9 +155,11 @@ def _entries(text: str, path: Path) -> list[tuple[int, Any]]:
     return out
 
 
-def _entry(entry: Any, where: str, default_id: str, line: int) -> JudgedQuery:
+def _entry(entry: Any, where: str, default_id: str, line: int) -> _Entry:
     if not isinstance(entry, dict):
         raise ConfigError(f"{where} is not an object; expected {SHAPE}")
+    qid = str(entry.get("id", default_id))
+    where += f" ({qid!r})" if "id" in entry else ""
     unknown = sorted(set(entry) - set(FIELDS))
     if unknown:
         raise ConfigError(f"{where}: unknown field {unknown[0]!r}; known: {', '.join(FIELDS)}")
@@ -108,16 +168,43 @@ def _entry(entry: Any, where: str, default_id: str, line: int) -> JudgedQuery:
         raise ConfigError(f'{where} has no "query" (a non-empty string)')
     sources = _strings(entry, "expected_sources", where)
     chunks = _strings(entry, "expected_chunk_ids", where)
-    if bool(sources) == bool(chunks):
+    hit_type = _hit_type(entry, where, bool(sources))
+    if (sources and chunks) or not (sources or chunks or hit_type):
         raise ConfigError(
             f'{where} needs exactly one of "expected_sources" or "expected_chunk_ids" '
-            "(a non-empty list of strings)"
+            '(a non-empty list of strings), or an "expected_hit_type" for an answer case'
         )
     keywords = tuple(_strings(entry, "expected_keywords", where))
-    qid = str(entry.get("id", default_id))
-    if sources:
-        return JudgedQuery(qid, query, dict.fromkeys(sources, 1), "source", keywords, line)
-    return JudgedQuery(qid, query, dict.fromkeys(chunks, 1), "chunk", keywords, line)
+    case = AnswerCase(
+        qid,
+        query,
+        line,
+        hit_type,
+        keywords,
+        tuple(sources),
+        tuple(_strings(entry, "must_not_say", where)),
+    )
+    unit: Literal["source", "chunk"] = "source" if sources else "chunk"
+    relevant = dict.fromkeys(sources or chunks, 1)
+    judged = JudgedQuery(qid, query, relevant, unit, keywords, line) if relevant else None
+    return _Entry(judged, case)
+
+
+def _hit_type(entry: dict[str, Any], where: str, has_sources: bool) -> str | None:
+    """The entry's ``expected_hit_type``, checked (None when it has none)."""
+    value = entry.get("expected_hit_type")
+    if value is None:
+        return None
+    if value not in HIT_TYPES:
+        raise ConfigError(
+            f'{where}: "expected_hit_type" is {value!r}; use one of {", ".join(HIT_TYPES)}'
+        )
+    if has_sources and value != "rag":
+        raise ConfigError(
+            f'{where}: "expected_sources" with "expected_hit_type" {value!r}, an answer that '
+            'cites no source; drop "expected_sources" or expect "rag"'
+        )
+    return str(value)
 
 
 def _strings(entry: dict[str, Any], key: str, where: str) -> Sequence[str]:

@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from knowhub.eval.answer_report import answer_cases_html, is_answers
+
 __all__ = ["histogram", "render_html"]
 
 BAR_WIDTH = 360
@@ -44,7 +46,7 @@ def render_html(report: Mapping[str, Any]) -> str:
         "<h2>Latency</h2>",
         _latency_table(report["latency_ms"]),
         _histogram_svg([q["latency_ms"].get("total", 0.0) for q in report.get("per_query", [])]),
-        _queries(report),
+        answer_cases_html(report) if is_answers(report) else _queries(report),
         "</body></html>",
     ]
     return "\n".join(p for p in parts if p) + "\n"
@@ -52,9 +54,9 @@ def render_html(report: Mapping[str, Any]) -> str:
 
 def _summary(report: Mapping[str, Any]) -> str:
     facts = [
-        f"{report['queries']} queries",
+        f"{report['queries']} {'cases answered' if is_answers(report) else 'queries'}",
         f"collection <code>{escape(report['collection'])}</code>",
-        f"top {report['top_k']} hits",
+        *([] if is_answers(report) else [f"top {report['top_k']} hits"]),
         escape(str(report.get("created", ""))),
     ]
     if report.get("documents"):
@@ -157,7 +159,7 @@ def _histogram_svg(values: Sequence[float]) -> str:
         f"{low + width * BINS:.1f} ms</text>",
         f'<text x="0" y="20">{most}</text>',
     ]
-    caption = '<p class="muted">Total search time per query (count per bin).</p>'
+    caption = '<p class="muted">Total time per query (count per bin).</p>'
     return _svg(60 + BINS * bar_w, plot_h + 36, "latency histogram", rows) + caption
 
 

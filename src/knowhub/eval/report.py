@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from knowhub.errors import ConfigError
+from knowhub.eval.answer_report import answer_cases_markdown, is_answers, shortfall
 from knowhub.eval.html import render_html
 
 __all__ = ["compare", "load_report", "render_markdown", "write_reports"]
@@ -54,16 +55,17 @@ def compare(current: Mapping[str, Any], baseline: Mapping[str, Any], path: Path)
         for p in ("p50", "p95")
         if p in old_total and p in new_total
     }
-    old_ndcg = {q["qid"]: q["metrics"].get("ndcg@10", 0.0) for q in baseline.get("per_query", [])}
-    new_ndcg = {q["qid"]: q["metrics"]["ndcg@10"] for q in current.get("per_query", [])}
-    common = sorted(old_ndcg.keys() & new_ndcg.keys())
+    # A miss: a query with nothing relevant in its top 10, or an answer case that fell short.
+    old_miss = {q["qid"]: shortfall(q) for q in baseline.get("per_query", [])}
+    new_miss = {q["qid"]: shortfall(q) for q in current.get("per_query", [])}
+    common = sorted(old_miss.keys() & new_miss.keys())
     return {
         "path": str(path),
         "created": baseline.get("created"),
         "metrics": metrics,
         "latency_total_delta_ms": latency,
-        "newly_missed": [q for q in common if old_ndcg[q] > 0 and new_ndcg[q] == 0],
-        "newly_found": [q for q in common if old_ndcg[q] == 0 and new_ndcg[q] > 0],
+        "newly_missed": [q for q in common if new_miss[q] and not old_miss[q]],
+        "newly_found": [q for q in common if old_miss[q] and not new_miss[q]],
     }
 
 
@@ -86,8 +88,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     lines = [
         f"# Evaluation: {report['name']}{split}",
         "",
-        f"{report['queries']} queries against collection `{report['collection']}`"
-        f"{_documents(report)}; top {report['top_k']} hits per query; {report['created']}.",
+        _summary_line(report),
         *_context_lines(report),
         "",
         "| metric | value | baseline | delta | gate |",
@@ -106,8 +107,21 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         )
     lines += ["", "| stage | p50 ms | p95 ms |", "|---|---|---|"]
     lines += [f"| {s} | {v['p50']:.1f} | {v['p95']:.1f} |" for s, v in report["latency_ms"].items()]
-    lines += _gate_lines(report) + _miss_lines(report)
+    lines += _gate_lines(report)
+    lines += answer_cases_markdown(report) if is_answers(report) else _miss_lines(report)
     return "\n".join(lines) + "\n"
+
+
+def _summary_line(report: Mapping[str, Any]) -> str:
+    if is_answers(report):
+        return (
+            f"{report['queries']} cases answered from collection `{report['collection']}`; "
+            f"{report['created']}."
+        )
+    return (
+        f"{report['queries']} queries against collection `{report['collection']}`"
+        f"{_documents(report)}; top {report['top_k']} hits per query; {report['created']}."
+    )
 
 
 def _documents(report: Mapping[str, Any]) -> str:

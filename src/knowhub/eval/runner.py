@@ -7,7 +7,6 @@ a chunk ranking becomes a document ranking by source, each document at its best 
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,9 +18,10 @@ from knowhub.errors import ConfigError, IngestError, KnowhubError
 from knowhub.eval.metrics import (
     hit_rate_at,
     keyword_recall,
+    latency_summary,
+    means,
     mrr_at,
     ndcg_at,
-    percentile,
     recall_at,
 )
 from knowhub.eval.sets import EvalSet, JudgedQuery
@@ -136,26 +136,12 @@ class EvalResult:
     @property
     def metrics(self) -> dict[str, float]:
         """Mean of each metric over the queries that have it."""
-        out = {}
-        for name in METRICS:
-            values = [q.metrics[name] for q in self.queries if name in q.metrics]
-            if values:
-                out[name] = statistics.fmean(values)
-        return out
+        return means([q.metrics for q in self.queries], METRICS)
 
     @property
     def latency_ms(self) -> dict[str, dict[str, float]]:
         """p50/p95 per search stage (over the queries that ran it), plus ``total``."""
-        stages: dict[str, list[float]] = {}
-        for query in self.queries:
-            for stage, ms in query.latency_ms.items():
-                stages.setdefault(stage, []).append(ms)
-        total = stages.pop("total", [])
-        ordered = {**stages, "total": total} if total else stages
-        return {
-            stage: {"p50": round(percentile(v, 50), 3), "p95": round(percentile(v, 95), 3)}
-            for stage, v in ordered.items()
-        }
+        return latency_summary([query.latency_ms for query in self.queries])
 
     def to_dict(self, per_query: bool = True) -> dict[str, Any]:
         evalset = self.evalset

@@ -1,17 +1,28 @@
 """The gate of a version build: the collection's golden questions on the new version, and
-on the active one for comparison, against the minimums of ``eval.gates``."""
+on the active one for comparison, against the minimums of ``eval.gates``: searched when the
+gate sets retrieval minimums, asked and their answers scored when it sets answer ones."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from knowhub.answer.events import AnswerEvent
 from knowhub.errors import ConfigError, KnowhubError
+from knowhub.eval.answers import (
+    ANSWER_METRICS,
+    JUDGED_METRICS,
+    AnswerRun,
+    Scoring,
+    check_sources,
+    run_answers,
+)
 from knowhub.eval.gate import GateResult, check_gate, find_gate
-from knowhub.eval.golden import golden_set
-from knowhub.eval.runner import EvalResult, IngestOutcome, check_judgments, run_queries
+from knowhub.eval.golden import AnswerCase, golden_set, load_answer_cases
+from knowhub.eval.judge import RagasJudge
+from knowhub.eval.runner import METRICS, IngestOutcome, check_judgments, run_queries
 from knowhub.eval.sets import EvalSet
 from knowhub.ingest.progress import Progress
 from knowhub.models import DocumentRecord, Hit
@@ -29,11 +40,19 @@ _GATE_TOP_K = 100
 
 @dataclass(frozen=True)
 class GateCheck:
-    """What a gate runs: the golden questions and the minimums they must reach."""
+    """What a gate runs: the golden questions and the minimums they must reach — the
+    retrieval judgments (None: the gate sets no retrieval minimum) and the answer cases
+    (empty: no answer minimum)."""
 
-    evalset: EvalSet
+    evalset: EvalSet | None
     key: str
     thresholds: dict[str, float]
+    golden: Path
+    cases: tuple[AnswerCase, ...] = ()
+
+    @property
+    def queries(self) -> int:
+        return max(len(self.evalset.queries) if self.evalset else 0, len(self.cases))
 
 
 @dataclass(frozen=True)
@@ -64,15 +83,18 @@ class GateRun:
 def gate_check(app: App, collection: str | None, golden: Path) -> GateCheck:
     """The gate a build of ``collection`` must pass; a clear error when there is none."""
     name = app.resolve(collection).collection
-    evalset = golden_set(golden, name)
-    found = find_gate(app.settings.eval.gates, [name, evalset.name])
+    found = find_gate(app.settings.eval.gates, [name, golden.stem])
     if found is None:
         raise ConfigError(
             f"no gate for collection {name!r} in eval.gates (configured: "
             f"{', '.join(app.settings.eval.gates) or 'none'}): add its minimums to knowhub.yaml, "
             f"e.g. `eval: {{gates: {{{name}: {{ndcg@10: 0.8, hit_rate@10: 0.9}}}}}}`"
         )
-    return GateCheck(evalset, found[0], dict(found[1]))
+    key, thresholds = found
+    evalset = golden_set(golden, name) if set(thresholds) & set(METRICS) else None
+    answers = set(thresholds) & set(ANSWER_METRICS)
+    cases = tuple(load_answer_cases(golden, name)) if answers else ()
+    return GateCheck(evalset, key, dict(thresholds), golden, cases)
 
 
 @dataclass(frozen=True)
@@ -108,11 +130,14 @@ class _Pinned:
     def chunk(self, chunk_id: str) -> Sequence[Hit]:
         return self.app.collection(self.target.collection, self.target.number).chunk(chunk_id)
 
+    def ask(self, question: str, collection: str | None = None) -> Iterator[AnswerEvent]:
+        return self.app.collection(self.target.collection, self.target.number).ask(question)
+
 
 def run_gate(app: App, gate: GateCheck, base: Target, target: Target) -> GateRun:
     """The gate of a build: a version it could not even measure is marked failed."""
     try:
-        new = _measure(app, gate.evalset, target, judged=True)
+        new = _measure(app, gate, target, judged=True)
     except BaseException:
         set_version(app.store, target, state=FAILED)  # not measured: not proven
         raise
@@ -122,21 +147,21 @@ def run_gate(app: App, gate: GateCheck, base: Target, target: Target) -> GateRun
 def compare_versions(app: App, gate: GateCheck, base: Target, target: Target) -> GateRun:
     """``target`` judged by the gate, next to ``base``'s numbers; records nothing (what the
     console shows before a switch)."""
-    return _verdict(app, gate, base, _measure(app, gate.evalset, target, judged=True))
+    return _verdict(app, gate, base, _measure(app, gate, target, judged=True))
 
 
-def _verdict(app: App, gate: GateCheck, base: Target, new: EvalResult) -> GateRun:
+def _verdict(app: App, gate: GateCheck, base: Target, new: dict[str, float]) -> GateRun:
     compared: dict[str, float] = {}
     error = None
     try:  # only for comparison: the gate judges the new version alone
-        compared = _measure(app, gate.evalset, base, judged=False).metrics
+        compared = _measure(app, gate, base, judged=False)
     except KnowhubError as exc:  # e.g. built with an embedder the configuration has left
         error = str(exc)
     return GateRun(
-        check_gate(gate.key, gate.thresholds, new.metrics),
-        str(gate.evalset.source),
-        len(gate.evalset.queries),
-        _rounded(new.metrics),
+        check_gate(gate.key, gate.thresholds, new, (*METRICS, *ANSWER_METRICS)),
+        str(gate.golden),
+        gate.queries,
+        _rounded(new),
         base.number,
         _rounded(compared),
         error,
@@ -147,8 +172,24 @@ def _rounded(metrics: dict[str, float]) -> dict[str, float]:
     return {name: round(value, 6) for name, value in metrics.items()}
 
 
-def _measure(app: App, evalset: EvalSet, target: Target, judged: bool) -> EvalResult:
-    searcher = _Pinned(app, target)
-    if judged:  # every expected source must be in the version, else it could only score 0
-        check_judgments(searcher, evalset, target.collection)
-    return run_queries(searcher, evalset, target.collection, _GATE_TOP_K)
+def _measure(app: App, gate: GateCheck, target: Target, judged: bool) -> dict[str, float]:
+    """The version's metrics: retrieval (searching the judged queries) and answers (asking
+    the cases), as far as the gate sets minimums for them."""
+    pinned, metrics = _Pinned(app, target), dict[str, float]()
+    if gate.evalset is not None:
+        if judged:  # every expected source must be in the version, else it could only score 0
+            check_judgments(pinned, gate.evalset, target.collection)
+        metrics |= run_queries(pinned, gate.evalset, target.collection, _GATE_TOP_K).metrics
+    if gate.cases:
+        handle = app.collection(target.collection, target.number)
+        if judged:
+            sources = {record.source for record in pinned.documents()}
+            check_sources(gate.cases, sources, gate.golden, target.collection)
+        judge = None
+        if app.llm is not None and set(gate.thresholds) & set(JUDGED_METRICS):
+            cache = app.settings.data_dir / "eval" / "judge-cache"
+            judge = RagasJudge(app.llm, handle.embedder, cache)
+        scoring = Scoring(app.settings.answer.verification, handle.embedder, judge)
+        results = run_answers(pinned, gate.cases, target.collection, scoring)
+        metrics |= AnswerRun(gate.golden.stem, gate.golden, target.collection, results).metrics
+    return metrics

@@ -6,7 +6,9 @@ import pytest
 
 from knowhub.config import Settings, load_settings
 from knowhub.errors import ConfigError
+from knowhub.eval.answers import ANSWER_METRICS
 from knowhub.eval.gate import Shortfall, check_gate, find_gate
+from knowhub.eval.runner import METRICS
 from tests.helpers import ROOT
 
 
@@ -55,3 +57,23 @@ def test_default_gates_hold_the_project_targets() -> None:
 def test_example_config_documents_the_default_gates() -> None:
     settings = load_settings(config_file=ROOT / "knowhub.example.yaml", env={}, cwd=ROOT)
     assert settings.eval.gates == Settings().eval.gates
+
+
+def test_each_run_checks_the_metrics_it_measures() -> None:
+    gate = {"ndcg@10": 0.8, "faithfulness": 0.9, "hit_type_accuracy": 1.0}
+    answers = {"faithfulness": 0.85, "hit_type_accuracy": 1.0}
+    result = check_gate("g", gate, answers, ANSWER_METRICS)
+    assert dict(result.thresholds) == {"faithfulness": 0.9, "hit_type_accuracy": 1.0}
+    assert [str(f) for f in result.failures] == ["faithfulness 0.850 < 0.900 (-0.050)"]
+    assert check_gate("g", gate, {"ndcg@10": 0.9}).passed  # the retrieval part alone
+    both = check_gate("g", gate, {"ndcg@10": 0.9, **answers}, (*METRICS, *ANSWER_METRICS))
+    assert [f.metric for f in both.failures] == ["faithfulness"]
+
+
+def test_a_gate_without_this_runs_metrics_or_unmeasured_says_what_measures_them() -> None:
+    with pytest.raises(ConfigError, match=r"sets no minimum this run measures .* --answers"):
+        check_gate("g", {"faithfulness": 0.9}, {"ndcg@10": 0.9})
+    with pytest.raises(ConfigError, match=r"llm_faithfulness was not measured .* llm.provider"):
+        check_gate("g", {"llm_faithfulness": 0.9}, {"faithfulness": 1.0}, ANSWER_METRICS)
+    with pytest.raises(ConfigError, match=r"hit_type_accuracy was not measured .* expected_hit"):
+        check_gate("g", {"hit_type_accuracy": 0.9}, {"faithfulness": 1.0}, ANSWER_METRICS)

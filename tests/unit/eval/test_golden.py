@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from knowhub.errors import ConfigError
-from knowhub.eval.golden import add_case, load_golden
+from knowhub.eval.golden import AnswerCase, add_case, load_answer_cases, load_golden
 from tests.helpers import ROOT, write
 
 GOOD = """[
@@ -109,3 +109,59 @@ def test_saved_cases_keep_their_collection_and_merge_only_within_it(tmp_path: Pa
         ("private", ["x.md"]),
         (None, ["y.md"]),
     ]
+
+
+def test_answer_cases_read_every_expectation_and_need_no_sources(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "answers.json",
+        """[
+  {"id": "faq", "query": "How long are backups kept?", "expected_hit_type": "faq_direct",
+   "expected_keywords": ["35 days"], "must_not_say": ["90 days"]},
+  {"query": "Upgrade 4.1 to 4.4?", "expected_hit_type": "rag",
+   "expected_sources": ["guide.md"]},
+  {"query": "Backups?", "expected_sources": ["guide.md"]}
+]""",
+    )
+    faq, rag, plain = load_answer_cases(path)
+    assert faq == AnswerCase(
+        "faq", "How long are backups kept?", 2, "faq_direct", ("35 days",), (), ("90 days",)
+    )
+    assert (rag.qid, rag.hit_type, rag.sources) == ("q2", "rag", ("guide.md",))
+    assert (plain.hit_type, plain.sources) == (None, ("guide.md",))
+    # A retrieval run judges only the entries that expect something to be found.
+    assert [q.qid for q in load_golden(path)] == ["q2", "q3"]
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (
+            '{"id": "a", "query": "q", "expected_hit_type": "faq"}',
+            r"g.json:1: entry 1 \('a'\): \"expected_hit_type\" is 'faq'; use one of faq_direct",
+        ),
+        (
+            '{"id": "b", "query": "q", "expected_hit_type": "faq_direct", '
+            '"expected_sources": ["s"]}',
+            r"entry 1 \('b'\): \"expected_sources\" with \"expected_hit_type\" 'faq_direct'",
+        ),
+        (
+            '{"query": "q", "expected_hit_type": "rag", "must_not_say": "never"}',
+            r'entry 1: "must_not_say" must be a list of non-empty strings',
+        ),
+        (
+            '{"query": "q", "must_not_say": ["x"]}',
+            r'needs exactly one of .* or an "expected_hit_type" for an answer case',
+        ),
+    ],
+)
+def test_bad_answer_expectation_names_case_and_field(
+    tmp_path: Path, entry: str, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_answer_cases(write(tmp_path / "g.json", f"[{entry}]"))
+
+
+def test_a_file_of_answer_cases_only_is_no_retrieval_evaluation(tmp_path: Path) -> None:
+    path = write(tmp_path / "g.json", '[{"query": "q", "expected_hit_type": "rag"}]')
+    with pytest.raises(ConfigError, match=r"no entry expects sources .* `knowhub eval --answers`"):
+        load_golden(path)

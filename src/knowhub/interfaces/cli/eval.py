@@ -1,8 +1,10 @@
-"""``knowhub eval``: retrieval quality on a BEIR folder or a golden file, with gates.
+"""``knowhub eval``: retrieval quality on a BEIR folder or a golden file, or with
+``--answers`` the quality of a golden file's answers, with gates.
 
 Parse, call :mod:`knowhub.eval` with the :class:`~knowhub.app.App`, format. Files go to
 ``<data_dir>/eval/``: ``corpora/<collection>/`` (the BEIR corpus, one file per document),
-``reports/<name>-<split>/`` (report.json, .md, .html) and ``baselines/<name>-<split>.json``.
+``reports/<name>-<split>/`` (report.json, .md, .html; ``<name>-answers/`` for answers) and
+``baselines/<name>-<split>.json``.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from knowhub.errors import ConfigError
 from knowhub.eval.gate import check_gate, find_gate
 from knowhub.eval.golden import golden_set
 from knowhub.eval.report import compare, load_report, write_reports
-from knowhub.eval.runner import EvalResult, check_judgments, index_corpus, run_queries
+from knowhub.eval.runner import check_judgments, index_corpus, run_queries
 from knowhub.eval.sets import EvalSet, beir_set
 from knowhub.interfaces.cli.context import CliContext, emit, progress_bar
+from knowhub.interfaces.cli.eval_answers import answer_report
 from knowhub.interfaces.progress import ingest_progress
 
 if TYPE_CHECKING:  # annotations only: `--help`, `--version` and the other commands skip it
@@ -57,6 +60,12 @@ __all__ = ["eval_command"]
 )
 @click.option("--save-baseline", is_flag=True, help="Save this run as the baseline for NAME.")
 @click.option(
+    "--answers",
+    is_flag=True,
+    help="Ask the golden file's cases and score the answers (hit type, keywords, citations, "
+    "faithfulness, latency) instead of the retrieval.",
+)
+@click.option(
     "--limit",
     type=click.IntRange(min=0),
     default=0,
@@ -80,6 +89,7 @@ def eval_command(
     as_json: bool,
     baseline: Path | None,
     save_baseline: bool,
+    answers: bool,
     limit: int,
     subset_docs: int,
 ) -> None:
@@ -90,26 +100,31 @@ def eval_command(
     JSON list of {"query", "expected_sources" | "expected_chunk_ids", "expected_keywords"})
     is run against --collection as it is. Reports nDCG@10, Recall@10/100, MRR@10, hit
     rate@10 and per-stage latency, and writes report.json, report.md and report.html.
+
+    With --answers, each case of the golden file is asked of --collection as `knowhub ask`
+    asks it, and the answers are scored: hit-type accuracy, keyword recall, must-not-say
+    violations, citation precision/recall, faithfulness and first-token/total latency
+    (LLM-judged faithfulness, answer relevancy and context precision with an LLM).
     """
     if (limit or subset_docs) and not dataset.is_dir():
         raise click.UsageError("--limit and --subset-docs apply to BEIR folders only")
+    if answers and dataset.is_dir():
+        raise click.UsageError("--answers needs a golden JSON file, not a BEIR folder")
     app = obj.writer("index an evaluation corpus")
     work = app.settings.data_dir / "eval"
-    evalset, name = _evalset(app, dataset, split, collection, limit, subset_docs, work)
-    with ingest_progress(app.settings.ingest, "indexing") as progress:
-        ingest = index_corpus(app, evalset, name, progress)
-    check_judgments(app, evalset, name)
-    with progress_bar("searching") as progress:
-        result = run_queries(app, evalset, name, top_k, progress)
-    result.ingest = ingest
-    result.context = _context(app)
-    slug = evalset.name + (f"-{evalset.split}" if evalset.split else "")
-    report = _report(app, result, baseline or _existing(work / "baselines" / f"{slug}.json"))
+    if answers:
+        report, slug = answer_report(app, dataset, collection)
+    else:
+        report, slug = _retrieval_report(app, dataset, split, collection, top_k, limit, subset_docs)
+    if baseline or (work / "baselines" / f"{slug}.json").is_file():
+        path = baseline or work / "baselines" / f"{slug}.json"
+        report["baseline"] = compare(report, load_report(path), path)
     if gate and "gate" not in report:
         known = ", ".join(app.settings.eval.gates) or "none"
         raise ConfigError(
-            f"no gate for {evalset.name!r} or collection {name!r} in eval.gates (configured: "
-            f"{known}); add one to knowhub.yaml (see knowhub.example.yaml)"
+            f"no gate for {report['name']!r} or collection {report['collection']!r} in "
+            f"eval.gates (configured: {known}); add one to knowhub.yaml (see "
+            "knowhub.example.yaml)"
         )
     folder = report_dir or work / "reports" / slug
     write_reports(report, folder)
@@ -123,6 +138,33 @@ def eval_command(
         for failure in report["gate"]["failures"]:
             click.echo(f"  {failure}", err=True)
         sys.exit(1)
+
+
+def _retrieval_report(
+    app: App,
+    dataset: Path,
+    split: str,
+    collection: str | None,
+    top_k: int,
+    limit: int,
+    subset_docs: int,
+) -> tuple[dict[str, Any], str]:
+    """Index (a BEIR corpus), check the judgments, search and score: the report, gate
+    checked when ``eval.gates`` has one, and its slug."""
+    work = app.settings.data_dir / "eval"
+    evalset, name = _evalset(app, dataset, split, collection, limit, subset_docs, work)
+    with ingest_progress(app.settings.ingest, "indexing") as progress:
+        ingest = index_corpus(app, evalset, name, progress)
+    check_judgments(app, evalset, name)
+    with progress_bar("searching") as progress:
+        result = run_queries(app, evalset, name, top_k, progress)
+    result.ingest = ingest
+    result.context = _context(app)
+    report = result.to_dict()
+    found = find_gate(app.settings.eval.gates, [evalset.name, name])
+    if found is not None:
+        report["gate"] = check_gate(found[0], found[1], result.metrics).to_dict()
+    return report, evalset.name + (f"-{evalset.split}" if evalset.split else "")
 
 
 def _evalset(
@@ -148,20 +190,6 @@ def _context(app: App) -> dict[str, Any]:
     }
 
 
-def _existing(path: Path) -> Path | None:
-    return path if path.is_file() else None
-
-
-def _report(app: App, result: EvalResult, baseline: Path | None) -> dict[str, Any]:
-    report = result.to_dict()
-    if baseline is not None:
-        report["baseline"] = compare(report, load_report(baseline), baseline)
-    found = find_gate(app.settings.eval.gates, [result.evalset.name, result.collection])
-    if found is not None:
-        report["gate"] = check_gate(found[0], found[1], result.metrics).to_dict()
-    return report
-
-
 def _save_baseline(report: dict[str, Any], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     saved = {k: v for k, v in report.items() if k not in ("baseline", "gate")}
@@ -172,21 +200,25 @@ def _save_baseline(report: dict[str, Any], path: Path) -> None:
 def _render(summary: dict[str, Any]) -> str:
     split = f" ({summary['split']})" if summary.get("split") else ""
     docs = f", {summary['documents']} documents" if summary.get("documents") else ""
+    noun = "cases" if summary.get("kind") == "answers" else "queries"
     lines = [
-        f"{summary['name']}{split}: {summary['queries']} queries{docs}, "
+        f"{summary['name']}{split}: {summary['queries']} {noun}{docs}, "
         f"collection {summary['collection']}"
     ]
     if summary.get("ingest"):
         lines.append("ingest: " + ", ".join(f"{v} {k}" for k, v in summary["ingest"].items()))
     deltas = summary.get("baseline", {}).get("metrics", {})
     thresholds = summary.get("gate", {}).get("thresholds", {})
+    width = max([15, *(len(metric) + 2 for metric in summary["metrics"])])
     for metric, value in summary["metrics"].items():
-        line = f"  {metric:<15}{value:.4f}"
+        line = f"  {metric:<{width}}{value:.4f}"
         if metric in deltas:
             line += f"  ({deltas[metric]['delta']:+.4f} vs baseline)"
         if metric in thresholds:
             line += f"  gate ≥ {thresholds[metric]:.3f}"
         lines.append(line)
+    if "must_not_say_violations" in summary:
+        lines.append(f"  {'must_not_say violations':<{width}}{summary['must_not_say_violations']}")
     lines.append(f"  {'latency ms':<15}{'p50':>8}{'p95':>9}")
     for stage, values in summary["latency_ms"].items():
         lines.append(f"  {stage:<15}{values['p50']:>8.1f}{values['p95']:>9.1f}")

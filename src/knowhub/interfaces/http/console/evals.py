@@ -1,5 +1,6 @@
 """The console's evaluation page: the reports ``knowhub eval`` wrote, of the collections the
-caller may read, with a bar chart per metric."""
+caller may read, with a bar chart per metric — retrieval runs, and answer runs
+(``knowhub eval --answers``) beside them, each kind with its own metrics."""
 
 from __future__ import annotations
 
@@ -29,9 +30,13 @@ async def evals(request: Request, service: ServiceDep, principal: PrincipalDep) 
         reports, problems = _reports(folder)
         runs = principal.readable(reports, lambda r: str(r.get("collection", "")))
         runs.sort(key=lambda r: str(r.get("created", "")))
+        answers = [run for run in runs if run.get("kind") == "answers"]
+        retrieval = [run for run in runs if run.get("kind") != "answers"]
         return {
-            "runs": runs,
-            "groups": metric_groups(runs),
+            "runs": retrieval,
+            "groups": metric_groups(retrieval),
+            "answer_runs": answers,
+            "answer_groups": metric_groups(answers),
             "problems": problems,
             "folder": folder.absolute(),
         }

@@ -1,0 +1,63 @@
+"""``knowhub eval --answers``: ask a golden file's cases of a collection and score the answers.
+
+The report is built here; :mod:`knowhub.interfaces.cli.eval` writes it, compares it with a
+baseline and checks its gate, as for a retrieval run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from knowhub.checks import check_collection_name
+from knowhub.eval.answers import ANSWER_METRICS, AnswerRun, Scoring, check_sources, run_answers
+from knowhub.eval.gate import check_gate, find_gate
+from knowhub.eval.golden import load_answer_cases
+from knowhub.eval.judge import RagasJudge
+from knowhub.interfaces.cli.context import progress_bar
+
+if TYPE_CHECKING:  # annotations only: `--help`, `--version` and the other commands skip it
+    from knowhub.app import App
+
+__all__ = ["answer_report", "judge_cache"]
+
+
+def answer_report(app: App, golden: Path, collection: str | None) -> tuple[dict[str, Any], str]:
+    """The report of answering ``golden``'s cases from ``collection`` (LLM-judged too when an
+    LLM is configured), gate checked when ``eval.gates`` has one for the golden file's stem
+    or the collection; and its slug."""
+    name = check_collection_name(collection or app.settings.collection)
+    cases = load_answer_cases(golden, name)
+    check_sources(cases, {record.source for record in app.documents(name)}, golden, name)
+    embedder = app.collection(name).embedder
+    judge = None if app.llm is None else RagasJudge(app.llm, embedder, judge_cache(app))
+    scoring = Scoring(app.settings.answer.verification, embedder, judge)
+    with progress_bar("answering") as progress:
+        results = run_answers(app, cases, name, scoring, progress)
+    run = AnswerRun(golden.stem, golden, name, results, _context(app))
+    report = run.to_dict()
+    if judge is not None:
+        report["judge"] = {
+            "model": judge.llm.model_id,
+            "calls": judge.calls,
+            "cached": judge.cached,
+        }
+    found = find_gate(app.settings.eval.gates, [golden.stem, name])
+    if found is not None:
+        report["gate"] = check_gate(found[0], found[1], run.metrics, ANSWER_METRICS).to_dict()
+    return report, f"{golden.stem}-answers"
+
+
+def judge_cache(app: App) -> Path:
+    """Where the LLM judge's replies are kept, by the hash of what it was asked."""
+    return app.settings.data_dir / "eval" / "judge-cache"
+
+
+def _context(app: App) -> dict[str, Any]:
+    settings, llm = app.settings, app.llm
+    return {
+        "embedder": settings.embedder.provider,
+        "llm": llm.model_id if llm is not None else "none (extractive)",
+        "min_evidence": settings.answer.min_evidence,
+        "reranker": settings.reranker.provider,
+    }
