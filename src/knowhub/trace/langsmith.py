@@ -22,7 +22,9 @@ class LangSmithSink:
                 "trace.langsmith_api_key_env is set but langsmith is not installed: "
                 "pip install 'knowhub[langsmith]'"
             ) from exc
-        self._client: Any = Client(api_key=api_key, api_url=endpoint)
+        # Each run is sent whole, one POST /runs as it is emitted: the client's batching
+        # thread (and the GET /info it starts with) would carry nothing.
+        self._client: Any = Client(api_key=api_key, api_url=endpoint, auto_batch_tracing=False)
         self.project = project
 
     def emit(self, trace: Trace) -> None:
