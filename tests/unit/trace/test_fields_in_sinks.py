@@ -129,3 +129,8 @@ def test_a_search_trace_carries_the_fields_that_apply_to_it_in_every_sink(
         assert line.get(name) is not None and carried(values, name) and name in metadata, name
     assert line["cache_stage"] == "query_embedding"
     assert not (set(FIELDS) - set(SEARCH_FIELDS)) & set(metadata)
+
+
+def test_the_docs_explain_every_field_of_the_list() -> None:
+    docs = (Path(__file__).parents[3] / "docs" / "traces.md").read_text(encoding="utf-8")
+    assert [name for name in FIELDS if f"| `{name}` |" not in docs] == []
