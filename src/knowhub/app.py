@@ -251,9 +251,11 @@ class App:
         collection: str | None = None,
         filters: Filters | None = None,
         history: Sequence[ChatMessage] = (),
+        *,
+        session_id: str | None = None,
     ) -> Iterator[AnswerEvent]:
         """Answer ``question`` from the collection (see :meth:`Collection.ask`)."""
-        return self.collection(collection).ask(question, filters, history)
+        return self.collection(collection).ask(question, filters, history, session_id=session_id)
 
     def ingest(
         self,

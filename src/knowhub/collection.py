@@ -9,6 +9,7 @@ activations (a request in flight keeps the version it started on).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from functools import cached_property
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from knowhub.answer.events import AnswerEvent, End
+from knowhub.answer.events import AnswerEvent, End, Token
 from knowhub.answer.faq import FaqMatch, match_faq
 from knowhub.answer.flow import Retrieved, answer
 from knowhub.checks import check_collection_name, check_doc_hash_prefix, check_text
@@ -85,6 +86,10 @@ class Collection:
         trace.collection, trace.kb_version = self.name, self.target.describe()
         trace.scope = self._app.scope.to_dict()  # what it saw: the scope, never the token
 
+    def _ran(self, trace: Trace, filters: Filters) -> None:
+        """What the search applied: ``filters`` and, inside both legs, the caller's scope."""
+        trace.effective_source = {"filters": dict(filters), "scope": self._app.scope.to_dict()}
+
     def _sees(self, record: DocumentRecord) -> bool:
         return self._app.scope.admits(record_scope(record.metadata))
 
@@ -106,6 +111,8 @@ class Collection:
             self._reads(trace)
             result = self.retrieve(query, top_k, filters, min_score, on_stage)
             record_search(trace, result.timings_ms, result.counts, result.cache, result.hits)
+            trace.source_filter = dict(filters or {})
+            self._ran(trace, trace.source_filter)
         return result
 
     def retrieve(
@@ -154,17 +161,23 @@ class Collection:
         question: str,
         filters: Filters | None = None,
         history: Sequence[ChatMessage] = (),
+        *,
+        session_id: str | None = None,
     ) -> Iterator[AnswerEvent]:
         """Answer ``question`` as a stream of events (see :mod:`knowhub.answer.flow`),
-        traced, also when it fails or the caller stops reading."""
+        traced, also when it fails or the caller stops reading; ``session_id`` names the
+        conversation in the trace."""
         trace, clock = new_trace("answer", self._app.interface, self._trace_name())
         trace.query = question.strip()  # the user's words, kept whole for `traces save-case`
+        trace.session_id, trace.source_filter = session_id, dict(filters or {})
         emitted = False
         try:
             self._reads(trace)  # one version for the whole answer
             events = answer(
                 question,
-                retrieve=self._retrieve_for_answer,
+                retrieve=lambda query, limit, ran: self._retrieve_for_answer(
+                    trace, query, limit, ran
+                ),
                 faq=self.faq_match,
                 llm=lambda: self._app.llm,
                 options=self._app.settings.answer,
@@ -173,16 +186,7 @@ class Collection:
                 embedder=lambda: self.embedder,
             )
             for event in events:
-                if isinstance(event, End):
-                    record_answer(trace, event.answer.to_dict())
-                    # Written before the end is told: a caller holding the answer (to
-                    # give feedback on it, say) finds its trace.
-                    self._app.emit(trace, clock)
-                    emitted = True
-                    event.answer.trace_id, event.answer.kb_version = (
-                        trace.trace_id,
-                        trace.kb_version,
-                    )
+                emitted = self._noted(trace, clock, event) or emitted
                 yield event
         except KnowhubError as exc:
             trace.error = str(exc)
@@ -194,8 +198,29 @@ class Collection:
             if not emitted:
                 self._app.emit(trace, clock)
 
-    def _retrieve_for_answer(self, query: str, limit: int, filters: Filters) -> Retrieved:
+    def _noted(self, trace: Trace, clock: float, event: AnswerEvent) -> bool:
+        """Put ``event`` on the answer's trace; True once the trace is written, at the end:
+        before the end is told, so a caller holding the answer (to give feedback on it,
+        say) finds its trace."""
+        if isinstance(event, Token) and trace.first_token_ms is None:
+            trace.first_token_ms = round((time.perf_counter() - clock) * 1000.0, 3)
+        if not isinstance(event, End):
+            return False
+        record_answer(trace, event.answer.to_dict())
+        self._app.emit(trace, clock)
+        event.answer.trace_id, event.answer.kb_version = trace.trace_id, trace.kb_version
+        return True
+
+    def _retrieve_for_answer(
+        self, trace: Trace, query: str, limit: int, filters: Filters
+    ) -> Retrieved:
+        """One of the answer's searches, its filters and cache outcomes on the trace (a
+        miss stays a miss: the answer was not wholly served from the cache)."""
         result = self.retrieve(query, limit, filters)
+        self._ran(trace, filters)
+        for name, state in result.cache.items():
+            if trace.cache.get(name) != "miss":
+                trace.cache[name] = state
         return result.hits, result.timings_ms
 
     # -- documents ---------------------------------------------------------------------

@@ -21,6 +21,7 @@ from websockets.sync.client import connect
 from knowhub import load_settings
 from knowhub.interfaces.http import create_app
 from knowhub.testing.llm_server import ANSWER, LlmServer, closed_url, serve
+from knowhub.trace.jsonl import read_traces
 from tests.helpers import FAST_ENV
 from tests.http_helpers import FULL, TOKEN_ENV, ApiServer, api_server, build_corpus, read_sse
 
@@ -140,6 +141,13 @@ def test_a_follow_up_is_rewritten_from_the_session(server: ApiServer, llm: LlmSe
         json={"question": FOLLOW_UP, "session_id": "chat-1"},
     ).json()
     assert reader["query"] == FOLLOW_UP
+
+
+def test_an_answer_s_trace_names_its_session(server: ApiServer, corpus: Path) -> None:
+    end = _ask(server, question="How often do database backups run?", session_id="traced-1")
+    [trace] = [t for t in read_traces(corpus / "traces") if t.trace_id == end["trace_id"]]
+    assert trace.session_id == "traced-1" and trace.interface == "http"
+    assert trace.first_token_ms is not None and trace.first_token_ms <= trace.duration_ms
 
 
 def test_history_given_by_the_client_is_used(server: ApiServer) -> None:

@@ -23,6 +23,7 @@ from fastapi.testclient import TestClient
 from knowhub import load_settings
 from knowhub.interfaces.http import create_app
 from knowhub.testing.llm_server import LlmServer, Reply, ToolReply, serve
+from knowhub.trace.jsonl import read_traces
 from tests.agent_helpers import MARK, filesystem_server_bin, new_marker, processes_marked
 from tests.helpers import FAST_ENV, write
 from tests.http_helpers import (
@@ -206,7 +207,9 @@ def sent(llm: LlmServer, question: str) -> list[list[dict[str, Any]]]:
     return [messages for messages in bodies if messages[-1]["content"] == question]
 
 
-def test_a_session_sends_the_earlier_turns_to_the_model(server: ApiServer, llm: LlmServer) -> None:
+def test_a_session_sends_the_earlier_turns_to_the_model(
+    server: ApiServer, llm: LlmServer, kb: Kb
+) -> None:
     session = f"chat-{uuid.uuid4().hex[:8]}"
     first = chat(server, question=FIRST, session_id=session)
     second = chat(server, question=SECOND, session_id=session)
@@ -219,6 +222,8 @@ def test_a_session_sends_the_earlier_turns_to_the_model(server: ApiServer, llm: 
     # Another session starts with no history.
     chat(server, question=SECOND, session_id=session + "-other")
     assert [m["role"] for m in sent(llm, SECOND)[-1]] == ["system", "user"]
+    traced = {t.trace_id: t.session_id for t in read_traces(kb.data / "traces")}
+    assert traced[first["trace_id"]] == traced[second["trace_id"]] == session
 
 
 def test_a_token_may_chat_only_in_its_collections(server: ApiServer) -> None:

@@ -83,18 +83,19 @@ class Agent:
         stream: bool = False,
         max_steps: int | None = None,
         scope: Scope | None = None,
+        session_id: str | None = None,
     ) -> Iterator[ChatEvent]:
         """Answer ``question`` with the tools, as events (the last one ``end``), traced.
         ``may_read`` says which collections knowhub's tools may read, ``may_use`` which
         MCP servers the model is offered, ``scope`` the caller's data scope (default: the
         App's): knowhub's tools see only its documents, and a caller with one is offered no
-        MCP server."""
+        MCP server. ``session_id`` names the conversation in the trace."""
         check_query(question, "question")
         name = check_collection_name(collection or self.app.settings.collection)
         limits = self._limits(max_steps)
         llm = self._llm()
         reach = _Scope(name, may_read, may_use, self.app.scope if scope is None else scope)
-        return self._traced(question, reach, history, stream, limits, llm)
+        return self._traced(question, reach, history, stream, limits, llm, session_id)
 
     def _traced(
         self,
@@ -104,9 +105,11 @@ class Agent:
         stream: bool,
         limits: Limits,
         llm: LLM,
+        session_id: str | None,
     ) -> Iterator[ChatEvent]:
         trace, clock = new_trace("chat", self.app.interface, scope.collection)
         trace.query, trace.model = question.strip(), llm.model_id
+        trace.session_id = session_id
         trace.scope = scope.data.to_dict()  # what its tools saw: the scope, never the token
         emitted = False
         try:

@@ -9,6 +9,8 @@
 * :mod:`knowhub.testing.memory_index` — an in-memory vector index that fails on demand.
 * :mod:`knowhub.testing.llm_server` — a scripted OpenAI/Azure/Ollama chat server over
   real HTTP.
+* :mod:`knowhub.testing.langsmith_server` — a LangSmith-compatible run collector over real
+  HTTP, recording the runs the LangSmith trace sink sends.
 
 Nothing in knowhub imports this package; import the module you need.
 """

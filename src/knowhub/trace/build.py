@@ -54,7 +54,10 @@ def record_answer(trace: Trace, end: Mapping[str, Any]) -> None:
     sources = end.get("sources", [])
     trace.stage_hits = {"fusion": len(sources)} if "fusion" in raw else {}
     trace.intent = end.get("intent")
+    trace.intent_reason = _intent_reason(end.get("route"))
     trace.hit_type = end.get("hit_type")
+    if trace.intent != "chat":  # every other answer looked in the FAQ first
+        trace.cache["faq"] = "hit" if trace.hit_type == "faq_direct" else "miss"
     trace.confidence = end.get("confidence")
     _record_checks(trace, end)
     trace.sources_count = len(sources)
@@ -63,6 +66,13 @@ def record_answer(trace: Trace, end: Mapping[str, Any]) -> None:
     trace.model = end.get("model")
     trace.answer = preview(end.get("answer"))
     trace.notes = list(end.get("notes", []))
+
+
+def _intent_reason(route: Mapping[str, Any] | None) -> str | None:
+    """How the router decided: ``rules``, ``llm``, or ``fallback: <why>``."""
+    if not route:
+        return None
+    return f"{route['by']}: {route['note']}" if route.get("note") else str(route["by"])
 
 
 # The answer's check fields, copied as the end event has them (docs/traces.md).

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from knowhub.surrogates import escape_surrogates
-from knowhub.trace.record import Trace
+from knowhub.trace.fields import contract_values
+from knowhub.trace.record import RENAMED, Trace
 
 __all__ = ["JsonlSink", "read_traces"]
 
@@ -70,8 +71,12 @@ def _line(trace: Trace) -> str:
 
 
 def _dumps(trace: Trace) -> str:
+    """The record under the trace contract's names (its derived fields too: the line is
+    all a reader of the file has); :meth:`Trace.from_dict` reads the renamed ones back."""
+    record = {k: v for k, v in trace.to_dict().items() if k not in RENAMED.values()}
+    record |= contract_values(trace)
     # default=str: a value JSON has no type for (a numpy number …) is kept as text.
-    return json.dumps(trace.to_dict(), ensure_ascii=False, separators=(",", ":"), default=str)
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def read_traces(folder: Path) -> Iterator[Trace]:

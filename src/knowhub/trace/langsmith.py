@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from knowhub.errors import ConfigError
+from knowhub.trace.fields import contract_values
 from knowhub.trace.record import Trace
 
 __all__ = ["LangSmithSink", "run_of"]
@@ -22,7 +23,9 @@ class LangSmithSink:
                 "trace.langsmith_api_key_env is set but langsmith is not installed: "
                 "pip install 'knowhub[langsmith]'"
             ) from exc
-        self._client: Any = Client(api_key=api_key, api_url=endpoint)
+        # Each run is sent whole, one POST /runs as it is emitted: the client's batching
+        # thread (and the GET /info it starts with) would carry nothing.
+        self._client: Any = Client(api_key=api_key, api_url=endpoint, auto_batch_tracing=False)
         self.project = project
 
     def emit(self, trace: Trace) -> None:
@@ -30,8 +33,9 @@ class LangSmithSink:
 
 
 def run_of(trace: Trace, project: str) -> dict[str, Any]:
-    """The ``create_run`` arguments for ``trace``: the answer's checks in metadata, its
-    category and verification status also as tags, so runs can be filtered by them."""
+    """The ``create_run`` arguments for ``trace``: every field of the trace contract
+    (knowhub.trace.fields) that applies in metadata; its hit type, category and
+    verification status also as tags, so runs can be filtered by them."""
     trace = trace.encodable()  # the client's JSON encoding refuses lone surrogates
     start = datetime.fromisoformat(trace.started_at.replace("Z", "+00:00"))
     outputs = {
@@ -40,18 +44,7 @@ def run_of(trace: Trace, project: str) -> dict[str, Any]:
         "source_ids": trace.source_ids,
         "ingest": trace.ingest,
     }
-    checks = {
-        "question_category": trace.question_category,
-        "prompt_profile": trace.prompt_profile,
-        "generation_verification_status": trace.generation_verification_status,
-        "verification_score": trace.verification_score,
-        "answer_confidence": trace.answer_confidence,
-        "evidence_confidence": trace.evidence_confidence,
-        "reasons": trace.reasons,
-    }
-    tags = [f"category:{trace.question_category}"] if trace.question_category else []
-    status = trace.generation_verification_status
-    tags += [f"verification:{status}"] if status else []
+    contract = {k: v for k, v in contract_values(trace).items() if v is not None}
     return {
         "name": f"knowhub.{trace.kind}",
         "run_type": _RUN_TYPES.get(trace.kind, "chain"),
@@ -61,15 +54,17 @@ def run_of(trace: Trace, project: str) -> dict[str, Any]:
         "end_time": start + timedelta(milliseconds=trace.duration_ms),
         "error": trace.error,
         "project_name": project,
-        "tags": tags,
+        "tags": _tags(trace),
         "extra": {
-            "metadata": {
-                "trace_id": trace.trace_id,
-                "stages_ms": trace.stages_ms,
-                "interface": trace.interface,
-                "kb_version": trace.kb_version,
-                "scope": trace.scope,  # the caller's data scope, never its token
-                **{k: v for k, v in checks.items() if v is not None},
-            }
+            "metadata": {"trace_id": trace.trace_id, "interface": trace.interface, **contract}
         },
     }
+
+
+def _tags(trace: Trace) -> list[str]:
+    labels = {
+        "hit_type": trace.hit_type,
+        "category": trace.question_category,
+        "verification": trace.generation_verification_status,
+    }
+    return [f"{name}:{value}" for name, value in labels.items() if value]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import atexit
+import json
 from datetime import datetime
 from typing import Any
 
 from knowhub.errors import ConfigError
+from knowhub.trace.fields import contract_values
 from knowhub.trace.record import Trace
 
 __all__ = ["OtlpSink"]
@@ -67,39 +69,48 @@ def _ns(iso: str) -> int:
 
 
 def _attributes(trace: Trace) -> dict[str, Any]:
-    kb = trace.kb_version or {}  # flattened: span attributes are scalars
+    """The root span's attributes: the run's identity, then every field of the trace
+    contract (knowhub.trace.fields) as ``knowhub.<name>``, in a form a span can hold."""
     values: dict[str, Any] = {
         "knowhub.trace_id": trace.trace_id,
         "knowhub.interface": trace.interface,
         "knowhub.collection": trace.collection,
-        "knowhub.kb_version": kb.get("version"),
-        "knowhub.kb_physical": kb.get("physical"),
-        "knowhub.kb_revision": kb.get("revision"),
-        "knowhub.intent": trace.intent,
-        "knowhub.hit_type": trace.hit_type,
-        "knowhub.confidence": trace.confidence,
-        "knowhub.sources_count": trace.sources_count,
-        "knowhub.top_source_score": trace.top_source_score,
         "knowhub.query": trace.query,
         "knowhub.model": trace.model,
-        "knowhub.question_category": trace.question_category,
-        "knowhub.prompt_profile": trace.prompt_profile,
-        "knowhub.generation_verification_status": trace.generation_verification_status,
-        "knowhub.verification_score": trace.verification_score,
-        "knowhub.answer_confidence": trace.answer_confidence,
-        "knowhub.evidence_confidence": trace.evidence_confidence,
-        # A sequence of strings is a span attribute type of its own; None: not an answer.
-        "knowhub.reasons": None if trace.reasons is None else tuple(trace.reasons),
+        "knowhub.confidence": trace.confidence,
     }
-    values.update(_scope_attributes(trace.scope))
+    for name, value in contract_values(trace).items():
+        values.update(_field_attributes(name, value))
     return {k: v for k, v in values.items() if v is not None}
 
 
-def _scope_attributes(scope: dict[str, Any] | None) -> dict[str, Any]:
-    """The caller's data scope, one attribute per dimension (lists of strings are a span
-    attribute type of their own; ``"*"``: unrestricted), so spans filter by tenant."""
-    return {f"knowhub.scope.{key}": _scalars(value) for key, value in (scope or {}).items()}
+# Filters are JSON text: one attribute even when empty, any key a caller may filter on.
+_AS_JSON = frozenset({"source_filter", "effective_source"})
+
+
+def _field_attributes(name: str, value: Any) -> dict[str, Any]:
+    """``knowhub.<name>``; a dict one attribute per key beneath it (a span attribute is a
+    scalar or a list of them), so spans filter by tenant, cache outcome or stage time."""
+    key = f"knowhub.{name}"
+    if value is None:
+        return {}
+    if name == "kb_version":  # the names it has always been sent under
+        return {
+            key: value.get("version"),
+            "knowhub.kb_physical": value.get("physical"),
+            "knowhub.kb_revision": value.get("revision"),
+        }
+    if name in _AS_JSON:
+        return {key: json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)}
+    if isinstance(value, dict):
+        return _flat(key, value)
+    return {key: _scalars(value)}
+
+
+def _flat(prefix: str, values: dict[str, Any]) -> dict[str, Any]:
+    return {f"{prefix}.{k}": _scalars(v) for k, v in values.items()}
 
 
 def _scalars(value: Any) -> Any:
-    return tuple(str(v) for v in value) if isinstance(value, list) else value
+    """A list as a tuple of strings (a span attribute type of its own)."""
+    return tuple(str(v) for v in value) if isinstance(value, list | tuple) else value

@@ -10,7 +10,7 @@ from typing import Any
 
 from knowhub.surrogates import escape_surrogates_deep
 
-__all__ = ["PREVIEW_CHARS", "Trace", "new_trace", "preview"]
+__all__ = ["PREVIEW_CHARS", "RENAMED", "Trace", "new_trace", "preview"]
 
 PREVIEW_CHARS = 160
 
@@ -31,7 +31,13 @@ class Trace:
     stages_ms: dict[str, float] = field(default_factory=dict)
     stage_hits: dict[str, int] = field(default_factory=dict)
     query: str | None = None  # a preview, never more than PREVIEW_CHARS
+    session_id: str | None = None  # the conversation an answer belongs to
+    # The filters the caller gave, and what the search ran with: {"filters" (the caller's
+    # and the router's), "scope"}; None: nothing was searched.
+    source_filter: dict[str, Any] | None = None
+    effective_source: dict[str, Any] | None = None
     intent: str | None = None
+    intent_reason: str | None = None  # rules | llm | fallback: <why>
     hit_type: str | None = None
     confidence: float | None = None
     # An answer's checks (docs/ask.md): its category and the prompt profile the LLM got, the
@@ -46,7 +52,8 @@ class Trace:
     sources_count: int | None = None
     top_source_score: float | None = None
     source_ids: list[str] = field(default_factory=list)  # chunk ids, best first
-    cache: dict[str, str] = field(default_factory=dict)
+    cache: dict[str, str] = field(default_factory=dict)  # {cache: hit | miss | …}
+    first_token_ms: float | None = None  # an answer's first text, from the question
     model: str | None = None
     answer: str | None = None  # a preview
     ingest: dict[str, Any] | None = None
@@ -76,7 +83,8 @@ class Trace:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trace:
         known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
+        renamed = {RENAMED.get(k, k): v for k, v in data.items()}
+        values = {k: v for k, v in renamed.items() if k in known}
         if isinstance(values.get("kb_version"), int):
             # Written before versions existed: every collection was its own version 1, and
             # the number recorded was its revision.
@@ -102,6 +110,17 @@ class Trace:
     @property
     def slowest_stage(self) -> str | None:
         return max(self.stages_ms, key=lambda s: self.stages_ms[s]) if self.stages_ms else None
+
+    @property
+    def cache_stage(self) -> str | None:
+        """The cache that answered: the FAQ, else the result cache, else the query vector."""
+        hits = (c for c in ("faq", "result", "query_embedding") if self.cache.get(c) == "hit")
+        return next(hits, None)
+
+
+# The trace contract's names (knowhub.trace.fields) for fields the record spells otherwise:
+# JSON lines are written with them.
+RENAMED = {"stage_timings_ms": "stages_ms", "elapsed_ms": "duration_ms"}
 
 
 def new_trace(kind: str, interface: str, collection: str) -> tuple[Trace, float]:

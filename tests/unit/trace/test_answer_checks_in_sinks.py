@@ -72,7 +72,7 @@ def test_langsmith_metadata_carries_the_checks_and_tags_the_category() -> None:
     run = run_of(answer_trace(), "knowhub")
     metadata = run["extra"]["metadata"]
     assert {k: metadata[k] for k in CHECKS} == CHECKS
-    assert run["tags"] == ["category:pricing", "verification:partially_supported"]
+    assert run["tags"] == ["hit_type:rag", "category:pricing", "verification:partially_supported"]
 
 
 def test_a_search_trace_has_no_checks_anywhere() -> None:

@@ -1,13 +1,13 @@
 """Every sink records the caller's data scope (never its token): JSONL as ``scope``, OTLP as
-one span attribute per dimension, LangSmith in the run's metadata."""
+one span attribute per dimension, LangSmith in the run's metadata (sent over HTTP to a
+LangSmith-compatible server)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from knowhub.scope import Scope
-from knowhub.testing.llm_server import closed_url
+from knowhub.testing.langsmith_server import serve
 from knowhub.trace.jsonl import JsonlSink, read_traces
 from knowhub.trace.langsmith import LangSmithSink
 from knowhub.trace.otlp import OtlpSink
@@ -47,19 +47,8 @@ def test_otlp_span_attributes_carry_each_dimension_of_the_scope() -> None:
     assert values["knowhub.scope.max_visibility"].string_value == "internal"
 
 
-class _RecordingClient:
-    """Takes the LangSmith client's place in the sink: keeps each run it is given."""
-
-    def __init__(self) -> None:
-        self.runs: list[dict[str, Any]] = []
-
-    def create_run(self, **run: Any) -> None:
-        self.runs.append(run)
-
-
 def test_langsmith_run_metadata_carries_the_scope() -> None:
-    sink = LangSmithSink("ls-key", "knowhub", closed_url())
-    sink._client = recorder = _RecordingClient()
-    sink.emit(scoped_trace())
-    [run] = recorder.runs
+    with serve(api_key="ls-key") as server:
+        LangSmithSink("ls-key", "knowhub", server.url).emit(scoped_trace())
+    [run] = server.runs
     assert run["extra"]["metadata"]["scope"] == SCOPE.to_dict()

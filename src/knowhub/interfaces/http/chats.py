@@ -98,6 +98,7 @@ class Chats:
                     stream=question.stream,
                     max_steps=question.max_steps,
                     scope=question.principal.scope,
+                    session_id=question.session_id,
                 )
             )
 

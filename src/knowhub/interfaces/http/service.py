@@ -147,7 +147,13 @@ class Service:
         try:
             return EventPump(
                 lambda: wire(
-                    app.ask(question.text, question.collection, question.filters, question.history)
+                    app.ask(
+                        question.text,
+                        question.collection,
+                        question.filters,
+                        question.history,
+                        session_id=question.session_id,
+                    )
                 ),
                 on_exit=release,
             ).start()
