@@ -245,6 +245,8 @@ class Collection:
         # An unnamed handle reads the default collection but ingests into the configured one,
         # as `knowhub ingest` with no --collection always has.
         where = self if self._requested else self._app.collection(name, self._version)
+        if prune:
+            self._unrestricted("pruning", "it would remove documents the caller does not see")
         with self._app.traced("ingest", name, preview(" ".join(map(str, paths)))) as trace:
             where._reads(trace)
             target = where.target
@@ -265,6 +267,7 @@ class Collection:
                     # Built only when wanted: an LLM configured for answers must not be
                     # required (nor checked) to ingest.
                     llm=self._app.llm if transforms_wanted(where.settings) else None,
+                    scope=self._app.scope,
                 )
             except (IngestStopped, IngestCancelledError) as stopped:
                 stopped.report.collection = target.collection
@@ -370,6 +373,7 @@ class Collection:
         """Load FAQ files (each file's entries replace its old ones); all load or none."""
         from knowhub.ingest.faq import load_faq
 
+        self._unrestricted("importing FAQ entries", "they are answered to every caller")
         cid = self.store_id()  # entries join documents: never a new, empty collection
         limit = self._app.settings.ingest.max_file_bytes
         loaded = [(path.resolve(), load_faq(path, limit)) for path in paths]
@@ -384,6 +388,7 @@ class Collection:
         self._app.store.replace_faq(cid, source, list(pairs), vectors)
 
     def faq_remove(self, source: str) -> int:
+        self._unrestricted("removing FAQ entries", "they are answered to every caller")
         removed = self._app.store.remove_faq(self.store_id(), str(Path(source).resolve()))
         if not removed:
             raise QueryError(
@@ -414,19 +419,23 @@ class Collection:
         from knowhub.ingest.bundle import export_bundle
 
         self.store_id()  # an unknown collection is an error
-        if not self._app.scope.unrestricted:
-            raise AuthError(
-                f"exporting collection {self.name!r} needs an unrestricted data scope: a "
-                "bundle holds every document (use a token without tenants, datasets, roles "
-                "or max_visibility limits)"
-            )
+        self._unrestricted("exporting", "a bundle holds every document")
         pictures = image_store(self._app.settings.data_dir)
         return export_bundle(self._app.store, self.target.physical, out, pictures)
+
+    def _unrestricted(self, what: str, why: str) -> None:
+        """Refuse ``what`` to a caller with a data scope: ``why`` it concerns every scope."""
+        if not self._app.scope.unrestricted:
+            raise AuthError(
+                f"{what} in collection {self.name!r} needs an unrestricted data scope: {why} "
+                "(use a token without tenants, datasets, roles or max_visibility limits)"
+            )
 
     def import_bundle(self, path: Path) -> BundleStats:
         """Load a bundle into this version; it must have been built with its embedder."""
         from knowhub.ingest.bundle import import_bundle
 
+        self._unrestricted("importing", "a bundle's documents keep their own scopes")
         model = (self.embedder.model_id, self.embedder.dim)
         pictures = image_store(self._app.settings.data_dir)
         return import_bundle(self._app.store, path, model, self.target.physical, pictures)

@@ -206,6 +206,20 @@ class Scope:
             and (self.roles is None or not document.roles or bool(self.roles & set(document.roles)))
         )
 
+    def may_write(self, document: DocumentScope) -> bool:
+        """Whether a caller of this scope may give a document ``document``'s scope: within
+        its own in every dimension, never wider (a tenant-scoped writer cannot share a
+        document with every tenant, nor open it to every role)."""
+        if self.unrestricted:
+            return True
+        ranks = VISIBILITIES.index
+        return (
+            _within(document.tenant, self.tenants)
+            and _within(document.dataset, self.datasets)
+            and ranks(document.visibility) <= ranks(self.max_visibility)
+            and (self.roles is None or (bool(document.roles) and set(document.roles) <= self.roles))
+        )
+
     def covers(self, other: Scope) -> bool:
         """Whether everything ``other`` sees, this scope sees too (each of its dimensions
         is within this one's): who may read a run recorded under ``other``."""
@@ -282,6 +296,10 @@ def chunk_scope(metadata: Mapping[str, Any]) -> DocumentScope | None:
         str(visibility),
         () if ANY in listed or not listed else tuple(listed),
     )
+
+
+def _within(value: str | None, allowed: frozenset[str] | None) -> bool:
+    return allowed is None or (value is not None and value != ANY and value in allowed)
 
 
 def token_scope(spec: TokenSettings) -> Scope:

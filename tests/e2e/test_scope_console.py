@@ -122,6 +122,8 @@ def test_search_documents_and_overview_show_only_the_scope(
     overview = client.get("/ui").text
     row = re.search(r">scoped</a></td>\s*<td class=\"num\">(\d+)</td>", overview)
     assert row is not None and int(row.group(1)) == len(expected) + len(pictures)
+    versions = client.get("/ui/versions", params={"collection": COLLECTION})
+    assert (versions.status_code == 200) == scope.unrestricted  # whole-collection counts
 
 
 def test_document_chunk_source_and_picture_pages_open_only_in_the_scope(

@@ -154,6 +154,8 @@ def test_http_api_shows_each_token_only_its_scope(root: Path) -> None:
             assert markers_in([json.dumps(answer)]) <= expected, name
             metrics = server.get("/metrics", token).text
             assert ("knowhub_index_documents{" in metrics) == scope.unrestricted, name
+            health = server.get("/health", token).json()
+            assert ("documents" in json.dumps(health)) == scope.unrestricted, name
 
 
 async def test_mcp_over_http_shows_each_token_only_its_scope(root: Path) -> None:

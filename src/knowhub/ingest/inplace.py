@@ -23,7 +23,7 @@ from knowhub.errors import StoreError
 from knowhub.ingest.discover import Candidate
 from knowhub.ingest.extraction import Extraction
 from knowhub.ingest.identity import merged_tags, stored_tags
-from knowhub.ingest.scoping import checked_scope, scope_stale, scoped_metadata
+from knowhub.ingest.scoping import WriteGuard, checked_scope, scope_stale, scoped_metadata
 from knowhub.models import Chunk, DocumentRecord
 from knowhub.providers.stores.base import Store
 from knowhub.scope import SCOPE_KEYS
@@ -43,6 +43,7 @@ class InPlace:
         tags: dict[str, str],
         extraction: Extraction,
         key_of: Callable[[Chunk], str],
+        guard: WriteGuard,
     ) -> None:
         self.store = store
         self.cid = cid
@@ -50,19 +51,21 @@ class InPlace:
         self.tags = tags  # the run's: they update each document's stored tags
         self.extraction = extraction
         self.key_of = key_of  # a chunk's embedding-cache key
+        self.guard = guard
 
     def rewrote(self, candidate: Candidate, failed: bool = False) -> bool:
         """Whether the candidate's document needed new tags or scope and got them in place:
         before reading when a re-read would lose text OCR read (its file unchanged), or
         after a re-read ``failed``."""
         old = self.store.record(self.cid, escape_surrogates(candidate.path))
-        if old is None:
+        if old is None or not self.guard.visible(old):  # a hidden one: integrity says so
             return False
         tags = merged_tags(stored_tags(old), self.tags)
         if tags == stored_tags(old) and not scope_stale(old, self.settings):
             return False
         if not failed and (self.extraction.rereadable(old) or not _unchanged(old, candidate)):
             return False
+        self.guard.check(old, tags)
         self._rewrite(old, tags)
         return True
 

@@ -17,6 +17,7 @@ from stat import S_ISREG
 from knowhub.ingest.discover import Candidate
 from knowhub.ingest.identity import Identities, merged_tags, stored_tags, vanished
 from knowhub.ingest.loaders.reading import open_regular
+from knowhub.ingest.scoping import WriteGuard
 from knowhub.models import DocumentRecord
 from knowhub.providers.stores.base import Store
 from knowhub.surrogates import escape_surrogates
@@ -51,6 +52,7 @@ class Integrity:
         confine: Path | None,
         max_bytes: int,
         stale: Callable[[DocumentRecord], bool] = lambda record: False,
+        guard: WriteGuard | None = None,
     ) -> None:
         self.store = store
         self.cid = cid
@@ -61,6 +63,7 @@ class Integrity:
         # Whether a document must be read again though its file is unchanged (extracted
         # before OCR or a vision model could: :mod:`knowhub.ingest.extraction`).
         self.stale = stale
+        self.guard = guard  # a scoped writer's: only documents it sees, within its scope
 
     def check(self, candidate: Candidate) -> Changed | None:
         """The file's bytes when its document must be written; None when it is unchanged
@@ -74,6 +77,8 @@ class Integrity:
         if old is None and (old := self.identities.recorded_as(candidate.path, first)) is not None:
             key = old.path  # the file, reached by another spelling: its document stays one
         tags = merged_tags(stored_tags(old), self.tags)
+        if self.guard is not None:
+            self.guard.check(old, tags)
         same_tags = old is not None and stored_tags(old) == tags and not self.stale(old)
         if old and same_tags and S_ISREG(first.st_mode) and _same_file(old, first):
             return None
@@ -88,6 +93,8 @@ class Integrity:
             self.store.touch(self.cid, key, stat.st_size, stat.st_mtime_ns)
             return None
         previous = None if old else self.identities.claim_move(source, doc_hash)
+        if previous is not None and self.guard is not None and not self.guard.visible(previous):
+            previous = None  # not a move of a document the writer does not see: a new one
         if previous is not None:  # a moved document keeps its tags, as a rewritten one does
             tags = merged_tags(stored_tags(previous), self.tags)
         outcome = _outcome(old, previous, doc_hash)

@@ -15,7 +15,7 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,13 +35,21 @@ from knowhub.ingest.integrity import Changed, Integrity, gone_documents
 from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS, load
 from knowhub.ingest.pictures import image_entries
 from knowhub.ingest.progress import IngestProgress, Progress, ProgressTracker
-from knowhub.ingest.scoping import checked_scope, scope_stale, scoped_metadata
+from knowhub.ingest.report import IngestReport
+from knowhub.ingest.scoping import (
+    HiddenDocumentError,
+    WriteGuard,
+    checked_scope,
+    scope_stale,
+    scoped_metadata,
+)
 from knowhub.ingest.transforms import build_transforms, own_metadata, searchable_text
 from knowhub.lang import index_tokens
 from knowhub.models import Chunk, DocumentRecord, LoadedDocument
 from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.llms.base import LLM
 from knowhub.providers.stores.base import DocumentWrite, Store, refresh_index, replace_documents
+from knowhub.scope import UNRESTRICTED, Scope
 from knowhub.surrogates import escape_surrogates
 
 __all__ = [
@@ -56,69 +64,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("knowhub.ingest")
-
-
-@dataclass
-class IngestReport:
-    """What one run did, per file."""
-
-    collection: str
-    added: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    # (old source, new source): a document whose file moved, kept under its new path.
-    moved: list[tuple[str, str]] = field(default_factory=list)
-    retagged: list[str] = field(default_factory=list)  # same bytes, tags changed
-    unchanged: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    failed: list[tuple[str, str]] = field(default_factory=list)
-    # Passed over by discovery (a FIFO, a symlink leading out of a served folder, …).
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    # (source, message): indexed, but with something to fix (bytes that were not text).
-    warnings: list[tuple[str, str]] = field(default_factory=list)
-    chunks: int = 0
-    embedded: int = 0
-    cached: int = 0
-    seconds: float = 0.0
-    stopped: bool = False  # interrupted: ``not_done`` were left as they were
-    not_done: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.failed and not self.stopped
-
-    @property
-    def kept(self) -> int:
-        """Documents of this run that are in the index, current."""
-        return len(self.current())
-
-    def current(self) -> list[str]:
-        """Sources of the documents of this run that are in the index, current."""
-        moved = [new for _, new in self.moved]
-        return [*self.added, *self.updated, *moved, *self.retagged, *self.unchanged]
-
-    def stop_summary(self) -> str:
-        """What a stopped run left: ``12 documents kept, 3 not done``."""
-        return f"{self.kept} documents kept, {len(self.not_done)} not done"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "collection": self.collection,
-            "added": self.added,
-            "updated": self.updated,
-            "moved": [{"from": old, "to": new} for old, new in self.moved],
-            "retagged": self.retagged,
-            "unchanged": self.unchanged,
-            "removed": self.removed,
-            "failed": [{"source": s, "reason": r} for s, r in self.failed],
-            "skipped": [{"source": s, "reason": r} for s, r in self.skipped],
-            "warnings": [{"source": s, "message": m} for s, m in self.warnings],
-            "chunks": self.chunks,
-            "embedded": self.embedded,
-            "cached": self.cached,
-            "seconds": round(self.seconds, 3),
-            "stopped": self.stopped,
-            "not_done": self.not_done,
-        }
 
 
 class IngestStopped(KeyboardInterrupt):
@@ -214,6 +159,7 @@ def ingest(
     confine: Path | None = None,
     prune_outside: bool = False,
     llm: LLM | None = None,
+    scope: Scope = UNRESTRICTED,
 ) -> IngestReport:
     """Bring ``collection`` in line with the files under ``paths``.
 
@@ -221,9 +167,13 @@ def ingest(
     ``tags`` update each document's stored tags (an empty value removes one); documents
     keep the others. ``prune`` removes documents under ``paths`` whose files are gone; with
     ``prune_outside`` (a collection that is one folder's) wherever they were. ``llm`` runs
-    the transforms ``ingest.transforms`` turns on.
+    the transforms ``ingest.transforms`` turns on. A writer of a data ``scope`` touches only
+    documents it sees, and gives none a scope wider than its own.
     """
-    run = _Run(store, embedder, settings, collection, dict(tags or {}), confine, progress, llm)
+    guard = WriteGuard(scope, settings)
+    run = _Run(
+        store, embedder, settings, collection, dict(tags or {}), confine, progress, llm, guard
+    )
     version = store.version(run.cid)
     started = time.perf_counter()
     exclusions = settings.ingest.exclude if exclude is None else exclude
@@ -298,7 +248,9 @@ class _Run:
         confine: Path | None = None,
         progress: Progress | None = None,
         llm: LLM | None = None,
+        guard: WriteGuard | None = None,
     ) -> None:
+        guard = guard or WriteGuard(UNRESTRICTED, settings)
         self.transforms = build_transforms(settings, llm)
         self.store = store
         self.embedder = embedder
@@ -316,9 +268,12 @@ class _Run:
             confine,
             self.limits.max_bytes,
             lambda old: self.extraction.stale(old) or scope_stale(old, settings),
+            guard,
         )
         self.report = IngestReport(collection)
-        self.in_place = InPlace(store, self.cid, settings, tags, self.extraction, self._cache_key)
+        self.in_place = InPlace(
+            store, self.cid, settings, tags, self.extraction, self._cache_key, guard
+        )
         self.runner = EmbedRunner(embedder, settings)
         self.tracker = ProgressTracker(progress, lambda: self.runner.encoded)
         self.options = ChunkingOptions(
@@ -339,6 +294,8 @@ class _Run:
     def process(self, candidate: Candidate) -> None:
         try:
             pending = self._prepare(candidate)
+        except HiddenDocumentError:  # not the writer's to touch, nor to hear of
+            pending = None
         except OcrUnavailableError as exc:
             self._not_scanned(candidate, exc)
             self._rescoped(candidate)

@@ -7,15 +7,23 @@ Scope attributes come from tags and settings only, never from the file: front ma
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from knowhub.config import Settings
-from knowhub.errors import IngestError
+from knowhub.errors import AuthError, IngestError
 from knowhub.ingest.identity import stored_tags
 from knowhub.models import DocumentRecord
-from knowhub.scope import SCOPE_KEYS, DocumentScope, ScopeValueError, document_scope, record_scope
+from knowhub.scope import (
+    SCOPE_KEYS,
+    DocumentScope,
+    Scope,
+    ScopeValueError,
+    document_scope,
+    record_scope,
+)
 
-__all__ = ["checked_scope", "scope_stale", "scoped_metadata"]
+__all__ = ["HiddenDocumentError", "WriteGuard", "checked_scope", "scope_stale", "scoped_metadata"]
 
 
 def checked_scope(tags: Mapping[str, str], settings: Settings) -> DocumentScope:
@@ -44,3 +52,41 @@ def scope_stale(record: DocumentRecord, settings: Settings) -> bool:
     except ScopeValueError:
         return True  # its chunks are rewritten, and the run reports the bad tag
     return record_scope(record.metadata) != wanted
+
+
+class HiddenDocumentError(IngestError):
+    """A document the writer's data scope does not see: left as it is, and not reported
+    (a report naming it would tell the writer it exists)."""
+
+
+@dataclass(frozen=True)
+class WriteGuard:
+    """What a writer of a data scope may touch: documents it sees, given scopes within its
+    own (an unrestricted writer, every one)."""
+
+    scope: Scope
+    settings: Settings
+
+    def visible(self, record: DocumentRecord) -> bool:
+        return self.scope.admits(record_scope(record.metadata))
+
+    def check(self, record: DocumentRecord | None, tags: Mapping[str, str]) -> None:
+        """Refuse writing ``record``'s document (None: a new one) with ``tags``.
+
+        Raises:
+            HiddenDocumentError: the writer does not see the document.
+            AuthError: the tags would give it a scope wider than the writer's.
+        """
+        if self.scope.unrestricted:
+            return
+        if record is not None and not self.visible(record):
+            raise HiddenDocumentError(f"{record.source}: not in the writer's data scope")
+        document = checked_scope(tags, self.settings)
+        if not self.scope.may_write(document):
+            raise AuthError(
+                f"its tags give it tenant={document.tenant or '(none)'}, dataset="
+                f"{document.dataset or '(none)'}, visibility={document.visibility}, roles="
+                f"{','.join(document.roles) or '*'}: outside this token's data scope; tag it "
+                "within the scope (a tenant and dataset of the token's, its visibility or "
+                "lower, some of its roles)"
+            )

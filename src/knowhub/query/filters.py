@@ -16,22 +16,30 @@ from knowhub.checks import check_filter_keys, logical_name
 from knowhub.models import DocumentRecord, Filters, FilterValue
 from knowhub.providers.stores.base import Store
 from knowhub.query.cache import SearchCaches
-from knowhub.scope import record_scope
+from knowhub.scope import UNRESTRICTED, Scope, record_scope
 
 __all__ = ["metadata_keys", "resolve_filters"]
 
 
 def resolve_filters(
-    store: Store, cid: int, name: str, filters: Filters, caches: SearchCaches | None
+    store: Store,
+    cid: int,
+    name: str,
+    filters: Filters,
+    caches: SearchCaches | None,
+    scope: Scope = UNRESTRICTED,
 ) -> dict[str, FilterValue]:
     """``filters`` of a search on store collection ``name`` (id ``cid``) with their keys
-    resolved (aliases) and checked against what the collection holds."""
+    resolved (aliases) and checked against what the documents ``scope`` sees hold (a key
+    only hidden documents have must not be told to the caller, nor tell them apart)."""
 
     def known() -> frozenset[str]:
-        key = (cid, store.version(cid))  # any write makes a new key, so keys never go stale
+        # Any write makes a new key, so keys never go stale; keyed by scope, as they differ.
+        key = (cid, store.version(cid), scope.digest())
         found = caches.filter_keys.get(key) if caches is not None else None
         if found is None:
-            found = metadata_keys(store.records(cid))
+            seen = (r for r in store.records(cid) if scope.admits(record_scope(r.metadata)))
+            found = metadata_keys(seen)
             if caches is not None:
                 caches.filter_keys.put(key, found)
         return found

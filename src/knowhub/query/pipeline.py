@@ -191,7 +191,9 @@ def _validate(
         raise CollectionNotFound(
             f"unknown collection {request.collection!r} (known: {known}); ingest into it first"
         )
-    filters = resolve_filters(store, cid, request.collection, request.filters, caches)
+    filters = resolve_filters(
+        store, cid, request.collection, request.filters, caches, request.scope
+    )
     return cid, replace(request, filters=filters)
 
 

@@ -62,17 +62,19 @@ class HealthState:
             self.warmed.set()
 
     def sizes(self, principal: Principal) -> dict[str, Any]:
-        """Counts over the collections ``principal`` may read, from the latest snapshot."""
+        """Counts over the collections ``principal`` may read, from the latest snapshot; no
+        document or chunk totals for a caller with a data scope (they would count what it
+        cannot see: /api/collections counts what it sees)."""
         sizes = self._sizes
         if time.monotonic() - sizes.taken > SNAPSHOT_MAX_AGE_S and self.warmed.is_set():
             self._refresh_in_background()
         readable = principal.readable(sizes.collections, lambda c: c[0])
-        return {
-            "collections": len(readable),
-            "documents": sum(c[1] for c in readable),
-            "chunks": sum(c[2] for c in readable),
-            "counted_s_ago": round(time.monotonic() - sizes.taken, 1) if sizes.taken else None,
-        }
+        out: dict[str, Any] = {"collections": len(readable)}
+        if principal.scope.unrestricted:  # the snapshot counts every document, hidden ones too
+            out["documents"] = sum(c[1] for c in readable)
+            out["chunks"] = sum(c[2] for c in readable)
+        out["counted_s_ago"] = round(time.monotonic() - sizes.taken, 1) if sizes.taken else None
+        return out
 
     async def problem(self) -> str | None:
         """Why the server is not ready, or None. Safe to tell anyone: no internals."""

@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from knowhub.errors import ConfigError, KnowhubError, QueryError
+from knowhub.errors import AuthError, ConfigError, KnowhubError, QueryError
 from knowhub.interfaces.http.console.auth import check_same_origin, read_form
 from knowhub.interfaces.http.console.pages import gathered, pages_router, readable_names
 from knowhub.interfaces.http.console.render import page
@@ -45,6 +45,7 @@ async def versions(
     was: int | None = None,
 ) -> Response:
     """The versions; ``now``/``was`` (where a switch redirects to) say what it did."""
+    _whole_collections(principal)
     name = service.collection(principal, collection)
     message = None
     if now is not None and was is not None:
@@ -70,6 +71,7 @@ async def switch(request: Request, service: ServiceDep, principal: PrincipalDep)
     switch, to the previously active version (the confirmation words it so)."""
     check_same_origin(request)
     principal.check_write("switch versions")
+    _whole_collections(principal)
     form = await read_form(request)
     name = service.collection(principal, form.get("collection") or None)
     number = _number(form.get("version", ""))
@@ -82,6 +84,16 @@ async def switch(request: Request, service: ServiceDep, principal: PrincipalDep)
     was = await service.run(lambda: activate_version(service.app, name, number, force))
     query = urlencode({"collection": name, "now": number, "was": was})
     return RedirectResponse(f"/ui/versions?{query}", 303)
+
+
+def _whole_collections(principal: Principal) -> None:
+    """Versions are whole collections (their counts, their switch for every caller): not
+    for a caller with a data scope."""
+    if not principal.scope.unrestricted:
+        raise AuthError(
+            "versions concern every document of a collection: they need a token without a "
+            "data scope (no tenants, datasets, roles or max_visibility limits)"
+        )
 
 
 def _number(text: str) -> int:
