@@ -231,3 +231,23 @@ def _llm_env(base_url: str) -> dict[str, str]:
         "KNOWHUB_LLM__MODEL": "gpt-4o-mini",
         "KNOWHUB_LLM__BACKOFF_S": "0",
     }
+
+
+async def test_an_mcp_ingest_cannot_retag_a_hidden_document_into_view(tmp_path: Path) -> None:
+    app = build_app(fast_settings(tmp_path / "data"))
+    try:
+        ingest_matrix(app, tmp_path / "docs", COLLECTION)
+    finally:
+        app.close()
+    hidden = "mglobexrestrictedsupport"
+    with http_server("--docs", "docs", cwd=tmp_path, data_dir=tmp_path / "data", env=ENV) as mcp:
+        async with mcp.client(token=secret("acme-internal")) as client:
+            tags = {"tenant": "acme", "visibility": "internal"}
+            done = await _call(
+                client, "ingest", path=f"{hidden}.md", collection=COLLECTION, tags=tags
+            )
+            assert hidden not in json.dumps(done)  # not touched, nor heard of
+            found = await _call(
+                client, "query_knowledge_hub", query=hidden, collection=COLLECTION, top_k=TOP_K
+            )
+            assert hidden not in json.dumps(found["hits"])

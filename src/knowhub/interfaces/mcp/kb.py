@@ -21,6 +21,7 @@ from knowhub.app import App
 from knowhub.config import Settings
 from knowhub.ingest.progress import IngestProgress, Progress
 from knowhub.providers.embedders.base import Embedder
+from knowhub.scope import UNRESTRICTED, Scope
 
 if TYPE_CHECKING:  # ingest loads on the first sync, off the server's start (cold start)
     from knowhub.ingest.pipeline import IngestReport
@@ -71,7 +72,9 @@ class KnowledgeBase:
         prune: bool = False,
         progress: Progress | None = None,
         prune_outside: bool = False,
+        scope: Scope = UNRESTRICTED,
     ) -> IngestReport:
+        """Ingest under the write lock; a caller's data ``scope`` limits what it writes."""
         name = collection or self.settings.collection
 
         def track(step: IngestProgress) -> None:
@@ -90,7 +93,7 @@ class KnowledgeBase:
             first = not self.synced.is_set()
             self._indexing = Indexing(name, first)
             try:
-                return self.writer.ingest(
+                return self.writer.scoped(scope).ingest(
                     paths,
                     collection,
                     tags,

@@ -89,7 +89,13 @@ class IngestTools(DataTools):
                 )
                 progress = progress_reporter(ctx, target.kb.settings.ingest)
                 report = await in_thread(
-                    lambda: target.kb.ingest([where], collection, tag_map, progress=progress)
+                    lambda: target.kb.ingest(
+                        [where],
+                        collection,
+                        tag_map,
+                        progress=progress,
+                        scope=target.principal.scope,  # only what it sees, within its scope
+                    )
                 )
             self.metrics.record_ingest(report)
             out = _ingest_out(report, target.kb)
