@@ -82,6 +82,7 @@ def test_every_console_command_runs(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "examples" / "docs", tmp_path / "docs")
     shutil.copy(ROOT / "examples" / "golden.json", tmp_path / "golden.json")
     shutil.copy(ROOT / "examples" / "faq.csv", tmp_path / "faq.csv")
+    shutil.copy(ROOT / "examples" / "golden-answers.json", tmp_path / "golden-answers.json")
     env = cli_env({"KNOWHUB_DATA_DIR": str(tmp_path / "data")})
     chunk_id = ""
     commands = [ln[2:] for b in blocks("console") for ln in b.splitlines() if ln.startswith("$ ")]
