@@ -93,6 +93,14 @@ class Collection:
     def _sees(self, record: DocumentRecord) -> bool:
         return self._app.scope.admits(record_scope(record.metadata))
 
+    def _may_change(self, record: DocumentRecord) -> bool:
+        """A writer of a data scope changes only documents whose scope is within its own (a
+        document shared with every tenant is not one tenant's to take away)."""
+        found = record_scope(record.metadata)
+        return self._app.scope.unrestricted or (
+            found is not None and self._app.scope.may_write(found)
+        )
+
     def _trace_name(self) -> str:
         return self._requested or self._app.settings.collection
 
@@ -327,6 +335,11 @@ class Collection:
         error lists them) unless ``all_matches``."""
         cid, name = self.store_id(), self.name
         found = self._documents_named(cid, key)
+        if not all(self._may_change(r) for r in found):  # seen, but not the caller's alone
+            raise QueryError(
+                f"no document {key!r} in collection {name!r} that this token may remove: its "
+                "data scope is wider than the token's"
+            )
         if len(found) > 1 and not all_matches:
             listing = "".join(f"\n  {r.source}  {r.doc_hash}" for r in found)
             raise QueryError(

@@ -595,3 +595,21 @@ async def test_sessions_serve_no_file_from_outside_the_folder_and_skip_fifos(
         assert f"session {sid}: skipped leak.txt: leads outside" in logs
         assert f"session {sid}: skipped x.txt: is a FIFO (named pipe)" in logs
         assert f"session {sid}: skipped late-leak.txt: leads outside" in logs
+
+
+async def test_a_token_with_a_data_scope_may_not_use_the_control_tools(tmp_path: Path) -> None:
+    scoped = {"name": "acme", "token_env": "TOK_ACME", "tenants": ["acme"], "sessions": ["*"]}
+    env = {**token_env(scoped), "TOK_ACME": "acme-Zq81mT4vR6pLx2"}
+    animals(tmp_path / "root")
+    with shared_server(tmp_path, env=env) as server:
+        async with server.client("/mcp") as control:
+            registered = await control.call_tool("register", {"path": "alpha"})
+            sid = registered.structured_content["session_id"]  # type: ignore[index]
+        async with server.client("/mcp", token="acme-Zq81mT4vR6pLx2") as control:
+            for tool, args in (("list", {}), ("unregister", {"session_id": sid})):
+                result = await control.call_tool(tool, args)
+                text = result.content[0].text  # type: ignore[union-attr]
+                assert result.is_error and "has a data scope" in text, tool
+        async with server.client("/mcp") as control:  # the session is still there
+            listed = await control.call_tool("list", {})
+            assert sid in listed.content[0].text  # type: ignore[union-attr]

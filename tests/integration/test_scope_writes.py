@@ -108,3 +108,18 @@ def test_two_tokens_of_one_name_are_refused(tmp_path: Path) -> None:
     tokens = [{"name": "team", "token_env": "A"}, {"name": "team", "token_env": "B"}]
     with pytest.raises(ConfigError, match="the name 'team' is given to more than one token"):
         load_settings(env={}, overrides={"data_dir": tmp_path, "server.tokens": tokens})
+
+
+def test_a_document_shared_wider_than_the_writer_is_not_its_to_narrow_or_remove(
+    app: App, tmp_path: Path
+) -> None:
+    globex = app.scoped(SCOPES["globex-restricted-support"])
+    assert "msharedpublic" in _seen(globex)
+    report = _acme(app).ingest(
+        [tmp_path / "docs" / "msharedpublic.md"], COLLECTION, {"tenant": "acme"}
+    )
+    assert not report.current() and not report.failed  # left alone, silently
+    assert "msharedpublic" in _seen(globex)
+    with pytest.raises(QueryError, match="that this token may remove"):
+        _acme(app).remove(str(tmp_path / "docs" / "msharedpublic.md"), COLLECTION)
+    assert "msharedpublic" in _seen(globex)

@@ -55,8 +55,9 @@ def scope_stale(record: DocumentRecord, settings: Settings) -> bool:
 
 
 class HiddenDocumentError(IngestError):
-    """A document the writer's data scope does not see: left as it is, and not reported
-    (a report naming it would tell the writer it exists)."""
+    """A document the writer's data scope does not see, or sees but may not change (shared
+    wider than the writer's scope): left as it is, and not reported (a report naming a
+    hidden one would tell the writer it exists)."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,12 @@ class WriteGuard:
     settings: Settings
 
     def visible(self, record: DocumentRecord) -> bool:
-        return self.scope.admits(record_scope(record.metadata))
+        """Whether the writer may touch ``record``: it sees it, and its scope is within the
+        writer's (a shared or all-roles document is not one writer's to narrow or take)."""
+        if self.scope.unrestricted:
+            return True
+        found = record_scope(record.metadata)
+        return found is not None and self.scope.may_write(found)
 
     def check(self, record: DocumentRecord | None, tags: Mapping[str, str]) -> None:
         """Refuse writing ``record``'s document (None: a new one) with ``tags``.

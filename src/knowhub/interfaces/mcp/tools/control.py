@@ -166,6 +166,13 @@ class ControlTools:
 
     def _caller(self, ctx: Context, tool: str) -> Principal:
         principal = self.principal_of(ctx)
+        if not principal.scope.unrestricted:
+            # A session is a whole index: its chunk count, its removal, concern every scope.
+            raise AuthError(
+                f"token {principal.name!r} has a data scope, so it may not call {tool!r}: the "
+                "control tools (register, unregister, list) need a token without tenants, "
+                "datasets, roles or max_visibility limits"
+            )
         if principal.session_scoped:
             raise AuthError(
                 f"token {principal.name!r} is limited to sessions, so it may not call {tool!r}: "
