@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from knowhub import App, build_app
-from knowhub.config import load_settings
-from knowhub.errors import AuthError, ConfigError, QueryError
+from knowhub.errors import AuthError, QueryError
 from knowhub.scope import record_scope
 from knowhub.testing.scope_matrix import SCOPES, WORD, ingest_matrix, markers_in
 from tests.helpers import fast_settings, write
@@ -104,10 +103,12 @@ def test_an_unknown_filter_key_never_names_a_hidden_documents_keys(
     assert "orchid_codename" in str(unrestricted.value)
 
 
-def test_two_tokens_of_one_name_are_refused(tmp_path: Path) -> None:
-    tokens = [{"name": "team", "token_env": "A"}, {"name": "team", "token_env": "B"}]
-    with pytest.raises(ConfigError, match="the name 'team' is given to more than one token"):
-        load_settings(env={}, overrides={"data_dir": tmp_path, "server.tokens": tokens})
+def test_two_tokens_of_one_name_share_conversations_only_if_they_see_alike() -> None:
+    from knowhub.interfaces.security import Principal
+
+    wide, narrow = Principal("team"), Principal("team", scope=SCOPES["acme-public-sales"])
+    rotated = Principal("team")  # the same token's next secret while rotating
+    assert wide.owner != narrow.owner and wide.owner == rotated.owner
 
 
 def test_a_document_shared_wider_than_the_writer_is_not_its_to_narrow_or_remove(

@@ -129,19 +129,6 @@ class ServerSettings(Section):
     )
 
     @model_validator(mode="after")
-    def _unique_token_names(self) -> ServerSettings:
-        # Sessions, upload jobs and traces belong to a token by its name: two tokens of one
-        # name would share them, a narrow one reading what a wide one's answers held.
-        names = [token.name for token in self.tokens]
-        twice = sorted({name for name in names if names.count(name) > 1})
-        if twice:
-            raise ValueError(
-                f"server.tokens: the name {twice[0]!r} is given to more than one token; give "
-                "each token a name of its own"
-            )
-        return self
-
-    @model_validator(mode="after")
     def _dotted_extensions(self) -> ServerSettings:
         """``pdf``, ``.PDF`` and ``.pdf`` all mean ``.pdf``: compared lower-case, with the dot."""
         self.upload_extensions = [

@@ -71,6 +71,14 @@ class Principal:
     mcp_servers: frozenset[str] = frozenset({"*"})
     scope: DataScope = UNRESTRICTED  # the documents it sees inside what it may read
 
+    @property
+    def owner(self) -> str:
+        """Who a conversation belongs to: the name and what it may see (two tokens of one
+        name, as while rotating a secret, share their conversations only if they see alike:
+        a narrow one never reads answers built from what only a wide one sees)."""
+        collections = ",".join(sorted(self.collections))
+        return f"{self.name}|{collections}|{self.scope.digest()}"
+
     def may_read(self, collection: str) -> bool:
         return "*" in self.collections or collection in self.collections
 

@@ -76,7 +76,7 @@ class Chats:
         if body.history is not None:
             history = [ChatMessage(t.role, t.content) for t in body.history]
         elif body.session_id:
-            history = self.service.conversations.history(principal.name, body.session_id)
+            history = self.service.conversations.history(principal.owner, body.session_id)
         else:
             history = []
         return ChatQuestion(
@@ -153,5 +153,5 @@ class Chats:
         self.service.metrics.answers.labels("chat").inc()
         if question.session_id:
             self.service.conversations.record(
-                question.principal.name, question.session_id, question.text, str(end["answer"])
+                question.principal.owner, question.session_id, question.text, str(end["answer"])
             )

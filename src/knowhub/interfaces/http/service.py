@@ -132,11 +132,11 @@ class Service:
         if body.history is not None:
             history = [ChatMessage(t.role, t.content) for t in body.history]
         elif body.session_id:
-            history = self.conversations.history(principal.name, body.session_id)
+            history = self.conversations.history(principal.owner, body.session_id)
         else:
             history = []
         return Question(
-            text, collection, filters, history, principal.name, body.session_id, principal.scope
+            text, collection, filters, history, principal.owner, body.session_id, principal.scope
         )
 
     async def pump(self, question: Question) -> EventPump:
