@@ -148,6 +148,7 @@ def test_http_api_shows_each_token_only_its_scope(root: Path) -> None:
             assert markers_in(d["source"] for d in docs["documents"]) == expected, name
             [view] = server.get("/api/collections", token).json()["collections"]
             assert view["documents"] == len(expected), name
+            assert ("version" in view) == scope.unrestricted, name  # others' write activity
             answer = server.post(
                 "/api/ask", token, json={"question": f"{WORD} handbook", "collection": COLLECTION}
             ).json()

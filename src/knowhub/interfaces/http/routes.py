@@ -126,8 +126,12 @@ async def chat(
 @_api.get("/api/collections", summary="Collections this token may read")
 async def collections(service: ServiceDep, principal: PrincipalDep) -> Any:
     infos = await service.run(service.app_for(principal).collections)
-    readable = principal.readable(infos, lambda i: i.name)
-    return {"collections": [dataclasses.asdict(i) for i in readable]}
+    readable = [dataclasses.asdict(i) for i in principal.readable(infos, lambda i: i.name)]
+    if not principal.scope.unrestricted:
+        # The store's write counter moves with every tenant's writes: not a scoped caller's
+        # to watch (its counts are of what it sees).
+        readable = [{k: v for k, v in info.items() if k != "version"} for info in readable]
+    return {"collections": readable}
 
 
 @_api.get("/api/documents", summary="The documents of a collection")
