@@ -13,7 +13,11 @@ Writes, under ``--out``:
   files ``knowhub eval`` writes for a BEIR folder), to ingest as one collection per language;
 - ``golden/xling-<query lang>-<corpus lang>.json``: for all 9 pairs (6 cross-lingual, 3
   monolingual for comparison), a golden file whose queries are the query language's questions
-  and whose ``expected_sources`` are the corpus language's ``<paragraph id>.md``.
+  and whose ``expected_sources`` are the corpus language's ``<paragraph id>.md``;
+- ``golden/xling-<query lang>-<corpus lang>-dev.json`` and ``-test.json``: the same questions
+  split by article (XQuAD's 48 Wikipedia articles; paragraph ids are ``<article>-<n>``): even
+  articles are the dev half, on which cross-lingual settings are chosen, odd ones the test
+  half, which ``make eval`` gates. XQuAD has no other split; the corpus stays whole.
 
 Then, e.g. for Chinese questions against the English passages::
 
@@ -35,6 +39,7 @@ from typing import Any
 from knowhub.eval.beir import Dataset, load_dataset, materialize, safe_name
 
 LANGS = ("en", "ru", "zh")
+SPLITS = ("dev", "test")
 
 
 def check_aligned(sets: Mapping[str, Dataset]) -> list[str]:
@@ -82,6 +87,13 @@ def golden_entries(
     return entries
 
 
+def article_split(entries: Sequence[dict[str, Any]], split: str) -> list[dict[str, Any]]:
+    """The entries of ``split``: ``dev`` holds questions on even articles, ``test`` odd ones
+    (the article is the paragraph id's first part, the same in every language)."""
+    parity = {"dev": 0, "test": 1}[split]
+    return [e for e in entries if int(e["expected_sources"][0].split("-")[0]) % 2 == parity]
+
+
 def write_all(datasets: Path, out: Path, limit: int = 0) -> list[Path]:
     """Write every corpus folder and golden file; returns the golden files written."""
     sets = {lang: load_dataset(datasets / f"xquad-{lang}") for lang in LANGS}
@@ -92,12 +104,17 @@ def write_all(datasets: Path, out: Path, limit: int = 0) -> list[Path]:
     for query_lang in LANGS:
         for corpus_lang in LANGS:
             entries = golden_entries(sets[query_lang], sets[corpus_lang], qids)
-            path = out / "golden" / f"xling-{query_lang}-{corpus_lang}.json"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            text = json.dumps(entries, ensure_ascii=False, indent=1)
-            path.write_text(text + "\n", encoding="utf-8")
-            written.append(path)
+            name = f"xling-{query_lang}-{corpus_lang}"
+            parts = {"": entries, **{f"-{s}": article_split(entries, s) for s in SPLITS}}
+            for suffix, part in parts.items():
+                written.append(_write(out / "golden" / f"{name}{suffix}.json", part))
     return written
+
+
+def _write(path: Path, entries: Sequence[dict[str, Any]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(entries, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    return path
 
 
 def main() -> None:

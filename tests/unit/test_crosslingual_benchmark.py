@@ -12,7 +12,13 @@ import json
 from pathlib import Path
 
 import pytest
-from benchmarks.crosslingual import check_aligned, golden_entries, spread, write_all
+from benchmarks.crosslingual import (
+    article_split,
+    check_aligned,
+    golden_entries,
+    spread,
+    write_all,
+)
 
 from knowhub.eval.beir import load_dataset
 
@@ -61,14 +67,23 @@ def test_the_limit_spreads_over_every_article() -> None:
     assert spread(ids, 50) == ids
 
 
-def test_write_all_writes_nine_golden_files_and_three_corpora(tmp_path: Path) -> None:
+def test_write_all_writes_nine_golden_files_each_split_and_three_corpora(tmp_path: Path) -> None:
     for lang in ("en", "ru", "zh"):
         fabricate(tmp_path / "sets", lang)
     written = write_all(tmp_path / "sets", tmp_path / "out", limit=1)
-    assert len(written) == 9
+    assert len(written) == 27  # all, dev, test for each of the 9 pairs
     golden = json.loads((tmp_path / "out/golden/xling-ru-zh.json").read_text(encoding="utf-8"))
     assert golden == [{"id": "qa", "query": "Где сидел кот?", "expected_sources": ["0-0.md"]}]
     assert (tmp_path / "out/corpus/zh/0-0.md").read_text(encoding="utf-8") == "猫坐着。\n"
     again = (tmp_path / "out/golden/xling-ru-zh.json").read_bytes()
     write_all(tmp_path / "sets", tmp_path / "out", limit=1)
     assert (tmp_path / "out/golden/xling-ru-zh.json").read_bytes() == again
+
+
+def test_dev_holds_even_articles_and_test_odd_ones() -> None:
+    entries = [
+        {"id": q, "query": q, "expected_sources": [f"{article}-0.md"]}
+        for q, article in (("a", 0), ("b", 1), ("c", 2), ("d", 13))
+    ]
+    assert [e["id"] for e in article_split(entries, "dev")] == ["a", "c"]
+    assert [e["id"] for e in article_split(entries, "test")] == ["b", "d"]

@@ -185,6 +185,20 @@ class SearchSettings(Section):
     fusion: Literal["weighted", "rrf"] = "weighted"
     rrf_k: int = Field(60, ge=1)
     dense_weight: float = Field(0.5, ge=0.0, le=1.0, description="Weight of the dense leg.")
+    cross_lingual_debias: float = Field(
+        0.4,
+        ge=0.0,
+        le=1.0,
+        description="Share of the query language's mean vector taken out of a query whose "
+        "dense hits are in another language (0: off).",
+    )
+    cross_lingual_lexical_weight: float = Field(
+        0.3,
+        ge=0.0,
+        le=1.0,
+        description="Factor of a lexical hit in another language than the query's, in a "
+        "search across languages (1: off).",
+    )
     min_score: float = Field(
         0.0, ge=0.0, le=1.0, description="Drop hits whose relevance (absolute, 0-1) is lower."
     )

@@ -18,8 +18,10 @@ def reciprocal_rank_fusion(
     rankings: Mapping[str, Sequence[tuple[K, float]]],
     k: int = 60,
     weights: Mapping[str, float] | None = None,
+    factors: Mapping[str, Mapping[K, float]] | None = None,
 ) -> list[tuple[K, float]]:
-    """RRF: score(d) = Σ_legs w_leg / (k + rank_leg(d)), ranks from 1.
+    """RRF: score(d) = Σ_legs w_leg · f_leg(d) / (k + rank_leg(d)), ranks from 1; ``factors``
+    gives some items of a leg a factor f (1 for the rest).
 
     Cormack, Clarke & Büttcher (2009), "Reciprocal rank fusion outperforms
     Condorcet and individual rank learning methods", SIGIR.
@@ -29,8 +31,9 @@ def reciprocal_rank_fusion(
         weight = 1.0 if weights is None else weights.get(leg, 1.0)
         if weight == 0:
             continue
+        factor = (factors or {}).get(leg, {})
         for rank, (item, _score) in enumerate(ranking, start=1):
-            fused[item] = fused.get(item, 0.0) + weight / (k + rank)
+            fused[item] = fused.get(item, 0.0) + weight * factor.get(item, 1.0) / (k + rank)
     return _ordered(fused)
 
 
@@ -45,9 +48,12 @@ def min_max(ranking: Sequence[tuple[K, float]]) -> dict[K, float]:
 
 
 def weighted_fusion(
-    rankings: Mapping[str, Sequence[tuple[K, float]]], weights: Mapping[str, float]
+    rankings: Mapping[str, Sequence[tuple[K, float]]],
+    weights: Mapping[str, float],
+    factors: Mapping[str, Mapping[K, float]] | None = None,
 ) -> list[tuple[K, float]]:
-    """Convex combination of min-max normalised scores (a leg missing an item gives 0).
+    """Convex combination of min-max normalised scores (a leg missing an item gives 0);
+    ``factors`` scales some items' normalised scores in a leg (1 for the rest).
 
     The "CombSUM with min-max normalisation" of Fox & Shaw (1994), as compared by
     Bruch, Gai & Ingber (2023), "An analysis of fusion functions for hybrid retrieval".
@@ -57,8 +63,9 @@ def weighted_fusion(
         weight = weights.get(leg, 0.0)
         if weight == 0:
             continue
+        factor = (factors or {}).get(leg, {})
         for item, score in min_max(ranking).items():
-            fused[item] = fused.get(item, 0.0) + weight * score
+            fused[item] = fused.get(item, 0.0) + weight * score * factor.get(item, 1.0)
     return _ordered(fused)
 
 

@@ -18,6 +18,7 @@ from knowhub.lang import detect_language, query_tokens
 from knowhub.models import Filters, Hit
 from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.stores.base import Store
+from knowhub.query import crosslingual
 from knowhub.query.cache import SearchCaches
 from knowhub.query.filters import resolve_filters
 from knowhub.query.fusion import reciprocal_rank_fusion, weighted_fusion
@@ -75,6 +76,16 @@ class Legs:
     language: str
     dense_used: bool
     cache: str = "off"  # query embedding: hit | miss | skipped (no dense leg) | off
+    # A search across languages (knowhub.query.crosslingual): ``dense`` ranks by the debiased
+    # query, ``cosines`` is the plain query's leg (true cosines, for relevance), and
+    # ``lexical_factors`` damps lexical hits in another language. None: not across languages.
+    cosines: list[tuple[int, float]] | None = None
+    lexical_factors: dict[int, float] | None = None
+
+    @property
+    def similarities(self) -> list[tuple[int, float]]:
+        """The dense leg's cosines to the query as asked (not debiased)."""
+        return self.dense if self.cosines is None else self.cosines
 
 
 def search(
@@ -152,7 +163,7 @@ def _fused_hits(
     rows = store.hits([i for i, _ in fused])
     lexical_rank = {item: r for r, (item, _) in enumerate(legs.lexical, start=1)}
     dense_rank = {item: r for r, (item, _) in enumerate(legs.dense, start=1)}
-    dense_score = dict(legs.dense)
+    dense_score = dict(legs.similarities)
     hits = [
         replace(
             rows[i],
@@ -171,7 +182,7 @@ def _fused_hits(
     hits = with_relevance(
         request.query.strip(),
         hits,
-        legs.dense if legs.dense_used else None,
+        legs.similarities if legs.dense_used else None,
         embedder.calibration(legs.language),
     )
     return [h for h in hits if (h.relevance or 0.0) >= request.min_score]
@@ -250,9 +261,46 @@ def _retrieve(
         timings["query_embedding"] = _lap(clock)
         clock = time.perf_counter()
         dense = store.dense_search(cid, vector, n, filters)
+        legs = _across_languages(
+            store,
+            embedder,
+            settings,
+            Legs(lexical, dense, language, True, cache_state),
+            (cid, vector, n, filters),
+        )
         timings["dense"] = _lap(clock)
-        report("dense", len(dense), timings["query_embedding"] + timings["dense"])
+        report("dense", len(legs.dense), timings["query_embedding"] + timings["dense"])
+        return legs
     return Legs(lexical, dense, language, dense_used, cache_state)
+
+
+def _across_languages(
+    store: Store,
+    embedder: Embedder,
+    settings: SearchSettings,
+    legs: Legs,
+    search: tuple[int, Vectors, int, Filters],
+) -> Legs:
+    """``legs`` re-ranked for a query whose dense hits are in another language (see
+    :mod:`knowhub.query.crosslingual`); unchanged for a query in its passages' language."""
+    cid, vector, n, filters = search
+    looked_at = [item for item, _ in legs.dense[: crosslingual.LOOKED_AT]]
+    found = store.hits(looked_at)
+    languages = [found[i].language for i in looked_at if i in found]
+    if not crosslingual.is_cross_lingual(legs.language, languages):
+        return legs
+    lexical = store.hits([item for item, _ in legs.lexical])
+    factors = crosslingual.lexical_damping(
+        legs.language,
+        {item: hit.language for item, hit in lexical.items()},
+        settings.cross_lingual_lexical_weight,
+    )
+    dense = legs.dense
+    mean = crosslingual.language_mean(embedder, legs.language)
+    if mean is not None and settings.cross_lingual_debias > 0:
+        query = crosslingual.debiased(vector, mean, settings.cross_lingual_debias)
+        dense = store.dense_search(cid, query, n, filters)
+    return replace(legs, dense=dense, cosines=legs.dense, lexical_factors=factors)
 
 
 def _check_embedder(store: Store, embedder: Embedder, cid: int, name: str) -> None:
@@ -286,11 +334,12 @@ def fuse(settings: SearchSettings, legs: Legs) -> list[tuple[int, float]]:
     live = {leg: ranking for leg, ranking in rankings.items() if ranking and base[leg] > 0}
     if not live:
         return []
+    factors = {"lexical": legs.lexical_factors} if legs.lexical_factors else None
     if settings.fusion == "rrf":
-        return reciprocal_rank_fusion(live, k=settings.rrf_k)
+        return reciprocal_rank_fusion(live, k=settings.rrf_k, factors=factors)
     total = sum(base[leg] for leg in live)
     # Weights renormalised over the legs that answered, so scores stay in [0, 1].
-    return weighted_fusion(live, {leg: base[leg] / total for leg in live})
+    return weighted_fusion(live, {leg: base[leg] / total for leg in live}, factors)
 
 
 def _distinct(hits: list[Hit]) -> list[Hit]:

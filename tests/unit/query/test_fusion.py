@@ -45,3 +45,12 @@ def test_zero_weight_leg_contributes_nothing() -> None:
         {"lexical": 1.0, "dense": 0.0},
     )
     assert [item for item, _ in fused] == ["a", "b"]
+
+
+def test_factors_scale_an_items_share_of_one_leg() -> None:
+    rankings = {"lexical": [("a", 10.0), ("b", 0.0)], "dense": [("b", 0.9), ("a", 0.5)]}
+    damped = {"lexical": {"a": 0.3}}
+    fused = dict(weighted_fusion(rankings, {"lexical": 0.5, "dense": 0.5}, damped))
+    assert fused == pytest.approx({"a": 0.15, "b": 0.5})
+    rrf = dict(reciprocal_rank_fusion(rankings, k=60, factors=damped))
+    assert rrf == pytest.approx({"a": 0.3 / 61 + 1 / 62, "b": 1 / 62 + 1 / 61})
