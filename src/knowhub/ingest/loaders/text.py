@@ -1,21 +1,24 @@
 """Loaders for plain-text formats: Markdown, MDX, reStructuredText and ``.txt``.
 
 The text is kept exactly as decoded (newlines normalized), so chunk offsets and
-line numbers point into the file as the user sees it.
+line numbers point into the file as the user sees it; a ``.txt`` file's terminal
+formatting (a man page's overstrikes) alone is removed, within its lines.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from knowhub.ingest.loaders.common import Limits, first_line_title, pick_title
+from knowhub.ingest.loaders.common import Limits, pick_title
 from knowhub.ingest.loaders.encoding import decode_document
+from knowhub.ingest.loaders.manpage import strip_terminal_formatting
 from knowhub.ingest.loaders.markdown import (
     front_matter,
     front_matter_end,
     heading_title,
     markdown_headings,
 )
+from knowhub.ingest.loaders.plaintext import text_structure
 from knowhub.ingest.loaders.rst import rst_headings
 from knowhub.models import LoadedDocument
 
@@ -53,7 +56,11 @@ def load_markdown(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
 
 
 def load_plain_text(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
-    """Load a ``.txt`` file: no headings.
+    """Load a ``.txt`` file, with the sections its layout shows (:mod:`.plaintext`).
+
+    A man page saved with its terminal formatting (``man -Tutf8 tar > tar.txt``) is read
+    without it: overstrikes and ANSI escapes are removed within their lines, so lines stay
+    the file's lines though a chunk's text is what a terminal shows, not the raw bytes.
 
     Args:
         path: the file.
@@ -61,12 +68,21 @@ def load_plain_text(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         limits: ``max_chars`` bounds the decoded text.
 
     Returns:
-        The document, titled by its first line when that is obviously a title (see
-        :func:`first_line_title`), else by its stem.
+        The document, titled by the title its structure names (a man page's NAME line, an
+        underlined title opening it), else its first line when that is obviously a title
+        (see :func:`first_line_title`), else its stem.
     """
-    text, warnings = decode_document(data, path, max_chars=limits.max_chars)
-    title = pick_title(path, first_line_title(text))
-    return LoadedDocument(text=text, title=title, format="text", warnings=warnings)
+    text, warnings = decode_document(data, path, max_chars=limits.max_chars, overstruck=True)
+    text = strip_terminal_formatting(text)
+    structure = text_structure(text)
+    return LoadedDocument(
+        text=text,
+        title=pick_title(path, structure.title),
+        format="text",
+        headings=structure.headings,
+        body_start=structure.body_start,
+        warnings=warnings,
+    )
 
 
 def load_rst(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
