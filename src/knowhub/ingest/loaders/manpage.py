@@ -34,6 +34,7 @@ _ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\
 
 # "TAR(1)   GNU TAR Manual   TAR(1)"; footers "GNU grep 3.8   2019-12-29   GREP(1)".
 _HEADER = re.compile(r"\S[^\n]*?(?: {2,}|\t)[^\n]*\(\d\w*\)[ \t]*")
+_HEADER_LENGTH = 200  # a page's width and then some; longer lines are not matched at all
 # At most 40 characters, no ASCII lowercase (other scripts' is checked on each line found).
 _SECTION_LINE = re.compile(r"^[^\W\d_a-z][^\na-z]{0,39}$", re.MULTILINE)
 _SECTION_CHARS = frozenset(" -/&,'")
@@ -102,14 +103,14 @@ def man_page(lines: TextLines) -> ManPage | None:
 def _section_title(lines: TextLines, start: int) -> str | None:
     line = lines.line(start)
     title = " ".join(line.split())
-    if _HEADER.fullmatch(line) or len(title.split()) > _SECTION_WORDS or title[-1] in ".,;:":
+    if _is_header(line) or len(title.split()) > _SECTION_WORDS or title[-1] in ".,;:":
         return None
     if "  " in line.strip() or any(c.islower() for c in title):  # a table's header row
         return None
     if not all(c.isalnum() or c in _SECTION_CHARS for c in title):
         return None
     before, after = lines.previous(start), lines.next(start)
-    follows_text = not lines.blank(before) and not _HEADER.fullmatch(lines.line(before))
+    follows_text = not lines.blank(before) and not _is_header(lines.line(before))
     if follows_text or lines.blank(after) or lines.indent(after) < 2:
         return None
     return title
@@ -136,7 +137,7 @@ class _Walk:
             self.parent = Heading(1 if start in self.sections else 2, title, start)
             self.found.append(self.parent)
             self.in_entry = False
-        elif lines.indent(start) > self.body or _HEADER.fullmatch(lines.line(start)):
+        elif lines.indent(start) > self.body or _is_header(lines.line(start)):
             return
         elif (term := self._option(start)) and self.parent is not None:
             self.found.append(Heading(self.parent.level + 1, term, start))
@@ -195,6 +196,16 @@ class _Walk:
         return None
 
 
+def _is_header(line: str) -> bool:
+    """Whether ``line`` is a page's header or footer (checked cheaply first: the pattern
+    backtracks over long lines)."""
+    return (
+        len(line) <= _HEADER_LENGTH
+        and line.rstrip().endswith(")")
+        and _HEADER.fullmatch(line) is not None
+    )
+
+
 def _name_line(lines: TextLines, sections: dict[int, str]) -> str | None:
     """``tar - an archiving utility``: the NAME section's first paragraph, in one line."""
     start = next((s for s, title in sections.items() if title == "NAME"), None)
@@ -209,4 +220,4 @@ def _name_line(lines: TextLines, sections: dict[int, str]) -> str | None:
 def _page_name(lines: TextLines) -> str | None:
     """``TAR(1)``: the page the header line names."""
     first = lines.line(lines.first_text)
-    return first.split()[0] if _HEADER.fullmatch(first) else None
+    return first.split()[0] if _is_header(first) else None

@@ -15,9 +15,10 @@ headings, so a line that could as well be a list item, a table or a sentence is 
   is short, its text starts with a capital and does not end like a sentence; it follows a
   blank line (or starts the file), and not a lead-in ending in ``:``; the next line is not
   another numbered line (a list), nor indented to the text after the number (a list item's
-  continuation), nor starting in lowercase (a numbered clause wrapped onto it); it has text of its own before the next numbered title, unless that one is
-  its first subsection; and each number follows the one before (``2`` after ``1.4``,
-  ``2.1`` after ``2``), the first being ``1`` or ``0``. Two at least, or none counts.
+  continuation), nor starting in lowercase (a numbered clause wrapped onto it); it has
+  text of its own before the next numbered title, unless that one is its first
+  subsection; and each number follows the one before (``2`` after ``1.4``, ``2.1`` after
+  ``2``), the first being ``1`` or ``0``. Two at least, or none counts.
 """
 
 from __future__ import annotations
