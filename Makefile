@@ -20,6 +20,9 @@ CJK_FONT := /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
 DEJAVU_FONT := /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
 # promtool checks and unit tests deploy/prometheus/alerts.yml (Debian's prometheus package).
 PROMTOOL := /usr/bin/promtool
+# man(1) renders the manual pages of tar, ls and grep that the plain-text tests save as .txt
+# (man-db brings groff and col; the pages come with tar, coreutils and grep).
+MAN := /usr/bin/man
 # Tesseract's language data for OCR (tesserocr, a runtime dependency, ships none): the tests
 # read generated scans in English, Chinese and Russian. `make demo` runs without it: its two
 # scans are then skipped, each with the fix.
@@ -70,6 +73,10 @@ $(PROMTOOL):
 	$(SUDO) apt-get update -q
 	$(SUDO) apt-get install -y -q --no-install-recommends prometheus
 
+$(MAN):
+	$(SUDO) apt-get update -q
+	$(SUDO) apt-get install -y -q --no-install-recommends man-db
+
 $(OCR_LANGS):
 	$(SUDO) apt-get update -q
 	$(SUDO) apt-get install -y -q --no-install-recommends tesseract-ocr-eng tesseract-ocr-chi-sim \
@@ -91,7 +98,7 @@ demo: $(VENV)/.installed
 	$(BIN)/python examples/demo.py --data-dir $(DEMO_DIR)/data
 
 test: $(VENV)/.installed-dev $(INSPECTOR) $(MCP_SERVERS) $(CHROMIUM) $(CJK_FONT) $(DEJAVU_FONT) $(PROMTOOL) \
-  $(OCR_LANGS)
+  $(OCR_LANGS) $(MAN)
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy

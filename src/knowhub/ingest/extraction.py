@@ -4,13 +4,14 @@ could read all of it is read again once one can.
 A scanned page read while OCR was off, before Tesseract's language data was installed, or
 over the pixel limit, is indexed as nothing; a picture indexed before a vision model was
 configured has no caption; a document indexed by an older knowhub lacks what loaders extract
-now (pictures, tables in PDFs). Its file does not change, so integrity (size, mtime, sha256)
-would never read it again. So each PDF, Office and image document records what it lacked
-(``metadata["knowhub"]["extraction"]``), and a run reads it again when that run can do
-better: OCR that runs with other settings than those that left pages unread, a vision model
-where pictures had none (or another), picture extraction turned on, or a newer
-:data:`EXTRACTION_VERSION`. Never merely because a setting changed: turning OCR off must not
-drop the text of scans already read. Its vectors mostly come from the embedding cache.
+now (pictures, tables in PDFs; the sections of plain text). Its file does not change, so
+integrity (size, mtime, sha256) would never read it again. So each PDF, Office, image and
+plain-text document records what it lacked (``metadata["knowhub"]["extraction"]``), and a run
+reads it again when that run can do better: OCR that runs with other settings than those that
+left pages unread, a vision model where pictures had none (or another), picture extraction
+turned on, or a newer version of its format's extraction (:data:`EXTRACTION_VERSION`,
+:data:`TEXT_EXTRACTION_VERSION`). Never merely because a setting changed: turning OCR off must
+not drop the text of scans already read. Its vectors mostly come from the embedding cache.
 """
 
 from __future__ import annotations
@@ -27,12 +28,22 @@ from knowhub.ingest.loaders.ocr import Ocr, OcrOptions
 from knowhub.ingest.pictures import image_options
 from knowhub.models import DocumentRecord, LoadedDocument
 
-__all__ = ["EXTRACTION_VERSION", "Extraction", "run_limits"]
+__all__ = ["EXTRACTION_VERSION", "TEXT_EXTRACTION_VERSION", "Extraction", "run_limits"]
 
 # Raised when what the PDF, Office or image loaders extract changes (pictures, tables in
 # PDFs, cleanup: 2), so that documents indexed before are read again by the new code.
 EXTRACTION_VERSION = 2
-_FORMATS = frozenset({"pdf", "docx", "pptx", "image"})
+# Raised when what the ``.txt`` loader finds changes (sections, man pages: 1). Apart from
+# the other formats: re-reading every PDF for a change to plain text would cost OCR again.
+TEXT_EXTRACTION_VERSION = 1
+_VERSIONS = {
+    "pdf": EXTRACTION_VERSION,
+    "docx": EXTRACTION_VERSION,
+    "pptx": EXTRACTION_VERSION,
+    "image": EXTRACTION_VERSION,
+    "text": TEXT_EXTRACTION_VERSION,
+}
+_WITH_PICTURES = frozenset({"pdf", "docx", "pptx"})
 
 
 class Extraction:
@@ -54,10 +65,13 @@ class Extraction:
 
     def record(self, loaded: LoadedDocument) -> dict[str, Any] | None:
         """What to record of ``loaded``'s extraction; None for a format that needs none."""
-        if loaded.format not in _FORMATS:
+        version = _VERSIONS.get(loaded.format)
+        if version is None:
             return None
+        if loaded.format == "text":
+            return {"version": version}
         uncaptioned = sum(1 for image in loaded.images if image.described_by != "vision")
-        facts: dict[str, Any] = {"version": EXTRACTION_VERSION, "pictures": self.images.extract}
+        facts: dict[str, Any] = {"version": version, "pictures": self.images.extract}
         if loaded.unread_pages:
             facts["unread_pages"] = len(loaded.unread_pages)
             facts["ocr"] = self.ocr_key
@@ -80,16 +94,16 @@ class Extraction:
 
     def stale(self, record: DocumentRecord) -> bool:
         """Whether this run would extract more of ``record``'s file than was."""
-        if record.format not in _FORMATS:
+        if record.format not in _VERSIONS:
             return False
         own = record.metadata.get("knowhub")
         facts = own.get("extraction") if isinstance(own, Mapping) else None
         facts = facts if isinstance(facts, Mapping) else {}
         if not self.rereadable(record):
             return False
-        if facts.get("version") != EXTRACTION_VERSION:
+        if facts.get("version") != _VERSIONS[record.format]:
             return True
-        if self.images.extract and not facts.get("pictures") and record.format != "image":
+        if self.images.extract and not facts.get("pictures") and record.format in _WITH_PICTURES:
             return True
         if facts.get("unread_pages") and self.ocr_key and facts.get("ocr") != self.ocr_key:
             return True

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from knowhub.config import load_settings
-from knowhub.ingest.extraction import EXTRACTION_VERSION, Extraction
+from knowhub.ingest.extraction import EXTRACTION_VERSION, TEXT_EXTRACTION_VERSION, Extraction
 from knowhub.ingest.loaders.ocr import OcrOptions
 from knowhub.models import DocumentImage, DocumentRecord, LoadedDocument
 
@@ -87,3 +87,16 @@ def test_pictures_a_vision_model_failed_on_are_asked_again(tmp_path: Path) -> No
     captioned = DocumentImage("a" * 64, "image/png", 80, 80, 1, "A map.", "vision", 0, 1)
     facts = run.record(_loaded("docx", images=(captioned,)))
     assert not run.stale(_record("docx", {"extraction": facts}))
+
+
+def test_plain_text_read_before_its_sections_were_found_is_read_again_once(
+    tmp_path: Path,
+) -> None:
+    run = _extraction(tmp_path)
+    assert run.stale(_record("text", {"doc_id": "d"}))  # indexed before: no record
+    facts = run.record(_loaded("text"))
+    assert facts == {"version": TEXT_EXTRACTION_VERSION}
+    assert not run.stale(_record("text", {"extraction": facts}))
+    unpictured = _extraction(tmp_path, ocr=False, **{"ingest.images.extract": False})
+    assert not unpictured.stale(_record("text", {"extraction": facts}))  # it has no scans
+    assert run.stale(_record("text", {"extraction": {"version": TEXT_EXTRACTION_VERSION - 1}}))

@@ -35,6 +35,7 @@ _SNIFF_BYTES = 8192
 # C0 controls other than tab, newline, form feed, carriage return and escape, plus DEL.
 _CONTROL_BYTES = bytes([*range(0, 9), 11, *range(14, 27), *range(28, 32), 127])
 _MAX_CONTROL_SHARE = 0.1
+_STRIKING = re.compile(rb"(?<=[^\x00-\x1f])\x08")  # a backspace after a printable byte
 _PLAUSIBILITY_CHARS = 65536  # enough prose to judge a language, cheap on big files
 # Bytes decoded to judge a legacy encoding before the whole file is decoded in it: at
 # most 4 bytes a character, so the sample holds at least _PLAUSIBILITY_CHARS of them.
@@ -84,7 +85,12 @@ def decode_text(
 
 
 def decode_document(
-    data: bytes, path: Path, declared: str | None = None, *, max_chars: int | None = None
+    data: bytes,
+    path: Path,
+    declared: str | None = None,
+    *,
+    max_chars: int | None = None,
+    overstruck: bool = False,
 ) -> Decoded:
     """Decode a text file and normalize its newlines to ``\\n``.
 
@@ -99,6 +105,9 @@ def decode_document(
             tried after byte-order marks and ignored when unknown or wrong.
         max_chars: the most characters the text may have (``None``: no limit);
             decoding stops past it.
+        overstruck: backspaces that strike over the character before them (bold and
+            underline of a man page rendered for a terminal) are text, not a sign of a
+            binary file; the caller removes them.
 
     Returns:
         The text, without a byte-order mark, and warnings starting with the path.
@@ -113,7 +122,7 @@ def decode_document(
             # A BOM is a deliberate statement; a few bad bytes after it are damage,
             # not a reason to doubt the encoding.
             return _decode_marked(decoder, encoding)
-    _reject_binary(data, path)
+    _reject_binary(data, path, overstruck)
     text = decoder.decode(declared_encoding(declared)) if declared else None
     if text is None:
         text = decoder.decode("utf-8")
@@ -298,8 +307,10 @@ def _decode_legacy(decoder: _Decoder) -> str | None:
     return _guess(decoder)
 
 
-def _reject_binary(data: bytes, path: Path) -> None:
+def _reject_binary(data: bytes, path: Path, overstruck: bool) -> None:
     sample = data[:_SNIFF_BYTES]
+    if overstruck and b"\x08" in sample:
+        sample = _STRIKING.sub(b"", sample)
     controls = len(sample) - len(sample.translate(None, _CONTROL_BYTES))
     if b"\x00" in sample or controls > _MAX_CONTROL_SHARE * len(sample):
         raise loader_error(

@@ -1,0 +1,117 @@
+"""Man pages rendered on this machine and saved as ``.txt``, as users save them (piped,
+overstruck, with SGR escapes, through ``col -b``), through the loader, the chunker and a
+real App (SQLite, hashing embedder): sections and option entries become section paths, and
+a question about ``tar --list`` finds the ``-t, --list`` entry."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import knowhub.ingest.loaders.text as text_loader
+from knowhub import Settings, build_app
+from knowhub.ingest.chunk import ChunkingOptions, chunk_document
+from knowhub.ingest.loaders import load
+from knowhub.ingest.loaders.manpage import strip_terminal_formatting
+from knowhub.ingest.loaders.plaintext import TextStructure
+from knowhub.ingest.report import IngestReport
+from knowhub.models import Chunk, citation
+from tests.helpers import fast_settings, write
+from tests.man_pages import FORMS, rendered
+
+LIST = "DESCRIPTION > Operation mode > -t, --list"
+
+
+def _chunks(tmp_path: Path, page: str, form: str = "man") -> tuple[str, list[Chunk]]:
+    raw = rendered(page, form)
+    path = write(tmp_path / f"{page}.txt", raw)
+    document = load(path)
+    assert document.format == "text"
+    return raw, chunk_document(document, "0" * 64, ChunkingOptions())
+
+
+def _file_line(raw: str, number: int) -> str:
+    return strip_terminal_formatting(raw.split("\n")[number - 1]).strip()
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_saved_tar_page_is_cut_at_its_sections_and_option_entries(
+    tmp_path: Path, form: str
+) -> None:
+    raw, chunks = _chunks(tmp_path, "tar", form)
+    paths = [c.section_path for c in chunks]
+    assert paths[0] == "NAME" and chunks[0].text.startswith("NAME\n       tar - an archiving")
+    for path in ("SYNOPSIS > GNU-style usage", "OPTIONS > Operation modifiers > --check-device"):
+        assert path in paths
+    (entry,) = [c for c in chunks if c.section_path == LIST]  # one chunk, its own
+    assert entry.text.startswith("-t, --list\n")
+    assert "List the contents of an archive." in entry.text
+    assert "--test-label" not in entry.text and "--append" not in entry.text
+    assert _file_line(raw, entry.line_start) == "-t, --list"  # the file's line, as saved
+    assert not any("\b" in c.text or "\x1b" in c.text for c in chunks)
+    assert load(tmp_path / "tar.txt").title == "tar - an archiving utility"
+
+
+def test_ls_and_grep_options_have_paths_naming_them(tmp_path: Path) -> None:
+    _, ls = _chunks(tmp_path, "ls", "man -Tutf8")
+    by_path = {c.section_path: c for c in ls}
+    assert by_path["DESCRIPTION > -a, --all"].text.endswith("do not ignore entries starting with .")
+    assert by_path["DESCRIPTION > -l"].text == "-l     use a long listing format"
+    # The text after the option list is the section's own again, not the last option's.
+    assert any(
+        c.section_path == "DESCRIPTION" and c.text.startswith("The SIZE argument") for c in ls
+    )
+    _, grep = _chunks(tmp_path, "grep")
+    count = [c for c in grep if c.section_path == "OPTIONS > General Output Control > -c, --count"]
+    assert count and "print a count of matching lines" in " ".join(count[0].text.split())
+
+
+def test_tar_list_finds_the_list_entry_first_with_its_section_path(tmp_path: Path) -> None:
+    raw = rendered("tar", "man -Tutf8")
+    write(tmp_path / "docs" / "tar.txt", raw)
+    app = build_app(fast_settings(tmp_path / "data"))
+    try:
+        assert app.ingest([tmp_path / "docs"]).added == ["tar.txt"]
+        for question in ("tar --list", "list the contents of an archive"):
+            hit = app.search(question, top_k=3).hits[0]
+            assert (hit.source, hit.section_path) == ("tar.txt", LIST), question
+            assert "List the contents of an archive." in hit.text
+        assert citation(hit) == f"tar.txt, § {LIST}, lines {hit.line_start}-{hit.line_end}"
+        assert _file_line(raw, hit.line_start) == "-t, --list"
+    finally:
+        app.close()
+
+
+def test_text_files_indexed_before_sections_are_read_again_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = tmp_path / "docs"
+    write(docs / "tar.txt", rendered("tar"))
+    write(docs / "note.txt", "Backups run every night.\n\nThey are kept for thirty days.\n")
+    settings = fast_settings(tmp_path / "data")
+    with monkeypatch.context() as old:  # as the loader before read them: no sections
+        old.setattr(text_loader, "text_structure", lambda text: TextStructure((), None))
+        _run(settings, docs)
+    with sqlite3.connect(tmp_path / "data" / "knowhub.sqlite3") as db:  # nor a record of it
+        db.execute("UPDATE documents SET metadata = json_remove(metadata, '$.knowhub.extraction')")
+    again = _run(settings, docs)
+    assert sorted(again.updated) == ["note.txt", "tar.txt"]
+    assert again.cached == 1  # the note's chunk is as it was: its vector is not computed again
+    assert sorted(_run(settings, docs).unchanged) == ["note.txt", "tar.txt"]
+    app = build_app(settings)
+    try:
+        assert app.search("tar --list").hits[0].section_path == LIST
+    finally:
+        app.close()
+
+
+def _run(settings: Settings, docs: Path) -> IngestReport:
+    app = build_app(settings)
+    try:
+        report = app.ingest([docs])
+        assert report.ok, report.failed
+        return report
+    finally:
+        app.close()
