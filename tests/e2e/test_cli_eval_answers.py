@@ -10,18 +10,12 @@ from pathlib import Path
 import pytest
 
 from knowhub import Settings
+from knowhub.eval.answers import ANSWER_METRICS, JUDGED_METRICS
 from tests.helpers import ROOT, knowhub, write
 
 # The default settings: cli_env's hashing embedder is replaced by the default one.
 DEFAULTS = {"KNOWHUB_EMBEDDER__PROVIDER": Settings().embedder.provider}
-OFFLINE_METRICS = {
-    "hit_type_accuracy",
-    "answer_keyword_recall",
-    "must_not_say_compliance",
-    "citation_precision",
-    "citation_recall",
-    "faithfulness",
-}
+OFFLINE_METRICS = set(ANSWER_METRICS) - set(JUDGED_METRICS)  # those needing no LLM
 
 
 @pytest.fixture(scope="module")

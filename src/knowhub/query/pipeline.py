@@ -297,10 +297,10 @@ def _across_languages(
     languages = [found[i].language for i in looked_at if i in found]
     if not crosslingual.is_cross_lingual(legs.language, languages):
         return None
-    lexical = store.hits([item for item, _ in legs.lexical])
-    factors = crosslingual.lexical_damping(
-        legs.language, {item: hit.language for item, hit in lexical.items()}, damping
-    )
+    # The dense leg's best rows, read above, are often lexical hits too.
+    found |= store.hits([item for item, _ in legs.lexical if item not in found])
+    lexical = {item: found[item].language for item, _ in legs.lexical if item in found}
+    factors = crosslingual.lexical_damping(legs.language, lexical, damping)
     dense = legs.dense
     mean = crosslingual.language_mean(embedder, legs.language)
     if mean is not None and debias > 0:
