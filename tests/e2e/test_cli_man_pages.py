@@ -19,3 +19,6 @@ def test_search_cites_a_man_page_hit_by_its_section_and_option(tmp_path: Path) -
     hits = json.loads(knowhub("search", "tar --list", "--json", cwd=tmp_path).stdout)
     assert hits[0]["section_path"] == "tar(1) > DESCRIPTION > Operation mode > -t, --list"
     assert hits[0]["text"].startswith("-t, --list\n")
+    explained = knowhub("search", "tar -x", "-k", "1", "--explain", cwd=tmp_path).stdout
+    assert "§ tar(1) > DESCRIPTION > Operation mode > -x, --extract, --get" in explained
+    assert "entries defining the option asked put first" in explained

@@ -101,9 +101,38 @@ def test_among_other_pages_a_question_naming_a_command_finds_its_option_first(
             ("tar --list", LIST),
             ("how do I list the contents of a tar archive", LIST),
             ("grep count matching lines", f"grep(1) > {COUNT}"),
+            ("grep -c", f"grep(1) > {COUNT}"),
+            ("what does tar -t do", LIST),
         ):
             hit = app.search(question, top_k=3).hits[0]
             assert hit.section_path == path, (question, hit.section_path)
+    finally:
+        app.close()
+
+
+def test_a_question_naming_an_option_gets_the_entry_defining_it_first(tmp_path: Path) -> None:
+    # One letter is weak evidence to both legs (SYNOPSIS and examples hold "-c" too), and
+    # ls and tar both define -C: the entry's heading, and the page the question names, decide.
+    for page in ("tar", "ls", "grep"):
+        write(tmp_path / "docs" / f"{page}.txt", rendered(page))
+    app = build_app(fast_settings(tmp_path / "data"))
+    try:
+        assert app.ingest([tmp_path / "docs"]).ok
+        for question, path in (
+            ("grep -c", f"grep(1) > {COUNT}"),
+            ("tar -x", "tar(1) > DESCRIPTION > Operation mode > -x, --extract, --get"),
+            ("tar -C", "tar(1) > OPTIONS > Local file selection > -C, --directory=DIR"),
+            ("ls -C", "ls(1) > DESCRIPTION > -C"),
+        ):
+            result = app.search(question, top_k=5)
+            assert result.hits[0].section_path == path, (question, result.hits[0].section_path)
+            assert result.counts["option_entries"] >= 1
+            scores = [hit.score for hit in result.hits]
+            assert scores == sorted(scores, reverse=True)
+        assert "option_entries" not in app.search("count matching lines").counts
+        report = app.debug_search("grep -c", top_k=3)
+        assert report["fusion"]["option_entries"] >= 1
+        assert report["fusion"]["candidates"][0]["section_path"] == f"grep(1) > {COUNT}"
     finally:
         app.close()
 

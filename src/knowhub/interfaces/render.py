@@ -105,6 +105,8 @@ def render_search_trace(result: SearchResult) -> str:
     dense = f"dense {result.counts.get('dense', 0)}" if result.dense_used else "dense skipped"
     if "cross_lingual" in result.counts:
         dense += " (across languages: query debiased, other languages' lexical hits damped)"
+    if promoted := result.counts.get("option_entries"):
+        dense += f" · {promoted} entries defining the option asked put first"
     timings = ", ".join(f"{stage} {ms:.1f}" for stage, ms in result.timings_ms.items())
     cache = ", ".join(f"{name} {state}" for name, state in result.cache.items()) or "off"
     return (

@@ -17,7 +17,7 @@ from knowhub.models import Hit
 from knowhub.providers.embedders.base import Embedder
 from knowhub.providers.stores.base import Store
 from knowhub.query.cache import SearchCaches
-from knowhub.query.pipeline import Legs, SearchRequest, fuse, retrieve, search
+from knowhub.query.pipeline import Legs, SearchRequest, fuse_with_options, retrieve, search
 from knowhub.query.rerank import RerankStage
 
 __all__ = ["dense_decision", "diagnose"]
@@ -34,7 +34,7 @@ def diagnose(
     caches = SearchCaches.sized(query_vectors=1, results=0)  # embed once; never a cached result
     result = search(store, embedder, settings, request, rerank, caches)
     legs = retrieve(store, embedder, settings, request, caches=caches)
-    fused = fuse(settings, legs)
+    fused, promoted, _ = fuse_with_options(store, settings, legs, request.query.strip())
     rows = store.hits(sorted({i for i, _ in legs.lexical} | {i for i, _ in legs.dense}))
     query = request.query.strip()
     used, reason = dense_decision(settings, embedder, legs.language)
@@ -61,6 +61,8 @@ def diagnose(
         "fusion": {
             **_fusion_method(settings, legs),
             "count": len(fused),
+            # Put first for defining an option the query names (knowhub.query.options).
+            "option_entries": promoted,
             "candidates": _fused(fused, rows, _ranks(legs.lexical), _ranks(legs.dense)),
         },
         "rerank": {**result.rerank.to_dict(), "moves": _moves(result.hits, result.rerank.used)},

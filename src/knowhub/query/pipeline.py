@@ -18,7 +18,7 @@ from knowhub.lang import detect_language, query_tokens
 from knowhub.models import Filters, Hit
 from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.stores.base import Store
-from knowhub.query import crosslingual
+from knowhub.query import crosslingual, options
 from knowhub.query.cache import SearchCaches
 from knowhub.query.filters import resolve_filters
 from knowhub.query.fusion import reciprocal_rank_fusion, weighted_fusion
@@ -26,7 +26,16 @@ from knowhub.query.relevance import with_relevance
 from knowhub.query.rerank import RerankOutcome, RerankStage
 from knowhub.scope import UNRESTRICTED, Scope
 
-__all__ = ["Legs", "SearchRequest", "SearchResult", "StageHook", "fuse", "retrieve", "search"]
+__all__ = [
+    "Legs",
+    "SearchRequest",
+    "SearchResult",
+    "StageHook",
+    "fuse",
+    "fuse_with_options",
+    "retrieve",
+    "search",
+]
 
 StageHook = Callable[[str, int, float], None]
 """Called as each stage ends: ``hook(stage, hits, elapsed_ms)`` (for live progress)."""
@@ -118,7 +127,7 @@ def search(
     legs = _retrieve(store, embedder, settings, request, cid, timings, caches, report)
     clock = time.perf_counter()
     window = request.top_k if rerank is None else rerank.window(request.top_k)
-    hits = _fused_hits(store, embedder, settings, request, legs, window)
+    hits, promoted = _fused_hits(store, embedder, settings, request, legs, window)
     timings["fusion"] = _lap(clock)
     report("fusion", len(hits), timings["fusion"])
     outcome = RerankOutcome()
@@ -130,6 +139,8 @@ def search(
     counts = {"lexical": len(legs.lexical), "dense": len(legs.dense), "hits": len(hits)}
     if legs.cosines is not None:  # the search crossed languages (knowhub.query.crosslingual)
         counts["cross_lingual"] = len(legs.dense)
+    if promoted:  # entries defining an option the query names (knowhub.query.options)
+        counts["option_entries"] = promoted
     cache = {"result": "miss" if caches is not None else "off", "query_embedding": legs.cache}
     result = SearchResult(hits, legs.language, legs.dense_used, timings, counts, outcome, cache)
     # A failed rerank is not cached: the next identical query may well succeed.
@@ -158,11 +169,13 @@ def _fused_hits(
     request: SearchRequest,
     legs: Legs,
     window: int,
-) -> list[Hit]:
+) -> tuple[list[Hit], int]:
     """The legs fused into the best ``window`` distinct hits good enough to keep, each with
-    its rank and score in every leg."""
-    fused = fuse(settings, legs)[: 2 * window]  # room for the duplicates _distinct drops
-    rows = store.hits([i for i, _ in fused])
+    its rank and score in every leg; and how many were put first for defining an option the
+    query names."""
+    fused, promoted, rows = fuse_with_options(store, settings, legs, request.query)
+    fused = fused[: 2 * window]  # room for the duplicates _distinct drops
+    rows |= store.hits([i for i, _ in fused if i not in rows])
     lexical_rank = {item: r for r, (item, _) in enumerate(legs.lexical, start=1)}
     dense_rank = {item: r for r, (item, _) in enumerate(legs.dense, start=1)}
     dense_score = dict(legs.similarities)
@@ -187,7 +200,22 @@ def _fused_hits(
         legs.similarities if legs.dense_used else None,
         embedder.calibration(legs.language),
     )
-    return [h for h in hits if (h.relevance or 0.0) >= request.min_score]
+    return [h for h in hits if (h.relevance or 0.0) >= request.min_score], promoted
+
+
+def fuse_with_options(
+    store: Store, settings: SearchSettings, legs: Legs, query: str
+) -> tuple[list[tuple[int, float]], int, dict[int, Hit]]:
+    """:func:`fuse`, then the hits whose heading defines an option ``query`` names first
+    (:mod:`knowhub.query.options`): the fused list, how many were moved, and the rows read
+    to find them (every candidate's, only when the query names an option)."""
+    fused = fuse(settings, legs)
+    if not options.asked(query):
+        return fused, 0, {}
+    rows = store.hits([i for i, _ in fused])  # the defining entry may have fused low
+    paths = {i: row.section_path for i, row in rows.items()}
+    ordered, promoted = options.defining_first(fused, paths, query)
+    return ordered, promoted, rows
 
 
 def _validate(
