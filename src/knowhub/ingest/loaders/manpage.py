@@ -44,6 +44,13 @@ _SUBSECTION_LENGTH = 60
 _SUBSECTION_WORDS = 8
 # An option: one or two dashes (ASCII, or groff's hyphen and minus), then its name.
 _OPTION = re.compile(r"[-\u2010\u2212]{1,2}[\w?@#]")
+# A header's page: its text up to the first section number, spaces allowed.
+_HEADER_PAGE = re.compile(r"\s*(\S[^\t]*?\(\d\w*\))")
+_PAGE = re.compile(r"(.*)\((\d\w*)\)")
+# "tar - an archiving utility": the names, then a dash between spaces.
+_NAME_SEPARATOR = re.compile(r"\s+[-\u2010\u2013\u2014\u2212]+\s+")
+_COMMAND = re.compile(r"[\w.+:@/-]+")
+_COMMAND_WORDS = 8
 _OPTION_LENGTH = 60
 _TERM_GAP = re.compile(r"\S+(?: \S+)*?(?= {2,}|\t)")
 _TAG_WIDTH = 7  # groff's default .TP indent: where a description on the tag's line starts
@@ -225,16 +232,22 @@ def _name_line(lines: TextLines, sections: dict[int, str]) -> str | None:
 
 
 def _root(name_line: str | None, page: str | None) -> str | None:
-    """``tar(1)``: the command the NAME line names (``grep, egrep - …``: its first), with the
-    header's section number; the header's page name in lower case when they differ."""
-    command = name_line.split()[0].rstrip(",") if name_line else None
-    name, bracket, number = (page or "").partition("(")
-    if command and (not page or command.lower() == name.lower()):
-        return f"{command}{bracket}{number}"
-    return page.lower() if page else command
+    """``tar(1)``: the command the NAME line names (``grep, egrep - …``: its first; up to
+    eight words, ``gcloud compute ssh``), with the header's section number; else the header's
+    page in lower case (``callgrind annotate(1)``). Headers are truncated (``DBUS-UPDATE-
+    ACTIVA(1)``) and spaced where NAME lines are not, so NAME wins when both are there."""
+    found = _PAGE.fullmatch(page or "")
+    number = f"({found[2]})" if found else ""
+    parts = _NAME_SEPARATOR.split(name_line, maxsplit=1) if name_line else []
+    command = parts[0].split(",")[0].strip() if len(parts) == 2 else ""
+    words = command.split()
+    if 0 < len(words) <= _COMMAND_WORDS and all(_COMMAND.fullmatch(w) for w in words):
+        return f"{command}{number}"
+    return page.lower() if page else None
 
 
 def _page_name(lines: TextLines) -> str | None:
-    """``TAR(1)``: the page the header line names."""
+    """``TAR(1)``, ``CALLGRIND ANNOTATE(1)``: the page the header line names."""
     first = lines.line(lines.first_text)
-    return first.split()[0] if _is_header(first) else None
+    found = _HEADER_PAGE.match(first) if _is_header(first) else None
+    return found[1] if found else None
