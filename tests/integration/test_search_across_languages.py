@@ -9,12 +9,15 @@ tests/integration/test_crosslingual_search.py.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from knowhub import App, build_app
+from knowhub.providers.embedders.base import Vectors
 from knowhub.providers.embedders.hashing import HashingEmbedder
+from knowhub.query.debug import diagnose
 from knowhub.query.pipeline import SearchRequest, retrieve, search
 from tests.helpers import fast_settings, write
 
@@ -39,7 +42,13 @@ def _app(tmp_path: Path) -> tuple[App, Aligned]:
 def test_a_query_finding_another_language_takes_the_cross_lingual_path(tmp_path: Path) -> None:
     app, embedder = _app(tmp_path)
     on = app.settings.search
-    off = on.model_copy(update={"cross_lingual_debias": 0.0, "cross_lingual_lexical_weight": 1.0})
+    off = on.model_copy(
+        update={
+            "cross_lingual_debias": 0.0,
+            "cross_lingual_lexical_weight": 1.0,
+            "cross_lingual_sentences": 0,
+        }
+    )
     request = SearchRequest("командировки 2024 150", "default", top_k=5)
     crossed = search(app.store, embedder, on, request)
     plain = search(app.store, embedder, off, request)
@@ -86,3 +95,55 @@ def test_a_query_in_its_passages_language_or_an_unmeasured_embedder_is_left_alon
     plain = HashingEmbedder(app.embedder.dim)  # cross_lingual False: not measured
     plain.model_id = app.embedder.model_id
     assert "cross_lingual" not in search(app.store, plain, settings, russian).counts
+
+
+class Counting(Aligned):
+    """Aligned, counting the passages it encodes."""
+
+    encoded = 0
+
+    def embed_documents(self, texts: list[str]) -> Vectors:
+        self.encoded += len(texts)
+        return super().embed_documents(texts)
+
+
+def test_the_best_hits_are_scored_by_their_sentences_too(tmp_path: Path) -> None:
+    app, aligned = _app(tmp_path)
+    write(
+        tmp_path / "ops/long.md",
+        "Parking is free for visitors. Hotels for travel in 2024 cost up to 150. "
+        "The canteen opens at noon.\n",
+    )
+    app.ingest([tmp_path / "ops"], tags={"dept": "ops"})
+    embedder = Counting(aligned.dim)
+    embedder.model_id = aligned.model_id
+    on = app.settings.search
+    off = on.model_copy(update={"cross_lingual_sentences": 0})
+    request = SearchRequest("командировки 2024 150", "default", top_k=5)
+    legs_off = retrieve(app.store, embedder, off, request)
+    before = embedder.encoded
+    legs_on = retrieve(app.store, embedder, on, request)
+    assert embedder.encoded > before  # the sentences of the best hits, once
+    assert legs_on.cosines == legs_off.cosines  # what relevance reads stays the query's own
+    scores_off, scores_on = dict(legs_off.dense), dict(legs_on.dense)
+    assert set(scores_on) == set(scores_off) and scores_on != scores_off
+    again = embedder.encoded
+    result = search(app.store, embedder, on, replace(request, filters={"dept": "ops"}))
+    assert embedder.encoded == again  # all cached
+    assert result.counts["cross_lingual"] > 0 and {h.metadata["dept"] for h in result.hits} == {
+        "ops"
+    }
+
+
+def test_retrieval_debug_says_how_the_search_crossed_languages(tmp_path: Path) -> None:
+    app, embedder = _app(tmp_path)
+    request = SearchRequest("командировки 2024 150", "default", top_k=3)
+    crossing = diagnose(app.store, embedder, app.settings.search, request)["routing"]
+    assert crossing["cross_lingual"] == {
+        "used": True,
+        "debias": 0.4,
+        "lexical_weight": 0.3,
+        "lexical_damped": 2,
+        "sentences": 20,
+        "sentence_weight": 0.7,
+    }

@@ -6,7 +6,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from knowhub.answer.text import coverage, sentences
+from knowhub.answer.text import coverage
+from knowhub.lang.sentences import sentences
 from knowhub.models import Hit
 
 __all__ = ["MARK", "CitationReport", "check_citations", "claims"]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from knowhub.answer.text import coverage, sentences
+from knowhub.answer.text import coverage
+from knowhub.lang.sentences import sentences
 from knowhub.models import Hit
 
 __all__ = ["extractive_answer"]

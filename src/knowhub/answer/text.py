@@ -1,63 +1,10 @@
-"""Sentences and term overlap, for any mix of English, Chinese and Russian."""
+"""Term overlap, for any mix of English, Chinese and Russian."""
 
 from __future__ import annotations
 
-import re
-from itertools import pairwise
-
 from knowhub.lang import index_tokens, query_tokens
 
-__all__ = ["coverage", "sentences"]
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
-_MARKUP = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|>\s*)")
-_TABLE_RULE = re.compile(r"^\|[\s:|-]+\|$")
-_CLOSED = tuple(".!?:;。！？：；")
-
-
-def sentences(text: str) -> list[str]:
-    """Sentences of ``text``: prose split at sentence ends, table rows as "column: value".
-
-    Lines of a paragraph wrapped at a fixed width are joined; other lines — slide
-    bullets, list items — stand alone. Markdown headings and list markers are dropped.
-    """
-    out: list[str] = []
-    for block in re.split(r"\n\s*\n", text):
-        lines = [line.strip() for line in block.splitlines() if line.strip()]
-        if lines and all(line.startswith("|") for line in lines):
-            out.extend(_table_rows(lines))
-            continue
-        lines = [line for line in lines if not line.startswith("#")]  # in the section path
-        # A paragraph wrapped at a fixed width has some line continuing in lower case; then
-        # every line break in it is a wrap. Otherwise (slide bullets) each line stands alone.
-        wrapped = any(
-            nxt[:1].islower() and not cur.endswith(_CLOSED) for cur, nxt in pairwise(lines)
-        )
-        merged: list[str] = []
-        for raw in lines:
-            line = _MARKUP.sub("", raw)
-            if merged and wrapped and line == raw and not merged[-1].endswith(_CLOSED):
-                merged[-1] += " " + line  # a list item (marker removed) never continues
-            elif line:
-                merged.append(line)
-        for piece in merged:
-            out.extend(s.strip() for s in _SENTENCE_END.split(piece) if s.strip())
-    return out
-
-
-def _table_rows(lines: list[str]) -> list[str]:
-    """A Markdown table's rows as "column: value; …" (the header names each value)."""
-    rows = [
-        [cell.strip() for cell in line.strip("|").split("|")]
-        for line in lines
-        if not _TABLE_RULE.match(line)
-    ]
-    if len(rows) < 2:
-        return [" ".join(r) for r in rows]
-    header = rows[0]
-    return [
-        "; ".join(f"{h}: {v}" for h, v in zip(header, row, strict=False) if v) for row in rows[1:]
-    ]
+__all__ = ["coverage"]
 
 
 def coverage(query: str, text: str) -> float:

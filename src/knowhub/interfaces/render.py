@@ -104,7 +104,10 @@ def render_search_trace(result: SearchResult) -> str:
         rerank = f"rerank {outcome.provider} ({outcome.ms:.0f} ms)"
     dense = f"dense {result.counts.get('dense', 0)}" if result.dense_used else "dense skipped"
     if "cross_lingual" in result.counts:
-        dense += " (across languages: query debiased, other languages' lexical hits damped)"
+        dense += (
+            " (across languages: query debiased, best hits scored by their sentences too,"
+            " other languages' lexical hits damped)"
+        )
     if promoted := result.counts.get("option_entries"):
         dense += f" · {promoted} entries defining the option asked put first"
     timings = ", ".join(f"{stage} {ms:.1f}" for stage, ms in result.timings_ms.items())

@@ -113,6 +113,8 @@ def _crossing(settings: SearchSettings, legs: Legs) -> dict[str, Any]:
         "debias": settings.cross_lingual_debias,
         "lexical_weight": settings.cross_lingual_lexical_weight,
         "lexical_damped": damped,
+        "sentences": settings.cross_lingual_sentences,
+        "sentence_weight": settings.cross_lingual_sentence_weight,
     }
 
 

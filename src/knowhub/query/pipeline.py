@@ -316,10 +316,12 @@ def _across_languages(
     the embedder or the settings leave it off.
 
     Costs a read of the dense leg's 10 best rows; across languages also of the lexical
-    leg's rows, and a second dense search.
+    leg's rows and the debiased leg's best, a second dense search, and embedding the
+    sentences of those best rows not seen before.
     """
     debias, damping = settings.cross_lingual_debias, settings.cross_lingual_lexical_weight
-    if not embedder.cross_lingual or (debias == 0 and damping == 1):
+    sentences = settings.cross_lingual_sentence_weight > 0 and settings.cross_lingual_sentences
+    if not embedder.cross_lingual or (debias == 0 and damping == 1 and not sentences):
         return None
     cid, vector, n, filters = search
     looked_at = [item for item, _ in legs.dense[: crosslingual.LOOKED_AT]]
@@ -334,7 +336,15 @@ def _across_languages(
     dense = legs.dense
     mean = crosslingual.language_mean(embedder, legs.language)
     if mean is not None and debias > 0:
-        dense = store.dense_search(cid, crosslingual.debiased(vector, mean, debias), n, filters)
+        vector = crosslingual.debiased(vector, mean, debias)
+        dense = store.dense_search(cid, vector, n, filters)
+    if sentences:
+        best = [item for item, _ in dense[: settings.cross_lingual_sentences]]
+        if unread := [item for item in best if item not in found]:
+            found |= store.hits(unread)
+        texts = {item: found[item].text for item in best if item in found}
+        weight = settings.cross_lingual_sentence_weight
+        dense = crosslingual.by_sentences(dense, texts, vector, embedder, weight)
     return replace(legs, dense=dense, cosines=legs.dense, lexical_factors=factors)
 
 

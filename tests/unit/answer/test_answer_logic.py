@@ -11,8 +11,9 @@ from knowhub.answer.extractive import extractive_answer
 from knowhub.answer.pipeline import answer_events, collect
 from knowhub.answer.prompt import build_messages
 from knowhub.answer.router import route
-from knowhub.answer.text import coverage, sentences
+from knowhub.answer.text import coverage
 from knowhub.config import AnswerSettings
+from knowhub.lang.sentences import sentences
 from knowhub.models import Hit
 from knowhub.providers.llms.base import LLM, ChatMessage
 

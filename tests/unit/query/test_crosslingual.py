@@ -21,7 +21,7 @@ class CountingEmbedder(HashingEmbedder):
         self.encoded = 0
 
     def _encode(self, texts: list[str], is_query: bool) -> Vectors:
-        self.encoded += len(texts)
+        self.encoded += 0 if is_query else len(texts)
         return super()._encode(texts, is_query)
 
 
@@ -71,3 +71,44 @@ def test_debiasing_moves_the_query_away_from_its_language_and_keeps_unit_length(
     assert float(np.linalg.norm(moved)) == pytest.approx(1.0)
     assert float(moved @ mean) < float(query @ mean)
     assert np.array_equal(crosslingual.debiased(query, query, 1.0), query)  # nothing left
+
+
+PASSAGES = {
+    1: "The stadium hosted the final. Tickets sold out in an hour. The weather was mild.",
+    2: "Denver won the championship game against Carolina by ten points.",
+    3: "A short note.",
+}
+
+
+def test_hits_are_scored_by_their_best_sentence_too() -> None:
+    embedder = CountingEmbedder()
+    query = embedder.embed_query("tickets sold out")
+    # 1 holds the answering sentence among two others: whole, it scored lowest.
+    dense = [(2, 0.9), (3, 0.8), (1, 0.7), (4, 0.6), (5, 0.5)]
+    texts = {item: PASSAGES[item] for item in (1, 2, 3)}
+    ranked = crosslingual.by_sentences(dense, texts, query, embedder, 0.7)
+    assert ranked[0][0] == 1
+    best = float(query @ embedder.embed_documents(["Tickets sold out in an hour."])[0])
+    assert dict(ranked)[1] == pytest.approx(0.3 * 0.7 + 0.7 * best)
+    # The hits not re-scored follow, in their order and with their gaps, below the last one.
+    scores = [score for _, score in ranked]
+    assert [item for item, _ in ranked][3:] == [4, 5]
+    assert scores[3] <= scores[2] and scores[3] - scores[4] == pytest.approx(0.1)
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_sentences_are_embedded_once_per_embedder() -> None:
+    embedder = CountingEmbedder()
+    query = embedder.embed_query("tickets")
+    texts = {item: PASSAGES[item] for item in (1, 2)}
+    crosslingual.by_sentences([(1, 0.5), (2, 0.4)], texts, query, embedder, 0.5)
+    assert embedder.encoded == 4  # 3 sentences of 1, the one of 2
+    crosslingual.by_sentences([(2, 0.5), (1, 0.4)], texts, query, embedder, 0.5)
+    assert embedder.encoded == 4
+
+
+def test_without_texts_nothing_is_re_scored() -> None:
+    embedder = CountingEmbedder()
+    dense = [(1, 0.9), (2, 0.8)]
+    assert crosslingual.by_sentences(dense, {}, embedder.embed_query("x"), embedder, 0.7) == dense
+    assert embedder.encoded == 0
