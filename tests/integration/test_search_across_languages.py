@@ -9,6 +9,7 @@ tests/integration/test_crosslingual_search.py.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 from pathlib import Path
 
@@ -109,9 +110,10 @@ class Counting(Aligned):
 
 def test_the_best_hits_are_scored_by_their_sentences_too(tmp_path: Path) -> None:
     app, aligned = _app(tmp_path)
+    unique = uuid.uuid4().hex  # sentences no earlier search in this process has cached
     write(
         tmp_path / "ops/long.md",
-        "Parking is free for visitors. Hotels for travel in 2024 cost up to 150. "
+        f"Parking is free for visitors {unique}. Hotels for travel in 2024 cost up to 150. "
         "The canteen opens at noon.\n",
     )
     app.ingest([tmp_path / "ops"], tags={"dept": "ops"})

