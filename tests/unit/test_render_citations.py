@@ -54,3 +54,16 @@ def test_citations_give_file_lines_and_leave_them_out_where_there_are_none(
     assert "lines 77-79" in cite(NOTES)
     pdf = cite(POLICY)
     assert "p. 2" in pdf and "lines" not in pdf
+
+
+def test_closest_sources_name_each_file_once() -> None:
+    result = {
+        "answer": "The documents do not cover this question.",
+        "hit_type": "insufficient_context",
+        "confidence": 0.0,
+        "model": "extractive",
+        "sources": [{"source": name} for name in ("a.md", "b.pptx", "b.pptx", "c.txt", "d.md")],
+    }
+    lines = render_answer(result).splitlines()
+    start = lines.index("Closest sources (not relevant enough to answer from):")
+    assert lines[start + 1 : start + 4] == ["  a.md", "  b.pptx", "  c.txt"]

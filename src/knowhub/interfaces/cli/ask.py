@@ -63,7 +63,9 @@ def render_answer(result: dict[str, Any], answer_shown: bool = False) -> str:
         lines += [f"  [{s['n']}] {where(s)}" for s in result["sources"]]
     elif result["sources"] and result["hit_type"] == "insufficient_context":
         lines.append("Closest sources (not relevant enough to answer from):")
-        lines += [f"  {s['source']}" for s in result["sources"][:3]]
+        # Files, each once: two chunks of one file would read as the same line twice.
+        files = dict.fromkeys(s["source"] for s in result["sources"])
+        lines += [f"  {source}" for source in list(files)[:3]]
     lines += flagged_lines(result)
     verdict = [result["hit_type"], f"confidence {result['confidence']:.2f}"]
     verdict += [result["generation_verification_status"]] if result.get("verification") else []
