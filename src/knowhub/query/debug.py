@@ -16,6 +16,7 @@ from knowhub.lang import query_tokens
 from knowhub.models import Hit
 from knowhub.providers.embedders.base import Embedder
 from knowhub.providers.stores.base import Store
+from knowhub.query import crosslingual
 from knowhub.query.cache import SearchCaches
 from knowhub.query.pipeline import Legs, SearchRequest, fuse_with_options, retrieve, search
 from knowhub.query.rerank import RerankStage
@@ -34,9 +35,10 @@ def diagnose(
     caches = SearchCaches.sized(query_vectors=1, results=0)  # embed once; never a cached result
     result = search(store, embedder, settings, request, rerank, caches)
     legs = retrieve(store, embedder, settings, request, caches=caches)
-    fused, promoted, _ = fuse_with_options(store, settings, legs, request.query.strip())
-    rows = store.hits(sorted({i for i, _ in legs.lexical} | {i for i, _ in legs.dense}))
     query = request.query.strip()
+    fused, promoted, rows = fuse_with_options(store, settings, legs, query)
+    candidates = {i for i, _ in legs.lexical} | {i for i, _ in legs.dense}
+    rows |= store.hits(sorted(candidates - rows.keys()))  # those fusion read are kept
     used, reason = dense_decision(settings, embedder, legs.language)
     return {
         "query": query,
@@ -113,10 +115,7 @@ def _crossing(settings: SearchSettings, legs: Legs) -> dict[str, Any]:
         "debias": settings.cross_lingual_debias,
         "lexical_weight": settings.cross_lingual_lexical_weight,
         "lexical_damped": damped,
-        # How many best hits were scored by their sentences too (0: off).
-        "sentences": settings.cross_lingual_sentences
-        if settings.cross_lingual_sentence_weight > 0
-        else 0,
+        "sentences": crosslingual.sentences_scored(settings),
         "sentence_weight": settings.cross_lingual_sentence_weight,
     }
 

@@ -296,7 +296,8 @@ def _retrieve(
     timings["dense"] = _lap(clock)
     report("dense", len(legs.dense), timings["query_embedding"] + timings["dense"])
     clock = time.perf_counter()
-    crossed = _across_languages(store, embedder, settings, legs, (cid, vector, n, filters))
+    search = (cid, vector, n, filters)
+    crossed = _across_languages(store, embedder, settings, legs, search, caches)
     if crossed is not None:
         timings["cross_lingual"] = _lap(clock)
         report("cross_lingual", len(crossed.dense), timings["cross_lingual"])
@@ -310,6 +311,7 @@ def _across_languages(
     settings: SearchSettings,
     legs: Legs,
     search: tuple[int, Vectors, int, Filters],
+    caches: SearchCaches | None,
 ) -> Legs | None:
     """``legs`` re-ranked for a query whose dense hits are in another language (see
     :mod:`knowhub.query.crosslingual`); None for a query in its passages' language, or when
@@ -320,7 +322,7 @@ def _across_languages(
     sentences of those best rows not seen before.
     """
     debias, damping = settings.cross_lingual_debias, settings.cross_lingual_lexical_weight
-    sentences = settings.cross_lingual_sentence_weight > 0 and settings.cross_lingual_sentences
+    sentences = crosslingual.sentences_scored(settings)
     if not embedder.cross_lingual or (debias == 0 and damping == 1 and not sentences):
         return None
     cid, vector, n, filters = search
@@ -339,12 +341,13 @@ def _across_languages(
         vector = crosslingual.debiased(vector, mean, debias)
         dense = store.dense_search(cid, vector, n, filters)
     if sentences:
-        best = [item for item, _ in dense[: settings.cross_lingual_sentences]]
+        best = [item for item, _ in dense[:sentences]]
         if unread := [item for item in best if item not in found]:
             found |= store.hits(unread)
         texts = {item: found[item].text for item in best if item in found}
         weight = settings.cross_lingual_sentence_weight
-        dense = crosslingual.by_sentences(dense, texts, vector, embedder, weight)
+        cache = None if caches is None else caches.sentence_vectors
+        dense = crosslingual.by_sentences(dense, texts, vector, embedder, weight, cache)
     return replace(legs, dense=dense, cosines=legs.dense, lexical_factors=factors)
 
 

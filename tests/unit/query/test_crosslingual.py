@@ -11,6 +11,7 @@ from knowhub.lang.sentences import sentences
 from knowhub.providers.embedders.base import Vectors
 from knowhub.providers.embedders.hashing import HashingEmbedder
 from knowhub.query import crosslingual
+from knowhub.query.cache import LRUCache
 
 
 class CountingEmbedder(HashingEmbedder):
@@ -113,9 +114,10 @@ def test_sentences_are_embedded_once_per_embedder() -> None:
     embedder = CountingEmbedder()
     query = embedder.embed_query("tickets")
     texts = {item: PASSAGES[item] for item in (1, 2)}
-    crosslingual.by_sentences([(1, 0.5), (2, 0.4)], texts, query, embedder, 0.5)
+    cache: LRUCache[Vectors] = LRUCache(100)  # the application's SearchCaches hold one
+    crosslingual.by_sentences([(1, 0.5), (2, 0.4)], texts, query, embedder, 0.5, cache)
     assert embedder.encoded == 4  # 3 sentences of 1, the one of 2
-    crosslingual.by_sentences([(2, 0.5), (1, 0.4)], texts, query, embedder, 0.5)
+    crosslingual.by_sentences([(2, 0.5), (1, 0.4)], texts, query, embedder, 0.5, cache)
     assert embedder.encoded == 4
 
 
