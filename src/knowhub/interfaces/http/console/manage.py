@@ -32,7 +32,7 @@ from knowhub.interfaces.http.console.failure import NotFoundError, error_page, o
 from knowhub.interfaces.http.console.jobs import FileState, Job, JobBook
 from knowhub.interfaces.http.console.pages import pages_router, readable_names
 from knowhub.interfaces.http.console.render import page
-from knowhub.interfaces.http.console.uploads import Upload, receive
+from knowhub.interfaces.http.console.uploads import Upload, UploadLimits, receive
 from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
 from knowhub.interfaces.http.service import Service
 from knowhub.interfaces.security import Principal
@@ -51,9 +51,10 @@ __all__ = [
 ]
 
 router = pages_router()
-# An upload's whole body may pass server.max_body_bytes (each file is held to
-# server.max_upload_bytes as it streams to disk); this is its ceiling, all files together.
-UPLOAD_BODY_BYTES = 1 << 30
+# An upload's whole body may pass server.max_body_bytes: receive() holds it to
+# server.max_upload_body_bytes (and each file to server.max_upload_bytes) as it streams, naming
+# the limit that refused it; the route's own limit only stands above every such setting.
+UPLOAD_BODY_BYTES = 1 << 62
 UPLOAD_PATHS = frozenset({"/ui/upload", "/ui/faq/import"})
 """The paths whose bodies the guard leaves to their route's own limit."""
 
@@ -94,13 +95,11 @@ async def upload(request: Request, service: ServiceDep, principal: PrincipalDep)
             chosen.append(_collection(service, principal, fields))
         return uploads_dir(service, chosen[0])
 
-    opts = service.settings.server
     sent = await receive(
         request.headers.get("content-type", ""),
         request.stream(),
         folder,
-        opts.max_upload_bytes,
-        opts.upload_extensions,
+        UploadLimits.of(service.settings.server),
     )
     name = chosen[0] if chosen else _collection(service, principal, sent.fields)
     job = _start(service, principal, name, sent)
