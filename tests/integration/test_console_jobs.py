@@ -18,8 +18,7 @@ from knowhub.errors import KnowhubError, ProviderError
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import Progress
 from knowhub.interfaces.http import create_app
-from knowhub.interfaces.http.console.jobs import MAX_PENDING, FileState, Job
-from knowhub.interfaces.http.console.manage import JOBS
+from knowhub.interfaces.http.console.jobs import MAX_PENDING, FileState, Job, JobBook
 from knowhub.interfaces.security import LOCAL_USER
 from knowhub.providers.embedders.base import Vectors
 from knowhub.providers.embedders.hashing import HashingEmbedder
@@ -49,8 +48,8 @@ def _settings(data: Path, **overrides: object) -> Settings:
 
 
 @contextmanager
-def _client(settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
+def _client(settings: Settings, jobs: JobBook | None = None) -> Iterator[TestClient]:
+    with TestClient(create_app(settings, jobs=jobs), base_url="http://127.0.0.1") as client:
         yield client
 
 
@@ -111,7 +110,7 @@ def test_an_open_console_sees_its_own_upload_jobs(tmp_path: Path) -> None:
 
 
 @contextmanager
-def _queue_full() -> Iterator[None]:
+def _queue_full(book: JobBook) -> Iterator[None]:
     """:data:`MAX_PENDING` jobs that wait on the test: the next upload finds the queue full."""
     release = threading.Event()
 
@@ -122,7 +121,7 @@ def _queue_full() -> Iterator[None]:
     jobs: list[Job] = []
     try:
         for n in range(MAX_PENDING):
-            jobs.append(JOBS.start(LOCAL_USER, "default", [FileState(f"{n}.md", "")], [], held))
+            jobs.append(book.start(LOCAL_USER, "default", [FileState(f"{n}.md", "")], [], held))
         yield
     finally:
         release.set()
@@ -132,7 +131,8 @@ def _queue_full() -> Iterator[None]:
 
 def test_an_upload_past_the_pending_limit_is_503_with_when_to_retry(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    with _client(_settings(data)) as client, _queue_full():
+    book = JobBook()
+    with _client(_settings(data), book) as client, _queue_full(book):
         refused = _upload(client, {})
     assert refused.status_code == 503, refused.text
     assert int(refused.headers["Retry-After"]) > 0

@@ -27,10 +27,12 @@ __all__ = [
     "PART_SUFFIX",
     "QUEUE_DIR",
     "UPLOADS_DIR",
+    "Held",
     "Leftovers",
     "Queue",
     "QueuedFile",
     "QueuedUpload",
+    "fsync_folder",
     "held_elsewhere",
     "leftovers",
     "uploads_folder",
@@ -75,6 +77,15 @@ class Held:
     upload: QueuedUpload
     record: Path
     handle: IO[str] = field(repr=False)
+
+    def done(self) -> None:
+        """The upload's ingest has ended: its record goes."""
+        self.record.unlink(missing_ok=True)
+        self.handle.close()
+
+    def release(self) -> None:
+        """Let go of the record, keeping it (a stop cut the ingest short: resumed later)."""
+        self.handle.close()
 
 
 class Queue:
@@ -125,11 +136,6 @@ class Queue:
         held.handle.flush()
         os.fsync(held.handle.fileno())
         held.upload = upload
-
-    def done(self, held: Held) -> None:
-        """The upload's ingest has ended: its record goes."""
-        held.record.unlink(missing_ok=True)
-        held.handle.close()
 
     def queued(self) -> list[QueuedUpload]:
         """Every readable record, held or not (for verify)."""

@@ -50,6 +50,7 @@ __all__ = [
     "open_part",
     "receive",
     "safe_name",
+    "storage_error",
 ]
 
 log = logging.getLogger("knowhub.http")
@@ -357,12 +358,19 @@ def _answer(exc: BaseException, part: _Part) -> Exception | None:
             f"the upload is not valid multipart/form-data ({exc}): send the upload form's "
             "files, or a body a multipart library wrote"
         )
-    if isinstance(exc, OSError) and exc.errno in _NO_ROOM:
-        log.warning("an upload was refused: %s (%s)", _NO_ROOM[exc.errno], exc)
-        return InsufficientStorageError(
-            f"{_NO_ROOM[exc.errno]} of the data directory (server.data_dir): "
-            f"{part.filename or 'the upload'!r} was not stored, and none of this upload's "
-            "files was kept; free space there (or move server.data_dir to a bigger disk), "
-            "then upload again"
-        )
+    if isinstance(exc, OSError):
+        return storage_error(exc, repr(part.filename or "the upload"))
     return None
+
+
+def storage_error(exc: OSError, what: str) -> InsufficientStorageError | None:
+    """A 507 naming the data dir, not the path, when ``exc`` says the disk is full (None
+    for any other error); the path goes to the server's log, for its operator."""
+    if exc.errno not in _NO_ROOM:
+        return None
+    log.warning("an upload was refused: %s (%s)", _NO_ROOM[exc.errno], exc)
+    return InsufficientStorageError(
+        f"{_NO_ROOM[exc.errno]} of the data directory (server.data_dir): {what} was not "
+        "stored, and none of this upload's files was kept; free space there (or move "
+        "server.data_dir to a bigger disk), then upload again"
+    )
