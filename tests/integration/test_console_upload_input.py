@@ -133,3 +133,15 @@ def test_a_deeply_nested_websocket_message_is_answered_and_the_socket_stays_open
         assert "nested" in error["error"]
         socket.send_json({"question": "hello", "id": 2})
         assert socket.receive_json()["id"] == 2  # still answering
+
+
+def test_a_failed_upload_names_its_file_as_sent_not_the_server_path(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with _client(fast_settings(data)) as client:
+        sent = form([("季度报告.pdf", b"not a pdf"), ("ok.md", b"# OK\n\nfine\n")])
+        started = client.post("/ui/upload", content=sent, headers={**SCRIPT, **content_type()})
+        assert started.status_code == 202, started.text
+        failed, done = _finished(client, started.json()["url"])["files"]
+    assert done["state"] == "done" and failed["state"] == "failed"
+    assert failed["reason"].startswith("季度报告.pdf: is not a readable PDF"), failed["reason"]
+    assert str(data) not in failed["reason"] and str(data.resolve()) not in failed["reason"]
