@@ -67,6 +67,7 @@ def _receive(
         (form([("a.md", b"# A\n")]), ""),
         (form([("a.md", b"# A\n")]), "b" * 300),
         (form([("a.md", b"# A\n")]), "bad\x7fboundary"),
+        (form([("a.md", b"# A\n" * 100)])[:300], BOUNDARY),  # cut short: no closing boundary
     ],
 )
 def test_a_malformed_body_is_refused_as_bad_input(

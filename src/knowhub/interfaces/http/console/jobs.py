@@ -35,7 +35,7 @@ from knowhub.errors import KnowhubError
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import IngestProgress, Progress
 from knowhub.ingest.uploads import Held, Queue, QueuedFile, QueuedUpload
-from knowhub.interfaces.http.console.uploads import storage_error
+from knowhub.interfaces.http.console.uploads import Received, as_sent, storage_error
 from knowhub.interfaces.http.limits import ServerBusyError
 from knowhub.interfaces.security import Principal
 
@@ -187,13 +187,13 @@ class Job:
         return True
 
     def _named(self, reason: str) -> str:
-        """``reason`` with each file's path on this server replaced by the name it was sent
-        as: the uploader knows that one, and the server's folders are none of its business."""
-        for f in self.files:
-            path = self.stored.get(f.source)
-            if path is not None:
-                reason = reason.replace(str(path.resolve()), f.name).replace(str(path), f.name)
-        return reason
+        """``reason`` naming each file as it was sent, not by its path on this server."""
+        sent = [
+            Received(f.name, self.stored[f.source], 0)
+            for f in self.files
+            if f.source in self.stored
+        ]
+        return as_sent(reason, sent)
 
 
 class JobBook:

@@ -25,7 +25,7 @@ import os
 import re
 import secrets
 import unicodedata
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -47,6 +47,7 @@ __all__ = [
     "Rejected",
     "Upload",
     "UploadLimits",
+    "as_sent",
     "open_part",
     "receive",
     "safe_name",
@@ -124,6 +125,15 @@ class Rejected:
     reason: str
 
 
+def as_sent(text: str, received: Iterable[Received]) -> str:
+    """``text`` (an error's) with each received file's path on this server replaced by the
+    name it was sent as: the uploader knows that one, the server's folders are not theirs."""
+    for done in received:
+        for path in (str(done.path.resolve()), str(done.path)):
+            text = text.replace(path, done.sent_as)
+    return text
+
+
 @dataclass
 class Upload:
     """What one upload form sent: its fields and its files, kept or refused."""
@@ -167,6 +177,7 @@ class _Receiver:
         self.upload = Upload()
         self.part = _Part()
         self.folders: set[Path] = set()
+        self.closed = False  # the closing boundary came: the body is whole
         self._field, self._value = bytearray(), bytearray()
 
     def callbacks(self) -> dict[str, object]:
@@ -178,10 +189,14 @@ class _Receiver:
             "on_headers_finished": self._headers_done,
             "on_part_data": self._data,
             "on_part_end": self._end,
+            "on_end": self._closed,
         }
 
     def _begin(self) -> None:
         self.part = _Part()
+
+    def _closed(self) -> None:
+        self.closed = True
 
     def _header_end(self) -> None:
         key = self._field.decode("latin-1").lower()
@@ -329,7 +344,12 @@ async def receive(
             total += len(chunk)
             if total > limits.body_bytes:
                 raise _over_limit(receiver.part, limits)
-        parser.finalize()
+        parser.finalize()  # which says nothing of a body cut short: the closing boundary does
+        if not receiver.closed:
+            raise QueryError(
+                "the upload is not valid multipart/form-data: its body ends before its closing "
+                "boundary (cut short?): send it again"
+            )
         receiver.finish()
     except BaseException as exc:
         receiver.abandon()
