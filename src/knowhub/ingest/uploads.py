@@ -16,7 +16,6 @@ import contextlib
 import fcntl
 import json
 import os
-import secrets
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -95,9 +94,6 @@ class Queue:
         self.data_dir = Path(data_dir).absolute()
         self.folder = self.data_dir / QUEUE_DIR
 
-    def new_id(self) -> str:
-        return secrets.token_urlsafe(12)
-
     def add(self, upload: QueuedUpload) -> Held:
         """Write ``upload``'s record durably (temp file, fsync, rename, fsync of the folder)
         and hold it; raises OSError (a full disk) with nothing written."""
@@ -129,10 +125,11 @@ class Queue:
                 yield _hold(record, upload)
 
     def rewrite(self, held: Held, upload: QueuedUpload) -> None:
-        """Replace a held record's content (its attempts count) in place, durably."""
+        """Replace a held record's content (its attempts count) in place, durably: written
+        over the old, then cut to length, so it is never empty (it never gets shorter)."""
         held.handle.seek(0)
-        held.handle.truncate()
         json.dump(asdict(upload), held.handle, ensure_ascii=False)
+        held.handle.truncate()
         held.handle.flush()
         os.fsync(held.handle.fileno())
         held.upload = upload

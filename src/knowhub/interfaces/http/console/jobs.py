@@ -119,11 +119,14 @@ class Job:
                 self._settle(report)
                 settled = True
         except KnowhubError as exc:
-            settled = not stopping.is_set() and self._fail_all(str(exc))
+            if not stopping.is_set():
+                self._fail_all(str(exc))
+                settled = True
         except Exception as exc:  # a bug: logged in full, shown on the page, server kept
             if not stopping.is_set():
                 log.error("upload ingest failed", exc_info=exc)
-                settled = self._fail_all(f"ingest failed: {type(exc).__name__}: {exc}")
+                self._fail_all(f"ingest failed: {type(exc).__name__}: {exc}")
+                settled = True
         finally:
             self._end(settled)
 
@@ -179,12 +182,11 @@ class Job:
             else:
                 f.state, f.fraction = "done", 1.0
 
-    def _fail_all(self, reason: str) -> bool:
+    def _fail_all(self, reason: str) -> None:
         self.error = reason = self._named(reason)
         for f in self.files:
             if f.state != "done":
                 f.state, f.reason, f.fraction = "failed", reason, 1.0
-        return True
 
     def _named(self, reason: str) -> str:
         """``reason`` naming each file as it was sent, not by its path on this server."""
@@ -257,31 +259,33 @@ class JobBook:
         """A job for each queued upload no process runs (a stop cut its ingest short)."""
         if self.queue is None:
             return []
-        resumed = []
-        for held in self.queue.interrupted():
-            upload = held.upload
-            paths = [p for p in upload.paths(self.queue.data_dir) if p.is_file()]
-            if not paths or upload.attempts >= MAX_ATTEMPTS:
-                if paths:
-                    log.error(
-                        "upload %s was cut short %d times: not resumed again (`knowhub verify` "
-                        "lists its files, and --fix ingests them)",
-                        upload.id,
-                        upload.attempts,
-                    )
-                held.done()
-                continue
-            self.queue.rewrite(held, replace(upload, attempts=upload.attempts + 1))
-            sent = {Path(f.path).name: f.name for f in upload.files}
-            files = [FileState(sent.get(p.name, p.name), p.name) for p in paths]
-            job = Job(upload.id, _NOBODY, upload.collection, files, held=held)
-            job.stored = {p.name: p for p in paths}
-            with self._lock:
-                self._add(job)
-            log.warning("resuming upload %s: %d files into %s", job.id, len(paths), job.collection)
-            self._run(job, ingest_for(upload.collection, upload.tags, paths))
-            resumed.append(job)
-        return resumed
+        resumed = [self._resume(held, ingest_for) for held in self.queue.interrupted()]
+        return [job for job in resumed if job is not None]
+
+    def _resume(self, held: Held, ingest_for: Resume) -> Job | None:
+        assert self.queue is not None
+        upload = held.upload
+        paths = [p for p in upload.paths(self.queue.data_dir) if p.is_file()]
+        if not paths or upload.attempts >= MAX_ATTEMPTS:
+            if paths:
+                log.error(
+                    "upload %s was cut short %d times: not resumed again (`knowhub verify` "
+                    "lists its files, and --fix ingests them)",
+                    upload.id,
+                    upload.attempts,
+                )
+            held.done()
+            return None
+        self.queue.rewrite(held, replace(upload, attempts=upload.attempts + 1))
+        sent = {Path(f.path).name: f.name for f in upload.files}
+        files = [FileState(sent.get(p.name, p.name), p.name) for p in paths]
+        job = Job(upload.id, _NOBODY, upload.collection, files, held=held)
+        job.stored = {p.name: p for p in paths}
+        with self._lock:
+            self._add(job)
+        log.warning("resuming upload %s: %d files into %s", job.id, len(paths), job.collection)
+        self._run(job, ingest_for(upload.collection, upload.tags, paths))
+        return job
 
     def stop(self) -> None:
         """The server stops: jobs cut short from now on keep their files and records."""
