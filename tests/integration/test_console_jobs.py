@@ -17,11 +17,14 @@ from knowhub import Settings, load_settings, registry
 from knowhub.errors import KnowhubError, ProviderError
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import Progress
+from knowhub.ingest.uploads import QUEUE_DIR, Queue, QueuedFile, QueuedUpload
 from knowhub.interfaces.http import create_app
 from knowhub.interfaces.http.console.jobs import MAX_PENDING, FileState, Job, JobBook
 from knowhub.interfaces.security import LOCAL_USER
 from knowhub.providers.embedders.base import Vectors
 from knowhub.providers.embedders.hashing import HashingEmbedder
+from knowhub.scope import Scope
+from tests.helpers import write
 from tests.http_helpers import build_corpus
 from tests.mcp_helpers import wait_until
 
@@ -190,3 +193,20 @@ def test_a_faq_file_that_does_not_load_is_not_kept(tmp_path: Path, body: bytes) 
         assert refused.status_code == 400 and "bad.csv" in refused.text
         assert str(data) not in refused.text and str(data.resolve()) not in refused.text
     assert not any((data / "uploads" / "default" / "faq").iterdir())
+
+
+def test_a_resumed_upload_writes_only_within_its_uploader_s_data_scope(tmp_path: Path) -> None:
+    data = build_corpus(tmp_path)
+    uploads = data / "uploads" / "default"
+    queue = Queue(data)
+    for job, tenant in (("ours", "acme"), ("theirs", "globex")):  # an acme writer's uploads
+        write(uploads / f"{job}.md", f"# {job}\n\nThe {job} kiln fires at 1200 degrees.\n")
+        files = [QueuedFile(f"{job}.md", f"uploads/default/{job}.md")]
+        acme = Scope.of(tenants=["acme"])
+        queue.add(QueuedUpload(job, "default", {"tenant": tenant}, files, 0, acme)).release()
+    with _client(_settings(data)) as client:  # its start resumes both
+        wait_until(lambda: not list((data / QUEUE_DIR).glob("*.json")), timeout=60)
+        listed = client.get("/api/documents", params={"collection": "default"}).json()
+    sources = {d["source"] for d in listed["documents"]}
+    assert "ours.md" in sources
+    assert "theirs.md" not in sources and not (uploads / "theirs.md").exists()

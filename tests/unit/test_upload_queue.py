@@ -13,6 +13,7 @@ from knowhub.ingest.progress import Progress
 from knowhub.ingest.uploads import Queue, QueuedFile, QueuedUpload, held_elsewhere
 from knowhub.interfaces.http.console.jobs import MAX_ATTEMPTS, FileState, Ingest, JobBook
 from knowhub.interfaces.security import Principal
+from knowhub.scope import Scope
 from tests.helpers import write
 
 
@@ -48,24 +49,32 @@ def test_a_job_a_stop_cuts_short_keeps_its_files_and_record_for_the_next_start(
         release.wait(60)
         raise StoreError("the store is closed")  # what the App closing at shutdown does
 
-    files = [FileState("a.md", "a.md")]
+    files, scope = [FileState("a.md", "a.md")], Scope.of(tenants=["acme"], roles=["hr"])
     job = book.start(
-        Principal("full"), "default", files, [], closed_under_it, {"a.md": path}, {"team": "ops"}
+        Principal("acme-hr"),
+        "default",
+        files,
+        [],
+        closed_under_it,
+        {"a.md": path},
+        {"team": "ops"},
+        scope,
     )
     assert started.wait(60)
     book.stop()
     release.set()
     assert job.done.wait(60)
     assert path.is_file()  # not deleted as a failed file
-    seen: list[tuple[str, dict[str, str], list[Path]]] = []
+    seen: list[tuple[str, dict[str, str], Scope, list[Path]]] = []
 
-    def again(name: str, tags: dict[str, str], paths: list[Path]) -> Ingest:
-        seen.append((name, dict(tags), paths))
+    def again(upload: QueuedUpload, paths: list[Path]) -> Ingest:
+        seen.append((upload.collection, upload.tags, upload.scope, paths))
         return lambda progress: IngestReport("default", added=["a.md"])
 
     (resumed,) = JobBook(Queue(tmp_path)).resume(again)  # the next start
     assert resumed.done.wait(60) and [f.name for f in resumed.files] == ["a.md"]
-    assert seen == [("default", {"team": "ops"}, [path])]
+    # As the uploader: a writer with a data scope writes only within it, resumed or not.
+    assert seen == [("default", {"team": "ops"}, scope, [path])]
     assert not list((tmp_path / "upload-jobs").glob("*.json"))
 
 
@@ -74,7 +83,7 @@ def test_an_upload_cut_short_too_often_is_not_resumed_again(tmp_path: Path) -> N
     files = [QueuedFile("a.md", "uploads/default/a.md")]
     Queue(tmp_path).add(QueuedUpload("j1", "default", {}, files, MAX_ATTEMPTS)).release()
 
-    def never(name: str, tags: dict[str, str], paths: list[Path]) -> Ingest:
+    def never(upload: QueuedUpload, paths: list[Path]) -> Ingest:
         raise AssertionError("not resumed again")
 
     assert JobBook(Queue(tmp_path)).resume(never) == []

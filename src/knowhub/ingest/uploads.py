@@ -19,7 +19,9 @@ import os
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
+
+from knowhub.scope import UNRESTRICTED, Scope
 
 __all__ = [
     "PART_PREFIX",
@@ -57,16 +59,47 @@ class QueuedFile:
 
 @dataclass(frozen=True)
 class QueuedUpload:
-    """An upload whose ingest is queued: what to ingest, where, with which tags."""
+    """An upload whose ingest is queued: what to ingest, where, with which tags, and as whom
+    (the uploader's data scope: a writer with a scope writes only within it, resumed or not)."""
 
     id: str
     collection: str
     tags: dict[str, str]
     files: list[QueuedFile]
     attempts: int = 0  # starts that resumed it: a file that kills the server stops at a limit
+    scope: Scope = UNRESTRICTED
 
     def paths(self, data_dir: Path) -> list[Path]:
         return [Path(data_dir).absolute() / f.path for f in self.files]
+
+    def to_dict(self) -> dict[str, Any]:
+        scope = self.scope
+        limits = {"tenants": scope.tenants, "datasets": scope.datasets, "roles": scope.roles}
+        return {
+            **{k: v for k, v in asdict(self).items() if k != "scope"},
+            "scope": {
+                **{k: None if v is None else sorted(v) for k, v in limits.items()},
+                "max_visibility": scope.max_visibility,
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> QueuedUpload:
+        files = [QueuedFile(str(f["name"]), str(f["path"])) for f in raw["files"]]
+        tags = {str(k): str(v) for k, v in raw["tags"].items()}
+        scope = raw["scope"]
+        limits = [
+            None if scope[k] is None else frozenset(map(str, scope[k]))
+            for k in ("tenants", "datasets", "roles")
+        ]
+        return cls(
+            str(raw["id"]),
+            str(raw["collection"]),
+            tags,
+            files,
+            int(raw["attempts"]),
+            Scope(limits[0], limits[1], str(scope["max_visibility"]), limits[2]),
+        )
 
 
 @dataclass
@@ -102,7 +135,7 @@ class Queue:
         temporary = record.with_suffix(".tmp")
         try:
             with temporary.open("w", encoding="utf-8") as out:
-                json.dump(asdict(upload), out, ensure_ascii=False)
+                json.dump(upload.to_dict(), out, ensure_ascii=False)
                 out.flush()
                 os.fsync(out.fileno())
             held = _hold(temporary, upload)
@@ -128,7 +161,7 @@ class Queue:
         """Replace a held record's content (its attempts count) in place, durably: written
         over the old, then cut to length, so it is never empty (it never gets shorter)."""
         held.handle.seek(0)
-        json.dump(asdict(upload), held.handle, ensure_ascii=False)
+        json.dump(upload.to_dict(), held.handle, ensure_ascii=False)
         held.handle.truncate()
         held.handle.flush()
         os.fsync(held.handle.fileno())
@@ -144,10 +177,7 @@ class Queue:
 
 
 def _read(record: Path) -> QueuedUpload:
-    raw = json.loads(record.read_text(encoding="utf-8"))
-    files = [QueuedFile(str(f["name"]), str(f["path"])) for f in raw["files"]]
-    tags = {str(k): str(v) for k, v in raw["tags"].items()}
-    return QueuedUpload(str(raw["id"]), str(raw["collection"]), tags, files, int(raw["attempts"]))
+    return QueuedUpload.from_dict(json.loads(record.read_text(encoding="utf-8")))
 
 
 def _hold(record: Path, upload: QueuedUpload) -> Held:

@@ -38,6 +38,7 @@ from knowhub.ingest.uploads import Held, Queue, QueuedFile, QueuedUpload
 from knowhub.interfaces.http.console.uploads import Received, as_sent, storage_error
 from knowhub.interfaces.http.limits import ServerBusyError
 from knowhub.interfaces.security import Principal
+from knowhub.scope import UNRESTRICTED, Scope
 
 __all__ = [
     "KEPT",
@@ -60,8 +61,8 @@ MAX_ATTEMPTS = 3  # starts that resume one upload: past them a file that kills t
 State = Literal["queued", "reading", "embedding", "indexed", "done", "unchanged", "failed"]
 _SHARE: dict[str, float] = {"queued": 0.0, "reading": 0.1, "indexed": 0.95}
 Ingest = Callable[[Progress], IngestReport]
-Resume = Callable[[str, Mapping[str, str], list[Path]], Ingest]
-"""The ingest of ``(collection, tags, paths)``: what a queued upload found at start runs."""
+Resume = Callable[[QueuedUpload, list[Path]], Ingest]
+"""The ingest of a queued upload's files (those still there): what a start resumes it with."""
 # Owns the jobs a start resumes: no token's principal is this object, so none is shown them.
 _NOBODY = Principal("resumed upload")
 
@@ -218,6 +219,7 @@ class JobBook:
         ingest: Ingest,
         stored: Mapping[str, Path] | None = None,
         tags: Mapping[str, str] | None = None,
+        scope: Scope = UNRESTRICTED,
     ) -> Job:
         """A new job, queued on disk, its ingest started in its own thread (it waits its
         turn there).
@@ -243,7 +245,7 @@ class JobBook:
             job.done.set()
             return job
         try:
-            job.held = self._queued(job, dict(tags or {}))
+            job.held = self._queued(job, dict(tags or {}), scope)
         except OSError as exc:
             with self._lock:
                 self._jobs.pop(job.id, None)
@@ -284,7 +286,7 @@ class JobBook:
         with self._lock:
             self._add(job)
         log.warning("resuming upload %s: %d files into %s", job.id, len(paths), job.collection)
-        self._run(job, ingest_for(upload.collection, upload.tags, paths))
+        self._run(job, ingest_for(upload, paths))
         return job
 
     def stop(self) -> None:
@@ -303,7 +305,7 @@ class JobBook:
         while len(self._jobs) > KEPT:
             self._jobs.popitem(last=False)
 
-    def _queued(self, job: Job, tags: dict[str, str]) -> Held | None:
+    def _queued(self, job: Job, tags: dict[str, str], scope: Scope) -> Held | None:
         if self.queue is None:
             return None
         data_dir = self.queue.data_dir
@@ -312,7 +314,7 @@ class JobBook:
             for f in job.files
             if f.source in job.stored
         ]
-        return self.queue.add(QueuedUpload(job.id, job.collection, tags, files))
+        return self.queue.add(QueuedUpload(job.id, job.collection, tags, files, 0, scope))
 
     def _run(self, job: Job, ingest: Ingest) -> None:
         run = threading.Thread(

@@ -84,7 +84,11 @@ def jobs_of(connection: HTTPConnection) -> JobBook:
 
 def resume_uploads(service: Service, jobs: JobBook) -> None:
     """Resume the uploads whose ingest a stop cut short (at the server's start)."""
-    jobs.resume(lambda name, tags, paths: _ingest(service, service.app, name, tags, paths))
+    jobs.resume(
+        lambda upload, paths: _ingest(
+            service, service.app.scoped(upload.scope), upload.collection, upload.tags, paths
+        )
+    )
 
 
 @router.get("/upload")
@@ -233,6 +237,7 @@ def _start(service: Service, jobs: JobBook, principal: Principal, name: str, sen
         _ingest(service, service.app_for(principal), name, tags, paths),
         {r.path.name: r.path for r in sent.received},
         tags,
+        principal.scope,
     )
 
 
