@@ -53,7 +53,7 @@ def _documents(server: ApiServer) -> set[str]:
     return {d["source"] for d in listed.json()["documents"]} if listed.status_code == 200 else set()
 
 
-@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM])
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
 def test_an_upload_answered_202_is_indexed_after_the_server_is_stopped_at_once(
     tmp_path: Path, stop: signal.Signals
 ) -> None:
