@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,13 +53,11 @@ def api_server(
     data_dir: Path,
     env: dict[str, str] | None = None,
     token: str | None = None,
+    preexec: Callable[[], None] | None = None,
 ) -> Iterator[ApiServer]:
     """Run ``knowhub --data-dir D serve http --port P SERVE_ARGS`` until the block ends."""
-    with running(["--data-dir", str(data_dir), "serve", "http", *serve_args], cwd, env) as (
-        url,
-        process,
-        log,
-    ):
+    argv = ["--data-dir", str(data_dir), "serve", "http", *serve_args]
+    with running(argv, cwd, env, preexec) as (url, process, log):
         yield ApiServer(url, process, log, token)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,11 +64,15 @@ class HttpServer:
 
 @contextmanager
 def running(
-    argv: list[str], cwd: Path, env: dict[str, str] | None
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str] | None,
+    preexec: Callable[[], None] | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen[str], Path]]:
     """Run ``python -m knowhub ARGV --port P`` until the block ends; yield (url, process, log).
 
-    Ready when ``/health`` answers; stopped with SIGTERM (SIGKILL after 15 s).
+    Ready when ``/health`` answers; stopped with SIGTERM (SIGKILL after 15 s). ``preexec``
+    runs in the child before knowhub starts (a resource limit, say).
     """
     port = free_port()
     log = cwd / f"server-{port}.log"
@@ -80,6 +84,7 @@ def running(
             stdout=out,
             stderr=subprocess.STDOUT,
             text=True,
+            preexec_fn=preexec,
         )
     url = f"http://127.0.0.1:{port}"
     try:

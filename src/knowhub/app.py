@@ -172,6 +172,7 @@ class App:
     def verify(self, collection: str | None = None, fix: bool = False) -> VerifyReport:
         """Check that the index matches its files (every collection unless one is named);
         ``fix`` repairs what it can (re-ingest, remove, delete orphans), then checks again."""
+        from knowhub.ingest.uploads import Leftovers, leftovers
         from knowhub.ingest.verify import verify_index
 
         if collection is not None:
@@ -185,7 +186,10 @@ class App:
         ) -> IngestReport:
             return handles[name].ingest(paths, tags, include=include, exclude=[])
 
-        return verify_index(self.store, embedders, reingest if fix else None)
+        def uploads(name: str, indexed: set[Path]) -> Leftovers:
+            return leftovers(Path(self.settings.data_dir), handles[name].name, indexed)
+
+        return verify_index(self.store, embedders, reingest if fix else None, uploads)
 
     # -- traces
 

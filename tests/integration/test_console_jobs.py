@@ -17,12 +17,14 @@ from knowhub import Settings, load_settings, registry
 from knowhub.errors import KnowhubError, ProviderError
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import Progress
+from knowhub.ingest.uploads import QUEUE_DIR, Queue, QueuedFile, QueuedUpload
 from knowhub.interfaces.http import create_app
-from knowhub.interfaces.http.console.jobs import MAX_PENDING, FileState, Job
-from knowhub.interfaces.http.console.manage import JOBS
+from knowhub.interfaces.http.console.jobs import MAX_PENDING, FileState, Job, JobBook
 from knowhub.interfaces.security import LOCAL_USER
 from knowhub.providers.embedders.base import Vectors
 from knowhub.providers.embedders.hashing import HashingEmbedder
+from knowhub.scope import Scope
+from tests.helpers import write
 from tests.http_helpers import build_corpus
 from tests.mcp_helpers import wait_until
 
@@ -49,8 +51,8 @@ def _settings(data: Path, **overrides: object) -> Settings:
 
 
 @contextmanager
-def _client(settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
+def _client(settings: Settings, jobs: JobBook | None = None) -> Iterator[TestClient]:
+    with TestClient(create_app(settings, jobs=jobs), base_url="http://127.0.0.1") as client:
         yield client
 
 
@@ -111,7 +113,7 @@ def test_an_open_console_sees_its_own_upload_jobs(tmp_path: Path) -> None:
 
 
 @contextmanager
-def _queue_full() -> Iterator[None]:
+def _queue_full(book: JobBook) -> Iterator[None]:
     """:data:`MAX_PENDING` jobs that wait on the test: the next upload finds the queue full."""
     release = threading.Event()
 
@@ -122,7 +124,7 @@ def _queue_full() -> Iterator[None]:
     jobs: list[Job] = []
     try:
         for n in range(MAX_PENDING):
-            jobs.append(JOBS.start(LOCAL_USER, "default", [FileState(f"{n}.md", "")], [], held))
+            jobs.append(book.start(LOCAL_USER, "default", [FileState(f"{n}.md", "")], [], held))
         yield
     finally:
         release.set()
@@ -132,7 +134,8 @@ def _queue_full() -> Iterator[None]:
 
 def test_an_upload_past_the_pending_limit_is_503_with_when_to_retry(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    with _client(_settings(data)) as client, _queue_full():
+    book = JobBook()
+    with _client(_settings(data), book) as client, _queue_full(book):
         refused = _upload(client, {})
     assert refused.status_code == 503, refused.text
     assert int(refused.headers["Retry-After"]) > 0
@@ -186,5 +189,24 @@ def test_a_faq_file_that_does_not_load_is_not_kept(tmp_path: Path, body: bytes) 
     data = build_corpus(tmp_path)
     with _client(_settings(data)) as client:
         refused = _faq_import(client, [("bad.csv", body)])
-        assert refused.status_code >= 400 and "bad.csv" in refused.text
+        # The file's content is the uploader's to fix (not the server's): 400, by its name.
+        assert refused.status_code == 400 and "bad.csv" in refused.text
+        assert str(data) not in refused.text and str(data.resolve()) not in refused.text
     assert not any((data / "uploads" / "default" / "faq").iterdir())
+
+
+def test_a_resumed_upload_writes_only_within_its_uploader_s_data_scope(tmp_path: Path) -> None:
+    data = build_corpus(tmp_path)
+    uploads = data / "uploads" / "default"
+    queue = Queue(data)
+    for job, tenant in (("ours", "acme"), ("theirs", "globex")):  # an acme writer's uploads
+        write(uploads / f"{job}.md", f"# {job}\n\nThe {job} kiln fires at 1200 degrees.\n")
+        files = [QueuedFile(f"{job}.md", f"uploads/default/{job}.md")]
+        acme = Scope.of(tenants=["acme"])
+        queue.add(QueuedUpload(job, "default", {"tenant": tenant}, files, 0, acme)).release()
+    with _client(_settings(data)) as client:  # its start resumes both
+        wait_until(lambda: not list((data / QUEUE_DIR).glob("*.json")), timeout=60)
+        listed = client.get("/api/documents", params={"collection": "default"}).json()
+    sources = {d["source"] for d in listed["documents"]}
+    assert "ours.md" in sources
+    assert "theirs.md" not in sources and not (uploads / "theirs.md").exists()

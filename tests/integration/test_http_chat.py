@@ -315,10 +315,11 @@ def test_without_a_model_a_chat_is_an_error_naming_llm_provider(kb: Kb) -> None:
     with client_for(kb) as client:
         for stream in (False, True):
             response = client.post("/api/chat", json={"question": FIRST, "stream": stream})
-            # A server misconfigured: ConfigError's status, before any stream.
-            assert response.status_code == 500, response.text
+            # Sound input to a server not set up for it: a 4xx naming the setting (a 5xx
+            # would say "try again"), before any stream.
+            assert response.status_code == 409, response.text
             error = response.json()
-            assert error["status"] == 500 and "set llm.provider to openai" in error["error"]
+            assert error["status"] == 409 and "set llm.provider to openai" in error["error"]
 
 
 def test_a_failing_model_is_a_502_before_the_stream_or_its_last_event_after(kb: Kb) -> None:

@@ -18,7 +18,13 @@ from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import IngestProgress, Progress
 from knowhub.interfaces.http.console.jobs import MAX_PENDING, RETRY_AFTER_S, FileState, JobBook
-from knowhub.interfaces.http.console.uploads import MAX_NAME_CHARS, Upload, receive, safe_name
+from knowhub.interfaces.http.console.uploads import (
+    MAX_NAME_CHARS,
+    Upload,
+    UploadLimits,
+    receive,
+    safe_name,
+)
 from knowhub.interfaces.http.limits import ServerBusyError
 from knowhub.interfaces.security import Principal
 from tests.helpers import fast_settings
@@ -79,8 +85,7 @@ def _receive(tmp_path: Path, body: bytes, limit: int, seen: list[int] | None = N
             f"multipart/form-data; boundary={BOUNDARY}",
             _chunks(body, 1000, [] if seen is None else seen),
             lambda fields: tmp_path / fields["collection"],
-            limit,
-            [".md", ".pdf"],
+            UploadLimits(limit, 1 << 30, [".md", ".pdf"]),
         )
     )
 
@@ -126,7 +131,8 @@ def test_an_unsupported_or_empty_file_is_refused_and_not_stored(tmp_path: Path) 
 
 def test_a_body_that_is_not_multipart_is_refused(tmp_path: Path) -> None:
     with pytest.raises(QueryError, match="multipart/form-data"):
-        asyncio.run(receive("application/json", _chunks(b"{}", 10, []), lambda f: tmp_path, 1, []))
+        limits = UploadLimits(1, 1024, [])
+        asyncio.run(receive("application/json", _chunks(b"{}", 10, []), lambda f: tmp_path, limits))
 
 
 def test_a_job_moves_each_file_to_done_or_failed(tmp_path: Path) -> None:

@@ -123,6 +123,12 @@ class ServerSettings(Section):
     max_upload_bytes: int = Field(
         50_000_000, ge=1, description="A console upload's largest file; a larger one is refused."
     )
+    max_upload_body_bytes: int = Field(
+        1 << 30,
+        ge=1024,
+        description="A console upload's whole body, all its files together; a larger one is "
+        "refused (413) and none of its files kept.",
+    )
     upload_extensions: list[str] = Field(
         default_factory=lambda: list(UPLOAD_EXTENSIONS),
         description="File extensions the console accepts for upload (what the loaders read).",

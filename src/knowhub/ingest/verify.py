@@ -3,9 +3,11 @@
 Everything is read through the :class:`~knowhub.providers.stores.base.Store` contract, so
 the same checks hold for every backend. Per document: its file exists and is unchanged
 (size and mtime, or the sha256 when those moved), and each of its chunks is present in
-both the dense and the lexical leg. Per collection: no orphan rows, and the embedder it
-was built with is the configured one. Repair goes through the ingest pipeline, so a fixed
-document is byte-for-byte what a fresh ingest would write.
+both the dense and the lexical leg. Per collection: no orphan rows, the embedder it
+was built with is the configured one, and every file of its console uploads folder is a
+document (:func:`~knowhub.ingest.uploads.leftovers`: a file an upload left unindexed is
+ingested by the repair, a part file a stopped upload left is deleted). Repair goes through
+the ingest pipeline, so a fixed document is byte-for-byte what a fresh ingest would write.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from knowhub.errors import LoaderError
 from knowhub.ingest.discover import rediscover
 from knowhub.ingest.loaders.reading import open_regular
 from knowhub.ingest.pipeline import IngestReport
+from knowhub.ingest.uploads import Leftovers
 from knowhub.models import DocumentRecord
 from knowhub.providers.stores.base import Store
 
@@ -29,9 +32,13 @@ __all__ = ["Problem", "Reingest", "VerifyReport", "render_verify", "verify_index
 
 Reingest = Callable[[Sequence[Path], str, Mapping[str, str], Sequence[str]], IngestReport]
 """``reingest(paths, collection, tags, include)``: an ingest run (``App.ingest``)."""
+Uploads = Callable[[str, set[Path]], Leftovers]
+"""``uploads(collection, indexed)``: what its uploads folder holds that ``indexed`` (its
+documents' resolved paths) does not."""
 
 # Kinds a re-ingest of the document repairs (the file is there, its index rows are not whole).
 _INCOMPLETE = {"missing_chunks", "missing_lexical", "missing_vector", "bad_vector", "foreign"}
+_UPLOADS = {"unindexed_upload", "partial_upload"}  # repaired by _repair_uploads
 
 
 @dataclass(frozen=True)
@@ -83,14 +90,16 @@ def verify_index(
     store: Store,
     embedders: Mapping[str, tuple[str, int]],
     reingest: Reingest | None = None,
+    uploads: Uploads | None = None,
 ) -> VerifyReport:
-    """Check each collection of ``embedders`` against its files; with ``reingest``, repair
-    them and check again. ``embedders``: collection → the (model id, dim) it must have."""
-    report = _check(store, embedders)
+    """Check each collection of ``embedders`` against its files (and, with ``uploads``, its
+    uploads folder); with ``reingest``, repair them and check again. ``embedders``:
+    collection → the (model id, dim) it must have."""
+    report = _check(store, embedders, uploads)
     if reingest is None or not report.problems:
         return report
     fixed, failed = _repair(store, report.problems, reingest)
-    after = _check(store, embedders)
+    after = _check(store, embedders, uploads)
     after.found_before_fix = report.problems
     after.fixed, after.fix_failed = fixed, failed
     return after
@@ -119,7 +128,9 @@ def render_verify(report: VerifyReport) -> str:
 # -- checks -----------------------------------------------------------------------------
 
 
-def _check(store: Store, embedders: Mapping[str, tuple[str, int]]) -> VerifyReport:
+def _check(
+    store: Store, embedders: Mapping[str, tuple[str, int]], uploads: Uploads | None
+) -> VerifyReport:
     report = VerifyReport(list(embedders))
     for name, embedder in embedders.items():
         cid = store.collection_id(name)
@@ -147,12 +158,37 @@ def _check(store: Store, embedders: Mapping[str, tuple[str, int]]) -> VerifyRepo
             report.problems.append(
                 Problem(name, f"orphan_{orphan.kind}", orphan.key, _orphan_detail(orphan.kind))
             )
+        indexed: set[Path] = set()
         for record in store.records(cid):
             report.documents += 1
             report.chunks += _check_document(store, cid, record, built[1], report)
+            indexed.add(Path(record.disk_path).resolve())
+        if uploads is not None:
+            _check_uploads(name, uploads(name, indexed), report)
     if not embedders:
         report.info.append("no collections yet: ingest something first")
     return report
+
+
+def _check_uploads(name: str, found: Leftovers, report: VerifyReport) -> None:
+    for path in found.unindexed:
+        detail = (
+            f"uploaded file {path} is no document (an upload stopped before its ingest): "
+            "`knowhub verify --fix` ingests it (without tags), `knowhub ingest PATH "
+            f"--collection {name} --tag …` with its tags, or delete it"
+        )
+        report.problems.append(Problem(name, "unindexed_upload", path.name, detail, str(path)))
+    for path in found.partial:
+        detail = (
+            f"{path} is part of a file an upload was receiving when the server stopped: "
+            "`knowhub verify --fix` deletes it (upload the file again)"
+        )
+        report.problems.append(Problem(name, "partial_upload", path.name, detail, str(path)))
+    for path, job in found.queued.items():
+        report.info.append(
+            f"{name}: {path.name}: queued by upload {job}, not yet ingested (`knowhub serve "
+            "http` ingests it, resuming at its start if it was stopped)"
+        )
 
 
 def _orphan_detail(kind: str) -> str:
@@ -259,6 +295,9 @@ def _repair(
         # Orphans first: a stray FTS row can hold the row id a re-ingest is about to reuse.
         if any(p.kind.startswith("orphan_") for p in found):
             fixed.append(f"{name}: removed {store.remove_orphans(cid)} orphan rows")
+        f, bad = _repair_uploads(name, found, reingest)
+        fixed += f
+        failed += bad
         gone = {p.path for p in found if p.kind == "missing_file"}
         for p in found:
             if p.kind == "missing_file" and store.remove_document(cid, p.path):
@@ -267,7 +306,7 @@ def _repair(
         todo: dict[str, DocumentRecord] = {}
         for p in found:
             record = records.get(p.path)
-            if record is None or record.path in gone:
+            if record is None or record.path in gone or p.kind in _UPLOADS:
                 continue
             if p.kind in _INCOMPLETE and record.path not in todo:
                 # The file may be unchanged, which ingest skips: drop the rows, then rebuild.
@@ -283,6 +322,26 @@ def _repair(
         f, bad = _reingest(name, list(todo.values()), reingest)
         fixed += f
         failed += bad
+    return fixed, failed
+
+
+def _repair_uploads(
+    name: str, found: Sequence[Problem], reingest: Reingest
+) -> tuple[list[str], list[str]]:
+    """Delete part files; ingest the uploads no document records (without tags: theirs are
+    lost with the upload's job)."""
+    fixed: list[str] = []
+    for p in found:
+        if p.kind == "partial_upload":
+            Path(p.path).unlink(missing_ok=True)
+            fixed.append(f"{name}: {p.subject}: deleted (a part of an interrupted upload)")
+    unindexed = [Path(p.path) for p in found if p.kind == "unindexed_upload"]
+    if not unindexed:
+        return fixed, []
+    result = reingest(unindexed, name, {}, ())
+    failures = dict(result.failed) | {s: f"skipped: {r}" for s, r in result.skipped}
+    failed = [f"{name}: {s}: not ingested: {r}" for s, r in failures.items()]
+    fixed += [f"{name}: {s}: ingested (an upload's file)" for s in result.added + result.updated]
     return fixed, failed
 
 

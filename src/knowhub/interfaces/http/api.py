@@ -22,8 +22,10 @@ from starlette.types import ASGIApp
 
 from knowhub.app import App, build_app
 from knowhub.config import Settings
+from knowhub.ingest.uploads import Queue
 from knowhub.interfaces.http import console
 from knowhub.interfaces.http.boundary import add_error_handlers
+from knowhub.interfaces.http.console.jobs import JobBook
 from knowhub.interfaces.http.deps import attach
 from knowhub.interfaces.http.metrics import ApiMetrics, MetricsMiddleware
 from knowhub.interfaces.http.routes import routers
@@ -51,26 +53,30 @@ def create_app(
     allow_unauthenticated: bool = False,
     app: App | None = None,
     conversations: Conversations | None = None,
+    jobs: JobBook | None = None,
 ) -> ASGIApp:
     """The ASGI app serving ``settings``' data directory.
 
     ``host`` is where it will listen: without tokens only loopback is allowed (unless
     ``allow_unauthenticated``), and on loopback the Host header must name it. ``app``:
     an App already built (and warmed); otherwise one is built, and closed on shutdown.
+    ``jobs``: the console's upload jobs (by default, queued in the data dir).
     """
     tokens = TokenBook(settings)
     loopback = check_bind(tokens, host, allow_unauthenticated)
     service = _service(settings, app, conversations)
+    jobs = jobs or JobBook(Queue(settings.data_dir))
     api = FastAPI(
         title="knowhub",
         version=version("knowhub"),
         description=DESCRIPTION,
-        lifespan=_lifespan(service, owned=app is None),
+        lifespan=_lifespan(service, jobs, owned=app is None),
         max_body_size=settings.server.max_body_bytes,
         # Nothing leaves the machine unless asked: no OpenTelemetry from FastAPI itself.
         telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
     )
     attach(api, service, tokens)
+    api.state.jobs = jobs  # what console.manage.jobs_of finds
     parts = [*routers(), console.console_router()]
     for part in parts:
         api.include_router(part)
@@ -102,9 +108,10 @@ def _service(settings: Settings, app: App | None, conversations: Conversations |
 
 
 def _lifespan(
-    service: Service, owned: bool
+    service: Service, jobs: JobBook, owned: bool
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
-    """Warm up before serving; close the App on shutdown if ``create_app`` built it."""
+    """Warm up and resume the uploads a stop cut short before serving; close the App on
+    shutdown if ``create_app`` built it."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -112,8 +119,10 @@ def _lifespan(
             # Before the first request (uvicorn listens only after this): models loaded,
             # /ready says 200. Quick when ``serve`` has warmed the App already.
             await anyio.to_thread.run_sync(service.health.warm)
+            await anyio.to_thread.run_sync(console.resume_uploads, service, jobs)
             yield
         finally:
+            jobs.stop()  # before the App closes under their ingest: they resume next start
             await anyio.to_thread.run_sync(service.chats.close)  # the chats' MCP servers
             if owned:
                 service.app.close()

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from knowhub.agent.chat import Agent, open_agent
 from knowhub.checks import check_query
 from knowhub.errors import KnowhubError
+from knowhub.interfaces.http.errors import NotConfiguredError
 from knowhub.interfaces.http.pump import EventPump
 from knowhub.interfaces.http.schemas import ChatBody
 from knowhub.interfaces.security import Principal
@@ -71,6 +72,12 @@ class Chats:
 
     def question(self, principal: Principal, body: ChatBody) -> ChatQuestion:
         """Check a chat request up front (its mistakes are a status, not a stream's end)."""
+        if self.service.settings.llm.provider == "none":
+            raise NotConfiguredError(
+                "/api/chat needs a model that calls tools, and this server has none: set "
+                "llm.provider to openai, azure or ollama, with llm.model (and llm.base_url), "
+                "in knowhub.yaml or KNOWHUB_LLM__*; /api/ask answers without one"
+            )
         text = check_query(body.question)
         collection = self.service.collection(principal, body.collection)
         if body.history is not None:

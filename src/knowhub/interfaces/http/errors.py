@@ -11,6 +11,7 @@ from typing import Any
 from knowhub.errors import (
     AuthError,
     CollectionNotFound,
+    ConfigError,
     KnowhubError,
     ProviderError,
     QueryError,
@@ -19,13 +20,40 @@ from knowhub.errors import (
 from knowhub.interfaces.http.limits import ServerBusyError
 from knowhub.interfaces.security import ThrottledError
 
-__all__ = ["describe_invalid", "error_body", "error_status"]
+__all__ = [
+    "InsufficientStorageError",
+    "NotConfiguredError",
+    "PayloadTooLargeError",
+    "describe_invalid",
+    "error_body",
+    "error_status",
+]
+
+
+class PayloadTooLargeError(QueryError):
+    """A body (or one file of it) over a limit the message names: 413."""
+
+
+class InsufficientStorageError(KnowhubError):
+    """The disk of the data dir is full (or over a quota): 507, nothing half-written kept."""
+
+
+class NotConfiguredError(ConfigError):
+    """The route needs a setting this server lacks (a chat with no LLM): 409, naming it.
+    The request is sound, the server is not set up for it: retrying will not help until an
+    operator configures it, which a 5xx would not say."""
 
 
 def error_status(exc: BaseException) -> int:
     """The HTTP status for an error: the caller's fault (4xx) or an upstream one (502)."""
     if isinstance(exc, ServerBusyError):
         return 503  # with Retry-After: every slot taken and the queue full
+    if isinstance(exc, InsufficientStorageError):
+        return 507
+    if isinstance(exc, NotConfiguredError):
+        return 409
+    if isinstance(exc, PayloadTooLargeError):
+        return 413
     if isinstance(exc, ThrottledError):
         return 429  # too many wrong tokens from this address: with Retry-After
     if isinstance(exc, AuthError):

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import logging
 from contextlib import closing
+from typing import TYPE_CHECKING
+
+from starlette.types import ASGIApp
 
 from knowhub.app import build_app
 from knowhub.config import Settings
@@ -11,7 +14,10 @@ from knowhub.interfaces.http.api import create_app
 from knowhub.interfaces.listen import bind
 from knowhub.interfaces.warmup import preflight
 
-__all__ = ["serve"]
+if TYPE_CHECKING:
+    import uvicorn
+
+__all__ = ["serve", "uvicorn_config"]
 
 log = logging.getLogger("knowhub.http")
 
@@ -32,16 +38,20 @@ def serve(settings: Settings, host: str, port: int, allow_unauthenticated: bool 
             log.info("%s", preflight(app))
             shown = f"[{host}]" if ":" in host else host
             log.warning("knowhub HTTP API on http://%s:%d (docs: /docs)", shown, port)
-            # A WebSocket message is held to the same limit as a request body.
-            limit = settings.server.max_body_bytes
-            config = uvicorn.Config(
-                asgi, host=host, port=port, log_level="warning", ws_max_size=limit
-            )
-            server = uvicorn.Server(config)
+            server = uvicorn.Server(uvicorn_config(asgi, settings, host, port))
             logging.getLogger("uvicorn.error").addFilter(_DeniedHandshakeNoise())  # after config
             server.run(sockets=[sock])
         finally:
             app.close()
+
+
+def uvicorn_config(asgi: ASGIApp, settings: Settings, host: str, port: int) -> uvicorn.Config:
+    """How ``serve`` runs uvicorn: a WebSocket message is held to the same limit as a request
+    body (a larger one closes the socket with 1009)."""
+    import uvicorn
+
+    limit = settings.server.max_body_bytes
+    return uvicorn.Config(asgi, host=host, port=port, log_level="warning", ws_max_size=limit)
 
 
 class _DeniedHandshakeNoise(logging.Filter):

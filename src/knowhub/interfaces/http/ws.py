@@ -9,6 +9,7 @@ message or a failed answer is an ``error`` event, and the connection stays open.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -48,6 +49,9 @@ async def answer_socket(service: Service, websocket: WebSocket) -> None:
             await _answer(service, websocket, principal, raw)
     except WebSocketDisconnect:
         return
+    except Exception as exc:  # a bug: the client still gets a close frame saying so
+        log.error("WebSocket failed", exc_info=exc)
+        await _close(websocket, 1011, "internal error: see the server log")
     finally:
         service.metrics.websockets.dec()
 
@@ -96,6 +100,11 @@ def _parse(raw: str) -> WsQuestion:
             data = json.loads(raw)
         except ValueError:
             return WsQuestion.model_validate_json(raw)  # raises, saying where the JSON breaks
+        except RecursionError as exc:  # '[' * 5000: Python's parser recurses once a level
+            raise QueryError(
+                "message: JSON nested too deeply to read: send a question object "
+                '{"question": …} as the API describes'
+            ) from exc
         return WsQuestion.model_validate(data)
     except ValidationError as exc:
         raise QueryError(describe_invalid(exc.errors(), "message")) from exc
@@ -106,6 +115,11 @@ async def _send(websocket: WebSocket, ref: dict[str, Any], kind: str, payload: A
         await websocket.send_json({"event": kind, **ref, **payload})
     except (RuntimeError, OSError) as exc:  # the socket closed under us: the client is gone
         raise WebSocketDisconnect(1006) from exc
+
+
+async def _close(websocket: WebSocket, code: int, reason: str) -> None:
+    with contextlib.suppress(RuntimeError, OSError):  # already closed: nothing to tell
+        await websocket.close(code, reason)
 
 
 def _count(service: Service, status: int, started: float, error: str | None) -> None:

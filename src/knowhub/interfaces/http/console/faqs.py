@@ -18,12 +18,13 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from knowhub.errors import IngestError, QueryError
 from knowhub.ingest.faq import FAQ_SUFFIXES
 from knowhub.interfaces.http.console.auth import check_same_origin, read_form
 from knowhub.interfaces.http.console.failure import error_page, on_failure
 from knowhub.interfaces.http.console.pages import readable_names
 from knowhub.interfaces.http.console.render import page
-from knowhub.interfaces.http.console.uploads import receive
+from knowhub.interfaces.http.console.uploads import UploadLimits, as_sent, receive
 from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
 from knowhub.interfaces.http.service import Service
 from knowhub.interfaces.security import Principal
@@ -61,8 +62,7 @@ async def faq_import(request: Request, service: ServiceDep, principal: Principal
         request.headers.get("content-type", ""),
         request.stream(),
         folder,
-        service.settings.server.max_upload_bytes,
-        list(FAQ_SUFFIXES),
+        UploadLimits.of(service.settings.server, list(FAQ_SUFFIXES)),
     )
     name = chosen[0] if chosen else service.collection(principal, sent.fields.get("collection"))
 
@@ -74,11 +74,14 @@ async def faq_import(request: Request, service: ServiceDep, principal: Principal
 
     on_failure(request, form_again)
     paths = [r.path for r in sent.received]
-    loaded = (
-        await service.run(lambda: service.app_for(principal).faq_import(paths, name))
-        if paths
-        else []
-    )
+    try:
+        loaded = (
+            await service.run(lambda: service.app_for(principal).faq_import(paths, name))
+            if paths
+            else []
+        )
+    except IngestError as exc:  # a file's content: the uploader's to fix (400, not 500)
+        raise QueryError(as_sent(str(exc), sent.received)) from exc
     notes = [f"{Path(source).name}: {count} entries imported" for source, count in loaded]
     notes += [f"{r.sent_as}: not imported: {r.reason}" for r in sent.rejected]
     shown = await _shown(service, principal, name)
@@ -91,6 +94,11 @@ async def faq_remove(request: Request, service: ServiceDep, principal: Principal
     form = await read_form(request)
     name = service.collection(principal, form.get("collection") or None)
     source = form.get("source", "")
+    if "\x00" in source:  # no file's path holds one (and Path() raises on it)
+        raise QueryError(
+            f"source {source!r} holds a NUL character, so it is no FAQ file: pick one from "
+            "the FAQ list"
+        )
     removed = await service.run(lambda: service.app_for(principal).faq_remove(source, name))
     kept = Path(source)
     if kept.parent == faq_dir(service, name) and kept.is_file():

@@ -11,6 +11,12 @@ share a name). The token book makes one principal per token, and a console sessi
 for that same object, so a token's header and its browser's session see one job, and no
 other token does. Past :data:`MAX_PENDING` jobs an upload is refused with 503 and
 ``Retry-After`` (:class:`~knowhub.interfaces.http.limits.ServerBusyError`).
+
+A job is also queued on disk (:class:`~knowhub.ingest.uploads.Queue`) before the upload is
+answered, and its record deleted only once its ingest has ended: a server stopped or killed
+meanwhile resumes it at its next start (:meth:`JobBook.resume`), and a job that a stop cuts
+short keeps its files and its record rather than failing them. A failure's reason names each
+file as it was sent, never by the server's path.
 """
 
 from __future__ import annotations
@@ -21,26 +27,44 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from knowhub.errors import KnowhubError
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import IngestProgress, Progress
+from knowhub.ingest.uploads import Held, Queue, QueuedFile, QueuedUpload
+from knowhub.interfaces.http.console.uploads import Received, as_sent, storage_error
 from knowhub.interfaces.http.limits import ServerBusyError
 from knowhub.interfaces.security import Principal
+from knowhub.scope import UNRESTRICTED, Scope
 
-__all__ = ["KEPT", "MAX_PENDING", "RETRY_AFTER_S", "FileState", "Job", "JobBook"]
+__all__ = [
+    "KEPT",
+    "MAX_ATTEMPTS",
+    "MAX_PENDING",
+    "RETRY_AFTER_S",
+    "FileState",
+    "Ingest",
+    "Job",
+    "JobBook",
+    "Resume",
+]
 
 log = logging.getLogger("knowhub.http")
 
 KEPT = 200
 MAX_PENDING = 8  # jobs waiting or running; more uploads are refused until some end
 RETRY_AFTER_S = 30  # what a refused upload is told to wait: an ingest takes seconds to minutes
+MAX_ATTEMPTS = 3  # starts that resume one upload: past them a file that kills the server waits
 State = Literal["queued", "reading", "embedding", "indexed", "done", "unchanged", "failed"]
 _SHARE: dict[str, float] = {"queued": 0.0, "reading": 0.1, "indexed": 0.95}
 Ingest = Callable[[Progress], IngestReport]
+Resume = Callable[[QueuedUpload, list[Path]], Ingest]
+"""The ingest of a queued upload's files (those still there): what a start resumes it with."""
+# Owns the jobs a start resumes: no token's principal is this object, so none is shown them.
+_NOBODY = Principal("resumed upload")
 
 
 @dataclass
@@ -71,6 +95,7 @@ class Job:
     # Where each file (by source) was stored: a file that fails to ingest is deleted, since
     # no document points to it and nothing else would ever remove it.
     stored: Mapping[str, Path] = field(default_factory=dict, repr=False)
+    held: Held | None = field(default=None, repr=False)  # its record on disk, locked
 
     def view(self) -> dict[str, Any]:
         """What ``GET /ui/upload/{job}`` answers."""
@@ -82,25 +107,42 @@ class Job:
             "files": [asdict(f) for f in self.files + self.refused],
         }
 
-    def run(self, ingest: Ingest, turn: threading.Semaphore) -> None:
+    def run(self, ingest: Ingest, turn: threading.Semaphore, stopping: threading.Event) -> None:
         """``ingest(progress)`` with this job's progress callback, once ``turn`` lets it (one
         upload ingests at a time); the report settles every file. Any error ends the job
-        (shown on the page), never the server."""
+        (shown on the page), never the server; once ``stopping`` is set (the server stops),
+        an unsettled job keeps its files and record for the next start instead."""
+        settled = False
         try:
             with turn:
-                report = ingest(self._progress)
-            self._settle(report)
+                report = None if stopping.is_set() else ingest(self._progress)
+            if report is not None:
+                self._settle(report)
+                settled = True
         except KnowhubError as exc:
-            self._fail_all(str(exc))
+            if not stopping.is_set():
+                self._fail_all(str(exc))
+                settled = True
         except Exception as exc:  # a bug: logged in full, shown on the page, server kept
-            log.error("upload ingest failed", exc_info=exc)
-            self._fail_all(f"ingest failed: {type(exc).__name__}: {exc}")
+            if not stopping.is_set():
+                log.error("upload ingest failed", exc_info=exc)
+                self._fail_all(f"ingest failed: {type(exc).__name__}: {exc}")
+                settled = True
         finally:
+            self._end(settled)
+
+    def _end(self, settled: bool) -> None:
+        if settled:
             for f in self.files:
                 if f.state == "failed" and f.source in self.stored:
                     self.stored[f.source].unlink(missing_ok=True)
-            self.finished = True
-            self.done.set()
+        if self.held is not None:
+            if settled:
+                self.held.done()
+            else:  # cut short by a stop: the next start resumes it
+                self.held.release()
+        self.finished = True
+        self.done.set()
 
     def _progress(self, step: IngestProgress) -> None:
         by_source = {f.source: f for f in self.files}
@@ -134,7 +176,7 @@ class Job:
         failed = dict(report.failed) | {s: f"skipped: {r}" for s, r in report.skipped}
         for f in self.files:
             if f.source in failed:
-                f.state, f.reason, f.fraction = "failed", failed[f.source], 1.0
+                f.state, f.reason, f.fraction = "failed", self._named(failed[f.source]), 1.0
             elif f.source in report.unchanged:
                 f.state, f.fraction = "unchanged", 1.0
                 f.reason = "already indexed with the same bytes and tags"
@@ -142,16 +184,28 @@ class Job:
                 f.state, f.fraction = "done", 1.0
 
     def _fail_all(self, reason: str) -> None:
-        self.error = reason
+        self.error = reason = self._named(reason)
         for f in self.files:
             if f.state != "done":
                 f.state, f.reason, f.fraction = "failed", reason, 1.0
 
+    def _named(self, reason: str) -> str:
+        """``reason`` naming each file as it was sent, not by its path on this server."""
+        sent = [
+            Received(f.name, self.stored[f.source], 0)
+            for f in self.files
+            if f.source in self.stored
+        ]
+        return as_sent(reason, sent)
+
 
 class JobBook:
-    """The server's recent upload jobs, by id (the oldest forgotten past :data:`KEPT`)."""
+    """The server's recent upload jobs, by id (the oldest forgotten past :data:`KEPT`), and
+    their queue on disk (none in tests of the jobs alone)."""
 
-    def __init__(self) -> None:
+    def __init__(self, queue: Queue | None = None) -> None:
+        self.queue = queue
+        self.stopping = threading.Event()
         self._jobs: OrderedDict[str, Job] = OrderedDict()
         self._lock = threading.Lock()
         self._turn = threading.Semaphore(1)
@@ -164,37 +218,80 @@ class JobBook:
         refused: list[FileState],
         ingest: Ingest,
         stored: Mapping[str, Path] | None = None,
+        tags: Mapping[str, str] | None = None,
+        scope: Scope = UNRESTRICTED,
     ) -> Job:
-        """A new job, its ingest started in its own thread (it waits its turn there).
+        """A new job, queued on disk, its ingest started in its own thread (it waits its
+        turn there).
 
         Raises:
-            ServerBusyError: :data:`MAX_PENDING` jobs are waiting or running already (the files
-                of ``stored`` are deleted: nothing will ingest them).
+            ServerBusyError: :data:`MAX_PENDING` jobs are waiting or running already.
+            InsufficientStorageError: its record could not be written (a full disk).
+            Either way the files of ``stored`` are deleted: nothing will ingest them.
         """
         job = Job(secrets.token_urlsafe(12), owner, collection, files, refused, stored=stored or {})
         with self._lock:
             pending = sum(not j.finished for j in self._jobs.values())
             if files and pending >= MAX_PENDING:
-                for path in job.stored.values():
-                    path.unlink(missing_ok=True)
+                _forget(job)
                 raise ServerBusyError(
                     f"{pending} uploads are waiting or being ingested already (at most "
                     f"{MAX_PENDING}): try again later, in {RETRY_AFTER_S} s or so",
                     RETRY_AFTER_S,
                 )
-            self._jobs[job.id] = job
-            while len(self._jobs) > KEPT:
-                self._jobs.popitem(last=False)
-        if files:
-            name = f"knowhub-upload-{job.id}"
-            run = threading.Thread(
-                target=job.run, args=(ingest, self._turn), name=name, daemon=True
-            )
-            run.start()
-        else:  # every file was refused: nothing to ingest
+            self._add(job)
+        if not files:  # every file was refused: nothing to ingest
             job.finished = True
             job.done.set()
+            return job
+        try:
+            job.held = self._queued(job, dict(tags or {}), scope)
+        except OSError as exc:
+            with self._lock:
+                self._jobs.pop(job.id, None)
+            _forget(job)
+            full = storage_error(exc, "the upload's job record")
+            if full is None:
+                raise
+            raise full from exc
+        self._run(job, ingest)
         return job
+
+    def resume(self, ingest_for: Resume) -> list[Job]:
+        """A job for each queued upload no process runs (a stop cut its ingest short)."""
+        if self.queue is None:
+            return []
+        resumed = [self._resume(held, ingest_for) for held in self.queue.interrupted()]
+        return [job for job in resumed if job is not None]
+
+    def _resume(self, held: Held, ingest_for: Resume) -> Job | None:
+        assert self.queue is not None
+        upload = held.upload
+        paths = [p for p in upload.paths(self.queue.data_dir) if p.is_file()]
+        if not paths or upload.attempts >= MAX_ATTEMPTS:
+            if paths:
+                log.error(
+                    "upload %s was cut short %d times: not resumed again (`knowhub verify` "
+                    "lists its files, and --fix ingests them)",
+                    upload.id,
+                    upload.attempts,
+                )
+            held.done()
+            return None
+        self.queue.rewrite(held, replace(upload, attempts=upload.attempts + 1))
+        sent = {Path(f.path).name: f.name for f in upload.files}
+        files = [FileState(sent.get(p.name, p.name), p.name) for p in paths]
+        job = Job(upload.id, _NOBODY, upload.collection, files, held=held)
+        job.stored = {p.name: p for p in paths}
+        with self._lock:
+            self._add(job)
+        log.warning("resuming upload %s: %d files into %s", job.id, len(paths), job.collection)
+        self._run(job, ingest_for(upload, paths))
+        return job
+
+    def stop(self) -> None:
+        """The server stops: jobs cut short from now on keep their files and records."""
+        self.stopping.set()
 
     def get(self, job_id: str, owner: Principal) -> Job | None:
         """The job, if it exists and ``owner`` started it (else None: one answer for both)."""
@@ -202,3 +299,39 @@ class JobBook:
             job = self._jobs.get(job_id)
         # ``is``, not ``==``: principals are values, and two tokens' may be equal field by field.
         return job if job is not None and job.owner is owner else None
+
+    def _add(self, job: Job) -> None:
+        self._jobs[job.id] = job
+        while len(self._jobs) > KEPT:
+            self._jobs.popitem(last=False)
+
+    def _queued(self, job: Job, tags: dict[str, str], scope: Scope) -> Held | None:
+        if self.queue is None:
+            return None
+        data_dir = self.queue.data_dir
+        files = [
+            QueuedFile(f.name, str(_within(job.stored[f.source], data_dir)))
+            for f in job.files
+            if f.source in job.stored
+        ]
+        return self.queue.add(QueuedUpload(job.id, job.collection, tags, files, 0, scope))
+
+    def _run(self, job: Job, ingest: Ingest) -> None:
+        run = threading.Thread(
+            target=job.run,
+            args=(ingest, self._turn, self.stopping),
+            name=f"knowhub-upload-{job.id}",
+            daemon=True,
+        )
+        run.start()
+
+
+def _forget(job: Job) -> None:
+    """Delete a refused job's files: nothing will ingest them."""
+    for path in job.stored.values():
+        path.unlink(missing_ok=True)
+
+
+def _within(path: Path, data_dir: Path) -> Path:
+    """``path`` relative to the data dir (so a moved data dir still finds it), if under it."""
+    return path.relative_to(data_dir) if path.is_relative_to(data_dir) else path

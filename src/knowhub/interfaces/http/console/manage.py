@@ -15,34 +15,39 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 
+from knowhub.app import App
 from knowhub.checks import check_collection_name
 from knowhub.errors import QueryError
 from knowhub.ingest.discover import rediscover
 from knowhub.ingest.pipeline import IngestReport
+from knowhub.ingest.progress import Progress
+from knowhub.ingest.uploads import uploads_folder
 from knowhub.interfaces.arguments import parse_key_values
 from knowhub.interfaces.http.console import faqs
 from knowhub.interfaces.http.console.auth import check_same_origin, read_form
 from knowhub.interfaces.http.console.failure import NotFoundError, error_page, on_failure
-from knowhub.interfaces.http.console.jobs import FileState, Job, JobBook
+from knowhub.interfaces.http.console.jobs import FileState, Ingest, Job, JobBook
 from knowhub.interfaces.http.console.pages import pages_router, readable_names
 from knowhub.interfaces.http.console.render import page
-from knowhub.interfaces.http.console.uploads import Upload, receive
+from knowhub.interfaces.http.console.uploads import Upload, UploadLimits, receive
 from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
 from knowhub.interfaces.http.service import Service
 from knowhub.interfaces.security import Principal
 
 __all__ = [
-    "JOBS",
     "UPLOAD_BODY_BYTES",
     "UPLOAD_PATHS",
     "delete",
+    "jobs_of",
     "reingest",
+    "resume_uploads",
     "router",
     "upload",
     "upload_form",
@@ -51,9 +56,10 @@ __all__ = [
 ]
 
 router = pages_router()
-# An upload's whole body may pass server.max_body_bytes (each file is held to
-# server.max_upload_bytes as it streams to disk); this is its ceiling, all files together.
-UPLOAD_BODY_BYTES = 1 << 30
+# An upload's whole body may pass server.max_body_bytes: receive() holds it to
+# server.max_upload_body_bytes (and each file to server.max_upload_bytes) as it streams, naming
+# the limit that refused it; the route's own limit only stands above every such setting.
+UPLOAD_BODY_BYTES = 1 << 62
 UPLOAD_PATHS = frozenset({"/ui/upload", "/ui/faq/import"})
 """The paths whose bodies the guard leaves to their route's own limit."""
 
@@ -62,13 +68,27 @@ router.add_api_route(
     "/faq/import", faqs.faq_import, methods=["POST"], max_body_size=UPLOAD_BODY_BYTES
 )
 router.add_api_route("/faq/remove", faqs.faq_remove, methods=["POST"])
-JOBS = JobBook()
 _FORM_WAIT_S = 600.0
 
 
 def uploads_dir(service: Service, collection: str) -> Path:
     """Where a collection's uploaded files are kept."""
-    return Path(service.settings.data_dir).absolute() / "uploads" / collection
+    return uploads_folder(service.settings.data_dir, collection)
+
+
+def jobs_of(connection: HTTPConnection) -> JobBook:
+    """The upload jobs of the app serving ``connection`` (``create_app`` puts them there)."""
+    jobs: JobBook = connection.app.state.jobs
+    return jobs
+
+
+def resume_uploads(service: Service, jobs: JobBook) -> None:
+    """Resume the uploads whose ingest a stop cut short (at the server's start)."""
+    jobs.resume(
+        lambda upload, paths: _ingest(
+            service, service.app.scoped(upload.scope), upload.collection, upload.tags, paths
+        )
+    )
 
 
 @router.get("/upload")
@@ -94,16 +114,14 @@ async def upload(request: Request, service: ServiceDep, principal: PrincipalDep)
             chosen.append(_collection(service, principal, fields))
         return uploads_dir(service, chosen[0])
 
-    opts = service.settings.server
     sent = await receive(
         request.headers.get("content-type", ""),
         request.stream(),
         folder,
-        opts.max_upload_bytes,
-        opts.upload_extensions,
+        UploadLimits.of(service.settings.server),
     )
     name = chosen[0] if chosen else _collection(service, principal, sent.fields)
-    job = _start(service, principal, name, sent)
+    job = _start(service, jobs_of(request), principal, name, sent)
     if "application/json" in request.headers.get("accept", ""):
         return JSONResponse({"job": job.id, "url": f"/ui/upload/{job.id}"}, status_code=202)
     # Without script the page waits for the ingest, though never forever: a job still
@@ -113,10 +131,10 @@ async def upload(request: Request, service: ServiceDep, principal: PrincipalDep)
 
 
 @router.get("/upload/{job_id}")
-async def upload_job(job_id: str, principal: PrincipalDep) -> Response:
+async def upload_job(request: Request, job_id: str, principal: PrincipalDep) -> Response:
     """A job's files and their states (JSON, polled by static/upload.js)."""
     principal.check_write("upload documents")
-    job = JOBS.get(job_id, principal)
+    job = jobs_of(request).get(job_id, principal)
     if job is None:
         raise NotFoundError(f"no upload job {job_id!r}: it ended long ago, or is not yours")
     return JSONResponse(job.view(), headers={"Cache-Control": "no-store"})
@@ -200,7 +218,7 @@ def _tags(text: str) -> dict[str, str]:
     return parse_key_values(items, "tag")
 
 
-def _start(service: Service, principal: Principal, name: str, sent: Upload) -> Job:
+def _start(service: Service, jobs: JobBook, principal: Principal, name: str, sent: Upload) -> Job:
     """The ingest of what was received, as a job; bad tags refuse the whole upload."""
     try:
         tags = _tags(sent.fields.get("tags", ""))
@@ -211,16 +229,25 @@ def _start(service: Service, principal: Principal, name: str, sent: Upload) -> J
     files = [FileState(r.sent_as, r.path.name) for r in sent.received]
     refused = [FileState(r.sent_as, "", "failed", r.reason, 1.0) for r in sent.rejected]
     paths = [r.path for r in sent.received]
-    return JOBS.start(
+    return jobs.start(
         principal,
         name,
         files,
         refused,
-        lambda progress: _counted(
-            service, service.app_for(principal).ingest(paths, name, tags, progress=progress)
-        ),
+        _ingest(service, service.app_for(principal), name, tags, paths),
         {r.path.name: r.path for r in sent.received},
+        tags,
+        principal.scope,
     )
+
+
+def _ingest(
+    service: Service, app: App, name: str, tags: Mapping[str, str], paths: list[Path]
+) -> Ingest:
+    def ingest(progress: Progress) -> IngestReport:
+        return _counted(service, app.ingest(paths, name, tags, progress=progress))
+
+    return ingest
 
 
 def _counted(service: Service, report: IngestReport) -> IngestReport:

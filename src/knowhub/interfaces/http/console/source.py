@@ -23,6 +23,7 @@ from starlette.responses import Response
 from knowhub.errors import KnowhubError, QueryError
 from knowhub.ingest.loaders.reading import open_regular
 from knowhub.interfaces.http.console.failure import NotFoundError
+from knowhub.interfaces.http.console.markup import DRAWN_FORMATS, draw
 from knowhub.interfaces.http.console.pages import gathered, pages_router
 from knowhub.interfaces.http.console.passage import passage
 from knowhub.interfaces.http.console.pdf_marks import cited_boxes
@@ -78,11 +79,13 @@ async def source(
         hit = _cited(service, principal, chunk_id, collection)
         record = _record(service, principal, hit.doc_hash, hit.collection)
         shown = min(int(around), MAX_AROUND) if around.strip().isdigit() else AROUND
+        blocks = passage(app.document_chunks(record), hit, shown)
         return {
             "hit": hit,
             "cite": citation(hit),
             "record": record,
-            "blocks": passage(app.document_chunks(record), hit, shown),
+            "blocks": blocks,
+            "drawn": draw(blocks) if record.format in DRAWN_FORMATS else None,
             "around": shown,
             "more": min(shown + 3, MAX_AROUND),
             "max_around": MAX_AROUND,

@@ -1,0 +1,45 @@
+"""The source view draws the Markdown a loader wrote (an HTML or Office file's headings and
+tables) instead of printing ``##`` and ``|---|``; a Markdown file's own text stays as written."""
+
+from __future__ import annotations
+
+from knowhub.interfaces.http.console.markup import DRAWN_FORMATS, draw
+from knowhub.interfaces.http.console.passage import Block, Piece
+from knowhub.models import Hit
+
+HIT = Hit("c0", 0.0, "rates.html", "Rates", "", None, "", 0, 0, 0, 0, "h" * 64, "default", "en")
+
+
+def _block(*pieces: tuple[str, bool], gap: bool = False) -> Block:
+    return Block(HIT, tuple(Piece(t, m) for t, m in pieces), "", None, gap)
+
+
+TABLE = "## Rates\n\n| City | Rate |\n| --- | --- |\n| Paris | 200 |\n| <b>Oslo</b> | 250 |\n"
+
+
+def test_headings_and_tables_are_drawn_and_their_symbols_gone() -> None:
+    (shown,) = draw([_block((TABLE, False))])
+    assert '<span class="src-h src-h2">Rates</span>' in shown
+    assert '<span class="src-row src-head"><span class="src-cell">City</span>' in shown
+    assert '<span class="src-cell">Paris</span><span class="src-cell">200</span>' in shown
+    assert "##" not in shown and "---" not in shown and "|" not in shown
+    assert "&lt;b&gt;Oslo&lt;/b&gt;" in shown  # the document's text is escaped, never markup
+
+
+def test_the_cited_span_stays_marked_inside_a_drawn_table() -> None:
+    pieces = (("| City | Rate |\n| --- | --- |\n| Par", False), ("is | 200", True), (" |\n", False))
+    (shown,) = draw([_block(*pieces)])
+    assert (
+        '<span class="src-cell">Par<mark>is</mark></span><span class="src-cell"><mark>200</mark>'
+        in shown
+    )
+
+
+def test_a_block_that_starts_inside_a_line_is_not_taken_for_a_heading() -> None:
+    _, second = draw([_block(("The rate is ", False)), _block(("## not a heading\n", False))])
+    assert "src-h" not in second and "## not a heading" in second
+
+
+def test_formats_whose_text_is_the_file_itself_are_not_drawn() -> None:
+    assert {"html", "docx", "pptx", "pdf", "xlsx", "csv"} <= DRAWN_FORMATS
+    assert not {"markdown", "mdx", "text", "rst", "json"} & DRAWN_FORMATS

@@ -1,0 +1,91 @@
+"""The upload queue on disk: a job's record is written before it runs and deleted when its
+ingest ends; a stop keeps it (and the job's files) for the next start, which resumes it, at
+most :data:`MAX_ATTEMPTS` times."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from knowhub.errors import StoreError
+from knowhub.ingest.pipeline import IngestReport
+from knowhub.ingest.progress import Progress
+from knowhub.ingest.uploads import Queue, QueuedFile, QueuedUpload, held_elsewhere
+from knowhub.interfaces.http.console.jobs import MAX_ATTEMPTS, FileState, Ingest, JobBook
+from knowhub.interfaces.security import Principal
+from knowhub.scope import Scope
+from tests.helpers import write
+
+
+def _stored(data: Path) -> Path:
+    return write(data / "uploads" / "default" / "a.md", "# A\n\nkept\n")
+
+
+def test_a_job_s_record_is_held_while_it_runs_and_gone_when_it_ends(tmp_path: Path) -> None:
+    book, ran = JobBook(Queue(tmp_path)), threading.Event()
+    path = _stored(tmp_path)
+
+    def ingest(progress: Progress) -> IngestReport:
+        (record,) = (tmp_path / "upload-jobs").glob("*.json")
+        assert held_elsewhere(record)  # another process would not resume it
+        ran.set()
+        return IngestReport("default", added=["a.md"])
+
+    job = book.start(
+        Principal("full"), "default", [FileState("a.md", "a.md")], [], ingest, {"a.md": path}
+    )
+    assert job.done.wait(60) and ran.is_set()
+    assert not list((tmp_path / "upload-jobs").glob("*.json")) and path.is_file()
+
+
+def test_a_job_a_stop_cuts_short_keeps_its_files_and_record_for_the_next_start(
+    tmp_path: Path,
+) -> None:
+    book, started, release = JobBook(Queue(tmp_path)), threading.Event(), threading.Event()
+    path = _stored(tmp_path)
+
+    def closed_under_it(progress: Progress) -> IngestReport:
+        started.set()
+        release.wait(60)
+        raise StoreError("the store is closed")  # what the App closing at shutdown does
+
+    files, scope = [FileState("a.md", "a.md")], Scope.of(tenants=["acme"], roles=["hr"])
+    job = book.start(
+        Principal("acme-hr"),
+        "default",
+        files,
+        [],
+        closed_under_it,
+        {"a.md": path},
+        {"team": "ops"},
+        scope,
+    )
+    assert started.wait(60)
+    book.stop()
+    release.set()
+    assert job.done.wait(60)
+    assert path.is_file()  # not deleted as a failed file
+    seen: list[tuple[str, dict[str, str], Scope, list[Path]]] = []
+
+    def again(upload: QueuedUpload, paths: list[Path]) -> Ingest:
+        seen.append((upload.collection, upload.tags, upload.scope, paths))
+        return lambda progress: IngestReport("default", added=["a.md"])
+
+    (resumed,) = JobBook(Queue(tmp_path)).resume(again)  # the next start
+    assert resumed.done.wait(60) and [f.name for f in resumed.files] == ["a.md"]
+    # As the uploader: a writer with a data scope writes only within it, resumed or not.
+    assert seen == [("default", {"team": "ops"}, scope, [path])]
+    assert not list((tmp_path / "upload-jobs").glob("*.json"))
+
+
+def test_an_upload_cut_short_too_often_is_not_resumed_again(tmp_path: Path) -> None:
+    path = _stored(tmp_path)
+    files = [QueuedFile("a.md", "uploads/default/a.md")]
+    Queue(tmp_path).add(QueuedUpload("j1", "default", {}, files, MAX_ATTEMPTS)).release()
+
+    def never(upload: QueuedUpload, paths: list[Path]) -> Ingest:
+        raise AssertionError("not resumed again")
+
+    assert JobBook(Queue(tmp_path)).resume(never) == []
+    assert path.is_file()  # left for verify to report
+    assert not list((tmp_path / "upload-jobs").glob("*.json"))
