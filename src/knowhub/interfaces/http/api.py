@@ -22,6 +22,7 @@ from starlette.types import ASGIApp
 
 from knowhub.app import App, build_app
 from knowhub.config import Settings
+from knowhub.interfaces.drain import Drain
 from knowhub.interfaces.http import console
 from knowhub.interfaces.http.boundary import add_error_handlers
 from knowhub.interfaces.http.deps import attach
@@ -51,16 +52,18 @@ def create_app(
     allow_unauthenticated: bool = False,
     app: App | None = None,
     conversations: Conversations | None = None,
+    drain: Drain | None = None,
 ) -> ASGIApp:
     """The ASGI app serving ``settings``' data directory.
 
     ``host`` is where it will listen: without tokens only loopback is allowed (unless
     ``allow_unauthenticated``), and on loopback the Host header must name it. ``app``:
     an App already built (and warmed); otherwise one is built, and closed on shutdown.
+    ``drain``: what the server ends the answers in flight with when it stops.
     """
     tokens = TokenBook(settings)
     loopback = check_bind(tokens, host, allow_unauthenticated)
-    service = _service(settings, app, conversations)
+    service = _service(settings, app, conversations, drain or Drain())
     api = FastAPI(
         title="knowhub",
         version=version("knowhub"),
@@ -89,12 +92,15 @@ def create_app(
     return MetricsMiddleware(guarded, service.metrics, paths)
 
 
-def _service(settings: Settings, app: App | None, conversations: Conversations | None) -> Service:
+def _service(
+    settings: Settings, app: App | None, conversations: Conversations | None, drain: Drain
+) -> Service:
     service = Service(
         app or build_app(settings, interface="http"),
         settings,
         ApiMetrics(),
         conversations or Conversations(),
+        drain,
     )
     service.metrics.track_index(lambda: [IndexSize.of(c) for c in service.app.collections()])
     track_volume(service.metrics.registry, Path(settings.data_dir))

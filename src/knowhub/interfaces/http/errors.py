@@ -16,6 +16,7 @@ from knowhub.errors import (
     QueryError,
     StoreError,
 )
+from knowhub.interfaces.drain import ShuttingDownError
 from knowhub.interfaces.http.limits import ServerBusyError
 from knowhub.interfaces.security import ThrottledError
 
@@ -24,8 +25,8 @@ __all__ = ["describe_invalid", "error_body", "error_status"]
 
 def error_status(exc: BaseException) -> int:
     """The HTTP status for an error: the caller's fault (4xx) or an upstream one (502)."""
-    if isinstance(exc, ServerBusyError):
-        return 503  # with Retry-After: every slot taken and the queue full
+    if isinstance(exc, ServerBusyError | ShuttingDownError):
+        return 503  # with Retry-After: every slot taken and the queue full, or stopping
     if isinstance(exc, ThrottledError):
         return 429  # too many wrong tokens from this address: with Retry-After
     if isinstance(exc, AuthError):

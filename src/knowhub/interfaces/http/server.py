@@ -7,6 +7,7 @@ from contextlib import closing
 
 from knowhub.app import build_app
 from knowhub.config import Settings
+from knowhub.interfaces.drain import Drain
 from knowhub.interfaces.http.api import create_app
 from knowhub.interfaces.listen import bind
 from knowhub.interfaces.warmup import preflight
@@ -18,13 +19,18 @@ log = logging.getLogger("knowhub.http")
 
 def serve(settings: Settings, host: str, port: int, allow_unauthenticated: bool = False) -> None:
     """Serve until interrupted."""
-    import uvicorn
+    from knowhub.interfaces.serving import run
 
     with closing(bind(host, port)) as sock:  # first: a taken port fails before models load
         app = build_app(settings, interface="http")
         try:
+            drain = Drain()
             asgi = create_app(
-                settings, host=host, allow_unauthenticated=allow_unauthenticated, app=app
+                settings,
+                host=host,
+                allow_unauthenticated=allow_unauthenticated,
+                app=app,
+                drain=drain,
             )
             # Here, not only in the app's lifespan (which warms again, at once): a failed
             # check ends the start-up with its own message rather than uvicorn's
@@ -32,14 +38,9 @@ def serve(settings: Settings, host: str, port: int, allow_unauthenticated: bool 
             log.info("%s", preflight(app))
             shown = f"[{host}]" if ":" in host else host
             log.warning("knowhub HTTP API on http://%s:%d (docs: /docs)", shown, port)
+            logging.getLogger("uvicorn.error").addFilter(_DeniedHandshakeNoise())
             # A WebSocket message is held to the same limit as a request body.
-            limit = settings.server.max_body_bytes
-            config = uvicorn.Config(
-                asgi, host=host, port=port, log_level="warning", ws_max_size=limit
-            )
-            server = uvicorn.Server(config)
-            logging.getLogger("uvicorn.error").addFilter(_DeniedHandshakeNoise())  # after config
-            server.run(sockets=[sock])
+            run(asgi, sock, settings.server, drain, ws_max_size=settings.server.max_body_bytes)
         finally:
             app.close()
 
