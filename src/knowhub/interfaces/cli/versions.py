@@ -53,6 +53,12 @@ def versions() -> None:
     help="Golden file for --gate (default: ./golden.json, else DATA_DIR/golden.json).",
 )
 @click.option("--activate", is_flag=True, help="Activate the new version once built (and passed).")
+@click.option(
+    "--resume",
+    type=click.IntRange(2),
+    metavar="VERSION",
+    help="Finish VERSION, whose build was interrupted or failed, as it was begun.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_obj
 def build(
@@ -64,15 +70,18 @@ def build(
     gate: bool,
     golden: Path | None,
     activate: bool,
+    resume: int | None,
     as_json: bool,
 ) -> None:
     """Build a new version from the active version's files; queries keep being answered
-    by the active one meanwhile. Exit status 1 if a file failed or the gate failed."""
+    by the active one meanwhile. A build that was stopped (interrupted in `versions list`)
+    goes on with --resume, its documents already built kept. Exit status 1 if a file
+    failed or the gate failed."""
     app = obj.writer("build versions")
     check = gate_check(app, collection, _golden(app, golden)) if gate else None
     with ingest_progress(app.settings.ingest, "building") as progress:
         report = build_version(
-            app, collection, embedder, chunk_size, chunk_overlap, check, activate, progress
+            app, collection, embedder, chunk_size, chunk_overlap, check, activate, progress, resume
         )
     emit(report.to_dict() if as_json else _render_build(report), as_json)
     if not report.ok:
@@ -228,7 +237,7 @@ def _render_rows(rows: list[VersionRow]) -> str:
                 "-" if v.chunk_size is None else str(v.chunk_size),
                 "-" if row.documents is None else str(row.documents),
                 "-" if row.chunks is None else str(row.chunks),
-                v.state,
+                row.state,
                 gate,
                 v.created_at,
             )
