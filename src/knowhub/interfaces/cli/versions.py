@@ -12,6 +12,7 @@ from knowhub.errors import ConfigError
 from knowhub.interfaces.cli.context import CliContext, emit
 from knowhub.interfaces.progress import ingest_progress
 from knowhub.interfaces.render import render_table
+from knowhub.interfaces.terminal import echo
 from knowhub.versions.build import BuildReport, build_version
 from knowhub.versions.gate import gate_check
 from knowhub.versions.record import Version
@@ -107,7 +108,7 @@ def activate(obj: CliContext, collection: str | None, version: int, force: bool)
     """Make VERSION the one that answers queries, atomically (no restart needed)."""
     app = obj.writer("switch versions")
     was = activate_version(app, collection, version, force)
-    click.echo(_switched(app, collection, version, was))
+    echo(_switched(app, collection, version, was))
 
 
 @versions.command("rollback")
@@ -117,7 +118,7 @@ def rollback(obj: CliContext, collection: str | None) -> None:
     """Make the previously active version active again."""
     app = obj.writer("switch versions")
     now, was = rollback_version(app, collection)
-    click.echo(_switched(app, collection, now, was))
+    echo(_switched(app, collection, now, was))
 
 
 @versions.command("drop")
@@ -129,7 +130,7 @@ def drop(obj: CliContext, collection: str | None, version: int, force: bool) -> 
     """Delete VERSION and its data (never the active one)."""
     app = obj.writer("drop versions")
     gone = drop_version(app, collection, version, force)
-    click.echo(f"dropped version {gone.number} of {app.resolve(collection).collection}")
+    echo(f"dropped version {gone.number} of {app.resolve(collection).collection}")
 
 
 def _golden(app: App, given: Path | None) -> Path:
