@@ -198,6 +198,12 @@ def test_a_trusted_proxy_s_forwarded_client_is_the_one_locked_out(tmp_path: Path
         assert proxy.get(url, headers=_bearer(FULL)).status_code == 200
         # A peer outside trusted_proxies cannot claim to be the guesser (nor escape as another).
         assert direct.get(url, headers=as_guesser).status_code == 200
+        # Behind a TLS-terminating proxy: its X-Forwarded-Proto makes the console cookie Secure.
+        tls = {"Origin": server.url, "X-Forwarded-Proto": "https"}
+        signed_in = proxy.post(server.url + "/ui/login", data={"token": FULL}, headers=tls)
+        assert "Secure" in signed_in.headers["set-cookie"]
+        signed_in = direct.post(server.url + "/ui/login", data={"token": FULL}, headers=tls)
+        assert "Secure" not in signed_in.headers["set-cookie"]
     assert "wrong token from 198.51.100.7" in server.logs()
 
 
