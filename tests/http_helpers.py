@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx2 as httpx
 
+from knowhub.testing.llm_server import LlmServer
 from tests.helpers import tls
 from tests.mcp_helpers import running
 
@@ -70,18 +71,32 @@ class SseEvent:
 
 def read_sse(lines: Iterator[str]) -> list[SseEvent]:
     """Parse a ``text/event-stream`` body line by line, stamping each event on arrival."""
-    events: list[SseEvent] = []
+    return list(iter_sse(lines))
+
+
+def iter_sse(lines: Iterator[str]) -> Iterator[SseEvent]:
+    """:func:`read_sse` one event at a time, each as soon as it has arrived."""
     kind, data = "message", []
     for line in lines:
         if line == "":
             if data:
-                events.append(SseEvent(kind, json.loads("\n".join(data)), time.perf_counter()))
+                yield SseEvent(kind, json.loads("\n".join(data)), time.perf_counter())
             kind, data = "message", []
         elif line.startswith("event:"):
             kind = line[6:].strip()
         elif line.startswith("data:"):
             data.append(line[5:].strip())
-    return events
+
+
+def llm_env(llm: LlmServer, **extra: str) -> dict[str, str]:
+    """The environment of a server whose model is ``llm`` (the fake OpenAI-compatible one)."""
+    return {
+        "KNOWHUB_LLM__PROVIDER": "openai",
+        "KNOWHUB_LLM__BASE_URL": llm.openai_base,
+        "KNOWHUB_LLM__MODEL": "test-model",
+        "KNOWHUB_LLM__BACKOFF_S": "0",
+        **extra,
+    }
 
 
 FULL = "full-Xc4nR8vB2mQ7tLp1"

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import subprocess
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import knowhub, knowhub_on_terminal, write
+from tests.helpers import cli_env, die_with, embedder_plugin, knowhub, knowhub_on_terminal, write
 from tests.http_helpers import api_server
 
 TOPICS = ("backups", "deployments", "incidents")
@@ -231,3 +235,113 @@ def test_the_gate_checks_answer_minimums_on_the_new_version(kb: Path) -> None:
     failed = knowhub(*args, cwd=kb)
     assert failed.returncode == 1 and "gate kb: FAILED" in failed.stdout
     assert "must_not_say_compliance 0.000 < 1.000" in failed.stdout
+
+
+# -- a build whose process is gone ------------------------------------------------------
+
+SAFETY_S = 120  # a bound on a hung build, never the assertion
+HELD_EMBEDDER = '''
+import os
+import time
+from pathlib import Path
+
+from knowhub.providers.embedders.hashing import HashingEmbedder
+
+
+class HeldEmbedder(HashingEmbedder):
+    """The hashing embedder, one passage per batch, holding every batch after the first
+    until the test creates GATE_FILE: a build that stays in progress until it is killed."""
+
+    def __init__(self):
+        super().__init__(64)
+        self.model_id = "held-64"
+        self.batch_size = 1
+        self.batches = 0
+
+    def _encode(self, texts, is_query):
+        if not is_query:
+            self.batches += 1
+            gate = Path(os.environ["GATE_FILE"])
+            deadline = time.monotonic() + 120
+            while self.batches > 1 and not gate.exists():
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the test never opened the gate")
+                time.sleep(0.01)
+        return super()._encode(texts, is_query)
+
+
+def create(settings):
+    return HeldEmbedder()
+'''
+
+
+def _held_env(kb: Path) -> dict[str, str]:
+    path = embedder_plugin(kb / "plugin", "held", HELD_EMBEDDER)
+    return {
+        "PYTHONPATH": path,
+        "GATE_FILE": str(kb / "gate"),
+        "KNOWHUB_INGEST__PROGRESS_INTERVAL_S": "0",  # a progress line at every step
+    }
+
+
+def _kill_once_it_reports_progress(kb: Path, env: dict[str, str], *args: str) -> None:
+    """Start `versions build --embedder held ARGS`; SIGKILL it once it has embedded."""
+    build = ["versions", "build", "-c", "kb", "--embedder", "held", *args]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "knowhub", *build],
+        cwd=kb,
+        env=cli_env(env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=die_with(signal.SIGKILL),
+    )
+    watchdog = threading.Timer(SAFETY_S, process.kill)
+    watchdog.start()
+    try:
+        assert process.stderr is not None
+        seen = []
+        for line in process.stderr:
+            seen.append(line)
+            if re.match(r"building: [1-9]", line):  # chunks embedded, the build under way
+                break
+        else:
+            raise AssertionError(f"the build ended before it reported progress: {seen}")
+        process.send_signal(signal.SIGKILL)
+        assert process.wait() == -signal.SIGKILL
+    finally:
+        watchdog.cancel()
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if process.stderr is not None:
+            process.stderr.close()
+
+
+def _row(kb: Path, number: int) -> dict[str, Any]:
+    return next(r for r in _json(kb, "versions", "list", "-c", "kb") if r["number"] == number)
+
+
+def test_a_killed_build_shows_as_interrupted_and_can_be_resumed_or_dropped(kb: Path) -> None:
+    env = _held_env(kb)
+    _kill_once_it_reports_progress(kb, env)
+    assert _row(kb, 2)["state"] == "interrupted"
+    listed = knowhub("versions", "list", "-c", "kb", cwd=kb)
+    assert re.search(r"^kb\s+2\s+held-64\s.*\binterrupted\b", listed.stdout, re.MULTILINE)
+    refused = knowhub("versions", "activate", "-c", "kb", "2", cwd=kb)
+    assert refused.returncode == 1
+    assert "version 2 of 'kb' is interrupted" in refused.stderr
+    assert "--resume 2" in refused.stderr, refused.stderr
+
+    (kb / "gate").touch()  # the embedder no longer holds: the resumed build runs through
+    resumed = _json(kb, "versions", "build", "-c", "kb", "--resume", "2", env=env)
+    assert resumed["version"]["number"] == 2 and resumed["version"]["state"] == "ready"
+    assert resumed["version"]["embedder_id"] == "held-64" and not resumed["failed"]
+    assert (_row(kb, 2)["state"], _row(kb, 2)["documents"]) == ("ready", len(TOPICS))
+
+    (kb / "gate").unlink()
+    _kill_once_it_reports_progress(kb, env, "--chunk-size", "300")  # new chunks: not cached
+    assert _row(kb, 3)["state"] == "interrupted"
+    dropped = knowhub("versions", "drop", "-c", "kb", "3", cwd=kb)  # no --force needed
+    assert dropped.returncode == 0, dropped.stderr
+    assert [r["number"] for r in _json(kb, "versions", "list", "-c", "kb")] == [1, 2]

@@ -150,3 +150,76 @@ async def test_bearer_guessing_on_mcp_is_throttled_and_configurable(tmp_path: Pa
     assert "127.0.0.2 locked out for 600 s: 3 failed authentications within 60 s" in logs
     for secret in (*GUESSES, FULL):
         assert secret not in logs
+
+
+FORGED = {"X-Real-IP": "198.51.100.99", "Forwarded": "for=198.51.100.98"}
+
+
+def _guess_with_forged_addresses(client: httpx.Client, url: str, forged_for: str) -> None:
+    """Every wrong guess claims another client address (as a local process could)."""
+    for n, guess in enumerate(GUESSES):
+        headers = {**_bearer(guess), **FORGED, "X-Forwarded-For": forged_for.format(n=n)}
+        wrong = client.get(url, headers=headers)
+        assert wrong.status_code == 401, wrong.text
+
+
+def test_forwarding_headers_from_a_peer_not_trusted_as_a_proxy_are_ignored(
+    tmp_path: Path,
+) -> None:
+    data = build_corpus(tmp_path)
+    with (
+        api_server(cwd=tmp_path, data_dir=data, env=TOKEN_ENV, token=FULL) as server,
+        _client("127.0.0.1") as local,
+    ):
+        url = server.url + "/api/collections"
+        _guess_with_forged_addresses(local, url, "203.0.113.{n}")
+        # The real peer is locked out, whatever address it claims next.
+        claimed = {**_bearer(FULL), "X-Forwarded-For": "203.0.113.200"}
+        _assert_throttled(local.get(url, headers=claimed), "127.0.0.1")
+        logs = server.logs()
+    assert logs.count("wrong token from 127.0.0.1") == LIMIT and "203.0.113" not in logs
+
+
+def test_a_trusted_proxy_s_forwarded_client_is_the_one_locked_out(tmp_path: Path) -> None:
+    data = build_corpus(tmp_path)
+    env = {**TOKEN_ENV, "KNOWHUB_SERVER__TRUSTED_PROXIES": '["127.0.0.0/30"]'}
+    with (
+        api_server(cwd=tmp_path, data_dir=data, env=env, token=FULL) as server,
+        _client("127.0.0.2") as proxy,
+        _client("127.0.0.5") as direct,
+    ):
+        url = server.url + "/api/collections"
+        _guess_with_forged_addresses(proxy, url, "198.51.100.7")
+        as_guesser = {**_bearer(FULL), "X-Forwarded-For": "198.51.100.7"}
+        _assert_throttled(proxy.get(url, headers=as_guesser), "198.51.100.7")
+        # The proxy's other clients, and the proxy itself, go on.
+        as_other = {**_bearer(FULL), "X-Forwarded-For": "198.51.100.8"}
+        assert proxy.get(url, headers=as_other).status_code == 200
+        assert proxy.get(url, headers=_bearer(FULL)).status_code == 200
+        # A peer outside trusted_proxies cannot claim to be the guesser (nor escape as another).
+        assert direct.get(url, headers=as_guesser).status_code == 200
+        # Behind a TLS-terminating proxy: its X-Forwarded-Proto makes the console cookie Secure.
+        tls = {"Origin": server.url, "X-Forwarded-Proto": "https"}
+        signed_in = proxy.post(server.url + "/ui/login", data={"token": FULL}, headers=tls)
+        assert "Secure" in signed_in.headers["set-cookie"]
+        signed_in = direct.post(server.url + "/ui/login", data={"token": FULL}, headers=tls)
+        assert "Secure" not in signed_in.headers["set-cookie"]
+    assert "wrong token from 198.51.100.7" in server.logs()
+
+
+async def test_mcp_ignores_forwarding_headers_from_an_untrusted_peer(tmp_path: Path) -> None:
+    write(tmp_path / "docs" / "guide.md", "# Guide\n\nThe vault rotates keys every ninety days.\n")
+    env = {"KNOWHUB_SERVER__TOKENS": json.dumps([{"name": "full", "token_env": "KH_TEST_F"}])}
+    with (
+        http_server(
+            "--docs",
+            "docs",
+            cwd=tmp_path,
+            data_dir=tmp_path / "data",
+            env={**env, "KH_TEST_F": FULL},
+        ) as running,
+        _client("127.0.0.1") as local,
+    ):
+        _guess_with_forged_addresses(local, running.url + "/metrics", "203.0.113.{n}")
+        claimed = {**_bearer(FULL), "X-Forwarded-For": "203.0.113.200"}
+        _assert_throttled(local.get(running.url + "/metrics", headers=claimed), "127.0.0.1")

@@ -23,7 +23,15 @@ from knowhub.interfaces.http import create_app
 from knowhub.testing.llm_server import ANSWER, LlmServer, closed_url, serve
 from knowhub.trace.jsonl import read_traces
 from tests.helpers import FAST_ENV
-from tests.http_helpers import FULL, TOKEN_ENV, ApiServer, api_server, build_corpus, read_sse
+from tests.http_helpers import (
+    FULL,
+    TOKEN_ENV,
+    ApiServer,
+    api_server,
+    build_corpus,
+    llm_env,
+    read_sse,
+)
 
 REWRITTEN = "How long are database backups kept?"
 FOLLOW_UP = "And the retention?"  # no word of it is in the documents: alone, it finds nothing
@@ -32,16 +40,6 @@ FOLLOW_UP = "And the retention?"  # no word of it is in the documents: alone, it
 def answer_for(message: str) -> str:
     """The fake model: a standalone query for the rewrite prompt, else the usual answer."""
     return REWRITTEN if message.startswith("Conversation:") else ANSWER
-
-
-def _llm_env(llm: LlmServer, **extra: str) -> dict[str, str]:
-    return {
-        "KNOWHUB_LLM__PROVIDER": "openai",
-        "KNOWHUB_LLM__BASE_URL": llm.openai_base,
-        "KNOWHUB_LLM__MODEL": "test-model",
-        "KNOWHUB_LLM__BACKOFF_S": "0",
-        **extra,
-    }
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +55,7 @@ def llm() -> Iterator[LlmServer]:
 
 @pytest.fixture(scope="module")
 def server(corpus: Path, llm: LlmServer) -> Iterator[ApiServer]:
-    env = {**TOKEN_ENV, **_llm_env(llm)}
+    env = {**TOKEN_ENV, **llm_env(llm)}
     with api_server(cwd=corpus.parent, data_dir=corpus, env=env, token=FULL) as running:
         yield running
 

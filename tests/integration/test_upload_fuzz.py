@@ -23,8 +23,9 @@ from websockets.sync.client import ClientConnection, connect
 
 from knowhub.interfaces.http import create_app
 from knowhub.interfaces.http.console.uploads import safe_name
-from knowhub.interfaces.http.server import uvicorn_config
+from knowhub.interfaces.http.server import uvicorn_options
 from knowhub.interfaces.listen import bind
+from knowhub.interfaces.serving import config
 from tests.helpers import fast_settings
 from tests.http_helpers import build_corpus
 from tests.mcp_helpers import wait_until
@@ -52,7 +53,9 @@ def _serving(data: Path) -> Iterator[str]:
     settings = fast_settings(data)
     with closing(bind("127.0.0.1", 0)) as sock:
         port = sock.getsockname()[1]
-        server = uvicorn.Server(uvicorn_config(create_app(settings), settings, "127.0.0.1", port))
+        options = uvicorn_options(settings)
+        asgi = create_app(settings)
+        server = uvicorn.Server(config(asgi, "127.0.0.1", port, settings.server, **options))
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
         thread.start()
         try:

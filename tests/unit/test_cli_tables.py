@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from knowhub.interfaces.cli.traces import _render
-from knowhub.interfaces.render import SOURCE_CHARS, middle_cut, render_documents
+from knowhub.interfaces.render import SOURCE_CHARS, middle_cut, render_documents, render_table
 from knowhub.models import DocumentRecord
 from knowhub.trace.record import Trace
 from knowhub.trace.report import summarize
@@ -69,3 +69,12 @@ def test_middle_cut_keeps_start_and_end() -> None:
     assert middle_cut("short", 10) == "short"
     cut = middle_cut("abcdefghijklmnopqrstuvwxyz", 10)
     assert len(cut) == 10 and cut.startswith("abc") and cut.endswith("uvwxyz") and "…" in cut
+
+
+def test_cells_are_measured_as_shown_with_their_escapes() -> None:
+    table = render_table([("name", "n"), ("a\x1b[1mb", "1"), ("plain", "22")])
+    _, first, second = table.splitlines()
+    assert first == "a\\x1b[1mb  1" and second.index("22") == first.rindex("1")
+    # 56 characters, 61 as shown: cut, and the note says so.
+    listed = render_documents([_record("x" * 50 + "\x1b]0;t\x07.md")])
+    assert "\x1b" not in listed and listed.endswith("has them whole)")

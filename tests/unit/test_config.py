@@ -129,3 +129,14 @@ def test_a_token_with_a_data_scope_may_not_name_mcp_servers(tmp_path: Path) -> N
         load_settings(env=env, cwd=tmp_path)
     for allowed in ([token], [{**token, "tenants": ["*"], "mcp_servers": ["files"]}]):
         load_settings(env={"KNOWHUB_SERVER__TOKENS": json.dumps(allowed)}, cwd=tmp_path)
+
+
+def test_trusted_proxies_are_addresses_or_networks(tmp_path: Path) -> None:
+    env = {"KNOWHUB_SERVER__TRUSTED_PROXIES": '["10.0.0.5", " 172.18.3.1/16 ", "::1"]'}
+    proxies = load_settings(env=env, cwd=tmp_path).server.trusted_proxies
+    assert proxies == ["10.0.0.5", "172.18.0.0/16", "::1"]  # as uvicorn's check compares them
+    assert load_settings(env={}, cwd=tmp_path).server.trusted_proxies == []
+    for bad in ("*", "nginx"):
+        env = {"KNOWHUB_SERVER__TRUSTED_PROXIES": json.dumps([bad])}
+        with pytest.raises(ConfigError, match=re.escape(f"'{bad}' is not an IP address")):
+            load_settings(env=env, cwd=tmp_path)

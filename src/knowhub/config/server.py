@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from knowhub.config.base import Section
 
@@ -120,6 +121,20 @@ class ServerSettings(Section):
     auth_tracked_clients: int = Field(
         10_000, ge=1, description="Client addresses remembered; the stalest is forgotten first."
     )
+    trusted_proxies: list[str] = Field(
+        default_factory=list,
+        description="Addresses or networks (CIDR) of reverse proxies whose X-Forwarded-For and "
+        "X-Forwarded-Proto are believed; from any other peer they are ignored.",
+    )
+    # 5 s: most answers of a hosted model that are already streaming end within it, and it
+    # leaves half of `docker stop`'s 10 s for the rest of the shutdown (docs/deployment.md).
+    shutdown_grace_s: float = Field(
+        5.0,
+        ge=0,
+        le=3600,
+        description="On SIGTERM, answers in flight get this long to end; then each ends with "
+        "an error event saying the server is shutting down.",
+    )
     max_upload_bytes: int = Field(
         50_000_000, ge=1, description="A console upload's largest file; a larger one is refused."
     )
@@ -134,6 +149,13 @@ class ServerSettings(Section):
         description="File extensions the console accepts for upload (what the loaders read).",
     )
 
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, proxies: list[str]) -> list[str]:
+        """Each an address or a network, written as uvicorn's proxy check compares them (it
+        would take anything else as a literal name that never matches, silently)."""
+        return [_network(entry) for entry in proxies]
+
     @model_validator(mode="after")
     def _dotted_extensions(self) -> ServerSettings:
         """``pdf``, ``.PDF`` and ``.pdf`` all mean ``.pdf``: compared lower-case, with the dot."""
@@ -141,6 +163,20 @@ class ServerSettings(Section):
             "." + e.strip().lower().lstrip(".") for e in self.upload_extensions
         ]
         return self
+
+
+def _network(entry: str) -> str:
+    text = entry.strip()
+    try:
+        if "/" in text:
+            return str(ipaddress.ip_network(text, strict=False))
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        raise ValueError(
+            f"{entry!r} is not an IP address or network: give the proxy's address "
+            "(10.0.0.5) or its network in CIDR form (172.16.0.0/12); names and '*' are "
+            "not accepted"
+        ) from None
 
 
 class AgentSettings(Section):

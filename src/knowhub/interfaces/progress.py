@@ -24,6 +24,7 @@ from typing import TextIO
 
 from knowhub.config import IngestSettings
 from knowhub.ingest.progress import IngestProgress, Progress
+from knowhub.interfaces.terminal import printable
 
 __all__ = [
     "LogLines",
@@ -183,14 +184,14 @@ class TerminalLine:
     def __call__(self, step: IngestProgress) -> None:
         warnings = self.view.update(step)
         for warning in warnings:
-            self._stream.write(f"\r\x1b[Kwarning: {warning}\n")
+            self._stream.write(f"\r\x1b[Kwarning: {printable(warning)}\n")
         due = self._drawn_at is None or self.view.at - self._drawn_at >= self._redraw_s
         if warnings or due or step.event in ("started", "finished"):
             self._draw()
 
     def _draw(self) -> None:
         width = self._columns() - 1  # a wrapped line could not be redrawn in place
-        text, source = self.view.line(), self.view.source
+        text, source = printable(self.view.line()), printable(self.view.source)
         room = width - len(text) - 3
         last = self.view.last
         if (
@@ -262,7 +263,9 @@ def ingest_progress(
         writer = TerminalLine(view, out)
     else:
         writer = LogLines(
-            view, lambda line: print(line, file=out, flush=True), settings.progress_interval_s
+            view,
+            lambda line: print(printable(line), file=out, flush=True),
+            settings.progress_interval_s,
         )
     try:
         yield writer

@@ -1,4 +1,6 @@
-"""Plain-text rendering of results for the terminal (no colours: pipes stay clean)."""
+"""Plain-text rendering of results for the terminal (no colours: pipes stay clean). What the
+documents' authors wrote is shown, not obeyed (:mod:`knowhub.interfaces.terminal`): table
+cells are made printable before they are measured, the rest where it is printed."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from knowhub.interfaces.terminal import printable
 from knowhub.models import DocumentRecord, Hit, citation
 from knowhub.query.pipeline import SearchResult
 from knowhub.versions.record import CollectionView
@@ -177,18 +180,19 @@ def render_documents(records: Sequence[DocumentRecord]) -> str:
     if not records:
         return "no documents in this collection"
     rows = [("source", "format", "chunks", "pages", "doc_hash", "ingested_at")]
+    sources = [printable(r.source) for r in records]  # measured as shown
     rows += [
         (
-            middle_cut(r.source, SOURCE_CHARS),
+            middle_cut(source, SOURCE_CHARS),
             r.format,
             str(r.chunk_count),
             str(r.pages or "-"),
             r.doc_hash[:16],
             r.ingested_at,
         )
-        for r in records
+        for r, source in zip(records, sources, strict=True)
     ]
-    cut = any(len(r.source) > SOURCE_CHARS for r in records)
+    cut = any(len(source) > SOURCE_CHARS for source in sources)
     note = "\n(long sources are cut in the middle: `knowhub docs --json` has them whole)"
     return render_table(rows) + (note if cut else "")
 
@@ -216,7 +220,8 @@ def render_chunk(hits: Sequence[Hit]) -> str:
 
 
 def render_table(rows: Sequence[Sequence[str]]) -> str:
-    """Rows as left-aligned columns (the first row is the header)."""
+    """Rows as left-aligned columns (the first row is the header), cells made printable."""
+    rows = [[printable(cell) for cell in row] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join(
         "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()

@@ -477,9 +477,10 @@ def check_bind(tokens: TokenBook, host: str, allow_unauthenticated: bool) -> boo
 
 
 def client_address(scope: Scope) -> str:
-    """The peer's IP address, what failures are counted by (``unknown`` if the server has none).
-
-    Deliberately not ``X-Forwarded-For``: any client could write another address there.
+    """The client's IP address, what failures are counted by (``unknown`` if the server has
+    none): the peer's, or the one a proxy of ``server.trusted_proxies`` forwarded for (the
+    servers' uvicorn rewrites ``client`` from ``X-Forwarded-For`` for those peers only,
+    :mod:`knowhub.interfaces.serving`). Any client could write another address there.
     """
     client = scope.get("client")
     return str(client[0]) if client else "unknown"

@@ -1,5 +1,9 @@
 """Building a version: the active version's documents re-ingested, from their files, into a
 new version beside it, embedded and chunked as asked, while the active one goes on answering.
+
+The building process claims the version while it builds (:mod:`knowhub.versions.liveness`);
+a build whose process is gone shows as interrupted and may be resumed: its documents already
+built are unchanged, so only the rest is read and embedded.
 """
 
 from __future__ import annotations
@@ -14,11 +18,12 @@ from pydantic import ValidationError
 
 from knowhub import registry
 from knowhub.config import ChunkingSettings, Settings
-from knowhub.errors import ConfigError
+from knowhub.errors import ConfigError, QueryError
 from knowhub.ingest.progress import IngestProgress, Progress
 from knowhub.models import DocumentRecord
 from knowhub.providers.embedders.base import Embedder
 from knowhub.versions.gate import GateCheck, GateRun, run_gate
+from knowhub.versions.liveness import Builder, describe, read_claim
 from knowhub.versions.record import (
     BUILDING,
     FAILED,
@@ -28,11 +33,13 @@ from knowhub.versions.record import (
     VersionSet,
     embedder_spec,
     physical_name,
+    read_versions,
     set_version,
     update_with,
     utc_now,
+    version_settings,
 )
-from knowhub.versions.switch import activate_version, first_record
+from knowhub.versions.switch import activate_version, first_record, state_of
 
 if TYPE_CHECKING:  # annotations only: the CLI's other commands never load the App
     from knowhub.app import App
@@ -88,32 +95,38 @@ def build_version(
     gate: GateCheck | None = None,
     activate: bool = False,
     progress: Progress | None = None,
+    resume: int | None = None,
 ) -> BuildReport:
     """Build a new version of ``collection`` from its active version's files.
 
     The new version uses the configured embedder and chunking, except where ``embedder``
-    (a provider name) or ``chunk_size``/``chunk_overlap`` say otherwise. A file that is
-    gone is reported and skipped. With ``gate`` the version must pass it, or it is marked
-    failed; with ``activate`` it becomes active when built (and passed, and no file failed).
+    (a provider name) or ``chunk_size``/``chunk_overlap`` say otherwise; ``resume`` builds
+    the rest of version ``resume`` instead (interrupted or failed), as it was built. A file
+    that is gone is reported and skipped. With ``gate`` the version must pass it, or it is
+    marked failed; with ``activate`` it becomes active when built (and passed, and no file
+    failed).
     """
     started = time.perf_counter()
     active = app.collection(collection)
     base = active.target
     records = active.documents()  # an unknown collection: an error
-    settings = _build_settings(app.settings, embedder, chunk_size, chunk_overlap)
-    model = app.embedder_with(settings)  # loaded before anything is written: fails early
-    version = _reserve(app, base.collection, settings, model)
+    version, model, claimed = _begin(
+        app, base.collection, embedder, chunk_size, chunk_overlap, resume
+    )
     report = BuildReport(base.collection, version, base.number)
     target = Target(base.collection, version.number, version.physical, version)
-    try:
-        app.store.ensure_collection(version.physical, model.model_id, model.dim)
-        built = app.collection(target.collection, target.number)
-        _rebuild(built, records, report, progress)
-        report.faq = _copy_faq(active, built)
-    except BaseException:
-        set_version(app.store, target, state=FAILED)
-        raise
-    report.version = set_version(app.store, target, state=READY)
+    with Builder(app.store, base.collection, version.number, replacing=claimed):
+        try:
+            if resume is not None:
+                set_version(app.store, target, state=BUILDING)
+            app.store.ensure_collection(version.physical, model.model_id, model.dim)
+            built = app.collection(target.collection, target.number)
+            _rebuild(built, records, report, progress)
+            report.faq = _copy_faq(active, built)
+        except BaseException:
+            set_version(app.store, target, state=FAILED)
+            raise
+        report.version = set_version(app.store, target, state=READY)
     if gate is not None:
         report.gate = run_gate(app, gate, base, target)
         state = READY if report.gate.result.passed else FAILED
@@ -123,6 +136,30 @@ def build_version(
         report.activated = True
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _begin(
+    app: App,
+    collection: str,
+    embedder: str | None,
+    size: int | None,
+    overlap: int | None,
+    resume: int | None,
+) -> tuple[Version, Embedder, str | None]:
+    """The version to build (a new one reserved, or the one to resume), its embedder
+    (loaded before anything is written: fails early) and the claim to take over."""
+    if resume is None:
+        settings = _build_settings(app.settings, embedder, size, overlap)
+        model = app.embedder_with(settings)
+        version = _reserve(app, collection, settings, model)
+        return version, model, read_claim(app.store, collection, version.number)
+    if embedder is not None or size is not None or overlap is not None:
+        raise ConfigError(
+            "--resume builds a version as it was begun: leave out --embedder, --chunk-size "
+            "and --chunk-overlap"
+        )
+    version, claimed = _resumable(app, collection, resume)
+    return version, app.embedder_with(version_settings(app.settings, version)), claimed
 
 
 def _build_settings(
@@ -173,6 +210,31 @@ def _reserve(app: App, collection: str, settings: Settings, model: Embedder) -> 
         return current.put(version), version
 
     return update_with(app.store, collection, add)[1]
+
+
+def _resumable(app: App, collection: str, number: int) -> tuple[Version, str | None]:
+    """Version ``number``, if its build may be resumed (interrupted or failed), and the
+    claim it was judged by (the one this build takes over)."""
+    record = read_versions(app.store, collection)
+    if record is None:
+        raise QueryError(
+            f"collection {collection!r} has no version {number} to resume (known: 1): build "
+            f"one with `knowhub versions build --collection {collection}`"
+        )
+    version = record.get(number)
+    claimed = read_claim(app.store, collection, number)
+    state = state_of(app.store, collection, version)
+    if state == READY:
+        raise QueryError(
+            f"version {number} of {collection!r} is built already: activate it with "
+            f"`knowhub versions activate --collection {collection} {number}`"
+        )
+    if state == BUILDING:
+        raise QueryError(
+            f"version {number} of {collection!r} is still building ({describe(claimed)}): "
+            "wait for it, or stop that process first"
+        )
+    return version, claimed
 
 
 def _rebuild(

@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from knowhub.errors import QueryError, StoreError
+from knowhub.providers.stores.base import Store
+from knowhub.versions.liveness import INTERRUPTED, describe, interrupted, read_claim, release
 from knowhub.versions.record import (
     BUILDING,
     READY,
@@ -28,6 +30,7 @@ __all__ = [
     "first_record",
     "list_versions",
     "rollback_version",
+    "state_of",
 ]
 
 
@@ -41,16 +44,42 @@ class VersionRow:
     previous: bool
     documents: int | None  # None: its store collection does not exist (yet)
     chunks: int | None
+    state: str  # the version's, or interrupted for a build whose process is gone
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "collection": self.collection,
             **asdict(self.version),
+            "state": self.state,
             "active": self.active,
             "previous": self.previous,
             "documents": self.documents,
             "chunks": self.chunks,
         }
+
+
+def state_of(store: Store, collection: str, version: Version) -> str:
+    """``version``'s state as shown: as recorded, or :data:`INTERRUPTED` when it is marked
+    building but its builder is gone (:mod:`knowhub.versions.liveness`)."""
+    if version.state == BUILDING and interrupted(
+        read_claim(store, collection, version.number), version.created_at
+    ):
+        return INTERRUPTED
+    return version.state
+
+
+def _not_ready(store: Store, collection: str, version: Version) -> str:
+    """Why ``version`` (not ready) cannot answer, and what to do."""
+    state = state_of(store, collection, version)
+    fix = "activate it anyway with --force, or build another"
+    if state == INTERRUPTED:
+        fix = (
+            f"its build stopped ({describe(read_claim(store, collection, version.number))} is "
+            f"gone): resume it with `knowhub versions build --collection {collection} --resume "
+            f"{version.number}`, or drop it"
+        )
+    gate = " (its gate failed)" if version.gate and not version.gate["passed"] else ""
+    return f"version {version.number} of {collection!r} is {state}{gate}: {fix}"
 
 
 def first_record(app: App, collection: str, pin: bool = False) -> VersionSet:
@@ -87,11 +116,7 @@ def activate_version(app: App, collection: str | None, number: int, force: bool 
         current = record or first_record(app, name)
         version = current.get(number)
         if version.state != READY and not force:
-            raise QueryError(
-                f"version {number} of {name!r} is {version.state}"
-                + (" (its gate failed)" if version.gate and not version.gate["passed"] else "")
-                + ": activate it anyway with --force, or build another"
-            )
+            raise QueryError(_not_ready(app.store, name, version))
         if app.store.collection_id(version.physical) is None:
             raise StoreError(f"version {number} of {name!r} has no data in the store: build it")
         if current.active == number:
@@ -121,7 +146,8 @@ def rollback_version(app: App, collection: str | None) -> tuple[int, int]:
 
 def drop_version(app: App, collection: str | None, number: int, force: bool = False) -> Version:
     """Delete version ``number``: out of the record first (so nothing resolves to it any
-    more), then its data. The active version is refused; a building one unless ``force``."""
+    more), then its data. The active version is refused; one still building unless ``force``
+    (a version whose build stopped is not building)."""
     name = app.resolve(collection).collection
 
     def change(record: VersionSet | None) -> tuple[VersionSet, Version]:
@@ -132,9 +158,10 @@ def drop_version(app: App, collection: str | None, number: int, force: bool = Fa
                 f"version {number} is the active version of {name!r}: activate another "
                 "first (`knowhub versions activate`), then drop it"
             )
-        if version.state == BUILDING and not force:
+        if state_of(app.store, name, version) == BUILDING and not force:
             raise QueryError(
-                f"version {number} of {name!r} is still building; if its build died, "
+                f"version {number} of {name!r} is still building "
+                f"({describe(read_claim(app.store, name, number))}); if its build died, "
                 "drop it with --force"
             )
         rest = tuple(v for v in current.versions if v.number != number)
@@ -142,6 +169,7 @@ def drop_version(app: App, collection: str | None, number: int, force: bool = Fa
         return replace(current, versions=rest, previous=previous), version
 
     dropped = update_with(app.store, name, change)[1]
+    release(app.store, name, number)
     cid = app.store.collection_id(dropped.physical)
     if cid is not None:
         app.store.drop_collection(cid)
@@ -167,6 +195,7 @@ def list_versions(app: App, collection: str | None = None) -> list[VersionRow]:
                     version.number == record.previous,
                     documents,
                     chunks,
+                    state_of(app.store, name, version),
                 )
             )
     return rows

@@ -9,6 +9,7 @@ import click
 
 from knowhub.interfaces.arguments import parse_key_values
 from knowhub.interfaces.cli.context import CliContext, emit
+from knowhub.interfaces.terminal import echo
 from knowhub.interfaces.wire import wire
 
 __all__ = ["ask", "flagged_lines", "render_answer", "where"]
@@ -45,7 +46,7 @@ def ask(
     result: dict[str, Any] = {}
     for kind, payload in events:
         if kind == "token" and stream:
-            click.echo(payload["text"], nl=False)
+            echo(payload["text"], nl=False)
         elif kind == "end":
             result = payload
     if as_json:

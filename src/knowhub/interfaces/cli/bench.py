@@ -23,6 +23,7 @@ from knowhub.errors import ConfigError
 from knowhub.interfaces.cli.context import CliContext, emit
 from knowhub.interfaces.loadtest import ENDPOINTS
 from knowhub.interfaces.loadtest.target import loopback_url, websocket_url
+from knowhub.interfaces.terminal import echo
 
 if TYPE_CHECKING:
     from knowhub.interfaces.loadtest.driver import LoadOptions
@@ -164,7 +165,7 @@ def load(obj: CliContext, /, **opts: Any) -> None:
     )
     (out / "report.md").write_text(markdown(report), encoding="utf-8")
     emit(report if opts["as_json"] else table(report), opts["as_json"])
-    click.echo(f"wrote {out / 'report.json'} and {out / 'report.md'}", err=True)
+    echo(f"wrote {out / 'report.json'} and {out / 'report.md'}", err=True)
     if not report["goal"]["passed"]:
         sys.exit(1)
 

@@ -21,6 +21,7 @@ from knowhub.agent.events import ChatEvent, chat_kind
 from knowhub.errors import KnowhubError
 from knowhub.interfaces.cli.ask import where
 from knowhub.interfaces.cli.context import CliContext, emit
+from knowhub.interfaces.terminal import echo
 from knowhub.providers.llms.base import ChatMessage
 
 __all__ = ["chat"]
@@ -106,13 +107,13 @@ def _conversation(
     with contextlib.suppress(ImportError):  # not on every platform; input() works without
         import readline  # noqa: F401  (line editing and ↑ history for input())
     servers = ", ".join(agent.servers) or "none"
-    click.echo(f"knowhub chat: MCP servers {servers}; /exit or Ctrl-D to leave", err=True)
+    echo(f"knowhub chat: MCP servers {servers}; /exit or Ctrl-D to leave", err=True)
     history: list[ChatMessage] = []
     while True:
         try:
             question = input("you> ").strip()
         except (EOFError, KeyboardInterrupt):
-            click.echo("", err=True)
+            echo("", err=True)
             return
         if question in ("/exit", "/quit"):
             return
@@ -121,10 +122,10 @@ def _conversation(
         try:
             answer = _answer(turn(question, history=history), stream, as_json)
         except KeyboardInterrupt:
-            click.echo("\n(stopped)", err=True)
+            echo("\n(stopped)", err=True)
             continue
         except KnowhubError as exc:
-            click.echo(f"error: {exc}", err=True)
+            echo(f"error: {exc}", err=True)
             continue
         history = [*history, ChatMessage("user", question), ChatMessage("assistant", answer)]
         history = history[-2 * _HISTORY_TURNS :]
@@ -138,7 +139,7 @@ class _Shown:
         self.since_tools = ""  # the text streamed since the last tool line
 
     def token(self, text: str) -> None:
-        click.echo(text, nl=False)
+        echo(text, nl=False)
         sys.stdout.flush()
         self.mid_line = not text.endswith("\n")
         self.since_tools += text
@@ -149,18 +150,16 @@ class _Shown:
         name = f"{payload['server']}/{payload['tool']}"
         if kind == "tool_call":
             arguments = json.dumps(payload["arguments"], ensure_ascii=False)
-            click.echo(f"· {name} {_cut(arguments, 160)}", err=True)
+            echo(f"· {name} {_cut(arguments, 160)}", err=True)
         elif payload["error"]:
-            click.echo(f"  ✗ {name}: {_cut(payload['error'], 200)}", err=True)
+            echo(f"  ✗ {name}: {_cut(payload['error'], 200)}", err=True)
         else:
             cut = ", truncated" if payload["truncated"] else ""
-            click.echo(
-                f"  ✓ {payload['result_chars']} chars in {payload['ms']:.0f} ms{cut}", err=True
-            )
+            echo(f"  ✓ {payload['result_chars']} chars in {payload['ms']:.0f} ms{cut}", err=True)
 
     def done(self) -> None:
         if self.mid_line:
-            click.echo("")
+            echo("")
             self.mid_line = False
 
 

@@ -17,6 +17,7 @@ import click
 
 from knowhub.config import Settings, TokenSettings, load_settings
 from knowhub.errors import AuthError, ConfigError
+from knowhub.interfaces.terminal import echo, printable
 from knowhub.scope import token_scope
 
 if TYPE_CHECKING:  # built on a command's first use of it: `--help` and `--version` never load it
@@ -97,7 +98,7 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int, str], None] | None]
         if bar is None:
             bar = click.progressbar(length=total, label=label, file=sys.stderr)
             bar.__enter__()
-        bar.label = f"{label} {current[-40:]}"
+        bar.label = printable(f"{label} {current[-40:]}")
         bar.update(done - bar.pos)
 
     try:
@@ -108,8 +109,9 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int, str], None] | None]
 
 
 def emit(payload: Any, as_json: bool) -> None:
-    """``payload`` on stdout: as indented JSON, or as it is (rendered text)."""
+    """``payload`` on stdout: as indented JSON (exact), or as it is (rendered text, its
+    control characters shown: :func:`~knowhub.interfaces.terminal.printable`)."""
     if as_json:
         click.echo(json.dumps(payload, ensure_ascii=False, indent=2, default=str))
     else:
-        click.echo(payload)
+        echo(str(payload))

@@ -27,6 +27,7 @@ from knowhub.eval.sets import EvalSet, beir_set
 from knowhub.interfaces.cli.context import CliContext, emit, progress_bar
 from knowhub.interfaces.cli.eval_answers import answer_report
 from knowhub.interfaces.progress import ingest_progress
+from knowhub.interfaces.terminal import echo
 
 if TYPE_CHECKING:  # annotations only: `--help`, `--version` and the other commands skip it
     from knowhub.app import App
@@ -134,9 +135,9 @@ def eval_command(
     summary["report_dir"] = str(folder)
     emit(summary if as_json else _render(summary), as_json)
     if gate and not report["gate"]["passed"]:
-        click.echo(f"gate {report['gate']['key']} failed:", err=True)
+        echo(f"gate {report['gate']['key']} failed:", err=True)
         for failure in report["gate"]["failures"]:
-            click.echo(f"  {failure}", err=True)
+            echo(f"  {failure}", err=True)
         sys.exit(1)
 
 
@@ -194,7 +195,7 @@ def _save_baseline(report: dict[str, Any], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     saved = {k: v for k, v in report.items() if k not in ("baseline", "gate")}
     path.write_text(json.dumps(saved, ensure_ascii=False, indent=2), encoding="utf-8")
-    click.echo(f"saved baseline {path}", err=True)
+    echo(f"saved baseline {path}", err=True)
 
 
 def _render(summary: dict[str, Any]) -> str:

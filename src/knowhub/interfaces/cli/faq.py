@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from knowhub.interfaces.cli.context import CliContext, emit
+from knowhub.interfaces.terminal import echo
 
 __all__ = ["faq"]
 
@@ -27,7 +28,7 @@ def import_faq(obj: CliContext, files: tuple[Path, ...], collection: str | None)
     Importing a file again replaces its entries.
     """
     for source, count in obj.writer("import FAQs").faq_import(list(files), collection):
-        click.echo(f"{count} FAQ entries from {source}")
+        echo(f"{count} FAQ entries from {source}")
 
 
 @faq.command("list")
@@ -55,4 +56,4 @@ def list_faq(obj: CliContext, collection: str | None, as_json: bool) -> None:
 def remove_faq(obj: CliContext, file: Path, collection: str | None) -> None:
     """Remove the FAQ entries imported from FILE."""
     removed = obj.writer("remove FAQs").faq_remove(str(file), collection)
-    click.echo(f"removed {removed} FAQ entries from {file}")
+    echo(f"removed {removed} FAQ entries from {file}")

@@ -17,6 +17,7 @@ import click
 
 from knowhub.errors import KnowhubError
 from knowhub.interfaces.cli.context import CliContext
+from knowhub.interfaces.terminal import PrintableFormatter, echo
 
 __all__ = ["KnowhubGroup", "cli", "main"]
 
@@ -67,7 +68,7 @@ class KnowhubGroup(click.Group):
         except Exception as exc:  # the CLI is the one place allowed to catch everything
             if ctx.params.get("debug"):
                 raise
-            click.echo(_message(exc), err=True)
+            echo(_message(exc), err=True)
             sys.exit(1)
 
 
@@ -105,11 +106,9 @@ def cli(
     as_token: str | None,
 ) -> None:
     """knowhub: ingest your documents, then search them with citations."""
-    logging.basicConfig(
-        level=logging.DEBUG if debug else logging.WARNING,
-        stream=sys.stderr,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(PrintableFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, handlers=[handler])
     obj = ctx.obj = CliContext(data_dir, config, debug, as_token)
     ctx.call_on_close(obj.close)
 

@@ -17,6 +17,7 @@ from knowhub.interfaces.arguments import parse_key_values
 from knowhub.interfaces.cli.context import CliContext, emit
 from knowhub.interfaces.progress import ingest_progress
 from knowhub.interfaces.render import render_report
+from knowhub.interfaces.terminal import echo
 
 if TYPE_CHECKING:  # ingest (loaders, worker pools) loads only when the command runs
     from knowhub.ingest.pipeline import IngestReport
@@ -75,14 +76,14 @@ def ingest(
         except IngestStopped as stopped:
             report = stopped.report
             emit(report.to_dict() if as_json else render_report(report), as_json)
-            click.echo(f"stopped: {report.stop_summary()}; re-run to continue", err=True)
+            echo(f"stopped: {report.stop_summary()}; re-run to continue", err=True)
             sys.exit(128 + stop.signum)
         except KeyboardInterrupt:  # before or after the documents' loop
-            click.echo("stopped; re-run to continue", err=True)
+            echo("stopped; re-run to continue", err=True)
             sys.exit(128 + stop.signum)
         emit(report.to_dict() if as_json else render_report(report), as_json)
         for _, warning in report.warnings:  # indexed, but the user has something to fix
-            click.echo(f"warning: {warning}", err=True)
+            echo(f"warning: {warning}", err=True)
         _exit_for(report)
 
 
@@ -104,7 +105,7 @@ def remove(
         path_or_doc_hash, collection, all_matches=all_matches
     )
     for record in removed:
-        click.echo(f"removed {record.source} ({record.chunk_count} chunks)")
+        echo(f"removed {record.source} ({record.chunk_count} chunks)")
 
 
 @dataclass

@@ -13,6 +13,7 @@ import click
 from knowhub.config import load_settings
 from knowhub.errors import QueryError
 from knowhub.interfaces.cli.context import CliContext
+from knowhub.interfaces.terminal import PrintableFormatter
 
 __all__ = ["parse_duration", "serve"]
 
@@ -150,7 +151,7 @@ def _configure_logging(log_file: Path | None, debug: bool) -> None:
         if log_file
         else logging.StreamHandler(sys.stderr)
     )
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(PrintableFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root.addHandler(handler)
     root.setLevel(logging.DEBUG if debug else logging.WARNING)
     logging.getLogger("knowhub").setLevel(logging.DEBUG if debug else logging.INFO)

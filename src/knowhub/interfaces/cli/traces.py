@@ -10,6 +10,7 @@ import click
 from knowhub.errors import QueryError
 from knowhub.eval.golden import add_case
 from knowhub.interfaces.cli.context import CliContext, emit
+from knowhub.interfaces.terminal import echo
 from knowhub.trace.record import Trace, preview
 from knowhub.trace.report import parse_since, select, summarize, waterfall
 
@@ -97,7 +98,7 @@ def save_case(obj: CliContext, trace_id: str, expected: str, golden: Path) -> No
         raise QueryError(f"trace {trace.trace_id} is an ingest run: it has no query to save")
     case, new = add_case(golden, trace.query, expected.strip(), trace.collection)
     verb = "added" if new else "updated"
-    click.echo(f"{verb} {case} in {golden}: {trace.query!r} → {expected}")
+    echo(f"{verb} {case} in {golden}: {trace.query!r} → {expected}")
 
 
 def _find(obj: CliContext, trace_id: str) -> Trace:

@@ -12,6 +12,7 @@ from knowhub.errors import ConfigError
 from knowhub.interfaces.cli.context import CliContext, emit
 from knowhub.interfaces.progress import ingest_progress
 from knowhub.interfaces.render import render_table
+from knowhub.interfaces.terminal import echo
 from knowhub.versions.build import BuildReport, build_version
 from knowhub.versions.gate import gate_check
 from knowhub.versions.record import Version
@@ -53,6 +54,12 @@ def versions() -> None:
     help="Golden file for --gate (default: ./golden.json, else DATA_DIR/golden.json).",
 )
 @click.option("--activate", is_flag=True, help="Activate the new version once built (and passed).")
+@click.option(
+    "--resume",
+    type=click.IntRange(2),
+    metavar="VERSION",
+    help="Finish VERSION, whose build was interrupted or failed, as it was begun.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_obj
 def build(
@@ -64,15 +71,18 @@ def build(
     gate: bool,
     golden: Path | None,
     activate: bool,
+    resume: int | None,
     as_json: bool,
 ) -> None:
     """Build a new version from the active version's files; queries keep being answered
-    by the active one meanwhile. Exit status 1 if a file failed or the gate failed."""
+    by the active one meanwhile. A build that was stopped (interrupted in `versions list`)
+    goes on with --resume, its documents already built kept. Exit status 1 if a file
+    failed or the gate failed."""
     app = obj.writer("build versions")
     check = gate_check(app, collection, _golden(app, golden)) if gate else None
     with ingest_progress(app.settings.ingest, "building") as progress:
         report = build_version(
-            app, collection, embedder, chunk_size, chunk_overlap, check, activate, progress
+            app, collection, embedder, chunk_size, chunk_overlap, check, activate, progress, resume
         )
     emit(report.to_dict() if as_json else _render_build(report), as_json)
     if not report.ok:
@@ -98,7 +108,7 @@ def activate(obj: CliContext, collection: str | None, version: int, force: bool)
     """Make VERSION the one that answers queries, atomically (no restart needed)."""
     app = obj.writer("switch versions")
     was = activate_version(app, collection, version, force)
-    click.echo(_switched(app, collection, version, was))
+    echo(_switched(app, collection, version, was))
 
 
 @versions.command("rollback")
@@ -108,7 +118,7 @@ def rollback(obj: CliContext, collection: str | None) -> None:
     """Make the previously active version active again."""
     app = obj.writer("switch versions")
     now, was = rollback_version(app, collection)
-    click.echo(_switched(app, collection, now, was))
+    echo(_switched(app, collection, now, was))
 
 
 @versions.command("drop")
@@ -120,7 +130,7 @@ def drop(obj: CliContext, collection: str | None, version: int, force: bool) -> 
     """Delete VERSION and its data (never the active one)."""
     app = obj.writer("drop versions")
     gone = drop_version(app, collection, version, force)
-    click.echo(f"dropped version {gone.number} of {app.resolve(collection).collection}")
+    echo(f"dropped version {gone.number} of {app.resolve(collection).collection}")
 
 
 def _golden(app: App, given: Path | None) -> Path:
@@ -228,7 +238,7 @@ def _render_rows(rows: list[VersionRow]) -> str:
                 "-" if v.chunk_size is None else str(v.chunk_size),
                 "-" if row.documents is None else str(row.documents),
                 "-" if row.chunks is None else str(row.chunks),
-                v.state,
+                row.state,
                 gate,
                 v.created_at,
             )

@@ -23,6 +23,7 @@ from starlette.types import ASGIApp
 from knowhub.app import App, build_app
 from knowhub.config import Settings
 from knowhub.ingest.uploads import Queue
+from knowhub.interfaces.drain import Drain
 from knowhub.interfaces.http import console
 from knowhub.interfaces.http.boundary import add_error_handlers
 from knowhub.interfaces.http.console.jobs import JobBook
@@ -54,17 +55,19 @@ def create_app(
     app: App | None = None,
     conversations: Conversations | None = None,
     jobs: JobBook | None = None,
+    drain: Drain | None = None,
 ) -> ASGIApp:
     """The ASGI app serving ``settings``' data directory.
 
     ``host`` is where it will listen: without tokens only loopback is allowed (unless
     ``allow_unauthenticated``), and on loopback the Host header must name it. ``app``:
     an App already built (and warmed); otherwise one is built, and closed on shutdown.
-    ``jobs``: the console's upload jobs (by default, queued in the data dir).
+    ``jobs``: the console's upload jobs (by default, queued in the data dir). ``drain``: what
+    the server ends the answers in flight with when it stops.
     """
     tokens = TokenBook(settings)
     loopback = check_bind(tokens, host, allow_unauthenticated)
-    service = _service(settings, app, conversations)
+    service = _service(settings, app, conversations, drain or Drain())
     jobs = jobs or JobBook(Queue(settings.data_dir))
     api = FastAPI(
         title="knowhub",
@@ -95,12 +98,15 @@ def create_app(
     return MetricsMiddleware(guarded, service.metrics, paths)
 
 
-def _service(settings: Settings, app: App | None, conversations: Conversations | None) -> Service:
+def _service(
+    settings: Settings, app: App | None, conversations: Conversations | None, drain: Drain
+) -> Service:
     service = Service(
         app or build_app(settings, interface="http"),
         settings,
         ApiMetrics(),
         conversations or Conversations(),
+        drain,
     )
     service.metrics.track_index(lambda: [IndexSize.of(c) for c in service.app.collections()])
     track_volume(service.metrics.registry, Path(settings.data_dir))

@@ -110,7 +110,7 @@ class Chats:
             )
 
         try:
-            return EventPump(events, on_exit=release).start()
+            return EventPump(events, on_exit=release, drain=self.service.drain).start()
         except BaseException:
             release()
             raise

@@ -17,6 +17,7 @@ from knowhub.errors import (
     QueryError,
     StoreError,
 )
+from knowhub.interfaces.drain import ShuttingDownError
 from knowhub.interfaces.http.limits import ServerBusyError
 from knowhub.interfaces.security import ThrottledError
 
@@ -46,8 +47,8 @@ class NotConfiguredError(ConfigError):
 
 def error_status(exc: BaseException) -> int:
     """The HTTP status for an error: the caller's fault (4xx) or an upstream one (502)."""
-    if isinstance(exc, ServerBusyError):
-        return 503  # with Retry-After: every slot taken and the queue full
+    if isinstance(exc, ServerBusyError | ShuttingDownError):
+        return 503  # with Retry-After: every slot taken and the queue full, or stopping
     if isinstance(exc, InsufficientStorageError):
         return 507
     if isinstance(exc, NotConfiguredError):

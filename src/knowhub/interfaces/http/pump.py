@@ -5,7 +5,9 @@ thread and hands each event over an anyio memory stream the moment it is made, s
 reach the client as they are generated. Closing the pump (the client went away) stops the
 producer at its next event and closes the iterator, which closes the model's stream.
 ``on_exit`` runs on the event loop once the thread is done, which is how the answer slot
-it held (:class:`~knowhub.interfaces.http.limits.Gate`) is given back.
+it held (:class:`~knowhub.interfaces.http.limits.Gate`) is given back. A pump is noted in
+the server's :class:`~knowhub.interfaces.drain.Drain` while it runs: when the server stops
+it is interrupted, and its reader gets :class:`~knowhub.interfaces.drain.ShuttingDownError`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any
 import anyio
 import anyio.from_thread
 from anyio.lowlevel import EventLoopToken, current_token
+
+from knowhub.interfaces.drain import Drain, ShuttingDownError
 
 __all__ = ["CONTENT_EVENTS", "EventPump"]
 
@@ -40,14 +44,29 @@ class EventPump:
         events: Callable[[], Iterator[Event]],
         buffer: int = 256,
         on_exit: Callable[[], None] | None = None,
+        drain: Drain | None = None,
     ) -> None:
         self._events = events
         self._on_exit = on_exit
+        self._drain = drain or Drain()
         self._send, self._receive = anyio.create_memory_object_stream[Event | BaseException](buffer)
         self._stop = threading.Event()
+        self._ended = False  # the reader has had the answer's last event
+        self._interrupted = False
+        self._leave: Callable[[], None] = lambda: None
 
     def start(self) -> EventPump:
-        """Start producing; call from the event loop that will read."""
+        """Start producing; call from the event loop that will read.
+
+        Raises:
+            ShuttingDownError: the server is stopping (nothing is started).
+        """
+        try:
+            self._leave = self._drain.enter(self.interrupt)
+        except ShuttingDownError:
+            self._send.close()  # never to be used: unclosed, they would warn when collected
+            self._receive.close()
+            raise
         token = current_token()
         threading.Thread(
             target=self._produce, args=(token,), name="knowhub-answer", daemon=True
@@ -60,10 +79,14 @@ class EventPump:
             item = await self._receive.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             self._receive.close()
+            if self._interrupted and not self._ended:
+                self._interrupted = False  # said once: the reader's next call ends quietly
+                raise ShuttingDownError() from None
             return None
         if isinstance(item, BaseException):
             self._receive.close()  # a failure is always the producer's last word
             raise item
+        self._ended = item[0] == "end"  # an answer's and a chat's last event
         return item
 
     async def until_content(self, kinds: frozenset[str] = CONTENT_EVENTS) -> list[Event]:
@@ -87,6 +110,15 @@ class EventPump:
         """Stop the producer (at its next event) and drop what it has not delivered."""
         self._stop.set()
         self._receive.close()
+        self._leave()
+
+    def interrupt(self) -> None:
+        """End the answer early (the server is stopping; on the event loop): the reader gets
+        what was already delivered, then :class:`ShuttingDownError` (unless that held the
+        answer's end), without waiting for the producer, which stops at its next event."""
+        self._interrupted = True
+        self._stop.set()
+        self._send.close()
 
     def _produce(self, token: EventLoopToken) -> None:
         try:

@@ -18,6 +18,7 @@ from knowhub.app import App
 from knowhub.checks import check_collection_name, check_filters, check_query
 from knowhub.config import Settings
 from knowhub.errors import AuthError, CollectionNotFound, KnowhubError
+from knowhub.interfaces.drain import Drain
 from knowhub.interfaces.http.chats import Chats
 from knowhub.interfaces.http.errors import error_body
 from knowhub.interfaces.http.health import HealthState
@@ -80,6 +81,7 @@ class Service:
     settings: Settings
     metrics: ApiMetrics
     conversations: Conversations = field(default_factory=Conversations)
+    drain: Drain = field(default_factory=Drain)  # the answers in flight, ended at shutdown
     health: HealthState = field(init=False)
     workers: Gate = field(init=False)
     answers: Gate = field(init=False)
@@ -156,6 +158,7 @@ class Service:
                     )
                 ),
                 on_exit=release,
+                drain=self.drain,
             ).start()
         except BaseException:
             release()

@@ -10,7 +10,6 @@ from contextlib import asynccontextmanager, closing
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
-from types import FrameType
 from typing import IO, Any, Literal, Protocol, cast
 
 import anyio
@@ -28,6 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from knowhub.checks import unpaired_surrogate
 from knowhub.config import Settings
 from knowhub.errors import ConfigError, KnowhubError
+from knowhub.interfaces.drain import Drain
 from knowhub.interfaces.index_metrics import IndexSize
 from knowhub.interfaces.listen import bind
 from knowhub.interfaces.mcp.early import Wire
@@ -150,7 +150,7 @@ def _server(name: str) -> MCPServer:
 
 
 def build_local(
-    settings: Settings, options: ServeOptions, metrics: Metrics
+    settings: Settings, options: ServeOptions, metrics: Metrics, drain: Drain | None = None
 ) -> tuple[MCPServer, LocalService]:
     service = LocalService(settings, options.docs, metrics, watch=True)
 
@@ -159,12 +159,12 @@ def build_local(
         yield Target(service.kb, principal_of(ctx), service.docs, "local")
 
     server = _server("knowhub")
-    add_tools(server, *_data_tools(resolve, settings, metrics, options.read_only))
+    add_tools(server, *_data_tools(resolve, settings, metrics, options.read_only, drain))
     return server, service
 
 
 def build_shared(
-    settings: Settings, options: ServeOptions, metrics: Metrics
+    settings: Settings, options: ServeOptions, metrics: Metrics, drain: Drain | None = None
 ) -> tuple[MCPServer, MCPServer, SessionRegistry]:
     registry = SessionRegistry(settings, options.path_root, options.idle_timeout_s, metrics)
     load_tokenizers()  # each session's App warms as it loads; the tokenizers are shared
@@ -186,21 +186,21 @@ def build_shared(
             registry.release(session_id)
 
     data = _server("knowhub")
-    add_tools(data, *_data_tools(resolve, settings, metrics, options.read_only))
+    add_tools(data, *_data_tools(resolve, settings, metrics, options.read_only, drain))
     control = _server("knowhub-control")
     add_tools(control, ControlTools(registry, principal_of, options.read_only))
     return data, control, registry
 
 
 def _data_tools(
-    resolve: Resolve, settings: Settings, metrics: Metrics, read_only: bool
+    resolve: Resolve, settings: Settings, metrics: Metrics, read_only: bool, drain: Drain | None
 ) -> list[ToolGroup]:
     """Search, browse, answer, and (unless ``read_only``) ingest, in the order tools/list
     shows."""
     groups: list[ToolGroup] = [
         SearchTools(resolve, settings.server, metrics),
         DocumentTools(resolve, settings.server, metrics),
-        AnswerTools(resolve, settings.server, metrics),
+        AnswerTools(resolve, settings.server, metrics, drain or Drain()),
     ]
     if not read_only:
         groups.append(IngestTools(resolve, settings.server, metrics))
@@ -274,15 +274,18 @@ class _Served:
     background: list[Callable[[], Coroutine[Any, Any, None]]] = field(default_factory=list)
 
 
-def http_app(settings: Settings, options: ServeOptions) -> tuple[ASGIApp, Closable]:
-    """The ASGI app for ``options`` and the object to close when it stops."""
+def http_app(
+    settings: Settings, options: ServeOptions, drain: Drain | None = None
+) -> tuple[ASGIApp, Closable]:
+    """The ASGI app for ``options`` and the object to close when it stops (``drain``: what
+    ends the ``ask`` calls in flight when the server stops)."""
     tokens = TokenBook(settings)
     loopback = check_bind(tokens, options.host, options.allow_unauthenticated)
     metrics = Metrics()
     track_volume(metrics.registry, Path(settings.data_dir))
     started = time.time()
     parts = _http_local if options.mode == "local" else _http_shared
-    served = parts(settings, options, metrics)
+    served = parts(settings, options, metrics, drain or Drain())
 
     def health(authenticated: bool) -> dict[str, Any]:
         if not authenticated:
@@ -311,8 +314,10 @@ def http_app(settings: Settings, options: ServeOptions) -> tuple[ASGIApp, Closab
     return app, served.closer
 
 
-def _http_local(settings: Settings, options: ServeOptions, metrics: Metrics) -> _Served:
-    server, service = build_local(settings, options, metrics)
+def _http_local(
+    settings: Settings, options: ServeOptions, metrics: Metrics, drain: Drain
+) -> _Served:
+    server, service = build_local(settings, options, metrics, drain)
     # Before the first request (and the first sync): the start-up checks, then models,
     # tokenizers and indexes load once, here, instead of in every thread of a burst of
     # first requests.
@@ -332,9 +337,11 @@ def _http_local(settings: Settings, options: ServeOptions, metrics: Metrics) -> 
     return _Served([server], routes, status, service)
 
 
-def _http_shared(settings: Settings, options: ServeOptions, metrics: Metrics) -> _Served:
+def _http_shared(
+    settings: Settings, options: ServeOptions, metrics: Metrics, drain: Drain
+) -> _Served:
     log.info("%s", preflight_shared(settings))
-    data, control, registry = build_shared(settings, options, metrics)
+    data, control, registry = build_shared(settings, options, metrics, drain)
     limit = settings.server.max_body_bytes
     data_endpoint = mcp_endpoint(data, limit)
     routes = [
@@ -356,27 +363,21 @@ def _http_shared(settings: Settings, options: ServeOptions, metrics: Metrics) ->
 
 
 def _serve_http(settings: Settings, options: ServeOptions) -> None:
-    import uvicorn
-
-    class Server(uvicorn.Server):
-        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-            # Before uvicorn waits for the requests in flight: an `ingest` or `register`
-            # call would hold the shutdown until its last document.
-            _stop_ingests()
-            super().handle_exit(sig, frame)
+    from knowhub.interfaces.serving import run
 
     with closing(bind(options.host, options.port)) as sock:  # first: fail before any work
-        app, closer = http_app(settings, options)
+        drain = Drain()
+        app, closer = http_app(settings, options, drain)
         shown = f"[{options.host}]" if ":" in options.host else options.host
         log.warning("knowhub MCP (%s mode) on http://%s:%d/mcp", options.mode, shown, options.port)
-        config = uvicorn.Config(app, host=options.host, port=options.port, log_level="warning")
-        server = Server(config)
         try:
-            server.run(sockets=[sock])
+            # On the signal, before uvicorn waits for the requests in flight: an `ingest`
+            # or `register` call would hold the shutdown until its last document.
+            started = run(app, sock, settings.server, drain, on_signal=_stop_ingests)
         finally:
             _stop_ingests()  # one in a background thread (local mode's sync) would hold the exit
             closer.close()
-    if not server.started:
+    if not started:
         raise SystemExit(3)  # as uvicorn.run(): the start-up failed, logged above
 
 

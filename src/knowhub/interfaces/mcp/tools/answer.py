@@ -9,6 +9,7 @@ says so (``insufficient_context``) rather than inventing an answer.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
@@ -17,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from knowhub.answer.pipeline import collect
 from knowhub.checks import MAX_QUERY_BYTES, check_filters
+from knowhub.interfaces.drain import Drain
 from knowhub.interfaces.mcp.indexing import (
     Indexed,
     indexing_out,
@@ -88,7 +90,10 @@ Question = Annotated[
 ]
 
 
+@dataclass(frozen=True)
 class AnswerTools(DataTools):
+    drain: Drain = field(default_factory=Drain)  # ends the answers in flight at shutdown
+
     def tools(self) -> Iterator[Tool]:
         yield Tool(
             self.ask,
@@ -124,7 +129,9 @@ class AnswerTools(DataTools):
                     lambda: (
                         None
                         if not_created_yet(kb, collection)
-                        else collect(target.reader.ask(question, collection, typed))
+                        else collect(
+                            self.drain.watch(target.reader.ask(question, collection, typed))
+                        )
                     )
                 )
             out = _answer_out(question, collection, end, settings.max_result_chars)

@@ -1,0 +1,194 @@
+"""Whether a version marked building is still being built, by whom.
+
+A build writes its claim beside the versions record (meta key ``version-build:C:N``): the
+machine and process building it, and a heartbeat it renews every :data:`HEARTBEAT_S`. A
+version still marked building whose builder is gone is *interrupted* (a state computed
+when read, never stored): it may be resumed or dropped. Gone means:
+
+* **on the machine that reads** (same kernel boot and PID namespace, so the same process
+  table): the builder's pid no longer names the process that started the build (the pid's
+  start time in ``/proc`` differs, or it is gone). Exact and immediate: ``kill -9`` of a
+  build shows at once.
+* **elsewhere** (several hosts sharing a PostgreSQL store, another container; or a system
+  without ``/proc``): no heartbeat for :data:`STALE_S`. Clocks of hosts sharing a store only
+  need to agree within a minute or so.
+
+A version marked building with no claim (the instant between reserving it and claiming it,
+or a build by a knowhub from before claims) counts as building for :data:`STALE_S` after it
+was created, then as interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from knowhub.errors import StoreError
+from knowhub.providers.stores.base import Store
+
+__all__ = [
+    "HEARTBEAT_S",
+    "INTERRUPTED",
+    "STALE_S",
+    "Builder",
+    "Claim",
+    "builder_of",
+    "describe",
+    "interrupted",
+    "read_claim",
+    "release",
+]
+
+log = logging.getLogger("knowhub.versions")
+
+INTERRUPTED = "interrupted"
+HEARTBEAT_S = 10.0  # a write of one small row per build every 10 s
+STALE_S = 60.0  # six missed heartbeats: a slow store or a skewed clock is not a dead build
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Who builds a version: where, which process, and when it last said so."""
+
+    host: str  # the machine's name, for people
+    machine: str  # the process table it lives in: boot id and PID namespace
+    pid: int
+    started: str | None  # the process's start time (clock ticks after boot), if known
+    heartbeat: float  # time.time() of the last heartbeat
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+
+def _key(collection: str, number: int) -> str:
+    return f"version-build:{collection}:{number}"
+
+
+def read_claim(store: Store, collection: str, number: int) -> str | None:
+    """The claim on version ``number`` of ``collection`` as stored (None: unclaimed)."""
+    return store.get_meta(_key(collection, number))
+
+
+def builder_of(raw: str | None) -> Claim | None:
+    """The claim ``raw`` (:func:`read_claim`) read; None for none or an unreadable one."""
+    if raw is None:
+        return None
+    try:
+        return Claim(**json.loads(raw))
+    except (ValueError, TypeError):
+        return None  # half a claim: no better than none (its version's age decides)
+
+
+def interrupted(raw: str | None, created_at: str) -> bool:
+    """Whether a version marked building, created at ``created_at`` and claimed by ``raw``
+    (:func:`read_claim`), has lost its builder."""
+    claim = builder_of(raw)
+    if claim is None:
+        created = datetime.strptime(created_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        return time.time() - created.timestamp() > STALE_S
+    if claim.machine == _machine() and claim.started is not None:
+        return _start_time(claim.pid) != claim.started
+    return time.time() - claim.heartbeat > STALE_S
+
+
+def describe(raw: str | None) -> str:
+    """The builder as a person reads it: ``process 4242 on build-host``."""
+    claim = builder_of(raw)
+    return "no process claimed it" if claim is None else f"process {claim.pid} on {claim.host}"
+
+
+def release(store: Store, collection: str, number: int) -> None:
+    """Forget any claim on a version (it is dropped)."""
+    key = _key(collection, number)
+    for _ in range(10):  # a heartbeat may land in between: read again
+        current = store.get_meta(key)
+        if current is None or store.set_meta(key, None, current):
+            return
+
+
+class Builder:
+    """This process's claim on a version, taken over from ``replacing`` (the claim read when
+    the version was judged free: None for none), renewed every :data:`HEARTBEAT_S` by a
+    thread while the block runs, and given up after it."""
+
+    def __init__(
+        self,
+        store: Store,
+        collection: str,
+        number: int,
+        replacing: str | None,
+        interval_s: float = HEARTBEAT_S,
+    ) -> None:
+        self.store = store
+        self.interval_s = interval_s
+        self.key = _key(collection, number)
+        self.what = f"version {number} of {collection!r}"
+        self._replacing = replacing
+        self._written: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="version-build", daemon=True)
+
+    def __enter__(self) -> Builder:
+        if not self._write(self._replacing):
+            raise StoreError(
+                f"{self.what} was claimed by another build meanwhile "
+                f"({describe(self.store.get_meta(self.key))}): see `knowhub versions list`"
+            )
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        if self._written is not None:  # only our own: another build may have taken it over
+            self.store.set_meta(self.key, None, self._written)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            if not self._write(self._written):
+                log.warning(
+                    "%s was claimed by another build: this one no longer says it is alive",
+                    self.what,
+                )
+                self._written = None
+                return
+
+    def _write(self, expected: str | None) -> bool:
+        pid = os.getpid()
+        claim = Claim(socket.gethostname(), _machine(), pid, _start_time(pid), time.time())
+        text = claim.to_json()
+        if self.store.set_meta(self.key, text, expected):
+            self._written = text
+            return True
+        return False
+
+
+def _machine() -> str:
+    """The process table this process sees: the kernel's boot id and the PID namespace
+    (containers on one host share the boot, not the namespace); "" where unknown."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        return f"{boot}/{Path('/proc/self/ns/pid').readlink()}"
+    except OSError:
+        return ""
+
+
+def _start_time(pid: int) -> str | None:
+    """When process ``pid`` started (``/proc/<pid>/stat``'s field 22, clock ticks after
+    boot), so that a pid reused by another process is not taken for the builder; None
+    where there is no such process or no ``/proc``."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+    if fields[0] in ("Z", "X"):  # exited, not yet reaped: gone all the same
+        return None
+    return fields[19]
