@@ -193,7 +193,8 @@ def ingest(
         run.tracker.finished()
     except (KeyboardInterrupt, _ShutdownRequestedError) as exc:
         # Documents committed so far are whole (each in its own savepoint); those in flight
-        # or not yet committed are dropped, so that a stop takes moments, not minutes.
+        # or not yet committed are dropped, so that a stop takes moments, not minutes (the
+        # vectors their finished batches computed are cached for the next run).
         run.runner.abort()
         run.stop([c.source for c in candidates], started)
         if isinstance(exc, KeyboardInterrupt):
@@ -205,7 +206,6 @@ def ingest(
         run.prune(None if prune_outside else paths)
     if store.version(run.cid) != version:
         _refreshed(store, run.cid)
-    run.report.embedded = run.runner.embedded
     run.report.seconds = time.perf_counter() - started
     return run.report
 
@@ -363,12 +363,21 @@ class _Run:
     def stop(self, sources: Sequence[str], started: float) -> None:
         """Report a run interrupted before ``sources`` were all handled."""
         self.window.clear()
-        self.group.clear()  # embedded but not committed: left for the next run, like the window
+        self.group.clear()  # embedded but not committed: its vectors are cached below
         handled = {*self.report.current(), *(source for source, _ in self.report.failed)}
         self.report.stopped = True
         self.report.not_done = [s for s in sources if s not in handled]
-        self.report.embedded = self.runner.embedded
+        self.report.embedded += self._keep_embedded()
         self.report.seconds = time.perf_counter() - started
+
+    def _keep_embedded(self) -> int:
+        """Cache the vectors the stopped run computed and wrote in no document: the next run
+        embeds only the rest. How many were kept."""
+        try:
+            return self.runner.keep_finished(self.store)
+        except Exception as exc:  # the run is stopping: what is lost is embedded again
+            log.warning("the vectors embedded before the stop were not kept: %s", exc)
+            return 0
 
     def _prepare(self, candidate: Candidate) -> _Pending | None:
         path = Path(candidate.path)
@@ -517,6 +526,8 @@ class _Run:
             if error is None:
                 self._report_written(pending)
                 self.report.chunks += len(pending.chunks)
+                self.report.embedded += len(pending.missing)  # vectors encoded and stored
+                self.runner.release(pending.futures)
                 self.tracker.file_done(pending.record.source)
             elif isinstance(error, (KnowhubError, OSError)):
                 self._failed(pending, _reason(error))
@@ -524,6 +535,7 @@ class _Run:
                 self._failed(pending, f"unexpected {type(error).__name__}: {error}")
 
     def _failed(self, pending: _Pending, reason: str) -> None:
+        self.runner.release(pending.futures)
         self.report.failed.append((pending.record.source, reason))
         self.tracker.file_done(pending.record.source)
 
