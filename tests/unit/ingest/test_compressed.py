@@ -99,6 +99,13 @@ def test_a_compressed_man_page_source_is_not_read_and_says_how_to_read_it(write:
     )
 
 
+def test_a_compressed_file_of_another_format_is_not_read_as_text(write: Writer) -> None:
+    path = write("manual.ps.gz", gzip.compress(b"%!PS-Adobe-3.0\n/Times findfont\n"))
+    with pytest.raises(UnsupportedFileError) as info:
+        load(path)
+    assert str(info.value) == f"{path}: unsupported file type .ps.gz"
+
+
 def test_a_compressed_binary_is_not_read(write: Writer) -> None:
     path = write("font.pcf.gz", gzip.compress(b"\x01fcp\x00\x00\x00\x0c" * 100))
     with pytest.raises(UnsupportedFileError) as info:
@@ -122,6 +129,13 @@ def test_a_compressed_binary_is_not_read(write: Writer) -> None:
             "extract it and ingest the folder",
         ),
         ("src.tgz", "unsupported file type .tgz"),
+        # A format of its own, compressed: what it would be unpacked (PostScript is text, but
+        # no document text).
+        ("manual.ps.gz", "unsupported file type .ps.gz"),
+        ("setup.py.xz", "unsupported file type .py.xz"),
+        # Qualifiers, not formats: Debian's and upstreams' documentation, read as text.
+        ("changelog.Debian.amd64.gz", None),
+        ("README.devmapper.gz", None),
     ],
 )
 def test_what_a_file_name_says_about_whether_it_is_read(name: str, reason: str | None) -> None:

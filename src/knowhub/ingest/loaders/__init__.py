@@ -25,8 +25,8 @@ from knowhub.ingest.loaders.common import (
 )
 from knowhub.ingest.loaders.compressed import (
     COMPRESSED_EXTENSIONS,
-    archive_reason,
     decompress,
+    inner_reason,
     inner_suffix,
     text_check,
 )
@@ -88,7 +88,7 @@ def unsupported_reason(name: str) -> str | None:
     if suffix in SUPPORTED_EXTENSIONS:
         return None
     if suffix in COMPRESSED_EXTENSIONS:
-        return archive_reason(name)
+        return None if inner_suffix(name) in SUPPORTED_EXTENSIONS else inner_reason(name)
     return f"unsupported file type {suffix or '(no extension)'}"
 
 
@@ -125,6 +125,8 @@ def load(
     """
     limits = limits or Limits()
     packed = path.suffix.lower() in COMPRESSED_EXTENSIONS
+    if packed and (reason := unsupported_reason(path.name)) is not None:
+        raise UnsupportedFileError(f"{escape_surrogates(str(path))}: {reason}", reason)
     loader = _loader(_read_as(path), on_page)
     if loader is None:
         raise loader_error(
@@ -155,12 +157,10 @@ def load(
 
 def _read_as(path: Path) -> str:
     """The extension whose loader reads ``path``: its own; for a compressed file the inner
-    one, or ``.txt`` when that names no format here (``changelog.Debian.gz``, ``NEWS.gz``)."""
+    one, or ``.txt`` when that names no format (``changelog.Debian.gz``, ``NEWS.gz``)."""
     suffix = path.suffix.lower()
     if suffix not in COMPRESSED_EXTENSIONS:
         return suffix
-    if (reason := archive_reason(path.name)) is not None:
-        raise UnsupportedFileError(f"{escape_surrogates(str(path))}: {reason}", reason)
     inner = inner_suffix(path.name)
     return inner if inner in SUPPORTED_EXTENSIONS else ".txt"
 

@@ -2,10 +2,12 @@
 
 Most of a Linux system's documentation ships compressed (``/usr/share/doc/*/README.md.gz``,
 ``changelog.Debian.gz``): such a file is read as its inner name says (``README.md.gz`` as
-Markdown, ``guide.pdf.xz`` as a PDF). One whose inner name names no format knowhub reads
-(``changelog.Debian.gz``, ``NEWS.gz``) is read as plain text when it unpacks to text; a man
-page's roff source (``tar.1.gz``) or a binary is not read, and says so. A tar archive is not
-unpacked at all: its files are not documents of their own here.
+Markdown, ``guide.pdf.xz`` as a PDF). One whose inner name has a format of its own that
+knowhub does not read (``manual.ps.gz``, ``setup.py.xz``) is not read, as it would not be
+unpacked, nor is a tar archive (its files are not documents of their own here). One whose
+inner name has no format (``NEWS.gz``, ``changelog.Debian.gz``, ``README.devmapper.gz``:
+Debian's and upstreams' documentation) is read as plain text when it unpacks to text; a man
+page's roff source (``tar.1.gz``) or a binary is not read, and says so.
 
 Decompression stops at ``ingest.max_file_bytes``, however far the file would unpack (a few
 hundred kilobytes of gzip can unpack to gigabytes), so memory stays bounded by that limit.
@@ -18,6 +20,7 @@ import bz2
 import gzip
 import io
 import lzma
+import mimetypes
 import re
 import zlib
 from pathlib import Path, PurePosixPath
@@ -27,7 +30,13 @@ from knowhub.errors import UnsupportedFileError
 from knowhub.ingest.loaders.common import loader_error
 from knowhub.surrogates import escape_surrogates
 
-__all__ = ["COMPRESSED_EXTENSIONS", "archive_reason", "decompress", "inner_suffix", "text_check"]
+__all__ = [
+    "COMPRESSED_EXTENSIONS",
+    "decompress",
+    "inner_reason",
+    "inner_suffix",
+    "text_check",
+]
 
 _FORMATS = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
 COMPRESSED_EXTENSIONS: frozenset[str] = frozenset(_FORMATS)
@@ -39,6 +48,9 @@ _CHUNK = 1 << 20  # read a megabyte at a time: read(n) allocates n bytes before 
 _SNIFF = 8192  # bytes looked at to tell text from a binary or a roff source
 # A roff source's first line: a comment (.\" or '\"), or a request such as .TH, .Dd or .so.
 _ROFF = re.compile(rb"""[.'](?:\\"|[A-Za-z]{2}(?:[ \t]|$))""")
+# Python's own table of file types, not the system's (/etc/mime.types): the same on every
+# machine, so a name is read or skipped alike everywhere.
+_FORMATS_KNOWN = mimetypes.MimeTypes(filenames=())
 
 
 def inner_suffix(name: str) -> str:
@@ -50,13 +62,18 @@ def inner_suffix(name: str) -> str:
     return PurePosixPath(path.stem).suffix.lower()
 
 
-def archive_reason(name: str) -> str | None:
-    """Why a compressed ``name`` is not read by its name alone (a tar archive), else None."""
-    if inner_suffix(name) == ".tar":
+def inner_reason(name: str) -> str | None:
+    """Why a compressed ``name`` whose inner extension knowhub does not read is not read:
+    a tar archive, or a format of its own (``.ps``, ``.py``); None when the inner name
+    names no format (``NEWS``, ``changelog.Debian``), which is then read as text."""
+    inner = inner_suffix(name)
+    if inner == ".tar":
         return (
             "a compressed tar archive: knowhub does not unpack archives; "
             "extract it and ingest the folder"
         )
+    if inner and _FORMATS_KNOWN.guess_type(f"x{inner}", strict=False)[0] is not None:
+        return f"unsupported file type {inner}{PurePosixPath(name).suffix.lower()}"
     return None
 
 
