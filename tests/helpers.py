@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -41,6 +42,18 @@ def fast_settings(data_dir: Path, **overrides: object) -> Settings:
 def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
+    return path
+
+
+def gzip_of_zeros(path: Path, megabytes: int) -> Path:
+    """A gzip file of ``megabytes`` MB of zero bytes (a decompression bomb: some 1 kB a MB),
+    written a megabyte at a time so that the test never holds it."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: with a gzip header and trailer
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as out:
+        for _ in range(megabytes):
+            out.write(packer.compress(bytes(1 << 20)))
+        out.write(packer.flush())
     return path
 
 

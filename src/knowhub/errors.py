@@ -8,7 +8,8 @@ its message says what failed, the offending value, and how to fix it::
     ├── ProviderError    an embedder / store backend failed or is misconfigured
     ├── IngestError      one file could not be loaded or indexed
     │   └── LoaderError  the file's format is unsupported, corrupt, encrypted or empty
-    │       └── OcrUnavailableError  a scan not read: OCR off or unavailable, no text
+    │       ├── OcrUnavailableError  a scan not read: OCR off or unavailable, no text
+    │       └── UnsupportedFileError  its content is of no type knowhub reads (a man page source)
     ├── StoreError       the store is unreadable, locked, or holds a mismatched index
     ├── QueryError       invalid query arguments (top_k, min_score, filters, collection)
     │   └── CollectionNotFound  no collection (or version) of that name: also a StoreError
@@ -31,6 +32,7 @@ __all__ = [
     "ProviderError",
     "QueryError",
     "StoreError",
+    "UnsupportedFileError",
 ]
 
 
@@ -59,6 +61,17 @@ class OcrUnavailableError(LoaderError):
     cannot run here (no OCR engine or language data), or an image held no text to read:
     ingest skips such a file in a folder, where it fails a broken one. ``problem`` is the
     reason without the file's path."""
+
+    def __init__(self, message: str, problem: str) -> None:
+        super().__init__(message)
+        self.problem = problem
+
+
+class UnsupportedFileError(LoaderError):
+    """A file whose name promised text holds something knowhub does not read (a compressed
+    man page's roff source, a compressed binary): ingest skips it in a folder, as a file of
+    an unsupported type, and fails it when named. ``problem`` is the reason without the
+    file's path."""
 
     def __init__(self, message: str, problem: str) -> None:
         super().__init__(message)

@@ -134,6 +134,9 @@ def test_oversized_and_unsupported_files_get_their_reasons_and_nothing_is_stored
     expect(failed).to_have_count(2, timeout=30_000)
     expect(failed.filter(has_text="huge.md")).to_contain_text("server.max_upload_bytes")
     expect(failed.filter(has_text="setup.exe")).to_contain_text(".exe files are not accepted")
+    expect(page.locator("#upload-summary")).to_have_text(
+        "nothing ingested: 2 files sent, none went in (by type: .exe 1, .md 1)"
+    )
     assert site.stored() == before
     screenshots(page, "upload-refused", ["#upload-files li.failed .reason"])
 

@@ -1,7 +1,8 @@
 """Find the files an ingest run should look at.
 
 Discovery only ever stats (never opens) what it finds, so a FIFO, socket or device in a
-folder cannot block it; anything that is not a regular file is passed over with a reason.
+folder cannot block it; anything that is not a regular file is passed over with a reason,
+and so is a file of a type knowhub does not read (only files a run excludes go unsaid).
 Under a confining root (a served folder), every file must also resolve inside that root:
 a symlink leading out is passed over, so no file from elsewhere can be served.
 """
@@ -16,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS
+from knowhub.ingest.loaders import unsupported_reason
 from knowhub.models import DocumentRecord
 from knowhub.surrogates import escape_surrogates, restore_surrogates
 
@@ -45,6 +46,7 @@ class Skipped:
     source: str
     reason: str
     explicit: bool  # named by the caller: its ingest failed, rather than a file was skipped
+    unsupported: bool = False  # of a type knowhub does not read (not what it is, or where)
 
     @property
     def lasting(self) -> bool:
@@ -77,10 +79,11 @@ def discover(
 ) -> Iterator[Candidate | Skipped]:
     """Yield files under each root (recursively, sorted) that pass include/exclude.
 
-    Folder walks keep only supported extensions; a file named explicitly is always
-    yielded so that an unsupported one fails with a reason instead of vanishing.
-    Anything that is not a regular file, and with ``confine`` anything resolving outside
-    it, comes as :class:`Skipped`. Missing roots raise ``FileNotFoundError``.
+    A file of a type knowhub does not read (by its name) comes from a folder walk as
+    :class:`Skipped`, saying so; a file named explicitly is always yielded, so that an
+    unsupported one fails with the list of what is read. Anything that is not a regular
+    file, and with ``confine`` anything resolving outside it, comes as :class:`Skipped`
+    too. Missing roots raise ``FileNotFoundError``.
     """
     fence = None if confine is None else Path(os.path.realpath(confine))
     for root in roots:
@@ -108,12 +111,12 @@ def _walk_root(
             probe = relative + "/"
             if (include and not matches(probe, include)) or matches(probe, exclude):
                 continue
-        else:
-            if found.path.suffix.lower() not in SUPPORTED_EXTENSIONS:
-                continue
-            if (include and not matches(relative, include)) or matches(relative, exclude):
-                continue
-        problem = found.problem
+        elif (include and not matches(relative, include)) or matches(relative, exclude):
+            continue
+        problem = found.problem  # what it is says more than what its name promises
+        if not problem and not found.folder and (reason := unsupported_reason(relative)):
+            yield Skipped(str(found.path), relative, f"{relative}: {reason}", False, True)
+            continue
         # Only a link can lead out of the fence: the walk never descends a symlinked
         # folder, so a plain entry lies inside the root, which _examine checked.
         if found.link and not problem:

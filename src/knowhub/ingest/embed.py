@@ -8,6 +8,11 @@ on a background thread, while this one loads and chunks the next files.
 
 Workers die with the process that started them, however it ends (a signal,
 ``kill -9``): they hold a model's memory and must never outlive their run.
+
+A run stopped half-way (Ctrl-C) keeps what it computed: the runner knows each batch's texts
+until the document holding its vectors is written (:meth:`EmbedRunner.release`), so the
+vectors of every batch finished and not yet written go into the embedding cache
+(:meth:`EmbedRunner.keep_finished`), and the next run encodes only the rest.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import numpy as np
 
 from knowhub.config import Settings
 from knowhub.providers.embedders.base import Embedder, Vectors
+from knowhub.providers.stores.base import Store
 
 __all__ = ["EmbedRunner", "abort_all", "cache_key"]
 
@@ -84,7 +90,8 @@ class EmbedRunner:
         self._settings = settings
         self._workers = settings.embedder.workers or (os.cpu_count() or 1)
         self._pool: Executor | None = None
-        self.embedded = 0  # texts actually encoded (not served from the cache)
+        # Each batch's texts, until its vectors are in a written document (or not wanted).
+        self._batches: dict[Future[Vectors], list[str]] = {}
         # Progress: texts whose batch is encoded, counted once per batch by whichever comes
         # first, its future's done-callback (a pool thread) or the wait on it in gather().
         self._encoded = 0
@@ -103,7 +110,6 @@ class EmbedRunner:
         """Queue texts for encoding; futures resolve to ``(n, dim)`` arrays, one per batch.
 
         Encoded inline, ``on_batch`` is called after each batch (in this thread)."""
-        self.embedded += len(texts)
         size = self.embedder.batch_size
         batches = [list(texts[i : i + size]) for i in range(0, len(texts), size)]
         pool = self._maybe_pool(texts)
@@ -114,11 +120,14 @@ class EmbedRunner:
                     future = pool.submit(_embed_in_worker, batch)
                 else:
                     future = pool.submit(self.embedder.embed_documents, batch)
+                self._batches[future] = batch
                 with self._count_lock:
                     self._uncounted[future] = len(batch)
                 future.add_done_callback(self._count)
             else:
                 future = Future()
+                # Known before it is encoded: a stop during a later batch keeps this one.
+                self._batches[future] = batch
                 future.set_result(self.embedder.embed_documents(batch))
                 with self._count_lock:
                     self._encoded += len(batch)
@@ -141,6 +150,26 @@ class EmbedRunner:
             if on_batch is not None:
                 on_batch()
         return np.vstack(parts)
+
+    def release(self, futures: Sequence[Future[Vectors]]) -> None:
+        """Forget these batches: their vectors are written with their document (or it
+        failed), so a stop need not keep them."""
+        for future in futures:
+            self._batches.pop(future, None)
+
+    def keep_finished(self, store: Store) -> int:
+        """Put the vectors of every batch finished and not released into the embedding
+        cache; how many were kept. For a stopped run: batches in flight are not waited for."""
+        keys: list[str] = []
+        rows: list[Vectors] = []
+        for future, texts in list(self._batches.items()):
+            if future.done() and not future.cancelled() and future.exception() is None:
+                keys += [cache_key(self.embedder.model_id, text) for text in texts]
+                rows.append(future.result())
+        if keys:
+            store.cache_vectors(keys, np.vstack(rows))
+        self._batches.clear()
+        return len(keys)
 
     def _count(self, future: Future[Vectors]) -> None:
         with self._count_lock:

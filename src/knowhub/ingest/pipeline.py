@@ -23,7 +23,13 @@ from typing import Any
 import numpy as np
 
 from knowhub.config import Settings
-from knowhub.errors import IngestError, KnowhubError, LoaderError, OcrUnavailableError
+from knowhub.errors import (
+    IngestError,
+    KnowhubError,
+    LoaderError,
+    OcrUnavailableError,
+    UnsupportedFileError,
+)
 from knowhub.ingest.chunk import ChunkingOptions, chunk_document
 from knowhub.ingest.cleanup import clean_document
 from knowhub.ingest.discover import Candidate, Skipped, discover
@@ -32,7 +38,7 @@ from knowhub.ingest.extraction import Extraction, run_limits
 from knowhub.ingest.identity import Identities
 from knowhub.ingest.inplace import InPlace
 from knowhub.ingest.integrity import Changed, Integrity, gone_documents
-from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS, load
+from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS, load, unsupported_reason
 from knowhub.ingest.pictures import image_entries
 from knowhub.ingest.progress import IngestProgress, Progress, ProgressTracker
 from knowhub.ingest.report import IngestReport
@@ -187,7 +193,8 @@ def ingest(
         run.tracker.finished()
     except (KeyboardInterrupt, _ShutdownRequestedError) as exc:
         # Documents committed so far are whole (each in its own savepoint); those in flight
-        # or not yet committed are dropped, so that a stop takes moments, not minutes.
+        # or not yet committed are dropped, so that a stop takes moments, not minutes (the
+        # vectors their finished batches computed are cached for the next run).
         run.runner.abort()
         run.stop([c.source for c in candidates], started)
         if isinstance(exc, KeyboardInterrupt):
@@ -199,7 +206,6 @@ def ingest(
         run.prune(None if prune_outside else paths)
     if store.version(run.cid) != version:
         _refreshed(store, run.cid)
-    run.report.embedded = run.runner.embedded
     run.report.seconds = time.perf_counter() - started
     return run.report
 
@@ -296,7 +302,7 @@ class _Run:
             pending = self._prepare(candidate)
         except HiddenDocumentError:  # not the writer's to touch, nor to hear of
             pending = None
-        except OcrUnavailableError as exc:
+        except (OcrUnavailableError, UnsupportedFileError) as exc:
             self._not_scanned(candidate, exc)
             self._rescoped(candidate)
             pending = None
@@ -326,19 +332,25 @@ class _Run:
         except (KnowhubError, OSError) as exc:
             self.report.failed.append((candidate.source, _reason(exc)))
 
-    def _not_scanned(self, candidate: Candidate, exc: OcrUnavailableError) -> None:
-        """A scan that OCR is off or not installed for: skipped in a folder (a folder of
-        screenshots must not fail a run), failed when named; a document indexed from it
-        before is kept, as for a file unreadable for now."""
+    def _not_scanned(
+        self, candidate: Candidate, exc: OcrUnavailableError | UnsupportedFileError
+    ) -> None:
+        """A scan that OCR is off or not installed for, or a compressed file that holds no
+        text: skipped in a folder (a folder of screenshots must not fail a run), failed when
+        named; a document indexed from it before is kept, as for a file unreadable for now."""
         if candidate.explicit:
             self.report.failed.append((candidate.source, _reason(exc)))
-        else:
-            self.report.skipped.append((candidate.source, f"{candidate.source}: {exc.problem}"))
+            return
+        self.report.skipped.append((candidate.source, f"{candidate.source}: {exc.problem}"))
+        if isinstance(exc, UnsupportedFileError):
+            self.report.unsupported.append(candidate.source)
 
     def pass_over(self, skipped: Skipped) -> None:
         """A file named by the caller failed; one found in a folder was skipped."""
         entry = (skipped.source, skipped.reason)
         (self.report.failed if skipped.explicit else self.report.skipped).append(entry)
+        if skipped.unsupported:
+            self.report.unsupported.append(skipped.source)
         if skipped.lasting:  # a file only unreadable for now keeps its document
             self.passed_over.add(escape_surrogates(skipped.path))  # as paths are stored
 
@@ -351,19 +363,29 @@ class _Run:
     def stop(self, sources: Sequence[str], started: float) -> None:
         """Report a run interrupted before ``sources`` were all handled."""
         self.window.clear()
-        self.group.clear()  # embedded but not committed: left for the next run, like the window
+        self.group.clear()  # embedded but not committed: its vectors are cached below
         handled = {*self.report.current(), *(source for source, _ in self.report.failed)}
         self.report.stopped = True
         self.report.not_done = [s for s in sources if s not in handled]
-        self.report.embedded = self.runner.embedded
+        self.report.embedded += self._keep_embedded()
         self.report.seconds = time.perf_counter() - started
+
+    def _keep_embedded(self) -> int:
+        """Cache the vectors the stopped run computed and wrote in no document: the next run
+        embeds only the rest. How many were kept."""
+        try:
+            return self.runner.keep_finished(self.store)
+        except Exception as exc:  # the run is stopping: what is lost is embedded again
+            log.warning("the vectors embedded before the stop were not kept: %s", exc)
+            return 0
 
     def _prepare(self, candidate: Candidate) -> _Pending | None:
         path = Path(candidate.path)
-        if candidate.explicit and path.suffix.lower() not in SUPPORTED_EXTENSIONS:
+        if candidate.explicit and (problem := unsupported_reason(path.name)):
             raise LoaderError(
-                f"{candidate.source}: unsupported file type {path.suffix or '(none)'}; "
-                f"supported: {' '.join(sorted(SUPPORTED_EXTENSIONS))}"
+                f"{candidate.source}: {problem}; supported: "
+                f"{' '.join(sorted(SUPPORTED_EXTENSIONS))}, each also gzip, bzip2 or xz "
+                "compressed (README.md.gz)"
             )
         if self.in_place.rewrote(candidate):  # tags or scope, its scans kept as OCR read them
             self.report.retagged.append(escape_surrogates(candidate.source))
@@ -504,6 +526,8 @@ class _Run:
             if error is None:
                 self._report_written(pending)
                 self.report.chunks += len(pending.chunks)
+                self.report.embedded += len(pending.missing)  # vectors encoded and stored
+                self.runner.release(pending.futures)
                 self.tracker.file_done(pending.record.source)
             elif isinstance(error, (KnowhubError, OSError)):
                 self._failed(pending, _reason(error))
@@ -511,6 +535,7 @@ class _Run:
                 self._failed(pending, f"unexpected {type(error).__name__}: {error}")
 
     def _failed(self, pending: _Pending, reason: str) -> None:
+        self.runner.release(pending.futures)
         self.report.failed.append((pending.record.source, reason))
         self.tracker.file_done(pending.record.source)
 

@@ -2,10 +2,36 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any
 
-__all__ = ["IngestReport"]
+from knowhub.ingest.loaders.compressed import COMPRESSED_EXTENSIONS
+
+__all__ = ["IngestReport", "count_by_type", "file_type", "types_text"]
+
+
+def file_type(name: str) -> str:
+    """The type a file's name gives it, lower-case: ``.css``; ``.tar.gz`` and ``.1.gz`` for
+    a compressed file (what is inside tells more than the compression); ``(no extension)``."""
+    path = PurePosixPath(name)
+    suffix = path.suffix.lower()
+    if suffix in COMPRESSED_EXTENSIONS:
+        suffix = PurePosixPath(path.stem).suffix.lower() + suffix
+    return suffix or "(no extension)"
+
+
+def count_by_type(names: Iterable[str]) -> dict[str, int]:
+    """How many of ``names`` are of each :func:`file_type`, the most common first."""
+    counts = Counter(file_type(name) for name in names)
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+def types_text(counts: Mapping[str, int]) -> str:
+    """``.gif 5, .css 2``: counts by type as a line says them."""
+    return ", ".join(f"{kind} {count}" for kind, count in counts.items())
 
 
 @dataclass
@@ -21,8 +47,10 @@ class IngestReport:
     unchanged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
-    # Passed over by discovery (a FIFO, a symlink leading out of a served folder, …).
+    # Not ingested, though not failed: a type knowhub does not read (a .gif, a man page's
+    # source), not a regular file, a symlink leading out of a served folder, a scan unread.
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    unsupported: list[str] = field(default_factory=list)  # those skipped for their type
     # (source, message): indexed, but with something to fix (bytes that were not text).
     warnings: list[tuple[str, str]] = field(default_factory=list)
     chunks: int = 0
@@ -46,6 +74,40 @@ class IngestReport:
         moved = [new for _, new in self.moved]
         return [*self.added, *self.updated, *moved, *self.retagged, *self.unchanged]
 
+    def skipped_by_type(self) -> dict[str, int]:
+        """How many files were skipped of each type (:func:`file_type`), the most first."""
+        return count_by_type(source for source, _ in self.skipped)
+
+    def notable_skips(self) -> list[tuple[str, str]]:
+        """The skipped files worth a log line each: not those only of a type knowhub does
+        not read (a folder of pictures would fill a server's log at every sync)."""
+        unsupported = set(self.unsupported)
+        return [(source, reason) for source, reason in self.skipped if source not in unsupported]
+
+    def unsupported_summary(self) -> str:
+        """``3 files of types knowhub does not read: .gif 2, .css 1`` ('' when none): the
+        one line a log gives them (:meth:`notable_skips` has the others)."""
+        if not self.unsupported:
+            return ""
+        count = len(self.unsupported)
+        return (
+            f"skipped {count} file{'s' if count > 1 else ''} of types knowhub does not read: "
+            f"{types_text(count_by_type(self.unsupported))}"
+        )
+
+    def note(self) -> str:
+        """What to tell when a run found files and ingested none ('' when it did ingest,
+        removed or was stopped): the cause is then easy to miss among counts of zero."""
+        if self.current() or self.removed or self.stopped:
+            return ""
+        found = len(self.skipped) + len(self.failed)
+        if not found:
+            return "nothing ingested: no files found"
+        files = f"{found} file{'s' if found > 1 else ''} found"
+        if len(self.unsupported) == found:
+            return f"nothing ingested: {files}, none of a type knowhub reads"
+        return f"nothing ingested: {files}, each skipped or failed (with its reason)"
+
     def stop_summary(self) -> str:
         """What a stopped run left: ``12 documents kept, 3 not done``."""
         return f"{self.kept} documents kept, {len(self.not_done)} not done"
@@ -61,6 +123,7 @@ class IngestReport:
             "removed": self.removed,
             "failed": [{"source": s, "reason": r} for s, r in self.failed],
             "skipped": [{"source": s, "reason": r} for s, r in self.skipped],
+            "skipped_by_type": self.skipped_by_type(),
             "warnings": [{"source": s, "message": m} for s, m in self.warnings],
             "chunks": self.chunks,
             "embedded": self.embedded,

@@ -153,7 +153,27 @@ def render_report(report: IngestReport) -> str:
     for source, reason in report.failed:
         lines.append(f"  failed {source}: {reason}")
     lines += [f"  skipped {reason}" for _, reason in report.skipped]
-    return "\n".join(lines)
+    return "\n".join(lines + _not_ingested(report))
+
+
+def _not_ingested(report: IngestReport) -> list[str]:
+    """The skipped files counted by type, what knowhub reads when some were of other types,
+    and a run's note when it ingested nothing."""
+    from knowhub.ingest.loaders import COMPRESSED_EXTENSIONS, SUPPORTED_EXTENSIONS
+    from knowhub.ingest.report import types_text
+
+    lines = []
+    if report.skipped:
+        lines.append(f"  skipped by type: {types_text(report.skipped_by_type())}")
+    if report.unsupported:
+        lines.append(
+            f"  knowhub reads {' '.join(sorted(SUPPORTED_EXTENSIONS))}, each also compressed "
+            f"({' '.join(sorted(COMPRESSED_EXTENSIONS))}); convert other files, or leave them "
+            "out with --exclude"
+        )
+    if note := report.note():
+        lines.append(note)
+    return lines
 
 
 def render_collections(infos: Sequence[CollectionView]) -> str:

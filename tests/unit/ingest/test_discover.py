@@ -11,6 +11,7 @@ import socket
 from pathlib import Path
 
 from knowhub.ingest.discover import Candidate, Skipped, discover
+from tests.helpers import write
 
 NOT_REGULAR = "not a regular file; only regular files are ingested"
 
@@ -53,9 +54,7 @@ def test_a_walk_skips_what_is_not_a_regular_file_and_says_why(tmp_path: Path) ->
     }
 
 
-def test_sockets_are_skipped_and_excluded_or_unsupported_ones_are_not_reported(
-    tmp_path: Path,
-) -> None:
+def test_sockets_are_skipped_and_excluded_ones_are_not_reported(tmp_path: Path) -> None:
     docs = tmp_path / "d"
     docs.mkdir()
     # A short relative name: a UNIX socket path is limited to about 100 bytes.
@@ -64,14 +63,31 @@ def test_sockets_are_skipped_and_excluded_or_unsupported_ones_are_not_reported(
     try:
         with socket.socket(socket.AF_UNIX) as a, socket.socket(socket.AF_UNIX) as b:
             a.bind("s.md")
-            b.bind("s.sock")  # not a supported extension: never a candidate, so not reported
+            b.bind("s.sock")  # what it is says more than its type
             os.mkfifo("skip.md")
             found = list(discover([docs], [], ["skip.md"]))
     finally:
         os.chdir(cwd)
     assert found == [
-        Skipped(str(docs / "s.md"), "s.md", f"s.md: is a socket, {NOT_REGULAR}", explicit=False)
+        Skipped(str(docs / "s.md"), "s.md", f"s.md: is a socket, {NOT_REGULAR}", explicit=False),
+        Skipped(str(docs / "s.sock"), "s.sock", f"s.sock: is a socket, {NOT_REGULAR}", False),
     ]
+
+
+def test_files_of_types_knowhub_does_not_read_are_skipped_saying_so(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    for name in ("a.css", "b.gif", "c.tar.gz", "README.md.gz", "NEWS.gz", "notes.md", "x.tmp"):
+        write(docs / "sub" / name, "")
+    kept, skipped = _split(list(discover([docs], [], ["*.tmp"])))
+    assert kept == ["sub/NEWS.gz", "sub/README.md.gz", "sub/notes.md"]
+    assert skipped == {  # excluded on purpose (x.tmp): not reported
+        "sub/a.css": "sub/a.css: unsupported file type .css",
+        "sub/b.gif": "sub/b.gif: unsupported file type .gif",
+        "sub/c.tar.gz": "sub/c.tar.gz: a compressed tar archive: knowhub does not unpack "
+        "archives; extract it and ingest the folder",
+    }
+    found = [f for f in discover([docs], [], []) if isinstance(f, Skipped)]
+    assert all(f.unsupported and f.lasting and not f.explicit for f in found)
 
 
 def test_a_fifo_named_directly_is_reported_as_a_fifo(tmp_path: Path) -> None:

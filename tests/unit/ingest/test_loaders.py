@@ -51,6 +51,7 @@ def _load_error(path: Path, data: bytes | None = None) -> LoaderError:
 
 def test_public_api_is_exactly_load_headings_extensions_and_options() -> None:
     assert sorted(loaders.__all__) == [
+        "COMPRESSED_EXTENSIONS",
         "IMAGE_EXTENSIONS",
         "Limits",
         "OcrOptions",
@@ -58,6 +59,7 @@ def test_public_api_is_exactly_load_headings_extensions_and_options() -> None:
         "SUPPORTED_EXTENSIONS",
         "load",
         "markdown_headings",
+        "unsupported_reason",
     ]
     assert set(loaders.IMAGE_EXTENSIONS) <= SUPPORTED_EXTENSIONS
     assert {".md", ".mdx", ".markdown", ".txt", ".rst", ".pdf", ".docx", ".pptx"} <= (

@@ -4,15 +4,17 @@ Each loader returns a :class:`~knowhub.models.LoadedDocument` whose ``text`` is
 what gets chunked and cited. Formats without their own markup (docx, pptx, html,
 tables, json) are rendered as Markdown so :func:`markdown_headings` finds their
 sections. Scanned PDF pages and image files are read by OCR, page by page
-(:mod:`~knowhub.ingest.loaders.ocr`). Heavy parsing libraries (and the OCR engine)
+(:mod:`~knowhub.ingest.loaders.ocr`). A compressed file is read as its inner name says
+(:mod:`~knowhub.ingest.loaders.compressed`). Heavy parsing libraries (and the OCR engine)
 are imported only when a file needs them.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from knowhub.errors import UnsupportedFileError
 from knowhub.ingest.loaders.common import (
     Limits,
     Loader,
@@ -20,6 +22,13 @@ from knowhub.ingest.loaders.common import (
     PageProgress,
     loader_error,
     too_much_text,
+)
+from knowhub.ingest.loaders.compressed import (
+    COMPRESSED_EXTENSIONS,
+    decompress,
+    inner_reason,
+    inner_suffix,
+    text_check,
 )
 from knowhub.ingest.loaders.docx import load_docx
 from knowhub.ingest.loaders.html import load_html
@@ -36,6 +45,7 @@ from knowhub.models import Heading, LoadedDocument
 from knowhub.surrogates import escape_surrogates, escape_surrogates_deep, replace_surrogates
 
 __all__ = [
+    "COMPRESSED_EXTENSIONS",
     "IMAGE_EXTENSIONS",
     "SUPPORTED_EXTENSIONS",
     "Limits",
@@ -43,6 +53,7 @@ __all__ = [
     "PageProgress",
     "load",
     "markdown_headings",
+    "unsupported_reason",
 ]
 
 _LOADERS: dict[str, Loader] = {
@@ -66,7 +77,19 @@ _PAGED_LOADERS: dict[str, PagedLoader] = {
 }
 
 SUPPORTED_EXTENSIONS: frozenset[str] = frozenset(_LOADERS) | frozenset(_PAGED_LOADERS)
-"""Lower-case file extensions, with the dot, that :func:`load` can read."""
+"""Lower-case file extensions, with the dot, of the formats :func:`load` reads (each also
+compressed: :data:`COMPRESSED_EXTENSIONS`)."""
+
+
+def unsupported_reason(name: str) -> str | None:
+    """Why a file named ``name`` is not read, by its name alone; None when it is read (its
+    content may still turn out unreadable)."""
+    suffix = PurePosixPath(name).suffix.lower()
+    if suffix in SUPPORTED_EXTENSIONS:
+        return None
+    if suffix in COMPRESSED_EXTENSIONS:
+        return None if inner_suffix(name) in SUPPORTED_EXTENSIONS else inner_reason(name)
+    return f"unsupported file type {suffix or '(no extension)'}"
 
 
 def load(
@@ -78,7 +101,9 @@ def load(
     """Extract the text, title, headings and pages of one file.
 
     Args:
-        path: the file; its extension (case-insensitive) picks the loader.
+        path: the file; its extension (case-insensitive) picks the loader; a compressed
+            file's (``.gz``, ``.bz2``, ``.xz``) inner one does, plain text when that names no
+            format here.
         data: the file's bytes when the caller already read them (to hash them);
             ``None`` reads the file.
         limits: how large the file and its text may be, and whether scans are read by
@@ -93,20 +118,29 @@ def load(
 
     Raises:
         LoaderError: the extension is unsupported, the file cannot be read, is too
-            large or extracts to too much text, or it is corrupt, encrypted, binary or
-            empty, or a scan OCR is off for or cannot read. The message starts with the
-            path.
+            large (or unpacks to more) or extracts to too much text, or it is corrupt,
+            encrypted, binary or empty, or a scan OCR is off for or cannot read. The
+            message starts with the path. :class:`UnsupportedFileError` for a compressed
+            file that holds no text (a man page's roff source, a binary) or a tar archive.
     """
     limits = limits or Limits()
-    loader = _loader(path.suffix.lower(), on_page)
+    packed = path.suffix.lower() in COMPRESSED_EXTENSIONS
+    if packed and (reason := unsupported_reason(path.name)) is not None:
+        raise UnsupportedFileError(f"{escape_surrogates(str(path))}: {reason}", reason)
+    loader = _loader(_read_as(path), on_page)
     if loader is None:
         raise loader_error(
             path,
             f"unsupported file type {path.suffix or '(no extension)'!r}: knowhub reads "
-            f"{' '.join(sorted(SUPPORTED_EXTENSIONS))}; convert it or leave it out",
+            f"{' '.join(sorted(SUPPORTED_EXTENSIONS))} (each also compressed: "
+            f"{' '.join(sorted(COMPRESSED_EXTENSIONS))}); convert it or leave it out",
         )
     if data is None:
         data = _read(path, limits)
+    if packed:
+        data = decompress(path, data, limits.max_bytes)
+        if inner_suffix(path.name) not in SUPPORTED_EXTENSIONS:
+            text_check(path, data)
     # Loaders only name the file (titles, messages): give them a name every sink can write.
     named = Path(escape_surrogates(str(path)))
     # isspace(), unlike strip(), makes no copy of a large file or text.
@@ -115,7 +149,20 @@ def load(
         raise loader_error(path, "is empty (no text to index): add content or leave it out")
     if len(document.text) > limits.max_chars:  # the loaders stop early; this is the backstop
         raise too_much_text(path, limits.max_chars)
+    if packed and inner_suffix(path.name) in SUPPORTED_EXTENSIONS and document.title == named.stem:
+        # Titled by its file name: README.md.gz is "README", as README.md would be.
+        document = dataclasses.replace(document, title=PurePosixPath(named.stem).stem)
     return _valid_unicode(document)
+
+
+def _read_as(path: Path) -> str:
+    """The extension whose loader reads ``path``: its own; for a compressed file the inner
+    one, or ``.txt`` when that names no format (``changelog.Debian.gz``, ``NEWS.gz``)."""
+    suffix = path.suffix.lower()
+    if suffix not in COMPRESSED_EXTENSIONS:
+        return suffix
+    inner = inner_suffix(path.name)
+    return inner if inner in SUPPORTED_EXTENSIONS else ".txt"
 
 
 def _loader(suffix: str, on_page: PageProgress | None) -> Loader | None:

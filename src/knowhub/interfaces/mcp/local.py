@@ -83,8 +83,10 @@ class LocalService:
         )
         for source, reason in report.failed:
             log.warning("%s: %s", source, reason)
-        for _, reason in report.skipped:
+        for _, reason in report.notable_skips():
             log.warning("skipped %s", reason)
+        if unsupported := report.unsupported_summary():
+            log.info("%s: %s", self.docs, unsupported)
         for _, warning in report.warnings:  # indexed, but the user has something to fix
             log.warning("%s", warning)
 

@@ -323,5 +323,7 @@ def _missing(relative: str, folder: Path, root: Path) -> str:
 def _log_passed_over(session_id: str, report: IngestReport) -> None:
     for source, reason in report.failed:
         log.warning("session %s: %s failed: %s", session_id, source, reason)
-    for _, reason in report.skipped:
+    for _, reason in report.notable_skips():
         log.warning("session %s: skipped %s", session_id, reason)
+    if unsupported := report.unsupported_summary():
+        log.info("session %s: %s", session_id, unsupported)

@@ -204,6 +204,10 @@ class Store(Protocol):
         (empty when the document is unknown)."""
 
     def cached_vectors(self, keys: Sequence[str]) -> dict[str, Vectors]: ...
+    def cache_vectors(self, keys: Sequence[str], vectors: Vectors) -> None:
+        """Keep ``vectors`` (a row per key) under their embedding-cache ``keys``, with no
+        document holding them: what a stopped ingest computed. A key already cached keeps
+        its vector (a key is of one model and one text)."""
 
     # -- search
     def lexical_search(

@@ -385,6 +385,14 @@ class PostgresStore:
         )
         return {str(key): array_of(vector) for key, vector in rows}
 
+    def cache_vectors(self, keys: Sequence[str], vectors: Vectors) -> None:
+        """Keep vectors no document holds yet under their cache keys (a stopped ingest's)."""
+        if not len(keys):
+            return
+        rows = [np.asarray(v, dtype=np.float32) for v in vectors]
+        with self._transaction() as conn, conn.cursor() as cur:
+            cur.executemany(INSERT_CACHE, list(zip(keys, rows, strict=True)))
+
     # -- search ------------------------------------------------------------------
 
     def lexical_search(

@@ -421,6 +421,17 @@ class SQLiteStore:
                 found[key] = np.frombuffer(blob, dtype=np.float32)
         return found
 
+    def cache_vectors(self, keys: Sequence[str], vectors: Vectors) -> None:
+        """Keep vectors no document holds yet under their cache keys (a stopped ingest's)."""
+        if not len(keys):
+            return
+        blobs = [np.asarray(v, dtype=np.float32).tobytes() for v in vectors]
+        with self._lock, self.transaction() as db:
+            db.executemany(
+                "INSERT OR IGNORE INTO embedding_cache(key, vector) VALUES (?, ?)",
+                zip(keys, blobs, strict=True),
+            )
+
     # -- search ------------------------------------------------------------------
 
     def lexical_search(

@@ -15,6 +15,7 @@ from knowhub.errors import StoreError
 from knowhub.providers.stores.base import DocumentWrite, Store, replace_documents
 from knowhub.testing.store_contract.base import (
     NO_FILTERS,
+    Opener,
     StoreFixtures,
     lexical,
     resolved,
@@ -234,6 +235,24 @@ class WriteContract(StoreFixtures):
         for key, vector in zip(doc.cache_keys, doc.vectors, strict=True):
             assert cached[key].dtype == np.float32
             np.testing.assert_array_equal(cached[key], vector)
+
+    def test_cache_vectors_keeps_vectors_for_a_later_run_without_a_document(
+        self, opener: Opener
+    ) -> None:
+        # What a stopped ingest computed: no document holds these vectors yet.
+        store = opener()
+        vectors = unit_vectors(3, seed=7)
+        store.cache_vectors(["k1", "k2", "k3"], vectors)
+        store.cache_vectors([], unit_vectors(0, seed=7))
+        store.cache_vectors(["k1"], unit_vectors(1, seed=8))  # a key's vector never changes
+        store.close()
+        reopened = opener()
+        cached = reopened.cached_vectors(["k1", "k2", "k3", "k4"])
+        assert set(cached) == {"k1", "k2", "k3"}
+        for key, vector in zip(["k1", "k2", "k3"], vectors, strict=True):
+            assert cached[key].dtype == np.float32
+            np.testing.assert_array_equal(cached[key], vector)
+        assert_whole(reopened)
 
     # -- integrity; verify and export read each leg ------------------------------------
 

@@ -34,6 +34,7 @@ from typing import Any, Literal
 from knowhub.errors import KnowhubError
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import IngestProgress, Progress
+from knowhub.ingest.report import count_by_type, types_text
 from knowhub.ingest.uploads import Held, Queue, QueuedFile, QueuedUpload
 from knowhub.interfaces.http.console.uploads import Received, as_sent, storage_error
 from knowhub.interfaces.http.limits import ServerBusyError
@@ -99,13 +100,28 @@ class Job:
 
     def view(self) -> dict[str, Any]:
         """What ``GET /ui/upload/{job}`` answers."""
+        failed = [f.name for f in self.files + self.refused if f.state == "failed"]
         return {
             "id": self.id,
             "collection": self.collection,
             "finished": self.finished,
             "error": self.error,
             "files": [asdict(f) for f in self.files + self.refused],
+            "not_ingested_by_type": count_by_type(failed),
+            "summary": self._summary(failed),
         }
+
+    def _summary(self, failed: list[str]) -> str:
+        """Once the job is over, how many files did not go in, by type ('' when all did);
+        said first when none did, which a page of red rows leaves the reader to count."""
+        if not self.finished or not failed:
+            return ""
+        sent = len(self.files) + len(self.refused)
+        by_type = f"(by type: {types_text(count_by_type(failed))})"
+        if len(failed) < sent:
+            return f"{len(failed)} of {sent} files not ingested {by_type}"
+        files = f"{sent} file{'s' if sent > 1 else ''}"
+        return f"nothing ingested: {files} sent, none went in {by_type}"
 
     def run(self, ingest: Ingest, turn: threading.Semaphore, stopping: threading.Event) -> None:
         """``ingest(progress)`` with this job's progress callback, once ``turn`` lets it (one

@@ -42,8 +42,13 @@ class IngestOut(Indexed):
     removed: list[str]
     failed: list[dict[str, str]]
     skipped: list[dict[str, str]] = Field(
-        description="Passed over: not a regular file, or a symlink leading out of the root."
+        description="Not ingested, each with its reason: a type knowhub does not read, not a "
+        "regular file, a symlink leading out of the root."
     )
+    skipped_by_type: dict[str, int] = Field(
+        default_factory=dict, description="How many were skipped of each type ('.gif': 3)."
+    )
+    note: str = Field("", description="Set when files were found and none was ingested.")
     chunks: int
     seconds: float
 
@@ -113,6 +118,8 @@ def _ingest_out(report: IngestReport, kb: KnowledgeBase) -> IngestOut:
         removed=report.removed,
         failed=[{"source": s, "reason": r} for s, r in report.failed],
         skipped=[{"source": s, "reason": r} for s, r in report.skipped],
+        skipped_by_type=report.skipped_by_type(),
+        note=report.note(),
         chunks=report.chunks,
         seconds=round(report.seconds, 3),
         indexing=indexing_out(kb),
@@ -120,7 +127,10 @@ def _ingest_out(report: IngestReport, kb: KnowledgeBase) -> IngestOut:
 
 
 def _ingest_text(out: IngestOut) -> str:
-    """Counts, then a line per file moved, failed or skipped."""
+    """Counts, then a line per file moved, failed or skipped, the skipped by type and the
+    note."""
+    from knowhub.ingest.report import types_text  # loaded by the run this reports on
+
     changes = (("moved", out.moved), ("retagged", out.retagged))
     changed = "".join(f"{len(items)} {what}, " for what, items in changes if items)
     text = (
@@ -132,4 +142,6 @@ def _ingest_text(out: IngestOut) -> str:
     text += "".join(f"\n- moved {m['from']} → {m['to']}" for m in out.moved)
     text += "".join(f"\n- failed {f['source']}: {f['reason']}" for f in out.failed)
     text += "".join(f"\n- skipped {f['reason']}" for f in out.skipped)
-    return text
+    if out.skipped_by_type:
+        text += f"\nskipped by type: {types_text(out.skipped_by_type)}"
+    return f"{text}\n{out.note}" if out.note else text

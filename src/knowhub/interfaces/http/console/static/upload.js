@@ -139,6 +139,11 @@
         const job = JSON.parse(xhr.responseText);
         return poll(job.url, list, (done) => {
           button.disabled = false;
+          if (done.summary) { // what did not go in, by type: a page of red rows is hard to count
+            const s = document.createElement("p");
+            s.id = "upload-summary"; s.className = "summary"; s.textContent = done.summary;
+            out.append(s);
+          }
           const a = document.createElement("a");
           a.href = "/ui/documents?collection=" + encodeURIComponent(done.collection);
           a.textContent = "See the documents of " + done.collection;

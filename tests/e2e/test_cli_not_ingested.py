@@ -1,0 +1,54 @@
+"""`knowhub ingest` says what it did not ingest: each file with its reason, a count by type,
+and a line when nothing at all went in. Unsupported types are no failure (exit 0); a file
+named on the command line that cannot be read is one (exit 1)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.helpers import knowhub, write
+
+
+def _folder(docs: Path) -> Path:
+    write(docs / "style.css", "body { color: red }\n")
+    (docs / "logo.gif").write_bytes(b"GIF89a\x01\x00\x01\x00")
+    (docs / "src.tar.gz").write_bytes(b"\x1f\x8b")  # skipped by its name, never opened
+    return docs
+
+
+def test_a_folder_of_unread_types_is_listed_by_file_and_type_and_exits_0(tmp_path: Path) -> None:
+    docs, data = _folder(tmp_path / "docs"), str(tmp_path / "data")
+    result = knowhub("--data-dir", data, "ingest", str(docs), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "0 failed, 3 skipped (" in lines[0]
+    assert lines[1:4] == [
+        "  skipped logo.gif: unsupported file type .gif",
+        "  skipped src.tar.gz: a compressed tar archive: knowhub does not unpack archives; "
+        "extract it and ingest the folder",
+        "  skipped style.css: unsupported file type .css",
+    ]
+    assert lines[4] == "  skipped by type: .css 1, .gif 1, .tar.gz 1"
+    assert lines[5].startswith("  knowhub reads .bmp .csv .docx ")
+    assert lines[-1] == "nothing ingested: 3 files found, none of a type knowhub reads"
+
+    result = knowhub("--data-dir", data, "ingest", str(docs), "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["skipped_by_type"] == {".css": 1, ".gif": 1, ".tar.gz": 1}
+    assert [s["source"] for s in report["skipped"]] == ["logo.gif", "src.tar.gz", "style.css"]
+
+
+def test_a_file_of_an_unread_type_named_on_the_command_line_fails(tmp_path: Path) -> None:
+    docs = _folder(tmp_path / "docs")
+    result = knowhub(
+        "--data-dir", str(tmp_path / "data"), "ingest", str(docs / "style.css"), cwd=tmp_path
+    )
+    assert result.returncode == 1, result.stdout
+    assert "  failed style.css: style.css: unsupported file type .css; supported: " in (
+        result.stdout
+    )
+    assert result.stdout.splitlines()[-1] == (
+        "nothing ingested: 1 file found, each skipped or failed (with its reason)"
+    )

@@ -1,0 +1,96 @@
+"""What a folder holds that ingest does not index is reported, file by file and by type, and
+compressed documentation (``README.md.gz``, ``changelog.Debian.gz``) is indexed under its own
+name (real SQLite files, hashing embedder)."""
+
+from __future__ import annotations
+
+import gzip
+from contextlib import closing
+from pathlib import Path
+
+from knowhub import App, build_app
+from tests.helpers import fast_settings, gzip_of_zeros, write
+
+CHANGELOG = (
+    "tar (1.34+dfsg-1) unstable; urgency=medium\n\n"
+    "  * The zstd compression is now chosen with --zstd.\n"
+)
+README = "# Tar\n\n## Install\n\nThe quokkabeam package installs tar.\n"
+
+
+def _gz(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gzip.compress(text.encode()))
+    return path
+
+
+def _unsupported(folder: Path) -> Path:
+    write(folder / "style.css", "body { color: red }\n")
+    (folder / "logo.gif").write_bytes(b"GIF89a\x01\x00\x01\x00")
+    _gz(folder / "man" / "tar.1.gz", ".TH TAR 1\n.SH NAME\ntar \\- an archiver\n")
+    return folder
+
+
+def test_a_folder_of_files_knowhub_does_not_read_reports_each_with_its_reason(
+    app: App, tmp_path: Path
+) -> None:
+    report = app.ingest([_unsupported(tmp_path / "docs")])
+    assert report.ok and not report.current()  # nothing failed: nothing was of its types
+    reasons = dict(report.skipped)
+    assert reasons == {
+        "logo.gif": "logo.gif: unsupported file type .gif",
+        "man/tar.1.gz": "man/tar.1.gz: a manual page's roff source, which knowhub does not "
+        "typeset: save the page as text (man -l tar.1.gz > tar.1.txt), which knowhub reads "
+        "by its sections and options",
+        "style.css": "style.css: unsupported file type .css",
+    }
+    assert report.skipped_by_type() == {".1.gz": 1, ".css": 1, ".gif": 1}
+    assert report.note() == "nothing ingested: 3 files found, none of a type knowhub reads"
+    out = report.to_dict()
+    assert out["skipped_by_type"] == {".1.gz": 1, ".css": 1, ".gif": 1}
+    assert sorted(s["source"] for s in out["skipped"]) == sorted(reasons)
+
+
+def test_a_run_that_ingests_something_has_no_note_and_an_empty_one_says_so(
+    app: App, tmp_path: Path
+) -> None:
+    docs = _unsupported(tmp_path / "docs")
+    write(docs / "guide.md", README)
+    assert app.ingest([docs]).note() == ""
+    (tmp_path / "empty").mkdir()
+    assert app.ingest([tmp_path / "empty"]).note() == "nothing ingested: no files found"
+
+
+def test_compressed_documentation_is_searchable_under_its_own_name(
+    app: App, tmp_path: Path
+) -> None:
+    docs = tmp_path / "doc" / "tar"
+    _gz(docs / "README.md.gz", README)
+    _gz(docs / "changelog.Debian.gz", CHANGELOG)
+    report = app.ingest([tmp_path / "doc"])
+    assert sorted(report.added) == ["tar/README.md.gz", "tar/changelog.Debian.gz"]
+    assert report.ok and not report.skipped
+    hit = app.search("quokkabeam package").hits[0]
+    assert (hit.source, hit.section_path) == ("tar/README.md.gz", "Tar > Install")
+    assert app.search("zstd compression").hits[0].source == "tar/changelog.Debian.gz"
+    again = app.ingest([tmp_path / "doc"])  # by size and mtime, as any file
+    assert sorted(again.unchanged) == sorted(report.added) and again.embedded == 0
+
+
+def test_a_decompression_bomb_fails_and_the_rest_of_the_folder_goes_in(
+    tmp_path: Path,
+) -> None:
+    docs = tmp_path / "docs"
+    write(docs / "guide.md", README)
+    gzip_of_zeros(docs / "bomb.txt.gz", 32)
+    settings = fast_settings(tmp_path / "data", **{"ingest.max_file_bytes": 1 << 20})
+    with closing(build_app(settings)) as app:
+        report = app.ingest([docs])
+    assert report.added == ["guide.md"]
+    assert report.failed == [
+        (
+            "bomb.txt.gz",
+            f"{docs / 'bomb.txt.gz'}: decompresses to more than {1 << 20} bytes; "
+            "raise ingest.max_file_bytes",
+        )
+    ]

@@ -1,0 +1,100 @@
+"""A stopped ingest keeps what it embedded: the vectors of every batch it finished go into the
+embedding cache (no document holds them yet), its report counts those and no more, and the
+next run embeds only the rest (real SQLite files; the hashing embedder, stopped the way Ctrl-C
+stops it: a KeyboardInterrupt raised while it encodes)."""
+
+from __future__ import annotations
+
+from contextlib import closing
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from knowhub import build_app
+from knowhub.ingest.pipeline import IngestReport, IngestStopped, ingest
+from knowhub.providers.embedders.base import Vectors
+from knowhub.providers.embedders.hashing import HashingEmbedder
+from tests.helpers import fast_settings, write
+
+BATCH = 4
+
+
+class Interrupted(HashingEmbedder):
+    """The hashing embedder in batches of :data:`BATCH`, interrupted (as by Ctrl-C) when it
+    is asked for batch ``stop_at`` (0-based); ``None``: never."""
+
+    def __init__(self, stop_at: int | None = None) -> None:
+        super().__init__(64)
+        self.batch_size = BATCH
+        self.stop_at = stop_at
+        self.batches = 0
+
+    def _encode(self, texts: list[str], is_query: bool) -> Vectors:
+        if not is_query:
+            if self.batches == self.stop_at:
+                raise KeyboardInterrupt
+            self.batches += 1
+        return super()._encode(texts, is_query)
+
+
+def _corpus(docs: Path, notes: int) -> Path:
+    """``notes`` one-chunk notes, then a guide of 40 one-chunk sections (10 batches)."""
+    for index in range(notes):
+        write(docs / f"note{index}.md", f"# Note {index}\n\nNote {index} stands alone.\n")
+    sections = "".join(f"## Part {i}\n\nStep {i} turns valve {i * 7} twice.\n\n" for i in range(40))
+    write(docs / "z-guide.md", f"# Guide\n\n{sections}")
+    return docs
+
+
+def _vectors(data: Path, docs: Path) -> dict[str, Vectors]:
+    """Each chunk's stored vector, by chunk id, once ``docs`` is ingested into ``data``."""
+    with closing(build_app(fast_settings(data))) as app:
+        ingest(app.store, Interrupted(), app.settings, [docs], "default")
+        cid = app.store.collection_id("default")
+        assert cid is not None
+        return {
+            stored.chunk.chunk_id: stored.vector
+            for record in app.store.records(cid)
+            for stored in app.store.stored_chunks(cid, record.path)
+        }
+
+
+def _stopped_then_rerun(data: Path, docs: Path, stop_at: int) -> tuple[int, IngestReport]:
+    """What a run stopped at batch ``stop_at`` embedded, and the report of the run after."""
+    with closing(build_app(fast_settings(data))) as app:
+        with pytest.raises(IngestStopped) as info:
+            ingest(app.store, Interrupted(stop_at), app.settings, [docs], "default")
+        return info.value.report.embedded, ingest(
+            app.store, Interrupted(), app.settings, [docs], "default"
+        )
+
+
+def test_a_stopped_run_caches_the_batches_it_finished_and_the_next_embeds_the_rest(
+    tmp_path: Path,
+) -> None:
+    docs = _corpus(tmp_path / "docs", notes=3)
+    fresh = _vectors(tmp_path / "fresh", docs)  # a run never stopped
+    # Stopped in the guide's third batch: three notes and two batches were embedded (what
+    # was queued, the whole guide, was counted before).
+    embedded, report = _stopped_then_rerun(tmp_path / "data", docs, stop_at=3 + 2)
+    assert embedded == 3 + 2 * BATCH
+    assert report.ok and len(report.added) == 4
+    assert (report.cached, report.embedded) == (embedded, len(fresh) - embedded)
+
+    # The vectors kept are those of their own chunks: the run never stopped stored the same.
+    kept = _vectors(tmp_path / "data", docs)
+    assert kept.keys() == fresh.keys()
+    for chunk_id, vector in fresh.items():
+        np.testing.assert_array_equal(kept[chunk_id], vector)
+
+
+def test_documents_embedded_and_not_yet_committed_are_cached_too(tmp_path: Path) -> None:
+    # Past the window of documents in flight, the first notes are written into a group that
+    # commits every half second: stopped, the group is dropped, its vectors kept.
+    docs = _corpus(tmp_path / "docs", notes=8)
+    embedded, report = _stopped_then_rerun(tmp_path / "data", docs, stop_at=8 + 2)
+    assert embedded == 8 + 2 * BATCH
+    committed = len(report.unchanged)  # notes of a group that did commit (one chunk each)
+    assert report.cached + committed == embedded
+    assert report.embedded == 8 + 40 - embedded

@@ -1,0 +1,52 @@
+"""The MCP ``ingest`` tool says what it did not ingest: each file with its reason, a count by
+type, and a note when nothing went in (through the SDK's in-memory client)."""
+
+from __future__ import annotations
+
+import gzip
+import logging
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import write
+from tests.integration.test_mcp_memory import local, ok
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_the_ingest_tool_lists_what_it_skipped_by_file_and_type(tmp_path: Path) -> None:
+    async with local(tmp_path) as client:
+        pics = tmp_path / "docs" / "pics"
+        for name in ("a.gif", "b.gif"):
+            write(pics / name, "GIF89a")
+        write(pics / "style.css", "body {}\n")
+        (pics / "tar.1.gz").write_bytes(gzip.compress(b".TH TAR 1\n.SH NAME\ntar\n"))
+        report, text = await ok(client, "ingest", path="pics")
+    assert report["skipped_by_type"] == {".gif": 2, ".1.gz": 1, ".css": 1}
+    assert [s["source"] for s in report["skipped"]] == [
+        "a.gif",
+        "b.gif",
+        "style.css",
+        "tar.1.gz",
+    ]
+    assert report["note"] == "nothing ingested: 4 files found, none of a type knowhub reads"
+    lines = text.splitlines()
+    assert "- skipped a.gif: unsupported file type .gif" in lines
+    assert any(line.startswith("- skipped tar.1.gz: a manual page's roff source") for line in lines)
+    assert "skipped by type: .gif 2, .1.gz 1, .css 1" in lines
+    assert lines[-1] == report["note"]
+
+
+async def test_a_sync_logs_the_files_of_unread_types_in_one_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A served folder of pictures must not fill the log with a line per file at each sync.
+    for index in range(30):
+        write(tmp_path / "docs" / "pics" / f"{index}.gif", "GIF89a")
+    with caplog.at_level(logging.INFO, logger="knowhub"):
+        async with local(tmp_path):
+            pass
+    said = [r.getMessage() for r in caplog.records if ".gif" in r.getMessage()]
+    docs = tmp_path / "docs"
+    assert said == [f"{docs}: skipped 30 files of types knowhub does not read: .gif 30"]

@@ -1,0 +1,142 @@
+"""Compressed files (``.gz``, ``.bz2``, ``.xz``): read by the name inside, within the byte
+limit however far they would unpack, and named by their own name in every message."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from knowhub.errors import LoaderError, UnsupportedFileError
+from knowhub.ingest.loaders import Limits, load, unsupported_reason
+from tests.helpers import gzip_of_zeros
+
+Writer = Callable[[str, bytes], Path]
+Compress = Callable[[bytes], bytes]
+COMPRESSORS: dict[str, Compress] = {
+    ".gz": gzip.compress,
+    ".bz2": bz2.compress,
+    ".xz": lzma.compress,
+}
+FORMATS = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
+GUIDE = b"# Install\n\nRun make install.\n\n## Upgrade\n\nRun make upgrade.\n"
+CHANGELOG = (
+    b"tar (1.34+dfsg-1) unstable; urgency=medium\n\n"
+    b"  * New upstream release: --zstd compresses with zstd.\n\n"
+    b" -- Maintainer <m@example.org>  Sat, 05 Mar 2022 10:00:00 +0100\n"
+)
+MAN_SOURCE = b'.\\" Man page of tar\n.TH TAR 1 "2022" "GNU" "GNU TAR Manual"\n.SH NAME\ntar\n'
+
+
+@pytest.mark.parametrize("suffix", sorted(COMPRESSORS))
+def test_a_compressed_markdown_file_is_read_as_markdown(write: Writer, suffix: str) -> None:
+    path = write(f"README.md{suffix}", COMPRESSORS[suffix](GUIDE))
+    document = load(path)
+    assert (document.format, document.text) == ("markdown", GUIDE.decode())
+    assert [h.title for h in document.headings] == ["Install", "Upgrade"]
+
+
+def test_a_compressed_file_without_a_title_is_titled_by_its_inner_stem(write: Writer) -> None:
+    path = write("notes.md.gz", gzip.compress(b"just some words, no heading at all.\n"))
+    assert load(path).title == "notes"
+
+
+@pytest.mark.parametrize("name", ["changelog.Debian.gz", "NEWS.bz2", "notes.txt.xz"])
+def test_compressed_text_without_a_format_of_its_own_is_read_as_plain_text(
+    write: Writer, name: str
+) -> None:
+    path = write(name, COMPRESSORS[Path(name).suffix](CHANGELOG))
+    document = load(path)
+    assert (document.format, document.text) == ("text", CHANGELOG.decode())
+
+
+def test_a_decompression_bomb_fails_at_the_byte_limit_in_bounded_memory(tmp_path: Path) -> None:
+    path = gzip_of_zeros(tmp_path / "bomb.txt.gz", 256)  # 256 MB of zeros in 250 kB
+    limit = 4 << 20
+    tracemalloc.start()
+    try:
+        with pytest.raises(LoaderError) as info:
+            load(path, limits=Limits(max_bytes=limit))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert str(info.value) == (
+        f"{path}: decompresses to more than {limit} bytes; raise ingest.max_file_bytes"
+    )
+    assert peak < 4 * limit, peak  # the limit, read once, not the 256 MB it would unpack to
+
+
+@pytest.mark.parametrize("suffix", sorted(COMPRESSORS))
+def test_every_compression_stops_at_the_byte_limit(write: Writer, suffix: str) -> None:
+    path = write(f"big.md{suffix}", COMPRESSORS[suffix](b"# Big\n\n" + b"word " * 100_000))
+    with pytest.raises(LoaderError, match="decompresses to more than 1000 bytes"):
+        load(path, limits=Limits(max_bytes=1000))
+
+
+@pytest.mark.parametrize("suffix", sorted(COMPRESSORS))
+def test_a_corrupt_or_cut_compressed_file_fails_saying_so(write: Writer, suffix: str) -> None:
+    whole = COMPRESSORS[suffix](GUIDE * 50)
+    for name, data in (("cut", whole[: len(whole) // 2]), ("garbage", b"not compressed")):
+        path = write(f"{name}.md{suffix}", data)
+        with pytest.raises(LoaderError) as info:
+            load(path)
+        assert str(info.value).startswith(f"{path}: is not a valid {FORMATS[suffix]} file (")
+        assert str(info.value).endswith("): download or compress it again")
+
+
+def test_a_compressed_man_page_source_is_not_read_and_says_how_to_read_it(write: Writer) -> None:
+    path = write("tar.1.gz", gzip.compress(MAN_SOURCE))
+    with pytest.raises(UnsupportedFileError) as info:
+        load(path)
+    assert info.value.problem == (
+        "a manual page's roff source, which knowhub does not typeset: save the page as "
+        "text (man -l tar.1.gz > tar.1.txt), which knowhub reads by its sections and options"
+    )
+
+
+def test_a_compressed_file_of_another_format_is_not_read_as_text(write: Writer) -> None:
+    path = write("manual.ps.gz", gzip.compress(b"%!PS-Adobe-3.0\n/Times findfont\n"))
+    with pytest.raises(UnsupportedFileError) as info:
+        load(path)
+    assert str(info.value) == f"{path}: unsupported file type .ps.gz"
+
+
+def test_a_compressed_binary_is_not_read(write: Writer) -> None:
+    path = write("font.pcf.gz", gzip.compress(b"\x01fcp\x00\x00\x00\x0c" * 100))
+    with pytest.raises(UnsupportedFileError) as info:
+        load(path)
+    assert info.value.problem == "decompresses to binary data, not text"
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("README.md.gz", None),
+        ("changelog.Debian.gz", None),
+        ("NEWS.xz", None),
+        ("guide.pdf.bz2", None),
+        ("style.css", "unsupported file type .css"),
+        ("logo.gif", "unsupported file type .gif"),
+        ("Makefile", "unsupported file type (no extension)"),
+        (
+            "src.tar.gz",
+            "a compressed tar archive: knowhub does not unpack archives; "
+            "extract it and ingest the folder",
+        ),
+        ("src.tgz", "unsupported file type .tgz"),
+        # A format of its own, compressed: what it would be unpacked (PostScript is text, but
+        # no document text).
+        ("manual.ps.gz", "unsupported file type .ps.gz"),
+        ("setup.py.xz", "unsupported file type .py.xz"),
+        # Qualifiers, not formats: Debian's and upstreams' documentation, read as text.
+        ("changelog.Debian.amd64.gz", None),
+        ("README.devmapper.gz", None),
+    ],
+)
+def test_what_a_file_name_says_about_whether_it_is_read(name: str, reason: str | None) -> None:
+    assert unsupported_reason(name) == reason
