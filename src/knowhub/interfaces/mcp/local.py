@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 from knowhub.config import Settings
-from knowhub.errors import ConfigError
+from knowhub.errors import ConfigError, KnowhubError
 from knowhub.interfaces.mcp.kb import KnowledgeBase
 from knowhub.interfaces.mcp.metrics import Metrics
 from knowhub.interfaces.mcp.watch import FolderWatcher
@@ -54,6 +54,8 @@ class LocalService:
     def _first_sync(self) -> None:
         try:
             self.sync()
+        except KnowhubError as exc:  # says what and the fix (a shutdown stops it, say)
+            log.warning("indexing %s: %s", self.docs, exc)
         except Exception:
             log.exception("indexing %s failed", self.docs)
         finally:
