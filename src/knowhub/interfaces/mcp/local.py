@@ -1,4 +1,5 @@
-"""Local mode: one folder served as the ``default`` collection, kept in sync."""
+"""Local mode: one folder served as a collection (the configured one, or the one that
+already indexes it), kept in sync."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ class LocalService:
         # it (the folder was renamed and not every file found again), goes too.
         report = self.kb.ingest(
             [self.docs],
-            self.kb.settings.collection,
+            self.kb.collection,
             prune=True,
             prune_outside=True,
             progress=self._progress(),

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Annotated, Protocol, TypeVar
 
 import anyio.from_thread
 import anyio.to_thread
@@ -21,10 +21,12 @@ from mcp import MCPError
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ImageContent, TextContent, ToolAnnotations
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from knowhub.app import App
+from knowhub.checks import check_collection_name
 from knowhub.config import IngestSettings, ServerSettings
+from knowhub.default_collection import default_collection
 from knowhub.errors import KnowhubError
 from knowhub.ingest.progress import Progress
 from knowhub.interfaces.mcp.indexing import Indexed, indexing_note
@@ -36,6 +38,7 @@ from knowhub.interfaces.security import Principal
 __all__ = [
     "READ",
     "WRITE",
+    "CollectionName",
     "DataTools",
     "Resolve",
     "Target",
@@ -109,6 +112,36 @@ class Target:
     def reader(self) -> App:
         """The served App as the caller sees it: every read applies its data scope."""
         return self.kb.reader.scoped(self.principal.scope)
+
+    def collection(self, name: str | None, *, writing: bool = False) -> str:
+        """``name``, or the collection a call naming none uses, by the one rule of
+        :mod:`knowhub.default_collection` (the served folder's; for a token limited to one
+        collection, that one); either way one the caller may read. It may read the store:
+        call it in a worker thread."""
+        kb = self.kb
+        resolved = (
+            check_collection_name(name)
+            if name
+            else default_collection(
+                kb.reader.store,
+                kb.settings,
+                self.principal.collections,
+                writing=writing,
+                served=kb.collection,
+            )
+        )
+        self.principal.check_read(resolved)
+        return resolved
+
+
+CollectionName = Annotated[
+    str | None,
+    Field(
+        description="Collection to use; default: the server's (its served folder's), or the "
+        "only one this token may read."
+    ),
+]
+"""Every tool's ``collection`` argument: None for :meth:`Target.collection`'s default."""
 
 
 # Holds the target for the whole tool call (shared mode never unloads a session in use).
