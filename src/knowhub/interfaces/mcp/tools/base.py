@@ -1,7 +1,9 @@
 """What every tool group shares: registration, the call's target, and the error boundary.
 
-A group is a class whose methods are the tools; :func:`add_tools` registers them with the
-SDK's own ``add_tool``, which derives each input schema from the method's signature.
+A group is a class whose methods are the tools; the server
+(:class:`~knowhub.interfaces.mcp.toolserver.ToolServer`) registers them with the SDK's own
+``add_tool``, which derives each input schema from the method's signature, and offers each
+caller the tools it may call (:attr:`Tool.refuses`).
 Every failure inside a call becomes a tool error that says what went wrong
 (:func:`tool_errors`); the server keeps serving.
 """
@@ -18,7 +20,7 @@ from typing import Annotated, Protocol, TypeVar
 import anyio.from_thread
 import anyio.to_thread
 from mcp import MCPError
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
@@ -40,16 +42,18 @@ __all__ = [
     "WRITE",
     "CollectionName",
     "DataTools",
+    "Refusal",
     "Resolve",
     "Target",
     "Tool",
     "ToolGroup",
-    "add_tools",
+    "anyone",
     "in_thread",
     "inside_root",
     "progress_reporter",
     "tool_errors",
     "tool_result",
+    "writers",
 ]
 
 log = logging.getLogger("knowhub.mcp")
@@ -65,9 +69,30 @@ WRITE = ToolAnnotations(
 )
 
 
+Refusal = Callable[[Principal], str | None]
+"""Why a caller may not call a tool (None: it may); it is then not offered the tool."""
+
+
+def anyone(principal: Principal) -> None:
+    """Every caller may call the tool."""
+
+
+def writers(what: str) -> Refusal:
+    """The refusal of a tool that changes the knowledge base (``what`` it does): a
+    read-only caller may not call it."""
+
+    def refuses(principal: Principal) -> str | None:
+        if principal.read_only:
+            return f"token {principal.name!r} is read-only: it may not {what}"
+        return None
+
+    return refuses
+
+
 @dataclass(frozen=True)
 class Tool:
-    """One tool: the method that runs it, and what ``tools/list`` shows besides its schema.
+    """One tool: the method that runs it, what ``tools/list`` shows besides its schema, and
+    who may not call it.
 
     The SDK titles the input schema after the method (``<method>Arguments``): renaming a
     method changes ``tools/list``, and so the handshake cache's answer (early.py).
@@ -78,25 +103,13 @@ class Tool:
     title: str
     description: str
     annotations: ToolAnnotations
+    refuses: Refusal = anyone
 
 
 class ToolGroup(Protocol):
     def tools(self) -> Iterable[Tool]:
         """The group's tools, in the order ``tools/list`` shows them."""
         ...
-
-
-def add_tools(server: MCPServer, *groups: ToolGroup) -> None:
-    """Register every tool of ``groups`` on ``server``, in order."""
-    for group in groups:
-        for tool in group.tools():
-            server.add_tool(
-                tool.fn,
-                name=tool.name,
-                title=tool.title,
-                description=tool.description,
-                annotations=tool.annotations,
-            )
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from knowhub.interfaces.mcp.tools.base import (
     progress_reporter,
     tool_errors,
     tool_result,
+    writers,
 )
 
 if TYPE_CHECKING:  # ingest loads on the first call, off the server's start (cold start)
@@ -69,6 +70,7 @@ class IngestTools(DataTools):
             annotations=WRITE,
             description="Index a file or folder under the server's document root into a "
             "collection; unchanged files are skipped. Reports progress.",
+            refuses=writers("ingest"),
         )
 
     async def ingest(
@@ -80,7 +82,6 @@ class IngestTools(DataTools):
     ) -> Annotated[CallToolResult, IngestOut]:
         async with self.resolve(ctx) as target:
             with tool_errors(self.metrics, "ingest", path=path, collection=collection):
-                target.principal.check_write("ingest")
                 name = await in_thread(lambda: target.collection(collection, writing=True))
                 where = inside_root(target.root, path)
                 if not where.exists():
