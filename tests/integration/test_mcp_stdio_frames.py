@@ -78,20 +78,25 @@ BROKEN = [
 ]
 
 
-@pytest.mark.parametrize(("frame", "ident", "code", "piece"), BROKEN, ids=range(len(BROKEN)))
-def test_a_frame_the_sdk_cannot_read_is_answered_and_the_session_goes_on(
-    server: RawStdio, frame: str, ident: object, code: int, piece: str
+def test_each_frame_the_sdk_cannot_read_is_answered_and_the_session_goes_on(
+    server: RawStdio,
 ) -> None:
-    server.send(frame)
-    answer = server.wait_for(lambda got: [m for m in got if "error" in m], "an error")[0]
-    assert answer["id"] == ident and type(answer["id"]) is type(ident), answer
-    assert answer["error"]["code"] == code, answer
-    assert piece in answer["error"]["message"], answer
-    server.send(_call("after", QUERY, {"query": "nightly backup"}))
-    after = server.answer("after")
-    assert after["result"].get("isError") is not True, after
+    for n, (frame, ident, code, piece) in enumerate(BROKEN):
+        server.send(frame)  # answered before the next line is read: the n-th error is its
+
+        def errors(got: list[Any], n: int = n) -> list[Any]:
+            found = [m for m in got if "error" in m]
+            return found if len(found) > n else []
+
+        answer = server.wait_for(errors, f"an answer to frame {n}")[n]
+        assert answer["id"] == ident and type(answer["id"]) is type(ident), (n, answer)
+        assert answer["error"]["code"] == code, (n, answer)
+        assert piece in answer["error"]["message"], (n, answer)
+        server.send(_call(f"after {n}", QUERY, {"query": "nightly backup"}))
+        after = server.answer(f"after {n}")
+        assert after["result"].get("isError") is not True, (n, after)
     assert server.close() == 0, server.stderr()
-    assert sum(1 for m in server.received if "error" in m) == 1, server.received
+    assert sum(1 for m in server.received if "error" in m) == len(BROKEN), server.received
     assert "Traceback" not in server.stderr()
 
 
@@ -163,9 +168,13 @@ class Fuzz:
     def wrong_argument(self) -> None:
         tool = self.rng.choice(self.tools)
         props: dict[str, Any] = tool["inputSchema"].get("properties", {})
-        args = {name: _valid(spec) for name, spec in props.items() if name in _required(tool)}
-        if props:
-            name = self.rng.choice(sorted(props))
+        self.wrong(tool, self.rng.choice(sorted(props)) if props else None)
+
+    def wrong(self, tool: dict[str, Any], name: str | None) -> None:
+        """A call of ``tool`` with its required arguments, ``name`` given a wrong type."""
+        props: dict[str, Any] = tool["inputSchema"].get("properties", {})
+        args = {n: _valid(spec) for n, spec in props.items() if n in _required(tool)}
+        if name is not None:
             args[name] = self.rng.choice(WRONG[_type(props[name])])
         ident = self.ident()
         self.add(_call(ident, tool["name"], args), "once", ident)
@@ -245,6 +254,9 @@ class Fuzz:
             self.unknown_method,
             self.valid,
         ]
+        for tool in self.tools:  # every argument of every tool, then the draw
+            for name in sorted(tool["inputSchema"].get("properties", {})):
+                self.wrong(tool, name)
         for _ in range(count):
             self.rng.choice(kinds)()
         return self.book
