@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from knowhub import App, QueryError, StoreError, build_app
+from knowhub import App, ConfigError, QueryError, StoreError, build_app
+from knowhub.default_collection import folder_collection
 from tests.helpers import fast_settings, write
 
 
@@ -99,3 +100,22 @@ def test_an_ingest_naming_no_collection_creates_the_configured_one(
     assert app.default_collection(writing=True) == "default"
     write(tmp_path / "more" / "c.md", "Restores are tested monthly.\n")
     assert app.ingest([tmp_path / "more"]).collection == "default"
+
+
+def test_a_served_folder_goes_into_the_collection_that_indexes_it(app: App, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    write(docs / "a.md", "Backups run nightly.\n")
+    write(docs / "sub" / "b.md", "Restores are tested monthly.\n")
+    link = tmp_path / "link"
+    link.symlink_to(docs)
+    assert folder_collection(app.store, app.settings, docs) == "default"  # nothing yet
+    app.ingest([docs], "handbook")
+    assert folder_collection(app.store, app.settings, docs) == "handbook"
+    assert folder_collection(app.store, app.settings, link) == "handbook"  # the same folder
+    # A subfolder is not that folder: its documents' sources would all differ.
+    assert folder_collection(app.store, app.settings, docs / "sub") == "default"
+    app.ingest([link], "wiki")
+    with pytest.raises(ConfigError, match=r"collections handbook, wiki: .*KNOWHUB_COLLECTION"):
+        folder_collection(app.store, app.settings, docs)
+    chosen = fast_settings(tmp_path / "data", collection="mine")
+    assert folder_collection(app.store, chosen, docs) == "mine"  # a chosen one is taken
