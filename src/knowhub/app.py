@@ -22,7 +22,7 @@ from knowhub.answer.events import AnswerEvent
 from knowhub.checks import check_collection_name, check_text, logical_name
 from knowhub.collection import Collection, named
 from knowhub.config import Settings
-from knowhub.default_collection import default_collection
+from knowhub.default_collection import ALL, default_collection
 from knowhub.errors import AuthError, ConfigError, KnowhubError, QueryError
 from knowhub.models import DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Embedder
@@ -111,8 +111,19 @@ class App:
     def resolve(self, collection: str | None = None, version: int | None = None) -> Target:
         """The version a request on ``collection`` uses: the active one, read now (so an
         activation applies from the next request on), or version ``version``."""
-        name = check_collection_name(collection or default_collection(self.store, self.settings))
+        name = check_collection_name(collection or self.default_collection())
         return resolve_target(self.store, name, version)
+
+    def default_collection(self, *, writing: bool = False) -> str:
+        """The collection a request naming none uses (an ingest's, with ``writing``): the
+        one rule of :mod:`knowhub.default_collection`, for the collections this App's
+        caller may read."""
+        return default_collection(self.store, self.settings, self.allowed, writing=writing)
+
+    @property
+    def allowed(self) -> frozenset[str]:
+        """The collections this App's caller may read (``"*"``: all; see :meth:`limited`)."""
+        return ALL
 
     def collection(self, name: str | None = None, version: int | None = None) -> Collection:
         """The handle of ``name`` (the default collection when None) at its active version,
@@ -279,7 +290,7 @@ class App:
         embedded and chunked as that version was built; with ``confine``, only files
         resolving inside that folder (a served folder: symlinks leading out are skipped);
         with ``prune_outside``, a prune removes vanished documents wherever they were."""
-        handle = self.collection(collection or self.settings.collection, version)
+        handle = self.collection(collection or self.default_collection(writing=True), version)
         return handle.ingest(
             paths,
             tags,
@@ -378,8 +389,12 @@ class _LimitedApp(_ScopedApp):
         super().__init__(base, base.scope)
         self._allowed = allowed
 
+    @property
+    def allowed(self) -> frozenset[str]:
+        return self._allowed
+
     def _checked(self, collection: str | None) -> str:
-        name = check_collection_name(collection or default_collection(self.store, self.settings))
+        name = check_collection_name(collection or self.default_collection())
         if name not in self._allowed:
             raise AuthError(f"collection {name!r} may not be read with this token")
         return name

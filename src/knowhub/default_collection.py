@@ -1,26 +1,109 @@
-"""Which collection a request that names none reads.
+"""Which collection a request that names none uses: one rule for every interface.
 
-The configured ``collection`` (``default`` unless set). A data dir made by ``knowhub import``
-of a bundle, or by ingesting with ``--collection``, may hold one collection under another
-name; then a command given no collection would fail with "unknown collection 'default'"
-although there is only one it could mean, so it reads that one. A ``collection`` set in the
-config file, the environment or a flag is always taken as it is: the user chose it.
+The CLI, the HTTP API, the web console, the MCP tools, the chat agent's tools and ``knowhub
+bench load`` all ask :func:`default_collection` (through ``App.default_collection``), so a
+request without a collection means the same everywhere. For a caller that may read
+``allowed`` (a token's ``collections``; ``"*"``: all):
+
+1. the configured ``collection``, when the caller may read it and it was *chosen* (set in
+   the config file, the environment or a flag; for ``serve mcp``, the served folder's
+   collection, :func:`folder_collection`) or exists;
+2. for a caller limited to one collection, that one (it can mean no other);
+3. reading, when the configured one is the unset default ``default``: the only collection
+   there is that the caller may read (a data dir made by ``knowhub import`` of a bundle,
+   or by ingesting with ``--collection``);
+4. the configured one, when the caller may read it (an unknown one then fails with
+   "unknown collection … (known: …)"; an ingest creates it);
+5. else a :class:`~knowhub.errors.QueryError` listing the collections the caller may use.
+
+An ingest (``writing``) skips 3: it creates the configured collection rather than add
+documents to one it guessed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from pathlib import Path
+
 from knowhub.checks import logical_name
 from knowhub.config import Settings
+from knowhub.errors import ConfigError, QueryError
 from knowhub.providers.stores.base import Store
+from knowhub.versions.record import collection_views, resolve_target
 
-__all__ = ["default_collection"]
+__all__ = ["ALL", "default_collection", "folder_collection"]
+
+ALL: frozenset[str] = frozenset({"*"})
 
 
-def default_collection(store: Store, settings: Settings) -> str:
-    """The configured collection, or the only one there is when the configured one is the
-    unset default and does not exist."""
-    configured = settings.collection
-    if "collection" in settings.model_fields_set or store.collection_id(configured) is not None:
+def default_collection(
+    store: Store,
+    settings: Settings,
+    allowed: Collection[str] = ALL,
+    *,
+    writing: bool = False,
+    served: str | None = None,
+) -> str:
+    """The collection a request naming none uses, by the rule above; ``served``: the
+    collection a server was started for (chosen, in place of ``settings.collection``)."""
+    configured = served or settings.collection
+    chosen = served is not None or "collection" in settings.model_fields_set
+    anything = "*" in allowed
+    readable = anything or configured in allowed
+    if readable and (chosen or store.collection_id(configured) is not None):
         return configured
-    names = {logical_name(info.name) for info in store.collections()}
-    return names.pop() if len(names) == 1 else configured
+    if not anything and len(allowed) == 1:
+        return next(iter(allowed))
+    if not writing and not chosen:
+        names = {logical_name(info.name) for info in store.collections()}
+        mine = names if anything else names & set(allowed)
+        if len(mine) == 1:
+            return mine.pop()
+    if readable:
+        return configured
+    raise QueryError(
+        f"no collection named, and the default one, {configured!r}, is not among those this "
+        f"token may read ({', '.join(sorted(allowed))}): name one of them (`collection`)"
+    )
+
+
+def folder_collection(store: Store, settings: Settings, folder: Path) -> str:
+    """The collection a served folder is indexed into: the configured ``collection`` when
+    chosen; else the collection that already indexes ``folder`` (its documents were ingested
+    from it), so that serving it again reuses that index instead of building a copy; else
+    the configured one.
+
+    Raises:
+        ConfigError: several collections index ``folder`` and none is configured: the
+            message names them and how to choose.
+    """
+    configured = settings.collection
+    if "collection" in settings.model_fields_set:
+        return configured
+    owners = [view.name for view in collection_views(store) if _indexes(store, view.name, folder)]
+    if configured in owners or not owners:
+        return configured
+    if len(owners) == 1:
+        return owners[0]
+    raise ConfigError(
+        f"{folder} is indexed by the collections {', '.join(owners)}: serve one of them, "
+        f"e.g. `collection: {owners[0]}` in the config file or KNOWHUB_COLLECTION={owners[0]}"
+    )
+
+
+def _indexes(store: Store, collection: str, folder: Path) -> bool:
+    """Whether ``collection``'s active version holds documents ingested from ``folder``."""
+    cid = store.collection_id(resolve_target(store, collection).physical)
+    if cid is None:
+        return False
+    return any(_same_folder(root, folder) for root in {r.folder for r in store.records(cid)})
+
+
+def _same_folder(root: str, folder: Path) -> bool:
+    if not root:
+        return False
+    given = Path(root)
+    try:  # spelled alike, or alike once links are resolved (a folder served by its link)
+        return given == folder or given.resolve() == folder.resolve()
+    except (OSError, RuntimeError):  # a symlink loop on the way: not this folder
+        return False

@@ -6,8 +6,10 @@ import them.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NamedTuple, TypeAlias
 
 from knowhub.surrogates import restore_surrogates
@@ -196,6 +198,13 @@ class DocumentRecord:
         """``path`` as the file system spells it: a stored path has undecodable name bytes
         escaped (see :mod:`knowhub.surrogates`), this one opens the file."""
         return restore_surrogates(self.path)
+
+    @property
+    def folder(self) -> str:
+        """The folder the document was ingested from: its path less its source (which is
+        the path relative to that folder)."""
+        path, source = self.disk_path, self.source.replace("/", os.sep)
+        return path[: -len(source)] if path.endswith(source) else str(Path(path).parent)
 
 
 @dataclass(frozen=True)

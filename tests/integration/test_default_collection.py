@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from knowhub import App, StoreError, build_app
+from knowhub import App, ConfigError, QueryError, StoreError, build_app
+from knowhub.default_collection import folder_collection
 from tests.helpers import fast_settings, write
 
 
@@ -52,3 +53,69 @@ def test_faq_import_never_creates_an_empty_collection(app: App, tmp_path: Path) 
     _with(app, tmp_path, "kb")
     assert app.faq_import([faq]) == [(str(faq.resolve()), 1)]  # the only collection
     assert [e.question for e in app.faq("kb")] == ["Who reviews backups?"]
+
+
+# -- the one rule, for a caller limited to some collections (a token's `collections`) ----
+
+
+def test_a_caller_limited_to_one_collection_defaults_to_it(app: App, tmp_path: Path) -> None:
+    _with(app, tmp_path, "default", "board")
+    board = app.limited(["board"])
+    assert board.default_collection() == "board"
+    assert [h.collection for h in board.search("backups").hits] == ["board"]
+    assert [r.collection for r in board.documents()] == ["board"]
+    write(tmp_path / "new" / "b.md", "Minutes are kept for ten years.\n")
+    assert board.ingest([tmp_path / "new"]).collection == "board"  # writes go there too
+
+
+def test_a_caller_limited_to_several_gets_the_configured_one_if_allowed(tmp_path: Path) -> None:
+    app = build_app(fast_settings(tmp_path / "data", collection="ops"))
+    try:
+        _with(app, tmp_path, "ops", "hr", "board")
+        assert app.limited(["ops", "hr"]).default_collection() == "ops"
+        with pytest.raises(QueryError) as raised:
+            app.limited(["hr", "board"]).search("backups")
+        assert "board, hr" in str(raised.value) and "'ops'" in str(raised.value)
+        assert "collection" in str(raised.value)  # the argument to give
+    finally:
+        app.close()
+
+
+def test_the_only_collection_a_limited_caller_may_read_among_several(
+    app: App, tmp_path: Path
+) -> None:
+    # Nothing configured, no `default`: of its two, only `kb` exists.
+    _with(app, tmp_path, "kb", "other")
+    assert app.limited(["kb", "missing"]).default_collection() == "kb"
+    with pytest.raises(QueryError, match="kb, other"):
+        app.limited(["kb", "other"]).default_collection()
+
+
+def test_an_ingest_naming_no_collection_creates_the_configured_one(
+    app: App, tmp_path: Path
+) -> None:
+    # Reads fall back on the only collection there is; an ingest never guesses.
+    _with(app, tmp_path, "kb")
+    assert app.default_collection() == "kb"
+    assert app.default_collection(writing=True) == "default"
+    write(tmp_path / "more" / "c.md", "Restores are tested monthly.\n")
+    assert app.ingest([tmp_path / "more"]).collection == "default"
+
+
+def test_a_served_folder_goes_into_the_collection_that_indexes_it(app: App, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    write(docs / "a.md", "Backups run nightly.\n")
+    write(docs / "sub" / "b.md", "Restores are tested monthly.\n")
+    link = tmp_path / "link"
+    link.symlink_to(docs)
+    assert folder_collection(app.store, app.settings, docs) == "default"  # nothing yet
+    app.ingest([docs], "handbook")
+    assert folder_collection(app.store, app.settings, docs) == "handbook"
+    assert folder_collection(app.store, app.settings, link) == "handbook"  # the same folder
+    # A subfolder is not that folder: its documents' sources would all differ.
+    assert folder_collection(app.store, app.settings, docs / "sub") == "default"
+    app.ingest([link], "wiki")
+    with pytest.raises(ConfigError, match=r"collections handbook, wiki: .*KNOWHUB_COLLECTION"):
+        folder_collection(app.store, app.settings, docs)
+    chosen = fast_settings(tmp_path / "data", collection="mine")
+    assert folder_collection(app.store, chosen, docs) == "mine"  # a chosen one is taken

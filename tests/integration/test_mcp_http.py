@@ -28,11 +28,15 @@ pytestmark = pytest.mark.anyio
 FULL = "full-Zq8v3KxT1s9wYp2L"
 READER = "reader-Hn4cR7mB0dEj5uWa"
 LIMITED = "limited-Gt6yQ1oV8kSx3PzN"
-SECRETS = (FULL, READER, LIMITED)
+BOARD = "board-Lk2wX9rN4vBq7TcE"  # limited to `private` alone
+TENANT = "tenant-Rf5hJ0pZ3mCs8WdY"  # a data scope: tenant acme
+SECRETS = (FULL, READER, LIMITED, BOARD, TENANT)
 TOKENS = [
     {"name": "full", "token_env": "KH_TEST_TOK_FULL"},
     {"name": "reader", "token_env": "KH_TEST_TOK_READER", "read_only": True},
     {"name": "limited", "token_env": "KH_TEST_TOK_LIMITED", "collections": ["default"]},
+    {"name": "board", "token_env": "KH_TEST_TOK_BOARD", "collections": ["private"]},
+    {"name": "tenant", "token_env": "KH_TEST_TOK_TENANT", "tenants": ["acme"]},
 ]
 TOKEN_ENV = {
     "KNOWHUB_SERVER__TOKENS": json.dumps(TOKENS),
@@ -43,6 +47,8 @@ TOKEN_ENV = {
     "KH_TEST_TOK_FULL": FULL,
     "KH_TEST_TOK_READER": READER,
     "KH_TEST_TOK_LIMITED": LIMITED,
+    "KH_TEST_TOK_BOARD": BOARD,
+    "KH_TEST_TOK_TENANT": TENANT,
 }
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 INITIALIZE = {
@@ -253,6 +259,21 @@ def test_health_tells_strangers_only_the_status(server: HttpServer) -> None:
     assert isinstance(full["chunks"], int) and full["chunks"] >= 4
 
 
+async def test_health_shows_a_scoped_token_only_what_it_may_read(server: HttpServer) -> None:
+    async with server.client(token=FULL) as client:
+        listed = _structured(await client.call_tool("list_collections", {}))["collections"]
+    chunks = {c["name"]: c["chunks"] for c in listed}
+    assert _health(server, FULL)["chunks"] == sum(chunks.values())
+    for token, readable in ((LIMITED, "default"), (BOARD, "private")):
+        health = _health(server, token)
+        assert health["chunks"] == chunks[readable], (token, health)
+        assert health["collections"] == 1
+        assert "sessions" not in health and "loaded" not in health, health
+    scoped = _health(server, TENANT)  # whole-collection counts would count hidden documents
+    assert "chunks" not in scoped and "sessions" not in scoped, scoped
+    assert scoped["status"] == "ok" and scoped["mode"] == "local"
+
+
 async def test_metrics_need_a_token_and_count_searches(server: HttpServer) -> None:
     assert server.get("/metrics", "").status_code == 401
     assert server.get("/metrics", "wrong-token-value").status_code == 401
@@ -300,6 +321,27 @@ def test_metrics_show_a_limited_token_only_its_collections_sizes(server: HttpSer
 
 
 # -- 3. what each token may do --------------------------------------------------------------
+
+
+async def test_each_token_is_offered_only_the_tools_it_may_call(server: HttpServer) -> None:
+    async with server.client(token=FULL) as client:
+        everything = {t.name for t in (await client.list_tools()).tools}
+    async with server.client(token=READER) as client:
+        offered = {t.name for t in (await client.list_tools()).tools}
+    assert "ingest" in everything
+    assert offered == everything - {"ingest"}
+
+
+async def test_a_token_limited_to_one_collection_uses_it_by_default(server: HttpServer) -> None:
+    async with server.client(token=BOARD) as client:
+        found = _structured(await client.call_tool("query_knowledge_hub", {"query": "orchid"}))
+        asked = _structured(await client.call_tool("ask", {"question": "When does it close?"}))
+        summary = await client.call_tool(
+            "get_document_summary", {"source_hash": found["hits"][0]["source_hash"]}
+        )
+    assert found["collection"] == "private" and "orchid" in found["hits"][0]["text"]
+    assert {s["source"] for s in asked["sources"]} <= {"minutes.md"}
+    assert _structured(summary)["collection"] == "private"
 
 
 async def test_read_only_token_searches_but_cannot_ingest(server: HttpServer) -> None:

@@ -478,6 +478,7 @@ async def test_sessions_persist_across_restarts_and_tokens_limit_them(tmp_path: 
 
         # A read-only token reads but may not register, unregister or ingest.
         async with server.client("/mcp", "reader-secret") as control:
+            assert [t.name for t in (await control.list_tools()).tools] == ["list"]
             rows = (await ok(control, "list"))["sessions"]
             assert {row["session_id"] for row in rows} == {sid_a, sid_b}
             assert "read-only" in await fails(control, "register", path="gamma")
@@ -519,6 +520,7 @@ async def test_a_session_token_may_not_use_the_control_tools(tmp_path: Path) -> 
         async with server.client("/mcp") as control:
             sid_b = (await ok(control, "register", path="beta"))["session_id"]
         async with server.client("/mcp", "limited-secret") as control:
+            assert (await control.list_tools()).tools == []  # none offered …
             for tool, arguments in [
                 ("register", {"path": "beta"}),
                 ("register", {"path": "gamma"}),
@@ -534,6 +536,11 @@ async def test_a_session_token_may_not_use_the_control_tools(tmp_path: Path) -> 
                 assert sid_b not in message
         assert not (root / "gamma").exists()
         assert set(await sessions(server)) == {sid_b}
+        # … and /health tells it no session count, nor the chunks of others' sessions.
+        health = server.get("/health", "limited-secret").json()
+        assert "sessions" not in health and "loaded" not in health, health
+        assert health["chunks"] == 0 and health["collections"] == 0, health
+        assert server.get("/health").json()["sessions"] == 1
 
 
 async def test_register_errors_name_the_path_and_the_fix(tmp_path: Path) -> None:

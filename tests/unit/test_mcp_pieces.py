@@ -15,9 +15,9 @@ from knowhub.errors import AuthError, ConfigError, KnowhubError, QueryError
 from knowhub.interfaces.cli.serve import parse_duration
 from knowhub.interfaces.listen import bind
 from knowhub.interfaces.mcp.metrics import Metrics
-from knowhub.interfaces.mcp.server import invalid_arguments
 from knowhub.interfaces.mcp.tools.base import inside_root, tool_errors
 from knowhub.interfaces.mcp.tools.search import _search_markdown, _search_out
+from knowhub.interfaces.mcp.toolserver import invalid_arguments
 from knowhub.interfaces.security import LOCAL_USER, Principal, TokenBook, _matches
 from knowhub.models import Hit
 

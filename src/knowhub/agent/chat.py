@@ -91,7 +91,7 @@ class Agent:
         App's): knowhub's tools see only its documents, and a caller with one is offered no
         MCP server. ``session_id`` names the conversation in the trace."""
         check_query(question, "question")
-        name = check_collection_name(collection or self.app.settings.collection)
+        name = check_collection_name(collection or self.app.default_collection())
         limits = self._limits(max_steps)
         llm = self._llm()
         reach = _Scope(name, may_read, may_use, self.app.scope if scope is None else scope)

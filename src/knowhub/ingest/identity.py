@@ -123,15 +123,9 @@ class Identities:
             + same_bytes
             # Other bytes at the same source: only a folder renamed (its old root gone too),
             # or any README.md deleted in one folder would "move" to another folder's.
-            + [r for r in self._gone if r.source == source and vanished(_root_of(r))]
+            + [r for r in self._gone if r.source == source and vanished(r.folder)]
         )
         if not ranked:
             return None
         self._gone.remove(ranked[0])
         return ranked[0]
-
-
-def _root_of(record: DocumentRecord) -> str:
-    """The folder ``record`` was ingested from: its path less its source."""
-    path, source = record.disk_path, record.source.replace("/", os.sep)
-    return path[: -len(source)] if path.endswith(source) else str(Path(path).parent)

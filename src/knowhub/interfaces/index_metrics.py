@@ -15,7 +15,7 @@ from prometheus_client.registry import Collector
 from knowhub.interfaces.security import Principal
 from knowhub.versions.record import CollectionView
 
-__all__ = ["IndexSize", "IndexSizes", "Sizes"]
+__all__ = ["IndexSize", "IndexSizes", "Sizes", "counts", "visible"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,29 @@ class IndexSize:
 
 Sizes = Callable[[], Iterable[IndexSize]]
 """Yields the size of every index served."""
+
+
+def visible(sizes: Sizes, principal: Principal | None) -> list[IndexSize]:
+    """The sizes ``principal`` may see: the same filter every listing goes through, and only
+    the sessions it may use; none to a caller with a data scope (whole-collection sizes
+    would count the documents its scope hides: its /api/collections counts what it sees)."""
+    if principal is None or not principal.scope.unrestricted:
+        return []
+    try:
+        rows = list(sizes())
+    except Exception:  # a scrape must not fail because one store is busy or gone
+        return []
+    in_session = [r for r in rows if r.session is None or principal.may_use(r.session)]
+    return principal.readable(in_session, lambda r: r.collection)
+
+
+def counts(sizes: Sizes, principal: Principal) -> dict[str, int]:
+    """What ``/health`` tells a limited caller: how many collections it may read and their
+    chunks; nothing to a caller with a data scope (see :func:`visible`)."""
+    if not principal.scope.unrestricted:
+        return {}
+    rows = visible(sizes, principal)
+    return {"collections": len(rows), "chunks": sum(r.chunks for r in rows)}
 
 
 class IndexSizes:
@@ -74,25 +97,10 @@ class _Scoped(Collector):
             "The version of the collection that answers (knowhub versions)",
             labels=["collection"],
         )
-        for row in self._visible():
+        for row in visible(self._sizes, self._principal):
             documents.add_metric([row.label], row.documents)
             chunks.add_metric([row.label], row.chunks)
             active.add_metric([row.label], row.active_version)
         yield documents
         yield chunks
         yield active
-
-    def _visible(self) -> list[IndexSize]:
-        """The rows the principal may see: the same filter every listing goes through, and
-        only the sessions it may use; none to a caller with a data scope."""
-        principal = self._principal
-        # Whole-collection sizes would count documents a data scope hides: such a caller
-        # gets no index series (its /api/collections counts are scoped instead).
-        if principal is None or not principal.scope.unrestricted:
-            return []
-        try:
-            rows = list(self._sizes())
-        except Exception:  # a scrape must not fail because one store is busy or gone
-            return []
-        in_session = [r for r in rows if r.session is None or principal.may_use(r.session)]
-        return principal.readable(in_session, lambda r: r.collection)

@@ -113,6 +113,12 @@ class Principal:
         return "*" in self.sessions or session_id in self.sessions
 
     @property
+    def unlimited(self) -> bool:
+        """Limited in nothing it may read: every collection, every session, no data scope
+        (a server's /health tells such a caller everything)."""
+        return "*" in self.collections and not self.session_scoped and self.scope.unrestricted
+
+    @property
     def session_scoped(self) -> bool:
         """Limited to some shared-mode sessions, so kept off the control tools."""
         return "*" not in self.sessions

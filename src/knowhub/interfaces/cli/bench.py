@@ -94,7 +94,12 @@ def bench() -> None:
     show_default=True,
     help="Comma-separated endpoints to cycle through (mcp_query needs --mcp-url).",
 )
-@click.option("--collection", "-c", default="default", show_default=True)
+@click.option(
+    "--collection",
+    "-c",
+    help="Collection to load. Default: the one the HTTP server uses for a request naming "
+    "none (its configured collection, or the only one there is).",
+)
 @click.option("--top-k", type=click.IntRange(1, 20), default=5, show_default=True)
 @click.option(
     "--queries",

@@ -26,7 +26,7 @@ def answer_report(app: App, golden: Path, collection: str | None) -> tuple[dict[
     """The report of answering ``golden``'s cases from ``collection`` (LLM-judged too when an
     LLM is configured), gate checked when ``eval.gates`` has one for the golden file's stem
     or the collection; and its slug."""
-    name = check_collection_name(collection or app.settings.collection)
+    name = check_collection_name(collection or app.default_collection())
     cases = load_answer_cases(golden, name)
     check_sources(cases, {record.source for record in app.documents(name)}, golden, name)
     embedder = app.collection(name).embedder

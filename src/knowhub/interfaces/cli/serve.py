@@ -56,7 +56,8 @@ def serve() -> None:
     type=click.Path(path_type=Path, file_okay=False),
     default=Path("docs"),
     show_default=True,
-    help="Local mode: the folder served as 'default'.",
+    help="Local mode: the folder served (as the configured collection, or the one that "
+    "already indexes it).",
 )
 @click.option(
     "--path-root",

@@ -103,11 +103,25 @@ class Service:
         """The App as ``principal`` sees it: every read applies its data scope."""
         return self.app.scoped(principal.scope)
 
-    def collection(self, principal: Principal, name: str | None) -> str:
-        """The collection to use (the configured one by default), if the caller may read it."""
-        resolved = check_collection_name(name or self.settings.collection)
+    def collection(self, principal: Principal, name: str | None, *, writing: bool = False) -> str:
+        """``name``, or the collection a request naming none uses (the one rule of
+        :mod:`knowhub.default_collection`, for the collections ``principal`` may read; an
+        upload's, with ``writing``); either way one the caller may read."""
+        resolved = (
+            check_collection_name(name)
+            if name
+            else self.app.limited(principal.collections).default_collection(writing=writing)
+        )
         principal.check_read(resolved)
         return resolved
+
+    def default_name(self, principal: Principal, *, writing: bool = False) -> str:
+        """What a form preselects: :meth:`collection`'s default for ``principal``; "" when
+        it must name one (a token limited to several, none of them the configured one)."""
+        try:
+            return self.collection(principal, None, writing=writing)
+        except KnowhubError:
+            return ""
 
     async def run(self, call: Callable[[], T]) -> T:
         """``call()`` in one of ``server.workers`` threads (ServerBusyError past the queue)."""

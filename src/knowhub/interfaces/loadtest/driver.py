@@ -18,7 +18,7 @@ import os
 import time
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -101,11 +101,11 @@ async def run_load(options: LoadOptions) -> dict[str, Any]:
         trust_env=False,
     )
     async with client as http:
-        known = await _preflight(options, http)
+        options, known = await _preflight(options, http)
         run = await _load(options, http, samplers)
         after = await _after(samplers)
         try:  # documents the writer added, or any other; the report survives without them
-            known |= await _sources(options.servers, http)
+            known |= (await _documents(options.servers, http))[1]
         except (ConfigError, httpx.HTTPError) as exc:
             log.warning(
                 "after the load, listing the documents failed (%s): sources are "
@@ -144,21 +144,25 @@ async def _idle(samplers: dict[str, ProcSampler], interval_s: float) -> dict[str
     return idle
 
 
-async def _preflight(options: LoadOptions, http: httpx.AsyncClient) -> set[str]:
-    """Each endpoint once, and the writer once; the documents' sources. Raise on failure."""
+async def _preflight(options: LoadOptions, http: httpx.AsyncClient) -> tuple[LoadOptions, set[str]]:
+    """Each endpoint once, and the writer once; then the options naming the collection (the
+    one the HTTP server uses for a request naming none, unless ``--collection`` named one)
+    and its documents' sources. Raise on failure."""
     failure = await _try_each(options, http)
     if failure is not None:
         raise ConfigError(
             f"preflight: {failure}; the load would only repeat it: fix that first (is the "
             "server running, the token right?)"
         )
-    known = await _sources(options.servers, http)
+    name, known = await _documents(options.servers, http)
     if not known:
         raise ConfigError(
-            f"collection {options.servers.collection!r} has no documents: ingest a corpus "
-            "first (e.g. knowhub ingest examples/docs)"
+            f"collection {name!r} has no documents: ingest a corpus first (e.g. knowhub "
+            "ingest examples/docs)"
         )
-    return known
+    servers = replace(options.servers, collection=name)
+    writer = options.writer and replace(options.writer, collection=name)
+    return replace(options, servers=servers, writer=writer), known
 
 
 async def _try_each(options: LoadOptions, http: httpx.AsyncClient) -> str | None:
@@ -179,15 +183,15 @@ async def _try_each(options: LoadOptions, http: httpx.AsyncClient) -> str | None
         await _close(stack)
 
 
-async def _sources(servers: Servers, http: httpx.AsyncClient) -> set[str]:
-    resp = await http.get(
-        servers.url + "/api/documents",
-        headers=servers.headers,
-        params={"collection": servers.collection},
-    )
+async def _documents(servers: Servers, http: httpx.AsyncClient) -> tuple[str, set[str]]:
+    """The collection the load reads (the server says which, when none is named) and its
+    documents' sources."""
+    named = {"collection": servers.collection} if servers.collection else {}
+    resp = await http.get(servers.url + "/api/documents", headers=servers.headers, params=named)
     if resp.status_code != 200:
         raise ConfigError(f"GET /api/documents answered {resp.status_code}: {resp.text[:200]}")
-    return {str(doc["source"]) for doc in resp.json().get("documents", [])}
+    body = resp.json()
+    return str(body["collection"]), {str(doc["source"]) for doc in body.get("documents", [])}
 
 
 async def _load(

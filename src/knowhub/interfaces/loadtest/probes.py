@@ -41,7 +41,7 @@ class Servers:
     ws_url: str
     mcp_url: str | None
     headers: dict[str, str]
-    collection: str
+    collection: str | None  # None: the servers' default (until the preflight names it)
     top_k: int
     timeout_s: float
 

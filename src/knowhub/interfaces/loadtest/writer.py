@@ -29,7 +29,7 @@ class Writer:
     file: Path
     via: Literal["mcp", "cli"]
     interval_s: float
-    collection: str
+    collection: str | None  # None: the servers' default (until the preflight names it)
     timeout_s: float
     run_id: str
     knowhub_argv: list[str] = field(default_factory=list)  # the CLI's command, for via="cli"
@@ -98,7 +98,8 @@ class Writer:
         return [f"ingest failed: {f}" for f in out.get("failed", [])]
 
     async def _by_cli(self) -> list[str]:
-        argv = [*self.knowhub_argv, "ingest", str(self.file), "-c", self.collection, "--json"]
+        named = ["-c", self.collection] if self.collection else []
+        argv = [*self.knowhub_argv, "ingest", str(self.file), *named, "--json"]
         process = await asyncio.create_subprocess_exec(
             *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
         )

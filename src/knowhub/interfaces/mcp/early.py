@@ -208,19 +208,39 @@ class Wire:
         self._known.setdefault(kind, {})[version] = result
         _write_json(self._cache, self._known)
 
+    def send_line(self, line: str) -> None:
+        """One frame of ours (a whole line), between the SDK's."""
+        with self._lock:
+            self._out.write(line.encode("utf-8"))
+            self._out.flush()
+
     def _write(self, message: dict[str, Any]) -> None:
         self._out.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
         self._out.flush()
 
 
 class _SdkStdin:
-    """What the SDK's ``stdio_server`` reads (through ``anyio.wrap_file``)."""
+    """What the SDK's ``stdio_server`` reads (through ``anyio.wrap_file``): every line but
+    those it would drop unanswered, which are answered here (:mod:`.frames`)."""
 
     def __init__(self, wire: Wire) -> None:
         self._wire = wire
 
     def readline(self) -> str:
-        return self._wire.next_line()
+        # Imported on the first read, by the SDK's reader: the SDK is loaded by then.
+        from knowhub.interfaces.mcp.frames import refusal
+
+        while True:
+            line = self._wire.next_line()
+            try:
+                answer = refusal(line)
+            except Exception:  # a bug here must not end the session: the SDK gets the line
+                log.exception("cannot check an MCP frame; passing it on as it is")
+                answer = None
+            if answer is None:
+                return line
+            log.info("answered a frame the SDK cannot read: %s", answer.rstrip()[:300])
+            self._wire.send_line(answer)
 
 
 class _SdkStdout:

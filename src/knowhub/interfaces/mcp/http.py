@@ -1,7 +1,8 @@
 """The HTTP face of the MCP server: streamable HTTP endpoints, /health and /metrics.
 
 Every request passes :class:`~knowhub.interfaces.security.Guard` first. ``/health``
-answers anyone, but tells an unauthenticated caller nothing beyond ``status``.
+answers anyone, but tells an unauthenticated caller nothing beyond ``status``, and a limited
+token only what it may read.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from knowhub.interfaces.mcp.metrics import Metrics
-from knowhub.interfaces.security import PRINCIPAL_KEY
+from knowhub.interfaces.security import PRINCIPAL_KEY, Principal
 
 __all__ = ["build_http_app", "mcp_endpoint"]
 
@@ -44,14 +45,13 @@ def build_http_app(
     guard: Callable[[ASGIApp], ASGIApp],
     servers: list[MCPServer],
     metrics: Metrics,
-    health: Callable[[bool], dict[str, Any]],
+    health: Callable[[Principal | None], dict[str, Any]],
     background: Sequence[Callable[[], Coroutine[Any, Any, None]]] = (),
 ) -> ASGIApp:
     """Starlette app: ``routes`` plus /health and /metrics, every MCP server's lifespan."""
 
     async def health_route(request: Request) -> Response:
-        authenticated = request.scope.get(PRINCIPAL_KEY) is not None
-        return JSONResponse(health(authenticated))
+        return JSONResponse(health(request.scope.get(PRINCIPAL_KEY)))
 
     async def metrics_route(request: Request) -> Response:
         body = metrics.render(request.scope.get(PRINCIPAL_KEY))

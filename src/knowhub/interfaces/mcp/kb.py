@@ -5,7 +5,9 @@ reader see the last committed state while a document is being replaced, so a lon
 ingest never blocks searching. Ingests are serialised by a lock, and confined to the
 served folder: a symlink in it leading elsewhere is skipped, so nothing outside is served.
 While one runs, :meth:`KnowledgeBase.indexing` says how far it got, so that every tool
-result can tell the agent its answer may be incomplete.
+result can tell the agent its answer may be incomplete. The folder goes into one collection,
+:attr:`KnowledgeBase.collection` (``knowhub.default_collection.folder_collection``): the
+configured one, or the one that already indexes the folder.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from knowhub.app import App
 from knowhub.config import Settings
+from knowhub.default_collection import folder_collection
 from knowhub.ingest.progress import IngestProgress, Progress
 from knowhub.providers.embedders.base import Embedder
 from knowhub.scope import UNRESTRICTED, Scope
@@ -59,6 +62,21 @@ class KnowledgeBase:
             self.synced.set()
         # Replaced whole (never mutated), so a reader in another thread sees one state.
         self._indexing: Indexing | None = None
+        self._collection: str | None = None
+        self._collection_lock = threading.Lock()
+
+    @property
+    def collection(self) -> str:
+        """The collection the served folder is indexed into, found on first use (it reads
+        the store: not on the server's start, which answers the handshake first).
+
+        Raises:
+            ConfigError: several collections index the folder and none is configured.
+        """
+        with self._collection_lock:
+            if self._collection is None:
+                self._collection = folder_collection(self.reader.store, self.settings, self.root)
+            return self._collection
 
     @cached_property
     def writer(self) -> App:
@@ -67,19 +85,19 @@ class KnowledgeBase:
     def ingest(
         self,
         paths: Sequence[Path],
-        collection: str | None = None,
+        collection: str,
         tags: Mapping[str, str] | None = None,
         prune: bool = False,
         progress: Progress | None = None,
         prune_outside: bool = False,
         scope: Scope = UNRESTRICTED,
     ) -> IngestReport:
-        """Ingest under the write lock; a caller's data ``scope`` limits what it writes."""
-        name = collection or self.settings.collection
+        """Ingest into ``collection`` under the write lock; a caller's data ``scope`` limits
+        what it writes."""
 
         def track(step: IngestProgress) -> None:
             self._indexing = Indexing(
-                name,
+                collection,
                 first,
                 step.files_done,
                 step.files_total,
@@ -91,7 +109,7 @@ class KnowledgeBase:
 
         with self._write_lock:
             first = not self.synced.is_set()
-            self._indexing = Indexing(name, first)
+            self._indexing = Indexing(collection, first)
             try:
                 return self.writer.scoped(scope).ingest(
                     paths,
@@ -108,7 +126,8 @@ class KnowledgeBase:
     def indexing(self) -> Indexing | None:
         """The ingest running now (or the first sync not begun yet); None when idle."""
         if self._indexing is None and not self.synced.is_set():
-            return Indexing(self.settings.collection, first_sync=True)
+            # Not self.collection: this runs on the event loop, and must not read the store.
+            return Indexing(self._collection or self.settings.collection, first_sync=True)
         return self._indexing
 
     def chunks(self) -> int:

@@ -1,4 +1,5 @@
-"""Local mode: one folder served as the ``default`` collection, kept in sync."""
+"""Local mode: one folder served as a collection (the configured one, or the one that
+already indexes it), kept in sync."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import threading
 from pathlib import Path
 
 from knowhub.config import Settings
-from knowhub.errors import ConfigError
+from knowhub.errors import ConfigError, KnowhubError
 from knowhub.interfaces.mcp.kb import KnowledgeBase
 from knowhub.interfaces.mcp.metrics import Metrics
 from knowhub.interfaces.mcp.watch import FolderWatcher
@@ -54,6 +55,8 @@ class LocalService:
     def _first_sync(self) -> None:
         try:
             self.sync()
+        except KnowhubError as exc:  # says what and the fix (a shutdown stops it, say)
+            log.warning("indexing %s: %s", self.docs, exc)
         except Exception:
             log.exception("indexing %s failed", self.docs)
         finally:
@@ -64,7 +67,7 @@ class LocalService:
         # it (the folder was renamed and not every file found again), goes too.
         report = self.kb.ingest(
             [self.docs],
-            self.kb.settings.collection,
+            self.kb.collection,
             prune=True,
             prune_outside=True,
             progress=self._progress(),

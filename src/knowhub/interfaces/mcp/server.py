@@ -16,19 +16,16 @@ import anyio
 import anyio.to_thread
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
-from mcp_types import CallToolResult, InputRequiredResult
-from pydantic import ValidationError
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from knowhub.checks import unpaired_surrogate
 from knowhub.config import Settings
 from knowhub.errors import ConfigError, KnowhubError
 from knowhub.interfaces.drain import Drain
-from knowhub.interfaces.index_metrics import IndexSize
+from knowhub.interfaces.index_metrics import IndexSize, counts
 from knowhub.interfaces.listen import bind
 from knowhub.interfaces.mcp.early import Wire
 from knowhub.interfaces.mcp.http import build_http_app, mcp_endpoint
@@ -36,14 +33,14 @@ from knowhub.interfaces.mcp.local import LocalService
 from knowhub.interfaces.mcp.metrics import Metrics
 from knowhub.interfaces.mcp.shared import SessionRegistry
 from knowhub.interfaces.mcp.tools.answer import AnswerTools
-from knowhub.interfaces.mcp.tools.base import Resolve, Target, ToolGroup, add_tools
+from knowhub.interfaces.mcp.tools.base import Resolve, Target, ToolGroup
 from knowhub.interfaces.mcp.tools.control import ControlTools
 from knowhub.interfaces.mcp.tools.documents import DocumentTools
 from knowhub.interfaces.mcp.tools.ingest import IngestTools
 from knowhub.interfaces.mcp.tools.search import SearchTools
+from knowhub.interfaces.mcp.toolserver import ToolServer, principal_of
 from knowhub.interfaces.ops_metrics import track_volume
 from knowhub.interfaces.security import (
-    LOCAL_USER,
     LOOPBACK_HOSTS,
     PRINCIPAL_KEY,
     Guard,
@@ -60,8 +57,6 @@ __all__ = [
     "build_local",
     "build_shared",
     "http_app",
-    "invalid_arguments",
-    "principal_of",
     "serve",
 ]
 
@@ -91,62 +86,8 @@ class ServeOptions:
     allow_unauthenticated: bool = False
 
 
-def principal_of(ctx: Context) -> Principal:
-    """The caller set by :class:`Guard`; on stdio, the local user."""
-    request = ctx.request_context.request
-    scope = getattr(request, "scope", None)
-    if scope is None:
-        return LOCAL_USER
-    principal: Principal | None = scope.get(PRINCIPAL_KEY)
-    if principal is None:  # only /health lets one through, and it calls no tool
-        raise ToolError("unauthenticated")
-    return principal
-
-
-class _Server(MCPServer):
-    """The SDK's server, with arguments that fail validation told plainly.
-
-    The SDK passes pydantic's text on: ``[type=…, input_value=…]`` and "For further
-    information visit https://errors.pydantic.dev/…" for every field, noise in the
-    agent's context that teaches it nothing about the fix.
-    """
-
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
-    ) -> CallToolResult | InputRequiredResult:
-        try:
-            return await super().call_tool(name, arguments, context)
-        except ToolError as exc:
-            cause = exc.__cause__
-            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
-                raise
-            # From the cause, as the SDK's own: its log line names the rejected fields.
-            raise ToolError(f"Error executing tool {name}: {invalid_arguments(cause)}") from cause
-
-
-def invalid_arguments(error: ValidationError) -> str:
-    """Each rejected argument as "name: what is wrong (given value)", without the URLs."""
-    problems = []
-    for item in error.errors(include_url=False):
-        where = ".".join(str(part) for part in item["loc"]) or "arguments"
-        # pydantic-core cannot read a lone surrogate ("unable to parse raw data as a unicode
-        # string") and refuses it before the tool's own check: say it as that check does.
-        surrogate = (
-            unpaired_surrogate(item["input"], where) if item["type"] == "string_unicode" else None
-        )
-        given = "" if item["type"] == "missing" else f" (given {_shorten(item['input'])})"
-        problems.append(surrogate or f"{where}: {item['msg']}{given}")
-    count = len(problems)
-    return f"{count} invalid argument{'s' if count > 1 else ''}: " + "; ".join(problems)
-
-
-def _shorten(value: object, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _server(name: str) -> MCPServer:
-    return _Server(name, instructions=INSTRUCTIONS, version=version("knowhub"))
+def _server(name: str) -> ToolServer:
+    return ToolServer(name, instructions=INSTRUCTIONS, version=version("knowhub"))
 
 
 def build_local(
@@ -159,7 +100,7 @@ def build_local(
         yield Target(service.kb, principal_of(ctx), service.docs, "local")
 
     server = _server("knowhub")
-    add_tools(server, *_data_tools(resolve, settings, metrics, options.read_only, drain))
+    server.add_groups(*_data_tools(resolve, settings, metrics, options.read_only, drain))
     return server, service
 
 
@@ -186,9 +127,9 @@ def build_shared(
             registry.release(session_id)
 
     data = _server("knowhub")
-    add_tools(data, *_data_tools(resolve, settings, metrics, options.read_only, drain))
+    data.add_groups(*_data_tools(resolve, settings, metrics, options.read_only, drain))
     control = _server("knowhub-control")
-    add_tools(control, ControlTools(registry, principal_of, options.read_only))
+    control.add_groups(ControlTools(registry, options.read_only))
     return data, control, registry
 
 
@@ -269,7 +210,7 @@ class _Served:
 
     servers: list[MCPServer]
     routes: list[Route]
-    status: Callable[[], dict[str, Any]]  # /health's details for an authenticated caller
+    status: Callable[[Principal], dict[str, Any]]  # /health's details for a caller
     closer: Closable
     background: list[Callable[[], Coroutine[Any, Any, None]]] = field(default_factory=list)
 
@@ -287,14 +228,14 @@ def http_app(
     parts = _http_local if options.mode == "local" else _http_shared
     served = parts(settings, options, metrics, drain or Drain())
 
-    def health(authenticated: bool) -> dict[str, Any]:
-        if not authenticated:
+    def health(principal: Principal | None) -> dict[str, Any]:
+        if principal is None:
             return {"status": "ok"}
         return {
             "status": "ok",
             "mode": options.mode,
             "uptime_s": round(time.time() - started, 1),
-            **served.status(),
+            **served.status(principal),
         }
 
     def guard(app: ASGIApp) -> ASGIApp:
@@ -324,15 +265,16 @@ def _http_local(
     log.info("%s", preflight(service.kb.reader))
     routes = [Route("/mcp", mcp_endpoint(server, settings.server.max_body_bytes))]
 
-    def status() -> dict[str, Any]:
-        return {
-            "sessions": 1,
-            "loaded": 1,
-            "chunks": service.kb.chunks(),
-            "indexing": not service.ready.is_set(),
-        }
+    def sizes() -> list[IndexSize]:
+        return [IndexSize.of(c) for c in service.kb.reader.collections()]
 
-    metrics.track_index(lambda: [IndexSize.of(c) for c in service.kb.reader.collections()])
+    def status(principal: Principal) -> dict[str, Any]:
+        indexing = {"indexing": not service.ready.is_set()}
+        if not principal.unlimited:  # its collections' counts only
+            return {**counts(sizes, principal), **indexing}
+        return {"sessions": 1, "loaded": 1, "chunks": service.kb.chunks(), **indexing}
+
+    metrics.track_index(sizes)
     service.start()
     return _Served([server], routes, status, service)
 
@@ -349,7 +291,9 @@ def _http_shared(
         Route("/mcp/{session_id}", _SessionGate(registry, data_endpoint)),
     ]
 
-    def status() -> dict[str, Any]:
+    def status(principal: Principal) -> dict[str, Any]:
+        if not principal.unlimited:  # no session counts: those of its loaded sessions' collections
+            return counts(registry.index_sizes, principal)
         rows = registry.sessions()
         return {
             "sessions": len(rows),

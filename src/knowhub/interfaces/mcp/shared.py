@@ -229,7 +229,7 @@ class SessionRegistry:
             data_dir = Path(self.settings.data_dir) / "sessions" / record.session_id
             settings = self.settings.model_copy(update={"data_dir": data_dir})
             kb = KnowledgeBase(settings, folder, self._shared_embedder())
-            report = kb.ingest([folder], settings.collection, prune=True, progress=progress)
+            report = kb.ingest([folder], kb.collection, prune=True, progress=progress)
             self.metrics.record_ingest(report)
             log.info(
                 "session %s loaded: %d added, %d updated, %d removed, %d unchanged",
@@ -251,7 +251,7 @@ class SessionRegistry:
     def _resync(self, session: _Session) -> None:
         kb = session.kb
         if kb is not None:
-            report = kb.ingest([Path(session.record.path)], kb.settings.collection, prune=True)
+            report = kb.ingest([Path(session.record.path)], kb.collection, prune=True)
             self.metrics.record_ingest(report)
             _log_passed_over(session.record.session_id, report)
 

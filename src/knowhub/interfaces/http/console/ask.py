@@ -136,7 +136,7 @@ def linked(text: str, sources: list[dict[str, Any]]) -> list[tuple[str, str | No
 def _context(service: Service, principal: Principal, form: dict[str, str]) -> dict[str, Any]:
     return {
         "names": readable_names(service.app, principal),
-        "default": service.settings.collection,
+        "default": service.default_name(principal),
         "tools": service.settings.llm.provider != "none",
         "form": {
             "question": form.get("question", ""),

@@ -70,15 +70,18 @@ async def search(
         "form": {"q": q, "collection": collection, "k": k},
         "names": [],
         "result": None,
-        "default": service.settings.collection,
+        "default": "",
     }
 
     async def form_again(exc: Exception) -> Response:  # the search box, as it was typed
         return error_page(request, exc, "search.html", **shown)
 
     on_failure(request, form_again)
-    shown["names"] = await service.run(
-        lambda: readable_names(service.app_for(principal), principal)
+    shown["names"], shown["default"] = await service.run(
+        lambda: (
+            readable_names(service.app_for(principal), principal),
+            service.default_name(principal),
+        )
     )
     if not q.strip():
         return page(request, "search.html", **shown)

@@ -23,7 +23,6 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 
 from knowhub.app import App
-from knowhub.checks import check_collection_name
 from knowhub.errors import QueryError
 from knowhub.ingest.discover import rediscover
 from knowhub.ingest.pipeline import IngestReport
@@ -193,11 +192,16 @@ async def reingest(
 
 
 async def _form(service: Service, principal: Principal) -> dict[str, Any]:
-    names = await service.run(lambda: readable_names(service.app_for(principal), principal))
+    names, default = await service.run(
+        lambda: (
+            readable_names(service.app_for(principal), principal),
+            service.default_name(principal, writing=True),
+        )
+    )
     opts = service.settings.server
     return {
         "names": names,
-        "default": service.settings.collection,
+        "default": default,
         "extensions": opts.upload_extensions,
         "max_bytes": opts.max_upload_bytes,
         "job": None,
@@ -207,9 +211,7 @@ async def _form(service: Service, principal: Principal) -> dict[str, Any]:
 def _collection(service: Service, principal: Principal, fields: dict[str, str]) -> str:
     """The collection the form names (a new one typed in wins), if the caller may read it."""
     typed = fields.get("new_collection", "").strip() or fields.get("collection", "").strip()
-    name = check_collection_name(typed or service.settings.collection)
-    principal.check_read(name)
-    return name
+    return service.collection(principal, typed or None, writing=True)
 
 
 def _tags(text: str) -> dict[str, str]:

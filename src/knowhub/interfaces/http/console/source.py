@@ -162,7 +162,7 @@ async def document_file(
     """The original file, downloaded, if it still holds the bytes that were indexed."""
 
     def read() -> tuple[DocumentRecord, bytes]:
-        name = collection or service.settings.collection
+        name = collection or service.default_name(principal)
         if not principal.may_read(name):  # answered like a missing document
             raise NotFoundError(f"no document {doc_hash!r} in collection {name!r}")
         record = _record(service, principal, doc_hash, name)

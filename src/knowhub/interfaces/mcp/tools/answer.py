@@ -28,6 +28,7 @@ from knowhub.interfaces.mcp.indexing import (
 )
 from knowhub.interfaces.mcp.tools.base import (
     READ,
+    CollectionName,
     DataTools,
     Tool,
     in_thread,
@@ -112,7 +113,7 @@ class AnswerTools(DataTools):
         self,
         question: Question,
         ctx: Context,
-        collection: Annotated[str, Field(description="Collection to answer from.")] = "default",
+        collection: CollectionName = None,
         filters: Filters = None,
     ) -> Annotated[CallToolResult, AnswerOut]:
         metrics, settings = self.metrics, self.settings
@@ -122,19 +123,17 @@ class AnswerTools(DataTools):
                 tool_errors(metrics, "ask", question=question, collection=collection),
                 noting_indexing(kb),
             ):
-                target.principal.check_read(collection)
+                name = await in_thread(lambda: target.collection(collection))
                 typed = check_filters(filters)
                 await wait_for_first_sync(kb, settings.first_sync_wait_s, "ask")
                 end = await in_thread(
                     lambda: (
                         None
-                        if not_created_yet(kb, collection)
-                        else collect(
-                            self.drain.watch(target.reader.ask(question, collection, typed))
-                        )
+                        if not_created_yet(kb, name)
+                        else collect(self.drain.watch(target.reader.ask(question, name, typed)))
                     )
                 )
-            out = _answer_out(question, collection, end, settings.max_result_chars)
+            out = _answer_out(question, name, end, settings.max_result_chars)
             out.indexing = indexing_out(kb)
             return tool_result(_answer_markdown(out), out)
 

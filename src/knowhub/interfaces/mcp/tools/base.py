@@ -1,7 +1,9 @@
 """What every tool group shares: registration, the call's target, and the error boundary.
 
-A group is a class whose methods are the tools; :func:`add_tools` registers them with the
-SDK's own ``add_tool``, which derives each input schema from the method's signature.
+A group is a class whose methods are the tools; the server
+(:class:`~knowhub.interfaces.mcp.toolserver.ToolServer`) registers them with the SDK's own
+``add_tool``, which derives each input schema from the method's signature, and offers each
+caller the tools it may call (:attr:`Tool.refuses`).
 Every failure inside a call becomes a tool error that says what went wrong
 (:func:`tool_errors`); the server keeps serving.
 """
@@ -13,18 +15,20 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Annotated, Protocol, TypeVar
 
 import anyio.from_thread
 import anyio.to_thread
 from mcp import MCPError
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ImageContent, TextContent, ToolAnnotations
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from knowhub.app import App
+from knowhub.checks import check_collection_name
 from knowhub.config import IngestSettings, ServerSettings
+from knowhub.default_collection import default_collection
 from knowhub.errors import KnowhubError
 from knowhub.ingest.progress import Progress
 from knowhub.interfaces.mcp.indexing import Indexed, indexing_note
@@ -36,17 +40,20 @@ from knowhub.interfaces.security import Principal
 __all__ = [
     "READ",
     "WRITE",
+    "CollectionName",
     "DataTools",
+    "Refusal",
     "Resolve",
     "Target",
     "Tool",
     "ToolGroup",
-    "add_tools",
+    "anyone",
     "in_thread",
     "inside_root",
     "progress_reporter",
     "tool_errors",
     "tool_result",
+    "writers",
 ]
 
 log = logging.getLogger("knowhub.mcp")
@@ -62,9 +69,30 @@ WRITE = ToolAnnotations(
 )
 
 
+Refusal = Callable[[Principal], str | None]
+"""Why a caller may not call a tool (None: it may); it is then not offered the tool."""
+
+
+def anyone(principal: Principal) -> None:
+    """Every caller may call the tool."""
+
+
+def writers(what: str) -> Refusal:
+    """The refusal of a tool that changes the knowledge base (``what`` it does): a
+    read-only caller may not call it."""
+
+    def refuses(principal: Principal) -> str | None:
+        if principal.read_only:
+            return f"token {principal.name!r} is read-only: it may not {what}"
+        return None
+
+    return refuses
+
+
 @dataclass(frozen=True)
 class Tool:
-    """One tool: the method that runs it, and what ``tools/list`` shows besides its schema.
+    """One tool: the method that runs it, what ``tools/list`` shows besides its schema, and
+    who may not call it.
 
     The SDK titles the input schema after the method (``<method>Arguments``): renaming a
     method changes ``tools/list``, and so the handshake cache's answer (early.py).
@@ -75,25 +103,13 @@ class Tool:
     title: str
     description: str
     annotations: ToolAnnotations
+    refuses: Refusal = anyone
 
 
 class ToolGroup(Protocol):
     def tools(self) -> Iterable[Tool]:
         """The group's tools, in the order ``tools/list`` shows them."""
         ...
-
-
-def add_tools(server: MCPServer, *groups: ToolGroup) -> None:
-    """Register every tool of ``groups`` on ``server``, in order."""
-    for group in groups:
-        for tool in group.tools():
-            server.add_tool(
-                tool.fn,
-                name=tool.name,
-                title=tool.title,
-                description=tool.description,
-                annotations=tool.annotations,
-            )
 
 
 @dataclass(frozen=True)
@@ -109,6 +125,36 @@ class Target:
     def reader(self) -> App:
         """The served App as the caller sees it: every read applies its data scope."""
         return self.kb.reader.scoped(self.principal.scope)
+
+    def collection(self, name: str | None, *, writing: bool = False) -> str:
+        """``name``, or the collection a call naming none uses, by the one rule of
+        :mod:`knowhub.default_collection` (the served folder's; for a token limited to one
+        collection, that one); either way one the caller may read. It may read the store:
+        call it in a worker thread."""
+        kb = self.kb
+        resolved = (
+            check_collection_name(name)
+            if name
+            else default_collection(
+                kb.reader.store,
+                kb.settings,
+                self.principal.collections,
+                writing=writing,
+                served=kb.collection,
+            )
+        )
+        self.principal.check_read(resolved)
+        return resolved
+
+
+CollectionName = Annotated[
+    str | None,
+    Field(
+        description="Collection to use; default: the server's (its served folder's), or the "
+        "only one this token may read."
+    ),
+]
+"""Every tool's ``collection`` argument: None for :meth:`Target.collection`'s default."""
 
 
 # Holds the target for the whole tool call (shared mode never unloads a session in use).

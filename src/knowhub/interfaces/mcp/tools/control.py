@@ -1,13 +1,14 @@
 """The control tools of shared mode's ``/mcp``: ``register``, ``unregister`` and ``list``.
 
-A token limited to some sessions may not use them: each would tell it about (or let it
-reach) sessions beyond its own, and ``register`` hands out any folder's session id.
+A token limited to some sessions, or with a data scope, may not use them (it is not
+offered them): each would tell it about (or let it reach) sessions beyond its own, and
+``register`` hands out any folder's session id; a read-only token is offered ``list`` only.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -15,14 +16,15 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from knowhub.errors import AuthError
 from knowhub.interfaces.mcp.shared import SessionRecord, SessionRegistry
 from knowhub.interfaces.mcp.tools.base import (
+    Refusal,
     Tool,
     in_thread,
     progress_reporter,
     tool_errors,
     tool_result,
+    writers,
 )
 from knowhub.interfaces.security import Principal
 
@@ -63,7 +65,6 @@ class ControlTools:
     """``register`` and ``unregister`` only when not ``read_only``; ``list`` always."""
 
     registry: SessionRegistry
-    principal_of: Callable[[Context], Principal]
     read_only: bool
 
     def tools(self) -> Iterator[Tool]:
@@ -82,6 +83,7 @@ class ControlTools:
                 "session and index it now, reporting progress. A folder that does not exist is "
                 "refused unless create is true. Registering the same folder again returns its "
                 "session.",
+                refuses=_control_write("register", "register folders"),
             )
             yield Tool(
                 self.unregister,
@@ -94,6 +96,7 @@ class ControlTools:
                     open_world_hint=False,
                 ),
                 description="Forget a session and its index (the folder itself is kept).",
+                refuses=_control_write("unregister", "unregister sessions"),
             )
         yield Tool(
             self.list_sessions,
@@ -107,6 +110,7 @@ class ControlTools:
             ),
             description="The registered sessions: folder, description, Loaded/Unloaded, "
             "chunks, last access.",
+            refuses=_control("list"),
         )
 
     async def register(
@@ -120,7 +124,6 @@ class ControlTools:
     ) -> Annotated[CallToolResult, RegisterOut]:
         registry = self.registry
         with tool_errors(registry.metrics, "register", path=path):
-            self._caller(ctx, "register").check_write("register folders")
             record, chunks, created = await in_thread(
                 lambda: registry.register(
                     path, description, progress_reporter(ctx, registry.settings.ingest), create
@@ -143,17 +146,15 @@ class ControlTools:
         return tool_result(text, out)
 
     async def unregister(
-        self, session_id: Annotated[str, Field(min_length=1)], ctx: Context
+        self, session_id: Annotated[str, Field(min_length=1)]
     ) -> Annotated[CallToolResult, UnregisterOut]:
         with tool_errors(self.registry.metrics, "unregister", session_id=session_id):
-            self._caller(ctx, "unregister").check_write("unregister sessions")
             record = await in_thread(lambda: self.registry.unregister(session_id))
         out = UnregisterOut(session_id=record.session_id, path=record.path)
         return tool_result(f"session {out.session_id} ({out.path}) unregistered", out)
 
-    async def list_sessions(self, ctx: Context) -> Annotated[CallToolResult, SessionsOut]:
+    async def list_sessions(self) -> Annotated[CallToolResult, SessionsOut]:
         with tool_errors(self.registry.metrics, "list"):
-            self._caller(ctx, "list")
             rows = await in_thread(self.registry.sessions)
         out = SessionsOut(sessions=[_session_out(r, loaded, c) for r, loaded, c in rows])
         lines = [
@@ -164,22 +165,33 @@ class ControlTools:
         ]
         return tool_result("\n".join(lines) or "No sessions registered.", out)
 
-    def _caller(self, ctx: Context, tool: str) -> Principal:
-        principal = self.principal_of(ctx)
+
+def _control(tool: str) -> Refusal:
+    """The refusal of a control tool: a caller with a data scope or limited to sessions."""
+
+    def refuses(principal: Principal) -> str | None:
         if not principal.scope.unrestricted:
             # A session is a whole index: its chunk count, its removal, concern every scope.
-            raise AuthError(
+            return (
                 f"token {principal.name!r} has a data scope, so it may not call {tool!r}: the "
                 "control tools (register, unregister, list) need a token without tenants, "
                 "datasets, roles or max_visibility limits"
             )
         if principal.session_scoped:
-            raise AuthError(
+            return (
                 f"token {principal.name!r} is limited to sessions, so it may not call {tool!r}: "
                 "the control tools (register, unregister, list) need a token with sessions "
                 "['*'] in server.tokens; use this one on its sessions' /mcp/<session_id> only"
             )
-        return principal
+        return None
+
+    return refuses
+
+
+def _control_write(tool: str, what: str) -> Refusal:
+    """A control tool that changes the sessions: not for a read-only caller either."""
+    control, write = _control(tool), writers(what)
+    return lambda principal: control(principal) or write(principal)
 
 
 def _session_out(record: SessionRecord, loaded: bool, chunks: int | None) -> SessionOut:

@@ -14,6 +14,7 @@ from knowhub.interfaces.mcp.indexing import Indexed, indexing_out, noting_indexi
 from knowhub.interfaces.mcp.kb import KnowledgeBase
 from knowhub.interfaces.mcp.tools.base import (
     READ,
+    CollectionName,
     DataTools,
     Tool,
     in_thread,
@@ -136,7 +137,7 @@ class DocumentTools(DataTools):
         self,
         source_hash: Annotated[str, Field(min_length=1, max_length=128)],
         ctx: Context,
-        collection: str = "default",
+        collection: CollectionName = None,
     ) -> Annotated[CallToolResult, DocumentOut]:
         async with self.resolve(ctx) as target:
             with (
@@ -148,8 +149,9 @@ class DocumentTools(DataTools):
                 ),
                 noting_indexing(target.kb),
             ):
-                target.principal.check_read(collection)
-                record = await in_thread(lambda: target.reader.document(source_hash, collection))
+                record = await in_thread(
+                    lambda: target.reader.document(source_hash, target.collection(collection))
+                )
             out = _document_out(record, target.kb)
             text = (
                 f"**{out.source}** ({out.format}, {out.title!r}): {out.chunk_count} chunks, "

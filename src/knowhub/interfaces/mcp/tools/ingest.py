@@ -15,6 +15,7 @@ from knowhub.interfaces.mcp.indexing import Indexed, indexing_out
 from knowhub.interfaces.mcp.kb import KnowledgeBase
 from knowhub.interfaces.mcp.tools.base import (
     WRITE,
+    CollectionName,
     DataTools,
     Tool,
     in_thread,
@@ -22,6 +23,7 @@ from knowhub.interfaces.mcp.tools.base import (
     progress_reporter,
     tool_errors,
     tool_result,
+    writers,
 )
 
 if TYPE_CHECKING:  # ingest loads on the first call, off the server's start (cold start)
@@ -73,19 +75,19 @@ class IngestTools(DataTools):
             annotations=WRITE,
             description="Index a file or folder under the server's document root into a "
             "collection; unchanged files are skipped. Reports progress.",
+            refuses=writers("ingest"),
         )
 
     async def ingest(
         self,
         path: Annotated[str, Field(min_length=1, description="Relative to the document root.")],
         ctx: Context,
-        collection: str = "default",
+        collection: CollectionName = None,
         tags: Tags = None,
     ) -> Annotated[CallToolResult, IngestOut]:
         async with self.resolve(ctx) as target:
             with tool_errors(self.metrics, "ingest", path=path, collection=collection):
-                target.principal.check_write("ingest")
-                target.principal.check_read(collection)
+                name = await in_thread(lambda: target.collection(collection, writing=True))
                 where = inside_root(target.root, path)
                 if not where.exists():
                     raise KnowhubError(f"path {path!r} does not exist under the document root")
@@ -96,7 +98,7 @@ class IngestTools(DataTools):
                 report = await in_thread(
                     lambda: target.kb.ingest(
                         [where],
-                        collection,
+                        name,
                         tag_map,
                         progress=progress,
                         scope=target.principal.scope,  # only what it sees, within its scope

@@ -26,6 +26,7 @@ from knowhub.interfaces.mcp.indexing import (
 from knowhub.interfaces.mcp.metrics import Metrics
 from knowhub.interfaces.mcp.tools.base import (
     READ,
+    CollectionName,
     DataTools,
     Tool,
     in_thread,
@@ -123,8 +124,8 @@ class SearchTools(DataTools):
                 name="search_docs",
                 title="Search the documents",
                 annotations=READ,
-                description="Search the indexed documents (default collection); same results "
-                "as query_knowledge_hub, under the name mcp-doc-indexer clients use.",
+                description="Search the indexed documents (the default collection); same "
+                "results as query_knowledge_hub, under the name mcp-doc-indexer clients use.",
             )
 
     async def query_knowledge_hub(
@@ -132,7 +133,7 @@ class SearchTools(DataTools):
         query: Query,
         ctx: Context,
         top_k: Annotated[int, Field(ge=1, le=20, description="Passages to return.")] = 5,
-        collection: Annotated[str, Field(description="Collection to search.")] = "default",
+        collection: CollectionName = None,
         filters: Filters = None,
         min_score: MinScore = 0.0,
         max_chars: MaxChars = None,
@@ -148,9 +149,7 @@ class SearchTools(DataTools):
         limit: Annotated[int, Field(ge=1, le=20, description="Passages to return.")] = 5,
         min_score: MinScore = 0.0,
     ) -> Annotated[CallToolResult, SearchOut]:
-        return await self._search(
-            ctx, "search_docs", query, limit, "default", None, min_score, None
-        )
+        return await self._search(ctx, "search_docs", query, limit, None, None, min_score, None)
 
     async def _search(
         self,
@@ -158,7 +157,7 @@ class SearchTools(DataTools):
         tool: str,
         query: str,
         top_k: int,
-        collection: str,
+        collection: str | None,
         filters: dict[str, Any] | None,
         min_score: float,
         max_chars: int | None,
@@ -171,24 +170,22 @@ class SearchTools(DataTools):
                 tool_errors(metrics, tool, query=query, collection=collection),
                 noting_indexing(kb),
             ):
-                target.principal.check_read(collection)
+                name = await in_thread(lambda: target.collection(collection))
                 typed = check_filters(filters)
                 await wait_for_first_sync(kb, settings.first_sync_wait_s, tool)
                 hook = _stage_progress(ctx, metrics)
                 result = await in_thread(
                     lambda: (
                         None
-                        if not_created_yet(kb, collection)
-                        else target.reader.search(
-                            query, collection, top_k, typed, min_score, on_stage=hook
-                        )
+                        if not_created_yet(kb, name)
+                        else target.reader.search(query, name, top_k, typed, min_score, hook)
                     )
                 )
             metrics.searches.labels("mcp", tool).inc()
             metrics.search_seconds.labels("mcp").observe(time.perf_counter() - started)
             budget = min(max_chars or settings.max_result_chars, settings.max_result_chars)
             hits, timings = (result.hits, result.timings_ms) if result else ([], {})
-            out = _search_out(query, collection, hits, budget, timings)
+            out = _search_out(query, name, hits, budget, timings)
             out.indexing = indexing_out(kb)
             shas = [hit.image for hit in out.hits if hit.image]
             images = await in_thread(lambda: image_contents(shas, kb.settings.data_dir))

@@ -1,0 +1,191 @@
+"""The answer to a stdio line the MCP SDK would drop without a word.
+
+The SDK's stdio reader parses each line with ``jsonrpc_message_adapter.validate_json``; a
+line that fails goes to the session as an exception, which logs it at debug level and
+answers nothing, and the client's call waits forever. Such lines are common enough: a lone
+surrogate escape (``JSON.stringify`` of half an emoji), a frame cut short, a batch, an id
+that is neither an integer nor a string (the SDK reads ``"id": 1.5`` as a notification).
+
+Each is answered here as JSON-RPC 2.0 and the SDK's streamable HTTP transport do:
+
+* -32700 Parse error: not JSON (the ``id`` is read from the part before the break when it
+  can be: a frame cut after its id still ends its call);
+* -32600 Invalid Request: JSON, but not a JSON-RPC message (the message says what is
+  wrong); a batch gets an array of them, one per request in it (MCP has no batches since
+  protocol 2025-06-18);
+* -32602 Invalid params: a lone surrogate in ``params`` (the path to it is named).
+
+The ``id`` is the frame's own when it has one a client could wait on, null otherwise. A
+blank line is no message and gets no answer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from mcp_types import JSONRPCNotification, jsonrpc_message_adapter
+from pydantic import ValidationError
+
+from knowhub.checks import unpaired_surrogate
+
+__all__ = ["INVALID_PARAMS", "INVALID_REQUEST", "PARSE_ERROR", "refusal"]
+
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+ONE_A_LINE = "send one JSON-RPC message a line"
+BATCH = (
+    "batches are not supported (MCP has none since protocol 2025-06-18): "
+    "send each message on its own line"
+)
+
+Answer = dict[str, Any] | list[dict[str, Any]]
+
+
+def refusal(line: str) -> str | None:
+    """The line to answer ``line`` with when the SDK cannot take it as the message it is;
+    None when it can (or when it is blank)."""
+    line = line.rstrip("\r\n")  # inside a string cut short, the newline would be the error
+    if not line.strip():
+        return None
+    try:
+        message = jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValidationError as exc:  # not JSON, or not JSON-RPC
+        answer = _refused(line, _reason(exc))
+    else:
+        # An "id" the SDK cannot take makes a request a notification to it: never answered.
+        if not isinstance(message, JSONRPCNotification) or '"id"' not in line:
+            return None
+        answer = _odd_id(line)
+    if answer is None:
+        return None
+    return json.dumps(answer, separators=(",", ":")) + "\n"
+
+
+def _refused(line: str, reason: str) -> Answer | None:
+    try:
+        parsed = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        why = "nesting too deep" if isinstance(exc, RecursionError) else str(exc)
+        return _error(_recovered_id(line), PARSE_ERROR, f"Parse error: {why}; {ONE_A_LINE}")
+    if isinstance(parsed, list):
+        return _batch(parsed)
+    if not isinstance(parsed, dict):
+        return _error(None, INVALID_REQUEST, f"Invalid Request: not a JSON object; {ONE_A_LINE}")
+    ident = _id_of(parsed)
+    wrong = _what_is_wrong(parsed)
+    if wrong is not None:
+        return _error(ident, INVALID_REQUEST, f"Invalid Request: {wrong}")
+    # Python's parser read it whole, the SDK's did not: a lone surrogate, or deep nesting.
+    if problem := unpaired_surrogate(parsed.get("params"), "params"):
+        return _error(ident, INVALID_PARAMS, f"Invalid params: {problem}")
+    if problem := unpaired_surrogate(parsed, "message"):
+        return _error(ident, INVALID_REQUEST, f"Invalid Request: {problem}")
+    return _error(ident, PARSE_ERROR, f"Parse error: {reason}")
+
+
+def _odd_id(line: str) -> Answer | None:
+    """The answer to a request whose id the SDK took it for a notification for."""
+    try:
+        parsed = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(parsed, dict) or "id" not in parsed:
+        return None  # "id" was in a parameter, not the message: a notification indeed
+    return _error(_id_of(parsed), INVALID_REQUEST, f"Invalid Request: {_ID}")
+
+
+_ID = '"id" must be an integer or a string (not null, a fraction or a boolean)'
+
+
+def _what_is_wrong(message: dict[str, Any]) -> str | None:
+    """What makes ``message`` no JSON-RPC message; None when it is one, as the SDK reads."""
+    if message.get("jsonrpc") != "2.0":
+        return '"jsonrpc" must be "2.0"'
+    if "method" in message:
+        if not isinstance(message["method"], str):
+            return '"method" must be a string'
+        if "id" in message and not _sdk_id(message["id"]):
+            return _ID
+        if message.get("params") is not None and not isinstance(message["params"], dict):
+            return '"params" must be an object (MCP passes parameters by name)'
+    elif "result" not in message and "error" not in message:
+        return 'a message needs a "method" (a request or notification), or a "result" or "error"'
+    try:
+        jsonrpc_message_adapter.validate_python(message, by_name=False)
+    except ValidationError as exc:
+        return f"not a JSON-RPC 2.0 message ({_reason(exc)})"
+    return None
+
+
+def _batch(items: list[Any]) -> Answer | None:
+    """An error per request of a batch, in one array (notifications get none); one error
+    for an empty batch, as JSON-RPC 2.0 says."""
+    if not items:
+        return _error(None, INVALID_REQUEST, f"Invalid Request: an empty batch; {BATCH}")
+    errors = [
+        _error(_id_of(item) if isinstance(item, dict) else None, INVALID_REQUEST, BATCH)
+        for item in items
+        if not (isinstance(item, dict) and "method" in item and "id" not in item)
+    ]
+    return errors or None
+
+
+def _sdk_id(value: object) -> bool:
+    """An id the SDK takes: an integer or a string."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _id_of(message: dict[str, Any]) -> Any:
+    """The id to answer a request (a message with a method) with: its own, when it is a
+    string or a finite number; null otherwise (a response's id is ours, not the client's)."""
+    ident = message.get("id") if "method" in message else None
+    return ident if _echoable(ident) else None
+
+
+def _echoable(value: object) -> bool:
+    return _sdk_id(value) or (isinstance(value, float) and math.isfinite(value))
+
+
+def _recovered_id(text: str) -> Any:
+    """The top-level id of a frame that is not JSON as a whole, when it comes before the
+    break: each key and value is read in turn until the id, or until one cannot be."""
+    decoder = json.JSONDecoder()
+    at = _skip(text, 0)
+    if not text.startswith("{", at):
+        return None
+    at += 1
+    while True:
+        try:
+            key, at = decoder.raw_decode(text, _skip(text, at))
+            at = _skip(text, at)
+            if not text.startswith(":", at):
+                return None
+            value, at = decoder.raw_decode(text, _skip(text, at + 1))
+        except (ValueError, RecursionError):
+            return None
+        at = _skip(text, at)
+        # Only a value something follows is whole: "12" at the break may be cut from "123".
+        if not text.startswith((",", "}"), at):
+            return None
+        if key == "id":
+            return value if _echoable(value) else None
+        at += 1
+
+
+def _skip(text: str, at: int) -> int:
+    while at < len(text) and text[at] in " \t\r\n":
+        at += 1
+    return at
+
+
+def _reason(exc: ValidationError) -> str:
+    """pydantic's first complaint, without its links and its echo of the input."""
+    first = exc.errors(include_url=False, include_input=False)[0]
+    where = ".".join(str(part) for part in first["loc"][1:])  # [0]: the union member
+    what = str(first["msg"]).removeprefix("Invalid JSON: ")
+    return f"{where}: {what}" if where else what
+
+
+def _error(ident: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}}
