@@ -49,6 +49,10 @@ def fast_settings(data_dir: Path, **overrides: object) -> Settings:
         "data_dir": data_dir,
         "embedder.provider": "hashing",
         "embedder.workers": 1,
+        # Defaults that are waits the tests must not race: the reranker's deadline (10 s)
+        # and how long local mode's first search waits for the first sync (5 s).
+        "reranker.timeout_s": WAIT_S,
+        "server.first_sync_wait_s": WAIT_S,
     }
     values.update(overrides)
     return load_settings(env={}, overrides=values, cwd=data_dir.parent)
@@ -61,7 +65,13 @@ def write(path: Path, text: str) -> Path:
 
 
 # The hashing embedder keeps subprocess tests fast; KNOWHUB_* from the caller's shell never leak in.
-FAST_ENV = {"KNOWHUB_EMBEDDER__PROVIDER": "hashing", "KNOWHUB_EMBEDDER__WORKERS": "1"}
+# Defaults that are waits the tests must not race are WAIT_S, as in fast_settings.
+FAST_ENV = {
+    "KNOWHUB_EMBEDDER__PROVIDER": "hashing",
+    "KNOWHUB_EMBEDDER__WORKERS": "1",
+    "KNOWHUB_RERANKER__TIMEOUT_S": str(WAIT_S),
+    "KNOWHUB_SERVER__FIRST_SYNC_WAIT_S": str(WAIT_S),
+}
 
 
 # Children may write bytecode even where the shell forbids it: under PYTHONDONTWRITEBYTECODE
