@@ -237,6 +237,14 @@ def die_with(sig: int) -> Callable[[], None]:
     return arm
 
 
+def sigint_default() -> None:
+    """A ``preexec_fn`` for a child the test interrupts as Ctrl-C would: SIGINT at its
+    default, as a shell starts a foreground command. A test process started in the
+    background (``… &`` in a script) ignores SIGINT, its children inherit that across exec,
+    and a Python started with SIGINT ignored keeps ignoring it: the interrupt never came."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def stop_process(proc: subprocess.Popen[Any] | None, sig: int = signal.SIGTERM) -> None:
     """Send ``sig``, give the process ``WAIT_S`` to exit, then kill it."""
     if proc is not None and proc.poll() is None:

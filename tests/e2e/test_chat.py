@@ -29,7 +29,7 @@ from tests.agent_helpers import (
     new_marker,
     processes_marked,
 )
-from tests.helpers import NEVER_S, ROOT, WAIT_S, cli_env, knowhub, spawned, write
+from tests.helpers import NEVER_S, ROOT, WAIT_S, cli_env, knowhub, sigint_default, spawned, write
 from tests.mcp_helpers import http_server, wait_until
 
 RUNBOOK = (
@@ -295,7 +295,7 @@ def hung_chat(kb: Kb) -> Iterator[tuple[subprocess.Popen[str], str]]:
             text=True,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            preexec_fn=_foreground,
+            preexec_fn=sigint_default,
         ) as process,
     ):
         try:
@@ -304,12 +304,6 @@ def hung_chat(kb: Kb) -> Iterator[tuple[subprocess.Popen[str], str]]:
             yield process, marker
         finally:
             release.set()
-
-
-def _foreground() -> None:
-    # As a shell starts a foreground command: SIGINT at its default, even when the test
-    # runner's worker ignores it (an ignored signal stays ignored across exec).
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])

@@ -33,6 +33,7 @@ from tests.helpers import (
     embedder_plugin,
     knowhub,
     on_terminal,
+    sigint_default,
     spawned,
     write,
 )
@@ -198,13 +199,6 @@ def test_stopped_mcp_server_ends_at_once_leaving_no_worker_process(
     assert_workers_end(recorded)
 
 
-def _default_sigint() -> None:
-    """As a shell starts a foreground command: Ctrl-C's default disposition. The child would
-    inherit an ignored SIGINT from the test process (seen in full runs, under xdist), and a
-    Python started with SIGINT ignored keeps ignoring it: the test then saw no interrupt."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def test_ctrl_c_stops_ingest_at_once_keeping_what_was_written(tmp_path: Path) -> None:
     import pexpect
 
@@ -212,7 +206,7 @@ def test_ctrl_c_stops_ingest_at_once_keeping_what_was_written(tmp_path: Path) ->
     write(folder / "doc059.md", "# Doc 59\n\nParagraph 59 of words, stalled.\n")
     argv = [sys.executable, "-m", "knowhub", "--data-dir", str(data), "ingest", str(folder)]
     env = slow_env(tmp_path, stall="stalled")  # the batch of doc059 never ends
-    with on_terminal(argv, env=env, preexec_fn=_default_sigint) as child:
+    with on_terminal(argv, env=env, preexec_fn=sigint_default) as child:
         child.expect(r", [1-5]\d/60 files")  # the progress line is past a few documents
         child.sendintr()  # Ctrl-C: SIGINT to the terminal's whole process group
         child.expect(pexpect.EOF)  # not waiting for the batch in flight

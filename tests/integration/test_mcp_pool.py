@@ -38,7 +38,7 @@ from tests.agent_helpers import (
     processes_marked,
     slow_server,
 )
-from tests.helpers import NEVER_S, ROOT, WAIT_S, cli_env, spawned, write
+from tests.helpers import NEVER_S, ROOT, WAIT_S, cli_env, sigint_default, spawned, write
 from tests.mcp_helpers import HttpServer, http_server, wait_until
 
 TOKEN = "pool-Vb7nM2qX9cLw4RtZ"
@@ -300,10 +300,11 @@ DRIVER = """
 import json, sys
 from knowhub.agent.mcp_config import parse_mcp_config
 from knowhub.agent.mcp_pool import McpPool
-pool = McpPool(parse_mcp_config(json.loads(sys.argv[1]), "driver"))
+never = float(sys.argv[4])
+pool = McpPool(parse_mcp_config(json.loads(sys.argv[1]), "driver"), call_timeout_s=never)
 try:
     print(sorted(t.name for t in pool.start()["slow"]), flush=True)
-    pool.call("slow", sys.argv[2], {"seconds": float(sys.argv[4]), "touch": sys.argv[3]})
+    pool.call("slow", sys.argv[2], {"seconds": never, "touch": sys.argv[3]})
 finally:
     pool.close()
     print("closed", flush=True)
@@ -323,6 +324,7 @@ def driving(marker: str, tool: str, tmp: Path) -> Iterator[subprocess.Popen[str]
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=sigint_default,
     ) as driver:
         assert driver.stdout is not None
         assert "sleep" in driver.stdout.readline()

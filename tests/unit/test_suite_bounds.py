@@ -5,7 +5,9 @@ pipes it left open failed the next test on its worker (issue 36). So, read from 
 sources of tests/: every bound on a wait is ``WAIT_S`` or at least ``MIN_BOUND_S``
 (tests/helpers.py), unless it is the input of the behaviour under test (ALLOWED says why);
 no assertion reads a clock (a test shows "at once" by ordering, speed is for benchmarks);
-and processes start only through the helpers that end them however a test ends.
+processes start only through the helpers that end them however a test ends; and a child
+a test interrupts starts with SIGINT at its default (a suite started with ``&`` ignores
+SIGINT, and so did the driver that test waited 15 s for).
 """
 
 from __future__ import annotations
@@ -51,14 +53,19 @@ DEFAULT_BOUND = {
 }
 SPAWNERS = {"subprocess.Popen", "pexpect.spawn", "os.fork", "multiprocessing.Process"}
 HELPERS = "tests/helpers.py"  # spawned() and on_terminal(): where processes are started
+# A file that names SIGINT or sends Ctrl-C starts its children with sigint_default.
+CTRL_C = "a Ctrl-C to a child not started with sigint_default"
 
 SESSION_SERVER = "the session's server, stopped by its session fixture and at exit"
 NEVER_ANSWERS = "the setting under test, against a server that never answers"
+POSTGRES = "PostgreSQL sets its own handlers: SIGINT is its fast shutdown"
 # (file, function, finding up to its value) -> why it is right there.
 ALLOWED: dict[tuple[str, str, str], str] = {
     (HELPERS, "spawned", "subprocess.Popen()"): "the helper every test's process goes through",
     (HELPERS, "on_terminal", "pexpect.spawn()"): "the helper every terminal goes through",
     ("tests/pg_server.py", "PgServer.start", "subprocess.Popen()"): SESSION_SERVER,
+    ("tests/pg_server.py", "PgServer.start", CTRL_C): POSTGRES,
+    ("tests/pg_server.py", "PgServer.stop", CTRL_C): POSTGRES,
     ("tests/chroma_server.py", "ChromaServer.start", "subprocess.Popen()"): SESSION_SERVER,
     ("tests/milvus_server.py", "MilvusServer._start", "subprocess.Popen()"): SESSION_SERVER,
     ("tests/image/buildah.py", "started", "subprocess.Popen()"): (
@@ -121,6 +128,8 @@ def findings(source: str, path: str) -> list[Finding]:
     clocks = any(name.split(".")[-1] + "(" in source for name in CLOCKS)
     scan = _Scan(path, _constants(tree), clocks)
     scan.visit(tree)
+    if "sigint_default" not in source:
+        scan.found += [Finding(path, line, function, CTRL_C) for line, function in scan.interrupts]
     return scan.found
 
 
@@ -153,6 +162,7 @@ class _Scan(ast.NodeVisitor):
         self.path, self.constants, self.clocks = path, constants, clocks
         self.imports: dict[str, str] = {}  # local name -> dotted origin, as they come
         self.found: list[Finding] = []
+        self.interrupts: list[tuple[int, str]] = []  # where SIGINT is named or sent
         self.scope: list[str] = []
         self.timed: list[set[str]] = [set()]  # per function: names holding a clock's reading
 
@@ -225,6 +235,11 @@ class _Scan(ast.NodeVisitor):
             self.report(node, f"{origin}() outside spawned()/on_terminal() (tests/helpers.py)")
         self.generic_visit(node)
 
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if self.origin(node) == "signal.SIGINT" or node.attr == "sendintr":
+            self.interrupts.append((node.lineno, ".".join(self.scope)))
+        self.generic_visit(node)
+
     def visit_Dict(self, node: ast.Dict) -> None:
         for key, value in zip(node.keys, node.values, strict=True):
             if isinstance(key, ast.Constant) and "timeout" in str(key.value).lower():
@@ -291,7 +306,7 @@ def test_the_shared_bound_is_generous() -> None:
 
 
 BAD = """
-import subprocess, time
+import signal, subprocess, time
 import httpx2 as httpx
 from websockets.sync.client import connect
 
@@ -311,6 +326,7 @@ def helper(proc, timeout=10):
     expect(x).to_be_visible(timeout=2000)
     settings = {"llm.timeout_s": 0.5, "KNOWHUB_LLM__TIMEOUT_S": "2"}
     proc.wait(timeout=120)
+    proc.send_signal(signal.SIGINT)
 """
 
 
@@ -329,4 +345,5 @@ def test_the_guard_finds_each_kind_of_breach() -> None:
         "to_be_visible(timeout=) = 2 s (below 60 s)",
         "{'llm.timeout_s': …} = 0.5 s (below 60 s)",
         "{'KNOWHUB_LLM__TIMEOUT_S': …} = 2 s (below 60 s)",
+        CTRL_C,
     ]
