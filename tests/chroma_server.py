@@ -18,7 +18,7 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-from tests.helpers import SharedServer, die_with, free_port, older_than, stop_process
+from tests.helpers import WAIT_S, SharedServer, die_with, free_port, older_than, stop_process
 
 __all__ = [
     "ChromaServer",
@@ -46,12 +46,12 @@ def _remove_stale_dirs(base: Path) -> None:
 
 
 def wait_until_up(
-    process: subprocess.Popen[bytes], url: str, log: Path, timeout: float = 60
+    process: subprocess.Popen[bytes], url: str, log: Path, timeout: float = WAIT_S
 ) -> None:
     """Return once the server ``process`` answers at ``url`` (its heartbeat); raise if it
     exits or stays silent past ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
-    while not _answers(f"{url}/api/v2/heartbeat"):
+    while not _answers(f"{url}/api/v2/heartbeat", timeout):
         if process.poll() is not None:
             text = log.read_text(errors="replace")
             raise RuntimeError(f"chroma run exited {process.returncode}:\n{text}")
@@ -60,9 +60,9 @@ def wait_until_up(
         time.sleep(0.05)
 
 
-def _answers(url: str) -> bool:
+def _answers(url: str, timeout: float) -> bool:
     try:
-        with urllib.request.urlopen(url, timeout=2) as response:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
             return bool(response.status == 200)
     except (urllib.error.URLError, ConnectionError, TimeoutError):
         return False
@@ -84,7 +84,7 @@ class ChromaServer:
         self.port = free_port()
         self._proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, timeout: float = 60) -> ChromaServer:
+    def start(self, timeout: float = WAIT_S) -> ChromaServer:
         log_path = self.dir / "chroma.log"
         # The `chroma` script's own entry point, run by this interpreter (any venv layout).
         command = [

@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
-__all__ = ["CHROMIUM_ARGS", "browser", "chromium", "context", "screenshots", "sign_in"]
+from tests.helpers import WAIT_S
+
+__all__ = ["CHROMIUM_ARGS", "WAIT_MS", "browser", "chromium", "context", "screenshots", "sign_in"]
+
+# Playwright's bounds (5 s for an expect, 30 s for an action) in its milliseconds: the
+# suite's one generous bound, for every page, action and expect.
+WAIT_MS = int(WAIT_S * 1000)
 
 # Flags that keep Chromium off the network: its background services would otherwise try to
 # connect out (refused on a closed machine) and slow every start.
@@ -43,6 +49,7 @@ def chromium() -> str:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     executable = chromium()
+    expect.set_options(timeout=WAIT_MS)
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         yield launched
@@ -52,7 +59,7 @@ def browser() -> Iterator[Browser]:
 @pytest.fixture
 def context(browser: Browser) -> Iterator[BrowserContext]:
     opened = browser.new_context()
-    opened.set_default_timeout(15_000)
+    opened.set_default_timeout(WAIT_MS)
     yield opened
     opened.close()
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -13,8 +12,7 @@ from typing import Any
 
 import httpx2 as httpx
 
-from knowhub.testing.llm_server import LlmServer
-from tests.helpers import tls
+from tests.helpers import WAIT_S, tls
 from tests.mcp_helpers import running
 
 
@@ -33,11 +31,11 @@ class ApiServer:
 
     def get(self, path: str, token: str | None = None, **kwargs: Any) -> httpx.Response:
         headers = {**self.headers(token), **kwargs.pop("headers", {})}
-        return httpx.get(self.url + path, headers=headers, timeout=30, verify=tls(), **kwargs)
+        return httpx.get(self.url + path, headers=headers, timeout=WAIT_S, verify=tls(), **kwargs)
 
     def post(self, path: str, token: str | None = None, **kwargs: Any) -> httpx.Response:
         headers = {**self.headers(token), **kwargs.pop("headers", {})}
-        return httpx.post(self.url + path, headers=headers, timeout=30, verify=tls(), **kwargs)
+        return httpx.post(self.url + path, headers=headers, timeout=WAIT_S, verify=tls(), **kwargs)
 
     @property
     def ws_url(self) -> str:
@@ -66,37 +64,20 @@ def api_server(
 class SseEvent:
     event: str
     data: dict[str, Any]
-    at: float  # time.perf_counter() when its last line arrived
 
 
-def read_sse(lines: Iterator[str]) -> list[SseEvent]:
-    """Parse a ``text/event-stream`` body line by line, stamping each event on arrival."""
-    return list(iter_sse(lines))
-
-
-def iter_sse(lines: Iterator[str]) -> Iterator[SseEvent]:
-    """:func:`read_sse` one event at a time, each as soon as it has arrived."""
+def sse_events(lines: Iterator[str]) -> Iterator[SseEvent]:
+    """Parse a ``text/event-stream`` body line by line, each event as it arrives."""
     kind, data = "message", []
     for line in lines:
         if line == "":
             if data:
-                yield SseEvent(kind, json.loads("\n".join(data)), time.perf_counter())
+                yield SseEvent(kind, json.loads("\n".join(data)))
             kind, data = "message", []
         elif line.startswith("event:"):
             kind = line[6:].strip()
         elif line.startswith("data:"):
             data.append(line[5:].strip())
-
-
-def llm_env(llm: LlmServer, **extra: str) -> dict[str, str]:
-    """The environment of a server whose model is ``llm`` (the fake OpenAI-compatible one)."""
-    return {
-        "KNOWHUB_LLM__PROVIDER": "openai",
-        "KNOWHUB_LLM__BASE_URL": llm.openai_base,
-        "KNOWHUB_LLM__MODEL": "test-model",
-        "KNOWHUB_LLM__BACKOFF_S": "0",
-        **extra,
-    }
 
 
 FULL = "full-Xc4nR8vB2mQ7tLp1"

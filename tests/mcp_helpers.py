@@ -17,7 +17,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, TextContent
 
-from tests.helpers import cli_env, free_port, tls
+from tests.helpers import WAIT_S, cli_env, free_port, spawned, tls
 
 
 def stdio_params(*args: str, cwd: Path, env: dict[str, str] | None = None) -> StdioServerParameters:
@@ -45,18 +45,18 @@ class HttpServer:
     @asynccontextmanager
     async def client(self, path: str = "/mcp", token: str | None = None) -> AsyncIterator[Client]:
         async with (
-            httpx.AsyncClient(headers=self.headers(token), timeout=60, verify=tls()) as http,
+            httpx.AsyncClient(headers=self.headers(token), timeout=WAIT_S, verify=tls()) as http,
             Client(streamable_http_client(self.url + path, http_client=http)) as c,
         ):
             yield c
 
     def get(self, path: str, token: str | None = None, **kwargs: Any) -> httpx.Response:
         headers = self.headers(token)
-        return httpx.get(self.url + path, headers=headers, timeout=30, verify=tls(), **kwargs)
+        return httpx.get(self.url + path, headers=headers, timeout=WAIT_S, verify=tls(), **kwargs)
 
     def post(self, path: str, token: str | None = None, **kwargs: Any) -> httpx.Response:
         headers = {**self.headers(token), **kwargs.pop("headers", {})}
-        return httpx.post(self.url + path, headers=headers, timeout=30, verify=tls(), **kwargs)
+        return httpx.post(self.url + path, headers=headers, timeout=WAIT_S, verify=tls(), **kwargs)
 
     def logs(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")
@@ -71,32 +71,26 @@ def running(
 ) -> Iterator[tuple[str, subprocess.Popen[str], Path]]:
     """Run ``python -m knowhub ARGV --port P`` until the block ends; yield (url, process, log).
 
-    Ready when ``/health`` answers; stopped with SIGTERM (SIGKILL after 15 s). ``preexec``
-    runs in the child before knowhub starts (a resource limit, say).
+    Ready when ``/health`` answers; stopped with SIGTERM (SIGKILL after ``WAIT_S``).
+    ``preexec`` runs in the child before knowhub starts (a resource limit, say).
     """
     port = free_port()
     log = cwd / f"server-{port}.log"
-    with log.open("w", encoding="utf-8") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "knowhub", *argv, "--port", str(port)],
+    command = [sys.executable, "-m", "knowhub", *argv, "--port", str(port)]
+    with (
+        log.open("w", encoding="utf-8") as out,
+        spawned(
+            command,
             cwd=cwd,
             env=cli_env(env),
             stdout=out,
             stderr=subprocess.STDOUT,
-            text=True,
             preexec_fn=preexec,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
+        ) as process,
+    ):
+        url = f"http://127.0.0.1:{port}"
         wait_ready(url, process, log)
         yield url, process, log
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @contextmanager
@@ -113,14 +107,16 @@ def http_server(
         yield HttpServer(url, process, log, token)
 
 
-def wait_ready(url: str, process: subprocess.Popen[str], log: Path, timeout: float = 60.0) -> None:
+def wait_ready(
+    url: str, process: subprocess.Popen[str], log: Path, timeout: float = WAIT_S
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             logs = log.read_text(encoding="utf-8", errors="replace")
             raise AssertionError(f"server exited {process.returncode}:\n{logs}")
         try:
-            if httpx.get(url + "/health", timeout=2, verify=tls()).status_code == 200:
+            if httpx.get(url + "/health", timeout=timeout, verify=tls()).status_code == 200:
                 return
         except httpx.TransportError:
             pass
@@ -129,7 +125,7 @@ def wait_ready(url: str, process: subprocess.Popen[str], log: Path, timeout: flo
     raise AssertionError(f"server not ready after {timeout} s:\n{logs}")
 
 
-def wait_until(check: Any, timeout: float = 20.0, interval: float = 0.25) -> Any:
+def wait_until(check: Any, timeout: float = WAIT_S, interval: float = 0.25) -> Any:
     """Poll ``check()`` until it returns something truthy; fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     last: Any = None
@@ -141,7 +137,7 @@ def wait_until(check: Any, timeout: float = 20.0, interval: float = 0.25) -> Any
     raise AssertionError(f"condition not met within {timeout} s (last value: {last!r})")
 
 
-async def eventually(check: Any, timeout: float = 20.0, interval: float = 0.25) -> Any:
+async def eventually(check: Any, timeout: float = WAIT_S, interval: float = 0.25) -> Any:
     """Async :func:`wait_until`: await ``check()`` until truthy, without blocking the loop."""
     import anyio
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -35,6 +36,24 @@ def sleep(seconds: float, touch: str = "") -> str:
     _started(touch)
     time.sleep(seconds)
     return f"slept {seconds}"
+
+
+_meeting = threading.Condition()
+_arrived = 0
+
+
+@server.tool()
+def meet(n: int, within: float) -> str:
+    """Return once ``n`` calls of meet are in this server at the same time (each in a thread
+    of its own): a client that sent them one after another gets an error after ``within``
+    seconds instead."""
+    global _arrived
+    with _meeting:
+        _arrived += 1
+        _meeting.notify_all()
+        if not _meeting.wait_for(lambda: _arrived >= n, timeout=within):
+            raise ToolError(f"only {_arrived} of {n} calls arrived within {within} s")
+    return f"met {n}"
 
 
 @server.tool()

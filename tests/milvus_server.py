@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from knowhub import Settings, load_settings
-from tests.helpers import SharedServer, die_with, free_port, stop_process
+from tests.helpers import WAIT_S, SharedServer, die_with, free_port, stop_process
 
 __all__ = ["MilvusServer", "shared_server", "stop_shared_server"]
 
@@ -38,7 +38,7 @@ class MilvusServer:
         self._proc: subprocess.Popen[bytes] | None = None
         self._dir: Path | None = None
 
-    def start(self, timeout: float = 60, attempts: int = 3) -> MilvusServer:
+    def start(self, timeout: float = WAIT_S, attempts: int = 3) -> MilvusServer:
         if self.uri:
             return self
         # milvus-lite's gRPC engine now and then dies as it starts ("epoll_wait error: Bad

@@ -24,7 +24,7 @@ from typing import Any
 
 import psycopg
 
-from tests.helpers import SharedServer, die_with, free_port, older_than, stop_process
+from tests.helpers import WAIT_S, SharedServer, die_with, free_port, older_than, stop_process
 
 __all__ = ["PgServer", "remove_stale_dirs", "shared_server", "stop_shared_server"]
 
@@ -106,7 +106,7 @@ class PgServer:
         if _IS_ROOT:
             os.chown(self.dir, _NOBODY, _NOBODY)  # PostgreSQL must own its directories
 
-    def start(self, timeout: float = 30) -> PgServer:
+    def start(self, timeout: float = WAIT_S) -> PgServer:
         subprocess.run(
             [
                 str(self._bin / "initdb"),
@@ -166,7 +166,7 @@ class PgServer:
                 log_text = (self.dir / "postgres.log").read_text(errors="replace")
                 raise RuntimeError(f"postgres exited {self._proc.returncode}:\n{log_text}")
             try:
-                psycopg.connect(self.url(), connect_timeout=2).close()
+                psycopg.connect(self.url(), connect_timeout=int(timeout)).close()
                 return self
             except psycopg.OperationalError:
                 if time.monotonic() > deadline:

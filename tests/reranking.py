@@ -20,6 +20,7 @@ from typing import Any
 
 from knowhub.models import Hit
 from knowhub.providers.rerankers.base import Reranker
+from tests.helpers import WAIT_S
 
 Respond = Callable[[str, dict[str, Any]], tuple[int, Any]]
 WORD = re.compile(r"\w+")
@@ -88,7 +89,7 @@ class BlockedReranker(Reranker):
         self.release = threading.Event()
 
     def _score(self, query: str, texts: list[str]) -> list[float]:
-        self.release.wait(10)
+        self.release.wait(WAIT_S)
         return [0.0] * len(texts)
 
 
@@ -110,7 +111,7 @@ def serve(respond: Respond, fail: str | None = None) -> Iterator[Server]:
             body = json.loads(raw)
             server.requests.append((self.path, dict(self.headers.items()), body))
             if fail == "hang":
-                release.wait(10)
+                release.wait(WAIT_S)
                 return
             if fail == "500":
                 status, payload = 500, {"error": "model crashed"}

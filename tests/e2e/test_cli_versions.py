@@ -7,13 +7,20 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import cli_env, die_with, embedder_plugin, knowhub, knowhub_on_terminal, write
+from tests.helpers import (
+    cli_env,
+    die_with,
+    embedder_plugin,
+    knowhub,
+    knowhub_on_terminal,
+    spawned,
+    write,
+)
 from tests.http_helpers import api_server
 
 TOPICS = ("backups", "deployments", "incidents")
@@ -287,7 +294,7 @@ def _held_env(kb: Path) -> dict[str, str]:
 def _kill_once_it_reports_progress(kb: Path, env: dict[str, str], *args: str) -> None:
     """Start `versions build --embedder held ARGS`; SIGKILL it once it has embedded."""
     build = ["versions", "build", "-c", "kb", "--embedder", "held", *args]
-    process = subprocess.Popen(
+    with spawned(
         [sys.executable, "-m", "knowhub", *build],
         cwd=kb,
         env=cli_env(env),
@@ -295,13 +302,10 @@ def _kill_once_it_reports_progress(kb: Path, env: dict[str, str], *args: str) ->
         stderr=subprocess.PIPE,
         text=True,
         preexec_fn=die_with(signal.SIGKILL),
-    )
-    watchdog = threading.Timer(SAFETY_S, process.kill)
-    watchdog.start()
-    try:
+    ) as process:
         assert process.stderr is not None
         seen = []
-        for line in process.stderr:
+        for line in process.stderr:  # ends with the process (spawned() stops a hung one)
             seen.append(line)
             if re.match(r"building: [1-9]", line):  # chunks embedded, the build under way
                 break
@@ -309,13 +313,6 @@ def _kill_once_it_reports_progress(kb: Path, env: dict[str, str], *args: str) ->
             raise AssertionError(f"the build ended before it reported progress: {seen}")
         process.send_signal(signal.SIGKILL)
         assert process.wait() == -signal.SIGKILL
-    finally:
-        watchdog.cancel()
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        if process.stderr is not None:
-            process.stderr.close()
 
 
 def _row(kb: Path, number: int) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 
 from knowhub import build_app
 from tests.console_helpers import screenshots, sign_in
-from tests.helpers import fast_settings, knowhub, write
+from tests.helpers import WAIT_S, fast_settings, knowhub, write
 from tests.http_helpers import (
     FULL,
     HR,
@@ -170,12 +170,12 @@ def test_the_cookie_is_no_token_for_the_api(console: Console) -> None:
     signed_in = httpx.post(
         console.url("/ui/login"),
         data={"token": FULL},
-        timeout=10,
+        timeout=WAIT_S,
         headers={"Origin": console.url("")},
     )
     cookies = {"knowhub_session": signed_in.cookies["knowhub_session"]}
-    assert httpx.get(console.url("/ui"), cookies=cookies, timeout=10).status_code == 200
-    api = httpx.get(console.url("/api/collections"), cookies=cookies, timeout=10)
+    assert httpx.get(console.url("/ui"), cookies=cookies, timeout=WAIT_S).status_code == 200
+    api = httpx.get(console.url("/api/collections"), cookies=cookies, timeout=WAIT_S)
     assert api.status_code == 401
 
 

@@ -16,7 +16,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 
 from knowhub import build_app
 from tests.console_helpers import open_ask, screenshots, sign_in
-from tests.helpers import fast_settings, write
+from tests.helpers import WAIT_S, fast_settings, write
 from tests.http_helpers import FULL, LIMITED, TOKEN_ENV, ApiServer, api_server, build_corpus
 
 QUESTION = "How often do database backups run?"
@@ -216,7 +216,7 @@ def test_feedback_from_the_answer_is_stored_and_shown_on_its_trace(
     _ask(page, QUESTION)
     turn = page.locator("#conversation .turn").first
     feedback = turn.locator(".feedback")
-    expect(feedback).to_be_visible(timeout=2000)
+    expect(feedback).to_be_visible()
     feedback.locator("[data-helpful=no]").click()
     feedback.locator("textarea").fill("missed the retention")
     feedback.locator(".send").click()
@@ -253,7 +253,11 @@ def test_a_cross_site_post_to_the_stream_is_refused(
     body = {"question": QUESTION}
     for headers in ({"Origin": "http://evil.example"}, {}):
         posted = httpx.post(
-            console.url("/ui/ask/stream"), json=body, cookies=cookies, headers=headers, timeout=10
+            console.url("/ui/ask/stream"),
+            json=body,
+            cookies=cookies,
+            headers=headers,
+            timeout=WAIT_S,
         )
         assert posted.status_code == 403, posted.text  # the guard's origin list, or ours
         assert "origin" in posted.json()["error"].lower() and "event:" not in posted.text
@@ -262,7 +266,7 @@ def test_a_cross_site_post_to_the_stream_is_refused(
         json=body,
         cookies=cookies,
         headers={"Origin": console.url("")},
-        timeout=30,
+        timeout=WAIT_S,
     )
     assert same.status_code == 200 and "event: end" in same.text
     forged = httpx.post(
@@ -270,7 +274,7 @@ def test_a_cross_site_post_to_the_stream_is_refused(
         data={"helpful": "yes"},
         cookies=cookies,
         headers={"Origin": "http://evil.example", "Accept": "application/json"},
-        timeout=10,
+        timeout=WAIT_S,
     )
     assert forged.status_code == 403
 

@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import BrowserContext, expect
 
 from knowhub import build_app
-from tests.console_helpers import screenshots, sign_in
+from tests.console_helpers import WAIT_MS, screenshots, sign_in
 from tests.helpers import fast_settings, write
 from tests.http_helpers import FULL, OPS, READER, TOKEN_ENV, ApiServer, api_server
 
@@ -91,7 +91,7 @@ def test_upload_a_docx_and_a_pdf_find_them_then_delete_one(
     expect(page.locator("#chosen li")).to_have_count(2)
     page.click("#upload-button")
     done = page.locator("#upload-files li[data-state=done]")
-    expect(done).to_have_count(2, timeout=60_000)
+    expect(done).to_have_count(2)
     expect(page.locator("#upload-files progress").first).to_have_attribute("value", "1")
     screenshots(page, "upload", ["#dropzone", "#upload-files li", "#upload-done"])
     assert site.stored() == ["aquarium care.docx", "observatory.pdf"]
@@ -131,7 +131,7 @@ def test_oversized_and_unsupported_files_get_their_reasons_and_nothing_is_stored
     page.set_input_files("#files", [str(big), str(exe)])
     page.click("#upload-button")
     failed = page.locator("#upload-files li[data-state=failed]")
-    expect(failed).to_have_count(2, timeout=30_000)
+    expect(failed).to_have_count(2)
     expect(failed.filter(has_text="huge.md")).to_contain_text("server.max_upload_bytes")
     expect(failed.filter(has_text="setup.exe")).to_contain_text(".exe files are not accepted")
     expect(page.locator("#upload-summary")).to_have_text(
@@ -161,7 +161,7 @@ def test_without_javascript_the_form_posts_and_shows_the_result(
 def browser_context_no_js(context: BrowserContext) -> Iterator[BrowserContext]:
     assert context.browser is not None
     opened = context.browser.new_context(java_script_enabled=False)
-    opened.set_default_timeout(30_000)
+    opened.set_default_timeout(WAIT_MS)
     yield opened
     opened.close()
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from contextlib import ExitStack
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Self
 
 import pytest
 
-from tests.helpers import cli_env
+from tests.helpers import WAIT_S, cli_env, spawned
 from tests.mcp_stdio_helpers import call, make_corpus, serve
 
 pytestmark = pytest.mark.anyio
@@ -26,7 +27,8 @@ EARLY = "from the cached handshake"
 
 
 class RawClient:
-    """JSON-RPC lines over a ``knowhub --debug serve mcp`` process's stdin/stdout."""
+    """JSON-RPC lines over a ``knowhub --debug serve mcp`` process's stdin/stdout, for a
+    ``with`` block (at its end the process is ended and its pipes closed, come what may)."""
 
     def __init__(self, root: Path) -> None:
         command = [
@@ -41,15 +43,24 @@ class RawClient:
             "--docs",
             str(root / "docs"),
         ]
-        self.log = (root / "raw.log").open("w", encoding="utf-8")
-        self.process = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.log,
-            env=cli_env(),
-            cwd=root,
+        self._stack = ExitStack()
+        self.log = self._stack.enter_context((root / "raw.log").open("w", encoding="utf-8"))
+        self.process: subprocess.Popen[bytes] = self._stack.enter_context(
+            spawned(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self.log,
+                env=cli_env(),
+                cwd=root,
+            )
         )
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
 
     def send(self, message: dict[str, Any]) -> None:
         stdin: IO[bytes] = self.process.stdin  # type: ignore[assignment]
@@ -104,7 +115,7 @@ class RawClient:
         stdout: IO[bytes] = self.process.stdout  # type: ignore[assignment]
         rest = stdout.read()
         stdout.close()
-        self.process.wait(timeout=60)
+        self.process.wait(timeout=WAIT_S)
         self.log.close()
         assert rest == b"", rest  # nothing after the last answer: no dropped frame leaked
         return (root / "raw.log").read_text(encoding="utf-8")
@@ -117,16 +128,16 @@ def _cache(root: Path) -> Path:
 
 async def test_a_second_start_answers_the_handshake_as_the_sdk_did(tmp_path: Path) -> None:
     root = make_corpus(tmp_path)
-    first = RawClient(root)
-    sdk_init, sdk_tools = first.handshake()
-    assert "result" in first.call(3, "list_collections")
-    assert EARLY not in first.close(root)  # nothing cached yet: the SDK answered
+    with RawClient(root) as first:
+        sdk_init, sdk_tools = first.handshake()
+        assert "result" in first.call(3, "list_collections")
+        assert EARLY not in first.close(root)  # nothing cached yet: the SDK answered
     assert sdk_init["result"]["capabilities"]["tools"]["listChanged"] is True
 
-    second = RawClient(root)
-    init, tools = second.handshake()
-    answered = second.call(3, "list_collections")
-    log = second.close(root)
+    with RawClient(root) as second:
+        init, tools = second.handshake()
+        answered = second.call(3, "list_collections")
+        log = second.close(root)
     assert log.count(EARLY) == 2, log[-3000:]
     assert (init, tools) == (sdk_init, sdk_tools)
     assert "collections" in answered["result"]["structuredContent"]
@@ -140,21 +151,21 @@ async def test_a_second_start_answers_the_handshake_as_the_sdk_did(tmp_path: Pat
 
 async def test_a_stale_cache_is_corrected_and_the_client_told(tmp_path: Path) -> None:
     root = make_corpus(tmp_path)
-    first = RawClient(root)
-    _, sdk_tools = first.handshake()
-    first.close(root)
+    with RawClient(root) as first:
+        _, sdk_tools = first.handshake()
+        first.close(root)
     cached = json.loads(_cache(root).read_text(encoding="utf-8"))
     cached["tools"][VERSION]["tools"] = cached["tools"][VERSION]["tools"][:1]  # a tool since
     _cache(root).write_text(json.dumps(cached), encoding="utf-8")
 
-    stale = RawClient(root)
-    _, tools = stale.handshake()
-    assert len(tools["result"]["tools"]) == 1  # what the cache said, answered early
-    stale.call(3, "list_collections")
-    assert {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"} in stale.notes
-    stale.send({"jsonrpc": "2.0", "id": 4, "method": "tools/list"})
-    again = stale.receive()
-    stale.close(root)
+    with RawClient(root) as stale:
+        _, tools = stale.handshake()
+        assert len(tools["result"]["tools"]) == 1  # what the cache said, answered early
+        stale.call(3, "list_collections")
+        assert {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"} in stale.notes
+        stale.send({"jsonrpc": "2.0", "id": 4, "method": "tools/list"})
+        again = stale.receive()
+        stale.close(root)
     assert again["result"] == sdk_tools["result"]
     assert (
         json.loads(_cache(root).read_text(encoding="utf-8"))["tools"][VERSION]

@@ -28,7 +28,7 @@ from knowhub.testing.scope_matrix import (
     visible,
 )
 from knowhub.trace.jsonl import read_traces
-from tests.helpers import fast_settings, tls
+from tests.helpers import WAIT_S, fast_settings, tls
 from tests.http_helpers import ApiServer, api_server
 from tests.pictures_helpers import text_png, word_with_figure
 
@@ -92,7 +92,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 def signed_in(request: pytest.FixtureRequest, site: Site) -> Iterator[tuple[str, httpx.Client]]:
     """A console session of one matrix token, signed in through the login form."""
     name = request.param
-    with httpx.Client(base_url=site.server.url, verify=tls(), timeout=30) as client:
+    with httpx.Client(base_url=site.server.url, verify=tls(), timeout=WAIT_S) as client:
         login = client.post(
             "/ui/login", data={"token": secret(name)}, headers={"Origin": site.server.url}
         )

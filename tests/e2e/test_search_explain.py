@@ -83,7 +83,6 @@ def test_explain_says_when_reranking_failed_and_the_search_still_answers(ingeste
     env = {
         "KNOWHUB_RERANKER__PROVIDER": "http",
         "KNOWHUB_RERANKER__HTTP__URL": reranking.closed_port_url(),
-        "KNOWHUB_RERANKER__TIMEOUT_S": "2",
     }
     result = knowhub("search", QUERY, "--explain", "-k", "3", cwd=ingested, env=env)
     assert result.returncode == 0, result.stderr

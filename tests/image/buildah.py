@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, WAIT_S
 
 BASE = "localhost/knowhub-base:bookworm"
 IMAGE = "localhost/knowhub:test"
@@ -186,7 +186,7 @@ def run_argv(
 @contextmanager
 def started(argv: list[str], log: Path) -> Iterator[subprocess.Popen[str]]:
     """``argv`` (a :func:`run_argv`) running until the block ends: then SIGTERM to its whole
-    process group (buildah and the server under it), SIGKILL after 15 s."""
+    process group (buildah and the server under it), SIGKILL after ``WAIT_S``."""
     with log.open("w", encoding="utf-8") as out:
         process = subprocess.Popen(
             argv, stdout=out, stderr=subprocess.STDOUT, text=True, start_new_session=True
@@ -198,7 +198,7 @@ def started(argv: list[str], log: Path) -> Iterator[subprocess.Popen[str]]:
 
 
 def _stop_group(process: subprocess.Popen[str]) -> None:
-    for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 10.0)):
+    for sig, wait in ((signal.SIGTERM, WAIT_S), (signal.SIGKILL, WAIT_S)):
         try:
             os.killpg(process.pid, sig)
         except ProcessLookupError:

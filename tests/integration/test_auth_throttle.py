@@ -15,7 +15,7 @@ import httpx2 as httpx
 import pytest
 from mcp_types import CallToolResult
 
-from tests.helpers import write
+from tests.helpers import WAIT_S, write
 from tests.http_helpers import FULL, READER, TOKEN_ENV, ApiServer, api_server, build_corpus
 from tests.mcp_helpers import http_server
 
@@ -35,7 +35,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
 
 def _client(address: str) -> httpx.Client:
     """A client whose requests come from ``address``."""
-    return httpx.Client(transport=httpx.HTTPTransport(local_address=address), timeout=30)
+    return httpx.Client(transport=httpx.HTTPTransport(local_address=address), timeout=WAIT_S)
 
 
 def _bearer(token: str) -> dict[str, str]:

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import IO
 
@@ -23,6 +24,7 @@ import pytest
 
 from knowhub.providers.stores.schema import fts_table
 from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
+from tests.helpers import spawned
 
 FILES = 300
 KILLS = 15
@@ -42,14 +44,17 @@ def write_versions(folder: Path, versions: dict[int, int]) -> None:
         (folder / f"doc{index:03d}.md").write_text(version_text(index, version), encoding="utf-8")
 
 
-def ingest_process(folder: Path, data: Path, log: IO[bytes]) -> subprocess.Popen[bytes]:
+def ingest_process(
+    folder: Path, data: Path, log: IO[bytes]
+) -> AbstractContextManager[subprocess.Popen[bytes]]:
+    """``knowhub ingest FOLDER --prune``, stderr to ``log``, for a ``with`` block."""
     env = {
         **os.environ,
         "KNOWHUB_EMBEDDER__PROVIDER": "hashing",
         "KNOWHUB_CHUNKING__SIZE": "300",
         "KNOWHUB_CHUNKING__OVERLAP": "50",
     }
-    return subprocess.Popen(
+    return spawned(
         [
             sys.executable,
             "-m",
@@ -120,9 +125,11 @@ def test_store_survives_sigkill_at_random_moments(tmp_path: Path) -> None:
     allowed = {i: {sha(version_text(i, 0))} for i in range(FILES)}
     killed = 0
     for _ in range(KILLS):
-        with (tmp_path / "killed.log").open("wb") as log:
-            process = ingest_process(folder, data, log)
-            time.sleep(rng.uniform(0.2, 1.5))
+        with (
+            (tmp_path / "killed.log").open("wb") as log,
+            ingest_process(folder, data, log) as process,
+        ):
+            time.sleep(rng.uniform(0.2, 1.5))  # a moment at random, not a wait for anything
             if process.poll() is None:
                 process.send_signal(signal.SIGKILL)
                 killed += 1
@@ -139,8 +146,10 @@ def test_store_survives_sigkill_at_random_moments(tmp_path: Path) -> None:
     gone = rng.sample(range(FILES), 5)
     for index in gone:
         (folder / f"doc{index:03d}.md").unlink()
-    with (tmp_path / "final.log").open("wb") as log:
-        final = ingest_process(folder, data, log)
+    with (
+        (tmp_path / "final.log").open("wb") as log,
+        ingest_process(folder, data, log) as final,
+    ):
         final.wait(timeout=600)
     assert final.returncode == 0, (tmp_path / "final.log").read_text()
     current = {i: {sha(version_text(i, versions[i]))} for i in range(FILES) if i not in gone}

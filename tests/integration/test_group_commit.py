@@ -23,7 +23,7 @@ from knowhub.models import Chunk, DocumentRecord
 from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.stores.base import DocumentWrite
 from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
-from tests.helpers import fast_settings, write
+from tests.helpers import WAIT_S, fast_settings, write
 
 
 def document(name: str, dim: int, rows: int = 1) -> DocumentWrite:
@@ -122,7 +122,7 @@ class _Gated(Embedder):
 
     def _encode(self, texts: list[str], is_query: bool) -> Vectors:
         self.threads.add(threading.current_thread().name)
-        assert self.gate.wait(10), "never released"
+        assert self.gate.wait(WAIT_S), "never released"
         return np.full((len(texts), self.dim), 0.5, dtype=np.float32)
 
 

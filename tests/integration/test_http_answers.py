@@ -22,15 +22,18 @@ from knowhub import load_settings
 from knowhub.interfaces.http import create_app
 from knowhub.testing.llm_server import ANSWER, LlmServer, closed_url, serve
 from knowhub.trace.jsonl import read_traces
-from tests.helpers import FAST_ENV
+from tests.gated_model import gated_model
+from tests.helpers import FAST_ENV, WAIT_S
 from tests.http_helpers import (
     FULL,
     TOKEN_ENV,
     ApiServer,
+    SseEvent,
     api_server,
     build_corpus,
     llm_env,
     read_sse,
+    sse_events,
 )
 
 REWRITTEN = "How long are database backups kept?"
@@ -70,25 +73,34 @@ def _ask(server: ApiServer, **body: Any) -> dict[str, Any]:
 # -- streaming -------------------------------------------------------------------------------
 
 
-def test_sse_tokens_arrive_as_the_model_generates_them(server: ApiServer) -> None:
+def test_sse_tokens_arrive_as_the_model_generates_them(corpus: Path) -> None:
     body = {"question": "How often do database backups run?", "stream": True}
-    with httpx.stream(
-        "POST", server.url + "/api/ask", json=body, headers=server.headers(), timeout=30
-    ) as response:
+    events: list[SseEvent] = []
+    with (
+        gated_model() as model,
+        api_server(
+            cwd=corpus.parent, data_dir=corpus, env={**TOKEN_ENV, **llm_env(model)}, token=FULL
+        ) as server,
+        httpx.stream(
+            "POST", server.url + "/api/ask", json=body, headers=server.headers(), timeout=WAIT_S
+        ) as response,
+    ):
         assert response.status_code == 200
-        events = read_sse(response.iter_lines())
+        for event in sse_events(response.iter_lines()):
+            events.append(event)
+            if event.event == "token":
+                model.go_on.set()  # the model holds the rest of its answer until now
+    assert not model.waited_out, "no token reached the client before the model finished"
     kinds = [e.event for e in events]
     assert kinds[-1] == "end" and "error" not in kinds
     tokens = [e for e in events if e.event == "token"]
     assert len(tokens) >= 3
     end = events[-1]
-    # Arrival times on the client: the first token well before the last event.
-    assert end.at - tokens[0].at > 0.3, [(e.event, round(e.at - events[0].at, 3)) for e in events]
     assert "".join(e.data["text"] for e in tokens).strip() == ANSWER == end.data["answer"]
     stages = [e.data["stage"] for e in events if e.event == "stage"]
     assert stages == ["routing", "retrieval", "prompt_build", "llm_first_token"]
     timings = end.data["timings_ms"]
-    assert timings["llm_first_token"] < timings["llm_total"] - 200
+    assert timings["llm_first_token"] <= timings["llm_total"]
     assert end.data["model"] == "openai:test-model" and end.data["hit_type"] == "rag"
 
 
@@ -99,12 +111,12 @@ def test_a_json_answer_from_the_model(server: ApiServer) -> None:
 
 
 def test_websocket_streams_the_model_token_by_token(server: ApiServer) -> None:
-    with connect(f"{server.ws_url}?token={FULL}", proxy=None, open_timeout=10) as ws:
+    with connect(f"{server.ws_url}?token={FULL}", proxy=None, open_timeout=WAIT_S) as ws:
         for n in (1, 2):
             ws.send(json.dumps({"question": "How often do database backups run?", "id": n}))
             events = []
             while not events or events[-1]["event"] not in ("end", "error"):
-                events.append(json.loads(ws.recv(timeout=30)))
+                events.append(json.loads(ws.recv(timeout=WAIT_S)))
             tokens = [e["text"] for e in events if e["event"] == "token"]
             assert len(tokens) >= 3 and "".join(tokens).strip() == ANSWER
             assert events[-1]["event"] == "end" and {e["id"] for e in events} == {n}
@@ -158,11 +170,11 @@ def test_history_given_by_the_client_is_used(server: ApiServer) -> None:
 
 
 def test_sessions_work_over_the_websocket_too(server: ApiServer) -> None:
-    with connect(f"{server.ws_url}?token={FULL}", proxy=None, open_timeout=10) as ws:
+    with connect(f"{server.ws_url}?token={FULL}", proxy=None, open_timeout=WAIT_S) as ws:
         ends = []
         for question in ("How often do database backups run?", FOLLOW_UP):
             ws.send(json.dumps({"question": question, "session_id": "ws-chat"}))
-            while (event := json.loads(ws.recv(timeout=30)))["event"] not in ("end", "error"):
+            while (event := json.loads(ws.recv(timeout=WAIT_S)))["event"] not in ("end", "error"):
                 pass
             ends.append(event)
     assert ends[1]["event"] == "end" and ends[1]["query"] == REWRITTEN
@@ -187,7 +199,7 @@ def test_a_model_that_cannot_be_reached_is_a_502_and_the_server_keeps_serving(
         assert failed.json()["status"] == 502 and "cannot reach" in failed.json()["error"]
         body = {"question": "How often do database backups run?", "stream": True}
         with httpx.stream(
-            "POST", server.url + "/api/ask", json=body, headers=server.headers(), timeout=30
+            "POST", server.url + "/api/ask", json=body, headers=server.headers(), timeout=WAIT_S
         ) as response:
             assert response.status_code == 200  # the stream had started: sources were sent
             events = read_sse(response.iter_lines())

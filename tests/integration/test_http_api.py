@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
-from tests.helpers import knowhub
+from tests.helpers import WAIT_S, knowhub
 from tests.http_helpers import (
     FULL,
     LIMITED,
@@ -46,7 +46,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
 
 def _ws(server: ApiServer, token: str | None = FULL, **kwargs: Any) -> ClientConnection:
     headers = {"Authorization": f"Bearer {token}"} if token else None
-    return connect(server.ws_url, additional_headers=headers, proxy=None, open_timeout=10, **kwargs)
+    return connect(
+        server.ws_url, additional_headers=headers, proxy=None, open_timeout=WAIT_S, **kwargs
+    )
 
 
 def _answer_over(ws: ClientConnection, message: dict[str, Any] | str) -> list[dict[str, Any]]:
@@ -54,7 +56,7 @@ def _answer_over(ws: ClientConnection, message: dict[str, Any] | str) -> list[di
     ws.send(message if isinstance(message, str) else json.dumps(message))
     events = []
     while True:
-        event = json.loads(ws.recv(timeout=30))
+        event = json.loads(ws.recv(timeout=WAIT_S))
         events.append(event)
         if event["event"] in ("end", "error"):
             return events
@@ -193,7 +195,7 @@ def test_a_greeting_is_answered_without_searching(server: ApiServer) -> None:
 def test_a_streamed_extractive_answer_is_server_sent_events(server: ApiServer) -> None:
     body = {"question": "How long are backups kept?", "stream": True}
     with httpx.stream(
-        "POST", server.url + "/api/ask", json=body, headers=server.headers(), timeout=30
+        "POST", server.url + "/api/ask", json=body, headers=server.headers(), timeout=WAIT_S
     ) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
@@ -245,7 +247,7 @@ def test_collections_and_documents(server: ApiServer) -> None:
 
 
 def test_health_is_public_but_says_more_to_a_token(server: ApiServer) -> None:
-    anonymous = httpx.get(server.url + "/health", timeout=10)
+    anonymous = httpx.get(server.url + "/health", timeout=WAIT_S)
     assert anonymous.status_code == 200 and anonymous.json() == {"status": "ok"}
     full = server.get("/health").json()
     assert full["status"] == "ok" and full["collections"] == 2 and full["documents"] == 3
@@ -255,7 +257,7 @@ def test_health_is_public_but_says_more_to_a_token(server: ApiServer) -> None:
 
 
 def test_openapi_docs_are_public(server: ApiServer) -> None:
-    schema = httpx.get(server.url + "/openapi.json", timeout=10)
+    schema = httpx.get(server.url + "/openapi.json", timeout=WAIT_S)
     assert schema.status_code == 200
     paths = schema.json()["paths"]
     assert {
@@ -268,7 +270,7 @@ def test_openapi_docs_are_public(server: ApiServer) -> None:
         "/metrics",
     } <= set(paths)
     assert "HTTPBearer" in schema.json()["components"]["securitySchemes"]
-    assert httpx.get(server.url + "/docs", timeout=10).status_code == 200
+    assert httpx.get(server.url + "/docs", timeout=WAIT_S).status_code == 200
 
 
 def test_unknown_routes_and_methods_are_json_errors(server: ApiServer) -> None:
@@ -299,7 +301,7 @@ def test_every_data_route_needs_a_token(server: ApiServer, method: str, path: st
             method,
             server.url + path,
             headers=headers,
-            timeout=10,
+            timeout=WAIT_S,
             json=body if method == "POST" else None,
         )
         assert response.status_code == 401, (headers, response.text)
@@ -309,7 +311,7 @@ def test_every_data_route_needs_a_token(server: ApiServer, method: str, path: st
     in_url = httpx.request(
         method,
         f"{server.url}{path}?token={FULL}",
-        timeout=10,
+        timeout=WAIT_S,
         json=body if method == "POST" else None,
     )
     assert in_url.status_code == 401
@@ -361,7 +363,7 @@ def test_the_console_cookie_is_a_session_that_sign_out_ends(server: ApiServer) -
         return httpx.post(
             server.url + "/ui/login",
             data={"token": FULL},
-            timeout=10,
+            timeout=WAIT_S,
             headers={"Origin": server.url, **headers},
         )
 
@@ -375,7 +377,7 @@ def test_the_console_cookie_is_a_session_that_sign_out_ends(server: ApiServer) -
     assert "knowhub_token" not in str(signed_in.cookies)
 
     def page(value: str) -> int:
-        got = httpx.get(server.url + "/ui", cookies={"knowhub_session": value}, timeout=10)
+        got = httpx.get(server.url + "/ui", cookies={"knowhub_session": value}, timeout=WAIT_S)
         return got.status_code
 
     assert page(session) == 200 and page(FULL) == 303  # the token is no session
@@ -383,7 +385,7 @@ def test_the_console_cookie_is_a_session_that_sign_out_ends(server: ApiServer) -
         server.url + "/ui/logout",
         cookies={"knowhub_session": session},
         headers={"Origin": server.url},
-        timeout=10,
+        timeout=WAIT_S,
     )
     assert out.status_code == 303 and page(session) == 303, "sign-out ends the session"
     # Claimed by a peer that is no proxy of server.trusted_proxies (none here): not believed.
@@ -430,7 +432,7 @@ def test_websocket_answers_several_questions_on_one_connection(server: ApiServer
 
 
 def test_websocket_token_in_the_header_or_the_url(server: ApiServer) -> None:
-    with connect(f"{server.ws_url}?token={READER}", proxy=None, open_timeout=10) as ws:
+    with connect(f"{server.ws_url}?token={READER}", proxy=None, open_timeout=WAIT_S) as ws:
         assert _answer_over(ws, {"question": "backups?"})[-1]["event"] == "end"
     for url, headers in (
         (server.ws_url, None),
@@ -438,7 +440,7 @@ def test_websocket_token_in_the_header_or_the_url(server: ApiServer) -> None:
         (server.ws_url, {"Authorization": "Bearer wrong"}),
     ):
         with pytest.raises(InvalidStatus) as refused:
-            connect(url, additional_headers=headers, proxy=None, open_timeout=10)
+            connect(url, additional_headers=headers, proxy=None, open_timeout=WAIT_S)
         assert refused.value.response.status_code == 401
         assert b"bearer token" in refused.value.response.body
     time.sleep(0.2)  # let the server log whatever it would
@@ -462,7 +464,7 @@ def test_metrics_count_requests_errors_stages_and_answers(server: ApiServer) -> 
     server.post("/api/search", json={"query": "backups"})
     server.post("/api/search", json={"query": "x", "collection": "nope"})
     server.post("/api/ask", json={"question": "How often do database backups run?"})
-    httpx.get(server.url + "/api/collections", timeout=10)  # refused: no token
+    httpx.get(server.url + "/api/collections", timeout=WAIT_S)  # refused: no token
     response = server.get("/metrics")
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
     samples = {

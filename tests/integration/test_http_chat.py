@@ -293,7 +293,7 @@ def test_the_mcp_servers_start_on_the_first_chat_and_stop_with_the_server(
         assert started
         chat(server, question=SECOND)
         assert processes_marked(marker) == started  # the same servers, kept up
-    wait_until(lambda: processes_marked(marker) == [], timeout=10, interval=0.1)
+    wait_until(lambda: processes_marked(marker) == [], interval=0.1)
     assert "Traceback" not in server.logs()
 
 

@@ -24,7 +24,7 @@ from knowhub import build_app
 from knowhub.interfaces.http import create_app
 from knowhub.testing.llm_server import LlmServer
 from knowhub.testing.llm_server import serve as serve_llm
-from tests.helpers import fast_settings, write
+from tests.helpers import WAIT_S, fast_settings, write
 from tests.http_helpers import FULL, TOKEN_ENV, ApiServer, api_server, build_corpus
 from tests.mcp_helpers import wait_until
 from tests.reranking import jina
@@ -75,7 +75,7 @@ def test_health_and_ready_answer_while_every_worker_is_blocked(
                 searches = _fire(pool, 48, lambda: server.post("/api/search", json=search))
                 wait_until(lambda: len(reranker.requests) >= 16)
                 health = _health(server)
-                ready = httpx.get(server.url + "/ready", timeout=30)  # public: no token
+                ready = httpx.get(server.url + "/ready", timeout=WAIT_S)  # public: no token
                 # Answered while the searches still waited on the reranker, not after them.
                 assert not any(search.done() for search in searches)
                 assert health["status"] == "ok" and health["collections"] == 2
@@ -158,10 +158,10 @@ def _overflow_answers(
     assert refused.status_code == 503 and refused.headers["Retry-After"] == "1"
     assert "server.max_queued" in refused.json()["error"]
     with connect(
-        server.ws_url, additional_headers=server.headers(), proxy=None, open_timeout=10
+        server.ws_url, additional_headers=server.headers(), proxy=None, open_timeout=WAIT_S
     ) as ws:
         ws.send(json.dumps(question))
-        event = json.loads(ws.recv(timeout=30))
+        event = json.loads(ws.recv(timeout=WAIT_S))
     assert event["event"] == "error" and event["status"] == 503
     assert len(llm.requests) == 2  # the queued answer has not started
     assert _health(server)["answers_busy"] == 2
@@ -195,7 +195,7 @@ def test_a_fresh_server_loads_jieba_once_before_twenty_concurrent_chinese_search
         barrier = threading.Barrier(20)
 
         def search() -> httpx.Response:
-            barrier.wait(timeout=30)
+            barrier.wait(timeout=WAIT_S)
             return server.post("/api/search", json={"query": "年假有多少天"})
 
         results = [f.result() for f in _fire(pool, 20, search)]

@@ -13,7 +13,7 @@ import pytest
 from knowhub import App, StoreError, build_app
 from knowhub.ingest import integrity
 from knowhub.ingest.loaders.reading import RegularFile
-from tests.helpers import fast_settings, write
+from tests.helpers import WAIT_S, fast_settings, write
 
 T = TypeVar("T")
 
@@ -165,7 +165,7 @@ def test_switching_embedder_on_a_collection_is_refused(tmp_path: Path) -> None:
 
 
 # A FIFO blocked the whole run in open(): bounded, so the old code fails instead of hanging.
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(WAIT_S)
 def test_a_fifo_in_a_folder_is_skipped_with_its_reason_and_the_rest_is_ingested(
     app: App, tmp_path: Path
 ) -> None:
@@ -183,7 +183,7 @@ def test_a_fifo_in_a_folder_is_skipped_with_its_reason_and_the_rest_is_ingested(
     assert report.to_dict()["skipped"] == [{"source": s, "reason": r} for s, r in report.skipped]
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(WAIT_S)
 def test_a_fifo_named_directly_fails_saying_what_it_is(app: App, tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "x.txt")
     report = app.ingest([tmp_path / "x.txt"])

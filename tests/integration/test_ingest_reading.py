@@ -11,7 +11,7 @@ import pytest
 
 from knowhub import App, build_app
 from knowhub.ingest.pipeline import IngestProgress, IngestReport
-from tests.helpers import fast_settings, write
+from tests.helpers import WAIT_S, fast_settings, write
 
 
 def test_file_that_became_a_fifo_after_discovery_fails_alone_without_blocking(
@@ -32,10 +32,10 @@ def test_file_that_became_a_fifo_after_discovery_fails_alone_without_blocking(
         target=lambda: reports.append(app.ingest([docs], progress=swap)), daemon=True
     )
     run.start()
-    run.join(timeout=60)
+    run.join(timeout=WAIT_S)
     if run.is_alive():  # blocked on the FIFO: a writer releases it, then fail
         os.close(os.open(swapped, os.O_WRONLY | os.O_NONBLOCK))
-        run.join(timeout=30)
+        run.join(timeout=WAIT_S)
         pytest.fail("ingest blocked on a FIFO")
     (report,) = reports
     assert sorted(report.added) == ["a.md", "c.md"]

@@ -15,7 +15,7 @@ from knowhub.ingest.progress import IngestProgress
 from knowhub.interfaces.render import render_hits
 from knowhub.testing import llm_server
 from knowhub.testing.llm_server import LlmServer
-from tests.helpers import fast_settings, write
+from tests.helpers import WAIT_S, fast_settings, write
 
 PARKING = "Visitors leave their cars in the north lot, free of charge."
 CAFETERIA = "The cafeteria serves lunch from noon until two."
@@ -40,7 +40,7 @@ def _app(tmp_path: Path, server: LlmServer, **values: object) -> App:
         "llm.base_url": server.openai_base,
         "llm.model": "scripted",
         "llm.max_retries": 0,
-        "llm.timeout_s": 5,
+        "llm.timeout_s": WAIT_S,
         "ingest.transforms.enrich": True,
         **values,
     }

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from knowhub import ConfigError, ProviderError, registry
 from knowhub.config import load_settings
 from knowhub.errors import QueryError
+from knowhub.providers import jsonhttp
 from knowhub.providers.jsonhttp import Transport
 from knowhub.providers.llms.azure import AzureChat
 from knowhub.providers.llms.base import LLM, ChatMessage
@@ -18,6 +19,7 @@ from knowhub.providers.llms.ollama import OllamaChat
 from knowhub.providers.llms.openai import ChatCompletionsLLM, OpenAIChat
 from knowhub.testing import llm_server
 from knowhub.testing.llm_server import ANSWER, LlmServer
+from tests.helpers import WAIT_S
 
 PROVIDERS = ["openai", "azure", "ollama"]
 KEY = "sk-test-0123456789abcdef"
@@ -47,7 +49,7 @@ def build(
         "llm.provider": provider,
         "llm.model": MODEL,
         "llm.api_key_env": "LLM_KEY",
-        "llm.timeout_s": 5,
+        "llm.timeout_s": WAIT_S,
         "llm.max_retries": 2,
         "llm.backoff_s": 0.001,
     }
@@ -105,20 +107,16 @@ def test_complete_sends_the_protocol_and_returns_the_answer(provider: str, tmp_p
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_stream_yields_deltas_as_they_arrive(provider: str, tmp_path: Path) -> None:
-    with llm_server.serve(api_key=KEY, token_delay_s=0.03) as server:
-        llm = build(provider, server, tmp_path)
-        start = time.perf_counter()
-        deltas: list[str] = []
-        first_token_s = 0.0
-        for delta in llm.stream(MESSAGES):
-            if not deltas:
-                first_token_s = time.perf_counter() - start
-            deltas.append(delta)
-        total_s = time.perf_counter() - start
+    with llm_server.serve(api_key=KEY) as server:
+        deltas = list(build(provider, server, tmp_path).stream(MESSAGES))
     assert "".join(deltas) == ANSWER and deltas == llm_server.tokens(ANSWER)
-    # The server pauses 30 ms after each of ~13 tokens: the first arrives long before the end.
-    assert first_token_s < total_s / 3, (first_token_s, total_s)
     assert server.last.body["stream"] is True and server.last.auth == "ok"
+    # A model that sends its first token, then nothing more until the test ends, and never
+    # ends its stream: a client that gathered the whole answer first would have none yet.
+    with llm_server.serve(api_key=KEY, fail="stall") as server:
+        stream = build(provider, server, tmp_path).stream(MESSAGES)
+        assert next(stream) == llm_server.tokens(ANSWER)[0]
+        stream.close()
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -222,23 +220,31 @@ def test_no_retries_when_max_retries_is_0(tmp_path: Path) -> None:
     assert "gave up" not in str(error.value) and len(server.requests) == 1
 
 
-def test_retry_after_replaces_the_backoff(tmp_path: Path) -> None:
+def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The pauses the transport makes before its retries, taken instead of made: which
+    pause it chose is the behaviour, not how long a machine takes to make it."""
+    made: list[float] = []
+    monkeypatch.setattr(jsonhttp, "time", SimpleNamespace(sleep=made.append))
+    return made
+
+
+def test_retry_after_replaces_the_backoff(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    paused = waits(monkeypatch)
     with llm_server.serve(fail="429", times=1, retry_after="0.05") as server:
         llm = build("openai", server, tmp_path, **{"llm.backoff_s": 30})
-        start = time.perf_counter()
         assert llm.complete(MESSAGES) == ANSWER
-    assert 0.05 <= time.perf_counter() - start < 5 and len(server.requests) == 2
+    assert paused == [0.05] and len(server.requests) == 2
 
 
-def test_retry_after_is_capped() -> None:
+def test_retry_after_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
+    paused = waits(monkeypatch)
     with llm_server.serve(fail="429", times=1, retry_after="3600") as server:
         transport = Transport("llm test", backoff_s=30, max_delay_s=0.01)
         llm = ChatCompletionsLLM(
             server.openai_base + "/chat/completions", "m", {}, transport, model_id="test:m"
         )
-        start = time.perf_counter()
         assert llm.complete(MESSAGES) == ANSWER
-    assert time.perf_counter() - start < 5 and len(server.requests) == 2
+    assert paused == [0.01] and len(server.requests) == 2
 
 
 # --- failures ---

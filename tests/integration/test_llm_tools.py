@@ -25,6 +25,7 @@ from knowhub.providers.llms.tools import (
 )
 from knowhub.testing import llm_server
 from knowhub.testing.llm_server import LlmServer, ToolReply
+from tests.helpers import WAIT_S
 
 PROVIDERS = ["openai", "azure", "ollama"]
 STREAMED = [False, True]
@@ -45,7 +46,7 @@ ANSWER = "Backups are taken every six hours [1]."
 
 
 def build(provider: str, server: LlmServer, **options: Any) -> LLM:
-    options = {"max_retries": 2, "backoff_s": 0.001, "timeout_s": 5, **options}
+    options = {"max_retries": 2, "backoff_s": 0.001, "timeout_s": WAIT_S, **options}
     if provider == "openai":
         return OpenAIChat(server.openai_base, MODEL, api_key=KEY, **options)
     if provider == "azure":
@@ -382,5 +383,5 @@ def streamed_argument_pieces(server: LlmServer, provider: str) -> list[str]:
 def post(url: str, body: Any) -> str:
     headers = {"Content-Type": "application/json", "api-key": KEY, "Authorization": f"Bearer {KEY}"}
     request = urllib.request.Request(url, json.dumps(body).encode(), headers)
-    with urllib.request.urlopen(request, timeout=5) as response:
+    with urllib.request.urlopen(request, timeout=WAIT_S) as response:
         return str(response.read().decode())

@@ -21,7 +21,7 @@ from knowhub.errors import ConfigError
 from knowhub.interfaces.mcp.local import LocalService
 from knowhub.interfaces.mcp.metrics import Metrics
 from knowhub.interfaces.mcp.server import ServeOptions, build_local
-from tests.helpers import fast_settings, write
+from tests.helpers import WAIT_S, fast_settings, write
 from tests.mcp_helpers import eventually
 
 pytestmark = pytest.mark.anyio
@@ -66,7 +66,8 @@ async def test_a_search_waits_for_the_first_sync_to_end(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="knowhub.mcp")
-    async with local(tmp_path, wait_s=30) as (client, service), anyio.create_task_group() as tg:
+    # The setting under test, generous: the search must still wait when the sync starts.
+    async with local(tmp_path, wait_s=WAIT_S) as (client, service), anyio.create_task_group() as tg:
         answers: list[dict[str, Any]] = []
 
         async def ask() -> None:
@@ -77,16 +78,18 @@ async def test_a_search_waits_for_the_first_sync_to_end(
         tg.start_soon(ask)
 
         async def waiting() -> bool:
-            return "query_knowledge_hub waits up to 30.0 s for the first sync" in caplog.text
+            return (
+                f"query_knowledge_hub waits up to {WAIT_S:.1f} s for the first sync" in caplog.text
+            )
 
-        await eventually(waiting, timeout=10)
+        await eventually(waiting)
         assert not answers
         service.start()  # only now: the search was waiting for it
 
         async def answered() -> bool:
             return bool(answers)
 
-        await eventually(answered, timeout=20)
+        await eventually(answered)
     assert answers[0]["indexing"] is None
     assert [h["source"] for h in answers[0]["hits"]] == ["zebra.md"]
 

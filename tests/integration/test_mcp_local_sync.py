@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import embedder_plugin
+from tests.helpers import WAIT_S, embedder_plugin
 from tests.mcp_helpers import eventually
 from tests.mcp_stdio_helpers import (
     CORPUS,
@@ -69,7 +69,7 @@ class GatedEmbedder(HashingEmbedder):
 
     def _encode(self, texts, is_query):
         gate = Path(os.environ["GATE_FILE"])
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + float(os.environ["GATE_WAIT_S"])
         while not is_query and any("gated" in t for t in texts) and not gate.exists():
             if time.monotonic() > deadline:
                 raise RuntimeError("the test never opened the gate")
@@ -85,7 +85,12 @@ def create(settings):
 def gated_env(tmp_path: Path, gate: Path, **settings: str) -> dict[str, str]:
     """Server env whose embedder is the gated plugin (an entry point on the path)."""
     path = embedder_plugin(tmp_path / "plugin", "gated", GATED_EMBEDDER)
-    env = {"PYTHONPATH": path, "GATE_FILE": str(gate), "KNOWHUB_EMBEDDER__PROVIDER": "gated"}
+    env = {
+        "PYTHONPATH": path,
+        "GATE_FILE": str(gate),
+        "GATE_WAIT_S": str(WAIT_S),
+        "KNOWHUB_EMBEDDER__PROVIDER": "gated",
+    }
     return {**env, **{f"KNOWHUB_SERVER__{k.upper()}": v for k, v in settings.items()}}
 
 

@@ -12,8 +12,8 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ from tests.agent_helpers import (
     processes_marked,
     slow_server,
 )
-from tests.helpers import ROOT, cli_env, write
+from tests.helpers import NEVER_S, ROOT, WAIT_S, cli_env, sigint_default, spawned, write
 from tests.mcp_helpers import HttpServer, http_server, wait_until
 
 TOKEN = "pool-Vb7nM2qX9cLw4RtZ"
@@ -56,10 +56,15 @@ def servers(entries: dict[str, Any], **environ: str) -> dict[str, ServerConfig]:
 
 @pytest.fixture
 def marker() -> Iterator[str]:
-    """A marker for this test's servers; the test fails if one is still alive at its end."""
+    """A marker for this test's servers; the test fails if one is still alive at its end,
+    and any still alive then are killed (a failed test must leave nothing behind)."""
     mark = new_marker()
     yield mark
-    wait_until(lambda: not processes_marked(mark), timeout=10, interval=0.1)
+    try:
+        wait_until(lambda: not processes_marked(mark), interval=0.1)
+    finally:
+        for pid in processes_marked(mark):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture
@@ -148,7 +153,7 @@ def test_a_wrong_token_is_the_servers_start_error_not_an_exception(
     knowhub_http: HttpServer,
 ) -> None:
     entry = {"url": knowhub_http.url + "/mcp", "headers": {"Authorization": "Bearer wrong-token"}}
-    with McpPool(servers({"kb": entry}), start_timeout_s=20) as pool:
+    with McpPool(servers({"kb": entry}), start_timeout_s=WAIT_S) as pool:
         error = pool.start()["kb"]
         assert isinstance(error, str) and error.startswith(
             f"MCP server 'kb' at {entry['url']} did not start: "
@@ -178,25 +183,27 @@ def test_a_missing_command_is_reported_and_tried_again_on_the_next_start(
 
 
 def test_a_server_that_failed_is_left_alone_for_retry_s(tmp_path: Path, marker: str) -> None:
-    hangs = {"command": sys.executable, "args": ["-c", "import time; time.sleep(60)"]}
-    config = servers({"hangs": {**hangs, "env": {MARK: marker}}, "other": {"command": "nope"}})
-    with McpPool(config, start_timeout_s=1.5, retry_s=60) as pool:
+    script = write(tmp_path / "server.py", f"import time; time.sleep({NEVER_S})\n")
+    hangs = {"command": sys.executable, "args": [str(script)], "env": {MARK: marker}}
+    config = servers({"hangs": hangs, "other": {"command": "nope"}})
+    # 1.5 s is the setting under test (the server never answers); retry_s outlasts the test.
+    with McpPool(config, start_timeout_s=1.5, retry_s=NEVER_S) as pool:
         first = pool.start(["hangs"])
         assert list(first) == ["hangs"]  # only what was asked for starts
         assert isinstance(first["hangs"], str) and "no answer within 1.5 s" in first["hangs"]
-        began = time.monotonic()
-        again = pool.start(["hangs"])
-        assert again["hangs"] == first["hangs"] and time.monotonic() - began < 1.0
+        script.write_text(SLOW_SERVER.read_text(encoding="utf-8"), encoding="utf-8")
+        again = pool.start(["hangs"])  # launched again, it would start now: it is not
+        assert again["hangs"] == first["hangs"]
         other = pool.start()["other"]  # the others start (or fail) as ever
         assert isinstance(other, str) and "command not found: nope" in other
 
 
 def test_a_slow_call_times_out_as_an_error_and_the_server_keeps_serving(marker: str) -> None:
-    with McpPool(servers({"slow": slow_server(marker)}), call_timeout_s=1.0) as pool:
+    with McpPool(servers({"slow": slow_server(marker)}), call_timeout_s=WAIT_S) as pool:
         pid = pool.call("slow", "pid", {}).text
-        began = time.monotonic()
-        outcome = pool.call("slow", "sleep", {"seconds": 30})
-        assert time.monotonic() - began < 5
+        pool.call_timeout_s = 1.0  # the setting under test, for the call that never returns
+        outcome = pool.call("slow", "sleep", {"seconds": NEVER_S})
+        pool.call_timeout_s = WAIT_S
         assert outcome.is_error and outcome.text == (
             "tool 'sleep' of MCP server 'slow': no answer within 1 s; the call was cancelled"
         )
@@ -219,11 +226,11 @@ def test_a_server_that_died_between_calls_is_restarted_by_the_next_one(marker: s
     with McpPool(servers({"slow": slow_server(marker)})) as pool:
         first = int(pool.call("slow", "pid", {}).text)
         os.kill(first, signal.SIGKILL)  # its guard exits with it
-        wait_until(lambda: not processes_marked(marker), timeout=5, interval=0.05)
+        wait_until(lambda: not processes_marked(marker), interval=0.05)
         again = pool.call("slow", "pid", {})
         assert not again.is_error and int(again.text) != first
         os.kill(int(again.text), signal.SIGKILL)
-        wait_until(lambda: not processes_marked(marker), timeout=5, interval=0.05)
+        wait_until(lambda: not processes_marked(marker), interval=0.05)
         assert "echo" in by_name(pool.start()["slow"])
         assert int(pool.call("slow", "pid", {}).text) not in (first, int(again.text))
 
@@ -250,25 +257,24 @@ def test_a_changed_tool_list_is_listed_again_on_the_next_start(marker: str) -> N
     with McpPool(servers({"slow": slow_server(marker)})) as pool:
         assert "grown" not in by_name(pool.start()["slow"])
         assert pool.call("slow", "grow", {}).text == "grew"
-        wait_until(lambda: "grown" in by_name(pool.start()["slow"]), timeout=5, interval=0.05)
+        wait_until(lambda: "grown" in by_name(pool.start()["slow"]), interval=0.05)
         assert pool.call("slow", "grown", {}).text == "grown"
 
 
 def test_calls_from_many_threads_run_concurrently(marker: str) -> None:
     results: list[str] = []
-    with McpPool(servers({"slow": slow_server(marker)})) as pool:
+    with McpPool(servers({"slow": slow_server(marker)}), call_timeout_s=WAIT_S) as pool:
         pool.start()
 
-        def work(i: int) -> None:
-            results.append(pool.call("slow", "sleep", {"seconds": 1}).text)
+        def work() -> None:  # each call returns only once all six are in the server at once
+            results.append(pool.call("slow", "meet", {"n": 6, "within": WAIT_S}).text)
 
-        threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
-        began = time.monotonic()
+        threads = [threading.Thread(target=work) for _ in range(6)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        assert results == ["slept 1.0"] * 6 and time.monotonic() - began < 4
+        assert results == ["met 6"] * 6
 
 
 def test_close_stops_every_process_and_later_calls_are_refused(marker: str) -> None:
@@ -294,51 +300,51 @@ DRIVER = """
 import json, sys
 from knowhub.agent.mcp_config import parse_mcp_config
 from knowhub.agent.mcp_pool import McpPool
-pool = McpPool(parse_mcp_config(json.loads(sys.argv[1]), "driver"))
+never = float(sys.argv[4])
+pool = McpPool(parse_mcp_config(json.loads(sys.argv[1]), "driver"), call_timeout_s=never)
 try:
     print(sorted(t.name for t in pool.start()["slow"]), flush=True)
-    pool.call("slow", sys.argv[2], {"seconds": 60, "touch": sys.argv[3]})
+    pool.call("slow", sys.argv[2], {"seconds": never, "touch": sys.argv[3]})
 finally:
     pool.close()
     print("closed", flush=True)
 """
 
 
-def start_driver(marker: str, tool: str, tmp: Path) -> subprocess.Popen[str]:
-    """A process holding a pool, in a 60 s call of ``tool`` once this returns."""
+@contextmanager
+def driving(marker: str, tool: str, tmp: Path) -> Iterator[subprocess.Popen[str]]:
+    """A process holding a pool, in a call of ``tool`` that never returns by itself (it
+    lasts NEVER_S, longer than any wait), for the block; ended however the block ends."""
     started = tmp / "call-started"
     config = json.dumps({"mcpServers": {"slow": slow_server(marker)}})
-    driver = subprocess.Popen(
-        [sys.executable, "-c", DRIVER, config, tool, str(started)],
+    with spawned(
+        [sys.executable, "-c", DRIVER, config, tool, str(started), str(NEVER_S)],
         cwd=ROOT,
         env=cli_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    )
-    assert driver.stdout is not None
-    assert "sleep" in driver.stdout.readline()
-    wait_until(started.exists, timeout=10, interval=0.05)
-    return driver
+        preexec_fn=sigint_default,
+    ) as driver:
+        assert driver.stdout is not None
+        assert "sleep" in driver.stdout.readline()
+        wait_until(started.exists, interval=0.05)
+        yield driver
 
 
 def test_ctrl_c_in_a_long_call_stops_the_servers_promptly(marker: str, tmp_path: Path) -> None:
-    driver = start_driver(marker, "sleep", tmp_path)
-    began = time.monotonic()
-    driver.send_signal(signal.SIGINT)
-    out, err = driver.communicate(timeout=15)
-    assert time.monotonic() - began < 6, err
+    with driving(marker, "sleep", tmp_path) as driver:
+        driver.send_signal(signal.SIGINT)
+        out, err = driver.communicate(timeout=WAIT_S)  # the call itself would outlast this
     assert "closed" in out and "KeyboardInterrupt" in err
-    assert not processes_marked(marker)
+    assert not processes_marked(marker)  # stopped before knowhub exited
 
 
 def test_kill_9_of_knowhub_leaves_no_server_behind(marker: str, tmp_path: Path) -> None:
-    driver = start_driver(marker, "block", tmp_path)  # a server deaf to EOF and SIGTERM
-    driver.kill()
-    driver.communicate()
-    began = time.monotonic()
-    wait_until(lambda: not processes_marked(marker), timeout=5, interval=0.05)
-    assert time.monotonic() - began < 3
+    with driving(marker, "block", tmp_path) as driver:  # a server deaf to EOF and SIGTERM
+        driver.kill()
+        driver.communicate()
+    wait_until(lambda: not processes_marked(marker), interval=0.05)  # it would outlast this
 
 
 def test_guard_reports_a_missing_command_and_passes_the_exit_status_on() -> None:
@@ -357,11 +363,11 @@ def test_guard_reports_a_missing_command_and_passes_the_exit_status_on() -> None
 def test_guard_takes_what_the_server_left_behind_with_it(marker: str) -> None:
     """A wrapper that exits leaving a child running (``sh -c "… &"``): the guard, whose
     group they share, ends it as well."""
-    wrapper = ["sh", "-c", "sleep 300 & exit 3"]
+    wrapper = ["sh", "-c", f"sleep {NEVER_S:.0f} & exit 3"]
     guard = [sys.executable, "-m", "knowhub.agent.guard", "--parent", str(os.getpid()), "--"]
-    done = subprocess.run([*guard, *wrapper], env=cli_env({MARK: marker}), timeout=30)
+    done = subprocess.run([*guard, *wrapper], env=cli_env({MARK: marker}), timeout=WAIT_S)
     assert done.returncode == 3
-    wait_until(lambda: not processes_marked(marker), timeout=5, interval=0.05)
+    wait_until(lambda: not processes_marked(marker), interval=0.05)
 
 
 # -- results turned into text ----------------------------------------------------------

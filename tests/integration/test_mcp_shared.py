@@ -20,7 +20,7 @@ import pytest
 from mcp import Client, MCPError
 from mcp_types import CallToolResult
 
-from tests.helpers import write
+from tests.helpers import WAIT_S, write
 from tests.mcp_helpers import HttpServer, eventually, http_server, text_of
 
 pytestmark = pytest.mark.anyio
@@ -329,7 +329,7 @@ class TestRegisterAndServeSessions:
             async def kangaroo_found() -> bool:
                 return "late.md" in await sources(data, "kangaroo outback")
 
-            await eventually(kangaroo_found, timeout=10)
+            await eventually(kangaroo_found)
             assert len(load_lines(server, shared.sid_a)) == 1, server.logs()
 
     async def test_sessions_see_none_of_each_others_documents(self, shared: _Shared) -> None:
@@ -376,29 +376,37 @@ class TestRegisterAndServeSessions:
             assert (await sources(data, "zebra"))[0] == "zebra.md"
 
 
+def idle_unloads(server: HttpServer, sid: str) -> int:
+    """How often the reaper has unloaded session ``sid`` (it logs first, then unloads)."""
+    return server.logs().count(f"session {sid} idle: unloading")
+
+
 async def test_idle_sessions_unload_and_reload_with_changes(tmp_path: Path) -> None:
     root = tmp_path / "root"
     animals(root)
+    # 2 s idle is the setting under test: what a test sees before it runs out is checked
+    # only when the reaper has not come yet (a loaded machine can take longer than that).
     with shared_server(tmp_path, "--idle-timeout", "2s") as server:
+        before = int(time.time())
         async with server.client("/mcp") as control:
             registered = await ok(control, "register", path="alpha", description="animals")
         sid = registered["session_id"]
 
         # 4. list: Loaded, chunks, last access (UTC, just now).
         row = (await sessions(server))[sid]
-        assert row["state"] == "Loaded"
+        health = server.get("/health").json()
+        if idle_unloads(server, sid) == 0:  # the reaper logs before it unloads
+            assert row["state"] == "Loaded" and (health["sessions"], health["loaded"]) == (1, 1)
         assert row["chunks_count"] == registered["chunks_count"] >= 2
         stamp = calendar.timegm(time.strptime(row["last_access"], "%Y-%m-%dT%H:%M:%SZ"))
-        assert abs(stamp - time.time()) < 60
-        health = server.get("/health").json()
-        assert (health["sessions"], health["loaded"]) == (1, 1)
+        assert before <= stamp <= time.time()
         assert server.get("/health", token="").json() == {"status": "ok"}
 
         # Idle past the timeout: unloaded, and /health counts it so.
         async def unloaded() -> bool:
             return bool((await sessions(server))[sid]["state"] == "Unloaded")
 
-        await eventually(unloaded, timeout=15)
+        await eventually(unloaded)
         row = (await sessions(server))[sid]
         assert row["chunks_count"] == registered["chunks_count"]  # as stored: it showed "?"
         async with server.client("/mcp") as control:
@@ -418,8 +426,9 @@ async def test_idle_sessions_unload_and_reload_with_changes(tmp_path: Path) -> N
         async with server.client(f"/mcp/{sid}") as data:
             assert (await sources(data, "kangaroo outback"))[0] == "late.md"
             row = (await sessions(server))[sid]
-            assert row["state"] == "Loaded"
-            assert server.get("/health").json()["loaded"] == 1
+            health = server.get("/health").json()
+            if idle_unloads(server, sid) == 1:  # not idle again yet
+                assert row["state"] == "Loaded" and health["loaded"] == 1
             assert (await sources(data, "okapi rainforest"))[0] == "zebra.md"
             assert (await sources(data, "giraffe acacia"))[0] == "notes/giraffe.md"
             summary = (await ok(data, "list_collections"))["collections"][0]
@@ -561,7 +570,7 @@ async def test_register_errors_name_the_path_and_the_fix(tmp_path: Path) -> None
             assert (await ok(control, "register", path="alpha"))["chunks_count"] >= 2
 
 
-@pytest.mark.timeout(120)  # register blocked on the FIFO forever
+@pytest.mark.timeout(3 * WAIT_S)  # register blocked on the FIFO forever
 async def test_sessions_serve_no_file_from_outside_the_folder_and_skip_fifos(
     tmp_path: Path,
 ) -> None:
@@ -596,7 +605,7 @@ async def test_sessions_serve_no_file_from_outside_the_folder_and_skip_fifos(
             async def kangaroo_found() -> bool:
                 return "late.md" in await sources(data, "kangaroo outback")
 
-            await eventually(kangaroo_found, timeout=10)
+            await eventually(kangaroo_found)
             await no_secret(data)
         logs = server.logs()
         assert f"session {sid}: skipped leak.txt: leads outside" in logs

@@ -12,7 +12,6 @@ import re
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import IO, Any
 import pytest
 from mcp import Client
 
-from tests.helpers import cli_env, write
+from tests.helpers import WAIT_S, cli_env, spawned, write
 from tests.mcp_helpers import eventually, wait_until
 from tests.mcp_stdio_helpers import (
     CORPUS,
@@ -281,7 +280,7 @@ async def test_progress_names_stages_and_counts_chunks_embedded(tmp_path: Path) 
             progress_callback=record,
         )
         assert not result.is_error
-        await eventually(async_true(lambda: len(notes) >= 4), timeout=5)
+        await eventually(async_true(lambda: len(notes) >= 4))
         messages = [m or "" for _, _, m in notes]
         stages = [m.split(":")[0] for m in messages]
         assert stages == ["routing", "lexical", "dense", "fusion"], messages
@@ -297,7 +296,7 @@ async def test_progress_names_stages_and_counts_chunks_embedded(tmp_path: Path) 
         assert not result.is_error
         # In chunks (one a part; the first sync embedded them already, so they come from the
         # cache), rising; the total once every file is chunked.
-        await eventually(async_true(lambda: notes and notes[-1][:2] == (4, 4)), timeout=5)
+        await eventually(async_true(lambda: notes and notes[-1][:2] == (4, 4)))
         assert [p for p, _, _ in notes] == sorted({p for p, _, _ in notes})
         assert all(t in (None, 4) for _, t, _ in notes)
         last = notes[-1][2] or ""
@@ -356,18 +355,9 @@ async def test_errors_are_tool_errors_and_the_server_goes_on(tmp_path: Path) -> 
 
 def test_stdout_carries_only_protocol(tmp_path: Path) -> None:
     root = make_corpus(tmp_path, {"backups.md": CORPUS["backups.md"]})
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "knowhub",
-            "--data-dir",
-            str(root / "data"),
-            "serve",
-            "mcp",
-            "--docs",
-            str(root / "docs"),
-        ],
+    command = [sys.executable, "-m", "knowhub", "--data-dir", str(root / "data")]
+    with spawned(
+        [*command, "serve", "mcp", "--docs", str(root / "docs")],
         cwd=root,
         env=cli_env(),
         stdin=subprocess.PIPE,
@@ -375,7 +365,33 @@ def test_stdout_carries_only_protocol(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
         encoding="utf-8",
+    ) as process:
+        out, err = _talk_raw(process)
+    assert process.returncode == 0, "".join(err)
+    assert out, "no output at all"
+    messages = []
+    for line in out:
+        message = json.loads(line)  # every stdout line is JSON …
+        assert isinstance(message, dict)
+        assert message.get("jsonrpc") == "2.0", line  # … and JSON-RPC
+        messages.append(message)
+    ids = [m.get("id") for m in messages if "id" in m]
+    assert {1, 2, 3} <= set(ids)
+    assert set(ids) <= {1, 2, 3, None}
+    for message in messages:
+        if message.get("id") is None and "error" in message:
+            assert message["error"]["code"] == -32700, message  # the garbage line: parse error
+    stderr = "".join(err)
+    assert re.search(
+        r"1 added, 0 updated, 0 removed, 0 unchanged, 0 failed, [1-9]\d* embedded", stderr
     )
+    assert "INFO knowhub.mcp" in stderr
+    assert not any("INFO" in line or "Traceback" in line for line in out)
+
+
+def _talk_raw(process: subprocess.Popen[str]) -> tuple[list[str], list[str]]:
+    """Initialize, list the tools, send a broken line, search; then end the server as a
+    client does (stdin closed). Returns its stdout and stderr lines."""
     out: list[str] = []
     err: list[str] = []
     readers = [_drain(process.stdout, out), _drain(process.stderr, err)]
@@ -398,7 +414,7 @@ def test_stdout_carries_only_protocol(tmp_path: Path) -> None:
                     return message
             return None
 
-        found: dict[str, Any] = wait_until(find, timeout=30)
+        found: dict[str, Any] = wait_until(find)
         return found
 
     try:
@@ -418,7 +434,7 @@ def test_stdout_carries_only_protocol(tmp_path: Path) -> None:
         assert init["result"]["serverInfo"]["name"] == "knowhub"
         assert "tools" in init["result"]["capabilities"]
         send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        wait_until(lambda: any(" added, " in line for line in err), timeout=30)
+        wait_until(lambda: any(" added, " in line for line in err))
         send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
         send("{not json")
         send(
@@ -434,40 +450,12 @@ def test_stdout_carries_only_protocol(tmp_path: Path) -> None:
         called = answer(3)["result"]
         assert called.get("isError") is not True
         assert called["structuredContent"]["hits"][0]["source"] == "backups.md"
-        time.sleep(0.5)  # anything late (a log line, a stray print) would show up now
     finally:
-        stdin.close()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stdin.close()  # anything late (a log line, a stray print) is read before its end
+        process.wait(timeout=WAIT_S)  # else spawned() stops it
         for reader in readers:
-            reader.join(timeout=5)
-        for stream in (process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
-
-    assert process.returncode == 0, "".join(err)
-    assert out, "no output at all"
-    messages = []
-    for line in out:
-        message = json.loads(line)  # every stdout line is JSON …
-        assert isinstance(message, dict)
-        assert message.get("jsonrpc") == "2.0", line  # … and JSON-RPC
-        messages.append(message)
-    ids = [m.get("id") for m in messages if "id" in m]
-    assert {1, 2, 3} <= set(ids)
-    assert set(ids) <= {1, 2, 3, None}
-    for message in messages:
-        if message.get("id") is None and "error" in message:
-            assert message["error"]["code"] == -32700, message  # the garbage line: parse error
-    stderr = "".join(err)
-    assert re.search(
-        r"1 added, 0 updated, 0 removed, 0 unchanged, 0 failed, [1-9]\d* embedded", stderr
-    )
-    assert "INFO knowhub.mcp" in stderr
-    assert not any("INFO" in line or "Traceback" in line for line in out)
+            reader.join(timeout=WAIT_S)
+    return out, err
 
 
 def _drain(stream: IO[str] | None, into: list[str]) -> threading.Thread:
@@ -526,7 +514,7 @@ async def test_watching_follows_adds_edits_and_deletes(tmp_path: Path) -> None:
         async def added() -> bool:
             return "zephyrquokka" in await texts("zephyrquokka")
 
-        await eventually(added, timeout=15)
+        await eventually(added)
         hits = await search(client, "zephyrquokka", top_k=1)
         assert hits[0]["source"] == "notes/fresh.md"
         assert await documents(client) == 3
@@ -536,7 +524,7 @@ async def test_watching_follows_adds_edits_and_deletes(tmp_path: Path) -> None:
         async def edited() -> bool:
             return "marmotblizzard" in await texts("marmotblizzard")
 
-        await eventually(edited, timeout=15)
+        await eventually(edited)
         assert "zephyrquokka" not in await texts("zephyrquokka")
         assert "zephyrquokka" not in await texts("service port 7070")
         assert await documents(client) == 3
@@ -546,7 +534,7 @@ async def test_watching_follows_adds_edits_and_deletes(tmp_path: Path) -> None:
         async def deleted() -> bool:
             return await documents(client) == 2
 
-        await eventually(deleted, timeout=15)
+        await eventually(deleted)
         assert "marmotblizzard" not in await texts("marmotblizzard")
         assert all(h["source"] != "notes/fresh.md" for h in await search(client, "service port"))
 
@@ -570,7 +558,7 @@ async def test_read_only_offers_no_ingest(tmp_path: Path) -> None:
 # -- 8. what the served folder holds ---------------------------------------------------
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(3 * WAIT_S)  # a hang fails here, not at the suite's 600 s
 async def test_fifos_and_links_leading_out_are_skipped_at_start_by_the_watcher_and_ingest(
     tmp_path: Path,
 ) -> None:

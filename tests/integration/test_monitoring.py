@@ -17,6 +17,7 @@ import httpx2 as httpx
 import pytest
 import yaml
 
+from tests.helpers import WAIT_S
 from tests.http_helpers import FULL, TOKEN_ENV, api_server, build_corpus
 from tests.mcp_helpers import http_server
 
@@ -97,7 +98,7 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
         assert reply.status_code == 200, reply.text
         pages["http"] = reply.text
     with http_server(cwd=root, data_dir=data, env=TOKEN_ENV, token=FULL) as mcp:
-        reply = httpx.get(mcp.url + "/metrics", headers=mcp.headers(), timeout=30)
+        reply = httpx.get(mcp.url + "/metrics", headers=mcp.headers(), timeout=WAIT_S)
         assert reply.status_code == 200, reply.text
         pages["mcp"] = reply.text
     yield pages

@@ -17,7 +17,7 @@ from knowhub.providers.rerankers.http import HttpReranker
 from knowhub.providers.rerankers.llm import LlmReranker
 from knowhub.query.rerank import RerankStage
 from tests import reranking
-from tests.helpers import fast_settings
+from tests.helpers import WAIT_S, fast_settings
 
 QUERY = "how often are database backups taken"
 PASSAGES = [
@@ -118,14 +118,17 @@ def test_http_reranker_without_url_names_the_setting(tmp_path: Path) -> None:
 )
 def test_http_failures_are_provider_errors(tmp_path: Path, fail: str, message: str) -> None:
     respond = partial(reranking.jina, bad_shape=fail == "bad-shape")
+    # 0.3 s is the setting under test for the server that never answers; the others must
+    # get their answer, however long a loaded machine takes.
+    timeout_s = 0.3 if fail == "hang" else WAIT_S
     with reranking.serve(respond, fail=None if fail == "bad-shape" else fail) as server:
-        model = HttpReranker(server.url + "/v1/rerank", "jina", "m", timeout_s=0.3)
+        model = HttpReranker(server.url + "/v1/rerank", "jina", "m", timeout_s=timeout_s)
         with pytest.raises(ProviderError, match=message):
             model.score(QUERY, PASSAGES)
 
 
 def test_connection_refused_is_a_provider_error() -> None:
-    model = HttpReranker(reranking.closed_port_url(), "tei", timeout_s=0.3)
+    model = HttpReranker(reranking.closed_port_url(), "tei", timeout_s=WAIT_S)
     with pytest.raises(ProviderError, match=r"cannot reach .*check the URL"):
         model.score(QUERY, PASSAGES)
 
@@ -134,8 +137,10 @@ def test_connection_refused_is_a_provider_error() -> None:
 def test_stage_keeps_the_fused_order_when_the_endpoint_fails(fail: str) -> None:
     hits = reranking.hits_for(PASSAGES)
     with reranking.serve(reranking.tei, fail=fail) as server:
+        # Every failure keeps the fused order: a loaded machine that turns a slow 500 into
+        # a timeout changes nothing, so 0.3 s (the hanging endpoint's) serves them all.
         stage = RerankStage(
-            HttpReranker(server.url + "/rerank", "tei", timeout_s=0.3), "http", timeout_s=5.0
+            HttpReranker(server.url + "/rerank", "tei", timeout_s=0.3), "http", timeout_s=WAIT_S
         )
         kept, outcome = stage(QUERY, hits)
     assert kept == hits and not outcome.used and outcome.error
@@ -176,7 +181,7 @@ def test_llm_reranker_grades_numbered_passages(tmp_path: Path) -> None:
 )
 def test_malformed_llm_replies_are_errors(reply: str, message: str) -> None:
     with reranking.serve(reranking.chat(lambda q, p: reply)) as server:
-        model = LlmReranker(server.url + "/v1", "m", timeout_s=5)
+        model = LlmReranker(server.url + "/v1", "m", timeout_s=WAIT_S)
         with pytest.raises(ProviderError, match=message):
             model.score(QUERY, PASSAGES)
 

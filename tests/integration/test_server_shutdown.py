@@ -33,8 +33,8 @@ from tests.http_helpers import (
     SseEvent,
     api_server,
     build_corpus,
-    iter_sse,
     llm_env,
+    sse_events,
 )
 from tests.mcp_helpers import eventually, http_server, text_of
 
@@ -114,9 +114,11 @@ def test_sigterm_ends_every_open_stream_with_an_error_event_and_the_server_exits
                 )
             )
             assert response.status_code == 200, response.read()
-            sse[route] = iter_sse(response.iter_lines())
+            sse[route] = sse_events(response.iter_lines())
             _until_token(sse[route])
-        ws = streams.enter_context(connect(f"{server.ws_url}?token={FULL}", proxy=None))
+        ws = streams.enter_context(
+            connect(f"{server.ws_url}?token={FULL}", proxy=None, open_timeout=SAFETY_S)
+        )
         ws.send(json.dumps({"question": QUESTION, "id": 7}))
         _ws_until_token(ws)
 

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -31,7 +32,16 @@ from knowhub.providers.stores.indexed.catalog import IndexedStore
 from knowhub.providers.stores.indexed.index import IndexRow
 from knowhub.testing.store_data import make_doc, new_collection, normalised, put
 from tests.chroma_server import ChromaServer, unique_prefix, wait_until_up
-from tests.helpers import ROOT, cli_env, die_with, fast_settings, free_port, knowhub, write
+from tests.helpers import (
+    ROOT,
+    cli_env,
+    die_with,
+    fast_settings,
+    free_port,
+    knowhub,
+    spawned,
+    write,
+)
 
 CORPUS = {
     "ops/backups.md": "# Backups\n\nBackups run every night at 02:30 and are kept for 35 days.\n\n"
@@ -418,12 +428,13 @@ def test_the_readme_chroma_commands_work_as_written(tmp_path: Path) -> None:
     port = str(free_port())  # the README's 8000 may be taken here
     env: dict[str, str] = {}
     outputs: dict[str, str] = {}  # each knowhub command's stdout
-    server: subprocess.Popen[bytes] | None = None
-    try:
+    servers = 0
+    with ExitStack() as running:  # the server stopped however the test ends
         for line in script.replace("8000", port).splitlines():
             words = shlex.split(line.split(" #")[0])
             if words[:2] == ["chroma", "run"]:
-                server = _run_chroma([w for w in words if w != "&"], tmp_path, port)
+                running.enter_context(_chroma_run([w for w in words if w != "&"], tmp_path, port))
+                servers += 1
             elif words[:1] == ["export"]:
                 env |= dict(word.split("=", 1) for word in words[1:])
             else:
@@ -431,39 +442,27 @@ def test_the_readme_chroma_commands_work_as_written(tmp_path: Path) -> None:
                 outputs[words[1]] = _ok(tmp_path, env, *words[1:])
         # Every vector the persistent client wrote is there, served now by the server.
         assert _ok(tmp_path, env, "verify").startswith("ok: 4 documents")
-    finally:
-        if server is not None:
-            _stop(server)
-    assert server is not None, "the README shows no `chroma run`"
+    assert servers == 1, "the README shows no `chroma run`"
     assert env["KNOWHUB_STORE__CHROMA__HOST"] == "localhost"
     assert "4 unchanged" in outputs["ingest"], "the server lost the persistent client's index"
     assert "Backups run every night" in outputs["search"]
 
 
-def _run_chroma(words: list[str], cwd: Path, port: str) -> subprocess.Popen[bytes]:
-    """``chroma run …`` as the README writes it (the venv's `chroma` script), once it answers."""
+@contextmanager
+def _chroma_run(words: list[str], cwd: Path, port: str) -> Iterator[subprocess.Popen[bytes]]:
+    """``chroma run …`` as the README writes it (the venv's `chroma` script), once it
+    answers, until the block ends."""
     script = Path(sys.executable).with_name("chroma")
     log = cwd / "chroma.log"
-    with log.open("ab") as out:
-        process = subprocess.Popen(
+    with (
+        log.open("ab") as out,
+        spawned(
             [str(script), *words[1:]],
             cwd=cwd,
             stdout=out,
             stderr=out,
             preexec_fn=die_with(signal.SIGTERM),
-        )
-    try:
+        ) as process,
+    ):
         wait_until_up(process, f"http://localhost:{port}", log)
-    except BaseException:
-        _stop(process)
-        raise
-    return process
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+        yield process

@@ -31,7 +31,7 @@ from knowhub.providers.stores.indexed import milvus
 from knowhub.providers.stores.indexed.catalog import IndexedStore
 from knowhub.providers.stores.schema import fts_table
 from knowhub.testing.store_data import make_doc, new_collection, put
-from tests.helpers import ROOT, cli_env, fast_settings, knowhub, write
+from tests.helpers import ROOT, cli_env, fast_settings, knowhub, spawned, write
 from tests.mcp_helpers import eventually, stdio_params
 from tests.milvus_server import MilvusServer
 
@@ -139,14 +139,11 @@ def _kill_mid_write(folder: Path, data: Path) -> bool:
     before one was seen."""
     env = cli_env({**MILVUS, "KNOWHUB_CHUNKING__SIZE": "300"})
     command = [sys.executable, "-m", "knowhub", "--data-dir", str(data), "ingest", str(folder)]
-    process = subprocess.Popen(
-        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
     journal = (
         "SELECT 1 FROM index_journal WHERE op = 'pending' AND n > 0 "
         "AND (SELECT count(*) FROM documents) >= 20"
     )
-    try:
+    with spawned(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as process:
         while process.poll() is None:
             if not (data / milvus.CATALOG_NAME).exists():
                 continue
@@ -158,8 +155,6 @@ def _kill_mid_write(folder: Path, data: Path) -> bool:
             except sqlite3.OperationalError:  # not created yet
                 continue
         return False
-    finally:
-        process.wait()
 
 
 def _index_and_catalog(store: Store, cid: int) -> tuple[set[int], set[int], set[int]]:

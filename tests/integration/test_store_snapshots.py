@@ -22,8 +22,7 @@ from knowhub.providers.stores.base import Store
 from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
 from knowhub.testing.store_data import axis, make_doc, new_collection, put
 from tests.contract.conftest import BACKENDS
-
-TIMEOUT_S = 10
+from tests.helpers import WAIT_S
 
 
 @pytest.fixture(params=["sqlite", "chroma"])
@@ -46,7 +45,7 @@ def _hold_a_read(store: Store, started: threading.Event, finish: threading.Event
     cursor = store._db.execute("SELECT id FROM chunks")  # type: ignore[attr-defined]
     cursor.fetchone()
     started.set()
-    finish.wait(TIMEOUT_S)
+    finish.wait(WAIT_S)
     cursor.fetchall()
 
 
@@ -61,7 +60,7 @@ def test_a_search_finds_what_another_process_committed_while_a_read_is_in_flight
     reader = threading.Thread(target=_hold_a_read, args=(store, started, finish))
     reader.start()
     try:
-        assert started.wait(TIMEOUT_S)
+        assert started.wait(WAIT_S)
         other_process = opener()  # a connection of its own, as serve mcp's ingest has
         fresh = make_doc("b.md", ["zebra crossing"], vectors=np.stack([axis(3)]))
         put(other_process, cid, fresh)
@@ -75,7 +74,7 @@ def test_a_search_finds_what_another_process_committed_while_a_read_is_in_flight
         assert store.version(cid) == before + 2
     finally:
         finish.set()
-        reader.join(TIMEOUT_S)
+        reader.join(WAIT_S)
     assert not reader.is_alive()
 
 
@@ -88,7 +87,7 @@ def test_a_thread_that_ends_closes_its_connection_and_close_leaves_others_to_the
     for worker in workers:
         worker.start()
     for worker in workers:
-        worker.join(TIMEOUT_S)
+        worker.join(WAIT_S)
     assert store._connections.open == 1  # this thread's; the workers' went with them
     held = threading.Event()
     done = threading.Event()
@@ -98,7 +97,7 @@ def test_a_thread_that_ends_closes_its_connection_and_close_leaves_others_to_the
     def hold() -> None:
         store.version(cid)
         held.set()
-        done.wait(TIMEOUT_S)
+        done.wait(WAIT_S)
         try:
             store.version(cid)
         except Exception as exc:  # the store was closed meanwhile
@@ -106,14 +105,14 @@ def test_a_thread_that_ends_closes_its_connection_and_close_leaves_others_to_the
 
     worker = threading.Thread(target=hold)
     worker.start()
-    assert held.wait(TIMEOUT_S)
+    assert held.wait(WAIT_S)
     assert store._connections.open == 2
     store.close()
     # Only this thread's: closing one another thread may be running a statement on
     # crashed the interpreter (a server shut down while an answer was reading).
     assert store._connections.open == 1
     done.set()
-    worker.join(TIMEOUT_S)
+    worker.join(WAIT_S)
     assert [str(e) for e in errors] == [
         f"the store {tmp_path / DB_NAME} is closed: open it again to use it"
     ]

@@ -19,7 +19,7 @@ from websockets.sync.client import connect
 
 from knowhub.interfaces.mcp.metrics import Metrics
 from knowhub.interfaces.mcp.server import ServeOptions, build_local
-from tests.helpers import fast_settings, knowhub, write
+from tests.helpers import WAIT_S, fast_settings, knowhub, write
 from tests.http_helpers import FULL, TOKEN_ENV, ApiServer, api_server, build_corpus
 
 S = "\ud800"
@@ -107,13 +107,13 @@ def test_websocket_answers_a_surrogate_with_an_error_event_and_stays_open(
         ({"question": "backups?", "id": S}, "id"),
     ]
     headers = {"Authorization": f"Bearer {FULL}"}
-    with connect(server.ws_url, additional_headers=headers, proxy=None, open_timeout=10) as ws:
+    with connect(server.ws_url, additional_headers=headers, proxy=None, open_timeout=WAIT_S) as ws:
         for message, field in cases:
             ws.send(json.dumps(message))
-            event = json.loads(ws.recv(timeout=30))
+            event = json.loads(ws.recv(timeout=WAIT_S))
             assert event == {"event": "error", "status": 400, "error": refusal(field)}
         ws.send(json.dumps({"question": "How long are backups kept?"}))
-        while (event := json.loads(ws.recv(timeout=30)))["event"] not in ("end", "error"):
+        while (event := json.loads(ws.recv(timeout=WAIT_S)))["event"] not in ("end", "error"):
             pass
         assert event["event"] == "end", event
 

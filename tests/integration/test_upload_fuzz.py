@@ -26,7 +26,7 @@ from knowhub.interfaces.http.console.uploads import safe_name
 from knowhub.interfaces.http.server import uvicorn_options
 from knowhub.interfaces.listen import bind
 from knowhub.interfaces.serving import config
-from tests.helpers import fast_settings
+from tests.helpers import WAIT_S, fast_settings
 from tests.http_helpers import build_corpus
 from tests.mcp_helpers import wait_until
 from tests.upload_helpers import BOUNDARY, SCRIPT, content_type, disposition, form, multipart
@@ -252,7 +252,7 @@ def test_a_fuzz_of_websocket_frames_is_answered_or_closed_with_a_code(tmp_path: 
         # The last one is not UTF-8, sent as a text frame all the same.
         pending = [(frame, None) for frame in _frames(rng)] + [(bytes([0xFF, 0xFE, 0x80]), True)]
         while pending:  # a socket the server closed is opened again for the rest
-            with connect(f"ws://{host}/api/stream", max_size=None) as socket:
+            with connect(f"ws://{host}/api/stream", max_size=None, open_timeout=WAIT_S) as socket:
                 while pending:
                     frame, text = pending.pop(0)
                     got = _answered(socket, frame, text)

@@ -27,7 +27,7 @@ from knowhub.interfaces.http.console.uploads import (
 )
 from knowhub.interfaces.http.limits import ServerBusyError
 from knowhub.interfaces.security import Principal
-from tests.helpers import fast_settings
+from tests.helpers import WAIT_S, fast_settings
 
 BOUNDARY = "----knowhubtest"
 
@@ -200,13 +200,13 @@ def test_a_scans_pages_move_its_bar_and_say_which_page_is_read() -> None:
     start = threading.Event()
 
     def gated(progress: Progress) -> IngestReport:
-        start.wait(10)
+        start.wait(WAIT_S)
         return ingest(progress)
 
     files = [FileState("scan.pdf", "scan.pdf")]
     jobs.append(JobBook().start(Principal("full"), "default", files, [], gated, {}))
     start.set()
-    assert jobs[0].done.wait(10) and not jobs[0].error
+    assert jobs[0].done.wait(WAIT_S) and not jobs[0].error
     assert views == [
         ("reading", "OCR page 1/4", 0.2),
         ("reading", "OCR page 2/4", 0.3),
@@ -232,7 +232,7 @@ def test_uploads_past_the_pending_limit_are_refused_and_not_kept(tmp_path: Path)
     book, release, full = JobBook(), threading.Event(), Principal("full")
 
     def slow(progress: Progress) -> IngestReport:
-        release.wait(30)
+        release.wait(WAIT_S)
         raise KnowhubError("stopped by the test")
 
     try:

@@ -19,6 +19,7 @@ from knowhub.interfaces.http.limits import Gate, ServerBusyError
 from knowhub.interfaces.http.pump import EventPump
 from knowhub.interfaces.http.sessions import Conversations
 from knowhub.providers.llms.base import ChatMessage
+from tests.helpers import WAIT_S
 
 Event = tuple[str, dict[str, Any]]
 
@@ -92,7 +93,7 @@ async def test_a_gate_runs_its_slots_queues_the_next_and_refuses_past_the_queue(
 
     async with anyio.create_task_group() as group:
         group.start_soon(third)
-        with anyio.fail_after(5):
+        with anyio.fail_after(WAIT_S):
             while gate.waiting != 1:
                 await anyio.sleep(0)
         with pytest.raises(ServerBusyError, match="all 2 answer slots are taken"):
@@ -110,14 +111,14 @@ async def test_worker_gate_runs_calls_in_bounded_threads() -> None:
     release = threading.Event()
 
     def blocked() -> str:
-        started.wait(5)
-        release.wait(5)
+        started.wait(WAIT_S)
+        release.wait(WAIT_S)
         return threading.current_thread().name
 
     async with anyio.create_task_group() as group:
         for _ in range(2):
             group.start_soon(gate.run, blocked)
-        await anyio.to_thread.run_sync(started.wait, 5)  # both calls hold a slot
+        await anyio.to_thread.run_sync(started.wait, WAIT_S)  # both calls hold a slot
         with pytest.raises(ServerBusyError):
             await gate.run(lambda: "third")
         release.set()
@@ -134,7 +135,7 @@ async def test_the_pump_gives_its_slot_back_when_its_thread_ends() -> None:
 
     pump = EventPump(events, on_exit=release).start()
     assert [event async for event in pump] == [("end", {"answer": "done"})]
-    with anyio.fail_after(5):
+    with anyio.fail_after(WAIT_S):
         while gate.busy:
             await anyio.sleep(0.01)
 
@@ -189,7 +190,7 @@ async def test_closing_the_pump_stops_the_producer_and_closes_its_stream() -> No
     pump = EventPump(endless, buffer=1).start()
     assert await pump.next() == ("token", {"n": 0})
     pump.close()
-    with anyio.fail_after(5):
+    with anyio.fail_after(WAIT_S):
         while not closed.is_set():
             await anyio.sleep(0.01)
     assert len(produced) < 10

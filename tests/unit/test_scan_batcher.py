@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from knowhub.providers.stores.derived.batching import ScanBatcher
+from tests.helpers import WAIT_S
 
 QUERIES = 12
 
@@ -24,7 +25,7 @@ class _HeldMatrix:
     def __matmul__(self, other: Any) -> Any:
         self.calls += 1
         if self.calls == 1:
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + WAIT_S
             while len(self.batcher._waiting) < QUERIES - 1 and time.monotonic() < deadline:
                 time.sleep(0.001)
         if self.fail:
@@ -45,7 +46,7 @@ def _run_all(batcher: ScanBatcher, matrix: Any, queries: np.ndarray) -> list[Any
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=20)
+        t.join(timeout=WAIT_S)
         assert not t.is_alive(), "a query waited forever"
     return out
 

@@ -15,7 +15,7 @@ import grpc
 server = grpc.server(futures.ThreadPoolExecutor(2))
 port = server.add_insecure_port("127.0.0.1:0")
 server.start()
-grpc.channel_ready_future(grpc.insecure_channel(f"127.0.0.1:{port}")).result(timeout=10)
+grpc.channel_ready_future(grpc.insecure_channel(f"127.0.0.1:{port}")).result(timeout=120)
 codes = [
     subprocess.run([sys.executable, "-c", "pass"], preexec_fn=lambda: time.sleep(0.01)).returncode
     for _ in range(int(sys.argv[1]))

@@ -79,7 +79,7 @@ def test_a_builder_on_another_machine_is_judged_by_its_heartbeat(store: SQLiteSt
     assert claim is not None
     elsewhere = replace(claim, host="replica-2", machine="another-boot/pid:[1]", pid=1)
     assert not interrupted(elsewhere.to_json(), _long_ago())
-    stale = replace(elsewhere, heartbeat=time.time() - STALE_S - 1)
+    stale = replace(elsewhere, heartbeat=elsewhere.heartbeat - STALE_S - 1)
     assert interrupted(stale.to_json(), _long_ago())
 
 

@@ -18,6 +18,7 @@ import pytest
 from knowhub.errors import LoaderError
 from knowhub.ingest.loaders import Limits, load
 from knowhub.ingest.loaders.reading import open_regular
+from tests.helpers import WAIT_S
 
 Writer = Callable[[str, bytes], Path]
 PdfMaker = Callable[..., Path]
@@ -153,10 +154,10 @@ def test_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    reader.join(timeout=20)
+    reader.join(timeout=WAIT_S)
     if reader.is_alive():  # blocked in open() or read(): let a writer release it
         os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-        reader.join(timeout=20)
+        reader.join(timeout=WAIT_S)
         pytest.fail("reading a FIFO blocked")
     assert outcome == [
         f"{fifo}: is a FIFO (named pipe), not a regular file: knowhub reads only regular "
