@@ -12,6 +12,8 @@ from typing import Any
 
 import httpx2 as httpx
 
+from knowhub.testing.llm_server import LlmServer
+from tests.gated_model import GatedModel
 from tests.helpers import WAIT_S, tls
 from tests.mcp_helpers import running
 
@@ -78,6 +80,22 @@ def sse_events(lines: Iterator[str]) -> Iterator[SseEvent]:
             kind = line[6:].strip()
         elif line.startswith("data:"):
             data.append(line[5:].strip())
+
+
+def read_sse(lines: Iterator[str]) -> list[SseEvent]:
+    """Every event of a ``text/event-stream`` body."""
+    return list(sse_events(lines))
+
+
+def llm_env(llm: LlmServer | GatedModel, **extra: str) -> dict[str, str]:
+    """The environment of a server whose model is ``llm`` (an OpenAI-compatible fake)."""
+    return {
+        "KNOWHUB_LLM__PROVIDER": "openai",
+        "KNOWHUB_LLM__BASE_URL": llm.openai_base,
+        "KNOWHUB_LLM__MODEL": "test-model",
+        "KNOWHUB_LLM__BACKOFF_S": "0",
+        **extra,
+    }
 
 
 FULL = "full-Xc4nR8vB2mQ7tLp1"
