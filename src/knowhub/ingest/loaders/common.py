@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from knowhub.errors import LoaderError, OcrUnavailableError
+from knowhub.ingest.loaders.budget import Deadline
 from knowhub.ingest.loaders.figures import ImageOptions
 from knowhub.ingest.loaders.ocr import OcrOptions
 from knowhub.models import LoadedDocument
@@ -44,12 +45,15 @@ class Limits:
         ocr: OCR of scanned PDF pages and images: on or off, languages, dpi, pixels.
         images: pictures inside documents: where they are kept (none: not extracted), how
             they are described.
+        deadline: when reading the file must stop (``ingest.max_seconds_per_file``, set
+            per file); the default never passes.
     """
 
     max_bytes: int = 200_000_000
     max_chars: int = 50_000_000
     ocr: OcrOptions = field(default_factory=OcrOptions)
     images: ImageOptions = field(default_factory=ImageOptions)
+    deadline: Deadline = field(default_factory=Deadline)
 
 
 Loader = Callable[[Path, bytes, Limits], LoadedDocument]
