@@ -44,6 +44,19 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
+# Root writes through any mode bits by its capabilities: the mode tests run the command as
+# root without them (util-linux's setpriv), so the bits apply to it as to any owner.
+AS_OWNER = (
+    [
+        "setpriv",
+        "--bounding-set=-dac_override,-dac_read_search",
+        "--inh-caps=-dac_override,-dac_read_search",
+    ]
+    if os.geteuid() == 0
+    else []
+)
+
+
 # The hashing embedder keeps subprocess tests fast; KNOWHUB_* from the caller's shell never leak in.
 FAST_ENV = {"KNOWHUB_EMBEDDER__PROVIDER": "hashing", "KNOWHUB_EMBEDDER__WORKERS": "1"}
 

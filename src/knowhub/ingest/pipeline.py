@@ -49,6 +49,7 @@ from knowhub.models import Chunk, DocumentRecord, LoadedDocument
 from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.llms.base import LLM
 from knowhub.providers.stores.base import DocumentWrite, Store, refresh_index, replace_documents
+from knowhub.providers.stores.disk import disk_stop, disk_trouble
 from knowhub.scope import UNRESTRICTED, Scope
 from knowhub.surrogates import escape_surrogates
 
@@ -80,12 +81,13 @@ class IngestStopped(KeyboardInterrupt):
 
 
 class IngestCancelledError(IngestError):
-    """An ingest run stopped by :func:`stop_ingests` (its process is shutting down)."""
+    """An ingest run stopped before its end: by :func:`stop_ingests` (its process is
+    shutting down), or because the store's disk cannot be written (full, read-only), which
+    would fail every file after it the same way; ``report`` says what was written."""
 
-    def __init__(self, report: IngestReport) -> None:
+    def __init__(self, report: IngestReport, reason: str = "the server is shutting down") -> None:
         super().__init__(
-            f"ingest stopped: the server is shutting down; "
-            f"{report.stop_summary()}; run it again to continue"
+            f"ingest stopped: {reason}; {report.stop_summary()}; run it again to continue"
         )
         self.report = report
 
@@ -108,6 +110,10 @@ def _stop_if_shutting_down() -> None:
 
 class _ShutdownRequestedError(Exception):
     """Raised between documents once :func:`stop_ingests` was called."""
+
+
+class _DiskTroubleError(Exception):
+    """Raised when the store's disk fails a write (full, read-only): the run stops."""
 
 
 # Documents committed together (each in a savepoint of its own): a commit costs as much as
@@ -185,13 +191,15 @@ def ingest(
             run.process(candidate)
         run.flush_all()
         run.tracker.finished()
-    except (KeyboardInterrupt, _ShutdownRequestedError) as exc:
+    except (KeyboardInterrupt, _ShutdownRequestedError, _DiskTroubleError) as exc:
         # Documents committed so far are whole (each in its own savepoint); those in flight
         # or not yet committed are dropped, so that a stop takes moments, not minutes.
         run.runner.abort()
         run.stop([c.source for c in candidates], started)
         if isinstance(exc, KeyboardInterrupt):
             raise IngestStopped(run.report) from exc
+        if isinstance(exc, _DiskTroubleError):
+            raise IngestCancelledError(run.report, str(exc)) from exc.__cause__
         raise IngestCancelledError(run.report) from None
     finally:
         run.close()
@@ -301,6 +309,7 @@ class _Run:
             self._rescoped(candidate)
             pending = None
         except (KnowhubError, OSError) as exc:
+            self._stop_if_disk_full(exc, writing=False)  # pictures kept, caches written
             self.report.failed.append((candidate.source, _reason(exc)))
             self._rescoped(candidate)
             pending = None
@@ -500,6 +509,8 @@ class _Run:
             errors = replace_documents(self.store, self.cid, [write for _, write in group])
         except Exception as exc:  # the commit failed (disk full…): none of them is written
             errors = [exc] * len(group)
+        for error in errors:
+            self._stop_if_disk_full(error, writing=True)
         for (pending, _), error in zip(group, errors, strict=True):
             if error is None:
                 self._report_written(pending)
@@ -509,6 +520,16 @@ class _Run:
                 self._failed(pending, _reason(error))
             else:
                 self._failed(pending, f"unexpected {type(error).__name__}: {error}")
+
+    def _stop_if_disk_full(self, exc: BaseException | None, writing: bool) -> None:
+        """Stop the run when ``exc`` says the store's disk cannot be written: every file
+        after would fail the same way."""
+        trouble = disk_trouble(exc, writing=writing)
+        if trouble is not None and exc is not None:
+            where = f"the data dir {self.settings.data_dir}"
+            if writing and self.settings.store.provider == "postgres":
+                where = "the PostgreSQL server's disk"
+            raise _DiskTroubleError(disk_stop(where, trouble, exc)) from exc
 
     def _failed(self, pending: _Pending, reason: str) -> None:
         self.report.failed.append((pending.record.source, reason))
