@@ -15,7 +15,7 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from knowhub.config import Settings
 from knowhub.errors import IngestError, KnowhubError, LoaderError, OcrUnavailableError
 from knowhub.ingest.chunk import ChunkingOptions, chunk_document
 from knowhub.ingest.cleanup import clean_document
+from knowhub.ingest.deadletters import DeadLetters
 from knowhub.ingest.discover import Candidate, Skipped, discover
 from knowhub.ingest.embed import EmbedRunner, abort_all, cache_key
 from knowhub.ingest.extraction import Extraction, run_limits
@@ -33,6 +34,7 @@ from knowhub.ingest.identity import Identities
 from knowhub.ingest.inplace import InPlace
 from knowhub.ingest.integrity import Changed, Integrity, gone_documents
 from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS, load
+from knowhub.ingest.loaders.budget import Deadline
 from knowhub.ingest.pictures import image_entries
 from knowhub.ingest.progress import IngestProgress, Progress, ProgressTracker
 from knowhub.ingest.report import IngestReport
@@ -279,6 +281,7 @@ class _Run:
             guard,
         )
         self.report = IngestReport(collection)
+        self.dead_letters = DeadLetters(store, self.cid, settings)
         self.in_place = InPlace(
             store, self.cid, settings, tags, self.extraction, self._cache_key, guard
         )
@@ -295,6 +298,7 @@ class _Run:
         self.group_started = 0.0
 
     def close(self) -> None:
+        self.dead_letters.save()
         self.runner.close()
         if self.transforms is not None:
             self.transforms.close()
@@ -377,25 +381,39 @@ class _Run:
         if self.in_place.rewrote(candidate):  # tags or scope, its scans kept as OCR read them
             self.report.retagged.append(escape_surrogates(candidate.source))
             return None
+        if (held := self.dead_letters.held(candidate)) is not None:
+            self.report.failed.append((escape_surrogates(candidate.source), held.skipped()))
+            return None
+        self.dead_letters.read(candidate)
         changed = self.integrity.check(candidate)
         if changed is None:
             self.report.unchanged.append(escape_surrogates(candidate.source))
             return None
-        return self._chunk(path, changed)
+        try:
+            return self._chunk(path, changed)
+        except LoaderError as exc:  # the file's fault: not read again until it changes
+            if not isinstance(exc, OcrUnavailableError):
+                self.dead_letters.failure(changed, str(exc))
+            raise
 
     def _chunk(self, path: Path, changed: Changed) -> _Pending:
         """Load and chunk a changed file, then send its chunks to the embedder."""
         source, doc_hash, stat, tags = changed.source, changed.doc_hash, changed.stat, changed.tags
         doc_id = self._doc_id(changed.old or changed.previous, source, doc_hash)
+        # Reading the file (loading, cleanup, chunking) has ingest.max_seconds_per_file;
+        # its embedding, paced by the embedder and announced ahead, has no limit.
+        limits = replace(self.limits, deadline=Deadline(self.settings.ingest.max_seconds_per_file))
         loaded = load(
             path,
             changed.data,
-            self.limits,
+            limits,
             on_page=lambda page, pages: self.tracker.page_read(source, page, pages),
         )
         self.report.warnings += [(source, warning) for warning in loaded.warnings]
         if self.settings.ingest.cleanup:
+            limits.deadline.check(path, "before its cleanup")
             loaded = clean_document(loaded)
+        limits.deadline.check(path, "before its chunking")
         changed.data = b""  # only the text is needed now: free the file's bytes before chunking
         scope = checked_scope(tags, self.settings)
         metadata = scoped_metadata(_scalars(loaded.metadata), tags, scope)

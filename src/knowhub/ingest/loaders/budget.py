@@ -16,7 +16,7 @@ from pathlib import Path
 from knowhub.errors import LoaderError
 from knowhub.surrogates import escape_surrogates
 
-__all__ = ["Deadline", "over_time"]
+__all__ = ["Deadline", "over_time", "too_many_scans"]
 
 
 class Deadline:
@@ -48,4 +48,14 @@ def over_time(path: Path, seconds: float, where: str = "") -> LoaderError:
     return LoaderError(
         f"{escape_surrogates(str(path))}: not read within ingest.max_seconds_per_file "
         f"({seconds:g} s){stopped}: split the file, or raise the limit (0: none)"
+    )
+
+
+def too_many_scans(path: Path, pages: str, limit: int, detail: str = "") -> LoaderError:
+    """The error for a file with more pages to read by OCR than ``ingest.ocr_max_pages``;
+    ``pages`` says how many (``3 pages``), ``detail`` which page went over."""
+    detail = f" ({detail})" if detail else ""
+    return LoaderError(
+        f"{escape_surrogates(str(path))}: has {pages} to read by OCR{detail}, over "
+        f"ingest.ocr_max_pages ({limit}): split it, or raise the limit (0: none)"
     )

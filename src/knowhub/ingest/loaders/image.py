@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from knowhub.errors import LoaderError
+from knowhub.ingest.loaders.budget import too_many_scans
 from knowhub.ingest.loaders.common import (
     CharBudget,
     Limits,
@@ -64,7 +65,7 @@ def load_image(
             found no text in it.
         LoaderError: the file is no readable image, or too large.
     """
-    ocr = Ocr(limits.ocr)
+    ocr = Ocr(limits.ocr, limits.deadline)
     if not limits.ocr.enabled:
         raise ocr_unavailable(path, "is an image and OCR is off; enable ingest.ocr to read it")
     if ocr.problem is not None:
@@ -106,8 +107,11 @@ def _read_pages(
             warnings.simplefilter("ignore")
             # Only a TIFF's frames are pages; an animated WebP's are moments of one picture.
             count = getattr(image, "n_frames", 1) if image.format == "TIFF" else 1
+            if 0 < ocr.options.max_pages < count:  # known before any frame is decoded
+                raise too_many_scans(path, f"{count} pages", ocr.options.max_pages)
             pages = []
             for number, frame in enumerate(ImageSequence.Iterator(image), start=1):
+                ocr.deadline.check(path, f"at page {number} of {count}")
                 pages.append(budget.spend(_read_frame(path, frame, number, count, ocr)))
                 if on_page is not None:
                     on_page(number, count)
@@ -166,6 +170,7 @@ def _read_frame(path: Path, frame: Any, number: int, count: int, ocr: Ocr) -> st
     try:
         return ocr.read(page_image(frame))
     except OcrError as exc:
+        ocr.deadline.check(path, f"at page {number} of {count}")  # the time ran out
         raise loader_error(path, f"page {number} was not read: {exc}") from exc
 
 

@@ -55,7 +55,7 @@ def load_pptx(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         # lxml's XMLSyntaxError derives from SyntaxError.
         raise not_office_file(path, ".pptx") from exc
     budget = CharBudget(path, limits)
-    figures = Figures(path, limits.images, Ocr(limits.ocr))
+    figures = Figures(path, limits.images, Ocr(limits.ocr, limits.deadline))
     slides = [
         _slide(slide, budget, _Pictures(figures, number))
         for number, slide in enumerate(presentation.slides, start=1)
