@@ -110,3 +110,14 @@ def test_only_a_lasting_reason_prunes_a_skipped_files_document() -> None:
     unreadable = Skipped("/d/a.md", "a.md", "a.md: cannot be read (Permission denied): …", False)
     fifo = Skipped("/d/b.md", "b.md", f"b.md: is a FIFO (named pipe), {NOT_REGULAR}", False)
     assert (unreadable.lasting, fifo.lasting) == (False, True)
+
+
+def test_a_folder_tree_deeper_than_python_recurses_is_walked(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for _ in range(1200):  # one mkdir at a time: os.makedirs itself recurses per level
+        folder = folder / "d"
+        folder.mkdir()
+    (folder / "deep.md").write_text("# Deep\n\nStill found.\n")
+    [found] = discover([tmp_path / "docs"], [], [])
+    assert isinstance(found, Candidate) and found.source == "d/" * 1200 + "deep.md"
