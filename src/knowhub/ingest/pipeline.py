@@ -2,7 +2,8 @@
 
 Each document is written in one store transaction, so a run killed at any
 moment leaves every document either as it was or fully replaced. A failing
-file is reported and skipped; it never stops the others.
+file is reported and skipped; it never stops the others (a disk the store cannot
+write to stops the run: every file after it would fail the same way).
 """
 
 from __future__ import annotations
@@ -313,7 +314,7 @@ class _Run:
             self._rescoped(candidate)
             pending = None
         except (KnowhubError, OSError) as exc:
-            self._stop_if_disk_full(exc, writing=False)  # pictures kept, caches written
+            self._stop_if_disk_full(exc, writing=False)  # writing its pictures, say
             self.report.failed.append((candidate.source, _reason(exc)))
             self._rescoped(candidate)
             pending = None

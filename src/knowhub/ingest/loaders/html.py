@@ -163,18 +163,20 @@ def _leading_strings(tag: Tag, nodes: int) -> Iterator[tuple[str | None, bool]]:
     from bs4.element import CData, NavigableString, Tag
 
     stack: list[tuple[Iterator[PageElement], bool]] = [(iter(tag.contents), False)]
-    for _ in range(nodes):
-        while stack and (node := next(stack[-1][0], None)) is None:
+    while stack:
+        node = next(stack[-1][0], None)
+        if node is None:
             stack.pop()
-        if not stack:
+            continue
+        nodes -= 1
+        if nodes < 0:
+            yield None, False
             return
         in_link = stack[-1][1]
         if isinstance(node, Tag):
             stack.append((iter(node.contents), in_link or node.name == "a"))
         elif type(node) in (NavigableString, CData):
             yield str(node), in_link
-    if stack:
-        yield None, False
 
 
 def _break_lines(soup: BeautifulSoup) -> None:
