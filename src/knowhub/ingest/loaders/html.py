@@ -102,11 +102,8 @@ def load_html(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
             f"{MAX_DEPTH}); close its elements, or convert it to text",
         ) from exc
     page_title = soup.title.get_text() if soup.title is not None else None
-    for noise in soup.find_all(_NOISE):
-        if not noise.decomposed:  # not inside one removed before
-            noise.decompose()
-    _drop_navigation(soup)
-    _break_lines(soup)
+    _remove(soup, lambda tag: tag.name in _NOISE)
+    _remove(soup, _is_navigation)  # link bars: they match every query about their pages
     text, line_map = _join(_blocks(soup, check_time))
     headings = markdown_headings(text)
     return LoadedDocument(
@@ -119,18 +116,24 @@ def load_html(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
     )
 
 
-def _drop_navigation(soup: BeautifulSoup) -> None:
-    """Remove link bars: as chunks they match every query about the pages they name."""
+def _remove(soup: BeautifulSoup, doomed: Callable[[Tag], bool]) -> None:
+    """Remove the elements ``doomed`` picks, top down (nothing inside one removed is looked
+    at), each at the cost of its own size: from the end of its parent's children, at an index
+    known, where bs4 would look for it among all its siblings before it."""
     from bs4 import Tag
 
-    stack: list[Tag] = [soup]
-    while stack:  # top down, so that nothing inside a bar removed is looked at
-        for child in list(stack.pop().children):
-            if isinstance(child, Tag):
-                if _is_navigation(child):
-                    child.decompose()
-                else:
-                    stack.append(child)
+    parents: list[Tag] = [soup]
+    while parents:
+        children = parents.pop().contents
+        for index in range(len(children) - 1, -1, -1):  # the indexes before stay right
+            child = children[index]
+            if not isinstance(child, Tag):
+                continue
+            if doomed(child):
+                child.extract(_self_index=index)
+                child.decompose()
+            else:
+                parents.append(child)
 
 
 def _is_navigation(tag: Tag) -> bool:
@@ -179,13 +182,36 @@ def _leading_strings(tag: Tag, nodes: int) -> Iterator[tuple[str | None, bool]]:
             yield str(node), in_link
 
 
-def _break_lines(soup: BeautifulSoup) -> None:
-    """Turn ``<br>`` into a newline, so get_text() does not glue the two lines together,
-    unless the source breaks the line there too (then the file's lines stay counted)."""
-    for line_break in soup.find_all("br"):
-        following = line_break.next_sibling
-        source_breaks = isinstance(following, str) and following.startswith("\n")
-        line_break.replace_with("" if source_breaks else "\n")
+def _text(tag: Tag, lists: list[Tag] | None = None) -> str:
+    """``tag.get_text()``, each ``<br>`` a line break (none where the source breaks the line
+    there too, so that the file's lines stay counted); walked from a stack, no element
+    changed. With ``lists``, the item ``tag``'s own nested lists (not those inside a deeper
+    item) are left out of the text and added to ``lists``, in order."""
+    from bs4.element import CData, NavigableString, Tag
+
+    if tag.name == "br":
+        return _line_break(tag)
+    texts: list[str] = []
+    stack: list[tuple[PageElement, bool]] = [(child, False) for child in reversed(tag.contents)]
+    while stack:
+        node, in_item = stack.pop()
+        if isinstance(node, Tag):
+            if node.name == "br":
+                texts.append(_line_break(node))
+            elif lists is not None and node.name in _LISTS and not in_item:
+                lists.append(node)
+            else:
+                inner = in_item or node.name == "li"
+                stack += [(child, inner) for child in reversed(node.contents)]
+        elif type(node) in (NavigableString, CData):  # what get_text() reads
+            texts.append(str(node))
+    return "".join(texts)
+
+
+def _line_break(line_break: Tag) -> str:
+    """A ``<br>``'s text, so that the lines it parts are not glued together."""
+    following = line_break.next_sibling
+    return "" if isinstance(following, str) and following.startswith("\n") else "\n"
 
 
 def _join(blocks: Iterator[_Block]) -> tuple[str, tuple[LineSpan, ...]]:
@@ -277,7 +303,7 @@ def _blocks(root: Tag, check_time: Callable[[], None]) -> Iterator[_Block]:
             level.inline.add(str(child))
             level.newlines += child.count("\n") if type(child) is NavigableString else 0
         elif isinstance(child, Tag) and child.name not in _BLOCKS:
-            text = child.get_text()
+            text = _text(child)
             level.inline.add(text, child.sourceline)
             level.newlines += text.count("\n")
         elif isinstance(child, Tag) and child.name in _CONTAINERS:
@@ -285,7 +311,7 @@ def _blocks(root: Tag, check_time: Callable[[], None]) -> Iterator[_Block]:
             levels.append(_Level(child, iter(child.contents), _Inline(child.sourceline or 1)))
         elif isinstance(child, Tag):
             yield level.inline.flush()
-            raw = child.get_text()
+            raw = _text(child)
             yield from _block(child, raw)
             _after(level, child, raw.count("\n"))
 
@@ -319,7 +345,8 @@ def _list_items(tag: Tag) -> Iterator[_Part]:
     stack = [(item, 0) for item in reversed(_items(tag))]
     while stack:
         item, depth = stack.pop()
-        raw, nested = _item_text(item)
+        nested: list[Tag] = []
+        raw = _text(item, nested)
         text = _collapse(raw)
         if text:
             yield ("  " * depth + "- " + escape_markdown(text), *_lines(item.sourceline, raw))
@@ -350,37 +377,16 @@ def _outermost(tag: Tag, name: str, skip: tuple[str, ...]) -> list[Tag]:
     return found
 
 
-def _item_text(item: Tag) -> tuple[str, list[Tag]]:
-    """The text of a list item without its own nested lists (those directly inside it, not
-    inside a deeper item), and those lists, in order."""
-    from bs4.element import CData, NavigableString, Tag
-
-    texts: list[str] = []
-    nested: list[Tag] = []
-    stack: list[tuple[PageElement, bool]] = [(child, False) for child in reversed(item.contents)]
-    while stack:
-        node, in_item = stack.pop()
-        if isinstance(node, Tag):
-            if node.name in _LISTS and not in_item:
-                nested.append(node)
-                continue
-            inner = in_item or node.name == "li"
-            stack += [(child, inner) for child in reversed(node.contents)]
-        elif type(node) in (NavigableString, CData):  # what get_text() reads
-            texts.append(str(node))
-    return "".join(texts), nested
-
-
 def _table(table: Tag, first: int, last: int) -> Iterator[_Block]:
     """A Markdown table per block of rows (see ``markdown_table``), at its rows' lines.
 
     The table's own rows: a table inside a cell is that cell's text."""
     rows = [
-        (row, [cell.get_text() for cell in row.find_all(("th", "td"), recursive=False)])
+        (row, [_text(cell) for cell in row.find_all(("th", "td"), recursive=False)])
         for row in _outermost(table, "tr", ("table",))
     ]
     kept = [(row, cells) for row, cells in rows if any(cell.strip() for cell in cells)]
-    lines = [_lines(row.sourceline or first, row.get_text()) for row, _ in kept]
+    lines = [_lines(row.sourceline or first, _text(row)) for row, _ in kept]
     for text, top, bottom in markdown_table_blocks([cells for _, cells in kept]):
         yield [(text, max(first, lines[top][0]), min(last, lines[bottom][1]))]
 
