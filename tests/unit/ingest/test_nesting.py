@@ -7,7 +7,9 @@ change: input four times the size must cost at most a little over four times the
 from __future__ import annotations
 
 import inspect
+import io
 import sys
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
@@ -195,3 +197,27 @@ def _links(soup: Any) -> list[tuple[str, ...]]:
     return [
         (name[id(node)], *(name.get(id(getattr(node, f)), "-") for f in fields)) for node in nodes
     ]
+
+
+def test_a_docx_nested_past_the_xml_readers_limit_is_not_called_corrupt(write: Writer) -> None:
+    """libxml2 (lxml, under python-docx) reads 256 levels at most, and bounds the cost so:
+    the file fails saying that, not that it is corrupt."""
+    from docx import Document
+
+    buffer = io.BytesIO()
+    Document().save(buffer)
+    with zipfile.ZipFile(buffer) as archive:
+        parts = {name: archive.read(name) for name in archive.namelist()}
+    head, tail = parts["word/document.xml"].split(b"<w:body>")
+    body = b"<w:p><w:r><w:t>Deep.</w:t></w:r></w:p>"
+    deep = b"<w:sdt><w:sdtContent>" * 300 + body + b"</w:sdtContent></w:sdt>" * 300
+    parts["word/document.xml"] = head + b"<w:body>" + deep + tail
+    packed = io.BytesIO()
+    with zipfile.ZipFile(packed, "w") as archive:
+        for name, data in parts.items():
+            archive.writestr(name, data)
+    path = write("deep.docx", packed.getvalue())
+    assert _refusal(path) == (
+        f"{path}: nests XML elements deeper than 256 levels, past what its reader goes: no "
+        "document nests so deep; re-save it from its application"
+    )
