@@ -77,6 +77,19 @@ def gzip_of_zeros(path: Path, megabytes: int) -> Path:
     return path
 
 
+# Root writes through any mode bits by its capabilities: the mode tests run the command as
+# root without them (util-linux's setpriv), so the bits apply to it as to any owner.
+AS_OWNER = (
+    [
+        "setpriv",
+        "--bounding-set=-dac_override,-dac_read_search",
+        "--inh-caps=-dac_override,-dac_read_search",
+    ]
+    if os.geteuid() == 0
+    else []
+)
+
+
 # The hashing embedder keeps subprocess tests fast; KNOWHUB_* from the caller's shell never leak in.
 # Defaults that are waits the tests must not race are WAIT_S, as in fast_settings.
 FAST_ENV = {

@@ -46,6 +46,7 @@ from knowhub.versions.record import (
 
 if TYPE_CHECKING:  # imported where used: a search or MCP `tools/list` never loads ingest
     from knowhub.ingest.bundle import BundleStats
+    from knowhub.ingest.deadletters import FailedFile
     from knowhub.ingest.pipeline import IngestReport, Progress
     from knowhub.ingest.verify import VerifyReport
 
@@ -315,6 +316,9 @@ class App:
         self, collection: str | None = None, *, version: int | None = None
     ) -> list[DocumentRecord]:
         return self.collection(collection, version).documents()
+
+    def failed_files(self, collection: str | None = None) -> list[FailedFile]:
+        return self.collection(collection).failed_files()
 
     def document(self, doc_hash: str, collection: str | None = None) -> DocumentRecord:
         return self.collection(collection).document(doc_hash)

@@ -40,6 +40,7 @@ from knowhub.versions.record import Target, target_settings
 if TYPE_CHECKING:  # the App hands itself in; ingest's modules load only when ingesting
     from knowhub.app import App
     from knowhub.ingest.bundle import BundleStats
+    from knowhub.ingest.deadletters import FailedFile
     from knowhub.ingest.pipeline import IngestReport, Progress
 
 __all__ = ["Collection", "named"]
@@ -285,6 +286,17 @@ class Collection:
             report.collection = target.collection
             record_ingest(trace, report)
         return report
+
+    def failed_files(self) -> list[FailedFile]:
+        """Files that failed to load into the collection :meth:`ingest` writes to, not read
+        again until they or the settings change (``knowhub ingest --failed``)."""
+        from knowhub.ingest.deadletters import failed_files
+
+        self._unrestricted("listing the files that failed", "a failed file has no scope")
+        name = check_collection_name(self._trace_name())
+        where = self if self._requested else self._app.collection(name, self._version)
+        cid = self._app.store.collection_id(where.target.physical)
+        return [] if cid is None else failed_files(self._app.store, cid)
 
     def documents(self) -> list[DocumentRecord]:
         """The documents of this version the App's scope sees."""

@@ -18,7 +18,7 @@ import pytest
 
 from knowhub import build_app
 from knowhub.versions.build import build_version
-from tests.helpers import ROOT, cli_env, fast_settings, free_port, knowhub, write
+from tests.helpers import AS_OWNER, ROOT, cli_env, fast_settings, free_port, knowhub, write
 from tests.mcp_helpers import running
 
 pytestmark = pytest.mark.slow  # every case starts a server process (~2 s each)
@@ -35,17 +35,6 @@ SERVERS = {
 BOTH = pytest.mark.parametrize("server", ["http", "mcp"])
 ALL = pytest.mark.parametrize("server", list(SERVERS))
 TOKENS = json.dumps([{"name": "ops", "token_env": "KH_TOKEN"}])
-# Root writes through any mode bits by its capabilities: the mode tests run the server as
-# root without them (util-linux's setpriv), so the bits apply to it as to any owner.
-AS_OWNER = (
-    [
-        "setpriv",
-        "--bounding-set=-dac_override,-dac_read_search",
-        "--inh-caps=-dac_override,-dac_read_search",
-    ]
-    if os.geteuid() == 0
-    else []
-)
 
 
 @pytest.fixture

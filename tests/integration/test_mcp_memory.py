@@ -213,3 +213,18 @@ async def test_ask_says_when_the_documents_do_not_cover_the_question(tmp_path: P
         assert "do not cover" in answered["answer"] and "Closest sources" in text
         message = await fails(client, "ask", question="zebra", collection="nope")
         assert "'nope'" in message
+
+
+async def test_the_ingest_tool_reports_a_file_that_failed_before_with_its_reason(
+    tmp_path: Path,
+) -> None:
+    async with local(tmp_path) as client:
+        deep = write(tmp_path / "docs" / "deep.html", "<div>" * 600 + "Deep." + "</div>" * 600)
+        first, _ = await ok(client, "ingest", path="deep.html", collection="pages")
+        [failed] = first["failed"]
+        assert failed["reason"].startswith(f"{deep}: nests elements more than 512 deep")
+        again, text = await ok(client, "ingest", path="deep.html", collection="pages")
+        assert again["failed"] == [{"source": "deep.html", "reason": again["failed"][0]["reason"]}]
+        reason = again["failed"][0]["reason"]
+        assert reason.startswith("skipped as previously failed (")
+        assert reason.endswith(failed["reason"]) and failed["reason"] in text

@@ -68,6 +68,12 @@ class IngestSettings(Section):
         description="Seconds between ingest progress lines on stderr when it is not a terminal "
         "(logs, CI; 0 = a line per step); also the MCP server's sync log lines.",
     )
+    max_seconds_per_file: float = Field(
+        300.0,
+        ge=0,
+        description="A file not read (parsed, OCR'd, cleaned, chunked) within this many seconds "
+        "fails, the rest of the run goes on; checked between pages and steps (0 = no limit).",
+    )
     long_file_warning_s: float = Field(
         120.0,
         ge=0,
@@ -92,6 +98,12 @@ class IngestSettings(Section):
         None,
         description="Folder of Tesseract's *.traineddata; unset: TESSDATA_PREFIX, else the "
         "usual system folders.",
+    )
+    ocr_max_pages: int = Field(
+        200,
+        ge=0,
+        description="A file with more pages to read by OCR fails (a TIFF before any is read); "
+        "about what OCR reads in ingest.max_seconds_per_file (0 = no limit).",
     )
     ocr_max_megapixels: float = Field(
         40.0, gt=0, description="A larger page or image is not read (bounds OCR's memory)."

@@ -136,7 +136,16 @@ class _Found:
 
 
 def _walk(folder: Path) -> Iterator[_Found]:
-    """Every entry under ``folder``; symlinked folders are reported, never descended."""
+    """Every entry under ``folder``; symlinked folders are reported, never descended.
+
+    Folders wait in a list, not in a recursion: a tree may be deeper than Python recurses."""
+    folders = [folder]
+    while folders:
+        yield from _listing(folders.pop(), folders)
+
+
+def _listing(folder: Path, folders: list[Path]) -> Iterator[_Found]:
+    """The entries of ``folder``; its subfolders go into ``folders``, to be listed next."""
     try:
         with os.scandir(folder) as listing:
             entries = list(listing)
@@ -153,7 +162,7 @@ def _walk(folder: Path) -> Iterator[_Found]:
         # DirEntry answers these from the directory listing: no stat, nothing opened.
         if entry.is_dir(follow_symlinks=False):
             if not entry.name.startswith("."):
-                yield from _walk(path)
+                folders.append(path)
         elif entry.is_symlink():
             if not _links_to_folder(path):
                 yield _Found(path, link=True)

@@ -121,5 +121,6 @@ def run_limits(settings: Settings) -> Limits:
         dpi=options.ocr_dpi,
         tessdata=options.ocr_tessdata,
         max_pixels=round(options.ocr_max_megapixels * 1_000_000),
+        max_pages=options.ocr_max_pages,
     )
     return Limits(options.max_file_bytes, options.max_extracted_chars, ocr, image_options(settings))

@@ -2,7 +2,8 @@
 
 Each document is written in one store transaction, so a run killed at any
 moment leaves every document either as it was or fully replaced. A failing
-file is reported and skipped; it never stops the others.
+file is reported and skipped; it never stops the others (a disk the store cannot
+write to stops the run: every file after it would fail the same way).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from knowhub.errors import (
 )
 from knowhub.ingest.chunk import ChunkingOptions, chunk_document
 from knowhub.ingest.cleanup import clean_document
+from knowhub.ingest.deadletters import DeadLetters
 from knowhub.ingest.discover import Candidate, Skipped, discover
 from knowhub.ingest.embed import EmbedRunner, abort_all, cache_key
 from knowhub.ingest.extraction import Extraction, run_limits
@@ -39,6 +41,7 @@ from knowhub.ingest.identity import Identities
 from knowhub.ingest.inplace import InPlace
 from knowhub.ingest.integrity import Changed, Integrity, gone_documents
 from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS, load, unsupported_reason
+from knowhub.ingest.loaders.budget import Deadline
 from knowhub.ingest.pictures import image_entries
 from knowhub.ingest.progress import IngestProgress, Progress, ProgressTracker
 from knowhub.ingest.report import IngestReport
@@ -55,6 +58,7 @@ from knowhub.models import Chunk, DocumentRecord, LoadedDocument
 from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.llms.base import LLM
 from knowhub.providers.stores.base import DocumentWrite, Store, refresh_index, replace_documents
+from knowhub.providers.stores.disk import disk_stop, disk_trouble
 from knowhub.scope import UNRESTRICTED, Scope
 from knowhub.surrogates import escape_surrogates
 
@@ -86,12 +90,13 @@ class IngestStopped(KeyboardInterrupt):
 
 
 class IngestCancelledError(IngestError):
-    """An ingest run stopped by :func:`stop_ingests` (its process is shutting down)."""
+    """An ingest run stopped before its end: by :func:`stop_ingests` (its process is
+    shutting down), or because the store's disk cannot be written (full, read-only), which
+    would fail every file after it the same way; ``report`` says what was written."""
 
-    def __init__(self, report: IngestReport) -> None:
+    def __init__(self, report: IngestReport, reason: str = "the server is shutting down") -> None:
         super().__init__(
-            f"ingest stopped: the server is shutting down; "
-            f"{report.stop_summary()}; run it again to continue"
+            f"ingest stopped: {reason}; {report.stop_summary()}; run it again to continue"
         )
         self.report = report
 
@@ -114,6 +119,10 @@ def _stop_if_shutting_down() -> None:
 
 class _ShutdownRequestedError(Exception):
     """Raised between documents once :func:`stop_ingests` was called."""
+
+
+class _DiskTroubleError(Exception):
+    """Raised when the store's disk fails a write (full, read-only): the run stops."""
 
 
 # Documents committed together (each in a savepoint of its own): a commit costs as much as
@@ -191,7 +200,7 @@ def ingest(
             run.process(candidate)
         run.flush_all()
         run.tracker.finished()
-    except (KeyboardInterrupt, _ShutdownRequestedError) as exc:
+    except (KeyboardInterrupt, _ShutdownRequestedError, _DiskTroubleError) as exc:
         # Documents committed so far are whole (each in its own savepoint); those in flight
         # or not yet committed are dropped, so that a stop takes moments, not minutes (the
         # vectors their finished batches computed are cached for the next run).
@@ -199,6 +208,8 @@ def ingest(
         run.stop([c.source for c in candidates], started)
         if isinstance(exc, KeyboardInterrupt):
             raise IngestStopped(run.report) from exc
+        if isinstance(exc, _DiskTroubleError):
+            raise IngestCancelledError(run.report, str(exc)) from exc.__cause__
         raise IngestCancelledError(run.report) from None
     finally:
         run.close()
@@ -277,6 +288,7 @@ class _Run:
             guard,
         )
         self.report = IngestReport(collection)
+        self.dead_letters = DeadLetters(store, self.cid, settings)
         self.in_place = InPlace(
             store, self.cid, settings, tags, self.extraction, self._cache_key, guard
         )
@@ -293,6 +305,7 @@ class _Run:
         self.group_started = 0.0
 
     def close(self) -> None:
+        self.dead_letters.save()
         self.runner.close()
         if self.transforms is not None:
             self.transforms.close()
@@ -307,6 +320,7 @@ class _Run:
             self._rescoped(candidate)
             pending = None
         except (KnowhubError, OSError) as exc:
+            self._stop_if_disk_full(exc, writing=False)  # writing its pictures, say
             self.report.failed.append((candidate.source, _reason(exc)))
             self._rescoped(candidate)
             pending = None
@@ -390,25 +404,39 @@ class _Run:
         if self.in_place.rewrote(candidate):  # tags or scope, its scans kept as OCR read them
             self.report.retagged.append(escape_surrogates(candidate.source))
             return None
+        if (held := self.dead_letters.held(candidate)) is not None:
+            self.report.failed.append((escape_surrogates(candidate.source), held.skipped()))
+            return None
+        self.dead_letters.read(candidate)
         changed = self.integrity.check(candidate)
         if changed is None:
             self.report.unchanged.append(escape_surrogates(candidate.source))
             return None
-        return self._chunk(path, changed)
+        try:
+            return self._chunk(path, changed)
+        except LoaderError as exc:  # the file's fault: not read again until it changes
+            if not isinstance(exc, OcrUnavailableError):
+                self.dead_letters.failure(changed, str(exc))
+            raise
 
     def _chunk(self, path: Path, changed: Changed) -> _Pending:
         """Load and chunk a changed file, then send its chunks to the embedder."""
         source, doc_hash, stat, tags = changed.source, changed.doc_hash, changed.stat, changed.tags
         doc_id = self._doc_id(changed.old or changed.previous, source, doc_hash)
+        # Reading the file (loading, cleanup, chunking) has ingest.max_seconds_per_file;
+        # its embedding, paced by the embedder and announced ahead, has no limit.
+        limits = replace(self.limits, deadline=Deadline(self.settings.ingest.max_seconds_per_file))
         loaded = load(
             path,
             changed.data,
-            self.limits,
+            limits,
             on_page=lambda page, pages: self.tracker.page_read(source, page, pages),
         )
         self.report.warnings += [(source, warning) for warning in loaded.warnings]
         if self.settings.ingest.cleanup:
+            limits.deadline.check(path, "before its cleanup")
             loaded = clean_document(loaded)
+        limits.deadline.check(path, "before its chunking")
         changed.data = b""  # only the text is needed now: free the file's bytes before chunking
         scope = checked_scope(tags, self.settings)
         metadata = scoped_metadata(_scalars(loaded.metadata), tags, scope)
@@ -522,6 +550,8 @@ class _Run:
             errors = replace_documents(self.store, self.cid, [write for _, write in group])
         except Exception as exc:  # the commit failed (disk full…): none of them is written
             errors = [exc] * len(group)
+        for error in errors:
+            self._stop_if_disk_full(error, writing=True)
         for (pending, _), error in zip(group, errors, strict=True):
             if error is None:
                 self._report_written(pending)
@@ -533,6 +563,16 @@ class _Run:
                 self._failed(pending, _reason(error))
             else:
                 self._failed(pending, f"unexpected {type(error).__name__}: {error}")
+
+    def _stop_if_disk_full(self, exc: BaseException | None, writing: bool) -> None:
+        """Stop the run when ``exc`` says the store's disk cannot be written: every file
+        after would fail the same way."""
+        trouble = disk_trouble(exc, writing=writing)
+        if trouble is not None and exc is not None:
+            where = f"the data dir {self.settings.data_dir}"
+            if writing and self.settings.store.provider == "postgres":
+                where = "the PostgreSQL server's disk"
+            raise _DiskTroubleError(disk_stop(where, trouble, exc)) from exc
 
     def _failed(self, pending: _Pending, reason: str) -> None:
         self.runner.release(pending.futures)

@@ -7,7 +7,9 @@ import contextlib
 import io
 import random
 import re
+import struct
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -219,3 +221,27 @@ def test_clean_pages_are_told_from_scans_by_their_background() -> None:
 
     assert looks_clean(page(Image.open(io.BytesIO(table_png(ROWS)))))
     assert not looks_clean(page(scanned_page(EN, "en")))
+
+
+def _png_of_size(width: int, height: int) -> bytes:
+    """A PNG that claims ``width`` x ``height`` pixels in a few bytes: its header, one
+    empty data chunk, its end (a decompression bomb's shape, as far as Pillow opens it)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+
+    header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)  # 1-bit grey
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", b"") + chunk(b"IEND", b"")
+
+
+def test_an_image_of_a_huge_pixel_count_is_refused_as_too_large_not_corrupt(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(LoaderError) as info:
+        load(tmp_path / "huge.png", _png_of_size(20_000, 20_000))
+    assert str(info.value) == (
+        f"{tmp_path / 'huge.png'}: is 400 megapixels, more than OCR reads of one picture "
+        "(ingest.ocr_max_megapixels: 40): scale it down"
+    )

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from knowhub.errors import LoaderError, OcrUnavailableError
+from knowhub.ingest.loaders.budget import Deadline
 from knowhub.ingest.loaders.figures import ImageOptions
 from knowhub.ingest.loaders.ocr import OcrOptions
 from knowhub.models import LoadedDocument
@@ -44,12 +45,15 @@ class Limits:
         ocr: OCR of scanned PDF pages and images: on or off, languages, dpi, pixels.
         images: pictures inside documents: where they are kept (none: not extracted), how
             they are described.
+        deadline: when reading the file must stop (``ingest.max_seconds_per_file``, set
+            per file); the default never passes.
     """
 
     max_bytes: int = 200_000_000
     max_chars: int = 50_000_000
     ocr: OcrOptions = field(default_factory=OcrOptions)
     images: ImageOptions = field(default_factory=ImageOptions)
+    deadline: Deadline = field(default_factory=Deadline)
 
 
 Loader = Callable[[Path, bytes, Limits], LoadedDocument]
@@ -69,6 +73,7 @@ _RATIO_FLOOR = 1 << 20  # small entries may be as repetitive as they like
 # Encrypted OOXML files are not zips: Office wraps them in an OLE compound file,
 # the same container as the legacy binary .doc/.ppt/.xls formats.
 _OLE_SIGNATURE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_XML_DEPTH = 256  # libxml2's limit without XML_PARSE_HUGE, which the Office libraries keep
 
 # An obvious title line: at most this long, in the first few hundred characters.
 _TITLE_CHARS = 100
@@ -235,16 +240,24 @@ def check_office_file(path: Path, data: bytes, extension: str, limits: Limits) -
             )
 
 
-def not_office_file(path: Path, extension: str) -> LoaderError:
+def not_office_file(path: Path, extension: str, cause: BaseException | None = None) -> LoaderError:
     """The error for an Office file that cannot be opened.
 
     Args:
         path: the file, for the message.
         extension: the expected extension (``.docx`` …).
+        cause: what the library raised: libxml2's limit on nesting (256 levels, which
+            bounds its work) is no corruption.
 
     Returns:
         The error, for the caller to raise (and chain).
     """
+    if cause is not None and "Excessive depth" in str(cause):
+        return loader_error(
+            path,
+            f"nests XML elements deeper than {_XML_DEPTH} levels, past what its reader goes: "
+            "no document nests so deep; re-save it from its application",
+        )
     return loader_error(
         path,
         f"is not a valid {extension} (corrupt or not an Office file): re-save it from "

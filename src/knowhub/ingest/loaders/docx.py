@@ -62,9 +62,9 @@ def load_docx(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         document = Document(io.BytesIO(data))
     except (PackageNotFoundError, KeyError, ValueError, SyntaxError, zipfile.BadZipFile) as exc:
         # lxml's XMLSyntaxError derives from SyntaxError.
-        raise not_office_file(path, ".docx") from exc
+        raise not_office_file(path, ".docx", exc) from exc
     budget = CharBudget(path, limits)
-    figures = Figures(path, limits.images, Ocr(limits.ocr))
+    figures = Figures(path, limits.images, Ocr(limits.ocr, limits.deadline))
     blocks = (block for item in document.iter_inner_content() for block in _blocks(item, figures))
     text = _join_blocks(blocks, budget)
     headings = markdown_headings(text)

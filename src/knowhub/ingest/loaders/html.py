@@ -13,12 +13,14 @@ lines a reader finds it on when they open the ``.html`` file.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from knowhub.ingest.loaders.common import Limits, pick_title
+from knowhub.ingest.loaders.common import Limits, loader_error, pick_title
 from knowhub.ingest.loaders.encoding import decode_document
+from knowhub.ingest.loaders.html_tree import MAX_DEPTH, TooDeepError, parse_html
 from knowhub.ingest.loaders.markdown import (
     escape_markdown,
     heading_title,
@@ -29,6 +31,7 @@ from knowhub.models import LineSpan, LoadedDocument
 
 if TYPE_CHECKING:
     from bs4 import BeautifulSoup, Tag
+    from bs4.element import PageElement
 
 __all__ = ["load_html"]
 
@@ -55,6 +58,10 @@ _NAV_CLASSES = frozenset(
 # Texinfo 5-6 (div.header > p) and hand-made ones: "Next: <a>…</a>, Up: <a>…</a>".
 _NAV_START = re.compile(r"\s*(?:next|previous|prev|up)\s*:", re.IGNORECASE)
 _NAV_WORDS = frozenset({"next", "previous", "prev", "up", "contents", "index", "top", "home"})
+_BAR_NODES = 200  # a link bar is a few links: a block of more nodes is not one (texinfo's: 20)
+_BAR_START = 8  # nodes before its first words ("Next:"): texinfo's bar has 3 (div, blank, p)
+_MAX_INDENT = 16  # levels of a nested list indented; deeper ones line up with the 16th
+_CHECK_EVERY = 4096  # nodes walked between looks at the file's deadline
 
 _Part = tuple[str, int, int]
 """One or more lines of the text, with the first and last file line they came from."""
@@ -68,24 +75,36 @@ def load_html(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
     Args:
         path: the file.
         data: its bytes; a BOM or ``<meta charset>`` gives the encoding.
-        limits: ``max_chars`` bounds the decoded markup (the text is shorter).
+        limits: ``max_chars`` bounds the decoded markup (the text is shorter); the
+            ``deadline`` is checked as the page is parsed and walked.
 
     Returns:
         The document, titled by ``<title>``, else its first heading, else its stem;
         its ``line_map`` gives the file lines of each paragraph, item and code block.
-    """
-    from bs4 import BeautifulSoup
 
+    Raises:
+        LoaderError: the page nests elements deeper than a browser shows them nested
+            (:data:`~knowhub.ingest.loaders.html_tree.MAX_DEPTH`), or its time is up.
+    """
     declared = _META_CHARSET.search(data[:_SNIFF_BYTES])
     charset = declared[1].decode("ascii") if declared else None
     markup, warnings = decode_document(data, path, charset, max_chars=limits.max_chars)
-    soup = BeautifulSoup(markup, "html.parser")
+
+    def check_time() -> None:
+        limits.deadline.check(path, "while reading its HTML")
+
+    try:
+        soup = parse_html(markup, check_time)
+    except TooDeepError as exc:
+        raise loader_error(
+            path,
+            f"{exc}: no page meant for reading nests so deep (browsers stop nesting at "
+            f"{MAX_DEPTH}); close its elements, or convert it to text",
+        ) from exc
     page_title = soup.title.get_text() if soup.title is not None else None
-    for noise in soup.find_all(_NOISE):
-        noise.decompose()
-    _drop_navigation(soup)
-    _break_lines(soup)
-    text, line_map = _join(_blocks(soup, 1))
+    _remove(soup, lambda tag: tag.name in _NOISE)
+    _remove(soup, _is_navigation)  # link bars: they match every query about their pages
+    text, line_map = _join(_blocks(soup, check_time))
     headings = markdown_headings(text)
     return LoadedDocument(
         text=text,
@@ -97,18 +116,24 @@ def load_html(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
     )
 
 
-def _drop_navigation(soup: BeautifulSoup) -> None:
-    """Remove link bars: as chunks they match every query about the pages they name."""
+def _remove(soup: BeautifulSoup, doomed: Callable[[Tag], bool]) -> None:
+    """Remove the elements ``doomed`` picks, top down (nothing inside one removed is looked
+    at), each at the cost of its own size: from the end of its parent's children, at an index
+    known, where bs4 would look for it among all its siblings before it."""
     from bs4 import Tag
 
-    stack: list[Tag] = [soup]
-    while stack:  # top down, so that nothing inside a bar removed is looked at
-        for child in list(stack.pop().children):
-            if isinstance(child, Tag):
-                if _is_navigation(child):
-                    child.decompose()
-                else:
-                    stack.append(child)
+    parents: list[Tag] = [soup]
+    while parents:
+        children = parents.pop().contents
+        for index in range(len(children) - 1, -1, -1):  # the indexes before stay right
+            child = children[index]
+            if not isinstance(child, Tag):
+                continue
+            if doomed(child):
+                child.extract(_self_index=index)
+                child.decompose()
+            else:
+                parents.append(child)
 
 
 def _is_navigation(tag: Tag) -> bool:
@@ -118,26 +143,75 @@ def _is_navigation(tag: Tag) -> bool:
 
 
 def _is_link_bar(tag: Tag) -> bool:
-    """Whether ``tag`` reads ``Next: <a>…</a>, Up: <a>…</a>``: nav words and links only."""
-    first = next((string for string in tag.strings if string.strip()), "")
+    """Whether ``tag`` reads ``Next: <a>…</a>, Up: <a>…</a>``: nav words and links only.
+
+    Only its first nodes are read: a bar is a few links, and a block reading all of its
+    own would cost every block above it its size again."""
+    first = next((s for s, _ in _leading_strings(tag, _BAR_START) if s and s.strip()), "")
     if not _NAV_START.match(first):
-        return False  # cheap: most blocks fail here, before their whole text is read
-    words = [
-        word.casefold()
-        for string in tag.strings
-        if string.find_parent("a") is None  # the words outside the links
-        for word in re.findall(r"\w+", string)
-    ]
+        return False  # cheap: most blocks fail here, a few nodes in
+    words = []
+    for string, in_link in _leading_strings(tag, _BAR_NODES):
+        if string is None:
+            return False  # longer than a bar
+        if not in_link:  # the words outside the links
+            words += [word.casefold() for word in re.findall(r"\w+", string)]
     return all(word in _NAV_WORDS for word in words)
 
 
-def _break_lines(soup: BeautifulSoup) -> None:
-    """Turn ``<br>`` into a newline, so get_text() does not glue the two lines together,
-    unless the source breaks the line there too (then the file's lines stay counted)."""
-    for line_break in soup.find_all("br"):
-        following = line_break.next_sibling
-        source_breaks = isinstance(following, str) and following.startswith("\n")
-        line_break.replace_with("" if source_breaks else "\n")
+def _leading_strings(tag: Tag, nodes: int) -> Iterator[tuple[str | None, bool]]:
+    """The strings ``get_text()`` reads in ``tag``, each with whether it is inside a link,
+    in document order, from its first ``nodes`` nodes; ``(None, False)`` after them when
+    it has more."""
+    from bs4.element import CData, NavigableString, Tag
+
+    stack: list[tuple[Iterator[PageElement], bool]] = [(iter(tag.contents), False)]
+    while stack:
+        node = next(stack[-1][0], None)
+        if node is None:
+            stack.pop()
+            continue
+        nodes -= 1
+        if nodes < 0:
+            yield None, False
+            return
+        in_link = stack[-1][1]
+        if isinstance(node, Tag):
+            stack.append((iter(node.contents), in_link or node.name == "a"))
+        elif type(node) in (NavigableString, CData):
+            yield str(node), in_link
+
+
+def _text(tag: Tag, lists: list[Tag] | None = None) -> str:
+    """``tag.get_text()``, each ``<br>`` a line break (none where the source breaks the line
+    there too, so that the file's lines stay counted); walked from a stack, no element
+    changed. With ``lists``, the item ``tag``'s own nested lists (not those inside a deeper
+    item) are left out of the text and added to ``lists``, in order."""
+    from bs4.element import CData, NavigableString, Tag
+
+    if tag.name == "br":
+        return _line_break(tag)
+    texts: list[str] = []
+    stack: list[tuple[PageElement, bool]] = [(child, False) for child in reversed(tag.contents)]
+    while stack:
+        node, in_item = stack.pop()
+        if isinstance(node, Tag):
+            if node.name == "br":
+                texts.append(_line_break(node))
+            elif lists is not None and node.name in _LISTS and not in_item:
+                lists.append(node)
+            else:
+                inner = in_item or node.name == "li"
+                stack += [(child, inner) for child in reversed(node.contents)]
+        elif type(node) in (NavigableString, CData):  # what get_text() reads
+            texts.append(str(node))
+    return "".join(texts)
+
+
+def _line_break(line_break: Tag) -> str:
+    """A ``<br>``'s text, so that the lines it parts are not glued together."""
+    following = line_break.next_sibling
+    return "" if isinstance(following, str) and following.startswith("\n") else "\n"
 
 
 def _join(blocks: Iterator[_Block]) -> tuple[str, tuple[LineSpan, ...]]:
@@ -193,30 +267,63 @@ class _Inline:
         return [(text, *span)] if text and span else []
 
 
-def _blocks(container: Tag, line: int) -> Iterator[_Block]:
-    """Markdown blocks for a container's children; loose inline text becomes paragraphs."""
-    from bs4.element import NavigableString, PreformattedString, Tag
+@dataclass
+class _Level:
+    """A container being walked: its children left, its loose text, the newlines of its
+    text so far (``get_text()``'s, which the file line after it is counted from)."""
 
-    inline = _Inline(line)
-    for child in container.children:
-        if isinstance(child, PreformattedString):  # comments, doctype, CDATA …
-            inline.line += str(child).count("\n")
+    container: Tag
+    children: Iterator[PageElement]
+    inline: _Inline
+    newlines: int = 0
+
+
+def _blocks(root: Tag, check_time: Callable[[], None]) -> Iterator[_Block]:
+    """Markdown blocks for the page, containers walked from an explicit stack (a page may
+    nest deeper than Python recurses); each element's text is read once."""
+    from bs4.element import CData, NavigableString, PreformattedString, Tag
+
+    levels = [_Level(root, iter(root.contents), _Inline(1))]
+    walked = 0
+    while levels:
+        level = levels[-1]
+        child = next(level.children, None)
+        walked += 1
+        if walked % _CHECK_EVERY == 0:
+            check_time()
+        if child is None:
+            yield level.inline.flush()
+            levels.pop()
+            if levels:
+                _after(levels[-1], level.container, level.newlines)
+        elif isinstance(child, PreformattedString):  # comments, doctype, CDATA …
+            level.inline.line += str(child).count("\n")
+            level.newlines += str(child).count("\n") if type(child) is CData else 0
         elif isinstance(child, NavigableString):
-            inline.add(str(child))
+            level.inline.add(str(child))
+            level.newlines += child.count("\n") if type(child) is NavigableString else 0
         elif isinstance(child, Tag) and child.name not in _BLOCKS:
-            inline.add(child.get_text(), child.sourceline)
+            text = _text(child)
+            level.inline.add(text, child.sourceline)
+            level.newlines += text.count("\n")
+        elif isinstance(child, Tag) and child.name in _CONTAINERS:
+            yield level.inline.flush()
+            levels.append(_Level(child, iter(child.contents), _Inline(child.sourceline or 1)))
         elif isinstance(child, Tag):
-            yield inline.flush()
-            yield from _block(child)
-            inline.line = (child.sourceline or inline.line) + child.get_text().count("\n")
-    yield inline.flush()
+            yield level.inline.flush()
+            raw = _text(child)
+            yield from _block(child, raw)
+            _after(level, child, raw.count("\n"))
 
 
-def _block(tag: Tag) -> Iterator[_Block]:
-    if tag.name in _CONTAINERS:
-        yield from _blocks(tag, tag.sourceline or 1)
-        return
-    raw = tag.get_text()
+def _after(level: _Level, block: Tag, newlines: int) -> None:
+    """The walk of ``level`` goes on after ``block``, whose text has ``newlines``."""
+    level.inline.line = (block.sourceline or level.inline.line) + newlines
+    level.newlines += newlines
+
+
+def _block(tag: Tag, raw: str) -> Iterator[_Block]:
+    """The blocks of an element that is not a container; ``raw`` is its text."""
     first, last = _lines(tag.sourceline, raw)
     if tag.name in _HEADINGS:
         yield [("#" * _HEADINGS[tag.name] + " " + _collapse(raw), first, last)]
@@ -227,41 +334,59 @@ def _block(tag: Tag) -> Iterator[_Block]:
         # The closing tag is on the line the element's text ends on.
         yield _fenced(raw.strip("\n"), (opening, opening + raw.count("\n")), first, last)
     elif tag.name in _LISTS or tag.name == "li":
-        yield list(_list_items(tag, depth=0))
+        yield list(_list_items(tag))
     elif tag.name == "table":
         yield from _table(tag, first, last)
 
 
-def _list_items(tag: Tag, depth: int) -> Iterator[_Part]:
-    """``- item`` lines for a list (or a lone ``<li>``), nested lists indented."""
-    from bs4 import Tag
-
-    items = [tag] if tag.name == "li" else tag.find_all("li", recursive=False)
-    for item in items:
-        # Only the lists directly inside this item; deeper ones go with their own item.
-        nested = [
-            sub
-            for sub in item.find_all(_LISTS)
-            if isinstance(sub, Tag) and sub.find_parent("li") is item
-        ]
-        for sublist in nested:
-            sublist.extract()
-        raw = item.get_text()
+def _list_items(tag: Tag) -> Iterator[_Part]:
+    """``- item`` lines for a list (or a lone ``<li>``), nested lists indented (at most
+    :data:`_MAX_INDENT` levels: deeper ones line up with those)."""
+    stack = [(item, 0) for item in reversed(_items(tag))]
+    while stack:
+        item, depth = stack.pop()
+        nested: list[Tag] = []
+        raw = _text(item, nested)
         text = _collapse(raw)
         if text:
             yield ("  " * depth + "- " + escape_markdown(text), *_lines(item.sourceline, raw))
-        for sublist in nested:
-            yield from _list_items(sublist, depth + 1)
+        deeper = min(depth + 1, _MAX_INDENT)
+        for sublist in reversed(nested):
+            stack += [(sub, deeper) for sub in reversed(_items(sublist))]
+
+
+def _items(tag: Tag) -> list[Tag]:
+    """A list's items: the outermost ``<li>`` inside it, also those of a list placed
+    straight in it (``<ul><li>a</li><ul><li>b</li></ul></ul>``, which browsers show)."""
+    return [tag] if tag.name == "li" else _outermost(tag, "li", ())
+
+
+def _outermost(tag: Tag, name: str, skip: tuple[str, ...]) -> list[Tag]:
+    """The elements called ``name`` inside ``tag`` that no other one holds (none inside an
+    element named in ``skip``), in document order."""
+    from bs4 import Tag
+
+    found: list[Tag] = []
+    stack = [child for child in reversed(tag.contents) if isinstance(child, Tag)]
+    while stack:
+        node = stack.pop()
+        if node.name == name:
+            found.append(node)
+        elif node.name not in skip:
+            stack += [child for child in reversed(node.contents) if isinstance(child, Tag)]
+    return found
 
 
 def _table(table: Tag, first: int, last: int) -> Iterator[_Block]:
-    """A Markdown table per block of rows (see ``markdown_table``), at its rows' lines."""
+    """A Markdown table per block of rows (see ``markdown_table``), at its rows' lines.
+
+    The table's own rows: a table inside a cell is that cell's text."""
     rows = [
-        (row, [cell.get_text() for cell in row.find_all(("th", "td"), recursive=False)])
-        for row in table.find_all("tr")
+        (row, [_text(cell) for cell in row.find_all(("th", "td"), recursive=False)])
+        for row in _outermost(table, "tr", ("table",))
     ]
     kept = [(row, cells) for row, cells in rows if any(cell.strip() for cell in cells)]
-    lines = [_lines(row.sourceline or first, row.get_text()) for row, _ in kept]
+    lines = [_lines(row.sourceline or first, _text(row)) for row, _ in kept]
     for text, top, bottom in markdown_table_blocks([cells for _, cells in kept]):
         yield [(text, max(first, lines[top][0]), min(last, lines[bottom][1]))]
 

@@ -7,12 +7,14 @@ are decoded; frames are decoded one at a time, so a long TIFF never sits in memo
 from __future__ import annotations
 
 import io
+import re
 import struct
 import warnings
 from pathlib import Path
 from typing import Any
 
 from knowhub.errors import LoaderError
+from knowhub.ingest.loaders.budget import too_many_scans
 from knowhub.ingest.loaders.common import (
     CharBudget,
     Limits,
@@ -63,7 +65,7 @@ def load_image(
             found no text in it.
         LoaderError: the file is no readable image, or too large.
     """
-    ocr = Ocr(limits.ocr)
+    ocr = Ocr(limits.ocr, limits.deadline)
     if not limits.ocr.enabled:
         raise ocr_unavailable(path, "is an image and OCR is off; enable ingest.ocr to read it")
     if ocr.problem is not None:
@@ -96,7 +98,7 @@ def _read_pages(
 ) -> list[str]:
     from PIL import Image, ImageSequence
 
-    image = _open(path, data)
+    image = _open(path, data, ocr.options.max_pixels)
     try:
         # Pillow's warnings (DecompressionBombWarning: ingest.ocr_max_megapixels is the limit
         # here, checked per frame; "Tag data larger than file" of a damaged TIFF) are no news:
@@ -105,8 +107,11 @@ def _read_pages(
             warnings.simplefilter("ignore")
             # Only a TIFF's frames are pages; an animated WebP's are moments of one picture.
             count = getattr(image, "n_frames", 1) if image.format == "TIFF" else 1
+            if 0 < ocr.options.max_pages < count:  # known before any frame is decoded
+                raise too_many_scans(path, f"{count} pages", ocr.options.max_pages)
             pages = []
             for number, frame in enumerate(ImageSequence.Iterator(image), start=1):
+                ocr.deadline.check(path, f"at page {number} of {count}")
                 pages.append(budget.spend(_read_frame(path, frame, number, count, ocr)))
                 if on_page is not None:
                     on_page(number, count)
@@ -121,7 +126,7 @@ def _read_pages(
         image.close()
 
 
-def _open(path: Path, data: bytes) -> Any:
+def _open(path: Path, data: bytes, max_pixels: int) -> Any:
     # The plugins register the formats of _FORMATS (Image.open knows only a few until then).
     from PIL import (  # noqa: F401
         BmpImagePlugin,
@@ -137,8 +142,22 @@ def _open(path: Path, data: bytes) -> Any:
         with warnings.catch_warnings():  # as in _read_pages
             warnings.simplefilter("ignore")
             return Image.open(io.BytesIO(data), formats=_FORMATS)
-    except (UnidentifiedImageError, *_CORRUPT, Image.DecompressionBombError) as exc:
+    except Image.DecompressionBombError as exc:  # over Pillow's own limit: not corrupt
+        raise _too_many_pixels(path, exc, max_pixels) from exc
+    except (UnidentifiedImageError, *_CORRUPT) as exc:
         raise _unreadable(path, exc) from exc
+
+
+def _too_many_pixels(path: Path, exc: Exception, limit: int) -> LoaderError:
+    """A picture past Pillow's limit (179 megapixels, as its header says), refused before
+    its pixels are decoded: past any ``ingest.ocr_max_megapixels`` worth setting too."""
+    claimed = re.search(r"\((\d+) pixels\)", str(exc))
+    size = f"{int(claimed[1]) / 1e6:g} megapixels" if claimed else "too many pixels"
+    return loader_error(
+        path,
+        f"is {size}, more than OCR reads of one picture (ingest.ocr_max_megapixels: "
+        f"{limit / 1e6:g}): scale it down",
+    )
 
 
 def _read_frame(path: Path, frame: Any, number: int, count: int, ocr: Ocr) -> str:
@@ -151,6 +170,7 @@ def _read_frame(path: Path, frame: Any, number: int, count: int, ocr: Ocr) -> st
     try:
         return ocr.read(page_image(frame))
     except OcrError as exc:
+        ocr.deadline.check(path, f"at page {number} of {count}")  # the time ran out
         raise loader_error(path, f"page {number} was not read: {exc}") from exc
 
 

@@ -8,9 +8,11 @@ When the top level is an object, each key holding an object or list gets a
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from knowhub.errors import LoaderError
 from knowhub.ingest.loaders.common import CharBudget, Limits, loader_error, pick_title
 from knowhub.ingest.loaders.encoding import decode_document
 from knowhub.ingest.loaders.markdown import escape_markdown, markdown_headings
@@ -44,7 +46,12 @@ def load_json(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
             f"is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}: "
             "fix the syntax there",
         ) from exc
-    rendered = _render(value, CharBudget(path, limits))
+    except RecursionError as exc:  # the reader recurses per level, as does the rendering
+        raise _too_deep(path) from exc
+    try:
+        rendered = _render(value, CharBudget(path, limits))
+    except RecursionError as exc:
+        raise _too_deep(path) from exc
     declared = value.get("title") if isinstance(value, dict) else None
     return LoadedDocument(
         text=rendered,
@@ -53,6 +60,14 @@ def load_json(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         headings=markdown_headings(rendered),
         line_map=None,  # one line per value, not the file's layout: cited by key path
         warnings=warnings,
+    )
+
+
+def _too_deep(path: Path) -> LoaderError:
+    return loader_error(
+        path,
+        "nests arrays and objects deeper than Python's JSON reader goes (about "
+        f"{sys.getrecursionlimit()} levels): flatten it",
     )
 
 

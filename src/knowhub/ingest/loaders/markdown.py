@@ -41,6 +41,9 @@ _FENCE_CLOSE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
 # a thematic break, not a heading.
 _NOT_PARAGRAPH = re.compile(r" {0,3}(?:[-+*][ \t]|\d{1,9}[.)][ \t]|>)")
 _FRONT_MATTER_END = ("---", "...")
+# Levels of YAML front matter read: its keys that matter are scalars and lists of them, and
+# PyYAML recurses per level (900 levels: 6 s, then a RecursionError).
+_FRONT_MATTER_NESTING = 32
 # Line starts that Markdown would read as a heading, setext underline or fence.
 _MARKUP_START = re.compile(r"^( {0,3})(#|`{3}|~{3}|=+[ \t]*$|-+[ \t]*$)", re.MULTILINE)
 
@@ -138,14 +141,30 @@ def front_matter(text: str) -> dict[str, Any]:
         return {}
     import yaml
 
+    block = "\n".join(text.split("\n")[1 : count - 1])
+    if _nesting(block) > _FRONT_MATTER_NESTING:
+        return {}  # PyYAML recurses per level, in time growing with the square of it
     try:
-        parsed = yaml.safe_load("\n".join(text.split("\n")[1 : count - 1]))
-    except yaml.YAMLError:
+        parsed = yaml.safe_load(block)
+    except (yaml.YAMLError, RecursionError):
         return {}
     if not isinstance(parsed, dict):
         return {}
     simple = {str(key): _simple_value(value) for key, value in parsed.items()}
     return {key: value for key, value in simple.items() if value is not None}
+
+
+def _nesting(block: str) -> int:
+    """How deep YAML ``block`` nests, roughly: its brackets, or its indentation."""
+    depth = deepest = 0
+    for char in block:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    indents = (len(line) - len(line.lstrip(" ")) for line in block.split("\n"))
+    return max(deepest, max(indents, default=0) // 2)
 
 
 def _simple_value(value: object) -> object:

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from knowhub.ingest.loaders.budget import Deadline
+
 __all__ = ["DEFAULT_LANGUAGES", "Ocr", "OcrError", "OcrOptions", "PageImage", "looks_clean"]
 
 DEFAULT_LANGUAGES = "eng+chi_sim+rus"
@@ -76,6 +78,7 @@ class OcrOptions:
         dpi: resolution a PDF page is rendered at for OCR.
         tessdata: the folder of ``*.traineddata``; None: the usual system folders.
         max_pixels: a larger page or image is not read (Tesseract's memory grows with it).
+        max_pages: a file with more pages to read fails (0: no limit).
     """
 
     enabled: bool = True
@@ -83,6 +86,7 @@ class OcrOptions:
     dpi: int = 200
     tessdata: Path | None = None
     max_pixels: int = 40_000_000
+    max_pages: int = 200
 
 
 @dataclass(frozen=True)
@@ -106,10 +110,12 @@ class _Setup:
 
 
 class Ocr:
-    """OCR for one file's load: whether it can run (checked on first use) and reading pages."""
+    """OCR for one file's load: whether it can run (checked on first use) and reading pages,
+    each in the time the file has left (``deadline``)."""
 
-    def __init__(self, options: OcrOptions) -> None:
+    def __init__(self, options: OcrOptions, deadline: Deadline | None = None) -> None:
         self.options = options
+        self.deadline = deadline or Deadline()
         self._setup: _Setup | str | None = None
 
     @property
@@ -133,16 +139,17 @@ class Ocr:
         """The page's text: lines as Tesseract found them, paragraphs apart by a blank line.
 
         Raises:
-            OcrError: OCR cannot run (see :attr:`problem`), or Tesseract failed on the page.
+            OcrError: OCR cannot run (see :attr:`problem`), Tesseract failed on the page, or
+                the file's time ran out while it read it (:attr:`deadline` has passed).
         """
         setup = self._ready()
         if isinstance(setup, str):
             raise OcrError(setup)
         mode = _CLEAN_MODE if looks_clean(image) else _SCAN_MODE
-        text = _recognise(setup.tessdata, setup.languages, image, mode)
+        text = _recognise(setup.tessdata, setup.languages, image, mode, self.deadline)
         again = _second_pass(setup, text)
         if again is not None:
-            text = _recognise(setup.tessdata, again, image, mode)
+            text = _recognise(setup.tessdata, again, image, mode, self.deadline)
         return _tidy(text)
 
     def _ready(self) -> _Setup | str:
@@ -205,7 +212,9 @@ def looks_clean(image: PageImage) -> bool:
     return bool(pixels.size) and np.bincount(pixels).max() / pixels.size > _CLEAN_BACKGROUND
 
 
-def _recognise(tessdata: str, languages: str, image: PageImage, mode: tuple[int, str]) -> str:
+def _recognise(
+    tessdata: str, languages: str, image: PageImage, mode: tuple[int, str], deadline: Deadline
+) -> str:
     with _engine(tessdata, languages) as api:
         try:
             # Both are the engine's own (Tesseract class members), not process-wide.
@@ -213,6 +222,11 @@ def _recognise(tessdata: str, languages: str, image: PageImage, mode: tuple[int,
             api.SetVariable("thresholding_method", mode[1])
             api.SetImageBytes(image.pixels, image.width, image.height, 1, image.stride)
             api.SetSourceResolution(image.dpi)
+            # Tesseract stops recognising at the timeout (after layout analysis, which it
+            # does not interrupt): a flag could not reach into its C++ loop.
+            if not api.Recognize(timeout=deadline.left_ms() or 0):
+                why = "the file's time ran out" if deadline.passed() else "it gave up"
+                raise OcrError(f"Tesseract stopped reading the page ({why})")
             return str(api.GetUTF8Text())
         except RuntimeError as exc:
             raise OcrError(f"Tesseract failed on the page ({exc})") from exc

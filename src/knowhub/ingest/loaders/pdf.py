@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from knowhub.errors import LoaderError
+from knowhub.ingest.loaders.budget import too_many_scans
 from knowhub.ingest.loaders.common import (
     CharBudget,
     Limits,
@@ -53,6 +54,7 @@ class _Scans:
     """What became of a PDF's pages that have no text layer (1-based page numbers)."""
 
     read: list[int] = field(default_factory=list)
+    found: int = 0  # scans met so far that OCR is to read
     off: list[int] = field(default_factory=list)  # ingest.ocr is false
     unavailable: list[int] = field(default_factory=list)  # no tesserocr or language data
     problem: str = ""  # why OCR is unavailable
@@ -128,10 +130,10 @@ def load_pdf(
         LoaderError: the PDF is password-protected, unreadable, has no text (nor OCR
             found any), or holds more text than the limit.
     """
-    ocr = Ocr(limits.ocr)
+    ocr = Ocr(limits.ocr, limits.deadline)
     scans = _Scans()
     figures = Figures(path, limits.images, ocr)
-    reader = _Reader(ocr, scans, figures)
+    reader = _Reader(path, ocr, scans, figures)
     pages, properties = _read_pdf(path, data, CharBudget(path, limits), reader, on_page)
     if not any(pages):
         raise scans.no_text(path)
@@ -166,9 +168,23 @@ def load_pdf(
 class _Reader:
     """What reads a PDF's pages: OCR for scans, what became of them, the figures met."""
 
+    path: Path
     ocr: Ocr
     scans: _Scans
     figures: Figures
+
+    def in_time(self, number: int, count: int) -> None:
+        """Fail the file if its time is up (``ingest.max_seconds_per_file``)."""
+        self.ocr.deadline.check(self.path, f"at page {number} of {count}")
+
+    def one_more_scan(self, number: int, count: int) -> None:
+        """Count page ``number`` as one to read by OCR; fail the file past
+        ``ingest.ocr_max_pages``, before the page is read."""
+        self.scans.found += 1
+        limit = self.ocr.options.max_pages
+        if 0 < limit < self.scans.found:
+            which = f"the {_ordinal(self.scans.found)} is page {number} of {count}"
+            raise too_many_scans(self.path, f"more than {limit} pages", limit, which)
 
 
 def _read_pdf(
@@ -207,12 +223,15 @@ def _read_pages(
     pages: list[str] = []
 
     def settle() -> None:
+        reader.in_time(waiting[0].number, count)  # a scan stopped by the deadline fails
         pages.append(budget.spend(_settled(waiting.popleft(), reader.scans, on_page, count)))
 
     try:
         for number in range(1, count + 1):
+            reader.in_time(number, count)
             page = _page(pdf, number, reader)
             if isinstance(page, _Scan):
+                reader.one_more_scan(number, count)
                 future = pool.submit(_read_scan, reader.ocr, page.image)
                 waiting.append(_Waiting(number, page.text, future))
             else:
@@ -431,6 +450,14 @@ def _page_list(numbers: list[int]) -> str:
             start = number
         previous = number
     return f"{'page' if len(numbers) == 1 else 'pages'} {', '.join(runs)}"
+
+
+def _ordinal(number: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``11th``, ``201st`` …"""
+    suffix = (
+        "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    )
+    return f"{number}{suffix}"
 
 
 def _unreadable(path: Path) -> LoaderError:

@@ -53,9 +53,9 @@ def load_pptx(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         presentation = Presentation(io.BytesIO(data))
     except (PackageNotFoundError, KeyError, ValueError, SyntaxError, zipfile.BadZipFile) as exc:
         # lxml's XMLSyntaxError derives from SyntaxError.
-        raise not_office_file(path, ".pptx") from exc
+        raise not_office_file(path, ".pptx", exc) from exc
     budget = CharBudget(path, limits)
-    figures = Figures(path, limits.images, Ocr(limits.ocr))
+    figures = Figures(path, limits.images, Ocr(limits.ocr, limits.deadline))
     slides = [
         _slide(slide, budget, _Pictures(figures, number))
         for number, slide in enumerate(presentation.slides, start=1)

@@ -88,7 +88,7 @@ def load_xlsx(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         # data_only: formulas give their last computed value, not their source.
         workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     except (InvalidFileException, KeyError, ValueError, SyntaxError, zipfile.BadZipFile) as exc:
-        raise not_office_file(path, ".xlsx") from exc
+        raise not_office_file(path, ".xlsx", exc) from exc
     try:
         budget = CharBudget(path, limits)
         sheets = [(sheet.title, _sheet_rows(sheet, budget)) for sheet in workbook.worksheets]

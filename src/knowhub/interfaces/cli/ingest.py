@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import sys
 import threading
@@ -26,7 +27,7 @@ __all__ = ["ingest", "remove"]
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--collection", "-c", help="Collection to ingest into (default: 'default').")
 @click.option(
     "--tag",
@@ -38,6 +39,13 @@ __all__ = ["ingest", "remove"]
 @click.option("--include", multiple=True, metavar="GLOB", help="Only files matching (repeatable).")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching (repeatable).")
 @click.option("--prune", is_flag=True, help="Remove documents whose files are gone.")
+@click.option(
+    "--failed",
+    "list_failed",
+    is_flag=True,
+    help="List the files that failed to load, with why; they are not read again until they "
+    "or the settings change.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_obj
 def ingest(
@@ -48,17 +56,24 @@ def ingest(
     include: tuple[str, ...],
     exclude: tuple[str, ...],
     prune: bool,
+    list_failed: bool,
     as_json: bool,
 ) -> None:
-    """Index files or folders (recursively); unchanged files are skipped.
+    """Index files or folders (recursively); unchanged files are skipped, and so are files
+    that failed to load before and have not changed since (--failed lists them).
 
     Progress goes to stderr in chunks embedded, with a rate and an ETA: a line redrawn on a
-    terminal, else a line every ingest.progress_interval_s seconds.
+    terminal, else a line every ingest.progress_interval_s seconds. A file not read within
+    ingest.max_seconds_per_file, or with more pages to OCR than ingest.ocr_max_pages, fails
+    alone.
 
     Ctrl-C (or SIGTERM) stops within moments: documents written so far are kept, whole,
     and a re-run goes on from there."""
     from knowhub.ingest.pipeline import IngestStopped
 
+    if list_failed or not paths:
+        _list_failed(obj, paths, collection, list_failed, as_json)
+        return
     with _stoppable() as stop:
         app = obj.writer("ingest")
         exclusions = [*app.settings.ingest.exclude, *exclude]
@@ -106,6 +121,23 @@ def remove(
     )
     for record in removed:
         echo(f"removed {record.source} ({record.chunk_count} chunks)")
+
+
+def _list_failed(
+    obj: CliContext, paths: tuple[Path, ...], collection: str | None, asked: bool, as_json: bool
+) -> None:
+    if not asked:
+        raise click.UsageError("give the files or folders to ingest (or --failed)")
+    if paths:
+        raise click.UsageError("--failed lists the failed files: give it no PATHS")
+    failed = obj.app().failed_files(collection)
+    if as_json:
+        emit([dataclasses.asdict(entry) for entry in failed], as_json)
+        return
+    for entry in failed:
+        click.echo(f"{entry.source} (failed {entry.failed_at}): {entry.reason}")
+    retried = "they are read again once they or the settings change"
+    click.echo(f"{len(failed)} failed files; {retried}" if failed else "no failed files", err=True)
 
 
 @dataclass

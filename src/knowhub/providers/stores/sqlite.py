@@ -11,6 +11,7 @@ rebuilt from these tables and kept current through the change log every write ad
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -38,6 +39,7 @@ from knowhub.providers.stores.base import (
 )
 from knowhub.providers.stores.derived import changes
 from knowhub.providers.stores.derived.live import DerivedIndexes, IndexOptions, ef_search
+from knowhub.providers.stores.disk import disk_stop, disk_trouble
 from knowhub.providers.stores.schema import (
     ADDED_NAMES,
     ADDITIONS,
@@ -85,10 +87,7 @@ class SQLiteStore:
             raise
         except sqlite3.DatabaseError as exc:
             self._connections.close()
-            raise StoreError(
-                f"cannot open the store {path}: {exc}; restore it from a backup or move it "
-                "aside and re-ingest"
-            ) from exc
+            raise _unopenable(path, exc) from exc
         self._lock = threading.RLock()
         # Beside the database file: ``knowhub.sqlite3.index/<collection id>/``.
         self._derived = DerivedIndexes(
@@ -569,3 +568,26 @@ def create(settings: Settings) -> Store:
     sqlite = settings.store.sqlite
     options = IndexOptions(ann_min_chunks=sqlite.ann_min_chunks, ann_ef_search=sqlite.ann_ef_search)
     return SQLiteStore(Path(settings.data_dir) / DB_NAME, options)
+
+
+def _unopenable(path: Path, exc: sqlite3.DatabaseError) -> StoreError:
+    """Why the store could not be opened, and the fix: a data dir or database this user
+    may not write, or a full disk, is not a damaged store (no backup is needed)."""
+    user = f"this user (uid {os.getuid()})"
+    if not os.access(path.parent, os.W_OK):
+        return StoreError(
+            f"data dir {path.parent} is not writable by {user} ({exc}): give --data-dir (or "
+            "KNOWHUB_DATA_DIR) a folder this user may write, or change its owner or mode"
+        )
+    if path.exists() and not os.access(path, os.R_OK | os.W_OK):
+        return StoreError(
+            f"the store {path} is not writable by {user} ({exc}): change the file's owner or "
+            "mode to match the data dir's"
+        )
+    trouble = disk_trouble(exc)
+    if trouble is not None:
+        return StoreError(disk_stop(f"the data dir {path.parent}", trouble, exc))
+    return StoreError(
+        f"cannot open the store {path}: {exc}; restore it from a backup or move it aside "
+        "and re-ingest"
+    )

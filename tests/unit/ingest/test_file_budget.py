@@ -1,0 +1,96 @@
+"""What reading one file may cost: ``ingest.ocr_max_pages`` and
+``ingest.max_seconds_per_file``. A file over either fails with the setting named; a scan's
+page count is checked before its pages are read where the file says it (a TIFF's frames).
+
+The time limit is given as a microsecond, which any file takes longer than to read: the
+tests see where reading stopped, never how long it took."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from knowhub.errors import LoaderError
+from knowhub.ingest.loaders import Limits, OcrOptions, load
+from knowhub.ingest.loaders.budget import Deadline
+from tests.scans import image_pdf, scanned_page
+
+EN = "Nightly backups of the billing database are kept for 35 days in two regions."
+PAGES = 3
+
+
+@pytest.fixture(scope="module")
+def pages() -> list[Image.Image]:
+    return [scanned_page(EN, "en", seed) for seed in range(PAGES)]
+
+
+@pytest.fixture(scope="module")
+def tiff(pages: list[Image.Image]) -> bytes:
+    buffer = io.BytesIO()
+    pages[0].save(buffer, "TIFF", save_all=True, append_images=pages[1:], compression="tiff_lzw")
+    return buffer.getvalue()
+
+
+def _failure(path: Path, data: bytes, limits: Limits, seen: list[int] | None = None) -> str:
+    def page_read(page: int, pages: int) -> None:
+        if seen is not None:
+            seen.append(page)
+
+    with pytest.raises(LoaderError) as info:
+        load(path, data, limits, on_page=page_read)
+    return str(info.value)
+
+
+def test_a_tiff_of_more_pages_than_ocr_max_pages_is_refused_before_any_is_read(
+    tiff: bytes, tmp_path: Path
+) -> None:
+    seen: list[int] = []
+    path = tmp_path / "fax.tif"
+    assert _failure(path, tiff, Limits(ocr=OcrOptions(max_pages=2)), seen) == (
+        f"{path}: has 3 pages to read by OCR, over ingest.ocr_max_pages (2): split it, or "
+        "raise the limit (0: none)"
+    )
+    assert seen == []
+
+
+def test_a_pdf_with_more_scanned_pages_than_ocr_max_pages_fails(
+    pages: list[Image.Image], tmp_path: Path
+) -> None:
+    path = tmp_path / "scan.pdf"
+    assert _failure(path, image_pdf(pages), Limits(ocr=OcrOptions(max_pages=2))) == (
+        f"{path}: has more than 2 pages to read by OCR (the 3rd is page 3 of 3), over "
+        "ingest.ocr_max_pages (2): split it, or raise the limit (0: none)"
+    )
+
+
+def test_scans_within_ocr_max_pages_are_read(tiff: bytes, tmp_path: Path) -> None:
+    document = load(tmp_path / "fax.tif", tiff, Limits(ocr=OcrOptions(max_pages=PAGES)))
+    assert len(document.page_starts) == PAGES
+
+
+@pytest.mark.parametrize("name", ["fax.tif", "scan.pdf"])
+def test_a_scan_not_read_in_time_fails_naming_max_seconds_per_file(
+    name: str, tiff: bytes, pages: list[Image.Image], tmp_path: Path
+) -> None:
+    data = tiff if name.endswith(".tif") else image_pdf(pages)
+    seen: list[int] = []
+    message = _failure(tmp_path / name, data, Limits(deadline=Deadline(1e-6)), seen)
+    assert message == (
+        f"{tmp_path / name}: not read within ingest.max_seconds_per_file (1e-06 s) (stopped "
+        f"at page 1 of {PAGES}): split the file, or raise the limit (0: none)"
+    )
+    assert seen == []
+
+
+def test_a_large_page_not_parsed_in_time_fails_naming_max_seconds_per_file(
+    tmp_path: Path,
+) -> None:
+    page = "<html><body>" + "<p>Backups run <b>nightly</b>.</p>\n" * 5000 + "</body></html>"
+    path = tmp_path / "long.html"
+    assert _failure(path, page.encode(), Limits(deadline=Deadline(1e-6))) == (
+        f"{path}: not read within ingest.max_seconds_per_file (1e-06 s) (stopped while "
+        "reading its HTML): split the file, or raise the limit (0: none)"
+    )
