@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import knowhub, knowhub_on_terminal, write
+from tests.http_helpers import TOKEN_ENV
+from tests.mcp_helpers import running, wait_until
 
 NAMES = [
     "red\x1b[31mname.md",
@@ -81,9 +84,41 @@ def test_every_text_output_shows_escape_sequences_instead_of_obeying_them(kb: Pa
     _on_terminal(kb, "traces")
 
 
-def test_json_output_keeps_names_and_text_exact(kb: Path) -> None:
+def test_json_output_keeps_names_and_text_exact_and_obeys_nothing(kb: Path) -> None:
     knowhub("ingest", "docs", cwd=kb)
-    records = json.loads(knowhub("docs", "--json", cwd=kb).stdout)
-    assert {Path(r["source"]).name for r in records} == set(NAMES)
-    hits = json.loads(knowhub("search", "backups every night", "-k", "10", "--json", cwd=kb).stdout)
+    listed = _clean(knowhub("docs", "--json", cwd=kb).stdout)
+    assert {Path(r["source"]).name for r in json.loads(listed)} == set(NAMES)
+    found = knowhub("search", "backups every night", "-k", "10", "--json", cwd=kb).stdout
+    hits = json.loads(_clean(found))
     assert any("\x1b]0;owned\x07" in hit["text"] for hit in hits)
+    assert "\\u009b" in listed and "\\u202e" in listed  # C1 and bidi: JSON escapes
+    streamed = knowhub("ask", "When do backups run?", "--stream", "--json", cwd=kb).stdout
+    events = [json.loads(line) for line in _clean(streamed).splitlines()]
+    [sources] = [e["sources"] for e in events if e["event"] == "sources"]
+    assert {Path(s["source"]).name for s in sources} <= set(NAMES)
+
+
+@pytest.mark.parametrize("serve", [["http"], ["mcp", "--transport", "http"]], ids=["http", "mcp"])
+def test_the_web_servers_own_log_lines_are_knowhubs(tmp_path: Path, serve: list[str]) -> None:
+    """uvicorn's warnings (a malformed request here) go through knowhub's log handler: its
+    format, its --log-file, control characters shown; not uvicorn's handler on stderr."""
+    log = tmp_path / "knowhub.log"
+    (tmp_path / "docs").mkdir()  # what `serve mcp` serves by default
+    argv = ["--data-dir", str(tmp_path / "data"), "serve", *serve, "--log-file", str(log)]
+    with running(argv, tmp_path, TOKEN_ENV) as (url, _, output):
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=60) as client:
+            client.sendall(b"GET /\x1b[2J HTTP/1.1\r\nHost\x9b: x\r\n\r\n")  # not HTTP
+            assert client.recv(1024).startswith(b"HTTP/1.1 400")
+        logged = wait_until(
+            lambda: [
+                line
+                for text in (log.read_text(), output.read_text())  # the log file, stderr
+                for line in text.splitlines()
+                if "Invalid HTTP request" in line
+            ],
+            timeout=60,
+        )
+    assert "Invalid HTTP request" not in output.read_text(), logged
+    pattern = r"\S+ \S+ WARNING uvicorn.error: Invalid HTTP request received."
+    assert [re.fullmatch(pattern, line) is not None for line in logged] == [True], logged

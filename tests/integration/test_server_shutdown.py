@@ -9,7 +9,9 @@ request), and the only timeout is a watchdog that kills the server if it never e
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import signal
 import subprocess
 import threading
@@ -22,11 +24,15 @@ import anyio
 import httpx2 as httpx
 import pytest
 from mcp_types import CallToolResult
+from starlette.requests import ClientDisconnect
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
+from knowhub import build_app, load_settings
+from knowhub.interfaces.drain import Drain
+from knowhub.interfaces.http import create_app
 from knowhub.testing.llm_server import LlmServer, serve
-from tests.helpers import write
+from tests.helpers import FAST_ENV, write
 from tests.http_helpers import (
     FULL,
     TOKEN_ENV,
@@ -164,3 +170,68 @@ async def test_sigterm_ends_an_mcp_ask_in_flight_with_a_tool_error_and_the_serve
         with _watchdog(server.process):
             server.process.wait()
         assert "Traceback" not in server.logs()
+
+
+@pytest.mark.anyio
+async def test_an_answer_whose_client_left_before_its_response_began_does_not_hold_the_stop(
+    tmp_path: Path, llm: LlmServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The client hung up while its answer was being searched for. A server of ASGI 2.4
+    says so by raising OSError from the response's start, so the SSE body, whose ``finally``
+    closed the pump, never starts: the model must not stream on for nobody (holding an
+    answer slot), nor a stop wait for it. The ASGI app is called as such a server calls it."""
+    settings = load_settings(env=FAST_ENV, overrides=_llm_settings(llm, build_corpus(tmp_path)))
+    app, drain = build_app(settings), Drain()
+    body = json.dumps({"question": QUESTION, "stream": True}).encode()
+    received = [{"type": "http.request", "body": body, "more_body": False}]
+    started = anyio.Event()
+
+    async def receive() -> dict[str, Any]:
+        if not received:
+            await anyio.sleep_forever()
+        return received.pop(0)
+
+    async def send(message: dict[str, Any]) -> None:
+        started.set()
+        raise OSError("the client has gone")  # ASGI 2.4: send after a disconnect
+
+    try:
+        asgi = create_app(settings, app=app, drain=drain, allow_unauthenticated=True)
+        with anyio.fail_after(SAFETY_S), contextlib.suppress(ClientDisconnect):
+            await asgi(_scope("/api/ask", len(body)), receive, send)
+        assert started.is_set()  # the answer had begun: its pump was running
+        with caplog.at_level(logging.WARNING, "knowhub.server"):
+            await drain.end(SAFETY_S, hurry=lambda: True)  # would cut short a wait: none
+        assert not caplog.records, caplog.text  # "1 answer(s) in flight", "still running"
+    finally:
+        app.close()
+
+
+def _llm_settings(llm: LlmServer, data: Path) -> dict[str, Any]:
+    """The settings of :func:`llm_env`, for ``data``."""
+    prefix = "KNOWHUB_LLM__"
+    model = {f"llm.{k.removeprefix(prefix).lower()}": v for k, v in llm_env(llm).items()}
+    return {"data_dir": data, **model}
+
+
+def _scope(path: str, length: int) -> dict[str, Any]:
+    """A POST's ASGI scope, as a server of ASGI 2.4 makes it."""
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.4"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [
+            (b"host", b"127.0.0.1:8000"),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(length).encode()),
+        ],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8000),
+        "state": {},
+    }

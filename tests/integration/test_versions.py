@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from knowhub import App, QueryError, StoreError, build_app
+from knowhub.ingest.progress import IngestProgress
 from knowhub.interfaces.wire import wire
 from knowhub.versions.build import build_version
 from knowhub.versions.gate import gate_check
+from knowhub.versions.liveness import read_claim
 from knowhub.versions.switch import activate_version, drop_version, list_versions, rollback_version
 from tests.helpers import fast_settings, write
 
@@ -214,6 +216,48 @@ def test_a_build_skips_files_that_are_gone_and_brings_the_faq(app: App, tmp_path
     assert sorted(r.source for r in app.documents("kb")) == ["backups.md", "deployments.md"]
     [end] = [p for k, p in wire(app.ask("Who reviews backups?", "kb")) if k == "end"]
     assert end["hit_type"] == "faq_direct"
+
+
+def test_a_build_stopped_by_ctrl_c_is_interrupted_at_once_and_resumes(
+    app: App, tmp_path: Path
+) -> None:
+    app.ingest([_corpus(tmp_path)], "kb")
+
+    def ctrl_c(step: IngestProgress) -> None:
+        if step.event == "file_done":  # one document built, the rest to come
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        build_version(app, "kb", chunk_size=200, progress=ctrl_c)
+    # This process is still alive: the build is interrupted all the same, not building
+    # (nor failed: `activate --force` would then be offered for a version half built).
+    assert [r.state for r in list_versions(app, "kb")] == ["ready", "interrupted"]
+    report = build_version(app, "kb", resume=2)
+    assert report.version.state == "ready" and len(report.added) == len(TOPICS)
+
+
+def test_a_build_whose_claim_another_build_took_over_stops_and_leaves_the_version_to_it(
+    app: App, tmp_path: Path
+) -> None:
+    app.ingest([_corpus(tmp_path)], "kb")
+    thief = json.dumps({"host": "h", "machine": "m", "pid": 1, "started": "1", "heartbeat": 0})
+
+    def taken_over(step: IngestProgress) -> None:
+        if step.event == "file_done" and read_claim(app.store, "kb", 2) != thief:
+            # Another host judged this build dead and resumed it: this one must stop once
+            # its heartbeat finds out (its thread ends), not go on writing beside it.
+            while not app.store.set_meta(
+                "version-build:kb:2", thief, read_claim(app.store, "kb", 2)
+            ):
+                pass  # a heartbeat landed in between
+            [beat] = [t for t in threading.enumerate() if t.name == "version-build"]
+            beat.join(60)
+
+    with pytest.raises(StoreError, match=r"version 2 of 'kb' was taken over by process 1 on h"):
+        build_version(app, "kb", chunk_size=200, progress=taken_over)
+    [version] = [r for r in list_versions(app, "kb") if r.version.number == 2]
+    assert version.version.state == "building"  # the other build's to finish: not failed
+    assert read_claim(app.store, "kb", 2) == thief
 
 
 def test_export_of_a_version_imports_under_the_collection_name(app: App, tmp_path: Path) -> None:

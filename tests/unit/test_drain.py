@@ -3,6 +3,7 @@ and threads; the servers' own shutdown is in tests/integration/test_server_shutd
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -80,6 +81,24 @@ async def test_an_answer_whose_end_was_delivered_is_not_ended_early() -> None:
     await anyio.to_thread.run_sync(produced.wait, SAFETY_S)
     pump.interrupt()  # the server stops after the model, before the client had the end
     assert [kind async for kind, _ in pump] == ["token", "end"]
+
+
+async def test_an_answer_whose_reader_never_started_does_not_hold_the_stop(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The client left before its response began: the SSE body, whose ``finally`` closes
+    the pump, never runs. Once the answer is produced, a stop has nothing to wait for."""
+    drain, produced = Drain(), anyio.Event()
+    events = [("token", {"text": "a"}), ("end", {"answer": "a"})]
+    pump = EventPump(lambda: iter(events), on_exit=produced.set, drain=drain).start()
+    try:
+        with anyio.fail_after(SAFETY_S):
+            await produced.wait()
+        with caplog.at_level(logging.WARNING, "knowhub.server"):
+            await drain.end(SAFETY_S, hurry=lambda: True)  # would cut short a wait: none
+        assert not caplog.records, caplog.text  # "1 answer(s) in flight", "still running"
+    finally:
+        pump.close()  # as the response's end would (its streams, unclosed, would warn)
 
 
 def test_a_watched_answer_ends_at_its_next_event_once_answers_must_end() -> None:

@@ -17,6 +17,7 @@ import pytest
 
 from knowhub.errors import StoreError
 from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
+from knowhub.versions import liveness
 from knowhub.versions.liveness import (
     STALE_S,
     Builder,
@@ -72,6 +73,26 @@ def test_a_pid_reused_by_another_process_is_not_the_builder(store: SQLiteStore) 
     assert interrupted(reused, utc_now())
 
 
+def test_a_live_builder_hidden_from_proc_is_judged_by_its_heartbeat(
+    store: SQLiteStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Builder(store, "kb", 2, replacing=None):
+        raw = read_claim(store, "kb", 2)
+    claim = builder_of(raw)
+    assert claim is not None
+    # /proc mounted with hidepid=2 (or a builder of another user): no /proc/<pid> to read.
+    monkeypatch.setattr(liveness, "_PROC", tmp_path / "hidden")
+    # This process (which may be signalled) and pid 1 (EPERM unless root): both alive.
+    for pid in (os.getpid(), 1):
+        alive = replace(claim, pid=pid)
+        assert not interrupted(alive.to_json(), _long_ago()), pid
+        silent = replace(alive, heartbeat=time.time() - STALE_S - 1)
+        assert interrupted(silent.to_json(), _long_ago()), pid
+    exited = subprocess.Popen([sys.executable, "-c", "pass"])
+    exited.wait(120)
+    assert interrupted(replace(claim, pid=exited.pid).to_json(), utc_now())  # gone: at once
+
+
 def test_a_builder_on_another_machine_is_judged_by_its_heartbeat(store: SQLiteStore) -> None:
     with Builder(store, "kb", 2, replacing=None):
         raw = read_claim(store, "kb", 2)
@@ -115,4 +136,46 @@ def test_the_heartbeat_goes_on_until_another_build_takes_the_claim_over(
             pass  # a heartbeat landed in between
         builder._thread.join(60)
         assert not builder._thread.is_alive()
+        with pytest.raises(StoreError, match=r"version 2 of 'kb' was taken over by process 1"):
+            builder.check()  # what the build's progress calls: it stops
     assert read_claim(store, "kb", 2) == other  # not given up: it was not this build's
+
+
+class _Unreachable(SQLiteStore):
+    """A store whose next ``failures`` meta writes raise, as one briefly unreachable does;
+    ``landed`` says whether such a write was made all the same (its answer was lost)."""
+
+    failures = 0
+    landed = False
+
+    def set_meta(self, key: str, value: str | None, expected: str | None) -> bool:
+        if self.failures:
+            self.failures -= 1
+            if self.landed:
+                super().set_meta(key, value, expected)
+            raise StoreError("the store did not answer")
+        return super().set_meta(key, value, expected)
+
+
+@pytest.mark.parametrize("landed", [False, True], ids=["lost", "landed"])
+def test_a_heartbeat_that_fails_is_retried_and_the_build_goes_on(
+    tmp_path: Path, landed: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = _Unreachable(tmp_path / DB_NAME)
+    try:
+        with Builder(store, "kb", 2, replacing=None, interval_s=0.01) as builder:
+            store.landed, store.failures = landed, 3
+            wait_until(lambda: store.failures == 0, timeout=60, interval=0.01)
+            failed = read_claim(store, "kb", 2)
+            # A heartbeat after the failures is written (or the thread died: the test fails).
+            wait_until(
+                lambda: read_claim(store, "kb", 2) != failed or not builder._thread.is_alive(),
+                timeout=60,
+                interval=0.01,
+            )
+            assert builder._thread.is_alive()
+            builder.check()  # still this build's
+        assert read_claim(store, "kb", 2) is None  # given up at the end, as ever
+    finally:
+        store.close()
+    assert "could not renew its claim" in caplog.text

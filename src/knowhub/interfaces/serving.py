@@ -1,6 +1,6 @@
 """Run an ASGI app with uvicorn as both HTTP servers do (``serve http``, ``serve mcp``).
 
-Two things uvicorn decides by itself are decided here, from the settings:
+Three things uvicorn decides by itself are decided here, from the settings:
 
 * **Whose forwarding headers count.** uvicorn believes ``X-Forwarded-For`` and
   ``X-Forwarded-Proto`` from ``FORWARDED_ALLOW_IPS``, 127.0.0.1 and ::1 unless set: any
@@ -8,6 +8,10 @@ Two things uvicorn decides by itself are decided here, from the settings:
   by claiming a new one each time. Here only ``server.trusted_proxies`` are believed (none
   by default; ``FORWARDED_ALLOW_IPS`` is not read). ``X-Real-IP`` and ``Forwarded`` are
   never read.
+* **Where its log lines go.** uvicorn installs its own handlers (its format, on stderr,
+  access lines on stdout) unless told not to: here its loggers propagate to the process's
+  handlers, as knowhub's own do (``serve``'s format and ``--log-file``, control characters
+  in them shown: :class:`~knowhub.interfaces.terminal.PrintableFormatter`).
 * **How long a stop may take.** See :mod:`knowhub.interfaces.drain`: on SIGTERM the server
   stops listening, answers in flight get ``server.shutdown_grace_s``, then end with an
   error event; any other request still running after that is cut.
@@ -44,6 +48,7 @@ def config(
         host=host,
         port=port,
         log_level="warning",
+        log_config=None,  # its loggers reach the process's handlers (the module's docstring)
         proxy_headers=True,
         forwarded_allow_ips=list(settings.trusted_proxies),  # []: nobody's headers count
         **options,

@@ -2,14 +2,15 @@
 new version beside it, embedded and chunked as asked, while the active one goes on answering.
 
 The building process claims the version while it builds (:mod:`knowhub.versions.liveness`);
-a build whose process is gone shows as interrupted and may be resumed: its documents already
-built are unchanged, so only the rest is read and embedded.
+a build whose process is gone, or that was stopped (Ctrl-C), shows as interrupted and may be
+resumed: its documents already built are unchanged, so only the rest is read and embedded.
+A build that fails otherwise is marked failed (it may be resumed too).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -115,16 +116,20 @@ def build_version(
     )
     report = BuildReport(base.collection, version, base.number)
     target = Target(base.collection, version.number, version.physical, version)
-    with Builder(app.store, base.collection, version.number, replacing=claimed):
+    with Builder(app.store, base.collection, version.number, replacing=claimed) as builder:
         try:
             if resume is not None:
                 set_version(app.store, target, state=BUILDING)
             app.store.ensure_collection(version.physical, model.model_id, model.dim)
             built = app.collection(target.collection, target.number)
-            _rebuild(built, records, report, progress)
+            _rebuild(built, records, report, _checked(progress, builder.check))
             report.faq = _copy_faq(active, built)
+            builder.check()
+        except KeyboardInterrupt:
+            raise  # left building, its claim marked stopped: interrupted, to resume or drop
         except BaseException:
-            set_version(app.store, target, state=FAILED)
+            if not builder.taken_over:  # else the version is the other build's to mark
+                set_version(app.store, target, state=FAILED)
             raise
         report.version = set_version(app.store, target, state=READY)
     if gate is not None:
@@ -237,11 +242,23 @@ def _resumable(app: App, collection: str, number: int) -> tuple[Version, str | N
     return version, claimed
 
 
+def _checked(progress: Progress | None, check: Callable[[], None]) -> Progress:
+    """``progress``, calling ``check`` first at every step: a build whose claim was taken
+    over stops at its next step (:meth:`~knowhub.versions.liveness.Builder.check`)."""
+
+    def step(update: IngestProgress) -> None:
+        check()
+        if progress is not None:
+            progress(update)
+
+    return step
+
+
 def _rebuild(
     built: Collection,
     records: Sequence[DocumentRecord],
     report: BuildReport,
-    progress: Progress | None,
+    progress: Progress,
 ) -> None:
     from knowhub.ingest.discover import rediscover  # it loads the loaders: not at import
 
@@ -250,9 +267,7 @@ def _rebuild(
     done = 0
     groups = rediscover(present)
     for number, group in enumerate(groups, start=1):
-        step = None
-        if progress is not None:
-            step = _shifted(progress, done, report.embedded, len(present), number == len(groups))
+        step = _shifted(progress, done, report.embedded, len(present), number == len(groups))
         outcome = built.ingest(
             group.paths, group.tags, include=group.include, exclude=[], progress=step
         )

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
 from knowhub.interfaces.arguments import parse_key_values
 from knowhub.interfaces.cli.context import CliContext, emit
-from knowhub.interfaces.terminal import echo
+from knowhub.interfaces.terminal import echo, echo_json
 from knowhub.interfaces.wire import wire
 
 __all__ = ["ask", "flagged_lines", "render_answer", "where"]
@@ -41,7 +40,7 @@ def ask(
     events = wire(obj.app().ask(question, collection, parse_key_values(filters, "--filter")))
     if stream and as_json:
         for kind, payload in events:
-            click.echo(json.dumps({"event": kind, **payload}, ensure_ascii=False))
+            echo_json({"event": kind, **payload})
         return
     result: dict[str, Any] = {}
     for kind, payload in events:

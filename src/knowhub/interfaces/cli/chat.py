@@ -21,7 +21,7 @@ from knowhub.agent.events import ChatEvent, chat_kind
 from knowhub.errors import KnowhubError
 from knowhub.interfaces.cli.ask import where
 from knowhub.interfaces.cli.context import CliContext, emit
-from knowhub.interfaces.terminal import echo
+from knowhub.interfaces.terminal import echo, echo_json
 from knowhub.providers.llms.base import ChatMessage
 
 __all__ = ["chat"]
@@ -95,7 +95,7 @@ def _json_lines(events: Iterator[ChatEvent]) -> str:
     for event in events:
         kind, payload = chat_kind(event), event.to_dict()
         answer = payload["answer"] if kind == "end" else answer
-        click.echo(json.dumps({"event": kind, **payload}, ensure_ascii=False, default=str))
+        echo_json({"event": kind, **payload})
     return answer
 
 

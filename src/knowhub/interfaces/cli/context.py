@@ -6,7 +6,6 @@ importing the group would be a cycle.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,7 +16,7 @@ import click
 
 from knowhub.config import Settings, TokenSettings, load_settings
 from knowhub.errors import AuthError, ConfigError
-from knowhub.interfaces.terminal import echo, printable
+from knowhub.interfaces.terminal import echo, echo_json, printable
 from knowhub.scope import token_scope
 
 if TYPE_CHECKING:  # built on a command's first use of it: `--help` and `--version` never load it
@@ -109,9 +108,10 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int, str], None] | None]
 
 
 def emit(payload: Any, as_json: bool) -> None:
-    """``payload`` on stdout: as indented JSON (exact), or as it is (rendered text, its
+    """``payload`` on stdout: as indented JSON (exact, its control characters escaped:
+    :func:`~knowhub.interfaces.terminal.json_text`), or as it is (rendered text, its
     control characters shown: :func:`~knowhub.interfaces.terminal.printable`)."""
     if as_json:
-        click.echo(json.dumps(payload, ensure_ascii=False, indent=2, default=str))
+        echo_json(payload, indent=2)
     else:
         echo(str(payload))

@@ -8,6 +8,10 @@ producer at its next event and closes the iterator, which closes the model's str
 it held (:class:`~knowhub.interfaces.http.limits.Gate`) is given back. A pump is noted in
 the server's :class:`~knowhub.interfaces.drain.Drain` while it runs: when the server stops
 it is interrupted, and its reader gets :class:`~knowhub.interfaces.drain.ShuttingDownError`.
+It leaves the drain when closed, or as soon as its producer is done (unless interrupted:
+then its reader still has to tell the client): what it made is buffered for the reader,
+and a reader may never come (an SSE body never started when the client left first, whose
+``finally`` would have closed the pump).
 """
 
 from __future__ import annotations
@@ -52,7 +56,8 @@ class EventPump:
         self._send, self._receive = anyio.create_memory_object_stream[Event | BaseException](buffer)
         self._stop = threading.Event()
         self._ended = False  # the reader has had the answer's last event
-        self._interrupted = False
+        self._interrupted = False  # the server is stopping: the reader must be told
+        self._told = False  # ... and has been
         self._leave: Callable[[], None] = lambda: None
 
     def start(self) -> EventPump:
@@ -79,8 +84,8 @@ class EventPump:
             item = await self._receive.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             self._receive.close()
-            if self._interrupted and not self._ended:
-                self._interrupted = False  # said once: the reader's next call ends quietly
+            if self._interrupted and not self._ended and not self._told:
+                self._told = True  # said once: the reader's next call ends quietly
                 raise ShuttingDownError() from None
             return None
         if isinstance(item, BaseException):
@@ -157,6 +162,8 @@ class EventPump:
     def _finish(self, token: EventLoopToken) -> None:
         def finish() -> None:
             self._send.close()
+            if not self._interrupted:  # nothing left to end (the module's docstring)
+                self._leave()
             if self._on_exit is not None:
                 self._on_exit()
 
@@ -165,4 +172,5 @@ class EventPump:
         except Exception:  # the event loop has stopped (server shutting down, test ended)
             # Nobody else can touch the stream now; left open, it would warn when collected.
             self._send.close()
+            self._leave()
             log.debug("answer stream closed after the event loop stopped")

@@ -13,11 +13,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request, WebSocket
 from fastapi.security import HTTPBearer
 from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from knowhub.checks import check_filters
 from knowhub.errors import QueryError
 from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
 from knowhub.interfaces.http.errors import error_body
+from knowhub.interfaces.http.pump import EventPump
 from knowhub.interfaces.http.schemas import AskBody, ChatBody, DebugBody, SearchBody
 from knowhub.interfaces.http.service import Event, note_collection, sse
 from knowhub.interfaces.http.ws import answer_socket
@@ -101,7 +103,7 @@ async def ask(
         return JSONResponse(await service.answer(question))
     first, pump = await service.begin(question)
     events = service.events(question, first, pump, "/api/ask")
-    return StreamingResponse(_sse_body(events), media_type="text/event-stream", headers=SSE_HEADERS)
+    return _AnswerStream(events, pump)
 
 
 @_api.post(
@@ -120,7 +122,7 @@ async def chat(
         return JSONResponse(await chats.answer(question))
     first, pump = await chats.begin(question)
     events = chats.events(question, first, pump)
-    return StreamingResponse(_sse_body(events), media_type="text/event-stream", headers=SSE_HEADERS)
+    return _AnswerStream(events, pump)
 
 
 @_api.get("/api/collections", summary="Collections this token may read")
@@ -210,6 +212,23 @@ async def ready(service: ServiceDep) -> Response:
 @_public.websocket("/api/stream")
 async def stream(websocket: WebSocket, service: ServiceDep) -> None:
     await answer_socket(service, websocket)
+
+
+class _AnswerStream(StreamingResponse):
+    """An answer's Server-Sent Events, its pump closed however the response ends. A server
+    of ASGI 2.4 raises OSError from the response's start when the client has gone: the
+    body, whose ``finally`` closes the pump, then never starts, and the model would stream
+    on for nobody, holding an answer slot (and a server's stop) until it ended."""
+
+    def __init__(self, events: AsyncGenerator[Event, None], pump: EventPump) -> None:
+        super().__init__(_sse_body(events), media_type="text/event-stream", headers=SSE_HEADERS)
+        self.pump = pump
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.pump.close()
 
 
 async def _sse_body(events: AsyncGenerator[Event, None]) -> AsyncIterator[str]:
