@@ -27,6 +27,7 @@ from knowhub.versions.liveness import (
     release,
 )
 from knowhub.versions.record import utc_now
+from tests.helpers import WAIT_S, spawned
 from tests.mcp_helpers import wait_until
 
 
@@ -86,10 +87,10 @@ def test_a_live_builder_hidden_from_proc_is_judged_by_its_heartbeat(
     for pid in (os.getpid(), 1):
         alive = replace(claim, pid=pid)
         assert not interrupted(alive.to_json(), _long_ago()), pid
-        silent = replace(alive, heartbeat=time.time() - STALE_S - 1)
+        silent = replace(alive, heartbeat=alive.heartbeat - STALE_S - 1)
         assert interrupted(silent.to_json(), _long_ago()), pid
-    exited = subprocess.Popen([sys.executable, "-c", "pass"])
-    exited.wait(120)
+    with spawned([sys.executable, "-c", "pass"]) as exited:
+        exited.wait(WAIT_S)
     assert interrupted(replace(claim, pid=exited.pid).to_json(), utc_now())  # gone: at once
 
 

@@ -135,9 +135,9 @@ def _list_failed(
         emit([dataclasses.asdict(entry) for entry in failed], as_json)
         return
     for entry in failed:
-        click.echo(f"{entry.source} (failed {entry.failed_at}): {entry.reason}")
+        echo(f"{entry.source} (failed {entry.failed_at}): {entry.reason}")
     retried = "they are read again once they or the settings change"
-    click.echo(f"{len(failed)} failed files; {retried}" if failed else "no failed files", err=True)
+    echo(f"{len(failed)} failed files; {retried}" if failed else "no failed files", err=True)
 
 
 @dataclass
