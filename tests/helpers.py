@@ -102,6 +102,23 @@ def knowhub(
     )
 
 
+RUNAWAY_SAFETY_S = 120  # a bound on a runaway computation, never the assertion
+
+
+def finishes(script: str) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` (Python) in a child, stopped after :data:`RUNAWAY_SAFETY_S`: what
+    may run away (a regular expression holds the interpreter until it ends, so no thread
+    of the test could stop it) gets a bound that fails the test, not the suite."""
+    return subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=RUNAWAY_SAFETY_S,
+        cwd=ROOT,
+        check=False,
+    )
+
+
 def knowhub_on_terminal(*args: str, cwd: Path) -> tuple[int | None, str]:
     """Run ``python -m knowhub ARGS`` on a pseudo-terminal; return exit status and output."""
     import pexpect
