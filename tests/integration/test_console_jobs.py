@@ -4,6 +4,7 @@ says when to retry; a FAQ import that fails keeps the files whose entries are in
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -210,3 +211,13 @@ def test_a_resumed_upload_writes_only_within_its_uploader_s_data_scope(tmp_path:
     sources = {d["source"] for d in listed["documents"]}
     assert "ours.md" in sources
     assert "theirs.md" not in sources and not (uploads / "theirs.md").exists()
+
+
+def test_the_server_starts_beside_an_upload_record_of_the_wrong_shape(tmp_path: Path) -> None:
+    data = build_corpus(tmp_path)
+    files = [QueuedFile("a.md", "uploads/default/a.md")]
+    raw = QueuedUpload("bad", "default", {}, files).to_dict() | {"tags": []}
+    write(data / QUEUE_DIR / "bad.json", json.dumps(raw))
+    with _client(_settings(data)) as client:
+        assert client.get("/health").status_code == 200
+    assert (data / QUEUE_DIR / "bad.json").is_file()  # for verify to report

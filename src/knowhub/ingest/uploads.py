@@ -15,13 +15,17 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
-from knowhub.scope import UNRESTRICTED, Scope
+from knowhub.checks import check_collection_name
+from knowhub.errors import QueryError
+from knowhub.scope import ANY, UNRESTRICTED, Scope
 
 __all__ = [
     "PART_PREFIX",
@@ -35,10 +39,15 @@ __all__ = [
     "QueuedUpload",
     "fsync_folder",
     "held_elsewhere",
+    "is_part",
     "leftovers",
     "uploads_folder",
 ]
 
+log = logging.getLogger("knowhub.ingest")
+
+_T = TypeVar("_T")
+_JOB_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 UPLOADS_DIR = "uploads"
 QUEUE_DIR = "upload-jobs"
 PART_PREFIX, PART_SUFFIX = ".upload-", ".part"
@@ -84,22 +93,69 @@ class QueuedUpload:
         }
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> QueuedUpload:
-        files = [QueuedFile(str(f["name"]), str(f["path"])) for f in raw["files"]]
-        tags = {str(k): str(v) for k, v in raw["tags"].items()}
-        scope = raw["scope"]
-        limits = [
-            None if scope[k] is None else frozenset(map(str, scope[k]))
-            for k in ("tenants", "datasets", "roles")
-        ]
+    def from_dict(cls, raw: object, data_dir: Path) -> QueuedUpload:
+        """Back from :meth:`to_dict`, checked: whoever can write the data dir can write a
+        record, and a resumed record's files are ingested as its uploader (and deleted when
+        they fail), so each must be a whole file of its collection's uploads folder.
+
+        Raises:
+            ValueError: the record is not one :meth:`to_dict` wrote; the message says why.
+        """
+        record = _typed(raw, dict, "the record")
+        collection = _typed(record.get("collection"), str, "collection")
+        try:
+            check_collection_name(collection)
+        except QueryError as exc:
+            raise ValueError(str(exc)) from exc
+        folder = uploads_folder(data_dir, collection)
+        files = [_file(f, data_dir, folder) for f in _typed(record.get("files"), list, "files")]
+        tags = _typed(record.get("tags"), dict, "tags")
+        attempts = _typed(record.get("attempts"), int, "attempts")
         return cls(
-            str(raw["id"]),
-            str(raw["collection"]),
-            tags,
+            _job_id(record.get("id")),
+            collection,
+            {_typed(k, str, "a tag"): _typed(v, str, f"tag {k}") for k, v in tags.items()},
             files,
-            int(raw["attempts"]),
-            Scope(limits[0], limits[1], str(scope["max_visibility"]), limits[2]),
+            attempts,
+            _scope(_typed(record.get("scope"), dict, "scope")),
         )
+
+
+def _typed(value: Any, kind: type[_T], what: str) -> _T:
+    """``value`` if it is a ``kind`` (a bool is no int here), else a ValueError."""
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ValueError(f"{what} is {type(value).__name__}, not {kind.__name__}")
+    return value
+
+
+def _job_id(value: object) -> str:
+    job = _typed(value, str, "id")
+    if not _JOB_ID.fullmatch(job):  # it goes into logs and the job's URL
+        raise ValueError(f"id {job[:80]!r} is not a job id (letters, digits, '-', '_')")
+    return job
+
+
+def _scope(raw: dict[str, Any]) -> Scope:
+    """The uploader's scope; ``None`` in a dimension is unrestricted there (:func:`to_dict`)."""
+    limits = {}
+    for key in ("tenants", "datasets", "roles"):
+        value = raw.get(key)
+        names = [ANY] if value is None else _typed(value, list, f"scope {key}")
+        limits[key] = [_typed(name, str, f"a name in scope {key}") for name in names]
+    visibility = _typed(raw.get("max_visibility"), str, "scope max_visibility")
+    return Scope.of(limits["tenants"], limits["datasets"], visibility, limits["roles"])
+
+
+def _file(raw: object, data_dir: Path, folder: Path) -> QueuedFile:
+    """A queued file, if it is a whole file of ``folder`` (not a part file still arriving,
+    not one of ``faq/``, not anywhere a ``..``, an absolute path or a link leads)."""
+    entry = _typed(raw, dict, "a file")
+    name = _typed(entry.get("name"), str, "a file's name")
+    path = _typed(entry.get("path"), str, "a file's path")
+    where = (Path(data_dir).absolute() / path).resolve()
+    if where.parent != folder.resolve() or is_part(where.name):
+        raise ValueError(f"file {path[:200]!r} is not an upload of {folder}")
+    return QueuedFile(name, path)
 
 
 @dataclass
@@ -148,12 +204,22 @@ class Queue:
         return held
 
     def interrupted(self) -> Iterator[Held]:
-        """Each record no process holds (its ingest was cut short), now held by the caller."""
-        for record in sorted(self.folder.glob("*.json")) if self.folder.is_dir() else []:
+        """Each record no process holds (its ingest was cut short), now held by the caller;
+        one that does not read is logged and left for verify to report."""
+        for record in self._records():
             try:
-                upload = _read(record)
-            except (OSError, ValueError, TypeError, KeyError):
-                continue  # unreadable: verify reports it
+                upload = self._read(record)
+            except FileNotFoundError:
+                continue  # its ingest ended meanwhile
+            except _UNREADABLE as exc:
+                log.error(
+                    "upload record %s is not resumed: %s (`knowhub verify` reports it: fix "
+                    "or delete the record; its files stay in %s/)",
+                    record,
+                    exc,
+                    UPLOADS_DIR,
+                )
+                continue
             with contextlib.suppress(BlockingIOError, FileNotFoundError):
                 yield _hold(record, upload)
 
@@ -167,17 +233,29 @@ class Queue:
         os.fsync(held.handle.fileno())
         held.upload = upload
 
-    def queued(self) -> list[QueuedUpload]:
-        """Every readable record, held or not (for verify)."""
-        found = []
-        for record in sorted(self.folder.glob("*.json")) if self.folder.is_dir() else []:
-            with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
-                found.append(_read(record))
-        return found
+    def records(self) -> tuple[dict[Path, QueuedUpload], dict[Path, str]]:
+        """Every record, held or not: those that read, and why each other one does not."""
+        read: dict[Path, QueuedUpload] = {}
+        unreadable: dict[Path, str] = {}
+        for record in self._records():
+            try:
+                read[record] = self._read(record)
+            except FileNotFoundError:
+                continue
+            except _UNREADABLE as exc:
+                unreadable[record] = str(exc) or type(exc).__name__
+        return read, unreadable
+
+    def _records(self) -> list[Path]:
+        return sorted(self.folder.glob("*.json")) if self.folder.is_dir() else []
+
+    def _read(self, record: Path) -> QueuedUpload:
+        raw = json.loads(record.read_text(encoding="utf-8"))
+        return QueuedUpload.from_dict(raw, self.data_dir)
 
 
-def _read(record: Path) -> QueuedUpload:
-    return QueuedUpload.from_dict(json.loads(record.read_text(encoding="utf-8")))
+# A record that is not JSON, or not what to_dict wrote; RecursionError: nested too deep.
+_UNREADABLE = (OSError, ValueError, RecursionError)
 
 
 def _hold(record: Path, upload: QueuedUpload) -> Held:
@@ -189,6 +267,11 @@ def _hold(record: Path, upload: QueuedUpload) -> Held:
         handle.close()
         raise
     return Held(upload, record, handle)
+
+
+def is_part(name: str) -> bool:
+    """Whether ``name`` is a part file's (a file still arriving, or one a stop cut off)."""
+    return name.startswith(PART_PREFIX) and name.endswith(PART_SUFFIX)
 
 
 def held_elsewhere(path: Path) -> bool:
@@ -231,14 +314,14 @@ def leftovers(data_dir: Path, collection: str, indexed: set[Path]) -> Leftovers:
         return found
     waiting = {
         path.resolve(): upload.id
-        for upload in Queue(data_dir).queued()
+        for upload in Queue(data_dir).records()[0].values()
         for path in upload.paths(data_dir)
     }
     for path in sorted(p for p in folder.iterdir() if p.is_file()):
         resolved = path.resolve()
         if resolved in indexed:
             continue
-        if path.name.startswith(PART_PREFIX) and path.name.endswith(PART_SUFFIX):
+        if is_part(path.name):
             if not held_elsewhere(path):
                 found.partial.append(path)
         elif resolved in waiting:

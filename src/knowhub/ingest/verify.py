@@ -28,13 +28,22 @@ from knowhub.ingest.uploads import Leftovers
 from knowhub.models import DocumentRecord
 from knowhub.providers.stores.base import Store
 
-__all__ = ["Problem", "Reingest", "VerifyReport", "render_verify", "verify_index"]
+__all__ = ["Problem", "Reingest", "Uploads", "VerifyReport", "render_verify", "verify_index"]
 
 Reingest = Callable[[Sequence[Path], str, Mapping[str, str], Sequence[str]], IngestReport]
 """``reingest(paths, collection, tags, include)``: an ingest run (``App.ingest``)."""
-Uploads = Callable[[str, set[Path]], Leftovers]
-"""``uploads(collection, indexed)``: what its uploads folder holds that ``indexed`` (its
-documents' resolved paths) does not."""
+
+
+@dataclass(frozen=True)
+class Uploads:
+    """The console's uploads, as verify reads them (``App.verify`` builds this)."""
+
+    leftovers: Callable[[str, set[Path]], Leftovers]
+    """``leftovers(collection, indexed)``: what its uploads folder holds that ``indexed``
+    (its documents' resolved paths) does not."""
+    unreadable: Callable[[], Mapping[Path, str]]
+    """The upload job records that do not read, and why (nothing resumes them)."""
+
 
 # Kinds a re-ingest of the document repairs (the file is there, its index rows are not whole).
 _INCOMPLETE = {"missing_chunks", "missing_lexical", "missing_vector", "bad_vector", "foreign"}
@@ -52,7 +61,8 @@ class Problem:
     path: str = ""
 
     def line(self) -> str:
-        return f"{self.collection}: {self.subject}: {self.detail}"
+        where = f"{self.collection}: " if self.collection else ""  # "": the data dir's
+        return f"{where}{self.subject}: {self.detail}"
 
 
 @dataclass
@@ -164,7 +174,9 @@ def _check(
             report.chunks += _check_document(store, cid, record, built[1], report)
             indexed.add(Path(record.disk_path).resolve())
         if uploads is not None:
-            _check_uploads(name, uploads(name, indexed), report)
+            _check_uploads(name, uploads.leftovers(name, indexed), report)
+    if uploads is not None:
+        _check_records(uploads.unreadable(), report)
     if not embedders:
         report.info.append("no collections yet: ingest something first")
     return report
@@ -189,6 +201,16 @@ def _check_uploads(name: str, found: Leftovers, report: VerifyReport) -> None:
             f"{name}: {path.name}: queued by upload {job}, not yet ingested (`knowhub serve "
             "http` ingests it, resuming at its start if it was stopped)"
         )
+
+
+def _check_records(unreadable: Mapping[Path, str], report: VerifyReport) -> None:
+    for record, why in unreadable.items():
+        detail = (
+            f"upload job record {record} does not read ({why}), so no start resumes it: "
+            "delete it (verify then reports its files, if any are left, as uploads that no "
+            "document records)"
+        )
+        report.problems.append(Problem("", "bad_upload_record", record.name, detail, str(record)))
 
 
 def _orphan_detail(kind: str) -> str:
@@ -287,7 +309,8 @@ def _repair(
     failed: list[str] = []
     by_collection: dict[str, list[Problem]] = {}
     for p in problems:
-        by_collection.setdefault(p.collection, []).append(p)
+        if p.collection:  # not the data dir's (a record verify cannot repair)
+            by_collection.setdefault(p.collection, []).append(p)
     for name, found in by_collection.items():
         cid = store.collection_id(name)
         if cid is None:

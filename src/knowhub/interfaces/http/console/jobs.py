@@ -35,7 +35,7 @@ from knowhub.errors import KnowhubError
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import IngestProgress, Progress
 from knowhub.ingest.report import count_by_type, types_text
-from knowhub.ingest.uploads import Held, Queue, QueuedFile, QueuedUpload
+from knowhub.ingest.uploads import Held, Queue, QueuedFile, QueuedUpload, uploads_folder
 from knowhub.interfaces.http.console.uploads import Received, as_sent, storage_error
 from knowhub.interfaces.http.limits import ServerBusyError
 from knowhub.interfaces.security import Principal
@@ -97,6 +97,9 @@ class Job:
     # no document points to it and nothing else would ever remove it.
     stored: Mapping[str, Path] = field(default_factory=dict, repr=False)
     held: Held | None = field(default=None, repr=False)  # its record on disk, locked
+    # The collection's uploads folder: no file elsewhere is ever deleted (None: a book with
+    # no queue on disk, whose files are only those the receiver stored).
+    folder: Path | None = field(default=None, repr=False)
 
     def view(self) -> dict[str, Any]:
         """What ``GET /ui/upload/{job}`` answers."""
@@ -151,7 +154,7 @@ class Job:
         if settled:
             for f in self.files:
                 if f.state == "failed" and f.source in self.stored:
-                    self.stored[f.source].unlink(missing_ok=True)
+                    self._delete(self.stored[f.source])
         if self.held is not None:
             if settled:
                 self.held.done()
@@ -159,6 +162,13 @@ class Job:
                 self.held.release()
         self.finished = True
         self.done.set()
+
+    def _delete(self, path: Path) -> None:
+        """Delete a stored file that failed, if it is a file of this job's uploads folder."""
+        if self.folder is None or path.resolve().parent == self.folder.resolve():
+            path.unlink(missing_ok=True)
+        else:
+            log.error("upload %s: not deleting %s: it is not in %s", self.id, path, self.folder)
 
     def _progress(self, step: IngestProgress) -> None:
         by_source = {f.source: f for f in self.files}
@@ -246,6 +256,7 @@ class JobBook:
             Either way the files of ``stored`` are deleted: nothing will ingest them.
         """
         job = Job(secrets.token_urlsafe(12), owner, collection, files, refused, stored=stored or {})
+        job.folder = self._folder(collection)
         with self._lock:
             pending = sum(not j.finished for j in self._jobs.values())
             if files and pending >= MAX_PENDING:
@@ -298,6 +309,7 @@ class JobBook:
         sent = {Path(f.path).name: f.name for f in upload.files}
         files = [FileState(sent.get(p.name, p.name), p.name) for p in paths]
         job = Job(upload.id, _NOBODY, upload.collection, files, held=held)
+        job.folder = self._folder(upload.collection)
         job.stored = {p.name: p for p in paths}
         with self._lock:
             self._add(job)
@@ -320,6 +332,9 @@ class JobBook:
         self._jobs[job.id] = job
         while len(self._jobs) > KEPT:
             self._jobs.popitem(last=False)
+
+    def _folder(self, collection: str) -> Path | None:
+        return None if self.queue is None else uploads_folder(self.queue.data_dir, collection)
 
     def _queued(self, job: Job, tags: dict[str, str], scope: Scope) -> Held | None:
         if self.queue is None:
