@@ -5,12 +5,14 @@ most :data:`MAX_ATTEMPTS` times."""
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
+from typing import IO
 
 from knowhub.errors import StoreError
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import Progress
-from knowhub.ingest.uploads import Queue, QueuedFile, QueuedUpload, held_elsewhere
+from knowhub.ingest.uploads import Queue, QueuedFile, QueuedUpload, _open, held_elsewhere
 from knowhub.interfaces.http.console.jobs import MAX_ATTEMPTS, FileState, Ingest, JobBook
 from knowhub.interfaces.security import Principal
 from knowhub.scope import Scope
@@ -89,3 +91,41 @@ def test_an_upload_cut_short_too_often_is_not_resumed_again(tmp_path: Path) -> N
     assert JobBook(Queue(tmp_path)).resume(never) == []
     assert path.is_file()  # left for verify to report
     assert not list((tmp_path / "upload-jobs").glob("*.json"))
+
+
+def _two_servers(data: Path) -> tuple[Queue, Queue, Path, IO[str]]:
+    """Two servers' queues on one data dir, and a record the first has opened, not locked."""
+    _stored(data)
+    files = [QueuedFile("a.md", "uploads/default/a.md")]
+    Queue(data).add(QueuedUpload("j1", "default", {}, files, 1)).release()
+    record = data / "upload-jobs" / "j1.json"
+    opened = _open(record)
+    assert opened is not None
+    return Queue(data), Queue(data), record, opened
+
+
+def test_a_record_whose_ingest_ends_while_another_server_opens_it_is_not_run_again(
+    tmp_path: Path,
+) -> None:
+    # A opens the record, B takes it, runs it and deletes it, and only then does A lock it
+    # (the lock of a deleted file, which nobody holds).
+    first, second, record, opened = _two_servers(tmp_path)
+    (taken,) = second.interrupted()
+    taken.done()
+    assert first._take(record, opened) is None
+    assert opened.closed
+
+
+def test_a_record_taken_after_another_server_ran_it_reads_that_run_s_attempts(
+    tmp_path: Path,
+) -> None:
+    first, second, record, opened = _two_servers(tmp_path)
+    (taken,) = second.interrupted()
+    second.rewrite(taken, replace(taken.upload, attempts=2))
+    taken.release()  # B was stopped too
+    held = first._take(record, opened)
+    assert held is not None
+    try:
+        assert held.upload.attempts == 2
+    finally:
+        held.release()

@@ -12,7 +12,6 @@ verify`` reports what is left (:func:`leftovers`).
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import logging
@@ -207,21 +206,38 @@ class Queue:
         """Each record no process holds (its ingest was cut short), now held by the caller;
         one that does not read is logged and left for verify to report."""
         for record in self._records():
-            try:
-                upload = self._read(record)
-            except FileNotFoundError:
-                continue  # its ingest ended meanwhile
-            except _UNREADABLE as exc:
-                log.error(
-                    "upload record %s is not resumed: %s (`knowhub verify` reports it: fix "
-                    "or delete the record; its files stay in %s/)",
-                    record,
-                    exc,
-                    UPLOADS_DIR,
-                )
-                continue
-            with contextlib.suppress(BlockingIOError, FileNotFoundError):
-                yield _hold(record, upload)
+            handle = _open(record)
+            held = None if handle is None else self._take(record, handle)
+            if held is not None:
+                yield held
+
+    def _take(self, record: Path, handle: IO[str]) -> Held | None:
+        """``record``, opened as ``handle``, locked and read; None (``handle`` closed) when
+        another process holds it, when it is gone (its ingest ended, the record deleted,
+        between the open and the lock: the lock is then on a file no longer the record, and
+        its job would run twice), or when it does not read."""
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            opened, now = os.fstat(handle.fileno()), record.stat()
+            if (opened.st_dev, opened.st_ino) != (now.st_dev, now.st_ino) or not opened.st_nlink:
+                handle.close()
+                return None
+            handle.seek(0)  # read under the lock: its attempts are the last run's
+            upload = QueuedUpload.from_dict(json.load(handle), self.data_dir)
+        except (BlockingIOError, FileNotFoundError):
+            handle.close()
+            return None
+        except _UNREADABLE as exc:
+            handle.close()
+            log.error(
+                "upload record %s is not resumed: %s (`knowhub verify` reports it: fix or "
+                "delete the record; its files stay in %s/)",
+                record,
+                exc,
+                UPLOADS_DIR,
+            )
+            return None
+        return Held(upload, record, handle)
 
     def rewrite(self, held: Held, upload: QueuedUpload) -> None:
         """Replace a held record's content (its attempts count) in place, durably: written
@@ -258,9 +274,17 @@ class Queue:
 _UNREADABLE = (OSError, ValueError, RecursionError)
 
 
+def _open(record: Path) -> IO[str] | None:
+    """``record`` opened to be locked (kept open: the lock lasts as long), or None if gone."""
+    try:
+        return record.open("r+", encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
 def _hold(record: Path, upload: QueuedUpload) -> Held:
-    """``record`` opened and locked (BlockingIOError when another process holds it)."""
-    handle = record.open("r+", encoding="utf-8")  # kept open: it holds the lock
+    """A record no other process can have yet (just written), opened and locked."""
+    handle = record.open("r+", encoding="utf-8")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BaseException:
