@@ -172,7 +172,7 @@ class App:
     def verify(self, collection: str | None = None, fix: bool = False) -> VerifyReport:
         """Check that the index matches its files (every collection unless one is named);
         ``fix`` repairs what it can (re-ingest, remove, delete orphans), then checks again."""
-        from knowhub.ingest.uploads import Leftovers, Queue, leftovers
+        from knowhub.ingest.uploads import Leftovers, Queue, QueuedUpload, leftovers
         from knowhub.ingest.verify import Uploads, verify_index
 
         if collection is not None:
@@ -191,7 +191,11 @@ class App:
         def left(name: str, indexed: set[Path]) -> Leftovers:
             return leftovers(data_dir, handles[name].name, indexed)
 
-        uploads = Uploads(left, lambda: Queue(data_dir).records()[1])
+        def ingest_as(upload: QueuedUpload, paths: Sequence[Path]) -> IngestReport:
+            as_uploader = self.scoped(upload.scope)
+            return as_uploader.ingest(paths, upload.collection, upload.tags)
+
+        uploads = Uploads(Queue(data_dir), left, ingest_as)
         return verify_index(self.store, embedders, reingest if fix else None, uploads)
 
     # -- traces

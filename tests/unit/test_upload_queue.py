@@ -18,6 +18,8 @@ from knowhub.interfaces.security import Principal
 from knowhub.scope import Scope
 from tests.helpers import write
 
+ACME, TAGS = Scope.of(tenants=["acme"]), {"tenant": "acme"}
+
 
 def _stored(data: Path) -> Path:
     return write(data / "uploads" / "default" / "a.md", "# A\n\nkept\n")
@@ -80,16 +82,49 @@ def test_a_job_a_stop_cuts_short_keeps_its_files_and_record_for_the_next_start(
     assert not list((tmp_path / "upload-jobs").glob("*.json"))
 
 
-def test_an_upload_cut_short_too_often_is_not_resumed_again(tmp_path: Path) -> None:
+def _cut_short(book: JobBook) -> Ingest:
+    """An ingest the server's stop cuts short (the App closing under it)."""
+
+    def ingest(progress: Progress) -> IngestReport:
+        book.stop()
+        raise StoreError("the store is closed")
+
+    return ingest
+
+
+def test_an_upload_cut_short_three_times_is_given_up_and_kept_for_verify(tmp_path: Path) -> None:
     path = _stored(tmp_path)
-    files = [QueuedFile("a.md", "uploads/default/a.md")]
-    Queue(tmp_path).add(QueuedUpload("j1", "default", {}, files, MAX_ATTEMPTS)).release()
+    book = JobBook(Queue(tmp_path))
+    files = [FileState("a.md", "a.md")]
+    first = book.start(
+        Principal("full"), "default", files, [], _cut_short(book), {"a.md": path}, TAGS, ACME
+    )
+    runs = [first]
+    while runs[-1].done.wait(60) and len(runs) < MAX_ATTEMPTS:  # starts resume it, stopped too
+        book = JobBook(Queue(tmp_path))
+        (resumed,) = book.resume(lambda upload, paths, book=book: _cut_short(book))
+        runs.append(resumed)
+    assert len(runs) == MAX_ATTEMPTS == 3 and runs[-1].done.wait(60)
 
     def never(upload: QueuedUpload, paths: list[Path]) -> Ingest:
-        raise AssertionError("not resumed again")
+        raise AssertionError("not resumed a fourth time")
 
     assert JobBook(Queue(tmp_path)).resume(never) == []
-    assert path.is_file()  # left for verify to report
+    assert JobBook(Queue(tmp_path)).resume(never) == []  # nor at any later start
+    (upload,) = Queue(tmp_path).records()[0].values()
+    # Kept, with its tags and uploader's scope, for verify to report and --fix to ingest.
+    assert upload.given_up and upload.tags == TAGS and upload.scope == ACME
+    assert path.is_file()
+
+
+def test_a_record_whose_files_are_all_gone_is_deleted(tmp_path: Path) -> None:
+    files = [QueuedFile("a.md", "uploads/default/a.md")]
+    Queue(tmp_path).add(QueuedUpload("j1", "default", {}, files, 1)).release()
+
+    def never(upload: QueuedUpload, paths: list[Path]) -> Ingest:
+        raise AssertionError("nothing to resume")
+
+    assert JobBook(Queue(tmp_path)).resume(never) == []
     assert not list((tmp_path / "upload-jobs").glob("*.json"))
 
 

@@ -6,8 +6,8 @@ and takes its name only once whole, so a server killed mid-upload leaves a part 
 truncated document. Before the server answers 202, the upload's ingest is queued: a record in
 ``DATA_DIR/upload-jobs/{id}.json`` (written to a temporary file, fsynced, renamed), locked by
 the process that runs it and deleted once its ingest has ended. A record nobody holds is an
-ingest that a stop interrupted: the HTTP server resumes it when it starts, and ``knowhub
-verify`` reports what is left (:func:`leftovers`).
+ingest that a stop interrupted: the HTTP server resumes it when it starts (until it is given
+up), and ``knowhub verify`` reports what is left (:func:`leftovers`).
 """
 
 from __future__ import annotations
@@ -74,8 +74,11 @@ class QueuedUpload:
     collection: str
     tags: dict[str, str]
     files: list[QueuedFile]
-    attempts: int = 0  # starts that resumed it: a file that kills the server stops at a limit
+    attempts: int = 1  # runs begun, the first included: one a stop cuts short too often
     scope: Scope = UNRESTRICTED
+    # Cut short too often (a file of it may stop the server): no start resumes it, verify
+    # reports it, and ``verify --fix`` ingests it with its tags, as its uploader.
+    given_up: bool = False
 
     def paths(self, data_dir: Path) -> list[Path]:
         return [Path(data_dir).absolute() / f.path for f in self.files]
@@ -117,6 +120,7 @@ class QueuedUpload:
             files,
             attempts,
             _scope(_typed(record.get("scope"), dict, "scope")),
+            _typed(record.get("given_up", False), bool, "given_up"),
         )
 
 
@@ -249,6 +253,16 @@ class Queue:
         os.fsync(held.handle.fileno())
         held.upload = upload
 
+    def remove(self, record: Path) -> bool:
+        """Delete ``record`` unless a process holds it (verify's repair, once its upload's
+        files are in); whether it is gone."""
+        handle = _open(record)
+        held = None if handle is None else self._take(record, handle)
+        if held is not None:
+            held.done()
+            fsync_folder(self.folder)
+        return held is not None or not record.exists()
+
     def records(self) -> tuple[dict[Path, QueuedUpload], dict[Path, str]]:
         """Every record, held or not: those that read, and why each other one does not."""
         read: dict[Path, QueuedUpload] = {}
@@ -326,6 +340,7 @@ class Leftovers:
     unindexed: list[Path] = field(default_factory=list)  # whole files, never ingested
     partial: list[Path] = field(default_factory=list)  # part files an interrupted upload left
     queued: dict[Path, str] = field(default_factory=dict)  # file → the queued upload's id
+    given_up: dict[Path, Path] = field(default_factory=dict)  # file → its given-up record
 
 
 def leftovers(data_dir: Path, collection: str, indexed: set[Path]) -> Leftovers:
@@ -336,9 +351,10 @@ def leftovers(data_dir: Path, collection: str, indexed: set[Path]) -> Leftovers:
     found = Leftovers()
     if not folder.is_dir():
         return found
-    waiting = {
-        path.resolve(): upload.id
-        for upload in Queue(data_dir).records()[0].values()
+    records = Queue(data_dir).records()[0]
+    owner = {
+        path.resolve(): record
+        for record, upload in records.items()
         for path in upload.paths(data_dir)
     }
     for path in sorted(p for p in folder.iterdir() if p.is_file()):
@@ -348,8 +364,10 @@ def leftovers(data_dir: Path, collection: str, indexed: set[Path]) -> Leftovers:
         if is_part(path.name):
             if not held_elsewhere(path):
                 found.partial.append(path)
-        elif resolved in waiting:
-            found.queued[path] = waiting[resolved]
+        elif resolved in owner and records[owner[resolved]].given_up:
+            found.given_up[path] = owner[resolved]
+        elif resolved in owner:
+            found.queued[path] = records[owner[resolved]].id
         else:
             found.unindexed.append(path)
     return found

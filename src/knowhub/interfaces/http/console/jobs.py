@@ -58,7 +58,9 @@ log = logging.getLogger("knowhub.http")
 KEPT = 200
 MAX_PENDING = 8  # jobs waiting or running; more uploads are refused until some end
 RETRY_AFTER_S = 30  # what a refused upload is told to wait: an ingest takes seconds to minutes
-MAX_ATTEMPTS = 3  # starts that resume one upload: past them a file that kills the server waits
+# Runs of one upload, its first included: one cut short that often (a file of it may stop
+# the server) is given up, for verify to report and ``verify --fix`` to ingest.
+MAX_ATTEMPTS = 3
 State = Literal["queued", "reading", "embedding", "indexed", "done", "unchanged", "failed"]
 _SHARE: dict[str, float] = {"queued": 0.0, "reading": 0.1, "indexed": 0.95}
 Ingest = Callable[[Progress], IngestReport]
@@ -295,15 +297,20 @@ class JobBook:
         assert self.queue is not None
         upload = held.upload
         paths = [p for p in upload.paths(self.queue.data_dir) if p.is_file()]
-        if not paths or upload.attempts >= MAX_ATTEMPTS:
-            if paths:
-                log.error(
-                    "upload %s was cut short %d times: not resumed again (`knowhub verify` "
-                    "lists its files, and --fix ingests them)",
-                    upload.id,
-                    upload.attempts,
-                )
+        if not paths:
+            log.warning("upload %s: none of its files is left: its record is deleted", upload.id)
             held.done()
+            return None
+        if upload.given_up or upload.attempts >= MAX_ATTEMPTS:
+            log.error(
+                "upload %s was cut short %d times: not resumed again (`knowhub verify` lists "
+                "its files; `knowhub verify --fix` ingests them with its tags, as its uploader)",
+                upload.id,
+                upload.attempts,
+            )
+            if not upload.given_up:
+                self.queue.rewrite(held, replace(upload, given_up=True))
+            held.release()
             return None
         self.queue.rewrite(held, replace(upload, attempts=upload.attempts + 1))
         sent = {Path(f.path).name: f.name for f in upload.files}
@@ -345,7 +352,7 @@ class JobBook:
             for f in job.files
             if f.source in job.stored
         ]
-        return self.queue.add(QueuedUpload(job.id, job.collection, tags, files, 0, scope))
+        return self.queue.add(QueuedUpload(job.id, job.collection, tags, files, 1, scope))
 
     def _run(self, job: Job, ingest: Ingest) -> None:
         run = threading.Thread(
