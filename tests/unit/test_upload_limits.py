@@ -41,7 +41,7 @@ def _receive(
     boundary: str = BOUNDARY,
     opener: object = open_part,
 ) -> Upload:
-    return asyncio.run(
+    sent = asyncio.run(
         receive(
             f"multipart/form-data; boundary={boundary}",
             _chunks(body),
@@ -50,6 +50,8 @@ def _receive(
             opener,  # type: ignore[arg-type]
         )
     )
+    sent.release()  # no job record to wait for here
+    return sent
 
 
 @pytest.mark.parametrize(

@@ -3,9 +3,11 @@
 An upload's files are kept under ``DATA_DIR/uploads/{collection}/`` and indexed from there.
 Each file arrives in a hidden ``.upload-….part`` file, locked (``flock``) while it is written,
 and takes its name only once whole, so a server killed mid-upload leaves a part file, never a
-truncated document. Before the server answers 202, the upload's ingest is queued: a record in
-``DATA_DIR/upload-jobs/{id}.json`` (written to a temporary file, fsynced, renamed), locked by
-the process that runs it and deleted once its ingest has ended. A record nobody holds is an
+truncated document; it stays locked until its upload's record is written (or the upload is
+refused and it is deleted), so verify never takes it for a leftover. Before the server
+answers 202, the upload's ingest is queued: a record in ``DATA_DIR/upload-jobs/{id}.json``
+(written to a temporary file, fsynced, renamed), locked by the process that runs it and
+deleted once its ingest has ended. A record nobody holds is an
 ingest that a stop interrupted: the HTTP server resumes it when it starts (until it is given
 up), and ``knowhub verify`` reports what is left (:func:`leftovers`).
 """
@@ -345,8 +347,9 @@ class Leftovers:
 
 def leftovers(data_dir: Path, collection: str, indexed: set[Path]) -> Leftovers:
     """The files of ``collection``'s uploads folder that none of ``indexed`` (resolved paths
-    of its documents) is: queued for ingest, left half-received, or never indexed. Files
-    being received now are none of these; ``faq/`` holds FAQ files, not documents."""
+    of its documents) is: queued for ingest, given up, left half-received, or never indexed.
+    Files being received now (locked until their record is written) are none of these;
+    ``faq/`` holds FAQ files, not documents."""
     folder = uploads_folder(data_dir, collection)
     found = Leftovers()
     if not folder.is_dir():
@@ -368,6 +371,6 @@ def leftovers(data_dir: Path, collection: str, indexed: set[Path]) -> Leftovers:
             found.given_up[path] = owner[resolved]
         elif resolved in owner:
             found.queued[path] = records[owner[resolved]].id
-        else:
+        elif not held_elsewhere(path):  # held: an upload still arriving, its record unwritten
             found.unindexed.append(path)
     return found

@@ -120,8 +120,11 @@ async def upload(request: Request, service: ServiceDep, principal: PrincipalDep)
         folder,
         UploadLimits.of(service.settings.server),
     )
-    name = chosen[0] if chosen else _collection(service, principal, sent.fields)
-    job = _start(service, jobs_of(request), principal, name, sent)
+    try:
+        name = chosen[0] if chosen else _collection(service, principal, sent.fields)
+        job = _start(service, jobs_of(request), principal, name, sent)
+    finally:
+        sent.release()  # its record written (or its files deleted): verify may see them
     if "application/json" in request.headers.get("accept", ""):
         return JSONResponse({"job": job.id, "url": f"/ui/upload/{job.id}"}, status_code=202)
     # Without script the page waits for the ingest, though never forever: a job still

@@ -136,11 +136,23 @@ def as_sent(text: str, received: Iterable[Received]) -> str:
 
 @dataclass
 class Upload:
-    """What one upload form sent: its fields and its files, kept or refused."""
+    """What one upload form sent: its fields and its files, kept or refused.
+
+    Each received file stays open and locked until :meth:`release`: until its job's record is
+    written, a file nothing else names looks like one a stopped upload left, which ``verify
+    --fix`` would ingest (and the upload, refused after all, then delete).
+    """
 
     fields: dict[str, str] = field(default_factory=dict)
     received: list[Received] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
+    held: list[IO[bytes]] = field(default_factory=list, repr=False)
+
+    def release(self) -> None:
+        """Unlock the received files: their job's record is written, or they are deleted."""
+        for handle in self.held:
+            handle.close()
+        self.held.clear()
 
 
 @dataclass
@@ -251,16 +263,19 @@ class _Receiver:
             upload.received.append(Received(part.filename, path, part.size))
 
     def _publish(self, part: _Part, out: IO[bytes], partial: Path, folder: Path) -> Path:
-        """The whole file, on disk (fsynced), under its name; the part file gone."""
+        """The whole file, on disk (fsynced), under its name; the part file gone. It stays
+        open, so locked, until the upload is released (see :class:`Upload`)."""
         out.flush()
         os.fsync(out.fileno())
-        path = _claim(folder, safe_name(part.filename or ""))
+        path, placeholder = _claim(folder, safe_name(part.filename or ""))
         try:
             partial.replace(path)
         except BaseException:
             path.unlink(missing_ok=True)
             raise
-        out.close()
+        finally:
+            os.close(placeholder)
+        self.upload.held.append(out)
         part.out = part.path = None
         self.folders.add(folder)
         return path
@@ -284,6 +299,7 @@ class _Receiver:
         self._discard(self.part)
         for done in self.upload.received:
             done.path.unlink(missing_ok=True)
+        self.upload.release()  # only once deleted: never a moment unlocked and there
 
 
 def _file_too_big(limit: int) -> str:
@@ -293,17 +309,19 @@ def _file_too_big(limit: int) -> str:
     )
 
 
-def _claim(folder: Path, name: str) -> Path:
+def _claim(folder: Path, name: str) -> tuple[Path, int]:
     """A new, empty file ``name`` in ``folder``, or ``stem-N.ext`` when that is taken
-    (``O_EXCL``: two uploads of one name at once cannot both get it)."""
+    (``O_EXCL``: two uploads of one name at once cannot both get it), and its descriptor,
+    locked until the whole file takes its place (verify skips a locked file)."""
     stem, suffix = Path(name).stem, Path(name).suffix
     for n in range(10_000):
         path = folder / (name if n == 0 else f"{stem}-{n}{suffix}")
         try:
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
             continue
-        return path
+        fcntl.flock(fd, fcntl.LOCK_EX)  # blocking: verify's probe holds it for an instant only
+        return path, fd
     raise QueryError(f"no free name for {name!r} in its collection's uploads: remove old ones")
 
 
