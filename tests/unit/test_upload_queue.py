@@ -4,10 +4,13 @@ most :data:`MAX_ATTEMPTS` times."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import IO
+
+import pytest
 
 from knowhub.errors import StoreError
 from knowhub.ingest.pipeline import IngestReport
@@ -117,15 +120,19 @@ def test_an_upload_cut_short_three_times_is_given_up_and_kept_for_verify(tmp_pat
     assert path.is_file()
 
 
-def test_a_record_whose_files_are_all_gone_is_deleted(tmp_path: Path) -> None:
+def test_a_record_whose_files_are_all_gone_is_deleted_and_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     files = [QueuedFile("a.md", "uploads/default/a.md")]
     Queue(tmp_path).add(QueuedUpload("j1", "default", {}, files, 1)).release()
 
     def never(upload: QueuedUpload, paths: list[Path]) -> Ingest:
         raise AssertionError("nothing to resume")
 
-    assert JobBook(Queue(tmp_path)).resume(never) == []
+    with caplog.at_level(logging.WARNING, logger="knowhub"):
+        assert JobBook(Queue(tmp_path)).resume(never) == []
     assert not list((tmp_path / "upload-jobs").glob("*.json"))
+    assert "upload j1: none of its files is left: its record is deleted" in caplog.text
 
 
 def _two_servers(data: Path) -> tuple[Queue, Queue, Path, IO[str]]:
@@ -164,3 +171,19 @@ def test_a_record_taken_after_another_server_ran_it_reads_that_run_s_attempts(
         assert held.upload.attempts == 2
     finally:
         held.release()
+
+
+def _open_files() -> int:
+    return len(list(Path("/proc/self/fd").iterdir()))
+
+
+def test_a_record_that_cannot_take_its_name_leaves_nothing_open_or_written(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "upload-jobs" / "j1.json").mkdir(parents=True)  # renaming over it fails
+    files = [QueuedFile("a.md", "uploads/default/a.md")]
+    before = _open_files()
+    with pytest.raises(IsADirectoryError):
+        Queue(tmp_path).add(QueuedUpload("j1", "default", {}, files))
+    assert _open_files() == before  # its locked handle closed, not left to the collector
+    assert [p.name for p in (tmp_path / "upload-jobs").iterdir()] == ["j1.json"]

@@ -42,6 +42,7 @@ __all__ = [
     "held_elsewhere",
     "is_part",
     "leftovers",
+    "make_folder",
     "uploads_folder",
 ]
 
@@ -191,9 +192,10 @@ class Queue:
     def add(self, upload: QueuedUpload) -> Held:
         """Write ``upload``'s record durably (temp file, fsync, rename, fsync of the folder)
         and hold it; raises OSError (a full disk) with nothing written."""
-        self.folder.mkdir(parents=True, exist_ok=True)
+        make_folder(self.folder)
         record = self.folder / f"{upload.id}.json"
         temporary = record.with_suffix(".tmp")
+        held = None
         try:
             with temporary.open("w", encoding="utf-8") as out:
                 json.dump(upload.to_dict(), out, ensure_ascii=False)
@@ -201,11 +203,13 @@ class Queue:
                 os.fsync(out.fileno())
             held = _hold(temporary, upload)
             temporary.replace(record)
+            held.record = record
+            fsync_folder(self.folder)
         except BaseException:
+            if held is not None:  # a record half-made is no record: its name goes, its lock
+                held.done()
             temporary.unlink(missing_ok=True)
             raise
-        held.record = record
-        fsync_folder(self.folder)
         return held
 
     def interrupted(self) -> Iterator[Held]:
@@ -324,6 +328,19 @@ def held_elsewhere(path: Path) -> bool:
     except OSError:
         return False
     return False
+
+
+def make_folder(folder: Path) -> None:
+    """``folder`` and the folders above it that are missing, each new one's name made durable
+    (an fsync of the folder it was made in): a file fsynced in a folder whose own entry a
+    power cut loses is lost with it."""
+    missing = []
+    while not folder.is_dir():
+        missing.append(folder)
+        folder = folder.parent
+    for new in reversed(missing):
+        new.mkdir(exist_ok=True)
+        fsync_folder(new.parent)
 
 
 def fsync_folder(folder: Path) -> None:

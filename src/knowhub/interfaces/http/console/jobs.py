@@ -255,6 +255,7 @@ class JobBook:
         Raises:
             ServerBusyError: :data:`MAX_PENDING` jobs are waiting or running already.
             InsufficientStorageError: its record could not be written (a full disk).
+            DataDirNotWritableError: nor could it there (a read-only data dir).
             Either way the files of ``stored`` are deleted: nothing will ingest them.
         """
         job = Job(secrets.token_urlsafe(12), owner, collection, files, refused, stored=stored or {})
@@ -279,10 +280,10 @@ class JobBook:
             with self._lock:
                 self._jobs.pop(job.id, None)
             _forget(job)
-            full = storage_error(exc, "the upload's job record")
-            if full is None:
+            answer = storage_error(exc, "the upload's job record")
+            if answer is None:
                 raise
-            raise full from exc
+            raise answer from exc
         self._run(job, ingest)
         return job
 

@@ -35,9 +35,13 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 
 from knowhub.config.server import ServerSettings
 from knowhub.errors import QueryError
-from knowhub.ingest.uploads import PART_PREFIX, PART_SUFFIX, fsync_folder
+from knowhub.ingest.uploads import PART_PREFIX, PART_SUFFIX, fsync_folder, make_folder
 from knowhub.interfaces.http.console.disposition import parse_disposition
-from knowhub.interfaces.http.errors import InsufficientStorageError, PayloadTooLargeError
+from knowhub.interfaces.http.errors import (
+    DataDirNotWritableError,
+    InsufficientStorageError,
+    PayloadTooLargeError,
+)
 
 __all__ = [
     "MAX_NAME_BYTES",
@@ -69,6 +73,11 @@ _NO_ROOM = {
     errno.ENOSPC: "no space is left on the disk",
     errno.EDQUOT: "the disk quota is used up",
     errno.EFBIG: "the file system refuses a file this large (a file size limit: ulimit -f)",
+}
+_NOT_WRITABLE = {
+    errno.EROFS: "its file system is mounted read-only",
+    errno.EACCES: "the server's user may not write there",
+    errno.EPERM: "the server's user may not write there",
 }
 Opener = Callable[[Path], tuple[Path, IO[bytes]]]
 """Opens a new part file in a folder (the seam where tests fill the disk)."""
@@ -229,7 +238,7 @@ class _Receiver:
             )
             return
         part.folder = self.folder(self.upload.fields)
-        part.folder.mkdir(parents=True, exist_ok=True)
+        make_folder(part.folder)
         part.path, part.out = self.opener(part.folder)
 
     def _data(self, data: bytes, start: int, end: int) -> None:
@@ -401,9 +410,20 @@ def _answer(exc: BaseException, part: _Part) -> Exception | None:
     return None
 
 
-def storage_error(exc: OSError, what: str) -> InsufficientStorageError | None:
-    """A 507 naming the data dir, not the path, when ``exc`` says the disk is full (None
-    for any other error); the path goes to the server's log, for its operator."""
+def storage_error(
+    exc: OSError, what: str
+) -> InsufficientStorageError | DataDirNotWritableError | None:
+    """A 507 naming the data dir, not the path, when ``exc`` says the disk is full, a 503
+    when the data dir cannot be written (None for any other error); the path goes to the
+    server's log, for its operator."""
+    if exc.errno in _NOT_WRITABLE:
+        log.error("an upload was refused: the data directory is not writable (%s)", exc)
+        return DataDirNotWritableError(
+            f"the data directory (server.data_dir) is not writable: "
+            f"{_NOT_WRITABLE[exc.errno]}. {what} was not stored, and none of this upload's "
+            "files was kept; the server's operator must make server.data_dir writable by the "
+            "server, then upload again"
+        )
     if exc.errno not in _NO_ROOM:
         return None
     log.warning("an upload was refused: %s (%s)", _NO_ROOM[exc.errno], exc)
