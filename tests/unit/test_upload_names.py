@@ -58,6 +58,7 @@ FILES = b'form-data; name="files"; '
         (b"filename=\"x.md\"; filename*=UTF-8''%E6%8A%A5%E9%94%80.md", "报销.md"),
         (b"filename*=utf-8'zh'%E6%8A%A5%E9%94%80.md", "报销.md"),
         (b"filename*=ISO-8859-1''caf%E9.md", "café.md"),
+        (b"filename*=latin-1''caf%E9.md", "café.md"),  # an alias, as codecs names it
         # an unknown charset or broken percent-encoding: the plain filename is used
         (b"filename=\"plain.md\"; filename*=KOI9-X''%E6.md", "plain.md"),
         (b"filename=\"plain.md\"; filename*=UTF-8''%E6%ZZ.md", "plain.md"),

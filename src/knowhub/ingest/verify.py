@@ -391,8 +391,7 @@ def _ingest_given_up(
         result = uploads.ingest_as(upload, paths)
     except KnowhubError as exc:  # its tags outside its uploader's scope, say
         return [], [f"{name}: {p.name}: not ingested: {exc}" for p in paths]
-    failures = dict(result.failed) | {s: f"skipped: {r}" for s, r in result.skipped}
-    failed = [f"{name}: {s}: not ingested: {r}" for s, r in failures.items()]
+    failed = [f"{name}: {s}: not ingested: {r}" for s, r in result.not_ingested().items()]
     done = f"ingested (given-up upload {upload.id}, with its tags)"
     return [f"{name}: {s}: {done}" for s in result.added + result.updated], failed
 
@@ -405,7 +404,7 @@ def _reingest(
     failed: list[str] = []
     for group in rediscover(records):
         result = reingest(group.paths, name, group.tags, group.include)
-        failures = dict(result.failed) | {s: f"skipped: {r}" for s, r in result.skipped}
+        failures = result.not_ingested()
         for record in group.records:
             if record.source in failures:
                 failed.append(

@@ -20,7 +20,8 @@ __all__ = ["Disposition", "parse_disposition"]
 
 # RFC 8187 requires UTF-8 and allows ISO-8859-1; anything else is ignored (the plain
 # filename is used), never looked up as a codec (Python's include rot13, zlib, …).
-_CHARSETS = {"utf-8": "utf-8", "iso8859-1": "latin-1", "latin-1": "latin-1", "ascii": "ascii"}
+# Keyed by codecs.lookup()'s names, which normalise every alias ("latin-1", "ISO-8859-1").
+_CHARSETS = {"utf-8": "utf-8", "iso8859-1": "latin-1", "ascii": "ascii"}
 _PERCENT = re.compile(rb"%(?![0-9A-Fa-f]{2})")  # a % not followed by two hex digits
 # A quoted string's content: possessive, so it never backtracks (linear in its length).
 _QUOTED = re.compile(r'(?:[^"\\]++|\\.)*+', re.DOTALL)

@@ -201,7 +201,7 @@ class Job:
         f.fraction = _SHARE.get(state, f.fraction)
 
     def _settle(self, report: IngestReport) -> None:
-        failed = dict(report.failed) | {s: f"skipped: {r}" for s, r in report.skipped}
+        failed = report.not_ingested()
         for f in self.files:
             if f.source in failed:
                 f.state, f.reason, f.fraction = "failed", self._named(failed[f.source]), 1.0

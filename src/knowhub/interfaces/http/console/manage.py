@@ -184,7 +184,7 @@ async def reingest(
                 service,
                 service.app_for(principal).ingest(group.paths, name, group.tags, group.include),
             )
-            failed = dict(report.failed) | {s: f"skipped: {r}" for s, r in report.skipped}
+            failed = report.not_ingested()
             if record.source in failed:
                 raise QueryError(f"re-ingest of {record.source} failed: {failed[record.source]}")
             state = "unchanged" if record.source in report.unchanged else "re-ingested"
