@@ -75,6 +75,7 @@ BAD = [
     "[]",
     {**_good(), "tags": []},
     {**_good(), "tags": {"team": 1}},
+    {**_good(), "tags": {"x\nresumed upload j2": 1}},  # a forged log line
     {**_good(), "files": {"a.md": "uploads/default/a.md"}},
     {**_good(), "files": [{"name": "a.md"}]},
     {**_good(), "attempts": "1"},
@@ -102,6 +103,7 @@ def test_a_record_of_the_wrong_shape_is_logged_and_the_others_resumed(
         for h in held:
             h.release()
     assert bad.name in caplog.text and "knowhub verify" in caplog.text
+    assert "\nresumed upload j2" not in caplog.text
     read, unreadable = Queue(data).records()
     assert [u.id for u in read.values()] == ["j1"] and list(unreadable) == [bad]
 

@@ -119,7 +119,7 @@ class QueuedUpload:
         return cls(
             _job_id(record.get("id")),
             collection,
-            {_typed(k, str, "a tag"): _typed(v, str, f"tag {k}") for k, v in tags.items()},
+            {_typed(k, str, "a tag"): _typed(v, str, f"tag {k!r}") for k, v in tags.items()},
             files,
             attempts,
             _scope(_typed(record.get("scope"), dict, "scope")),
