@@ -118,6 +118,54 @@ def embedder_plugin(root: Path, name: str, source: str) -> str:
     return os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)
 
 
+# An embedder plugin (install it with embedder_plugin) that holds an ingest until the test
+# opens a gate: the hashing embedder, one passage per batch, every batch after the first
+# waiting for the file GATE_FILE names.
+HELD_EMBEDDER = '''
+import os
+import time
+from pathlib import Path
+
+from knowhub.providers.embedders.hashing import HashingEmbedder
+
+
+class HeldEmbedder(HashingEmbedder):
+    """The hashing embedder, one passage per batch, holding every batch after the first
+    until the test creates GATE_FILE: a build that stays in progress until it is killed."""
+
+    def __init__(self):
+        super().__init__(64)
+        self.model_id = "held-64"
+        self.batch_size = 1
+        self.batches = 0
+
+    def _encode(self, texts, is_query):
+        if not is_query:
+            self.batches += 1
+            gate = Path(os.environ["GATE_FILE"])
+            deadline = time.monotonic() + 120
+            while self.batches > 1 and not gate.exists():
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the test never opened the gate")
+                time.sleep(0.01)
+        return super()._encode(texts, is_query)
+
+
+def create(settings):
+    return HeldEmbedder()
+'''
+
+
+def held_embedder(root: Path) -> dict[str, str]:
+    """The environment of a knowhub that embeds with :data:`HELD_EMBEDDER` (installed under
+    ``root``), its gate the file ``root/gate``."""
+    return {
+        "PYTHONPATH": embedder_plugin(root / "plugin", "held", HELD_EMBEDDER),
+        "GATE_FILE": str(root / "gate"),
+        "KNOWHUB_EMBEDDER__PROVIDER": "held",
+    }
+
+
 def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     inherited = {
         k: v
@@ -138,6 +186,23 @@ def knowhub(
         capture_output=True,
         text=True,
         timeout=WAIT_S,
+    )
+
+
+RUNAWAY_SAFETY_S = 120  # a bound on a runaway computation, never the assertion
+
+
+def finishes(script: str) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` (Python) in a child, stopped after :data:`RUNAWAY_SAFETY_S`: what
+    may run away (a regular expression holds the interpreter until it ends, so no thread
+    of the test could stop it) gets a bound that fails the test, not the suite."""
+    return subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=RUNAWAY_SAFETY_S,
+        cwd=ROOT,
+        check=False,
     )
 
 

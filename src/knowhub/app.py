@@ -184,8 +184,8 @@ class App:
     def verify(self, collection: str | None = None, fix: bool = False) -> VerifyReport:
         """Check that the index matches its files (every collection unless one is named);
         ``fix`` repairs what it can (re-ingest, remove, delete orphans), then checks again."""
-        from knowhub.ingest.uploads import Leftovers, leftovers
-        from knowhub.ingest.verify import verify_index
+        from knowhub.ingest.uploads import Leftovers, Queue, QueuedUpload, leftovers
+        from knowhub.ingest.verify import Uploads, verify_index
 
         if collection is not None:
             self.collection(collection).store_id()  # an unknown name is an error
@@ -198,9 +198,16 @@ class App:
         ) -> IngestReport:
             return handles[name].ingest(paths, tags, include=include, exclude=[])
 
-        def uploads(name: str, indexed: set[Path]) -> Leftovers:
-            return leftovers(Path(self.settings.data_dir), handles[name].name, indexed)
+        data_dir = Path(self.settings.data_dir)
 
+        def left(name: str, indexed: set[Path]) -> Leftovers:
+            return leftovers(data_dir, handles[name].name, indexed)
+
+        def ingest_as(upload: QueuedUpload, paths: Sequence[Path]) -> IngestReport:
+            as_uploader = self.scoped(upload.scope)
+            return as_uploader.ingest(paths, upload.collection, upload.tags)
+
+        uploads = Uploads(Queue(data_dir), left, ingest_as)
         return verify_index(self.store, embedders, reingest if fix else None, uploads)
 
     # -- traces

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import (
+    HELD_EMBEDDER,
     cli_env,
     die_with,
     embedder_plugin,
@@ -247,39 +248,6 @@ def test_the_gate_checks_answer_minimums_on_the_new_version(kb: Path) -> None:
 # -- a build whose process is gone ------------------------------------------------------
 
 SAFETY_S = 120  # a bound on a hung build, never the assertion
-HELD_EMBEDDER = '''
-import os
-import time
-from pathlib import Path
-
-from knowhub.providers.embedders.hashing import HashingEmbedder
-
-
-class HeldEmbedder(HashingEmbedder):
-    """The hashing embedder, one passage per batch, holding every batch after the first
-    until the test creates GATE_FILE: a build that stays in progress until it is killed."""
-
-    def __init__(self):
-        super().__init__(64)
-        self.model_id = "held-64"
-        self.batch_size = 1
-        self.batches = 0
-
-    def _encode(self, texts, is_query):
-        if not is_query:
-            self.batches += 1
-            gate = Path(os.environ["GATE_FILE"])
-            deadline = time.monotonic() + 120
-            while self.batches > 1 and not gate.exists():
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the test never opened the gate")
-                time.sleep(0.01)
-        return super()._encode(texts, is_query)
-
-
-def create(settings):
-    return HeldEmbedder()
-'''
 
 
 def _held_env(kb: Path) -> dict[str, str]:

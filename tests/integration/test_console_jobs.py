@@ -4,6 +4,8 @@ says when to retry; a FAQ import that fails keeps the files whose entries are in
 
 from __future__ import annotations
 
+import errno
+import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,7 +19,7 @@ from knowhub import Settings, load_settings, registry
 from knowhub.errors import KnowhubError, ProviderError
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import Progress
-from knowhub.ingest.uploads import QUEUE_DIR, Queue, QueuedFile, QueuedUpload
+from knowhub.ingest.uploads import QUEUE_DIR, Held, Queue, QueuedFile, QueuedUpload
 from knowhub.interfaces.http import create_app
 from knowhub.interfaces.http.console.jobs import MAX_PENDING, FileState, Job, JobBook
 from knowhub.interfaces.security import LOCAL_USER
@@ -210,3 +212,32 @@ def test_a_resumed_upload_writes_only_within_its_uploader_s_data_scope(tmp_path:
     sources = {d["source"] for d in listed["documents"]}
     assert "ours.md" in sources
     assert "theirs.md" not in sources and not (uploads / "theirs.md").exists()
+
+
+def test_the_server_starts_beside_an_upload_record_of_the_wrong_shape(tmp_path: Path) -> None:
+    data = build_corpus(tmp_path)
+    files = [QueuedFile("a.md", "uploads/default/a.md")]
+    raw = QueuedUpload("bad", "default", {}, files).to_dict() | {"tags": []}
+    write(data / QUEUE_DIR / "bad.json", json.dumps(raw))
+    with _client(_settings(data)) as client:
+        assert client.get("/health").status_code == 200
+    assert (data / QUEUE_DIR / "bad.json").is_file()  # for verify to report
+
+
+class _ReadOnlyQueue(Queue):
+    """The queue of a data dir mounted read-only since the server started."""
+
+    def add(self, upload: QueuedUpload) -> Held:
+        raise OSError(errno.EROFS, "Read-only file system", str(self.folder / f"{upload.id}.tmp"))
+
+
+def test_an_upload_whose_job_record_cannot_be_written_is_503_naming_the_data_dir(
+    tmp_path: Path,
+) -> None:
+    data = build_corpus(tmp_path)
+    with _client(_settings(data), JobBook(_ReadOnlyQueue(data))) as client:
+        refused = _upload(client, {})
+    assert refused.status_code == 503, refused.text
+    assert "server.data_dir" in refused.text and "not writable" in refused.text
+    assert str(data) not in refused.text
+    assert not any((data / "uploads" / "default").iterdir())  # its file is not kept

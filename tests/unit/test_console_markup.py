@@ -3,9 +3,12 @@ tables) instead of printing ``##`` and ``|---|``; a Markdown file's own text sta
 
 from __future__ import annotations
 
+import pytest
+
 from knowhub.interfaces.http.console.markup import DRAWN_FORMATS, draw
 from knowhub.interfaces.http.console.passage import Block, Piece
 from knowhub.models import Hit
+from tests.helpers import finishes
 
 HIT = Hit("c0", 0.0, "rates.html", "Rates", "", None, "", 0, 0, 0, 0, "h" * 64, "default", "en")
 
@@ -43,3 +46,34 @@ def test_a_block_that_starts_inside_a_line_is_not_taken_for_a_heading() -> None:
 def test_formats_whose_text_is_the_file_itself_are_not_drawn() -> None:
     assert {"html", "docx", "pptx", "pdf", "xlsx", "csv"} <= DRAWN_FORMATS
     assert not {"markdown", "mdx", "text", "rst", "json"} & DRAWN_FORMATS
+
+
+# A table rule followed by spaces and then not a rule: the old pattern split the spaces
+# between two "\s*" in every way (quadratic), hours at this size.
+HOSTILE_LINES = [
+    "|---" + " " * (1 << 20) + "x",
+    "| --- |" + " " * (1 << 20) + "x",
+    "|" + "---|" * (1 << 18) + " x",
+    "|" + " " * (1 << 20) + "x",
+    "```" + " " * (1 << 20),
+]
+HOSTILE_SCRIPT = """
+from knowhub.interfaces.http.console.markup import draw
+from tests.unit.test_console_markup import HOSTILE_LINES, _block
+for line in HOSTILE_LINES:
+    draw([_block((line + "\\n" + line, False))])
+print("drawn", len(HOSTILE_LINES))
+"""
+
+
+def test_a_line_is_drawn_in_time_linear_in_its_length() -> None:
+    done = finishes(HOSTILE_SCRIPT)
+    assert done.returncode == 0 and f"drawn {len(HOSTILE_LINES)}" in done.stdout, done.stderr
+
+
+@pytest.mark.parametrize(
+    "rule", ["|---|---|", "| --- | :---: |", "|---|---", "  | :--- |  ", "| --- | --- |   "]
+)
+def test_a_table_rule_is_not_shown_however_it_is_spaced(rule: str) -> None:
+    (shown,) = draw([_block((f"| a | b |\n{rule}\n| 1 | 2 |\n", False))])
+    assert "---" not in shown and "src-head" in shown

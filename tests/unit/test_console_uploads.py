@@ -17,6 +17,7 @@ from knowhub.errors import KnowhubError, QueryError
 from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import IngestProgress, Progress
+from knowhub.ingest.uploads import Leftovers, leftovers, uploads_folder
 from knowhub.interfaces.http.console.jobs import MAX_PENDING, RETRY_AFTER_S, FileState, JobBook
 from knowhub.interfaces.http.console.uploads import (
     MAX_NAME_CHARS,
@@ -80,7 +81,7 @@ async def _chunks(body: bytes, size: int, seen: list[int]) -> AsyncIterator[byte
 
 
 def _receive(tmp_path: Path, body: bytes, limit: int, seen: list[int] | None = None) -> Upload:
-    return asyncio.run(
+    sent = asyncio.run(
         receive(
             f"multipart/form-data; boundary={BOUNDARY}",
             _chunks(body, 1000, [] if seen is None else seen),
@@ -88,6 +89,8 @@ def _receive(tmp_path: Path, body: bytes, limit: int, seen: list[int] | None = N
             UploadLimits(limit, 1 << 30, [".md", ".pdf"]),
         )
     )
+    sent.release()  # no job record to wait for here
+    return sent
 
 
 def test_files_stream_to_the_collection_folder_and_a_clash_gets_a_suffix(tmp_path: Path) -> None:
@@ -253,3 +256,42 @@ def test_uploads_past_the_pending_limit_are_refused_and_not_kept(tmp_path: Path)
         assert refused.value.retry_after == RETRY_AFTER_S
     finally:
         release.set()
+
+
+@pytest.mark.parametrize("whole", [True, False], ids=["whole", "cut-short"])
+def test_an_upload_s_files_are_no_leftovers_until_its_record_is_written(
+    tmp_path: Path, whole: bool
+) -> None:
+    """verify (``leftovers``) must not take a file of an upload still arriving for one a stop
+    left: ``--fix`` would ingest it, and the upload, ending in a 413 or a disconnect, delete it."""
+    data = tmp_path / "data"
+    folder = uploads_folder(data, "default")
+    first, second = b"# First\n\n" + b"a" * 2000, b"# Second\n\n" + b"b" * 2000
+    body = _body(
+        [("collection", None, b"default"), ("files", "1.md", first), ("files", "2.md", second)]
+    )
+    cut = body.index(b"b" * 2000) + 1000
+    seen: list[Leftovers] = []
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield body[:cut]  # the first file whole, the second half-way
+        seen.append(leftovers(data, "default", set()))
+        yield body[cut:] if whole else b""
+
+    async def upload() -> Upload:
+        limits = UploadLimits(10_000, 1 << 20, [".md"])
+        return await receive(
+            f"multipart/form-data; boundary={BOUNDARY}", chunks(), lambda f: folder, limits
+        )
+
+    if not whole:
+        with pytest.raises(QueryError, match="cut short"):
+            asyncio.run(upload())
+        assert [(s.unindexed, s.partial) for s in seen] == [([], [])]
+        assert not list(folder.iterdir())
+        return
+    sent = asyncio.run(upload())
+    seen.append(leftovers(data, "default", set()))  # whole, its job's record not yet written
+    assert [(s.unindexed, s.partial) for s in seen] == [([], []), ([], [])]
+    sent.release()  # the record is written (or the upload refused): no longer held
+    assert [p.name for p in leftovers(data, "default", set()).unindexed] == ["1.md", "2.md"]

@@ -6,13 +6,14 @@ from __future__ import annotations
 import asyncio
 import errno
 import io
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import IO
 
 import pytest
 
-from knowhub.errors import QueryError
+from knowhub.errors import KnowhubError, QueryError
 from knowhub.interfaces.http.console.uploads import (
     Upload,
     UploadLimits,
@@ -41,7 +42,7 @@ def _receive(
     boundary: str = BOUNDARY,
     opener: object = open_part,
 ) -> Upload:
-    return asyncio.run(
+    sent = asyncio.run(
         receive(
             f"multipart/form-data; boundary={boundary}",
             _chunks(body),
@@ -50,6 +51,8 @@ def _receive(
             opener,  # type: ignore[arg-type]
         )
     )
+    sent.release()  # no job record to wait for here
+    return sent
 
 
 @pytest.mark.parametrize(
@@ -129,3 +132,19 @@ def test_a_full_disk_is_507_naming_the_data_dir_and_keeps_nothing(tmp_path: Path
     assert str(tmp_path) not in message  # no server path shown to the uploader
     assert error_status(refused.value) == 507
     assert not list(tmp_path.iterdir())  # neither the partial file nor the one before it
+
+
+@pytest.mark.parametrize("error", [errno.EROFS, errno.EACCES, errno.EPERM])
+def test_a_data_dir_that_is_not_writable_is_503_naming_it_and_keeps_nothing(
+    tmp_path: Path, error: int
+) -> None:
+    def unwritable(folder: Path) -> tuple[Path, IO[bytes]]:
+        raise OSError(error, os.strerror(error), str(folder / ".upload-x.part"))
+
+    with pytest.raises(KnowhubError) as refused:
+        _receive(tmp_path, form([("a.md", b"# A\n")]), opener=unwritable)
+    message = str(refused.value)
+    assert error_status(refused.value) == 503
+    assert "server.data_dir" in message and "not writable" in message and "a.md" in message
+    assert str(tmp_path) not in message  # the path is for the server's log
+    assert not list(tmp_path.iterdir())

@@ -4,17 +4,24 @@ most :data:`MAX_ATTEMPTS` times."""
 
 from __future__ import annotations
 
+import logging
 import threading
+from dataclasses import replace
 from pathlib import Path
+from typing import IO
+
+import pytest
 
 from knowhub.errors import StoreError
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import Progress
-from knowhub.ingest.uploads import Queue, QueuedFile, QueuedUpload, held_elsewhere
+from knowhub.ingest.uploads import Queue, QueuedFile, QueuedUpload, _open, held_elsewhere
 from knowhub.interfaces.http.console.jobs import MAX_ATTEMPTS, FileState, Ingest, JobBook
 from knowhub.interfaces.security import Principal
 from knowhub.scope import Scope
 from tests.helpers import write
+
+ACME, TAGS = Scope.of(tenants=["acme"]), {"tenant": "acme"}
 
 
 def _stored(data: Path) -> Path:
@@ -78,14 +85,105 @@ def test_a_job_a_stop_cuts_short_keeps_its_files_and_record_for_the_next_start(
     assert not list((tmp_path / "upload-jobs").glob("*.json"))
 
 
-def test_an_upload_cut_short_too_often_is_not_resumed_again(tmp_path: Path) -> None:
+def _cut_short(book: JobBook) -> Ingest:
+    """An ingest the server's stop cuts short (the App closing under it)."""
+
+    def ingest(progress: Progress) -> IngestReport:
+        book.stop()
+        raise StoreError("the store is closed")
+
+    return ingest
+
+
+def test_an_upload_cut_short_three_times_is_given_up_and_kept_for_verify(tmp_path: Path) -> None:
     path = _stored(tmp_path)
-    files = [QueuedFile("a.md", "uploads/default/a.md")]
-    Queue(tmp_path).add(QueuedUpload("j1", "default", {}, files, MAX_ATTEMPTS)).release()
+    book = JobBook(Queue(tmp_path))
+    files = [FileState("a.md", "a.md")]
+    first = book.start(
+        Principal("full"), "default", files, [], _cut_short(book), {"a.md": path}, TAGS, ACME
+    )
+    runs = [first]
+    while runs[-1].done.wait(60) and len(runs) < MAX_ATTEMPTS:  # starts resume it, stopped too
+        book = JobBook(Queue(tmp_path))
+        (resumed,) = book.resume(lambda upload, paths, book=book: _cut_short(book))
+        runs.append(resumed)
+    assert len(runs) == MAX_ATTEMPTS == 3 and runs[-1].done.wait(60)
 
     def never(upload: QueuedUpload, paths: list[Path]) -> Ingest:
-        raise AssertionError("not resumed again")
+        raise AssertionError("not resumed a fourth time")
 
     assert JobBook(Queue(tmp_path)).resume(never) == []
-    assert path.is_file()  # left for verify to report
+    assert JobBook(Queue(tmp_path)).resume(never) == []  # nor at any later start
+    (upload,) = Queue(tmp_path).records()[0].values()
+    # Kept, with its tags and uploader's scope, for verify to report and --fix to ingest.
+    assert upload.given_up and upload.tags == TAGS and upload.scope == ACME
+    assert path.is_file()
+
+
+def test_a_record_whose_files_are_all_gone_is_deleted_and_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    files = [QueuedFile("a.md", "uploads/default/a.md")]
+    Queue(tmp_path).add(QueuedUpload("j1", "default", {}, files, 1)).release()
+
+    def never(upload: QueuedUpload, paths: list[Path]) -> Ingest:
+        raise AssertionError("nothing to resume")
+
+    with caplog.at_level(logging.WARNING, logger="knowhub"):
+        assert JobBook(Queue(tmp_path)).resume(never) == []
     assert not list((tmp_path / "upload-jobs").glob("*.json"))
+    assert "upload j1: none of its files is left: its record is deleted" in caplog.text
+
+
+def _two_servers(data: Path) -> tuple[Queue, Queue, Path, IO[str]]:
+    """Two servers' queues on one data dir, and a record the first has opened, not locked."""
+    _stored(data)
+    files = [QueuedFile("a.md", "uploads/default/a.md")]
+    Queue(data).add(QueuedUpload("j1", "default", {}, files, 1)).release()
+    record = data / "upload-jobs" / "j1.json"
+    opened = _open(record)
+    assert opened is not None
+    return Queue(data), Queue(data), record, opened
+
+
+def test_a_record_whose_ingest_ends_while_another_server_opens_it_is_not_run_again(
+    tmp_path: Path,
+) -> None:
+    # A opens the record, B takes it, runs it and deletes it, and only then does A lock it
+    # (the lock of a deleted file, which nobody holds).
+    first, second, record, opened = _two_servers(tmp_path)
+    (taken,) = second.interrupted()
+    taken.done()
+    assert first._take(record, opened) is None
+    assert opened.closed
+
+
+def test_a_record_taken_after_another_server_ran_it_reads_that_run_s_attempts(
+    tmp_path: Path,
+) -> None:
+    first, second, record, opened = _two_servers(tmp_path)
+    (taken,) = second.interrupted()
+    second.rewrite(taken, replace(taken.upload, attempts=2))
+    taken.release()  # B was stopped too
+    held = first._take(record, opened)
+    assert held is not None
+    try:
+        assert held.upload.attempts == 2
+    finally:
+        held.release()
+
+
+def _open_files() -> int:
+    return len(list(Path("/proc/self/fd").iterdir()))
+
+
+def test_a_record_that_cannot_take_its_name_leaves_nothing_open_or_written(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "upload-jobs" / "j1.json").mkdir(parents=True)  # renaming over it fails
+    files = [QueuedFile("a.md", "uploads/default/a.md")]
+    before = _open_files()
+    with pytest.raises(IsADirectoryError):
+        Queue(tmp_path).add(QueuedUpload("j1", "default", {}, files))
+    assert _open_files() == before  # its locked handle closed, not left to the collector
+    assert [p.name for p in (tmp_path / "upload-jobs").iterdir()] == ["j1.json"]

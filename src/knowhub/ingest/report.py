@@ -74,6 +74,10 @@ class IngestReport:
         moved = [new for _, new in self.moved]
         return [*self.added, *self.updated, *moved, *self.retagged, *self.unchanged]
 
+    def not_ingested(self) -> dict[str, str]:
+        """Each file of this run that did not go in, failed or skipped, and why."""
+        return dict(self.failed) | {s: f"skipped: {r}" for s, r in self.skipped}
+
     def skipped_by_type(self) -> dict[str, int]:
         """How many files were skipped of each type (:func:`file_type`), the most first."""
         return count_by_type(source for source, _ in self.skipped)

@@ -5,8 +5,9 @@ the same checks hold for every backend. Per document: its file exists and is unc
 (size and mtime, or the sha256 when those moved), and each of its chunks is present in
 both the dense and the lexical leg. Per collection: no orphan rows, the embedder it
 was built with is the configured one, and every file of its console uploads folder is a
-document (:func:`~knowhub.ingest.uploads.leftovers`: a file an upload left unindexed is
-ingested by the repair, a part file a stopped upload left is deleted). Repair goes through
+document (:func:`~knowhub.ingest.uploads.leftovers`: a given-up upload's files are ingested
+by the repair with its tags, as its uploader; a part file a stopped upload left is deleted; a
+file no record owns is only reported, its tags unknown). Repair goes through
 the ingest pipeline, so a fixed document is byte-for-byte what a fresh ingest would write.
 """
 
@@ -20,25 +21,35 @@ from typing import Any
 
 import numpy as np
 
-from knowhub.errors import LoaderError
+from knowhub.errors import KnowhubError, LoaderError
 from knowhub.ingest.discover import rediscover
 from knowhub.ingest.loaders.reading import open_regular
 from knowhub.ingest.pipeline import IngestReport
-from knowhub.ingest.uploads import Leftovers
+from knowhub.ingest.uploads import Leftovers, Queue, QueuedUpload
 from knowhub.models import DocumentRecord
 from knowhub.providers.stores.base import Store
 
-__all__ = ["Problem", "Reingest", "VerifyReport", "render_verify", "verify_index"]
+__all__ = ["Problem", "Reingest", "Uploads", "VerifyReport", "render_verify", "verify_index"]
 
 Reingest = Callable[[Sequence[Path], str, Mapping[str, str], Sequence[str]], IngestReport]
 """``reingest(paths, collection, tags, include)``: an ingest run (``App.ingest``)."""
-Uploads = Callable[[str, set[Path]], Leftovers]
-"""``uploads(collection, indexed)``: what its uploads folder holds that ``indexed`` (its
-documents' resolved paths) does not."""
+
+
+@dataclass(frozen=True)
+class Uploads:
+    """The console's uploads, as verify checks and repairs them (``App.verify`` builds this)."""
+
+    queue: Queue
+    leftovers: Callable[[str, set[Path]], Leftovers]
+    """``leftovers(collection, indexed)``: what its uploads folder holds that ``indexed``
+    (its documents' resolved paths) does not."""
+    ingest_as: Callable[[QueuedUpload, Sequence[Path]], IngestReport]
+    """Ingest files of an upload with its tags, as its uploader (within its data scope)."""
+
 
 # Kinds a re-ingest of the document repairs (the file is there, its index rows are not whole).
 _INCOMPLETE = {"missing_chunks", "missing_lexical", "missing_vector", "bad_vector", "foreign"}
-_UPLOADS = {"unindexed_upload", "partial_upload"}  # repaired by _repair_uploads
+_UPLOADS = {"unindexed_upload", "partial_upload", "given_up_upload"}  # see _repair_uploads
 
 
 @dataclass(frozen=True)
@@ -52,7 +63,8 @@ class Problem:
     path: str = ""
 
     def line(self) -> str:
-        return f"{self.collection}: {self.subject}: {self.detail}"
+        where = f"{self.collection}: " if self.collection else ""  # "": the data dir's
+        return f"{where}{self.subject}: {self.detail}"
 
 
 @dataclass
@@ -98,7 +110,7 @@ def verify_index(
     report = _check(store, embedders, uploads)
     if reingest is None or not report.problems:
         return report
-    fixed, failed = _repair(store, report.problems, reingest)
+    fixed, failed = _repair(store, report.problems, reingest, uploads)
     after = _check(store, embedders, uploads)
     after.found_before_fix = report.problems
     after.fixed, after.fix_failed = fixed, failed
@@ -164,7 +176,9 @@ def _check(
             report.chunks += _check_document(store, cid, record, built[1], report)
             indexed.add(Path(record.disk_path).resolve())
         if uploads is not None:
-            _check_uploads(name, uploads(name, indexed), report)
+            _check_uploads(name, uploads.leftovers(name, indexed), report)
+    if uploads is not None:
+        _check_records(uploads.queue.records()[1], report)
     if not embedders:
         report.info.append("no collections yet: ingest something first")
     return report
@@ -173,11 +187,19 @@ def _check(
 def _check_uploads(name: str, found: Leftovers, report: VerifyReport) -> None:
     for path in found.unindexed:
         detail = (
-            f"uploaded file {path} is no document (an upload stopped before its ingest): "
-            "`knowhub verify --fix` ingests it (without tags), `knowhub ingest PATH "
-            f"--collection {name} --tag …` with its tags, or delete it"
+            f"uploaded file {path} is no document, and no upload record says whose it is "
+            "(its tags, and so who may read it, are unknown): `knowhub ingest "
+            f"{path} --collection {name} --tag …` with its tags, or delete it"
         )
         report.problems.append(Problem(name, "unindexed_upload", path.name, detail, str(path)))
+    for path, record in found.given_up.items():
+        detail = (
+            f"uploaded file {path} is of an upload given up after its ingest was cut short "
+            f"too often (a file of it may stop the server; its record: {record}): `knowhub "
+            "verify --fix` ingests it with that upload's tags, as its uploader; or delete "
+            "the file and the record"
+        )
+        report.problems.append(Problem(name, "given_up_upload", path.name, detail, str(path)))
     for path in found.partial:
         detail = (
             f"{path} is part of a file an upload was receiving when the server stopped: "
@@ -189,6 +211,16 @@ def _check_uploads(name: str, found: Leftovers, report: VerifyReport) -> None:
             f"{name}: {path.name}: queued by upload {job}, not yet ingested (`knowhub serve "
             "http` ingests it, resuming at its start if it was stopped)"
         )
+
+
+def _check_records(unreadable: Mapping[Path, str], report: VerifyReport) -> None:
+    for record, why in unreadable.items():
+        detail = (
+            f"upload job record {record} does not read ({why}), so no start resumes it: "
+            "delete it (verify then reports its files, if any are left, as uploads that no "
+            "document records)"
+        )
+        report.problems.append(Problem("", "bad_upload_record", record.name, detail, str(record)))
 
 
 def _orphan_detail(kind: str) -> str:
@@ -281,13 +313,14 @@ def _file_state(record: DocumentRecord) -> str:
 
 
 def _repair(
-    store: Store, problems: Sequence[Problem], reingest: Reingest
+    store: Store, problems: Sequence[Problem], reingest: Reingest, uploads: Uploads | None
 ) -> tuple[list[str], list[str]]:
     fixed: list[str] = []
     failed: list[str] = []
     by_collection: dict[str, list[Problem]] = {}
     for p in problems:
-        by_collection.setdefault(p.collection, []).append(p)
+        if p.collection:  # not the data dir's (a record verify cannot repair)
+            by_collection.setdefault(p.collection, []).append(p)
     for name, found in by_collection.items():
         cid = store.collection_id(name)
         if cid is None:
@@ -295,7 +328,7 @@ def _repair(
         # Orphans first: a stray FTS row can hold the row id a re-ingest is about to reuse.
         if any(p.kind.startswith("orphan_") for p in found):
             fixed.append(f"{name}: removed {store.remove_orphans(cid)} orphan rows")
-        f, bad = _repair_uploads(name, found, reingest)
+        f, bad = _repair_uploads(name, found, uploads)
         fixed += f
         failed += bad
         gone = {p.path for p in found if p.kind == "missing_file"}
@@ -326,23 +359,41 @@ def _repair(
 
 
 def _repair_uploads(
-    name: str, found: Sequence[Problem], reingest: Reingest
+    name: str, found: Sequence[Problem], uploads: Uploads | None
 ) -> tuple[list[str], list[str]]:
-    """Delete part files; ingest the uploads no document records (without tags: theirs are
-    lost with the upload's job)."""
+    """Delete part files; ingest given-up uploads as their uploaders, each with its tags,
+    deleting its record once its files are in. A file no record owns is left: ingested
+    without its tags it would be open to every tenant (docs/security.md)."""
     fixed: list[str] = []
     for p in found:
         if p.kind == "partial_upload":
             Path(p.path).unlink(missing_ok=True)
             fixed.append(f"{name}: {p.subject}: deleted (a part of an interrupted upload)")
-    unindexed = [Path(p.path) for p in found if p.kind == "unindexed_upload"]
-    if not unindexed:
+    wanted = {Path(p.path).resolve() for p in found if p.kind == "given_up_upload"}
+    if not wanted or uploads is None:
         return fixed, []
-    result = reingest(unindexed, name, {}, ())
-    failures = dict(result.failed) | {s: f"skipped: {r}" for s, r in result.skipped}
-    failed = [f"{name}: {s}: not ingested: {r}" for s, r in failures.items()]
-    fixed += [f"{name}: {s}: ingested (an upload's file)" for s in result.added + result.updated]
+    failed: list[str] = []
+    for record, upload in uploads.queue.records()[0].items():
+        paths = [p for p in upload.paths(uploads.queue.data_dir) if p.resolve() in wanted]
+        if upload.given_up and paths:
+            f, bad = _ingest_given_up(name, upload, paths, uploads)
+            if not bad and uploads.queue.remove(record):
+                f.append(f"{name}: {record.name}: deleted (its upload's files are in)")
+            fixed += f
+            failed += bad
     return fixed, failed
+
+
+def _ingest_given_up(
+    name: str, upload: QueuedUpload, paths: Sequence[Path], uploads: Uploads
+) -> tuple[list[str], list[str]]:
+    try:
+        result = uploads.ingest_as(upload, paths)
+    except KnowhubError as exc:  # its tags outside its uploader's scope, say
+        return [], [f"{name}: {p.name}: not ingested: {exc}" for p in paths]
+    failed = [f"{name}: {s}: not ingested: {r}" for s, r in result.not_ingested().items()]
+    done = f"ingested (given-up upload {upload.id}, with its tags)"
+    return [f"{name}: {s}: {done}" for s in result.added + result.updated], failed
 
 
 def _reingest(
@@ -353,7 +404,7 @@ def _reingest(
     failed: list[str] = []
     for group in rediscover(records):
         result = reingest(group.paths, name, group.tags, group.include)
-        failures = dict(result.failed) | {s: f"skipped: {r}" for s, r in result.skipped}
+        failures = result.not_ingested()
         for record in group.records:
             if record.source in failures:
                 failed.append(

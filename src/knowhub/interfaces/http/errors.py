@@ -22,6 +22,7 @@ from knowhub.interfaces.http.limits import ServerBusyError
 from knowhub.interfaces.security import ThrottledError
 
 __all__ = [
+    "DataDirNotWritableError",
     "InsufficientStorageError",
     "NotConfiguredError",
     "PayloadTooLargeError",
@@ -39,6 +40,11 @@ class InsufficientStorageError(KnowhubError):
     """The disk of the data dir is full (or over a quota): 507, nothing half-written kept."""
 
 
+class DataDirNotWritableError(KnowhubError):
+    """The data dir cannot be written (read-only, or not the server's to write): 503, naming
+    it. Not a 500: the server is sound and an operator's fix makes the request succeed."""
+
+
 class NotConfiguredError(ConfigError):
     """The route needs a setting this server lacks (a chat with no LLM): 409, naming it.
     The request is sound, the server is not set up for it: retrying will not help until an
@@ -51,6 +57,8 @@ def error_status(exc: BaseException) -> int:
         return 503  # with Retry-After: every slot taken and the queue full, or stopping
     if isinstance(exc, InsufficientStorageError):
         return 507
+    if isinstance(exc, DataDirNotWritableError):
+        return 503
     if isinstance(exc, NotConfiguredError):
         return 409
     if isinstance(exc, PayloadTooLargeError):

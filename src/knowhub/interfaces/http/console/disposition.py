@@ -20,9 +20,11 @@ __all__ = ["Disposition", "parse_disposition"]
 
 # RFC 8187 requires UTF-8 and allows ISO-8859-1; anything else is ignored (the plain
 # filename is used), never looked up as a codec (Python's include rot13, zlib, …).
-_CHARSETS = {"utf-8": "utf-8", "iso8859-1": "latin-1", "latin-1": "latin-1", "ascii": "ascii"}
+# Keyed by codecs.lookup()'s names, which normalise every alias ("latin-1", "ISO-8859-1").
+_CHARSETS = {"utf-8": "utf-8", "iso8859-1": "latin-1", "ascii": "ascii"}
 _PERCENT = re.compile(rb"%(?![0-9A-Fa-f]{2})")  # a % not followed by two hex digits
-_PARAM = re.compile(r'\s*([^=;\s]+)\s*(?:=\s*("(?:[^"\\]|\\.)*"?|[^;]*))?\s*(?:;|$)')
+# A quoted string's content: possessive, so it never backtracks (linear in its length).
+_QUOTED = re.compile(r'(?:[^"\\]++|\\.)*+', re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -51,16 +53,51 @@ def parse_disposition(raw: bytes) -> Disposition:
 
 
 def _params(text: str) -> dict[str, str]:
-    """``key=value`` pairs, keys lower-cased; the first of a repeated key counts."""
+    """``key=value`` pairs, keys lower-cased; the first of a repeated key counts.
+
+    One pass over the text (a part without ``=`` is skipped): a pattern that found the pairs
+    backtracked cubically on such a part, and the multipart parser runs on the event loop.
+    """
     found: dict[str, str] = {}
-    for match in _PARAM.finditer(text):
-        key, value = match.group(1).lower(), (match.group(2) or "").strip()
-        if value.startswith('"'):
-            # Only \" and \\ are escapes: a browser sends a Windows path's \ as it is.
-            value = value[1:-1] if value.endswith('"') and len(value) > 1 else value[1:]
-            value = value.replace('\\"', '"').replace("\\\\", "\\")
-        found.setdefault(key, value)
+    at, end = 0, len(text)
+    while at < end:
+        semicolon = _find(text, ";", at)
+        equals = text.find("=", at, semicolon)
+        if equals < 0:
+            at = semicolon + 1
+            continue
+        key = text[at:equals].strip().lower()
+        start = equals + 1
+        while start < semicolon and text[start].isspace():
+            start += 1
+        if start < end and text[start] == '"':
+            value, after = _quoted(text, start)
+            semicolon = _find(text, ";", after)
+        else:
+            value = text[start:semicolon].strip()
+        if key:
+            found.setdefault(key, value)
+        at = semicolon + 1
     return found
+
+
+def _find(text: str, char: str, start: int) -> int:
+    """Where ``char`` is next from ``start``, or the end of ``text``."""
+    at = text.find(char, start)
+    return len(text) if at < 0 else at
+
+
+def _quoted(text: str, start: int) -> tuple[str, int]:
+    """The quoted string at ``text[start]`` (a ``"``), unquoted, and where it ends.
+
+    A ``\\`` keeps the next character inside the string, but only ``\\"`` and ``\\\\``
+    are escapes: a browser sends a Windows path's ``\\`` as it is. An unterminated string
+    runs to the end of the text.
+    """
+    match = _QUOTED.match(text, start + 1)
+    assert match is not None  # the pattern matches the empty string
+    value = match.group().replace('\\"', '"').replace("\\\\", "\\")
+    return value, min(match.end() + 1, len(text))
 
 
 def _extended(value: str) -> str | None:

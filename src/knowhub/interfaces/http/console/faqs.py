@@ -64,6 +64,7 @@ async def faq_import(request: Request, service: ServiceDep, principal: Principal
         folder,
         UploadLimits.of(service.settings.server, list(FAQ_SUFFIXES)),
     )
+    sent.release()  # verify does not look in faq/: no job record to wait for
     name = chosen[0] if chosen else service.collection(principal, sent.fields.get("collection"))
 
     async def form_again(exc: Exception) -> Response:  # the list as it stands, and why not

@@ -35,7 +35,7 @@ from knowhub.errors import KnowhubError
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import IngestProgress, Progress
 from knowhub.ingest.report import count_by_type, types_text
-from knowhub.ingest.uploads import Held, Queue, QueuedFile, QueuedUpload
+from knowhub.ingest.uploads import Held, Queue, QueuedFile, QueuedUpload, uploads_folder
 from knowhub.interfaces.http.console.uploads import Received, as_sent, storage_error
 from knowhub.interfaces.http.limits import ServerBusyError
 from knowhub.interfaces.security import Principal
@@ -58,7 +58,9 @@ log = logging.getLogger("knowhub.http")
 KEPT = 200
 MAX_PENDING = 8  # jobs waiting or running; more uploads are refused until some end
 RETRY_AFTER_S = 30  # what a refused upload is told to wait: an ingest takes seconds to minutes
-MAX_ATTEMPTS = 3  # starts that resume one upload: past them a file that kills the server waits
+# Runs of one upload, its first included: one cut short that often (a file of it may stop
+# the server) is given up, for verify to report and ``verify --fix`` to ingest.
+MAX_ATTEMPTS = 3
 State = Literal["queued", "reading", "embedding", "indexed", "done", "unchanged", "failed"]
 _SHARE: dict[str, float] = {"queued": 0.0, "reading": 0.1, "indexed": 0.95}
 Ingest = Callable[[Progress], IngestReport]
@@ -97,6 +99,9 @@ class Job:
     # no document points to it and nothing else would ever remove it.
     stored: Mapping[str, Path] = field(default_factory=dict, repr=False)
     held: Held | None = field(default=None, repr=False)  # its record on disk, locked
+    # The collection's uploads folder: no file elsewhere is ever deleted (None: a book with
+    # no queue on disk, whose files are only those the receiver stored).
+    folder: Path | None = field(default=None, repr=False)
 
     def view(self) -> dict[str, Any]:
         """What ``GET /ui/upload/{job}`` answers."""
@@ -151,7 +156,7 @@ class Job:
         if settled:
             for f in self.files:
                 if f.state == "failed" and f.source in self.stored:
-                    self.stored[f.source].unlink(missing_ok=True)
+                    self._delete(self.stored[f.source])
         if self.held is not None:
             if settled:
                 self.held.done()
@@ -159,6 +164,13 @@ class Job:
                 self.held.release()
         self.finished = True
         self.done.set()
+
+    def _delete(self, path: Path) -> None:
+        """Delete a stored file that failed, if it is a file of this job's uploads folder."""
+        if self.folder is None or path.resolve().parent == self.folder.resolve():
+            path.unlink(missing_ok=True)
+        else:
+            log.error("upload %s: not deleting %s: it is not in %s", self.id, path, self.folder)
 
     def _progress(self, step: IngestProgress) -> None:
         by_source = {f.source: f for f in self.files}
@@ -189,7 +201,7 @@ class Job:
         f.fraction = _SHARE.get(state, f.fraction)
 
     def _settle(self, report: IngestReport) -> None:
-        failed = dict(report.failed) | {s: f"skipped: {r}" for s, r in report.skipped}
+        failed = report.not_ingested()
         for f in self.files:
             if f.source in failed:
                 f.state, f.reason, f.fraction = "failed", self._named(failed[f.source]), 1.0
@@ -243,9 +255,11 @@ class JobBook:
         Raises:
             ServerBusyError: :data:`MAX_PENDING` jobs are waiting or running already.
             InsufficientStorageError: its record could not be written (a full disk).
+            DataDirNotWritableError: nor could it there (a read-only data dir).
             Either way the files of ``stored`` are deleted: nothing will ingest them.
         """
         job = Job(secrets.token_urlsafe(12), owner, collection, files, refused, stored=stored or {})
+        job.folder = self._folder(collection)
         with self._lock:
             pending = sum(not j.finished for j in self._jobs.values())
             if files and pending >= MAX_PENDING:
@@ -266,10 +280,10 @@ class JobBook:
             with self._lock:
                 self._jobs.pop(job.id, None)
             _forget(job)
-            full = storage_error(exc, "the upload's job record")
-            if full is None:
+            answer = storage_error(exc, "the upload's job record")
+            if answer is None:
                 raise
-            raise full from exc
+            raise answer from exc
         self._run(job, ingest)
         return job
 
@@ -284,20 +298,26 @@ class JobBook:
         assert self.queue is not None
         upload = held.upload
         paths = [p for p in upload.paths(self.queue.data_dir) if p.is_file()]
-        if not paths or upload.attempts >= MAX_ATTEMPTS:
-            if paths:
-                log.error(
-                    "upload %s was cut short %d times: not resumed again (`knowhub verify` "
-                    "lists its files, and --fix ingests them)",
-                    upload.id,
-                    upload.attempts,
-                )
+        if not paths:
+            log.warning("upload %s: none of its files is left: its record is deleted", upload.id)
             held.done()
+            return None
+        if upload.given_up or upload.attempts >= MAX_ATTEMPTS:
+            log.error(
+                "upload %s was cut short %d times: not resumed again (`knowhub verify` lists "
+                "its files; `knowhub verify --fix` ingests them with its tags, as its uploader)",
+                upload.id,
+                upload.attempts,
+            )
+            if not upload.given_up:
+                self.queue.rewrite(held, replace(upload, given_up=True))
+            held.release()
             return None
         self.queue.rewrite(held, replace(upload, attempts=upload.attempts + 1))
         sent = {Path(f.path).name: f.name for f in upload.files}
         files = [FileState(sent.get(p.name, p.name), p.name) for p in paths]
         job = Job(upload.id, _NOBODY, upload.collection, files, held=held)
+        job.folder = self._folder(upload.collection)
         job.stored = {p.name: p for p in paths}
         with self._lock:
             self._add(job)
@@ -321,6 +341,9 @@ class JobBook:
         while len(self._jobs) > KEPT:
             self._jobs.popitem(last=False)
 
+    def _folder(self, collection: str) -> Path | None:
+        return None if self.queue is None else uploads_folder(self.queue.data_dir, collection)
+
     def _queued(self, job: Job, tags: dict[str, str], scope: Scope) -> Held | None:
         if self.queue is None:
             return None
@@ -330,7 +353,7 @@ class JobBook:
             for f in job.files
             if f.source in job.stored
         ]
-        return self.queue.add(QueuedUpload(job.id, job.collection, tags, files, 0, scope))
+        return self.queue.add(QueuedUpload(job.id, job.collection, tags, files, 1, scope))
 
     def _run(self, job: Job, ingest: Ingest) -> None:
         run = threading.Thread(

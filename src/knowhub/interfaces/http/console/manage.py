@@ -119,8 +119,11 @@ async def upload(request: Request, service: ServiceDep, principal: PrincipalDep)
         folder,
         UploadLimits.of(service.settings.server),
     )
-    name = chosen[0] if chosen else _collection(service, principal, sent.fields)
-    job = _start(service, jobs_of(request), principal, name, sent)
+    try:
+        name = chosen[0] if chosen else _collection(service, principal, sent.fields)
+        job = _start(service, jobs_of(request), principal, name, sent)
+    finally:
+        sent.release()  # its record written (or its files deleted): verify may see them
     if "application/json" in request.headers.get("accept", ""):
         return JSONResponse({"job": job.id, "url": f"/ui/upload/{job.id}"}, status_code=202)
     # Without script the page waits for the ingest, though never forever: a job still
@@ -180,7 +183,7 @@ async def reingest(
                 service,
                 service.app_for(principal).ingest(group.paths, name, group.tags, group.include),
             )
-            failed = dict(report.failed) | {s: f"skipped: {r}" for s, r in report.skipped}
+            failed = report.not_ingested()
             if record.source in failed:
                 raise QueryError(f"re-ingest of {record.source} failed: {failed[record.source]}")
             state = "unchanged" if record.source in report.unchanged else "re-ingested"

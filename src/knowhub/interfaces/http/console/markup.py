@@ -22,7 +22,9 @@ __all__ = ["DRAWN_FORMATS", "draw"]
 
 DRAWN_FORMATS = frozenset({"html", "docx", "pptx", "pdf", "xlsx", "csv"})
 _HEADING = re.compile(r"(#{1,6})[ \t]+")
-_SEPARATOR = re.compile(r"\s*\|\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*")
+# No two "\s*" meet: spaces either side of an optional "|" were split between them in every
+# way on a line that then failed (quadratic in its length); each run of spaces has one owner.
+_SEPARATOR = re.compile(r"\s*\|\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*(?:\|\s*)?")
 _ROW = re.compile(r"\s*\|.*\|\s*")
 _FENCE = re.compile(r"\s*```.*")
 

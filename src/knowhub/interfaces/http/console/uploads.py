@@ -35,9 +35,13 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 
 from knowhub.config.server import ServerSettings
 from knowhub.errors import QueryError
-from knowhub.ingest.uploads import PART_PREFIX, PART_SUFFIX, fsync_folder
+from knowhub.ingest.uploads import PART_PREFIX, PART_SUFFIX, fsync_folder, make_folder
 from knowhub.interfaces.http.console.disposition import parse_disposition
-from knowhub.interfaces.http.errors import InsufficientStorageError, PayloadTooLargeError
+from knowhub.interfaces.http.errors import (
+    DataDirNotWritableError,
+    InsufficientStorageError,
+    PayloadTooLargeError,
+)
 
 __all__ = [
     "MAX_NAME_BYTES",
@@ -69,6 +73,11 @@ _NO_ROOM = {
     errno.ENOSPC: "no space is left on the disk",
     errno.EDQUOT: "the disk quota is used up",
     errno.EFBIG: "the file system refuses a file this large (a file size limit: ulimit -f)",
+}
+_NOT_WRITABLE = {
+    errno.EROFS: "its file system is mounted read-only",
+    errno.EACCES: "the server's user may not write there",
+    errno.EPERM: "the server's user may not write there",
 }
 Opener = Callable[[Path], tuple[Path, IO[bytes]]]
 """Opens a new part file in a folder (the seam where tests fill the disk)."""
@@ -136,11 +145,23 @@ def as_sent(text: str, received: Iterable[Received]) -> str:
 
 @dataclass
 class Upload:
-    """What one upload form sent: its fields and its files, kept or refused."""
+    """What one upload form sent: its fields and its files, kept or refused.
+
+    Each received file stays open and locked until :meth:`release`: until its job's record is
+    written, a file nothing else names looks like one a stopped upload left, which ``verify
+    --fix`` would ingest (and the upload, refused after all, then delete).
+    """
 
     fields: dict[str, str] = field(default_factory=dict)
     received: list[Received] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
+    held: list[IO[bytes]] = field(default_factory=list, repr=False)
+
+    def release(self) -> None:
+        """Unlock the received files: their job's record is written, or they are deleted."""
+        for handle in self.held:
+            handle.close()
+        self.held.clear()
 
 
 @dataclass
@@ -217,7 +238,7 @@ class _Receiver:
             )
             return
         part.folder = self.folder(self.upload.fields)
-        part.folder.mkdir(parents=True, exist_ok=True)
+        make_folder(part.folder)
         part.path, part.out = self.opener(part.folder)
 
     def _data(self, data: bytes, start: int, end: int) -> None:
@@ -251,16 +272,19 @@ class _Receiver:
             upload.received.append(Received(part.filename, path, part.size))
 
     def _publish(self, part: _Part, out: IO[bytes], partial: Path, folder: Path) -> Path:
-        """The whole file, on disk (fsynced), under its name; the part file gone."""
+        """The whole file, on disk (fsynced), under its name; the part file gone. It stays
+        open, so locked, until the upload is released (see :class:`Upload`)."""
         out.flush()
         os.fsync(out.fileno())
-        path = _claim(folder, safe_name(part.filename or ""))
+        path, placeholder = _claim(folder, safe_name(part.filename or ""))
         try:
             partial.replace(path)
         except BaseException:
             path.unlink(missing_ok=True)
             raise
-        out.close()
+        finally:
+            os.close(placeholder)
+        self.upload.held.append(out)
         part.out = part.path = None
         self.folders.add(folder)
         return path
@@ -284,6 +308,7 @@ class _Receiver:
         self._discard(self.part)
         for done in self.upload.received:
             done.path.unlink(missing_ok=True)
+        self.upload.release()  # only once deleted: never a moment unlocked and there
 
 
 def _file_too_big(limit: int) -> str:
@@ -293,17 +318,19 @@ def _file_too_big(limit: int) -> str:
     )
 
 
-def _claim(folder: Path, name: str) -> Path:
+def _claim(folder: Path, name: str) -> tuple[Path, int]:
     """A new, empty file ``name`` in ``folder``, or ``stem-N.ext`` when that is taken
-    (``O_EXCL``: two uploads of one name at once cannot both get it)."""
+    (``O_EXCL``: two uploads of one name at once cannot both get it), and its descriptor,
+    locked until the whole file takes its place (verify skips a locked file)."""
     stem, suffix = Path(name).stem, Path(name).suffix
     for n in range(10_000):
         path = folder / (name if n == 0 else f"{stem}-{n}{suffix}")
         try:
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
             continue
-        return path
+        fcntl.flock(fd, fcntl.LOCK_EX)  # blocking: verify's probe holds it for an instant only
+        return path, fd
     raise QueryError(f"no free name for {name!r} in its collection's uploads: remove old ones")
 
 
@@ -383,9 +410,20 @@ def _answer(exc: BaseException, part: _Part) -> Exception | None:
     return None
 
 
-def storage_error(exc: OSError, what: str) -> InsufficientStorageError | None:
-    """A 507 naming the data dir, not the path, when ``exc`` says the disk is full (None
-    for any other error); the path goes to the server's log, for its operator."""
+def storage_error(
+    exc: OSError, what: str
+) -> InsufficientStorageError | DataDirNotWritableError | None:
+    """A 507 naming the data dir, not the path, when ``exc`` says the disk is full, a 503
+    when the data dir cannot be written (None for any other error); the path goes to the
+    server's log, for its operator."""
+    if exc.errno in _NOT_WRITABLE:
+        log.error("an upload was refused: the data directory is not writable (%s)", exc)
+        return DataDirNotWritableError(
+            f"the data directory (server.data_dir) is not writable: "
+            f"{_NOT_WRITABLE[exc.errno]}. {what} was not stored, and none of this upload's "
+            "files was kept; the server's operator must make server.data_dir writable by the "
+            "server, then upload again"
+        )
     if exc.errno not in _NO_ROOM:
         return None
     log.warning("an upload was refused: %s (%s)", _NO_ROOM[exc.errno], exc)
