@@ -103,6 +103,25 @@ def test_a_compressed_man_page_source_is_not_read_and_says_how_to_read_it(write:
     )
 
 
+@pytest.mark.parametrize(
+    ("name", "body", "problem"),
+    [
+        ("tar.1.gz", MAN_SOURCE + b".PP\nThe archiver.\n" * 20_000, "a manual page's roff source"),
+        ("font.pcf.xz", b"\x01fcp\x00\x00\x00\x0c" * 50_000, "decompresses to binary data"),
+    ],
+    ids=["man-page", "binary"],
+)
+def test_what_is_not_read_is_known_from_its_start_before_the_rest_is_unpacked(
+    write: Writer, name: str, body: bytes, problem: str
+) -> None:
+    # Every man page's source and every binary was unpacked whole at each run, only to be
+    # skipped: one larger than the byte limit even failed as too large.
+    path = write(name, COMPRESSORS[Path(name).suffix](body))
+    with pytest.raises(UnsupportedFileError) as info:
+        load(path, limits=Limits(max_bytes=len(body) // 4))
+    assert info.value.problem.startswith(problem)
+
+
 def test_a_compressed_file_of_another_format_is_not_read_as_text(write: Writer) -> None:
     path = write("manual.ps.gz", gzip.compress(b"%!PS-Adobe-3.0\n/Times findfont\n"))
     with pytest.raises(UnsupportedFileError) as info:

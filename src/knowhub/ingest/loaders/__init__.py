@@ -138,9 +138,11 @@ def load(
     if data is None:
         data = _read(path, limits)
     if packed:
-        data = decompress(path, data, limits.max_bytes)
-        if inner_suffix(path.name) not in SUPPORTED_EXTENSIONS:
-            text_check(path, data)
+        # Read as text for want of a format: whether it is text is known from its start.
+        sniff = inner_suffix(path.name) not in SUPPORTED_EXTENSIONS
+        data = decompress(
+            path, data, limits.max_bytes, (lambda head: text_check(path, head)) if sniff else None
+        )
     # Loaders only name the file (titles, messages): give them a name every sink can write.
     named = Path(escape_surrogates(str(path)))
     # isspace(), unlike strip(), makes no copy of a large file or text.

@@ -22,6 +22,7 @@ import lzma
 import mimetypes
 import re
 import zlib
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
@@ -32,6 +33,7 @@ from knowhub.surrogates import escape_surrogates
 __all__ = [
     "COMPRESSED_EXTENSIONS",
     "MAX_STREAMS",
+    "SNIFF_BYTES",
     "decompress",
     "inner_reason",
     "inner_suffix",
@@ -52,7 +54,8 @@ _CORRUPT = (OSError, EOFError, zlib.error)
 _CHUNK = 1 << 20  # unpack a megabyte at a time: decompress(n) allocates n bytes before any
 _IN_CHUNK = 1 << 16
 _NOT_PADDING = re.compile(rb"[^\x00]")
-_SNIFF = 8192  # bytes looked at to tell text from a binary or a roff source
+SNIFF_BYTES = 8192
+"""Bytes looked at to tell text from a binary or a roff source."""
 # A roff source's first line: a comment (.\" or '\"), or a request such as .TH, .Dd or .so.
 _ROFF = re.compile(rb"""[.'](?:\\"|[A-Za-z]{2}(?:[ \t]|$))""")
 # Python's own table of file types, not the system's (/etc/mime.types): the same on every
@@ -84,7 +87,9 @@ def inner_reason(name: str) -> str | None:
     return None
 
 
-def decompress(path: Path, data: bytes, max_bytes: int) -> bytes:
+def decompress(
+    path: Path, data: bytes, max_bytes: int, check: Callable[[bytes], None] | None = None
+) -> bytes:
     """The bytes ``data`` (the file ``path``, compressed as its suffix says) unpack to: every
     stream of it in turn (``gzip -c a >> f`` makes a file of two), zero padding between them
     skipped.
@@ -93,15 +98,25 @@ def decompress(path: Path, data: bytes, max_bytes: int) -> bytes:
     (written into one buffer, returned without a copy), a file may hold at most
     :data:`MAX_STREAMS` streams, and an xz one may ask for at most 256 MiB of memory.
 
+    Args:
+        path: the file, named in messages; its suffix says the compression.
+        data: its bytes.
+        max_bytes: the most it may unpack to.
+        check: given the first 8 kB unpacked (all, when less) before the rest is unpacked,
+            raises when the file is not to be read (:func:`text_check`).
+
     Raises:
         LoaderError: the file is corrupt or cut short, it unpacks to more than
             ``max_bytes`` (read no further: a decompression bomb costs ``max_bytes``), or
             it is over the bounds above.
     """
     suffix = path.suffix.lower()
-    unpacked = io.BytesIO()
+    unpacking = _Unpacking(suffix, data)
     try:
-        _unpack(suffix, memoryview(data), unpacked, max_bytes)
+        if check is not None:
+            unpacking.fill(SNIFF_BYTES - 1)
+            check(unpacking.out.getvalue())
+        unpacking.fill(max_bytes)
     except lzma.LZMAError as exc:
         if "memory usage limit" not in str(exc).lower():
             raise loader_error(path, _corrupt(suffix, exc)) from exc
@@ -119,11 +134,11 @@ def decompress(path: Path, data: bytes, max_bytes: int) -> bytes:
             f"document needs: unpack it and compress it again as one "
             f"({_CAT[suffix]} {path.name} | {_FORMATS[suffix]} > new{suffix})",
         ) from exc
-    if unpacked.tell() > max_bytes:
+    if unpacking.out.tell() > max_bytes:
         raise loader_error(
             path, f"decompresses to more than {max_bytes} bytes; raise ingest.max_file_bytes"
         )
-    return unpacked.getvalue()
+    return unpacking.out.getvalue()
 
 
 def _corrupt(suffix: str, exc: BaseException) -> str:
@@ -181,38 +196,45 @@ def _decoder(suffix: str) -> _Decoder:
     return lzma.LZMADecompressor(memlimit=_XZ_MEMORY)
 
 
-def _unpack(suffix: str, data: memoryview, out: io.BytesIO, max_bytes: int) -> None:
-    """Write into ``out`` what ``data`` unpacks to, stopping past ``max_bytes``."""
-    position, streams = 0, 0
-    while out.tell() <= max_bytes:
+class _Unpacking:
+    """A compressed file's bytes, unpacked into ``out`` as far as asked, stream by stream."""
+
+    def __init__(self, suffix: str, data: bytes) -> None:
+        self.out = io.BytesIO()
+        self._suffix, self._data = suffix, memoryview(data)
+        self._position = 0  # of the next compressed byte to unpack
+        self._streams = 0
+        self._decoder: _Decoder | None = None  # the stream being unpacked
+
+    def fill(self, limit: int) -> None:
+        """Unpack until more than ``limit`` bytes are out, or all are."""
+        while self.out.tell() <= limit:
+            decoder = self._decoder or self._next_stream()
+            if decoder is None:
+                return
+            piece: bytes | memoryview = b""
+            if decoder.needs_input:
+                # A bounded piece at a time: what a decompressor keeps of its input is a copy.
+                piece = self._data[self._position : self._position + _IN_CHUNK]
+                if not piece:
+                    raise EOFError("compressed file ended before the end-of-stream marker")
+                self._position += len(piece)
+            self.out.write(decoder.decompress(piece, min(limit + 1 - self.out.tell(), _CHUNK)))
+            if decoder.eof:
+                self._position -= len(decoder.unused_data)
+                self._decoder = None
+
+    def _next_stream(self) -> _Decoder | None:
         # Between streams: zero padding (gzip's, xz's), skipped at C speed, not a byte a call.
-        found = _NOT_PADDING.search(data, position)
+        found = _NOT_PADDING.search(self._data, self._position)
         if found is None:
-            return
-        position = found.start()
-        streams += 1
-        if streams > MAX_STREAMS:
+            return None
+        self._position = found.start()
+        self._streams += 1
+        if self._streams > MAX_STREAMS:
             raise _TooManyStreamsError
-        position = _unpack_stream(_decoder(suffix), data, position, out, max_bytes)
-
-
-def _unpack_stream(
-    decoder: _Decoder, data: memoryview, position: int, out: io.BytesIO, max_bytes: int
-) -> int:
-    """Unpack the stream that starts at ``position`` into ``out``; where the next starts."""
-    while not decoder.eof:
-        room = max_bytes + 1 - out.tell()
-        if room <= 0:
-            return position
-        piece: bytes | memoryview = b""
-        if decoder.needs_input:
-            # A bounded piece at a time: what a decompressor keeps of its input is a copy.
-            piece = data[position : position + _IN_CHUNK]
-            if not piece:
-                raise EOFError("compressed file ended before the end-of-stream marker")
-            position += len(piece)
-        out.write(decoder.decompress(piece, min(room, _CHUNK)))
-    return position - len(decoder.unused_data)
+        self._decoder = _decoder(self._suffix)
+        return self._decoder
 
 
 def text_check(path: Path, data: bytes) -> None:
@@ -221,7 +243,7 @@ def text_check(path: Path, data: bytes) -> None:
     Raises:
         UnsupportedFileError: it is a man page's roff source, or binary.
     """
-    head = data[:_SNIFF]
+    head = data[:SNIFF_BYTES]
     first = next((line.strip() for line in head.splitlines() if line.strip()), b"")
     if _ROFF.match(first):
         inner = PurePosixPath(path.name).stem
