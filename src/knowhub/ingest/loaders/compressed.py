@@ -17,6 +17,7 @@ The file keeps its own name everywhere: its source, its citations, every message
 from __future__ import annotations
 
 import bz2
+import codecs
 import io
 import lzma
 import mimetypes
@@ -35,8 +36,10 @@ __all__ = [
     "MAX_STREAMS",
     "SNIFF_BYTES",
     "decompress",
+    "format_suffix",
     "inner_reason",
     "inner_suffix",
+    "is_compressed",
     "text_check",
 ]
 
@@ -61,6 +64,16 @@ _ROFF = re.compile(rb"""[.'](?:\\"|[A-Za-z]{2}(?:[ \t]|$))""")
 # Python's own table of file types, not the system's (/etc/mime.types): the same on every
 # machine, so a name is read or skipped alike everywhere.
 _FORMATS_KNOWN = mimetypes.MimeTypes(filenames=())
+
+
+def format_suffix(name: str) -> str:
+    """The extension that says how ``name`` is read, lower-case: its own (``.md``), a
+    compressed file's inner one (``.md`` for ``README.md.gz``), or '' (``NEWS.gz``)."""
+    return inner_suffix(name) if is_compressed(name) else PurePosixPath(name).suffix.lower()
+
+
+def is_compressed(name: str) -> bool:
+    return PurePosixPath(name).suffix.lower() in COMPRESSED_EXTENSIONS
 
 
 def inner_suffix(name: str) -> str:
@@ -237,13 +250,15 @@ class _Unpacking:
         return self._decoder
 
 
-def text_check(path: Path, data: bytes) -> None:
-    """Refuse what a compressed file with no format of its own unpacked to, unless text.
+def text_check(path: Path, head: bytes, packed: bool) -> None:
+    """Refuse a file whose name gives no format (``README``, ``NEWS.gz``), read as text for
+    want of one, unless its start (``head``, the first :data:`SNIFF_BYTES` it holds, or
+    ``packed`` unpacks to) is UTF-8 text.
 
     Raises:
-        UnsupportedFileError: it is a man page's roff source, or binary.
+        UnsupportedFileError: it is a man page's roff source, binary, or text in another
+            encoding (a name that says nothing must not pass garbage off as text).
     """
-    head = data[:SNIFF_BYTES]
     first = next((line.strip() for line in head.splitlines() if line.strip()), b"")
     if _ROFF.match(first):
         inner = PurePosixPath(path.name).stem
@@ -253,7 +268,21 @@ def text_check(path: Path, data: bytes) -> None:
             "and options"
         )
     elif b"\x00" in head:
-        problem = "decompresses to binary data, not text"
+        problem = f"{'decompresses to' if packed else 'holds'} binary data, not text"
+    elif not _utf8(head):
+        problem = (
+            f"{'decompresses to' if packed else 'holds'} text that is not UTF-8, and its name "
+            "gives no format: save it as UTF-8, or give it the extension of its format (.txt "
+            "for text)"
+        )
     else:
         return
     raise UnsupportedFileError(f"{escape_surrogates(str(path))}: {problem}", problem)
+
+
+def _utf8(head: bytes) -> bool:
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head)  # a character cut at the end: text
+    except UnicodeDecodeError:
+        return False
+    return True
