@@ -242,3 +242,29 @@ def _steps(call: Callable[[], object]) -> int:
     finally:
         sys.setprofile(None)
     return count
+
+
+# -- the inner name decides as the name would ---------------------------------------------
+
+
+def test_compressed_mdx_is_mdx(write: Writer) -> None:
+    assert load(write("intro.mdx.gz", gzip.compress(GUIDE))).format == "mdx"
+
+
+@pytest.mark.parametrize("name", ["page.xhtml", "page.xhtml.gz"])
+def test_xhtml_is_read_as_html_compressed_or_not(write: Writer, name: str) -> None:
+    page = (
+        b'<?xml version="1.0" encoding="UTF-8"?>\n<html xmlns="http://www.w3.org/1999/xhtml">'
+        b"<head><title>Guide</title></head><body><h1>Install</h1><p>Run make.</p></body></html>"
+    )
+    document = load(write(name, gzip.compress(page) if name.endswith(".gz") else page))
+    assert document.format == "html" and "<" not in document.text
+    assert [h.title for h in document.headings] == ["Install"]
+
+
+@pytest.mark.parametrize("first", [b"'em all: the 2.0 release", b"'tis the 2.0 release"])
+def test_prose_opening_with_an_apostrophe_is_not_taken_for_a_roff_source(
+    write: Writer, first: bytes
+) -> None:
+    path = write("NEWS.gz", gzip.compress(first + b"\n\nFixed the parser.\n"))
+    assert load(path).text.startswith(first.decode())

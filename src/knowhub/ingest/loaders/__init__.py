@@ -69,6 +69,7 @@ _LOADERS: dict[str, Loader] = {
     ".pptx": load_pptx,
     ".html": load_html,
     ".htm": load_html,
+    ".xhtml": load_html,
     ".csv": load_csv,
     ".xlsx": load_xlsx,
     ".json": load_json,

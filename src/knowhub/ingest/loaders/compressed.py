@@ -59,8 +59,10 @@ _IN_CHUNK = 1 << 16
 _NOT_PADDING = re.compile(rb"[^\x00]")
 SNIFF_BYTES = 8192
 """Bytes looked at to tell text from a binary or a roff source."""
-# A roff source's first line: a comment (.\" or '\"), or a request such as .TH, .Dd or .so.
-_ROFF = re.compile(rb"""[.'](?:\\"|[A-Za-z]{2}(?:[ \t]|$))""")
+# A roff source's first line: a comment (.\" or '\", tbl's mark), or a request such as .TH,
+# .Dd or .so. A request may open with ' too, but no man page's first line does, and prose
+# can ('em all, 'tis).
+_ROFF = re.compile(rb"""'\\"|\.(?:\\"|[A-Za-z]{2}(?:[ \t]|$))""")
 # Python's own table of file types, not the system's (/etc/mime.types): the same on every
 # machine, so a name is read or skipped alike everywhere.
 _FORMATS_KNOWN = mimetypes.MimeTypes(filenames=())
