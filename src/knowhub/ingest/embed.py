@@ -109,32 +109,47 @@ class EmbedRunner:
     ) -> list[Future[Vectors]]:
         """Queue texts for encoding; futures resolve to ``(n, dim)`` arrays, one per batch.
 
-        Encoded inline, ``on_batch`` is called after each batch (in this thread)."""
+        Encoded inline, ``on_batch`` is called after each batch (in this thread). When
+        encoding fails, none of these batches is kept by a later stop (their document
+        failed); when it is interrupted, those encoded are."""
         size = self.embedder.batch_size
         batches = [list(texts[i : i + size]) for i in range(0, len(texts), size)]
         pool = self._maybe_pool(texts)
         futures: list[Future[Vectors]] = []
-        for batch in batches:
-            if pool is not None:
-                if isinstance(pool, ProcessPoolExecutor):
-                    future = pool.submit(_embed_in_worker, batch)
-                else:
-                    future = pool.submit(self.embedder.embed_documents, batch)
-                self._batches[future] = batch
-                with self._count_lock:
-                    self._uncounted[future] = len(batch)
-                future.add_done_callback(self._count)
-            else:
-                future = Future()
-                # Known before it is encoded: a stop during a later batch keeps this one.
-                self._batches[future] = batch
-                future.set_result(self.embedder.embed_documents(batch))
-                with self._count_lock:
-                    self._encoded += len(batch)
-                if on_batch is not None:
-                    on_batch()
-            futures.append(future)
+        try:
+            for batch in batches:
+                futures.append(self._submit_batch(pool, batch, on_batch))
+        except Exception:
+            self.release(futures)
+            raise
         return futures
+
+    def _submit_batch(
+        self, pool: Executor | None, batch: list[str], on_batch: Callable[[], None] | None
+    ) -> Future[Vectors]:
+        if pool is not None:
+            if isinstance(pool, ProcessPoolExecutor):
+                future = pool.submit(_embed_in_worker, batch)
+            else:
+                future = pool.submit(self.embedder.embed_documents, batch)
+            self._batches[future] = batch
+            with self._count_lock:
+                self._uncounted[future] = len(batch)
+            future.add_done_callback(self._count)
+            return future
+        future = Future()
+        # Known before it is encoded: a stop during a later batch keeps this one.
+        self._batches[future] = batch
+        try:
+            future.set_result(self.embedder.embed_documents(batch))
+        except Exception:
+            self._batches.pop(future)
+            raise
+        with self._count_lock:
+            self._encoded += len(batch)
+        if on_batch is not None:
+            on_batch()
+        return future
 
     def gather(
         self, futures: Sequence[Future[Vectors]], on_batch: Callable[[], None] | None = None
