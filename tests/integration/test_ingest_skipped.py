@@ -115,3 +115,9 @@ def test_a_file_with_no_extension_is_read_when_it_is_text_compressed_or_not(
     }
     assert report.skipped_by_type() == {"(no extension)": 2}
     assert app.search("quokkabeam archive").hits[0].source == "tar/README"
+
+
+def test_a_path_that_does_not_exist_is_no_file_found(app: App, tmp_path: Path) -> None:
+    report = app.ingest([tmp_path / "missing"])
+    assert [source for source, _ in report.failed] == [str(tmp_path / "missing")]
+    assert report.note() == "nothing ingested: no files found"

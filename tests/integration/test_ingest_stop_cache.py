@@ -132,3 +132,15 @@ def test_a_second_ctrl_c_while_the_vectors_are_cached_loses_neither_them_nor_the
         assert stopped.report.embedded == 3 + 2 * BATCH
         rerun = ingest(store, Interrupted(), settings, [docs], "default")  # caches nothing
     assert rerun.cached == 3 + 2 * BATCH
+
+
+def test_vectors_from_the_cache_are_counted_for_stored_documents_only(tmp_path: Path) -> None:
+    # As `embedded`: the cache's vectors of a document stopped before it was written were
+    # counted when its chunks were queued.
+    docs = _corpus(tmp_path / "docs", notes=3)
+    with closing(build_app(fast_settings(tmp_path / "data"))) as app:
+        for stop_at in (3 + 2, 0):  # the second run is stopped at once: nothing stored
+            with pytest.raises(IngestStopped) as info:
+                ingest(app.store, Interrupted(stop_at), app.settings, [docs], "default")
+    assert info.value.report.kept == 0
+    assert (info.value.report.cached, info.value.report.embedded) == (0, 0)

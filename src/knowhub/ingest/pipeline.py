@@ -238,6 +238,7 @@ def _collect(
                     candidates.append(found)
         except FileNotFoundError as exc:
             run.report.failed.append((str(root), f"{exc}: check the path"))
+            run.report.missing.append(str(root))
     return candidates
 
 
@@ -479,7 +480,6 @@ class _Run:
         futures = self.runner.submit(
             [texts[i] for i in missing], on_batch=lambda: self.tracker.embedded(record.source)
         )
-        self.report.cached += len(chunks) - len(missing)
         return _Pending(record, chunks, tokens, keys, cached, futures, missing, outcome, previous)
 
     def _write(self, pending: _Pending) -> None:
@@ -527,6 +527,7 @@ class _Run:
                 self._report_written(pending)
                 self.report.chunks += len(pending.chunks)
                 self.report.embedded += len(pending.missing)  # vectors encoded and stored
+                self.report.cached += len(pending.chunks) - len(pending.missing)
                 self.runner.release(pending.futures)
                 self.tracker.file_done(pending.record.source)
             elif isinstance(error, (KnowhubError, OSError)):

@@ -47,6 +47,7 @@ class IngestReport:
     unchanged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # paths given that do not exist (failed)
     # Not ingested, though not failed: a type knowhub does not read (a .gif, a man page's
     # source), not a regular file, a symlink leading out of a served folder, a scan unread.
     skipped: list[tuple[str, str]] = field(default_factory=list)
@@ -100,7 +101,7 @@ class IngestReport:
         removed or was stopped): the cause is then easy to miss among counts of zero."""
         if self.current() or self.removed or self.stopped:
             return ""
-        found = len(self.skipped) + len(self.failed)
+        found = len(self.skipped) + len(self.failed) - len(self.missing)
         if not found:
             return "nothing ingested: no files found"
         files = f"{found} file{'s' if found > 1 else ''} found"
