@@ -152,7 +152,9 @@ def render_report(report: IngestReport) -> str:
     lines += [f"  moved {old} → {new}" for old, new in report.moved]
     for source, reason in report.failed:
         lines.append(f"  failed {source}: {reason}")
-    lines += [f"  skipped {reason}" for _, reason in report.skipped]
+    shown, left = report.skipped_sample()  # --json lists every file
+    lines += [f"  skipped {reason}" for _, reason in shown]
+    lines += [f"  … and {n} more {kind} (--json lists every file)" for kind, n in left.items()]
     return "\n".join(lines + _not_ingested(report))
 
 
