@@ -38,7 +38,7 @@ from knowhub.ingest.extraction import Extraction, run_limits
 from knowhub.ingest.identity import Identities
 from knowhub.ingest.inplace import InPlace
 from knowhub.ingest.integrity import Changed, Integrity, gone_documents
-from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS, load, unsupported_reason
+from knowhub.ingest.loaders import READ_FORMATS, load, unsupported_reason
 from knowhub.ingest.pictures import image_entries
 from knowhub.ingest.progress import IngestProgress, Progress, ProgressTracker
 from knowhub.ingest.report import IngestReport
@@ -383,11 +383,7 @@ class _Run:
     def _prepare(self, candidate: Candidate) -> _Pending | None:
         path = Path(candidate.path)
         if candidate.explicit and (problem := unsupported_reason(path.name)):
-            raise LoaderError(
-                f"{candidate.source}: {problem}; supported: "
-                f"{' '.join(sorted(SUPPORTED_EXTENSIONS))}, each also gzip, bzip2 or xz "
-                "compressed (README.md.gz)"
-            )
+            raise LoaderError(f"{candidate.source}: {problem}; knowhub reads {READ_FORMATS}")
         if self.in_place.rewrote(candidate):  # tags or scope, its scans kept as OCR read them
             self.report.retagged.append(escape_surrogates(candidate.source))
             return None

@@ -161,7 +161,7 @@ def render_report(report: IngestReport) -> str:
 def _not_ingested(report: IngestReport) -> list[str]:
     """The skipped files counted by type, what knowhub reads when some were of other types,
     and a run's note when it ingested nothing."""
-    from knowhub.ingest.loaders import COMPRESSED_EXTENSIONS, SUPPORTED_EXTENSIONS
+    from knowhub.ingest.loaders import READ_FORMATS
     from knowhub.ingest.report import types_text
 
     lines = []
@@ -169,9 +169,7 @@ def _not_ingested(report: IngestReport) -> list[str]:
         lines.append(f"  skipped by type: {types_text(report.skipped_by_type())}")
     if report.unsupported:
         lines.append(
-            f"  knowhub reads {' '.join(sorted(SUPPORTED_EXTENSIONS))}, each also compressed "
-            f"({' '.join(sorted(COMPRESSED_EXTENSIONS))}); convert other files, or leave them "
-            "out with --exclude"
+            f"  knowhub reads {READ_FORMATS}; convert other files, or leave them out with --exclude"
         )
     if note := report.note():
         lines.append(note)

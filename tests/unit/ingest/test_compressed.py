@@ -6,6 +6,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
+import subprocess
 import sys
 import tracemalloc
 from collections.abc import Callable
@@ -268,3 +269,10 @@ def test_prose_opening_with_an_apostrophe_is_not_taken_for_a_roff_source(
 ) -> None:
     path = write("NEWS.gz", gzip.compress(first + b"\n\nFixed the parser.\n"))
     assert load(path).text.startswith(first.decode())
+
+
+def test_importing_the_loaders_reads_no_system_file_type_table() -> None:
+    # mimetypes.MimeTypes() reads /etc/mime.types (and more) into the global table at once.
+    code = "import mimetypes, knowhub.ingest.loaders; print(mimetypes.inited)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert (result.returncode, result.stdout) == (0, "False\n"), result.stderr

@@ -50,6 +50,7 @@ from knowhub.surrogates import escape_surrogates, escape_surrogates_deep, replac
 __all__ = [
     "COMPRESSED_EXTENSIONS",
     "IMAGE_EXTENSIONS",
+    "READ_FORMATS",
     "SUPPORTED_EXTENSIONS",
     "Limits",
     "OcrOptions",
@@ -83,6 +84,13 @@ _PAGED_LOADERS: dict[str, PagedLoader] = {
 SUPPORTED_EXTENSIONS: frozenset[str] = frozenset(_LOADERS) | frozenset(_PAGED_LOADERS)
 """Lower-case file extensions, with the dot, of the formats :func:`load` reads (each also
 compressed: :data:`COMPRESSED_EXTENSIONS`)."""
+
+READ_FORMATS = (
+    f"{' '.join(sorted(SUPPORTED_EXTENSIONS))}, each also compressed "
+    f"({' '.join(sorted(COMPRESSED_EXTENSIONS))}: README.md.gz), and text with no extension "
+    "(README)"
+)
+"""What knowhub reads, as every message says it (``knowhub reads …``)."""
 
 
 def unsupported_reason(name: str) -> str | None:
@@ -144,9 +152,8 @@ def load(
     if loader is None:
         raise loader_error(
             path,
-            f"unsupported file type {path.suffix or '(no extension)'!r}: knowhub reads "
-            f"{' '.join(sorted(SUPPORTED_EXTENSIONS))} (each also compressed: "
-            f"{' '.join(sorted(COMPRESSED_EXTENSIONS))}); convert it or leave it out",
+            f"unsupported file type {path.suffix!r}: knowhub reads {READ_FORMATS}; convert "
+            "it or leave it out",
         )
     if data is None:
         data = _read(path, limits)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bz2
 import codecs
+import functools
 import io
 import lzma
 import mimetypes
@@ -63,9 +64,14 @@ SNIFF_BYTES = 8192
 # .Dd or .so. A request may open with ' too, but no man page's first line does, and prose
 # can ('em all, 'tis).
 _ROFF = re.compile(rb"""'\\"|\.(?:\\"|[A-Za-z]{2}(?:[ \t]|$))""")
-# Python's own table of file types, not the system's (/etc/mime.types): the same on every
-# machine, so a name is read or skipped alike everywhere.
-_FORMATS_KNOWN = mimetypes.MimeTypes(filenames=())
+
+
+@functools.cache
+def _known_types() -> mimetypes.MimeTypes:
+    """Python's own table of file types, not the system's (/etc/mime.types): the same on
+    every machine, so a name is read or skipped alike everywhere. Built on first use: making
+    one reads the system's tables into mimetypes' global one (init())."""
+    return mimetypes.MimeTypes(filenames=())
 
 
 def format_suffix(name: str) -> str:
@@ -97,7 +103,7 @@ def inner_reason(name: str) -> str | None:
             "a compressed tar archive: knowhub does not unpack archives; "
             "extract it and ingest the folder"
         )
-    if inner and _FORMATS_KNOWN.guess_type(f"x{inner}", strict=False)[0] is not None:
+    if inner and _known_types().guess_type(f"x{inner}", strict=False)[0] is not None:
         return f"unsupported file type {inner}{PurePosixPath(name).suffix.lower()}"
     return None
 

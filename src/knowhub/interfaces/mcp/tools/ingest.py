@@ -26,7 +26,8 @@ from knowhub.interfaces.mcp.tools.base import (
     writers,
 )
 
-if TYPE_CHECKING:  # ingest loads on the first call, off the server's start (cold start)
+if TYPE_CHECKING:  # the pipeline and its loaders are not loaded by building the tools: a
+    # read-only or shared server may never ingest (a served folder's first sync loads them)
     from knowhub.ingest.pipeline import IngestReport
 
 __all__ = ["IngestOut", "IngestTools"]
@@ -155,7 +156,7 @@ def _ingest_out(report: IngestReport, kb: KnowledgeBase, budget: int) -> IngestO
 def _ingest_text(report: IngestReport) -> str:
     """Counts, then a line per file moved, failed or skipped (five of a type), the skipped
     by type and the note."""
-    from knowhub.ingest.report import types_text  # the run has loaded it: no cost here
+    from knowhub.ingest.report import types_text  # here for the reason above; loaded by now
 
     changes = (("moved", report.moved), ("retagged", report.retagged))
     changed = "".join(f"{len(items)} {what}, " for what, items in changes if items)
