@@ -18,6 +18,7 @@ from knowhub.errors import LoaderError, UnsupportedFileError
 from knowhub.ingest.loaders import Limits, load, unsupported_reason
 from knowhub.ingest.loaders.compressed import MAX_STREAMS, decompress
 from tests.helpers import gzip_of_zeros
+from tests.unit.ingest.conftest import PdfMaker
 
 Writer = Callable[[str, bytes], Path]
 Compress = Callable[[bytes], bytes]
@@ -276,3 +277,13 @@ def test_importing_the_loaders_reads_no_system_file_type_table() -> None:
     code = "import mimetypes, knowhub.ingest.loaders; print(mimetypes.inited)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert (result.returncode, result.stdout) == (0, "False\n"), result.stderr
+
+
+@pytest.mark.parametrize("suffix", sorted(COMPRESSORS))
+def test_a_compressed_pdf_is_read_page_by_page(
+    write: Writer, make_pdf: PdfMaker, suffix: str
+) -> None:
+    pdf = make_pdf("guide.pdf", ["Install with make install.", "Upgrade with make upgrade."])
+    document = load(write(f"guide.pdf{suffix}", COMPRESSORS[suffix](pdf.read_bytes())))
+    assert (document.format, len(document.page_starts)) == ("pdf", 2)
+    assert document.text[document.page_starts[1] :].startswith("Upgrade with make upgrade.")
