@@ -68,10 +68,10 @@ class OcrUnavailableError(LoaderError):
 
 
 class UnsupportedFileError(LoaderError):
-    """A file whose name promised text holds something knowhub does not read (a compressed
-    man page's roff source, a compressed binary): ingest skips it in a folder, as a file of
-    an unsupported type, and fails it when named. ``problem`` is the reason without the
-    file's path."""
+    """A file whose name gives no format holds no UTF-8 text (a man page's roff source, a
+    binary), or a compressed file holds a format knowhub does not read: ingest skips it in a
+    folder, as a file of an unsupported type, and fails it when named. ``problem`` is the
+    reason without the file's path."""
 
     def __init__(self, message: str, problem: str) -> None:
         super().__init__(message)

@@ -7,6 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from knowhub.errors import LoaderError
+from knowhub.ingest.loaders import READ_FORMATS, load
 from tests.helpers import knowhub, write
 
 
@@ -46,9 +50,38 @@ def test_a_file_of_an_unread_type_named_on_the_command_line_fails(tmp_path: Path
         "--data-dir", str(tmp_path / "data"), "ingest", str(docs / "style.css"), cwd=tmp_path
     )
     assert result.returncode == 1, result.stdout
-    assert "  failed style.css: style.css: unsupported file type .css; supported: " in (
+    assert "  failed style.css: style.css: unsupported file type .css; knowhub reads " in (
         result.stdout
     )
     assert result.stdout.splitlines()[-1] == (
         "nothing ingested: 1 file found, each skipped or failed (with its reason)"
     )
+
+
+def test_many_files_of_one_type_are_named_five_and_counted(tmp_path: Path) -> None:
+    # /usr/share/doc printed 20,000 lines; --json still lists every file.
+    docs, data = tmp_path / "docs", str(tmp_path / "data")
+    for index in range(12):
+        write(docs / f"s{index:02d}.py", "print()\n")
+    write(docs / "style.css", "body {}\n")
+    result = knowhub("--data-dir", data, "ingest", str(docs), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[1:8] == [
+        *(f"  skipped s{i:02d}.py: unsupported file type .py" for i in range(5)),
+        "  skipped style.css: unsupported file type .css",
+        "  … and 7 more .py (--json lists every file)",
+    ]
+    assert lines[8] == "  skipped by type: .py 12, .css 1"
+    result = knowhub("--data-dir", data, "ingest", str(docs), "--json", cwd=tmp_path)
+    assert len(json.loads(result.stdout)["skipped"]) == 13
+
+
+def test_what_knowhub_reads_is_said_alike_everywhere(tmp_path: Path) -> None:
+    docs, data = _folder(tmp_path / "docs"), str(tmp_path / "data")
+    listed = knowhub("--data-dir", data, "ingest", str(docs), cwd=tmp_path).stdout
+    named = knowhub("--data-dir", data, "ingest", str(docs / "style.css"), cwd=tmp_path).stdout
+    with pytest.raises(LoaderError) as loaded:
+        load(docs / "style.css")
+    for said in (listed, named, str(loaded.value)):
+        assert f"knowhub reads {READ_FORMATS}" in said

@@ -4,6 +4,8 @@ download. A real server process, a real Chromium, real PDFs built at test time."
 
 from __future__ import annotations
 
+import gzip
+import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +19,7 @@ from knowhub.models import Hit
 from tests.console_helpers import screenshots, sign_in
 from tests.helpers import fast_settings, write
 from tests.http_helpers import FULL, LIMITED, MINUTES, TOKEN_ENV, ApiServer, api_server
+from tests.scans import scanned_page
 
 SECTIONS = [
     ("Intro", "The handbook starts with the mission of the team."),
@@ -33,6 +36,9 @@ PDF_PAGES = [
     "Спутниковая связь: the satellite uplink costs 40 euros per month.",
     "Appendix with the glossary of terms.",
 ]
+
+
+MANUAL_PAGES = ["Compressed manual.", "The pump needs twelve bar of pressure to start."]
 
 
 @dataclass
@@ -62,6 +68,12 @@ def _pdf(pages: list[str]) -> bytes:
     return bytes(pdf.output())
 
 
+def _png(text: str) -> bytes:
+    buffer = io.BytesIO()
+    scanned_page(text, "eng").save(buffer, "PNG")
+    return buffer.getvalue()
+
+
 def _unicode_font() -> Path:
     for candidate in (
         "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
@@ -81,6 +93,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     write(root / "docs/changing.md", "# Changing\n\nThe price is 10 euros.\n")
     write(root / "docs/vanishing.md", "# Vanishing\n\nThis file will be deleted.\n")
     (root / "docs/lost.pdf").write_bytes(_pdf(["This PDF is deleted after it is indexed."]))
+    (root / "docs/manual.pdf.gz").write_bytes(gzip.compress(_pdf(MANUAL_PAGES)))
+    (root / "docs/scan.png.gz").write_bytes(gzip.compress(_png("The boiler needs service.")))
     write(root / "private/minutes.md", MINUTES)
     data = root / "data"
     app = build_app(fast_settings(data))
@@ -206,6 +220,25 @@ def test_the_original_file_downloads_with_its_bytes(page: Page, site: Site) -> N
     answer = site.server.get(f"/ui/documents/{cited.doc_hash}/file")
     assert answer.headers["content-disposition"].startswith('attachment; filename="report.pdf"')
     assert answer.headers["content-type"] == "application/pdf"
+
+
+def test_a_compressed_pdf_shows_its_page_with_the_cited_lines_marked(site: Site) -> None:
+    # The page image was a 400 "not a readable PDF" and the marks were silently missing:
+    # pdfium was given the gzip bytes.
+    cited = site.chunk("manual.pdf.gz", "pump")
+    image = site.server.get(_source_path(cited) + "/page.png")
+    assert image.status_code == 200, image.text
+    assert image.content[:8] == b"\x89PNG\r\n\x1a\n"
+    assert 'class="src-box"' in site.server.get(_source_path(cited)).text
+
+
+@pytest.mark.parametrize("name", ["manual.pdf.gz", "scan.png.gz"])
+def test_a_compressed_file_downloads_as_the_gzip_it_is(site: Site, name: str) -> None:
+    # It went out as application/pdf (image/png): a browser would open gzip bytes as one.
+    record = site.chunks[name][0]
+    answer = site.server.get(f"/ui/documents/{record.doc_hash}/file")
+    assert answer.headers["content-type"] == "application/gzip"
+    assert answer.content == (site.root / "docs" / name).read_bytes()
 
 
 def test_a_changed_file_is_refused(site: Site) -> None:

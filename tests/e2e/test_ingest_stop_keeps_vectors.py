@@ -1,7 +1,9 @@
 """Ctrl-C in the middle of a large file: the summary counts the chunks really embedded, their
 vectors are kept in the embedding cache, and the next run embeds only the rest. A real
-`knowhub ingest` process whose embedder (the slow plugin of test_ingest_signals) encodes in
-worker processes; SIGINT is sent once its progress lines show batches done."""
+`knowhub ingest` process whose embedder (a plugin, as a user's would be) encodes in worker
+processes and holds the file's last batch until a gate file exists: SIGINT is sent once
+every other batch is done, so what the stop finds done is known, however loaded the machine.
+"""
 
 from __future__ import annotations
 
@@ -12,27 +14,71 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.e2e.test_ingest_signals import slow_env
-from tests.helpers import die_with, write
+from tests.helpers import WAIT_S, cli_env, die_with, embedder_plugin, sigint_default, spawned, write
 from tests.mcp_helpers import wait_until
 
-SECTIONS = 1280  # 20 batches of 64: a second each, so the run is long past the first two
+SECTIONS = 1280  # 20 batches of 64, in 2 worker processes
+BATCH = 64
+HELD_EMBEDDER = '''
+import os
+import time
+from pathlib import Path
+
+from knowhub.providers.embedders.hashing import HashingEmbedder
+
+
+class HeldEmbedder(HashingEmbedder):
+    """The hashing embedder in worker processes, holding a batch that holds HELD_TEXT until
+    GATE_FILE exists."""
+
+    def __init__(self):
+        super().__init__(64)
+        self.model_id = "held-64"
+        self.parallel = True
+        self.batch_size = 64
+
+    def _encode(self, texts, is_query):
+        if not is_query and any(os.environ["HELD_TEXT"] in text for text in texts):
+            deadline = time.monotonic() + 120
+            while not Path(os.environ["GATE_FILE"]).exists():
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the test never opened the gate")
+                time.sleep(0.01)
+        return super()._encode(texts, is_query)
+
+
+def create(settings):
+    return HeldEmbedder()
+'''
+
+
+def _held_env(tmp_path: Path, workers: int) -> dict[str, str]:
+    return cli_env(
+        {
+            "PYTHONPATH": embedder_plugin(tmp_path / "plugin", "held", HELD_EMBEDDER),
+            "GATE_FILE": str(tmp_path / "gate"),
+            "HELD_TEXT": f"Step {SECTIONS - 1} turns",  # the last section: the last batch
+            "KNOWHUB_EMBEDDER__PROVIDER": "held",
+            "KNOWHUB_EMBEDDER__WORKERS": str(workers),
+            "KNOWHUB_INGEST__PROGRESS_INTERVAL_S": "0",  # a progress line at every batch
+        }
+    )
 
 
 def _as_from_a_shell() -> None:
     """Ctrl-C's default disposition (an ignored SIGINT would be inherited from the test
     process under xdist), and death with the test process."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    sigint_default()
     die_with(signal.SIGKILL)()
 
 
-def _progress(log: Path, process: subprocess.Popen[bytes]) -> tuple[int, int] | None:
-    """(chunks embedded, chunks to embed) once two batches at least are done."""
+def _all_but_the_held_batch(log: Path, process: subprocess.Popen[bytes]) -> int | None:
+    """The chunks to embed, once the progress lines show every batch but the held one done."""
     assert process.poll() is None, f"exited {process.returncode}: {log.read_text()}"
     for found in re.findall(r"ingesting: ([\d,]+)/([\d,]+) chunks", log.read_text()):
         done, total = (int(count.replace(",", "")) for count in found)
-        if done >= 128:
-            return done, total
+        if done == total - BATCH:
+            return total
     return None
 
 
@@ -43,39 +89,35 @@ def test_ctrl_c_keeps_what_was_embedded_and_says_how_much(tmp_path: Path) -> Non
     )
     write(docs / "guide.md", f"# Guide\n\n{parts}")
     args = [sys.executable, "-m", "knowhub", "--data-dir", str(tmp_path / "data")]
-    env = {**slow_env(tmp_path, seconds=1.0), "KNOWHUB_INGEST__PROGRESS_INTERVAL_S": "0"}
     log, out = tmp_path / "ingest.log", tmp_path / "report.json"
-    with out.open("wb") as stdout, log.open("wb") as stderr:
-        process = subprocess.Popen(
+    with (
+        out.open("wb") as stdout,
+        log.open("wb") as stderr,
+        spawned(
             [*args, "ingest", str(docs), "--json"],
-            env=env,
+            env=_held_env(tmp_path, workers=2),
             stdout=stdout,
             stderr=stderr,
             preexec_fn=_as_from_a_shell,
-        )
-    try:
-        seen, total = wait_until(lambda: _progress(log, process), timeout=120, interval=0.05)
+        ) as process,
+    ):
+        total = wait_until(lambda: _all_but_the_held_batch(log, process), WAIT_S, 0.05)
         process.send_signal(signal.SIGINT)
-        returncode = process.wait(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        returncode = process.wait(timeout=WAIT_S)
     assert returncode == 130, log.read_text()
     assert "stopped: 0 documents kept, 1 not done; re-run to continue" in log.read_text()
     stopped = json.loads(out.read_text())
-    embedded = stopped["embedded"]
-    print(f"{embedded} of {total} chunks embedded when stopped ({seen} seen in progress)")
-    assert stopped["stopped"] and seen <= embedded < total  # was: total, all that was queued
+    # Every batch done, not the one held, nor all that was queued (it said "total" before).
+    assert stopped["stopped"] and stopped["embedded"] == total - BATCH
 
+    (tmp_path / "gate").touch()
     rerun = subprocess.run(
         [*args, "ingest", str(docs), "--json"],
-        # The same model inline (one worker: no pool to start), at full speed.
-        env={**slow_env(tmp_path, seconds=0), "KNOWHUB_EMBEDDER__WORKERS": "1"},
+        env=_held_env(tmp_path, workers=1),  # the same model inline: no pool to start
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=WAIT_S,
     )
     assert rerun.returncode == 0, rerun.stderr
     report = json.loads(rerun.stdout)
-    assert (report["cached"], report["embedded"]) == (embedded, total - embedded)
+    assert (report["cached"], report["embedded"]) == (total - BATCH, BATCH)

@@ -3,6 +3,8 @@ SQLite, hybrid search (hashing embedder) and citations."""
 
 from __future__ import annotations
 
+import gzip
+import lzma
 from pathlib import Path
 
 import pytest
@@ -61,6 +63,20 @@ def test_a_table_screenshot_is_found_by_one_of_its_cells(app: App, docs: Path) -
     hit = app.search("Osprey Lift charge time", top_k=1).hits[0]
     assert hit.source == "robots.png" and hit.page is None
     assert "140 min" in hit.text
+
+
+def test_a_compressed_scan_and_screenshot_are_read_by_ocr(app: App, tmp_path: Path) -> None:
+    folder = tmp_path / "packed"
+    folder.mkdir()
+    (folder / "robots.png.gz").write_bytes(gzip.compress(table_png(ROWS)))
+    scan = image_pdf([scanned_page(PAGES[0][0], "en")])
+    (folder / "visitors.pdf.xz").write_bytes(lzma.compress(scan))
+    report = app.ingest([folder])
+    assert sorted(report.added) == ["robots.png.gz", "visitors.pdf.xz"], report.failed
+    hit = app.search("Osprey Lift charge time", top_k=1).hits[0]
+    assert hit.source == "robots.png.gz" and "140 min" in hit.text
+    hit = app.search("sign in at the front desk", top_k=1).hits[0]
+    assert (hit.source, hit.page) == ("visitors.pdf.xz", 1)
 
 
 def test_with_ocr_off_scans_are_skipped_as_having_no_text_layer(tmp_path: Path, docs: Path) -> None:

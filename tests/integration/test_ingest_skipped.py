@@ -94,3 +94,30 @@ def test_a_decompression_bomb_fails_and_the_rest_of_the_folder_goes_in(
             "raise ingest.max_file_bytes",
         )
     ]
+
+
+def test_a_file_with_no_extension_is_read_when_it_is_text_compressed_or_not(
+    app: App, tmp_path: Path
+) -> None:
+    # /usr/share/doc holds README, NEWS and copyright beside NEWS.gz: one rule for all.
+    docs = tmp_path / "doc" / "tar"
+    write(docs / "README", "Tar keeps the quokkabeam archive format.\n")
+    write(docs / "copyright", "Copyright 1990-2024 Free Software Foundation.\n")
+    _gz(docs / "NEWS.gz", "Version 1.35: the zstd compression is now chosen with --zstd.\n")
+    (docs / "tar").write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(64))  # a program
+    (docs / "NOTES").write_bytes("Notes in Latin-1: café\n".encode("latin-1"))
+    report = app.ingest([tmp_path / "doc"])
+    assert sorted(report.added) == ["tar/NEWS.gz", "tar/README", "tar/copyright"]
+    assert report.ok and dict(report.skipped) == {
+        "tar/NOTES": "tar/NOTES: holds text that is not UTF-8, and its name gives no format: "
+        "save it as UTF-8, or give it the extension of its format (.txt for text)",
+        "tar/tar": "tar/tar: holds binary data, not text",
+    }
+    assert report.skipped_by_type() == {"(no extension)": 2}
+    assert app.search("quokkabeam archive").hits[0].source == "tar/README"
+
+
+def test_a_path_that_does_not_exist_is_no_file_found(app: App, tmp_path: Path) -> None:
+    report = app.ingest([tmp_path / "missing"])
+    assert [source for source, _ in report.failed] == [str(tmp_path / "missing")]
+    assert report.note() == "nothing ingested: no files found"

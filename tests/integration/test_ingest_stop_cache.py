@@ -5,6 +5,8 @@ stops it: a KeyboardInterrupt raised while it encodes)."""
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Sequence
 from contextlib import closing
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from knowhub import build_app
 from knowhub.ingest.pipeline import IngestReport, IngestStopped, ingest
 from knowhub.providers.embedders.base import Vectors
 from knowhub.providers.embedders.hashing import HashingEmbedder
+from knowhub.providers.stores.sqlite import SQLiteStore
 from tests.helpers import fast_settings, write
 
 BATCH = 4
@@ -98,3 +101,46 @@ def test_documents_embedded_and_not_yet_committed_are_cached_too(tmp_path: Path)
     committed = len(report.unchanged)  # notes of a group that did commit (one chunk each)
     assert report.cached + committed == embedded
     assert report.embedded == 8 + 40 - embedded
+
+
+class _StoppedAgainWhileCaching(SQLiteStore):
+    """A store that gets a second Ctrl-C (a real SIGINT) as a stopped run caches its vectors."""
+
+    def cache_vectors(self, keys: Sequence[str], vectors: Vectors) -> None:
+        signal.raise_signal(signal.SIGINT)
+        super().cache_vectors(keys, vectors)
+
+
+def test_a_second_ctrl_c_while_the_vectors_are_cached_loses_neither_them_nor_the_report(
+    tmp_path: Path,
+) -> None:
+    # The write was rolled back and the CLI said "stopped; re-run to continue", no report.
+    docs = _corpus(tmp_path / "docs", notes=3)
+    settings = fast_settings(tmp_path / "data")
+    store = _StoppedAgainWhileCaching(tmp_path / "data" / "store.db")
+    stopped: BaseException | None = None
+    # As in a terminal: Ctrl-C raises KeyboardInterrupt (an xdist worker ignores SIGINT).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        ingest(store, Interrupted(stop_at=3 + 2), settings, [docs], "default")
+    except KeyboardInterrupt as exc:
+        stopped = exc
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    with closing(store):
+        assert isinstance(stopped, IngestStopped), repr(stopped)
+        assert stopped.report.embedded == 3 + 2 * BATCH
+        rerun = ingest(store, Interrupted(), settings, [docs], "default")  # caches nothing
+    assert rerun.cached == 3 + 2 * BATCH
+
+
+def test_vectors_from_the_cache_are_counted_for_stored_documents_only(tmp_path: Path) -> None:
+    # As `embedded`: the cache's vectors of a document stopped before it was written were
+    # counted when its chunks were queued.
+    docs = _corpus(tmp_path / "docs", notes=3)
+    with closing(build_app(fast_settings(tmp_path / "data"))) as app:
+        for stop_at in (3 + 2, 0):  # the second run is stopped at once: nothing stored
+            with pytest.raises(IngestStopped) as info:
+                ingest(app.store, Interrupted(stop_at), app.settings, [docs], "default")
+    assert info.value.report.kept == 0
+    assert (info.value.report.cached, info.value.report.embedded) == (0, 0)

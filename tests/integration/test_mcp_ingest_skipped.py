@@ -4,6 +4,7 @@ type, and a note when nothing went in (through the SDK's in-memory client)."""
 from __future__ import annotations
 
 import gzip
+import json
 import logging
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from tests.helpers import write
 from tests.integration.test_mcp_memory import local, ok
+from tests.mcp_helpers import text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -50,3 +52,46 @@ async def test_a_sync_logs_the_files_of_unread_types_in_one_line(
     said = [r.getMessage() for r in caplog.records if ".gif" in r.getMessage()]
     docs = tmp_path / "docs"
     assert said == [f"{docs}: skipped 30 files of types knowhub does not read: .gif 30"]
+
+
+async def test_the_ingest_tool_names_five_of_a_type_and_fits_its_result_budget(
+    tmp_path: Path,
+) -> None:
+    budget = 2000
+    async with local(tmp_path, **{"server.max_result_chars": budget}) as client:
+        for index in range(12):
+            write(tmp_path / "docs" / "code" / f"s{index:02d}.py", "print()\n")
+        report, text = await ok(client, "ingest", path="code")
+        assert [s["source"] for s in report["skipped"]] == [f"s{i:02d}.py" for i in range(5)]
+        assert report["skipped_by_type"] == {".py": 12} and not report["truncated"]
+        assert "- … and 7 more .py" in text.splitlines()
+
+        for index in range(60):  # a type each: five of a type do not bound these
+            write(tmp_path / "docs" / "odd" / f"file{index:02d}.x{index:02d}", "data\n")
+        result = await client.call_tool("ingest", {"path": "odd"})
+    text, report = text_of(result), result.structured_content
+    assert not result.is_error and report is not None
+    assert len(text) <= budget and len(json.dumps(report)) <= budget
+    assert text.endswith("\n… (cut to fit server.max_result_chars: the counts are whole)")
+    assert report["counts"]["skipped"] == len(report["skipped_by_type"]) == 60
+    assert report["truncated"] and 0 < len(report["skipped"]) < 60
+
+
+async def test_a_sync_logs_a_few_compressed_copies_and_counts_the_rest(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # nginx's gzip_static folder: a copy beside each page, skipped at every sync.
+    for index in range(30):
+        write(tmp_path / "docs" / "site" / f"p{index:02d}.html", "<h1>Page</h1>\n")
+        write(tmp_path / "docs" / "site" / f"p{index:02d}.html.gz", "")
+    with caplog.at_level(logging.INFO, logger="knowhub"):
+        async with local(tmp_path):
+            pass
+    said = [r.getMessage() for r in caplog.records if ".html.gz" in r.getMessage()]
+    assert said == [
+        *(
+            f"skipped site/p{i:02d}.html.gz: a compressed copy of p{i:02d}.html, beside it"
+            for i in range(5)
+        ),
+        "skipped 25 more: .html.gz 25",
+    ]

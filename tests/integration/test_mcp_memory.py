@@ -37,12 +37,14 @@ DATA_TOOLS = [
 
 
 @asynccontextmanager
-async def local(tmp_path: Path, read_only: bool = False) -> AsyncIterator[Client]:
+async def local(
+    tmp_path: Path, read_only: bool = False, **overrides: object
+) -> AsyncIterator[Client]:
     """A client of local mode over ``tmp_path/docs``, once its first sync has ended."""
     docs = tmp_path / "docs"
     write(docs / "zebra.md", ZEBRA)
     write(docs / "extra" / "lion.md", LION)
-    settings = fast_settings(tmp_path / "data", **{"server.search_docs_tool": True})
+    settings = fast_settings(tmp_path / "data", **{"server.search_docs_tool": True, **overrides})
     options = ServeOptions(docs=docs, read_only=read_only)
     server, service = build_local(settings, options, Metrics())
     try:

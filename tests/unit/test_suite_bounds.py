@@ -59,6 +59,7 @@ CTRL_C = "a Ctrl-C to a child not started with sigint_default"
 SESSION_SERVER = "the session's server, stopped by its session fixture and at exit"
 NEVER_ANSWERS = "the setting under test, against a server that never answers"
 POSTGRES = "PostgreSQL sets its own handlers: SIGINT is its fast shutdown"
+IN_PROCESS = "no child: the test's own process raises SIGINT, Python's handler set for it"
 # (file, function, finding up to its value) -> why it is right there.
 ALLOWED: dict[tuple[str, str, str], str] = {
     (HELPERS, "spawned", "subprocess.Popen()"): "the helper every test's process goes through",
@@ -101,6 +102,16 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "test_timeout_keeps_the_fused_order",
         "RerankStage(timeout_s=)",
     ): "the setting under test, against a reranker that never answers",
+    (
+        "tests/integration/test_ingest_stop_cache.py",
+        "_StoppedAgainWhileCaching.cache_vectors",
+        CTRL_C,
+    ): IN_PROCESS,
+    (
+        "tests/integration/test_ingest_stop_cache.py",
+        "test_a_second_ctrl_c_while_the_vectors_are_cached_loses_neither_them_nor_the_report",
+        CTRL_C,
+    ): IN_PROCESS,
     (
         "tests/integration/test_mcp_shared.py",
         "test_idle_sessions_unload_and_reload_with_changes",

@@ -26,13 +26,18 @@ async def _once(body: bytes) -> AsyncIterator[bytes]:
 
 
 def _receive(folder: Path, header: bytes, data: bytes = b"# Note\n\ntext\n") -> Upload:
-    body = multipart([(header, data)])
+    return _receive_all(folder, [(header, data)])
+
+
+def _receive_all(
+    folder: Path, parts: list[tuple[bytes, bytes]], extensions: tuple[str, ...] = (".md",)
+) -> Upload:
     sent = asyncio.run(
         receive(
             f"multipart/form-data; boundary={BOUNDARY}",
-            _once(body),
+            _once(multipart(parts)),
             lambda fields: folder,
-            UploadLimits(10_000, 1 << 20, [".md"]),
+            UploadLimits(10_000, 1 << 20, list(extensions)),
         )
     )
     sent.release()  # no job record to wait for here
@@ -142,3 +147,15 @@ def test_content_disposition_parameters_are_read_whatever_surrounds_them(
     value: bytes, name: str, filename: str | None
 ) -> None:
     assert parse_disposition(value) == Disposition(name, filename)
+
+
+@pytest.mark.parametrize(
+    ("name", "second"),
+    [("README.md.gz", "README-1.md.gz"), ("notes.md", "notes-1.md"), ("NEWS.gz", "NEWS-1.gz")],
+)
+def test_a_second_file_of_one_name_is_numbered_before_its_whole_suffix(
+    tmp_path: Path, name: str, second: str
+) -> None:
+    # README.md-1.gz would be read as a file of type .md-1, not as Markdown.
+    sent = _receive_all(tmp_path, [(disposition("files", name), b"# Note\n")] * 2, (".md", ".gz"))
+    assert [r.path.name for r in sent.received] == [name, second]

@@ -68,7 +68,17 @@ class TokenSettings(Section):
 
 # What ingest.loaders reads (config sits below ingest, so the list is written out here; a unit
 # test keeps the two equal).
-_TEXT_EXTENSIONS = (".htm", ".html", ".json", ".markdown", ".md", ".mdx", ".rst", ".txt")
+_TEXT_EXTENSIONS = (
+    ".htm",
+    ".html",
+    ".json",
+    ".markdown",
+    ".md",
+    ".mdx",
+    ".rst",
+    ".txt",
+    ".xhtml",
+)
 _IMAGE_EXTENSIONS = (".bmp", ".jpeg", ".jpg", ".png", ".tif", ".tiff", ".webp")  # read by OCR
 UPLOAD_EXTENSIONS = (
     *_TEXT_EXTENSIONS,

@@ -2,7 +2,8 @@
 
 Discovery only ever stats (never opens) what it finds, so a FIFO, socket or device in a
 folder cannot block it; anything that is not a regular file is passed over with a reason,
-and so is a file of a type knowhub does not read (only files a run excludes go unsaid).
+and so is a file of a type knowhub does not read (only files a run excludes go unsaid), and
+a compressed copy of a file beside it (``index.html.gz`` beside ``index.html``: one document).
 Under a confining root (a served folder), every file must also resolve inside that root:
 a symlink leading out is passed over, so no file from elsewhere can be served.
 """
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from knowhub.ingest.loaders import unsupported_reason
+from knowhub.ingest.loaders.compressed import is_compressed
 from knowhub.models import DocumentRecord
 from knowhub.surrogates import escape_surrogates, restore_surrogates
 
@@ -102,7 +104,9 @@ def discover(
 def _walk_root(
     root: Path, include: Sequence[str], exclude: Sequence[str], fence: Path | None
 ) -> Iterator[Candidate | Skipped]:
-    for found in sorted(_walk(root)):
+    walked = sorted(_walk(root))
+    files = {found.path for found in walked if not found.folder}
+    for found in walked:
         if found.path == root:  # the folder named could not be listed: that run failed
             yield Skipped(str(root), root.name, f"{root.name}: {found.problem}", explicit=True)
             continue
@@ -116,6 +120,10 @@ def _walk_root(
         problem = found.problem  # what it is says more than what its name promises
         if not problem and not found.folder and (reason := unsupported_reason(relative)):
             yield Skipped(str(found.path), relative, f"{relative}: {reason}", False, True)
+            continue
+        if not problem and found.path.with_suffix("") in files and is_compressed(relative):
+            copy = f"a compressed copy of {found.path.stem}, beside it"  # nginx's gzip_static
+            yield Skipped(str(found.path), relative, f"{relative}: {copy}", explicit=False)
             continue
         # Only a link can lead out of the fence: the walk never descends a symlinked
         # folder, so a plain entry lies inside the root, which _examine checked.

@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import logging
 import multiprocessing
 import os
 import signal
 import sys
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -36,6 +38,7 @@ from knowhub.providers.stores.base import Store
 
 __all__ = ["EmbedRunner", "abort_all", "cache_key"]
 
+log = logging.getLogger("knowhub.ingest")
 _worker_embedder: Embedder | None = None
 _live: weakref.WeakSet[EmbedRunner] = weakref.WeakSet()  # the runners with workers
 _live_lock = threading.Lock()
@@ -109,32 +112,47 @@ class EmbedRunner:
     ) -> list[Future[Vectors]]:
         """Queue texts for encoding; futures resolve to ``(n, dim)`` arrays, one per batch.
 
-        Encoded inline, ``on_batch`` is called after each batch (in this thread)."""
+        Encoded inline, ``on_batch`` is called after each batch (in this thread). When
+        encoding fails, none of these batches is kept by a later stop (their document
+        failed); when it is interrupted, those encoded are."""
         size = self.embedder.batch_size
         batches = [list(texts[i : i + size]) for i in range(0, len(texts), size)]
         pool = self._maybe_pool(texts)
         futures: list[Future[Vectors]] = []
-        for batch in batches:
-            if pool is not None:
-                if isinstance(pool, ProcessPoolExecutor):
-                    future = pool.submit(_embed_in_worker, batch)
-                else:
-                    future = pool.submit(self.embedder.embed_documents, batch)
-                self._batches[future] = batch
-                with self._count_lock:
-                    self._uncounted[future] = len(batch)
-                future.add_done_callback(self._count)
-            else:
-                future = Future()
-                # Known before it is encoded: a stop during a later batch keeps this one.
-                self._batches[future] = batch
-                future.set_result(self.embedder.embed_documents(batch))
-                with self._count_lock:
-                    self._encoded += len(batch)
-                if on_batch is not None:
-                    on_batch()
-            futures.append(future)
+        try:
+            for batch in batches:
+                futures.append(self._submit_batch(pool, batch, on_batch))
+        except Exception:
+            self.release(futures)
+            raise
         return futures
+
+    def _submit_batch(
+        self, pool: Executor | None, batch: list[str], on_batch: Callable[[], None] | None
+    ) -> Future[Vectors]:
+        if pool is not None:
+            if isinstance(pool, ProcessPoolExecutor):
+                future = pool.submit(_embed_in_worker, batch)
+            else:
+                future = pool.submit(self.embedder.embed_documents, batch)
+            self._batches[future] = batch
+            with self._count_lock:
+                self._uncounted[future] = len(batch)
+            future.add_done_callback(self._count)
+            return future
+        future = Future()
+        # Known before it is encoded: a stop during a later batch keeps this one.
+        self._batches[future] = batch
+        try:
+            future.set_result(self.embedder.embed_documents(batch))
+        except Exception:
+            self._batches.pop(future)
+            raise
+        with self._count_lock:
+            self._encoded += len(batch)
+        if on_batch is not None:
+            on_batch()
+        return future
 
     def gather(
         self, futures: Sequence[Future[Vectors]], on_batch: Callable[[], None] | None = None
@@ -167,7 +185,8 @@ class EmbedRunner:
                 keys += [cache_key(self.embedder.model_id, text) for text in texts]
                 rows.append(future.result())
         if keys:
-            store.cache_vectors(keys, np.vstack(rows))
+            with _stops_held():
+                store.cache_vectors(keys, np.vstack(rows))
         self._batches.clear()
         return len(keys)
 
@@ -220,6 +239,33 @@ class EmbedRunner:
             process.kill()
         for process in workers:
             process.join(timeout=5)
+
+
+@contextmanager
+def _stops_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM held off a stopped run's short write (a second Ctrl-C there rolled
+    it back and lost the stop's report): one that comes meanwhile is the stop under way.
+
+    Python runs signal handlers in the main thread, whichever thread the kernel gives the
+    signal to, so they are what is swapped: a signal mask is per thread, and a worker
+    thread left running would take the signal and trip the main thread's handler anyway.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # a server's ingest thread: its stops come through stop_ingests()
+        return
+    came: list[int] = []
+    previous = {
+        signum: signal.signal(signum, lambda got, _frame: came.append(got))
+        for signum in (signal.SIGINT, signal.SIGTERM)
+        if signal.getsignal(signum) is not None  # one set outside Python cannot be put back
+    }
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if came:
+            log.warning("stop signal received while keeping the vectors: already stopping")
 
 
 def abort_all() -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
-import threading
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -25,7 +24,6 @@ import numpy as np
 
 from knowhub.config import Settings
 from knowhub.errors import (
-    IngestError,
     KnowhubError,
     LoaderError,
     OcrUnavailableError,
@@ -35,12 +33,12 @@ from knowhub.ingest.chunk import ChunkingOptions, chunk_document
 from knowhub.ingest.cleanup import clean_document
 from knowhub.ingest.deadletters import DeadLetters
 from knowhub.ingest.discover import Candidate, Skipped, discover
-from knowhub.ingest.embed import EmbedRunner, abort_all, cache_key
+from knowhub.ingest.embed import EmbedRunner, cache_key
 from knowhub.ingest.extraction import Extraction, run_limits
 from knowhub.ingest.identity import Identities
 from knowhub.ingest.inplace import InPlace
 from knowhub.ingest.integrity import Changed, Integrity, gone_documents
-from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS, load, unsupported_reason
+from knowhub.ingest.loaders import READ_FORMATS, load, unsupported_reason
 from knowhub.ingest.loaders.budget import Deadline
 from knowhub.ingest.pictures import image_entries
 from knowhub.ingest.progress import IngestProgress, Progress, ProgressTracker
@@ -51,6 +49,14 @@ from knowhub.ingest.scoping import (
     checked_scope,
     scope_stale,
     scoped_metadata,
+)
+from knowhub.ingest.stopping import (
+    DiskTroubleError,
+    IngestCancelledError,
+    IngestStopped,
+    ShutdownRequestedError,
+    stop_if_shutting_down,
+    stop_ingests,
 )
 from knowhub.ingest.transforms import build_transforms, own_metadata, searchable_text
 from knowhub.lang import index_tokens
@@ -74,55 +80,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("knowhub.ingest")
-
-
-class IngestStopped(KeyboardInterrupt):
-    """An ingest run interrupted by a ``KeyboardInterrupt`` (Ctrl-C; the CLI raises one
-    on SIGTERM too).
-
-    A ``KeyboardInterrupt``, so that it goes on stopping the program; ``report`` says
-    what was written (each document whole) and what was not.
-    """
-
-    def __init__(self, report: IngestReport) -> None:
-        super().__init__(f"ingest stopped: {report.stop_summary()}")
-        self.report = report
-
-
-class IngestCancelledError(IngestError):
-    """An ingest run stopped before its end: by :func:`stop_ingests` (its process is
-    shutting down), or because the store's disk cannot be written (full, read-only), which
-    would fail every file after it the same way; ``report`` says what was written."""
-
-    def __init__(self, report: IngestReport, reason: str = "the server is shutting down") -> None:
-        super().__init__(
-            f"ingest stopped: {reason}; {report.stop_summary()}; run it again to continue"
-        )
-        self.report = report
-
-
-_shutting_down = threading.Event()
-
-
-def stop_ingests() -> None:
-    """Stop every ingest run of this process now, each with :class:`IngestCancelledError`
-    (documents written are kept): a server shutting down would otherwise wait for them to
-    end. For good: the process is ending."""
-    _shutting_down.set()
-    abort_all()  # a run waiting on its workers' batches stops waiting
-
-
-def _stop_if_shutting_down() -> None:
-    if _shutting_down.is_set():
-        raise _ShutdownRequestedError
-
-
-class _ShutdownRequestedError(Exception):
-    """Raised between documents once :func:`stop_ingests` was called."""
-
-
-class _DiskTroubleError(Exception):
-    """Raised when the store's disk fails a write (full, read-only): the run stops."""
 
 
 # Documents committed together (each in a savepoint of its own): a commit costs as much as
@@ -196,11 +153,11 @@ def ingest(
     try:
         run.tracker.started(len(candidates))
         for candidate in candidates:
-            _stop_if_shutting_down()
+            stop_if_shutting_down()
             run.process(candidate)
         run.flush_all()
         run.tracker.finished()
-    except (KeyboardInterrupt, _ShutdownRequestedError, _DiskTroubleError) as exc:
+    except (KeyboardInterrupt, ShutdownRequestedError, DiskTroubleError) as exc:
         # Documents committed so far are whole (each in its own savepoint); those in flight
         # or not yet committed are dropped, so that a stop takes moments, not minutes (the
         # vectors their finished batches computed are cached for the next run).
@@ -208,7 +165,7 @@ def ingest(
         run.stop([c.source for c in candidates], started)
         if isinstance(exc, KeyboardInterrupt):
             raise IngestStopped(run.report) from exc
-        if isinstance(exc, _DiskTroubleError):
+        if isinstance(exc, DiskTroubleError):
             raise IngestCancelledError(run.report, str(exc)) from exc.__cause__
         raise IngestCancelledError(run.report) from None
     finally:
@@ -249,6 +206,7 @@ def _collect(
                     candidates.append(found)
         except FileNotFoundError as exc:
             run.report.failed.append((str(root), f"{exc}: check the path"))
+            run.report.missing.append(str(root))
     return candidates
 
 
@@ -325,7 +283,7 @@ class _Run:
             self._rescoped(candidate)
             pending = None
         except Exception as exc:  # one bad file must never stop the run
-            _stop_if_shutting_down()  # then the cause was the stop (workers gone): not the file
+            stop_if_shutting_down()  # then the cause was the stop (workers gone): not the file
             self.report.failed.append(
                 (candidate.source, f"unexpected {type(exc).__name__}: {exc} (please report)")
             )
@@ -370,7 +328,7 @@ class _Run:
 
     def flush_all(self) -> None:
         while self.window:
-            _stop_if_shutting_down()
+            stop_if_shutting_down()
             self._write(self.window.popleft())
         self._commit_group()
 
@@ -396,11 +354,7 @@ class _Run:
     def _prepare(self, candidate: Candidate) -> _Pending | None:
         path = Path(candidate.path)
         if candidate.explicit and (problem := unsupported_reason(path.name)):
-            raise LoaderError(
-                f"{candidate.source}: {problem}; supported: "
-                f"{' '.join(sorted(SUPPORTED_EXTENSIONS))}, each also gzip, bzip2 or xz "
-                "compressed (README.md.gz)"
-            )
+            raise LoaderError(f"{candidate.source}: {problem}; knowhub reads {READ_FORMATS}")
         if self.in_place.rewrote(candidate):  # tags or scope, its scans kept as OCR read them
             self.report.retagged.append(escape_surrogates(candidate.source))
             return None
@@ -507,7 +461,6 @@ class _Run:
         futures = self.runner.submit(
             [texts[i] for i in missing], on_batch=lambda: self.tracker.embedded(record.source)
         )
-        self.report.cached += len(chunks) - len(missing)
         return _Pending(record, chunks, tokens, keys, cached, futures, missing, outcome, previous)
 
     def _write(self, pending: _Pending) -> None:
@@ -522,7 +475,7 @@ class _Run:
             self._failed(pending, _reason(exc))
             return
         except Exception as exc:  # e.g. a crashed worker: fail this file, keep the others
-            _stop_if_shutting_down()  # unless the stop killed the workers
+            stop_if_shutting_down()  # unless the stop killed the workers
             self._failed(pending, f"unexpected {type(exc).__name__}: {exc}")
             return
         vectors = np.zeros((len(pending.chunks), self.embedder.dim), dtype=np.float32)
@@ -557,6 +510,7 @@ class _Run:
                 self._report_written(pending)
                 self.report.chunks += len(pending.chunks)
                 self.report.embedded += len(pending.missing)  # vectors encoded and stored
+                self.report.cached += len(pending.chunks) - len(pending.missing)
                 self.runner.release(pending.futures)
                 self.tracker.file_done(pending.record.source)
             elif isinstance(error, (KnowhubError, OSError)):
@@ -572,7 +526,7 @@ class _Run:
             where = f"the data dir {self.settings.data_dir}"
             if writing and self.settings.store.provider == "postgres":
                 where = "the PostgreSQL server's disk"
-            raise _DiskTroubleError(disk_stop(where, trouble, exc)) from exc
+            raise DiskTroubleError(disk_stop(where, trouble, exc)) from exc
 
     def _failed(self, pending: _Pending, reason: str) -> None:
         self.runner.release(pending.futures)

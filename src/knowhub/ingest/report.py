@@ -10,7 +10,18 @@ from typing import Any
 
 from knowhub.ingest.loaders.compressed import COMPRESSED_EXTENSIONS
 
-__all__ = ["IngestReport", "count_by_type", "file_type", "types_text"]
+__all__ = [
+    "SAMPLE_PER_TYPE",
+    "IngestReport",
+    "count_by_type",
+    "file_type",
+    "sample_by_type",
+    "types_text",
+]
+
+SAMPLE_PER_TYPE = 5
+"""Files of one type a summary names (the CLI's text, the MCP tool, a log, a trace); it counts
+the others: /usr/share/doc holds 20,000 files knowhub does not read."""
 
 
 def file_type(name: str) -> str:
@@ -27,6 +38,21 @@ def count_by_type(names: Iterable[str]) -> dict[str, int]:
     """How many of ``names`` are of each :func:`file_type`, the most common first."""
     counts = Counter(file_type(name) for name in names)
     return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+def sample_by_type(
+    entries: Iterable[tuple[str, str]], per_type: int = SAMPLE_PER_TYPE
+) -> tuple[list[tuple[str, str]], dict[str, int]]:
+    """The first ``per_type`` ``(source, reason)`` entries of each :func:`file_type`, in
+    order, and how many of each type were left out (the most first)."""
+    seen: Counter[str] = Counter()
+    shown: list[tuple[str, str]] = []
+    left: list[tuple[str, str]] = []
+    for source, reason in entries:
+        kind = file_type(source)
+        seen[kind] += 1
+        (shown if seen[kind] <= per_type else left).append((source, reason))
+    return shown, count_by_type(source for source, _ in left)
 
 
 def types_text(counts: Mapping[str, int]) -> str:
@@ -47,6 +73,7 @@ class IngestReport:
     unchanged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # paths given that do not exist (failed)
     # Not ingested, though not failed: a type knowhub does not read (a .gif, a man page's
     # source), not a regular file, a symlink leading out of a served folder, a scan unread.
     skipped: list[tuple[str, str]] = field(default_factory=list)
@@ -82,11 +109,21 @@ class IngestReport:
         """How many files were skipped of each type (:func:`file_type`), the most first."""
         return count_by_type(source for source, _ in self.skipped)
 
-    def notable_skips(self) -> list[tuple[str, str]]:
-        """The skipped files worth a log line each: not those only of a type knowhub does
-        not read (a folder of pictures would fill a server's log at every sync)."""
+    def skipped_sample(self) -> tuple[list[tuple[str, str]], dict[str, int]]:
+        """At most :data:`SAMPLE_PER_TYPE` skipped files of each type, and how many of each
+        type that leaves out."""
+        return sample_by_type(self.skipped)
+
+    def notable_skips(self) -> tuple[list[tuple[str, str]], str]:
+        """The skipped files worth a log line each, and a line counting the others ('' when
+        none): not those only of a type knowhub does not read (a folder of pictures would
+        fill a server's log at every sync, :meth:`unsupported_summary` counts them), and
+        at most :data:`SAMPLE_PER_TYPE` of a type (a compressed copy beside each page)."""
         unsupported = set(self.unsupported)
-        return [(source, reason) for source, reason in self.skipped if source not in unsupported]
+        shown, left = sample_by_type(
+            (source, reason) for source, reason in self.skipped if source not in unsupported
+        )
+        return shown, f"skipped {sum(left.values())} more: {types_text(left)}" if left else ""
 
     def unsupported_summary(self) -> str:
         """``3 files of types knowhub does not read: .gif 2, .css 1`` ('' when none): the
@@ -104,7 +141,7 @@ class IngestReport:
         removed or was stopped): the cause is then easy to miss among counts of zero."""
         if self.current() or self.removed or self.stopped:
             return ""
-        found = len(self.skipped) + len(self.failed)
+        found = len(self.skipped) + len(self.failed) - len(self.missing)
         if not found:
             return "nothing ingested: no files found"
         files = f"{found} file{'s' if found > 1 else ''} found"

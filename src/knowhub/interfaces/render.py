@@ -152,14 +152,16 @@ def render_report(report: IngestReport) -> str:
     lines += [f"  moved {old} → {new}" for old, new in report.moved]
     for source, reason in report.failed:
         lines.append(f"  failed {source}: {reason}")
-    lines += [f"  skipped {reason}" for _, reason in report.skipped]
+    shown, left = report.skipped_sample()  # --json lists every file
+    lines += [f"  skipped {reason}" for _, reason in shown]
+    lines += [f"  … and {n} more {kind} (--json lists every file)" for kind, n in left.items()]
     return "\n".join(lines + _not_ingested(report))
 
 
 def _not_ingested(report: IngestReport) -> list[str]:
     """The skipped files counted by type, what knowhub reads when some were of other types,
     and a run's note when it ingested nothing."""
-    from knowhub.ingest.loaders import COMPRESSED_EXTENSIONS, SUPPORTED_EXTENSIONS
+    from knowhub.ingest.loaders import READ_FORMATS
     from knowhub.ingest.report import types_text
 
     lines = []
@@ -167,9 +169,7 @@ def _not_ingested(report: IngestReport) -> list[str]:
         lines.append(f"  skipped by type: {types_text(report.skipped_by_type())}")
     if report.unsupported:
         lines.append(
-            f"  knowhub reads {' '.join(sorted(SUPPORTED_EXTENSIONS))}, each also compressed "
-            f"({' '.join(sorted(COMPRESSED_EXTENSIONS))}); convert other files, or leave them "
-            "out with --exclude"
+            f"  knowhub reads {READ_FORMATS}; convert other files, or leave them out with --exclude"
         )
     if note := report.note():
         lines.append(note)

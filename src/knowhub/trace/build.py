@@ -94,10 +94,14 @@ def _record_checks(trace: Trace, end: Mapping[str, Any]) -> None:
     trace.reasons = list(end.get("reasons", []))
 
 
+_SKIPPED_NAMED = 20  # in a trace, however many types there are
+
+
 def record_ingest(trace: Trace, report: Any) -> None:
     """From an :class:`~knowhub.ingest.pipeline.IngestReport` (file names and reasons only)."""
     trace.stages_ms = {"ingest": round(report.seconds * 1000.0, 3)}
     trace.stage_hits = {"ingest": len(report.added) + len(report.updated)}
+    named = report.skipped_sample()[0][:_SKIPPED_NAMED]
     trace.ingest = {
         "added": len(report.added),
         "updated": len(report.updated),
@@ -106,7 +110,10 @@ def record_ingest(trace: Trace, report: Any) -> None:
         "unchanged": len(report.unchanged),
         "removed": len(report.removed),
         "failed": [{"source": s, "reason": preview(r)} for s, r in report.failed],
-        "skipped": [{"source": s, "reason": preview(r)} for s, r in report.skipped],
+        # A few named, all counted: a served folder's every sync wrote each unread file.
+        "skipped": [{"source": s, "reason": preview(r)} for s, r in named],
+        "skipped_count": len(report.skipped),
+        "skipped_by_type": report.skipped_by_type(),
         "chunks": report.chunks,
         "embedded": report.embedded,
         "cached": report.cached,

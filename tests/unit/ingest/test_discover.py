@@ -142,3 +142,27 @@ def test_a_folder_tree_deeper_than_python_recurses_is_walked(tmp_path: Path) -> 
         for folder in reversed(folders):
             if folder.exists():
                 folder.rmdir()
+
+
+def test_a_compressed_copy_beside_its_file_is_skipped_and_read_when_named(tmp_path: Path) -> None:
+    # nginx's gzip_static serves index.html.gz beside index.html: one document, not two.
+    docs = tmp_path / "docs"
+    for name in (
+        "index.html",
+        "index.html.gz",
+        "notes.md",
+        "notes.md.bz2",
+        "NEWS.gz",
+        "a.log.1.gz",
+    ):
+        write(docs / name, "")
+    write(docs / "a.log", "")
+    kept, skipped = _split(list(discover([docs], [], [])))
+    assert kept == ["NEWS.gz", "a.log.1.gz", "index.html", "notes.md"]
+    assert skipped == {
+        "a.log": "a.log: unsupported file type .log",
+        "index.html.gz": "index.html.gz: a compressed copy of index.html, beside it",
+        "notes.md.bz2": "notes.md.bz2: a compressed copy of notes.md, beside it",
+    }
+    named = list(discover([docs / "index.html.gz"], [], []))
+    assert named == [Candidate(str(docs / "index.html.gz"), "index.html.gz", explicit=True)]

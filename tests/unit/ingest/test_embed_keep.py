@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from knowhub import build_app
+from knowhub.errors import ProviderError
 from knowhub.ingest.embed import EmbedRunner, cache_key
 from knowhub.providers.embedders.base import Vectors
 from knowhub.providers.embedders.hashing import HashingEmbedder
@@ -75,3 +76,40 @@ def test_a_batch_still_encoding_or_queued_is_not_waited_for(store: Store, tmp_pa
         runner.close()
     cached = store.cached_vectors(_keys(embedder, ["a", "b", "held", "c", "d", "e"]))
     assert set(cached) == set(_keys(embedder, ["a", "b"]))
+
+
+class _Failing(HashingEmbedder):
+    """Encodes inline in batches of two; a batch holding ``"bad"`` fails, one holding
+    ``"stop"`` is interrupted as by Ctrl-C."""
+
+    def __init__(self) -> None:
+        super().__init__(16)
+        self.batch_size = 2
+
+    def _encode(self, texts: list[str], is_query: bool) -> Vectors:
+        if "bad" in texts:
+            raise RuntimeError("the model failed")
+        if "stop" in texts:
+            raise KeyboardInterrupt
+        return super()._encode(texts, is_query)
+
+
+def test_the_batches_of_a_document_whose_encoding_failed_are_not_kept(
+    store: Store, tmp_path: Path
+) -> None:
+    # Its document failed: a later stop must neither cache nor count its first batch.
+    runner = EmbedRunner(_Failing(), fast_settings(tmp_path / "data"))
+    with pytest.raises(ProviderError, match="the model failed"):
+        runner.submit(["a", "b", "bad", "c"])
+    assert runner.keep_finished(store) == 0
+
+
+def test_the_batches_encoded_before_a_stop_are_kept(store: Store, tmp_path: Path) -> None:
+    embedder = _Failing()
+    runner = EmbedRunner(embedder, fast_settings(tmp_path / "data"))
+    with pytest.raises(KeyboardInterrupt):
+        runner.submit(["a", "b", "stop", "c"])
+    assert runner.keep_finished(store) == 2
+    assert set(store.cached_vectors(_keys(embedder, ["a", "b", "stop", "c"]))) == set(
+        _keys(embedder, ["a", "b"])
+    )

@@ -56,6 +56,7 @@ def test_public_api_is_exactly_load_headings_extensions_and_options() -> None:
         "Limits",
         "OcrOptions",
         "PageProgress",
+        "READ_FORMATS",
         "SUPPORTED_EXTENSIONS",
         "load",
         "markdown_headings",
@@ -65,7 +66,7 @@ def test_public_api_is_exactly_load_headings_extensions_and_options() -> None:
     assert {".md", ".mdx", ".markdown", ".txt", ".rst", ".pdf", ".docx", ".pptx"} <= (
         SUPPORTED_EXTENSIONS
     )
-    assert {".html", ".htm", ".csv", ".xlsx", ".json"} <= SUPPORTED_EXTENSIONS
+    assert {".html", ".htm", ".xhtml", ".csv", ".xlsx", ".json"} <= SUPPORTED_EXTENSIONS
     assert all(ext == ext.lower() and ext.startswith(".") for ext in SUPPORTED_EXTENSIONS)
 
 

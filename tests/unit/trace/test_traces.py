@@ -126,3 +126,22 @@ def test_kb_version_names_the_version_read_and_old_traces_still_load() -> None:
     }
     assert old.kb_version_label == "version 1 (revision 4)"
     assert _trace().kb_version_label == "version ?"
+
+
+def test_an_ingest_trace_counts_the_skipped_files_and_names_a_few() -> None:
+    # A served folder's every sync wrote each of /usr/share/doc's 20,000 unread files.
+    from knowhub.ingest.report import IngestReport
+    from knowhub.trace.build import record_ingest
+
+    report = IngestReport("default")
+    report.skipped = [(f"s{i}.py", f"s{i}.py: unsupported file type .py") for i in range(5000)]
+    report.skipped += [("a.gif", "a.gif: unsupported file type .gif")]
+    trace, _ = new_trace("ingest", "cli", "default")
+    record_ingest(trace, report)
+    assert trace.ingest is not None
+    assert (trace.ingest["skipped_count"], trace.ingest["skipped_by_type"]) == (
+        5001,
+        {".py": 5000, ".gif": 1},
+    )
+    named = [s["source"] for s in trace.ingest["skipped"]]
+    assert named == ["s0.py", "s1.py", "s2.py", "s3.py", "s4.py", "a.gif"]

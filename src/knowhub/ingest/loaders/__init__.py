@@ -25,9 +25,12 @@ from knowhub.ingest.loaders.common import (
 )
 from knowhub.ingest.loaders.compressed import (
     COMPRESSED_EXTENSIONS,
+    SNIFF_BYTES,
     decompress,
+    format_suffix,
     inner_reason,
     inner_suffix,
+    is_compressed,
     text_check,
 )
 from knowhub.ingest.loaders.docx import load_docx
@@ -47,6 +50,7 @@ from knowhub.surrogates import escape_surrogates, escape_surrogates_deep, replac
 __all__ = [
     "COMPRESSED_EXTENSIONS",
     "IMAGE_EXTENSIONS",
+    "READ_FORMATS",
     "SUPPORTED_EXTENSIONS",
     "Limits",
     "OcrOptions",
@@ -66,6 +70,7 @@ _LOADERS: dict[str, Loader] = {
     ".pptx": load_pptx,
     ".html": load_html,
     ".htm": load_html,
+    ".xhtml": load_html,
     ".csv": load_csv,
     ".xlsx": load_xlsx,
     ".json": load_json,
@@ -80,16 +85,29 @@ SUPPORTED_EXTENSIONS: frozenset[str] = frozenset(_LOADERS) | frozenset(_PAGED_LO
 """Lower-case file extensions, with the dot, of the formats :func:`load` reads (each also
 compressed: :data:`COMPRESSED_EXTENSIONS`)."""
 
+READ_FORMATS = (
+    f"{' '.join(sorted(SUPPORTED_EXTENSIONS))}, each also compressed "
+    f"({' '.join(sorted(COMPRESSED_EXTENSIONS))}: README.md.gz), and text with no extension "
+    "(README)"
+)
+"""What knowhub reads, as every message says it (``knowhub reads …``)."""
+
 
 def unsupported_reason(name: str) -> str | None:
     """Why a file named ``name`` is not read, by its name alone; None when it is read (its
-    content may still turn out unreadable)."""
+    content may still turn out unreadable, or, for a name that gives no format, not text)."""
     suffix = PurePosixPath(name).suffix.lower()
-    if suffix in SUPPORTED_EXTENSIONS:
+    if suffix in SUPPORTED_EXTENSIONS or not suffix:
         return None
     if suffix in COMPRESSED_EXTENSIONS:
         return None if inner_suffix(name) in SUPPORTED_EXTENSIONS else inner_reason(name)
-    return f"unsupported file type {suffix or '(no extension)'}"
+    return f"unsupported file type {suffix}"
+
+
+def _by_content(name: str) -> bool:
+    """Whether ``name`` gives no format (``README``, ``NEWS.gz``, ``changelog.Debian.gz``):
+    it is read as plain text when its start is UTF-8 text."""
+    return format_suffix(name) not in SUPPORTED_EXTENSIONS and unsupported_reason(name) is None
 
 
 def load(
@@ -102,8 +120,9 @@ def load(
 
     Args:
         path: the file; its extension (case-insensitive) picks the loader; a compressed
-            file's (``.gz``, ``.bz2``, ``.xz``) inner one does, plain text when that names no
-            format here.
+            file's (``.gz``, ``.bz2``, ``.xz``) inner one does. A name that gives no format
+            (``README``, ``NEWS.gz``, ``changelog.Debian.gz``) is read as plain text when
+            its first 8 kB are UTF-8 text.
         data: the file's bytes when the caller already read them (to hash them);
             ``None`` reads the file.
         limits: how large the file and its text may be, and whether scans are read by
@@ -120,27 +139,31 @@ def load(
         LoaderError: the extension is unsupported, the file cannot be read, is too
             large (or unpacks to more) or extracts to too much text, or it is corrupt,
             encrypted, binary or empty, or a scan OCR is off for or cannot read. The
-            message starts with the path. :class:`UnsupportedFileError` for a compressed
-            file that holds no text (a man page's roff source, a binary) or a tar archive.
+            message starts with the path. :class:`UnsupportedFileError` for a name that
+            gives no format on a file that is no UTF-8 text (a man page's roff source, a
+            binary), or a compressed tar archive or file of a format not read.
     """
     limits = limits or Limits()
-    packed = path.suffix.lower() in COMPRESSED_EXTENSIONS
+    packed = is_compressed(path.name)
     if packed and (reason := unsupported_reason(path.name)) is not None:
         raise UnsupportedFileError(f"{escape_surrogates(str(path))}: {reason}", reason)
-    loader = _loader(_read_as(path), on_page)
+    by_content = _by_content(path.name)
+    loader = _loader(".txt" if by_content else format_suffix(path.name), on_page)
     if loader is None:
         raise loader_error(
             path,
-            f"unsupported file type {path.suffix or '(no extension)'!r}: knowhub reads "
-            f"{' '.join(sorted(SUPPORTED_EXTENSIONS))} (each also compressed: "
-            f"{' '.join(sorted(COMPRESSED_EXTENSIONS))}); convert it or leave it out",
+            f"unsupported file type {path.suffix!r}: knowhub reads {READ_FORMATS}; convert "
+            "it or leave it out",
         )
     if data is None:
         data = _read(path, limits)
-    if packed:
+    if by_content:  # read as text for want of a format: whether it is, its start says
+        if packed:
+            data = decompress(path, data, limits.max_bytes, lambda h: text_check(path, h, True))
+        else:
+            text_check(path, data[:SNIFF_BYTES], False)
+    elif packed:
         data = decompress(path, data, limits.max_bytes)
-        if inner_suffix(path.name) not in SUPPORTED_EXTENSIONS:
-            text_check(path, data)
     # Loaders only name the file (titles, messages): give them a name every sink can write.
     named = Path(escape_surrogates(str(path)))
     # isspace(), unlike strip(), makes no copy of a large file or text.
@@ -153,16 +176,6 @@ def load(
         # Titled by its file name: README.md.gz is "README", as README.md would be.
         document = dataclasses.replace(document, title=PurePosixPath(named.stem).stem)
     return _valid_unicode(document)
-
-
-def _read_as(path: Path) -> str:
-    """The extension whose loader reads ``path``: its own; for a compressed file the inner
-    one, or ``.txt`` when that names no format (``changelog.Debian.gz``, ``NEWS.gz``)."""
-    suffix = path.suffix.lower()
-    if suffix not in COMPRESSED_EXTENSIONS:
-        return suffix
-    inner = inner_suffix(path.name)
-    return inner if inner in SUPPORTED_EXTENSIONS else ".txt"
 
 
 def _loader(suffix: str, on_page: PageProgress | None) -> Loader | None:

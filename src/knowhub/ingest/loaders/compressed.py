@@ -17,14 +17,16 @@ The file keeps its own name everywhere: its source, its citations, every message
 from __future__ import annotations
 
 import bz2
-import gzip
+import codecs
+import functools
 import io
 import lzma
 import mimetypes
 import re
 import zlib
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import Protocol
 
 from knowhub.errors import UnsupportedFileError
 from knowhub.ingest.loaders.common import loader_error
@@ -32,9 +34,13 @@ from knowhub.surrogates import escape_surrogates
 
 __all__ = [
     "COMPRESSED_EXTENSIONS",
+    "MAX_STREAMS",
+    "SNIFF_BYTES",
     "decompress",
+    "format_suffix",
     "inner_reason",
     "inner_suffix",
+    "is_compressed",
     "text_check",
 ]
 
@@ -42,15 +48,40 @@ _FORMATS = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
 COMPRESSED_EXTENSIONS: frozenset[str] = frozenset(_FORMATS)
 """Lower-case extensions of the compressions knowhub unpacks (a file's last suffix)."""
 
-# What a corrupt or cut file raises while it is read (gzip's BadGzipFile is an OSError).
-_CORRUPT = (OSError, EOFError, zlib.error, lzma.LZMAError)
-_CHUNK = 1 << 20  # read a megabyte at a time: read(n) allocates n bytes before reading any
-_SNIFF = 8192  # bytes looked at to tell text from a binary or a roff source
-# A roff source's first line: a comment (.\" or '\"), or a request such as .TH, .Dd or .so.
-_ROFF = re.compile(rb"""[.'](?:\\"|[A-Za-z]{2}(?:[ \t]|$))""")
-# Python's own table of file types, not the system's (/etc/mime.types): the same on every
-# machine, so a name is read or skipped alike everywhere.
-_FORMATS_KNOWN = mimetypes.MimeTypes(filenames=())
+_CAT = {".gz": "zcat", ".bz2": "bzcat", ".xz": "xzcat"}
+MAX_STREAMS = 10_000
+"""Streams (gzip members) one compressed file may hold: a few in practice (pbzip2 writes one
+per 900 kB), and each costs a header parse whatever it holds."""
+_XZ_MEMORY = 256 << 20  # what an xz stream may take to unpack: xz -9 takes 65 MiB
+# What a corrupt or cut file raises while it is read (bz2's "Invalid data stream" is an OSError).
+_CORRUPT = (OSError, EOFError, zlib.error)
+_CHUNK = 1 << 20  # unpack a megabyte at a time: decompress(n) allocates n bytes before any
+_IN_CHUNK = 1 << 16
+_NOT_PADDING = re.compile(rb"[^\x00]")
+SNIFF_BYTES = 8192
+"""Bytes looked at to tell text from a binary or a roff source."""
+# A roff source's first line: a comment (.\" or '\", tbl's mark), or a request such as .TH,
+# .Dd or .so. A request may open with ' too, but no man page's first line does, and prose
+# can ('em all, 'tis).
+_ROFF = re.compile(rb"""'\\"|\.(?:\\"|[A-Za-z]{2}(?:[ \t]|$))""")
+
+
+@functools.cache
+def _known_types() -> mimetypes.MimeTypes:
+    """Python's own table of file types, not the system's (/etc/mime.types): the same on
+    every machine, so a name is read or skipped alike everywhere. Built on first use: making
+    one reads the system's tables into mimetypes' global one (init())."""
+    return mimetypes.MimeTypes(filenames=())
+
+
+def format_suffix(name: str) -> str:
+    """The extension that says how ``name`` is read, lower-case: its own (``.md``), a
+    compressed file's inner one (``.md`` for ``README.md.gz``), or '' (``NEWS.gz``)."""
+    return inner_suffix(name) if is_compressed(name) else PurePosixPath(name).suffix.lower()
+
+
+def is_compressed(name: str) -> bool:
+    return PurePosixPath(name).suffix.lower() in COMPRESSED_EXTENSIONS
 
 
 def inner_suffix(name: str) -> str:
@@ -72,53 +103,170 @@ def inner_reason(name: str) -> str | None:
             "a compressed tar archive: knowhub does not unpack archives; "
             "extract it and ingest the folder"
         )
-    if inner and _FORMATS_KNOWN.guess_type(f"x{inner}", strict=False)[0] is not None:
+    if inner and _known_types().guess_type(f"x{inner}", strict=False)[0] is not None:
         return f"unsupported file type {inner}{PurePosixPath(name).suffix.lower()}"
     return None
 
 
-def decompress(path: Path, data: bytes, max_bytes: int) -> bytes:
-    """The bytes ``data`` (the file ``path``, compressed as its suffix says) unpack to.
+def decompress(
+    path: Path, data: bytes, max_bytes: int, check: Callable[[bytes], None] | None = None
+) -> bytes:
+    """The bytes ``data`` (the file ``path``, compressed as its suffix says) unpack to: every
+    stream of it in turn (``gzip -c a >> f`` makes a file of two), zero padding between them
+    skipped.
+
+    What it costs is bounded by the file's size and ``max_bytes``: the text is held once
+    (written into one buffer, returned without a copy), a file may hold at most
+    :data:`MAX_STREAMS` streams, and an xz one may ask for at most 256 MiB of memory.
+
+    Args:
+        path: the file, named in messages; its suffix says the compression.
+        data: its bytes.
+        max_bytes: the most it may unpack to.
+        check: given the first 8 kB unpacked (all, when less) before the rest is unpacked,
+            raises when the file is not to be read (:func:`text_check`).
 
     Raises:
-        LoaderError: the file is corrupt or cut short, or it unpacks to more than
-            ``max_bytes`` (read no further: a decompression bomb costs ``max_bytes``).
+        LoaderError: the file is corrupt or cut short, it unpacks to more than
+            ``max_bytes`` (read no further: a decompression bomb costs ``max_bytes``), or
+            it is over the bounds above.
     """
     suffix = path.suffix.lower()
-    parts: list[bytes] = []
-    size = 0
+    unpacking = _Unpacking(suffix, data)
     try:
-        with _unpacking(suffix, io.BytesIO(data)) as stream:
-            while size <= max_bytes and (part := stream.read(min(_CHUNK, max_bytes + 1 - size))):
-                parts.append(part)
-                size += len(part)
-    except _CORRUPT as exc:
+        if check is not None:
+            unpacking.fill(SNIFF_BYTES - 1)
+            check(unpacking.out.getvalue())
+        unpacking.fill(max_bytes)
+    except lzma.LZMAError as exc:
+        if "memory usage limit" not in str(exc).lower():
+            raise loader_error(path, _corrupt(suffix, exc)) from exc
         raise loader_error(
-            path, f"is not a valid {_FORMATS[suffix]} file ({exc}): download or compress it again"
+            path,
+            f"needs more than {_XZ_MEMORY >> 20} MiB of memory to unpack (a dictionary larger "
+            "than xz -9 uses): unpack it, or compress it again with xz -9 or less",
         ) from exc
-    if size > max_bytes:
+    except _CORRUPT as exc:
+        raise loader_error(path, _corrupt(suffix, exc)) from exc
+    except _TooManyStreamsError as exc:
+        raise loader_error(
+            path,
+            f"is made of more than {MAX_STREAMS} {_FORMATS[suffix]} streams, more than a "
+            f"document needs: unpack it and compress it again as one "
+            f"({_CAT[suffix]} {path.name} | {_FORMATS[suffix]} > new{suffix})",
+        ) from exc
+    if unpacking.out.tell() > max_bytes:
         raise loader_error(
             path, f"decompresses to more than {max_bytes} bytes; raise ingest.max_file_bytes"
         )
-    return b"".join(parts)
+    return unpacking.out.getvalue()
 
 
-def _unpacking(suffix: str, raw: BinaryIO) -> io.BufferedIOBase:
-    """A stream of what ``raw`` (compressed as ``suffix`` says) unpacks to."""
+def _corrupt(suffix: str, exc: BaseException) -> str:
+    return f"is not a valid {_FORMATS[suffix]} file ({exc}): download or compress it again"
+
+
+class _TooManyStreamsError(Exception):
+    """More than :data:`MAX_STREAMS` streams in one file."""
+
+
+class _Decoder(Protocol):
+    """One stream's decompressor, as bz2's and lzma's are."""
+
+    @property
+    def eof(self) -> bool: ...
+    @property
+    def needs_input(self) -> bool: ...
+    @property
+    def unused_data(self) -> bytes: ...
+    def decompress(self, data: bytes | memoryview, max_length: int = -1) -> bytes: ...
+
+
+class _GzipMember:
+    """zlib's reader of one gzip member, shaped as bz2's and lzma's decompressors are (zlib
+    hands back the input it had no room to unpack, where they keep it)."""
+
+    def __init__(self) -> None:
+        self._zlib = zlib.decompressobj(wbits=31)  # 16 + 15: a gzip header and trailer
+        self._more = False  # output was cut at max_length: more may come without input
+
+    @property
+    def eof(self) -> bool:
+        return self._zlib.eof
+
+    @property
+    def needs_input(self) -> bool:
+        return not self._more
+
+    @property
+    def unused_data(self) -> bytes:
+        return self._zlib.unused_data
+
+    def decompress(self, data: bytes | memoryview, max_length: int = -1) -> bytes:
+        out = self._zlib.decompress(data or self._zlib.unconsumed_tail, max_length)
+        self._more = bool(self._zlib.unconsumed_tail) or len(out) == max_length
+        return out
+
+
+def _decoder(suffix: str) -> _Decoder:
     if suffix == ".gz":
-        return gzip.GzipFile(fileobj=raw, mode="rb")
+        return _GzipMember()
     if suffix == ".bz2":
-        return bz2.BZ2File(raw)
-    return lzma.LZMAFile(raw)
+        return bz2.BZ2Decompressor()
+    # lzma's own file reader sets no limit: a header may ask for a 4 GiB dictionary.
+    return lzma.LZMADecompressor(memlimit=_XZ_MEMORY)
 
 
-def text_check(path: Path, data: bytes) -> None:
-    """Refuse what a compressed file with no format of its own unpacked to, unless text.
+class _Unpacking:
+    """A compressed file's bytes, unpacked into ``out`` as far as asked, stream by stream."""
+
+    def __init__(self, suffix: str, data: bytes) -> None:
+        self.out = io.BytesIO()
+        self._suffix, self._data = suffix, memoryview(data)
+        self._position = 0  # of the next compressed byte to unpack
+        self._streams = 0
+        self._decoder: _Decoder | None = None  # the stream being unpacked
+
+    def fill(self, limit: int) -> None:
+        """Unpack until more than ``limit`` bytes are out, or all are."""
+        while self.out.tell() <= limit:
+            decoder = self._decoder or self._next_stream()
+            if decoder is None:
+                return
+            piece: bytes | memoryview = b""
+            if decoder.needs_input:
+                # A bounded piece at a time: what a decompressor keeps of its input is a copy.
+                piece = self._data[self._position : self._position + _IN_CHUNK]
+                if not piece:
+                    raise EOFError("compressed file ended before the end-of-stream marker")
+                self._position += len(piece)
+            self.out.write(decoder.decompress(piece, min(limit + 1 - self.out.tell(), _CHUNK)))
+            if decoder.eof:
+                self._position -= len(decoder.unused_data)
+                self._decoder = None
+
+    def _next_stream(self) -> _Decoder | None:
+        # Between streams: zero padding (gzip's, xz's), skipped at C speed, not a byte a call.
+        found = _NOT_PADDING.search(self._data, self._position)
+        if found is None:
+            return None
+        self._position = found.start()
+        self._streams += 1
+        if self._streams > MAX_STREAMS:
+            raise _TooManyStreamsError
+        self._decoder = _decoder(self._suffix)
+        return self._decoder
+
+
+def text_check(path: Path, head: bytes, packed: bool) -> None:
+    """Refuse a file whose name gives no format (``README``, ``NEWS.gz``), read as text for
+    want of one, unless its start (``head``, the first :data:`SNIFF_BYTES` it holds, or
+    ``packed`` unpacks to) is UTF-8 text.
 
     Raises:
-        UnsupportedFileError: it is a man page's roff source, or binary.
+        UnsupportedFileError: it is a man page's roff source, binary, or text in another
+            encoding (a name that says nothing must not pass garbage off as text).
     """
-    head = data[:_SNIFF]
     first = next((line.strip() for line in head.splitlines() if line.strip()), b"")
     if _ROFF.match(first):
         inner = PurePosixPath(path.name).stem
@@ -128,7 +276,21 @@ def text_check(path: Path, data: bytes) -> None:
             "and options"
         )
     elif b"\x00" in head:
-        problem = "decompresses to binary data, not text"
+        problem = f"{'decompresses to' if packed else 'holds'} binary data, not text"
+    elif not _utf8(head):
+        problem = (
+            f"{'decompresses to' if packed else 'holds'} text that is not UTF-8, and its name "
+            "gives no format: save it as UTF-8, or give it the extension of its format (.txt "
+            "for text)"
+        )
     else:
         return
     raise UnsupportedFileError(f"{escape_surrogates(str(path))}: {problem}", problem)
+
+
+def _utf8(head: bytes) -> bool:
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head)  # a character cut at the end: text
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from knowhub.ingest.loaders.common import Limits, pick_title
+from knowhub.ingest.loaders.compressed import format_suffix
 from knowhub.ingest.loaders.encoding import decode_document
 from knowhub.ingest.loaders.manpage import strip_terminal_formatting
 from knowhub.ingest.loaders.markdown import (
@@ -30,7 +31,8 @@ def load_markdown(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
     lines are the file's), and the chunks start after the front matter.
 
     Args:
-        path: the file; ``.mdx`` gives format ``mdx``, anything else ``markdown``.
+        path: the file; ``.mdx`` (``.mdx.gz``) gives format ``mdx``, anything else
+            ``markdown``.
         data: its bytes.
         limits: ``max_chars`` bounds the decoded text.
 
@@ -46,7 +48,7 @@ def load_markdown(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         title=pick_title(
             path, declared if isinstance(declared, str) else None, heading_title(headings)
         ),
-        format="mdx" if path.suffix.lower() == ".mdx" else "markdown",
+        format="mdx" if format_suffix(path.name) == ".mdx" else "markdown",
         headings=headings,
         metadata=metadata,
         # Its keys are metadata already; as a chunk it would only be noise that ranks.

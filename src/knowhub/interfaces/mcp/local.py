@@ -86,8 +86,11 @@ class LocalService:
         )
         for source, reason in report.failed:
             log.warning("%s: %s", source, reason)
-        for _, reason in report.notable_skips():
+        notable, more = report.notable_skips()
+        for _, reason in notable:
             log.warning("skipped %s", reason)
+        if more:
+            log.warning("%s", more)
         if unsupported := report.unsupported_summary():
             log.info("%s: %s", self.docs, unsupported)
         for _, warning in report.warnings:  # indexed, but the user has something to fix

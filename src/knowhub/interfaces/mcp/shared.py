@@ -323,7 +323,10 @@ def _missing(relative: str, folder: Path, root: Path) -> str:
 def _log_passed_over(session_id: str, report: IngestReport) -> None:
     for source, reason in report.failed:
         log.warning("session %s: %s failed: %s", session_id, source, reason)
-    for _, reason in report.notable_skips():
+    notable, more = report.notable_skips()
+    for _, reason in notable:
         log.warning("session %s: skipped %s", session_id, reason)
+    if more:
+        log.warning("session %s: %s", session_id, more)
     if unsupported := report.unsupported_summary():
         log.info("session %s: %s", session_id, unsupported)

@@ -20,7 +20,8 @@ from urllib.parse import quote
 from starlette.requests import Request
 from starlette.responses import Response
 
-from knowhub.errors import KnowhubError, QueryError
+from knowhub.errors import KnowhubError, LoaderError, QueryError
+from knowhub.ingest.loaders.compressed import decompress, is_compressed
 from knowhub.ingest.loaders.reading import open_regular
 from knowhub.interfaces.http.console.failure import NotFoundError
 from knowhub.interfaces.http.console.markup import DRAWN_FORMATS, draw
@@ -51,6 +52,11 @@ MAX_AROUND = 20
 # A page image is of one doc hash's bytes: it never changes, but it is the caller's to keep.
 _IMAGE_HEADERS = {"Cache-Control": "private, max-age=3600", "X-Content-Type-Options": "nosniff"}
 _SCRIPTABLE = ("text/html", "image/svg+xml", "application/xhtml+xml", "text/xml")
+_COMPRESSED_TYPES = {
+    "gzip": "application/gzip",
+    "bzip2": "application/x-bzip2",
+    "xz": "application/x-xz",
+}
 
 router = pages_router()
 
@@ -114,8 +120,10 @@ async def page_image(
         cache = _pages(service)
         found = cache.cached(record.doc_hash, hit.page)
         if found is None:
-            data = _original(record, service.settings.ingest.max_file_bytes)
-            found = render_page(data, hit.page, record.source)
+            limit = service.settings.ingest.max_file_bytes
+            found = render_page(
+                _unpacked(record, _original(record, limit), limit), hit.page, record.source
+            )
             cache.store(record.doc_hash, hit.page, found)
         return found
 
@@ -209,8 +217,9 @@ def _page_state(service: Service, record: DocumentRecord, hit: Hit) -> dict[str,
     if record.format != "pdf" or hit.page is None:
         return None
     cached = _pages(service).path(record.doc_hash, hit.page).is_file()
+    limit = service.settings.ingest.max_file_bytes
     try:
-        data = _unchanged_bytes(record, service.settings.ingest.max_file_bytes)
+        data = _unpacked(record, _unchanged_bytes(record, limit), limit)
     except OriginalUnavailableError as exc:
         if not cached:
             return {"missing": str(exc)}
@@ -258,10 +267,25 @@ def _original(record: DocumentRecord, max_bytes: int) -> bytes:
     return data
 
 
+def _unpacked(record: DocumentRecord, data: bytes, max_bytes: int) -> bytes:
+    """The file's bytes as its loader read them: a compressed one's (``manual.pdf.gz``)
+    unpacked, within the limit ingest unpacked it within."""
+    if not is_compressed(record.source):
+        return data
+    try:
+        return decompress(Path(record.source), data, max_bytes)  # named as cited: no server path
+    except LoaderError as exc:  # the limit was lowered since it was indexed
+        raise OriginalUnavailableError(str(exc), 409) from exc
+
+
 def _download_type(source: str) -> str:
     """The file's type, except types a browser would run script in: those download as
-    bytes (the response is an attachment anyway; this is the second wall)."""
-    kind = mimetypes.guess_type(source)[0] or "application/octet-stream"
+    bytes (the response is an attachment anyway; this is the second wall). A compressed
+    file is the compression's (``guide.pdf.gz`` is gzip, not a PDF)."""
+    kind, encoding = mimetypes.guess_type(source)
+    if encoding is not None:
+        return _COMPRESSED_TYPES.get(encoding, "application/octet-stream")
+    kind = kind or "application/octet-stream"
     return "application/octet-stream" if kind in _SCRIPTABLE else kind
 
 

@@ -35,6 +35,7 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 
 from knowhub.config.server import ServerSettings
 from knowhub.errors import QueryError
+from knowhub.ingest.loaders.compressed import is_compressed
 from knowhub.ingest.uploads import PART_PREFIX, PART_SUFFIX, fsync_folder, make_folder
 from knowhub.interfaces.http.console.disposition import parse_disposition
 from knowhub.interfaces.http.errors import (
@@ -321,8 +322,12 @@ def _file_too_big(limit: int) -> str:
 def _claim(folder: Path, name: str) -> tuple[Path, int]:
     """A new, empty file ``name`` in ``folder``, or ``stem-N.ext`` when that is taken
     (``O_EXCL``: two uploads of one name at once cannot both get it), and its descriptor,
-    locked until the whole file takes its place (verify skips a locked file)."""
-    stem, suffix = Path(name).stem, Path(name).suffix
+    locked until the whole file takes its place (verify skips a locked file); a compressed
+    file's number goes before both its suffixes (``README-1.md.gz`` is still read as Markdown)."""
+    suffix = Path(name).suffix
+    if is_compressed(name):
+        suffix = Path(Path(name).stem).suffix + suffix
+    stem = name[: len(name) - len(suffix)]
     for n in range(10_000):
         path = folder / (name if n == 0 else f"{stem}-{n}{suffix}")
         try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
@@ -11,7 +11,7 @@ from pydantic import Field
 
 from knowhub.errors import KnowhubError
 from knowhub.interfaces.arguments import parse_key_values
-from knowhub.interfaces.mcp.indexing import Indexed, indexing_out
+from knowhub.interfaces.mcp.indexing import Indexed, indexing_note, indexing_out
 from knowhub.interfaces.mcp.kb import KnowledgeBase
 from knowhub.interfaces.mcp.tools.base import (
     WRITE,
@@ -26,7 +26,8 @@ from knowhub.interfaces.mcp.tools.base import (
     writers,
 )
 
-if TYPE_CHECKING:  # ingest loads on the first call, off the server's start (cold start)
+if TYPE_CHECKING:  # the pipeline and its loaders are not loaded by building the tools: a
+    # read-only or shared server may never ingest (a served folder's first sync loads them)
     from knowhub.ingest.pipeline import IngestReport
 
 __all__ = ["IngestOut", "IngestTools"]
@@ -45,7 +46,8 @@ class IngestOut(Indexed):
     failed: list[dict[str, str]]
     skipped: list[dict[str, str]] = Field(
         description="Not ingested, each with its reason: a type knowhub does not read, not a "
-        "regular file, a symlink leading out of the root."
+        "regular file, a symlink leading out of the root. The first five of each type: "
+        "skipped_by_type counts them all."
     )
     skipped_by_type: dict[str, int] = Field(
         default_factory=dict, description="How many were skipped of each type ('.gif': 3)."
@@ -53,6 +55,13 @@ class IngestOut(Indexed):
     note: str = Field("", description="Set when files were found and none was ingested.")
     chunks: int
     seconds: float
+    counts: dict[str, int] = Field(
+        default_factory=dict,
+        description="How many files each list holds, whole when the lists are cut.",
+    )
+    truncated: bool = Field(
+        False, description="Lists cut to fit server.max_result_chars (counts has them whole)."
+    )
 
 
 Tags = Annotated[
@@ -105,12 +114,20 @@ class IngestTools(DataTools):
                     )
                 )
             self.metrics.record_ingest(report)
-            out = _ingest_out(report, target.kb)
-            return tool_result(_ingest_text(out), out)
+            budget = target.kb.settings.server.max_result_chars
+            out = _ingest_out(report, target.kb, budget)
+            note = indexing_note(out.indexing) if out.indexing else ""  # tool_result adds it
+            return tool_result(_cut(_ingest_text(report), budget - len(note) - 2), out)
 
 
-def _ingest_out(report: IngestReport, kb: KnowledgeBase) -> IngestOut:
-    return IngestOut(
+_LISTS = ("added", "updated", "moved", "retagged", "removed", "failed", "skipped")
+_CUT_NOTE = "\n… (cut to fit server.max_result_chars: the counts are whole)"
+
+
+def _ingest_out(report: IngestReport, kb: KnowledgeBase, budget: int) -> IngestOut:
+    """The report as the tool returns it, its lists cut (longest first) to fit ``budget``."""
+    shown, _ = report.skipped_sample()
+    out = IngestOut(
         collection=report.collection,
         added=report.added,
         updated=report.updated,
@@ -119,31 +136,49 @@ def _ingest_out(report: IngestReport, kb: KnowledgeBase) -> IngestOut:
         unchanged=len(report.unchanged),
         removed=report.removed,
         failed=[{"source": s, "reason": r} for s, r in report.failed],
-        skipped=[{"source": s, "reason": r} for s, r in report.skipped],
+        skipped=[{"source": s, "reason": r} for s, r in shown],
         skipped_by_type=report.skipped_by_type(),
         note=report.note(),
         chunks=report.chunks,
         seconds=round(report.seconds, 3),
+        counts={name: len(getattr(report, name)) for name in _LISTS},
         indexing=indexing_out(kb),
     )
+    while len(out.model_dump_json()) > budget:
+        longest: list[Any] = max((getattr(out, name) for name in _LISTS), key=len)
+        if not longest:
+            break
+        del longest[len(longest) // 2 :]
+        out.truncated = True
+    return out
 
 
-def _ingest_text(out: IngestOut) -> str:
-    """Counts, then a line per file moved, failed or skipped, the skipped by type and the
-    note."""
-    from knowhub.ingest.report import types_text  # loaded by the run this reports on
+def _ingest_text(report: IngestReport) -> str:
+    """Counts, then a line per file moved, failed or skipped (five of a type), the skipped
+    by type and the note."""
+    from knowhub.ingest.report import types_text  # here for the reason above; loaded by now
 
-    changes = (("moved", out.moved), ("retagged", out.retagged))
+    changes = (("moved", report.moved), ("retagged", report.retagged))
     changed = "".join(f"{len(items)} {what}, " for what, items in changes if items)
     text = (
-        f"{len(out.added)} added, {len(out.updated)} updated, {changed}"
-        f"{out.unchanged} unchanged, "
-        f"{len(out.failed)} failed, {len(out.skipped)} skipped ({out.chunks} chunks "
-        f"written) into {out.collection!r}"
+        f"{len(report.added)} added, {len(report.updated)} updated, {changed}"
+        f"{len(report.unchanged)} unchanged, {len(report.failed)} failed, "
+        f"{len(report.skipped)} skipped ({report.chunks} chunks written) into "
+        f"{report.collection!r}"
     )
-    text += "".join(f"\n- moved {m['from']} → {m['to']}" for m in out.moved)
-    text += "".join(f"\n- failed {f['source']}: {f['reason']}" for f in out.failed)
-    text += "".join(f"\n- skipped {f['reason']}" for f in out.skipped)
-    if out.skipped_by_type:
-        text += f"\nskipped by type: {types_text(out.skipped_by_type)}"
-    return f"{text}\n{out.note}" if out.note else text
+    text += "".join(f"\n- moved {old} → {new}" for old, new in report.moved)
+    text += "".join(f"\n- failed {source}: {reason}" for source, reason in report.failed)
+    shown, left = report.skipped_sample()
+    text += "".join(f"\n- skipped {reason}" for _, reason in shown)
+    text += "".join(f"\n- … and {count} more {kind}" for kind, count in left.items())
+    if report.skipped:
+        text += f"\nskipped by type: {types_text(report.skipped_by_type())}"
+    return f"{text}\n{note}" if (note := report.note()) else text
+
+
+def _cut(text: str, budget: int) -> str:
+    """``text``, or as many of its lines as fit ``budget`` characters with a note saying so."""
+    if len(text) <= budget:
+        return text
+    kept = text[: max(0, budget - len(_CUT_NOTE))]
+    return kept[: kept.rfind("\n") + 1].rstrip("\n") + _CUT_NOTE
