@@ -243,7 +243,7 @@ class Collection:
         progress: Progress | None = None,
         *,
         confine: Path | None = None,
-        prune_outside: bool = False,
+        prune_renamed: bool = False,
     ) -> IngestReport:
         """Bring this version in line with ``paths`` (see :meth:`knowhub.App.ingest`)."""
         from knowhub.ingest.pipeline import IngestCancelledError, IngestStopped, ingest
@@ -271,7 +271,7 @@ class Collection:
                     prune=prune,
                     progress=progress,
                     confine=confine,
-                    prune_outside=prune_outside,
+                    prune_renamed=prune_renamed,
                     # Built only when wanted: an LLM configured for answers must not be
                     # required (nor checked) to ingest.
                     llm=self._app.llm if transforms_wanted(where.settings) else None,

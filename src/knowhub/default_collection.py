@@ -22,6 +22,7 @@ documents to one it guessed.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection
 from pathlib import Path
 
@@ -34,6 +35,8 @@ from knowhub.versions.record import collection_views, resolve_target
 __all__ = ["ALL", "default_collection", "folder_collection"]
 
 ALL: frozenset[str] = frozenset({"*"})
+
+log = logging.getLogger("knowhub")
 
 
 def default_collection(
@@ -69,19 +72,39 @@ def default_collection(
 
 def folder_collection(store: Store, settings: Settings, folder: Path) -> str:
     """The collection a served folder is indexed into: the configured ``collection`` when
-    chosen; else the collection that already indexes ``folder`` (its documents were ingested
-    from it), so that serving it again reuses that index instead of building a copy; else
-    the configured one.
+    chosen; else the collection that indexes ``folder`` and nothing else (every document
+    of it was ingested from ``folder``), so that serving it again reuses that index instead
+    of building a copy; else the configured one. A collection that holds other folders'
+    documents too is never taken on a guess: the served folder's sync would then be the
+    only one keeping it, and it is logged how to serve it from that one.
 
     Raises:
-        ConfigError: several collections index ``folder`` and none is configured: the
-            message names them and how to choose.
+        ConfigError: several collections index ``folder`` alone and none is configured:
+            the message names them and how to choose.
     """
     configured = settings.collection
     if "collection" in settings.model_fields_set:
         return configured
-    owners = [view.name for view in collection_views(store) if _indexes(store, view.name, folder)]
+    owners: list[str] = []
+    shared: list[str] = []
+    for view in collection_views(store):
+        roots = _roots(store, view.name)
+        mine = [_same_folder(root, folder) for root in roots]
+        if mine and all(mine):
+            owners.append(view.name)
+        elif any(mine):
+            shared.append(view.name)
     if configured in owners or not owners:
+        if shared and configured not in shared:
+            log.info(
+                "%s is indexed into %s along with other folders: serving it as %r (to serve "
+                "it from %s, set `collection: %s` or KNOWHUB_COLLECTION)",
+                folder,
+                ", ".join(shared),
+                configured,
+                shared[0],
+                shared[0],
+            )
         return configured
     if len(owners) == 1:
         return owners[0]
@@ -91,12 +114,10 @@ def folder_collection(store: Store, settings: Settings, folder: Path) -> str:
     )
 
 
-def _indexes(store: Store, collection: str, folder: Path) -> bool:
-    """Whether ``collection``'s active version holds documents ingested from ``folder``."""
+def _roots(store: Store, collection: str) -> set[str]:
+    """The folders ``collection``'s active version's documents were ingested from."""
     cid = store.collection_id(resolve_target(store, collection).physical)
-    if cid is None:
-        return False
-    return any(_same_folder(root, folder) for root in {r.folder for r in store.records(cid)})
+    return set() if cid is None else {record.folder for record in store.records(cid)}
 
 
 def _same_folder(root: str, folder: Path) -> bool:

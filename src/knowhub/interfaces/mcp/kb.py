@@ -89,7 +89,7 @@ class KnowledgeBase:
         tags: Mapping[str, str] | None = None,
         prune: bool = False,
         progress: Progress | None = None,
-        prune_outside: bool = False,
+        prune_renamed: bool = False,
         scope: Scope = UNRESTRICTED,
     ) -> IngestReport:
         """Ingest into ``collection`` under the write lock; a caller's data ``scope`` limits
@@ -118,7 +118,7 @@ class KnowledgeBase:
                     prune=prune,
                     progress=track,
                     confine=self.root,
-                    prune_outside=prune_outside,
+                    prune_renamed=prune_renamed,
                 )
             finally:
                 self._indexing = None
