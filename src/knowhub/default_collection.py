@@ -23,7 +23,7 @@ documents to one it guessed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from knowhub.checks import logical_name
@@ -45,18 +45,26 @@ def default_collection(
     allowed: Collection[str] = ALL,
     *,
     writing: bool = False,
-    served: str | None = None,
+    served: Callable[[], str] | None = None,
 ) -> str:
-    """The collection a request naming none uses, by the rule above; ``served``: the
-    collection a server was started for (chosen, in place of ``settings.collection``)."""
-    configured = served or settings.collection
-    chosen = served is not None or "collection" in settings.model_fields_set
+    """The collection a request naming none uses, by the rule above; ``served``: finds the
+    collection a server was started for (chosen, in place of ``settings.collection``), only
+    when the rule needs it.
+
+    Raises:
+        ConfigError: ``served`` cannot tell (several collections index the server's folder),
+            for a caller who may read every collection.
+        QueryError: no collection fits; the message names only those the caller may read.
+    """
     anything = "*" in allowed
+    if not anything and len(allowed) == 1:
+        # Before 1: it would give that one or none. The served one is not looked for: a
+        # folder several collections index must not fail a caller who can mean one.
+        return next(iter(allowed))
+    configured, chosen = _configured(settings, allowed, served)
     readable = anything or configured in allowed
     if readable and (chosen or store.collection_id(configured) is not None):
         return configured
-    if not anything and len(allowed) == 1:
-        return next(iter(allowed))
     if not writing and not chosen:
         names = {logical_name(info.name) for info in store.collections()}
         mine = names if anything else names & set(allowed)
@@ -68,6 +76,23 @@ def default_collection(
         f"no collection named, and the default one, {configured!r}, is not among those this "
         f"token may read ({', '.join(sorted(allowed))}): name one of them (`collection`)"
     )
+
+
+def _configured(
+    settings: Settings, allowed: Collection[str], served: Callable[[], str] | None
+) -> tuple[str, bool]:
+    """The configured collection (the served one, with ``served``) and whether it was chosen."""
+    if served is None:
+        return settings.collection, "collection" in settings.model_fields_set
+    try:
+        return served(), True
+    except ConfigError as exc:
+        if "*" in allowed:  # its message names every collection: this caller may read them
+            raise
+        raise QueryError(
+            "no collection named, and several collections index this server's folder: name "
+            f"one of yours ({', '.join(sorted(allowed))}) (`collection`)"
+        ) from exc
 
 
 def folder_collection(store: Store, settings: Settings, folder: Path) -> str:

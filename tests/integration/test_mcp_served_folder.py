@@ -8,14 +8,23 @@ one (its documents found again there, its old path gone) loses what was not foun
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
-from knowhub import App, build_app
+import pytest
+
+from knowhub import App, ConfigError, KnowhubError, build_app
 from knowhub.config import Settings
 from knowhub.default_collection import folder_collection
+from knowhub.interfaces.mcp.kb import KnowledgeBase
 from knowhub.interfaces.mcp.local import LocalService
 from knowhub.interfaces.mcp.metrics import Metrics
+from knowhub.interfaces.mcp.tools.base import Target
+from knowhub.interfaces.mcp.watch import FolderWatcher
+from knowhub.interfaces.security import LOCAL_USER, Principal
+from knowhub.models import DocumentRecord
 from tests.helpers import fast_settings, write
+from tests.mcp_helpers import wait_until
 
 
 def _sources(settings: Settings, collection: str) -> list[str]:
@@ -86,3 +95,98 @@ def test_a_renamed_folder_loses_the_documents_not_found_again(app: App, tmp_path
     _synced(served, tmp_path / "Docs")
     assert _sources(served, "handbook") == ["backups.md"]
     assert _folders(served, "handbook") == ["Docs"]
+
+
+# -- a folder two collections index: which a call naming none uses --------------------
+
+
+def _two_owners(app: App, tmp_path: Path) -> Path:
+    """``docs/`` ingested into ``handbook`` and ``wiki``; ``private`` from elsewhere."""
+    docs = write(tmp_path / "docs" / "a.md", "Backups run nightly.\n").parent
+    app.ingest([docs], "handbook")
+    app.ingest([docs], "wiki")
+    app.ingest([write(tmp_path / "board" / "m.md", "Minutes.\n").parent], "private")
+    return docs
+
+
+def _target(kb: KnowledgeBase, *collections: str) -> Target:
+    principal = Principal("t", frozenset(collections)) if collections else LOCAL_USER
+    return Target(kb, principal, kb.root, "local")
+
+
+def test_a_token_limited_to_one_collection_is_not_asked_which_owner(
+    app: App, tmp_path: Path
+) -> None:
+    docs = _two_owners(app, tmp_path)
+    kb = KnowledgeBase(app.settings, docs)
+    try:
+        assert _target(kb, "private").collection(None) == "private"
+        with pytest.raises(ConfigError, match="handbook, wiki"):  # who may read all: told all
+            _target(kb).collection(None)
+    finally:
+        kb.close()
+
+
+def test_a_limited_token_is_asked_to_name_one_of_its_own(app: App, tmp_path: Path) -> None:
+    docs = _two_owners(app, tmp_path)
+    kb = KnowledgeBase(app.settings, docs)
+    try:
+        with pytest.raises(KnowhubError) as raised:
+            _target(kb, "handbook", "private").collection(None)
+    finally:
+        kb.close()
+    message = str(raised.value)
+    assert "several collections index this server's folder" in message
+    assert "(handbook, private)" in message and "`collection`" in message
+    assert "wiki" not in message and str(docs) not in message
+
+
+def test_which_collections_index_the_folder_is_read_once(app: App, tmp_path: Path) -> None:
+    docs = _two_owners(app, tmp_path)
+    kb = KnowledgeBase(app.settings, docs)
+    reads = _count_records(kb)
+    try:
+        for _ in range(3):
+            with pytest.raises(ConfigError):
+                _target(kb).collection(None)
+    finally:
+        kb.close()
+    assert sorted(reads.values()) == [1, 1, 1]  # each collection's records, on the first call
+
+
+def _count_records(kb: KnowledgeBase) -> dict[int, int]:
+    """How many times each collection's records are read from now on."""
+    counts: dict[int, int] = {}
+    store = kb.reader.store
+    records = store.records
+
+    def counted(cid: int) -> list[DocumentRecord]:
+        counts[cid] = counts.get(cid, 0) + 1
+        return records(cid)
+
+    store.records = counted  # type: ignore[method-assign]
+    return counts
+
+
+def test_a_sync_the_watcher_cannot_run_is_a_warning_without_traceback(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+
+    def sync() -> None:
+        raise ConfigError("docs is indexed by the collections handbook, wiki: serve one")
+
+    def warned() -> list[logging.LogRecord]:
+        write(docs / "a.md", f"Edited {len(caplog.records)}.\n")  # a change while none came
+        return [r for r in caplog.records if r.getMessage().startswith("re-indexing")]
+
+    watcher = FolderWatcher(docs, sync, debounce_ms=50)
+    with caplog.at_level(logging.INFO, logger="knowhub.mcp"):
+        watcher.start()
+        try:
+            [record, *_] = wait_until(warned)
+        finally:
+            watcher.stop()
+    assert record.levelno == logging.WARNING and record.exc_info is None
+    assert "handbook, wiki: serve one" in record.getMessage()
