@@ -14,7 +14,8 @@ request without a collection means the same everywhere. For a caller that may re
    or by ingesting with ``--collection``);
 4. the configured one, when the caller may read it (an unknown one then fails with
    "unknown collection … (known: …)"; an ingest creates it);
-5. else a :class:`~knowhub.errors.QueryError` listing the collections the caller may use.
+5. else a :class:`~knowhub.errors.QueryError` listing the collections the caller may read
+   (and no other: not the configured one).
 
 An ingest (``writing``) skips 3: it creates the configured collection rather than add
 documents to one it guessed.
@@ -72,9 +73,20 @@ def default_collection(
             return mine.pop()
     if readable:
         return configured
-    raise QueryError(
-        f"no collection named, and the default one, {configured!r}, is not among those this "
-        f"token may read ({', '.join(sorted(allowed))}): name one of them (`collection`)"
+    raise QueryError(_name_one(allowed))
+
+
+def _name_one(allowed: Collection[str]) -> str:
+    """Why a caller limited to ``allowed`` must name a collection: only its own are named
+    (not the configured one, which it may not read)."""
+    if not allowed:
+        return (
+            "no collection named, and this token may read no collection: its `collections` "
+            "in server.tokens must list one"
+        )
+    return (
+        f"no collection named, and this token may read several ({', '.join(sorted(allowed))}): "
+        "name one (`collection`)"
     )
 
 
