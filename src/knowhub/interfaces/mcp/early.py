@@ -28,6 +28,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import secrets
 import threading
 from collections import deque
@@ -38,6 +39,9 @@ __all__ = ["Wire", "handshake_file"]
 
 log = logging.getLogger("knowhub.mcp")
 
+_BOM = b"\xef\xbb\xbf"
+# A surrogate escape, \uD800 to \uDFFF: paired (an emoji) or not, such a line goes to the SDK.
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 # The private id of the SDK's second tools/list: no client can have picked it.
 CHECK_ID = f"knowhub-tools-check-{secrets.token_hex(8)}"
 _FORMAT = 1
@@ -88,8 +92,14 @@ class Wire:
                 self._lock.notify_all()
 
     def _route(self, line: bytes) -> None:
-        # Only the two handshake requests are read here; the SDK parses every message.
-        message = _parsed(line) if b'"initialize"' in line or b'"tools/list"' in line else None
+        # A byte order mark (some Windows clients write one first) is no part of the message:
+        # the SDK's parser would refuse the line, and its id would be lost.
+        line = line.removeprefix(_BOM)
+        # Only the two handshake requests are read here; the SDK parses every message. One
+        # the SDK cannot take (a surrogate escape that may be unpaired: refused by
+        # frames.py after the replay) is not answered early: it would be answered twice.
+        handshake = b'"initialize"' in line or b'"tools/list"' in line
+        message = _parsed(line) if handshake and not _SURROGATE.search(line) else None
         with self._lock:
             answer = self._early(message) if message is not None and not self._handed else None
             if message is not None and answer is None:
@@ -228,7 +238,7 @@ class _SdkStdin:
 
     def readline(self) -> str:
         # Imported on the first read, by the SDK's reader: the SDK is loaded by then.
-        from knowhub.interfaces.mcp.frames import refusal
+        from knowhub.interfaces.mcp.frames import DROP, refusal
 
         while True:
             line = self._wire.next_line()
@@ -239,6 +249,9 @@ class _SdkStdin:
                 answer = None
             if answer is None:
                 return line
+            if answer == DROP:  # a notification or a response: JSON-RPC answers neither
+                log.info("dropped a message the SDK cannot read: %s", line.rstrip()[:300])
+                continue
             log.info("answered a frame the SDK cannot read: %s", answer.rstrip()[:300])
             self._wire.send_line(answer)
 

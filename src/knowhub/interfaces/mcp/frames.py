@@ -16,7 +16,9 @@ Each is answered here as JSON-RPC 2.0 and the SDK's streamable HTTP transport do
 * -32602 Invalid params: a lone surrogate in ``params`` (the path to it is named).
 
 The ``id`` is the frame's own when it has one a client could wait on, null otherwise. A
-blank line is no message and gets no answer.
+blank line is no message and gets no answer; nor does a notification or a response (to a
+request of the server's) the SDK cannot read (JSON-RPC answers neither): it is dropped,
+and logged.
 """
 
 from __future__ import annotations
@@ -42,9 +44,14 @@ BATCH = (
 Answer = dict[str, Any] | list[dict[str, Any]]
 
 
+DROP = ""
+"""What :func:`refusal` gives for a line the SDK cannot read that must not be answered."""
+
+
 def refusal(line: str) -> str | None:
     """The line to answer ``line`` with when the SDK cannot take it as the message it is;
-    None when it can (or when it is blank)."""
+    :data:`DROP` when it cannot and no answer is due; None when it can (or when it is
+    blank)."""
     line = line.rstrip("\r\n")  # inside a string cut short, the newline would be the error
     if not line.strip():
         return None
@@ -52,13 +59,16 @@ def refusal(line: str) -> str | None:
         message = jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValidationError as exc:  # not JSON, or not JSON-RPC
         answer = _refused(line, _reason(exc))
+        if answer is None:
+            return DROP
     else:
         # An "id" the SDK cannot take makes a request a notification to it: never answered.
-        if not isinstance(message, JSONRPCNotification) or '"id"' not in line:
+        # The key may be written with escapes ("\u0069d"): the parse tells.
+        if not isinstance(message, JSONRPCNotification) or not ('"id"' in line or "\\u" in line):
             return None
         answer = _odd_id(line)
-    if answer is None:
-        return None
+        if answer is None:
+            return None
     return json.dumps(answer, separators=(",", ":")) + "\n"
 
 
@@ -76,6 +86,8 @@ def _refused(line: str, reason: str) -> Answer | None:
     wrong = _what_is_wrong(parsed)
     if wrong is not None:
         return _error(ident, INVALID_REQUEST, f"Invalid Request: {wrong}")
+    if "id" not in parsed or "method" not in parsed:  # a notification, or a response
+        return None
     # Python's parser read it whole, the SDK's did not: a lone surrogate, or deep nesting.
     if problem := unpaired_surrogate(parsed.get("params"), "params"):
         return _error(ident, INVALID_PARAMS, f"Invalid params: {problem}")
