@@ -422,3 +422,29 @@ def _bom_first(root: Path) -> None:
         assert server.close() == 0, server.stderr()
     assert list(answers_to(server.received, 1)) == [hello]
     assert not [m for m in server.received if "error" in m], server.received
+
+
+# -- a line longer than server.max_body_bytes --------------------------------------------
+
+LIMIT = 4096
+
+
+def test_a_line_over_the_size_limit_is_refused_and_the_session_goes_on(tmp_path: Path) -> None:
+    root = make_corpus(tmp_path, CORPUS_ONE)
+    env = {**SYNCED, "KNOWHUB_SERVER__MAX_BODY_BYTES": str(LIMIT)}
+    with RawStdio(root, env=env) as server:
+        server.initialize()
+        server.send(_call(41, QUERY, {"query": "backup " * LIMIT}))  # its id comes first
+        big = server.answer(41)
+        assert big["error"]["code"] == INVALID_REQUEST, big
+        assert f"{LIMIT} bytes" in big["error"]["message"], big
+        assert "server.max_body_bytes" in big["error"]["message"], big
+        # 16 MB whose id comes last: read through, never held whole; no id to answer with.
+        server.send('{"jsonrpc": "2.0", "params": {"a": "' + "x" * (16 << 20) + '"}, "id": 42}')
+        server.send(_call("fits", QUERY, {"query": "nightly backup"}))
+        assert server.answer("fits")["result"]["structuredContent"]["hits"]
+        assert server.close() == 0, server.stderr()
+    errors = [m for m in server.received if "error" in m]
+    assert [e["id"] for e in errors] == [41, None], errors
+    assert errors[1]["error"]["code"] == INVALID_REQUEST
+    assert "Traceback" not in server.stderr()

@@ -35,6 +35,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from knowhub.interfaces.mcp.rpcid import ID_SEARCH_CHARS, recovered_id
+
 __all__ = ["Wire", "handshake_file"]
 
 log = logging.getLogger("knowhub.mcp")
@@ -59,8 +61,9 @@ def handshake_file(data_dir: Path, *key: object) -> Path:
 class Wire:
     """stdin/stdout as the MCP stdio transport: early answers, then the SDK's streams."""
 
-    def __init__(self, cache: Path | None) -> None:
+    def __init__(self, cache: Path | None, max_line_bytes: int) -> None:
         self._cache = cache
+        self._max_line = max_line_bytes  # server.max_body_bytes, as over HTTP
         self._known = _read(cache)  # {"initialize": {version: result}, "tools": {...}}
         self._lock = threading.Condition()
         self._lines: deque[bytes | None] = deque()  # for the SDK; None: the client left
@@ -82,8 +85,11 @@ class Wire:
 
     def _read_all(self) -> None:
         try:
-            for line in self._in:
-                self._route(line)
+            while line := self._in.readline(self._max_line + 1):
+                if len(line) > self._max_line and not line.endswith(b"\n"):
+                    self._refuse_long(line)
+                else:
+                    self._route(line)
         except OSError as exc:  # stdin or stdout gone: the SDK must still see the end
             log.warning("MCP stdio: %s", exc)
         finally:
@@ -114,6 +120,28 @@ class Wire:
                     self._early_tools = answer[1]
                 log.debug("answered %s from the cached handshake", answer[0])
                 self._write({"jsonrpc": "2.0", "id": message["id"], "result": answer[1]})
+
+    def _refuse_long(self, start: bytes) -> None:
+        """Answer a line longer than the limit from its ``start`` (its id is read there),
+        then read the rest of it in pieces, holding none: a client's huge frame costs the
+        server no more memory than the limit."""
+        text = start[:ID_SEARCH_CHARS].removeprefix(_BOM).decode("utf-8", errors="replace")
+        with self._lock:
+            self._write(
+                {
+                    "jsonrpc": "2.0",
+                    "id": recovered_id(text),
+                    "error": {
+                        "code": -32600,  # Invalid Request, as HTTP's 413 for a body this big
+                        "message": f"Invalid Request: a message over {self._max_line} bytes "
+                        "(server.max_body_bytes): send a smaller one",
+                    },
+                }
+            )
+        rest = start
+        while rest and not rest.endswith(b"\n"):
+            rest = self._in.readline(ID_SEARCH_CHARS)
+        log.warning("refused an MCP message over %d bytes", self._max_line)
 
     def _early(self, message: dict[str, Any]) -> tuple[str, Any] | None:
         """The cached answer to ``message``, if it is one answered early."""

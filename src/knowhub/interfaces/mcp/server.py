@@ -154,7 +154,7 @@ def serve(settings: Settings, options: ServeOptions, wire: Wire | None = None) -
     if options.transport == "stdio":
         if options.mode == "shared":
             raise ConfigError("--mode shared needs --transport http (one process, many clients)")
-        _serve_stdio(settings, options, wire or Wire(None))
+        _serve_stdio(settings, options, wire or Wire(None, settings.server.max_body_bytes))
     else:
         _serve_http(settings, options)
 
