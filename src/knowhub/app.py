@@ -292,12 +292,13 @@ class App:
         *,
         version: int | None = None,
         confine: Path | None = None,
-        prune_outside: bool = False,
+        prune_renamed: bool = False,
     ) -> IngestReport:
         """Bring the collection's active version (or ``version``) in line with ``paths``,
         embedded and chunked as that version was built; with ``confine``, only files
         resolving inside that folder (a served folder: symlinks leading out are skipped);
-        with ``prune_outside``, a prune removes vanished documents wherever they were."""
+        with ``prune_renamed``, a prune also removes the vanished documents of a folder
+        renamed into ``paths`` (its files found there, its old path gone)."""
         handle = self.collection(collection or self.default_collection(writing=True), version)
         return handle.ingest(
             paths,
@@ -307,7 +308,7 @@ class App:
             prune,
             progress,
             confine=confine,
-            prune_outside=prune_outside,
+            prune_renamed=prune_renamed,
         )
 
     def debug_search(

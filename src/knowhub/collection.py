@@ -103,7 +103,15 @@ class Collection:
         )
 
     def _trace_name(self) -> str:
-        return self._requested or self._app.settings.collection
+        """The collection a trace opens under, before :meth:`_reads` sets what was read: the
+        one asked for, else the default one; a default that cannot be told (the request then
+        fails inside the trace) is traced under the configured name."""
+        if self._requested:
+            return self._requested
+        try:
+            return self.name
+        except KnowhubError:
+            return self._app.settings.collection
 
     # -- search ------------------------------------------------------------------------
 
@@ -244,15 +252,15 @@ class Collection:
         progress: Progress | None = None,
         *,
         confine: Path | None = None,
-        prune_outside: bool = False,
+        prune_renamed: bool = False,
     ) -> IngestReport:
         """Bring this version in line with ``paths`` (see :meth:`knowhub.App.ingest`)."""
         from knowhub.ingest.pipeline import IngestCancelledError, IngestStopped, ingest
         from knowhub.ingest.transforms import transforms_wanted
 
-        name = check_collection_name(self._trace_name())
-        # An unnamed handle reads the default collection but ingests into the configured one,
-        # as `knowhub ingest` with no --collection always has.
+        # An unnamed handle reads the default collection but ingests into the writers'
+        # default (the configured one: an ingest never adds to a collection it guessed).
+        name = check_collection_name(self._requested or self._app.default_collection(writing=True))
         where = self if self._requested else self._app.collection(name, self._version)
         if prune:
             self._unrestricted("pruning", "it would remove documents the caller does not see")
@@ -272,7 +280,7 @@ class Collection:
                     prune=prune,
                     progress=progress,
                     confine=confine,
-                    prune_outside=prune_outside,
+                    prune_renamed=prune_renamed,
                     # Built only when wanted: an LLM configured for answers must not be
                     # required (nor checked) to ingest.
                     llm=self._app.llm if transforms_wanted(where.settings) else None,
@@ -315,7 +323,7 @@ class Collection:
         if len(found) != 1:
             problem = "no document" if not found else f"{len(found)} documents"
             raise QueryError(
-                f"{problem} with hash {doc_hash!r} in collection {self._trace_name()!r}: "
+                f"{problem} with hash {doc_hash!r} in collection {self.name!r}: "
                 "copy doc_hash from a search hit"
             )
         return found[0]

@@ -360,17 +360,23 @@ def test_a_file_reached_through_a_symlinked_folder_is_one_document(
     assert pruned.removed == ["ops/backups.md"]
 
 
-def test_prune_outside_removes_vanished_documents_wherever_they_were(
+def test_prune_renamed_drops_a_renamed_folders_leftovers_and_keeps_other_folders(
     app: App, tmp_path: Path
 ) -> None:
-    write(tmp_path / "old/gone.md", BACKUPS)
-    docs = corpus(tmp_path / "docs")
+    write(tmp_path / "mnt/wiki/gone.md", BACKUPS)
+    write(tmp_path / "old/kept.md", "Deploys go out on Tuesdays.\n")
+    write(tmp_path / "old/deleted.md", "The on-call rota changes on Mondays.\n")
+    app.ingest([tmp_path / "mnt/wiki"])
     app.ingest([tmp_path / "old"])
-    app.ingest([docs])
-    (tmp_path / "old/gone.md").unlink()
-    assert app.ingest([docs], prune=True).removed == []  # a CLI prune stays under its paths
-    # A collection that is one folder's (MCP local mode) drops it wherever it was.
-    assert app.ingest([docs], prune=True, prune_outside=True).removed == ["gone.md"]
+    (tmp_path / "mnt/wiki/gone.md").unlink()  # unmounted: the mount point is left, empty
+    (tmp_path / "old/deleted.md").unlink()
+    (tmp_path / "old").rename(tmp_path / "new")  # `mv old new`, a file deleted meanwhile
+    # A served folder (MCP local mode): what the renamed folder left behind goes with it.
+    report = app.ingest([tmp_path / "new"], prune=True, prune_renamed=True)
+    assert (report.moved, report.removed) == ([("kept.md", "kept.md")], ["deleted.md"])
+    assert sorted(r.source for r in app.documents()) == ["gone.md", "kept.md"]
+    # A CLI prune stays under its paths.
+    assert app.ingest([tmp_path / "new"], prune=True).removed == []
 
 
 def test_each_chunk_is_tokenized_once_and_languages_detected_per_section(

@@ -344,10 +344,16 @@ async def test_a_token_limited_to_one_collection_uses_it_by_default(server: Http
 
 
 async def test_read_only_token_searches_but_cannot_ingest(server: HttpServer) -> None:
+    def refusals() -> float:
+        text = server.get("/metrics", FULL).text
+        return _metric(text, "knowhub_tool_calls_total", tool="ingest", outcome="refused")
+
+    before = refusals()
     async with server.client(token=READER) as client:
         refused = await client.call_tool("ingest", {"path": "more", "collection": "default"})
         assert refused.is_error
         assert "read-only" in _text(refused) and "'reader'" in _text(refused)
+        assert refusals() == before + 1  # counted, as every call's outcome is
         found = _structured(await client.call_tool("query_knowledge_hub", {"query": "refund"}))
         assert found["hits"][0]["source"].endswith("faq.md")
         content = await client.call_tool("get_content", {"chunk_id": found["hits"][0]["chunk_id"]})

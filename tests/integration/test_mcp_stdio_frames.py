@@ -18,13 +18,14 @@ from typing import Any
 
 import pytest
 
-from tests.mcp_raw_stdio import RawStdio, answers_to, request
+from tests.mcp_raw_stdio import PROTOCOL, RawStdio, answers_to, request
 from tests.mcp_stdio_helpers import CORPUS, make_corpus
 
 PARSE, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
 QUERY = "query_knowledge_hub"
 # A search waits for the first sync (however loaded the machine): every one finds the file.
 SYNCED = {"KNOWHUB_SERVER__FIRST_SYNC_WAIT_S": "300"}
+CORPUS_ONE = {"backups.md": CORPUS["backups.md"]}
 
 
 def _call(ident: object, tool: str, arguments: dict[str, Any]) -> str:
@@ -63,6 +64,7 @@ BROKEN = [
     ),
     ('{"jsonrpc": "2.0", "id": 7, "method": 7}', 7, INVALID_REQUEST, '"method"'),
     ('{"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}', 1.5, INVALID_REQUEST, '"id"'),
+    ('{"jsonrpc": "2.0", "\\u0069d": 2.5, "method": "tools/list"}', 2.5, INVALID_REQUEST, '"id"'),
     ('{"jsonrpc": "2.0", "id": null, "method": "tools/list"}', None, INVALID_REQUEST, '"id"'),
     ('{"jsonrpc": "2.0", "id": true, "method": "tools/list"}', None, INVALID_REQUEST, '"id"'),
     ('{"jsonrpc": "2.0", "id": 8}', None, INVALID_REQUEST, '"method"'),
@@ -97,6 +99,29 @@ def test_each_frame_the_sdk_cannot_read_is_answered_and_the_session_goes_on(
         assert after["result"].get("isError") is not True, (n, after)
     assert server.close() == 0, server.stderr()
     assert sum(1 for m in server.received if "error" in m) == len(BROKEN), server.received
+    assert "Traceback" not in server.stderr()
+
+
+# Notifications and responses the SDK cannot read: JSON-RPC answers neither.
+UNANSWERED = [
+    {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"reason": "a\ud800"}},
+    {"jsonrpc": "2.0", "method": "notifications/x", "params": {"a": "\udfff"}},
+    {"jsonrpc": "2.0", "method": "notifications/x", "params": {"a": 1.5, "\ud83d": 1}},
+    {"jsonrpc": "2.0", "id": 77, "result": {"a": "x\ud83d"}},
+    {"jsonrpc": "2.0", "id": "78", "error": {"code": 1, "message": "\ud800"}},
+]
+
+
+def test_a_notification_or_response_the_sdk_cannot_read_gets_no_answer(
+    server: RawStdio,
+) -> None:
+    for n, message in enumerate(UNANSWERED):
+        server.send(json.dumps(message))  # a lone surrogate, as the escape JavaScript writes
+        server.send(_call(f"after {n}", QUERY, {"query": "nightly backup"}))
+        after = server.answer(f"after {n}")  # in order: an answer to the frame came first
+        assert after["result"].get("isError") is not True, (n, after)
+    assert server.close() == 0, server.stderr()
+    assert not [m for m in server.received if "error" in m], server.received
     assert "Traceback" not in server.stderr()
 
 
@@ -228,6 +253,21 @@ class Fuzz:
             message["params"] = params
         self.add(json.dumps(message), "none")
 
+    def unreadable_notification(self) -> None:
+        """A notification, or a response to the server, with a lone surrogate: the SDK
+        cannot read it, and JSON-RPC answers neither."""
+        bad = "x" + self.rng.choice(["\ud800", "\udfff", "\ud83d"])
+        kind = self.rng.randrange(3)
+        message: dict[str, Any] = {"jsonrpc": "2.0"}
+        if kind == 0:
+            message.update(method="notifications/cancelled", params={"reason": bad})
+        else:
+            message["id"] = self.ident()
+            message.update(
+                {"result": {"text": bad}} if kind == 1 else {"error": {"code": 1, "message": bad}}
+            )
+        self.add(json.dumps(message), "none")
+
     def unknown_method(self) -> None:
         ident = self.ident()
         self.add(request(ident, self.rng.choice(["foo/bar", "tools/cal", ""])), "once", ident)
@@ -251,6 +291,7 @@ class Fuzz:
             self.batch,
             self.odd_id,
             self.notification,
+            self.unreadable_notification,
             self.unknown_method,
             self.valid,
         ]
@@ -318,4 +359,92 @@ def test_fuzzed_frames_each_get_exactly_one_answer_and_the_server_goes_on(tmp_pa
     assert cut + answered.count(None) == len(book.either) + book.null
     assert len(answered) == len(book.once) + len(book.either) + book.null
     assert list(answers_to(server.received, "last")) == [last]
+    assert "Traceback" not in server.stderr()
+
+
+# -- the handshake, answered early from the cache (early.py) ---------------------------
+
+
+def _hello(name: str) -> dict[str, Any]:
+    client = {"name": name, "version": "1"}
+    return {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": client}
+
+
+@pytest.fixture
+def warm(tmp_path: Path) -> Path:
+    """A served folder whose data dir holds the handshake cache (a first start filled it)."""
+    root = make_corpus(tmp_path, {"backups.md": CORPUS["backups.md"]})
+    with RawStdio(root, env=SYNCED) as first:
+        first.initialize()
+        first.send(request("tools", "tools/list"))
+        first.answer("tools")
+        assert first.close() == 0, first.stderr()
+    assert list((root / "data" / "cache").glob("mcp-handshake-*.json"))
+    return root
+
+
+def test_an_initialize_the_sdk_cannot_read_is_answered_once_with_a_warm_cache(
+    warm: Path,
+) -> None:
+    with RawStdio(warm, env=SYNCED) as server:
+        server.send(request(1, "initialize", _hello("x\ud83d")))  # half an emoji
+        refused = server.answer(1)
+        assert refused["error"]["code"] == INVALID_PARAMS, refused
+        server.initialize()  # the client's next try is answered, and the session works
+        server.send(request("tools", "tools/list"))
+        assert server.answer("tools")["result"]["tools"]
+        server.send(_call("last", QUERY, {"query": "nightly backup"}))
+        assert server.answer("last")["result"]["structuredContent"]["hits"]
+        assert server.close() == 0, server.stderr()
+    assert list(answers_to(server.received, 1)) == [refused]
+    assert sum(1 for m in server.received if "error" in m) == 1, server.received
+
+
+def test_a_first_line_opening_with_a_byte_order_mark_is_answered(tmp_path: Path) -> None:
+    _bom_first(make_corpus(tmp_path, CORPUS_ONE))
+
+
+def test_a_first_line_opening_with_a_byte_order_mark_is_answered_once_from_the_cache(
+    warm: Path,
+) -> None:
+    _bom_first(warm)
+
+
+def _bom_first(root: Path) -> None:
+    """An initialize after a UTF-8 byte order mark gets one answer, and the session works."""
+    with RawStdio(root, env=SYNCED) as server:
+        server.send(b"\xef\xbb\xbf" + request(1, "initialize", _hello("bom")).encode())
+        hello = server.answer(1)
+        assert hello["result"]["protocolVersion"] == PROTOCOL, hello
+        server.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        server.send(_call("last", QUERY, {"query": "nightly backup"}))
+        assert server.answer("last")["result"]["structuredContent"]["hits"]
+        assert server.close() == 0, server.stderr()
+    assert list(answers_to(server.received, 1)) == [hello]
+    assert not [m for m in server.received if "error" in m], server.received
+
+
+# -- a line longer than server.max_body_bytes --------------------------------------------
+
+LIMIT = 4096
+
+
+def test_a_line_over_the_size_limit_is_refused_and_the_session_goes_on(tmp_path: Path) -> None:
+    root = make_corpus(tmp_path, CORPUS_ONE)
+    env = {**SYNCED, "KNOWHUB_SERVER__MAX_BODY_BYTES": str(LIMIT)}
+    with RawStdio(root, env=env) as server:
+        server.initialize()
+        server.send(_call(41, QUERY, {"query": "backup " * LIMIT}))  # its id comes first
+        big = server.answer(41)
+        assert big["error"]["code"] == INVALID_REQUEST, big
+        assert f"{LIMIT} bytes" in big["error"]["message"], big
+        assert "server.max_body_bytes" in big["error"]["message"], big
+        # 16 MB whose id comes last: read through, never held whole; no id to answer with.
+        server.send('{"jsonrpc": "2.0", "params": {"a": "' + "x" * (16 << 20) + '"}, "id": 42}')
+        server.send(_call("fits", QUERY, {"query": "nightly backup"}))
+        assert server.answer("fits")["result"]["structuredContent"]["hits"]
+        assert server.close() == 0, server.stderr()
+    errors = [m for m in server.received if "error" in m]
+    assert [e["id"] for e in errors] == [41, None], errors
+    assert errors[1]["error"]["code"] == INVALID_REQUEST
     assert "Traceback" not in server.stderr()

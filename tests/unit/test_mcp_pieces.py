@@ -2,23 +2,34 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, Field, ValidationError
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from knowhub import load_settings
 from knowhub.errors import AuthError, ConfigError, KnowhubError, QueryError
 from knowhub.interfaces.cli.serve import parse_duration
+from knowhub.interfaces.index_metrics import IndexSize
 from knowhub.interfaces.listen import bind
+from knowhub.interfaces.mcp.http import build_http_app
 from knowhub.interfaces.mcp.metrics import Metrics
 from knowhub.interfaces.mcp.tools.base import inside_root, tool_errors
 from knowhub.interfaces.mcp.tools.search import _search_markdown, _search_out
 from knowhub.interfaces.mcp.toolserver import invalid_arguments
-from knowhub.interfaces.security import LOCAL_USER, Principal, TokenBook, _matches
+from knowhub.interfaces.security import (
+    LOCAL_USER,
+    PRINCIPAL_KEY,
+    Principal,
+    TokenBook,
+    _matches,
+)
 from knowhub.models import Hit
 
 TOKENS = (
@@ -200,3 +211,38 @@ def test_invalid_arguments_are_listed_without_pydantic_boilerplate() -> None:
     assert invalid_arguments(caught.value).startswith(
         "1 invalid argument: path: Input should be a valid string (given 3)"
     )
+
+
+def test_health_and_metrics_are_worked_out_off_the_event_loop() -> None:
+    # A limited token's /health reads the store (its collections' counts), and so does each
+    # scrape (the index sizes): on the event loop, every other request would wait for it.
+    where: list[str] = []
+
+    def seen() -> None:
+        try:
+            asyncio.get_running_loop()
+            where.append("event loop")
+        except RuntimeError:
+            where.append("worker thread")
+
+    def health(principal: Principal | None) -> dict[str, str]:
+        seen()
+        return {"status": "ok"}
+
+    def sizes() -> list[IndexSize]:
+        seen()
+        return []
+
+    def as_local_user(app: ASGIApp) -> ASGIApp:
+        async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+            await app({**scope, PRINCIPAL_KEY: LOCAL_USER}, receive, send)
+
+        return guarded
+
+    metrics = Metrics()
+    metrics.track_index(sizes)
+    app = build_http_app(routes=[], guard=as_local_user, servers=[], metrics=metrics, health=health)
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        assert client.get("/health").json() == {"status": "ok"}
+        assert client.get("/metrics").status_code == 200
+    assert where == ["worker thread", "worker thread"]

@@ -22,7 +22,7 @@ from knowhub.models import DocumentRecord
 from knowhub.providers.stores.base import Store
 from knowhub.surrogates import escape_surrogates
 
-__all__ = ["Changed", "Integrity", "gone_documents"]
+__all__ = ["Changed", "Integrity", "gone_documents", "renamed_folders"]
 
 
 @dataclass
@@ -114,6 +114,14 @@ def gone_documents(
         if (record.path in passed_over or vanished(record.disk_path))
         and (roots is None or _inside(record.disk_path, roots))
     ]
+
+
+def renamed_folders(moved_from: Collection[str]) -> list[Path]:
+    """The folders among those documents ``moved_from`` that are gone: renamed into the
+    run's paths, so that their documents not found again are gone too. A folder still there
+    (a share unmounted, its mount point left empty; a file copied out of it) is no rename:
+    its documents are kept."""
+    return [Path(folder) for folder in sorted(moved_from) if vanished(folder)]
 
 
 def _inside(path: str, roots: Sequence[Path]) -> bool:

@@ -37,7 +37,7 @@ from knowhub.ingest.embed import EmbedRunner, cache_key
 from knowhub.ingest.extraction import Extraction, run_limits
 from knowhub.ingest.identity import Identities
 from knowhub.ingest.inplace import InPlace
-from knowhub.ingest.integrity import Changed, Integrity, gone_documents
+from knowhub.ingest.integrity import Changed, Integrity, gone_documents, renamed_folders
 from knowhub.ingest.loaders import READ_FORMATS, load, unsupported_reason
 from knowhub.ingest.loaders.budget import Deadline
 from knowhub.ingest.pictures import image_entries
@@ -129,7 +129,7 @@ def ingest(
     prune: bool = False,
     progress: Progress | None = None,
     confine: Path | None = None,
-    prune_outside: bool = False,
+    prune_renamed: bool = False,
     llm: LLM | None = None,
     scope: Scope = UNRESTRICTED,
 ) -> IngestReport:
@@ -138,7 +138,7 @@ def ingest(
     With ``confine`` (a served folder), only files resolving inside it are ingested.
     ``tags`` update each document's stored tags (an empty value removes one); documents
     keep the others. ``prune`` removes documents under ``paths`` whose files are gone; with
-    ``prune_outside`` (a collection that is one folder's) wherever they were. ``llm`` runs
+    ``prune_renamed`` (a served folder), also those of a folder renamed into ``paths``. ``llm`` runs
     the transforms ``ingest.transforms`` turns on. A writer of a data ``scope`` touches only
     documents it sees, and gives none a scope wider than its own.
     """
@@ -171,7 +171,7 @@ def ingest(
     finally:
         run.close()
     if prune:
-        run.prune(None if prune_outside else paths)
+        run.prune([*paths, *renamed_folders(run.moved_from)] if prune_renamed else paths)
     if store.version(run.cid) != version:
         _refreshed(store, run.cid)
     run.report.seconds = time.perf_counter() - started
@@ -256,6 +256,7 @@ class _Run:
             settings.chunking.size, settings.chunking.overlap, settings.chunking.unit
         )
         self.passed_over: set[str] = set()  # paths discovery skipped: pruned like gone files
+        self.moved_from: set[str] = set()  # the folders of the documents that moved
         self.window: deque[_Pending] = deque()
         # Documents in flight: enough to keep every worker busy, few enough to bound memory.
         self.max_window = 2 * max(1, settings.embedder.workers or (os.cpu_count() or 1)) + 2
@@ -537,6 +538,7 @@ class _Run:
         source = pending.record.source
         if pending.previous is not None:
             self.report.moved.append((pending.previous.source, source))
+            self.moved_from.add(pending.previous.folder)
             return
         outcomes = {
             "added": self.report.added,

@@ -16,7 +16,11 @@ __all__ = ["ask", "flagged_lines", "render_answer", "where"]
 
 @click.command()
 @click.argument("question")
-@click.option("--collection", "-c", help="Collection to answer from (default: 'default').")
+@click.option(
+    "--collection",
+    "-c",
+    help="Collection to answer from (default: the configured one; unset, the only one there is).",
+)
 @click.option("--filter", "filters", multiple=True, metavar="KEY=VALUE", help="Metadata filter.")
 @click.option("--stream", is_flag=True, help="Print the answer as it is generated.")
 @click.option(

@@ -20,7 +20,11 @@ def collections(obj: CliContext, as_json: bool) -> None:
 
 
 @click.command()
-@click.option("--collection", "-c", help="Collection (default: 'default').")
+@click.option(
+    "--collection",
+    "-c",
+    help="Collection (default: the configured one; unset, the only one there is).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def docs(obj: CliContext, collection: str | None, as_json: bool) -> None:

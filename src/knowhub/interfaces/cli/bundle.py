@@ -35,7 +35,11 @@ def verify(obj: CliContext, collection: str | None, fix: bool, as_json: bool) ->
 
 @click.command("export")
 @click.argument("out", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--collection", "-c", help="Collection to export (default: 'default').")
+@click.option(
+    "--collection",
+    "-c",
+    help="Collection to export (default: the configured one; unset, the only one there is).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
 @click.pass_obj
 def export_command(obj: CliContext, out: Path, collection: str | None, as_json: bool) -> None:

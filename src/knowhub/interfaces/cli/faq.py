@@ -19,7 +19,11 @@ def faq() -> None:
 
 @faq.command("import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--collection", "-c", help="Collection (default: 'default').")
+@click.option(
+    "--collection",
+    "-c",
+    help="Collection (default: the configured one; unset, the only one there is).",
+)
 @click.pass_obj
 def import_faq(obj: CliContext, files: tuple[Path, ...], collection: str | None) -> None:
     """Load FAQ FILES: CSV/TSV with question and answer columns, JSON [{question, answer}],
@@ -32,7 +36,11 @@ def import_faq(obj: CliContext, files: tuple[Path, ...], collection: str | None)
 
 
 @faq.command("list")
-@click.option("--collection", "-c", help="Collection (default: 'default').")
+@click.option(
+    "--collection",
+    "-c",
+    help="Collection (default: the configured one; unset, the only one there is).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def list_faq(obj: CliContext, collection: str | None, as_json: bool) -> None:
@@ -51,7 +59,11 @@ def list_faq(obj: CliContext, collection: str | None, as_json: bool) -> None:
 
 @faq.command("remove")
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--collection", "-c", help="Collection (default: 'default').")
+@click.option(
+    "--collection",
+    "-c",
+    help="Collection (default: the configured one; unset, the only one there is).",
+)
 @click.pass_obj
 def remove_faq(obj: CliContext, file: Path, collection: str | None) -> None:
     """Remove the FAQ entries imported from FILE."""

@@ -28,7 +28,11 @@ __all__ = ["ingest", "remove"]
 
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--collection", "-c", help="Collection to ingest into (default: 'default').")
+@click.option(
+    "--collection",
+    "-c",
+    help="Collection to ingest into (default: the configured one, 'default' unless set).",
+)
 @click.option(
     "--tag",
     "tags",
@@ -104,7 +108,11 @@ def ingest(
 
 @click.command()
 @click.argument("path_or_doc_hash")
-@click.option("--collection", "-c", help="Collection (default: 'default').")
+@click.option(
+    "--collection",
+    "-c",
+    help="Collection (default: the configured one; unset, the only one there is).",
+)
 @click.option(
     "--all-matches", is_flag=True, help="Remove every document a doc-hash prefix matches."
 )

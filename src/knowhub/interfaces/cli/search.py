@@ -14,7 +14,11 @@ __all__ = ["search"]
 @click.command()
 @click.argument("query")
 @click.option("-k", "--top-k", type=int, help="Number of hits (1-100, default 5).")
-@click.option("--collection", "-c", help="Collection to search (default: 'default').")
+@click.option(
+    "--collection",
+    "-c",
+    help="Collection to search (default: the configured one; unset, the only one there is).",
+)
 @click.option("--filter", "filters", multiple=True, metavar="KEY=VALUE", help="Metadata filter.")
 @click.option("--min-score", type=float, help="Drop hits whose relevance (0-1) is below this.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of hits.")

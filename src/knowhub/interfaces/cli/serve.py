@@ -103,7 +103,7 @@ def serve_mcp(
         from knowhub.interfaces.mcp.early import Wire, handshake_file
 
         key = (Path(settings.data_dir).resolve(), docs.resolve(), read_only, obj.config)
-        wire = Wire(handshake_file(Path(settings.data_dir), *key))
+        wire = Wire(handshake_file(Path(settings.data_dir), *key), settings.server.max_body_bytes)
     from knowhub.interfaces.mcp.server import ServeOptions
     from knowhub.interfaces.mcp.server import serve as run
 

@@ -29,7 +29,11 @@ if TYPE_CHECKING:  # annotations only: `--help`, `--version` and the other comma
 
 __all__ = ["versions"]
 
-_COLLECTION = click.option("--collection", "-c", help="Collection (default: 'default').")
+_COLLECTION = click.option(
+    "--collection",
+    "-c",
+    help="Collection (default: the configured one; unset, the only one there is).",
+)
 
 
 @click.group()

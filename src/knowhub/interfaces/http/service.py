@@ -115,11 +115,11 @@ class Service:
         principal.check_read(resolved)
         return resolved
 
-    def default_name(self, principal: Principal, *, writing: bool = False) -> str:
+    def default_name(self, principal: Principal) -> str:
         """What a form preselects: :meth:`collection`'s default for ``principal``; "" when
         it must name one (a token limited to several, none of them the configured one)."""
         try:
-            return self.collection(principal, None, writing=writing)
+            return self.collection(principal, None)
         except KnowhubError:
             return ""
 

@@ -28,16 +28,22 @@ import hashlib
 import json
 import logging
 import os
+import re
 import secrets
 import threading
 from collections import deque
 from pathlib import Path
 from typing import Any
 
+from knowhub.interfaces.mcp.rpcid import ID_SEARCH_CHARS, recovered_id
+
 __all__ = ["Wire", "handshake_file"]
 
 log = logging.getLogger("knowhub.mcp")
 
+_BOM = b"\xef\xbb\xbf"
+# A surrogate escape, \uD800 to \uDFFF: paired (an emoji) or not, such a line goes to the SDK.
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 # The private id of the SDK's second tools/list: no client can have picked it.
 CHECK_ID = f"knowhub-tools-check-{secrets.token_hex(8)}"
 _FORMAT = 1
@@ -55,8 +61,9 @@ def handshake_file(data_dir: Path, *key: object) -> Path:
 class Wire:
     """stdin/stdout as the MCP stdio transport: early answers, then the SDK's streams."""
 
-    def __init__(self, cache: Path | None) -> None:
+    def __init__(self, cache: Path | None, max_line_bytes: int) -> None:
         self._cache = cache
+        self._max_line = max_line_bytes  # server.max_body_bytes, as over HTTP
         self._known = _read(cache)  # {"initialize": {version: result}, "tools": {...}}
         self._lock = threading.Condition()
         self._lines: deque[bytes | None] = deque()  # for the SDK; None: the client left
@@ -78,8 +85,11 @@ class Wire:
 
     def _read_all(self) -> None:
         try:
-            for line in self._in:
-                self._route(line)
+            while line := self._in.readline(self._max_line + 1):
+                if len(line) > self._max_line and not line.endswith(b"\n"):
+                    self._refuse_long(line)
+                else:
+                    self._route(line)
         except OSError as exc:  # stdin or stdout gone: the SDK must still see the end
             log.warning("MCP stdio: %s", exc)
         finally:
@@ -88,8 +98,14 @@ class Wire:
                 self._lock.notify_all()
 
     def _route(self, line: bytes) -> None:
-        # Only the two handshake requests are read here; the SDK parses every message.
-        message = _parsed(line) if b'"initialize"' in line or b'"tools/list"' in line else None
+        # A byte order mark (some Windows clients write one first) is no part of the message:
+        # the SDK's parser would refuse the line, and its id would be lost.
+        line = line.removeprefix(_BOM)
+        # Only the two handshake requests are read here; the SDK parses every message. One
+        # the SDK cannot take (a surrogate escape that may be unpaired: refused by
+        # frames.py after the replay) is not answered early: it would be answered twice.
+        handshake = b'"initialize"' in line or b'"tools/list"' in line
+        message = _parsed(line) if handshake and not _SURROGATE.search(line) else None
         with self._lock:
             answer = self._early(message) if message is not None and not self._handed else None
             if message is not None and answer is None:
@@ -104,6 +120,28 @@ class Wire:
                     self._early_tools = answer[1]
                 log.debug("answered %s from the cached handshake", answer[0])
                 self._write({"jsonrpc": "2.0", "id": message["id"], "result": answer[1]})
+
+    def _refuse_long(self, start: bytes) -> None:
+        """Answer a line longer than the limit from its ``start`` (its id is read there),
+        then read the rest of it in pieces, holding none: a client's huge frame costs the
+        server no more memory than the limit."""
+        text = start[:ID_SEARCH_CHARS].removeprefix(_BOM).decode("utf-8", errors="replace")
+        with self._lock:
+            self._write(
+                {
+                    "jsonrpc": "2.0",
+                    "id": recovered_id(text),
+                    "error": {
+                        "code": -32600,  # Invalid Request, as HTTP's 413 for a body this big
+                        "message": f"Invalid Request: a message over {self._max_line} bytes "
+                        "(server.max_body_bytes): send a smaller one",
+                    },
+                }
+            )
+        rest = start
+        while rest and not rest.endswith(b"\n"):
+            rest = self._in.readline(ID_SEARCH_CHARS)
+        log.warning("refused an MCP message over %d bytes", self._max_line)
 
     def _early(self, message: dict[str, Any]) -> tuple[str, Any] | None:
         """The cached answer to ``message``, if it is one answered early."""
@@ -228,7 +266,7 @@ class _SdkStdin:
 
     def readline(self) -> str:
         # Imported on the first read, by the SDK's reader: the SDK is loaded by then.
-        from knowhub.interfaces.mcp.frames import refusal
+        from knowhub.interfaces.mcp.frames import DROP, refusal
 
         while True:
             line = self._wire.next_line()
@@ -239,6 +277,9 @@ class _SdkStdin:
                 answer = None
             if answer is None:
                 return line
+            if answer == DROP:  # a notification or a response: JSON-RPC answers neither
+                log.info("dropped a message the SDK cannot read: %s", line.rstrip()[:300])
+                continue
             log.info("answered a frame the SDK cannot read: %s", answer.rstrip()[:300])
             self._wire.send_line(answer)
 

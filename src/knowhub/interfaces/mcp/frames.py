@@ -16,19 +16,21 @@ Each is answered here as JSON-RPC 2.0 and the SDK's streamable HTTP transport do
 * -32602 Invalid params: a lone surrogate in ``params`` (the path to it is named).
 
 The ``id`` is the frame's own when it has one a client could wait on, null otherwise. A
-blank line is no message and gets no answer.
+blank line is no message and gets no answer; nor does a notification or a response (to a
+request of the server's) the SDK cannot read (JSON-RPC answers neither): it is dropped,
+and logged.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from mcp_types import JSONRPCNotification, jsonrpc_message_adapter
 from pydantic import ValidationError
 
 from knowhub.checks import unpaired_surrogate
+from knowhub.interfaces.mcp.rpcid import echoable, recovered_id, sdk_id
 
 __all__ = ["INVALID_PARAMS", "INVALID_REQUEST", "PARSE_ERROR", "refusal"]
 
@@ -42,9 +44,14 @@ BATCH = (
 Answer = dict[str, Any] | list[dict[str, Any]]
 
 
+DROP = ""
+"""What :func:`refusal` gives for a line the SDK cannot read that must not be answered."""
+
+
 def refusal(line: str) -> str | None:
     """The line to answer ``line`` with when the SDK cannot take it as the message it is;
-    None when it can (or when it is blank)."""
+    :data:`DROP` when it cannot and no answer is due; None when it can (or when it is
+    blank)."""
     line = line.rstrip("\r\n")  # inside a string cut short, the newline would be the error
     if not line.strip():
         return None
@@ -52,13 +59,16 @@ def refusal(line: str) -> str | None:
         message = jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValidationError as exc:  # not JSON, or not JSON-RPC
         answer = _refused(line, _reason(exc))
+        if answer is None:
+            return DROP
     else:
         # An "id" the SDK cannot take makes a request a notification to it: never answered.
-        if not isinstance(message, JSONRPCNotification) or '"id"' not in line:
+        # The key may be written with escapes ("\u0069d"): the parse tells.
+        if not isinstance(message, JSONRPCNotification) or not ('"id"' in line or "\\u" in line):
             return None
         answer = _odd_id(line)
-    if answer is None:
-        return None
+        if answer is None:
+            return None
     return json.dumps(answer, separators=(",", ":")) + "\n"
 
 
@@ -67,7 +77,7 @@ def _refused(line: str, reason: str) -> Answer | None:
         parsed = json.loads(line)
     except (ValueError, RecursionError) as exc:
         why = "nesting too deep" if isinstance(exc, RecursionError) else str(exc)
-        return _error(_recovered_id(line), PARSE_ERROR, f"Parse error: {why}; {ONE_A_LINE}")
+        return _error(recovered_id(line), PARSE_ERROR, f"Parse error: {why}; {ONE_A_LINE}")
     if isinstance(parsed, list):
         return _batch(parsed)
     if not isinstance(parsed, dict):
@@ -76,6 +86,8 @@ def _refused(line: str, reason: str) -> Answer | None:
     wrong = _what_is_wrong(parsed)
     if wrong is not None:
         return _error(ident, INVALID_REQUEST, f"Invalid Request: {wrong}")
+    if "id" not in parsed or "method" not in parsed:  # a notification, or a response
+        return None
     # Python's parser read it whole, the SDK's did not: a lone surrogate, or deep nesting.
     if problem := unpaired_surrogate(parsed.get("params"), "params"):
         return _error(ident, INVALID_PARAMS, f"Invalid params: {problem}")
@@ -105,7 +117,7 @@ def _what_is_wrong(message: dict[str, Any]) -> str | None:
     if "method" in message:
         if not isinstance(message["method"], str):
             return '"method" must be a string'
-        if "id" in message and not _sdk_id(message["id"]):
+        if "id" in message and not sdk_id(message["id"]):
             return _ID
         if message.get("params") is not None and not isinstance(message["params"], dict):
             return '"params" must be an object (MCP passes parameters by name)'
@@ -131,52 +143,11 @@ def _batch(items: list[Any]) -> Answer | None:
     return errors or None
 
 
-def _sdk_id(value: object) -> bool:
-    """An id the SDK takes: an integer or a string."""
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
 def _id_of(message: dict[str, Any]) -> Any:
     """The id to answer a request (a message with a method) with: its own, when it is a
     string or a finite number; null otherwise (a response's id is ours, not the client's)."""
     ident = message.get("id") if "method" in message else None
-    return ident if _echoable(ident) else None
-
-
-def _echoable(value: object) -> bool:
-    return _sdk_id(value) or (isinstance(value, float) and math.isfinite(value))
-
-
-def _recovered_id(text: str) -> Any:
-    """The top-level id of a frame that is not JSON as a whole, when it comes before the
-    break: each key and value is read in turn until the id, or until one cannot be."""
-    decoder = json.JSONDecoder()
-    at = _skip(text, 0)
-    if not text.startswith("{", at):
-        return None
-    at += 1
-    while True:
-        try:
-            key, at = decoder.raw_decode(text, _skip(text, at))
-            at = _skip(text, at)
-            if not text.startswith(":", at):
-                return None
-            value, at = decoder.raw_decode(text, _skip(text, at + 1))
-        except (ValueError, RecursionError):
-            return None
-        at = _skip(text, at)
-        # Only a value something follows is whole: "12" at the break may be cut from "123".
-        if not text.startswith((",", "}"), at):
-            return None
-        if key == "id":
-            return value if _echoable(value) else None
-        at += 1
-
-
-def _skip(text: str, at: int) -> int:
-    while at < len(text) and text[at] in " \t\r\n":
-        at += 1
-    return at
+    return ident if echoable(ident) else None
 
 
 def _reason(exc: ValidationError) -> str:

@@ -12,6 +12,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
@@ -50,11 +51,15 @@ def build_http_app(
 ) -> ASGIApp:
     """Starlette app: ``routes`` plus /health and /metrics, every MCP server's lifespan."""
 
+    # Each in a worker thread: a limited token's counts and the index sizes read the store,
+    # which must not hold the event loop (every other request) meanwhile.
     async def health_route(request: Request) -> Response:
-        return JSONResponse(health(request.scope.get(PRINCIPAL_KEY)))
+        principal = request.scope.get(PRINCIPAL_KEY)
+        return JSONResponse(await anyio.to_thread.run_sync(health, principal))
 
     async def metrics_route(request: Request) -> Response:
-        body = metrics.render(request.scope.get(PRINCIPAL_KEY))
+        principal = request.scope.get(PRINCIPAL_KEY)
+        body = await anyio.to_thread.run_sync(metrics.render, principal)
         return Response(body, media_type="text/plain; version=0.0.4")
 
     @asynccontextmanager

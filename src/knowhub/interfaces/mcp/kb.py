@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from knowhub.app import App
 from knowhub.config import Settings
 from knowhub.default_collection import folder_collection
+from knowhub.errors import ConfigError
 from knowhub.ingest.progress import IngestProgress, Progress
 from knowhub.providers.embedders.base import Embedder
 from knowhub.scope import UNRESTRICTED, Scope
@@ -63,19 +64,28 @@ class KnowledgeBase:
         # Replaced whole (never mutated), so a reader in another thread sees one state.
         self._indexing: Indexing | None = None
         self._collection: str | None = None
+        self._ambiguous: str | None = None  # why folder_collection could not tell
         self._collection_lock = threading.Lock()
 
     @property
     def collection(self) -> str:
         """The collection the served folder is indexed into, found on first use (it reads
-        the store: not on the server's start, which answers the handshake first).
+        every collection's records: not on the server's start, which answers the handshake
+        first, and once, whatever it finds).
 
         Raises:
             ConfigError: several collections index the folder and none is configured.
         """
         with self._collection_lock:
+            if self._collection is None and self._ambiguous is None:
+                try:
+                    self._collection = folder_collection(
+                        self.reader.store, self.settings, self.root
+                    )
+                except ConfigError as exc:
+                    self._ambiguous = str(exc)
             if self._collection is None:
-                self._collection = folder_collection(self.reader.store, self.settings, self.root)
+                raise ConfigError(str(self._ambiguous))
             return self._collection
 
     @cached_property
@@ -89,7 +99,7 @@ class KnowledgeBase:
         tags: Mapping[str, str] | None = None,
         prune: bool = False,
         progress: Progress | None = None,
-        prune_outside: bool = False,
+        prune_renamed: bool = False,
         scope: Scope = UNRESTRICTED,
     ) -> IngestReport:
         """Ingest into ``collection`` under the write lock; a caller's data ``scope`` limits
@@ -118,7 +128,7 @@ class KnowledgeBase:
                     prune=prune,
                     progress=track,
                     confine=self.root,
-                    prune_outside=prune_outside,
+                    prune_renamed=prune_renamed,
                 )
             finally:
                 self._indexing = None

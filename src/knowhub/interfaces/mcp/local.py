@@ -63,13 +63,14 @@ class LocalService:
             self.ready.set()
 
     def sync(self) -> None:
-        # The collection is this folder's: a document whose file is gone, even from outside
-        # it (the folder was renamed and not every file found again), goes too.
+        # A document whose file is gone goes, and so does one of a folder renamed to this
+        # one and not found again here; another folder's (a collection of several, one of
+        # them unmounted) are kept.
         report = self.kb.ingest(
             [self.docs],
             self.kb.collection,
             prune=True,
-            prune_outside=True,
+            prune_renamed=True,
             progress=self._progress(),
         )
         self.metrics.record_ingest(report)

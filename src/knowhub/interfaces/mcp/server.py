@@ -86,8 +86,8 @@ class ServeOptions:
     allow_unauthenticated: bool = False
 
 
-def _server(name: str) -> ToolServer:
-    return ToolServer(name, instructions=INSTRUCTIONS, version=version("knowhub"))
+def _server(name: str, metrics: Metrics) -> ToolServer:
+    return ToolServer(name, instructions=INSTRUCTIONS, version=version("knowhub"), metrics=metrics)
 
 
 def build_local(
@@ -99,7 +99,7 @@ def build_local(
     async def resolve(ctx: Context) -> AsyncIterator[Target]:
         yield Target(service.kb, principal_of(ctx), service.docs, "local")
 
-    server = _server("knowhub")
+    server = _server("knowhub", metrics)
     server.add_groups(*_data_tools(resolve, settings, metrics, options.read_only, drain))
     return server, service
 
@@ -126,9 +126,9 @@ def build_shared(
         finally:
             registry.release(session_id)
 
-    data = _server("knowhub")
+    data = _server("knowhub", metrics)
     data.add_groups(*_data_tools(resolve, settings, metrics, options.read_only, drain))
-    control = _server("knowhub-control")
+    control = _server("knowhub-control", metrics)
     control.add_groups(ControlTools(registry, options.read_only))
     return data, control, registry
 
@@ -154,7 +154,7 @@ def serve(settings: Settings, options: ServeOptions, wire: Wire | None = None) -
     if options.transport == "stdio":
         if options.mode == "shared":
             raise ConfigError("--mode shared needs --transport http (one process, many clients)")
-        _serve_stdio(settings, options, wire or Wire(None))
+        _serve_stdio(settings, options, wire or Wire(None, settings.server.max_body_bytes))
     else:
         _serve_http(settings, options)
 

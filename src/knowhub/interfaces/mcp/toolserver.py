@@ -4,8 +4,13 @@
 it may call: a read-only token no ``ingest`` (nor shared mode's ``register`` and
 ``unregister``), a token limited to sessions or with a data scope none of shared mode's
 control tools. Calling a tool one is not offered is a tool error saying why: the same
-check, made once here, before any tool runs. Arguments that fail validation are told
-plainly (:func:`invalid_arguments`).
+check, made once here, before any tool runs, and counted as the ``refused`` outcome of
+``knowhub_tool_calls_total``. Arguments that fail validation are told plainly
+(:func:`invalid_arguments`).
+
+The per-caller list overrides the SDK's private ``MCPServer._handle_list_tools`` (the SDK
+offers no stable hook; its middleware is provisional): tests/unit/test_mcp_toolserver.py
+fails if an SDK release moves it.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ from mcp_types import CallToolResult, InputRequiredResult, ListToolsResult, Pagi
 from pydantic import ValidationError
 
 from knowhub.checks import unpaired_surrogate
-from knowhub.interfaces.mcp.tools.base import Refusal, Tool, ToolGroup
+from knowhub.interfaces.mcp.metrics import Metrics
+from knowhub.interfaces.mcp.tools.base import Refusal, Tool, ToolGroup, anyone
 from knowhub.interfaces.security import LOCAL_USER, PRINCIPAL_KEY, Principal
 
 __all__ = ["ToolServer", "invalid_arguments", "principal_of"]
@@ -50,9 +56,10 @@ class ToolServer(MCPServer):
     agent's context that teaches it nothing about the fix.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, metrics: Metrics, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._refusals: dict[str, Refusal] = {}
+        self._metrics = metrics
 
     def add_groups(self, *groups: ToolGroup) -> None:
         """Register every tool of ``groups``, in order, with the SDK's ``add_tool``, and who
@@ -84,10 +91,20 @@ class ToolServer(MCPServer):
         offered = [t for t in listed.tools if self.refusal(t.name, principal) is None]
         return listed.model_copy(update={"tools": offered})
 
+    def _refused(self, tool: str, context: Context[Any, Any] | None) -> str | None:
+        """Why the caller of ``context`` may not call ``tool``; a tool that checks its caller
+        is refused when there is none to check (a call from outside a request)."""
+        if self._refusals.get(tool, anyone) is anyone:
+            return None
+        if context is None:
+            return f"{tool} checks its caller, and this call has none: call it in a request"
+        return self.refusal(tool, principal_of(context))
+
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
-        if context is not None and (refused := self.refusal(name, principal_of(context))):
+        if refused := self._refused(name, context):
+            self._metrics.tool_calls.labels(name, "refused").inc()
             raise ToolError(refused)
         try:
             return await super().call_tool(name, arguments, context)

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import watchfiles
 
+from knowhub.errors import KnowhubError
+
 __all__ = ["FolderWatcher"]
 
 log = logging.getLogger("knowhub.mcp")
@@ -51,6 +53,8 @@ class FolderWatcher:
                 log.info("%d change(s) under %s: re-indexing", len(changes), self.folder)
                 try:
                     self._sync()
+                except KnowhubError as exc:  # it says what and the fix: no traceback
+                    log.warning("re-indexing %s: %s", self.folder, exc)
                 except Exception:  # a watcher thread must outlive one bad sync
                     log.exception(
                         "re-indexing %s failed; will retry on the next change", self.folder

@@ -198,7 +198,9 @@ async def _form(service: Service, principal: Principal) -> dict[str, Any]:
     names, default = await service.run(
         lambda: (
             readable_names(service.app_for(principal), principal),
-            service.default_name(principal, writing=True),
+            # What the read pages use (the only collection there is, say): the form names
+            # it, so the upload goes where the user has been reading.
+            service.default_name(principal),
         )
     )
     opts = service.settings.server

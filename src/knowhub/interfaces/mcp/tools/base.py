@@ -140,7 +140,7 @@ class Target:
                 kb.settings,
                 self.principal.collections,
                 writing=writing,
-                served=kb.collection,
+                served=lambda: kb.collection,
             )
         )
         self.principal.check_read(resolved)
