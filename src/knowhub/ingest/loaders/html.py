@@ -48,6 +48,9 @@ _BLOCKS = frozenset(
     }
 )
 _LISTS = ["ul", "ol"]
+# Laid out apart from the text around them (blocks, rows, cells): where an element's text
+# crosses one's edge, words are parted (a layout table's cells, a list item's paragraphs).
+_APART = _BLOCKS | {"td", "th", "tr", "thead", "tbody", "tfoot", "center", "hgroup", "menu"}
 _CONTAINERS = _BLOCKS - {*_HEADINGS, *_PARAGRAPHS, *_LISTS, "li", "pre", "table", "hr"}
 _META_CHARSET = re.compile(rb"<meta[^>]+charset\s*=\s*[\"']?\s*([\w.:-]+)", re.IGNORECASE)
 _SNIFF_BYTES = 4096
@@ -185,28 +188,55 @@ def _leading_strings(tag: Tag, nodes: int) -> Iterator[tuple[str | None, bool]]:
 
 def _text(tag: Tag, lists: list[Tag] | None = None) -> str:
     """``tag.get_text()``, each ``<br>`` a line break (none where the source breaks the line
-    there too, so that the file's lines stay counted); walked from a stack, no element
-    changed. With ``lists``, the item ``tag``'s own nested lists (not those inside a deeper
-    item) are left out of the text and added to ``lists``, in order."""
+    there too, so that the file's lines stay counted), and a space where the text crosses
+    the edge of an element laid out apart (:data:`_APART`) with none beside it (inline
+    markup joins: ``<b>fo</b>o`` is "foo"); walked from a stack, no element changed. With
+    ``lists``, the item ``tag``'s own nested lists (not those inside a deeper item) are left
+    out of the text and added to ``lists``, in order."""
     from bs4.element import CData, NavigableString, Tag
 
     if tag.name == "br":
         return _line_break(tag)
-    texts: list[str] = []
-    stack: list[tuple[PageElement, bool]] = [(child, False) for child in reversed(tag.contents)]
+    words = _Words()
+    # None: the end of an element laid out apart.
+    stack: list[tuple[PageElement | None, bool]] = [(c, False) for c in reversed(tag.contents)]
     while stack:
         node, in_item = stack.pop()
-        if isinstance(node, Tag):
+        if node is None:
+            words.apart = True
+        elif isinstance(node, Tag):
             if node.name == "br":
-                texts.append(_line_break(node))
+                words.add(_line_break(node))
             elif lists is not None and node.name in _LISTS and not in_item:
                 lists.append(node)
+                words.apart = True
             else:
+                if node.name in _APART:
+                    words.apart = True
+                    stack.append((None, in_item))
                 inner = in_item or node.name == "li"
                 stack += [(child, inner) for child in reversed(node.contents)]
         elif type(node) in (NavigableString, CData):  # what get_text() reads
-            texts.append(str(node))
-    return "".join(texts)
+            words.add(str(node))
+    return "".join(words.texts)
+
+
+class _Words:
+    """Text pieces, parted by a space where an edge of an element laid out apart lies
+    between two of them and neither has whitespace there (none added before the first, so
+    the file lines of the text's start stay counted)."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.apart = False  # an edge passed since the last piece
+
+    def add(self, text: str) -> None:
+        if not text:
+            return
+        if self.apart and self.texts and not (self.texts[-1][-1].isspace() or text[0].isspace()):
+            self.texts.append(" ")
+        self.apart = False
+        self.texts.append(text)
 
 
 def _line_break(line_break: Tag) -> str:
