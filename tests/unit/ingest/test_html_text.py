@@ -44,5 +44,13 @@ def test_html_inline_markup_does_not_split_words(write: Writer) -> None:
 
 
 def test_html_code_keeps_its_spacing(write: Writer) -> None:
-    page = "<pre><span>def</span> f():\n    <b>return</b> 1</pre>"
-    assert _text(write, page) == "```\ndef f():\n    return 1\n```"
+    page = "<pre><span>def</span> f():\n    <b>return</b> 1<div>2</div></pre>"
+    assert _text(write, page) == "```\ndef f():\n    return 1 2\n```"
+
+
+def test_html_inline_elements_holding_blocks_keep_their_words_apart(write: Writer) -> None:
+    """Old pages leave each ``<a name=…>`` open before its section: the section's blocks
+    are the link's, and the link's edges lie between them and the next section's."""
+    page = "".join(f"<a name=t{n}><h2>T {n}</h2><p>text {n}" for n in range(2))
+    page += "</a><div>word<center>Title</center>more</div>"
+    assert _text(write, page) == "T 0 text 0 T 1 text 1\n\nword Title more"

@@ -186,20 +186,24 @@ def _leading_strings(tag: Tag, nodes: int) -> Iterator[tuple[str | None, bool]]:
             yield str(node), in_link
 
 
-def _text(tag: Tag, lists: list[Tag] | None = None) -> str:
+def _text(tag: Tag, lists: list[Tag] | None = None, *, edges: bool = False) -> str:
     """``tag.get_text()``, each ``<br>`` a line break (none where the source breaks the line
     there too, so that the file's lines stay counted), and a space where the text crosses
     the edge of an element laid out apart (:data:`_APART`) with none beside it (inline
     markup joins: ``<b>fo</b>o`` is "foo"); walked from a stack, no element changed. With
     ``lists``, the item ``tag``'s own nested lists (not those inside a deeper item) are left
-    out of the text and added to ``lists``, in order."""
+    out of the text and added to ``lists``, in order. With ``edges``, such an edge at the
+    start or end of the text (``tag``'s own, if laid out apart) is a space there too: the
+    text is joined to its neighbours' (an inline element among a container's loose text)."""
     from bs4.element import CData, NavigableString, Tag
 
     if tag.name == "br":
         return _line_break(tag)
-    words = _Words()
+    words = _Words(edges)
     # None: the end of an element laid out apart.
-    stack: list[tuple[PageElement | None, bool]] = [(c, False) for c in reversed(tag.contents)]
+    stack: list[tuple[PageElement | None, bool]] = (
+        [(tag, False)] if edges else [(child, False) for child in reversed(tag.contents)]
+    )
     while stack:
         node, in_item = stack.pop()
         if node is None:
@@ -218,25 +222,36 @@ def _text(tag: Tag, lists: list[Tag] | None = None) -> str:
                 stack += [(child, inner) for child in reversed(node.contents)]
         elif type(node) in (NavigableString, CData):  # what get_text() reads
             words.add(str(node))
-    return "".join(words.texts)
+    return words.text()
 
 
 class _Words:
     """Text pieces, parted by a space where an edge of an element laid out apart lies
-    between two of them and neither has whitespace there (none added before the first, so
-    the file lines of the text's start stay counted)."""
+    between two of them and neither has whitespace there; before the first piece and after
+    the last only with ``edges`` (else the file lines of the text's start stay counted as
+    the callers count them, and a ``<pre>``'s code is kept as it is)."""
 
-    def __init__(self) -> None:
+    def __init__(self, edges: bool) -> None:
         self.texts: list[str] = []
         self.apart = False  # an edge passed since the last piece
+        self.edges = edges
 
     def add(self, text: str) -> None:
         if not text:
             return
-        if self.apart and self.texts and not (self.texts[-1][-1].isspace() or text[0].isspace()):
+        if self.apart and self._spaceless_end() and not text[0].isspace():
             self.texts.append(" ")
         self.apart = False
         self.texts.append(text)
+
+    def text(self) -> str:
+        if self.edges and self.apart and self.texts and self._spaceless_end():
+            self.texts.append(" ")
+        return "".join(self.texts)
+
+    def _spaceless_end(self) -> bool:
+        """Whether the pieces so far end in no whitespace (none so far: with ``edges``)."""
+        return not self.texts[-1][-1].isspace() if self.texts else self.edges
 
 
 def _line_break(line_break: Tag) -> str:
@@ -334,7 +349,7 @@ def _blocks(root: Tag, check_time: Callable[[], None]) -> Iterator[_Block]:
             level.inline.add(str(child))
             level.newlines += child.count("\n") if type(child) is NavigableString else 0
         elif isinstance(child, Tag) and child.name not in _BLOCKS:
-            text = _text(child)
+            text = _text(child, edges=True)
             level.inline.add(text, child.sourceline)
             level.newlines += text.count("\n")
         elif isinstance(child, Tag) and child.name in _CONTAINERS:
