@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from knowhub.ingest.loaders.common import Limits, loader_error, pick_title
+from knowhub.ingest.loaders.common import Limits, pick_title
 from knowhub.ingest.loaders.encoding import decode_document
-from knowhub.ingest.loaders.html_tree import MAX_DEPTH, TooDeepError, parse_html
+from knowhub.ingest.loaders.html_tree import MAX_DEPTH, parse_html
 from knowhub.ingest.loaders.markdown import (
     escape_markdown,
     heading_title,
@@ -48,6 +48,9 @@ _BLOCKS = frozenset(
     }
 )
 _LISTS = ["ul", "ol"]
+# Laid out apart from the text around them (blocks, rows, cells): where an element's text
+# crosses one's edge, words are parted (a layout table's cells, a list item's paragraphs).
+_APART = _BLOCKS | {"td", "th", "tr", "thead", "tbody", "tfoot", "center", "hgroup", "menu"}
 _CONTAINERS = _BLOCKS - {*_HEADINGS, *_PARAGRAPHS, *_LISTS, "li", "pre", "table", "hr"}
 _META_CHARSET = re.compile(rb"<meta[^>]+charset\s*=\s*[\"']?\s*([\w.:-]+)", re.IGNORECASE)
 _SNIFF_BYTES = 4096
@@ -82,9 +85,12 @@ def load_html(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         The document, titled by ``<title>``, else its first heading, else its stem;
         its ``line_map`` gives the file lines of each paragraph, item and code block.
 
+        A page nesting elements deeper than a browser nests them
+        (:data:`~knowhub.ingest.loaders.html_tree.MAX_DEPTH`) is read flat from there, with
+        a warning.
+
     Raises:
-        LoaderError: the page nests elements deeper than a browser shows them nested
-            (:data:`~knowhub.ingest.loaders.html_tree.MAX_DEPTH`), or its time is up.
+        LoaderError: its time is up.
     """
     declared = _META_CHARSET.search(data[:_SNIFF_BYTES])
     charset = declared[1].decode("ascii") if declared else None
@@ -93,14 +99,12 @@ def load_html(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
     def check_time() -> None:
         limits.deadline.check(path, "while reading its HTML")
 
-    try:
-        soup = parse_html(markup, check_time)
-    except TooDeepError as exc:
-        raise loader_error(
-            path,
-            f"{exc}: no page meant for reading nests so deep (browsers stop nesting at "
-            f"{MAX_DEPTH}); close its elements, or convert it to text",
-        ) from exc
+    soup, flat_from = parse_html(markup, check_time)
+    if flat_from is not None:
+        warnings += (
+            f"{path}: nests elements more than {MAX_DEPTH} deep from line {flat_from}: deeper "
+            "ones were read as if at that depth",
+        )
     page_title = soup.title.get_text() if soup.title is not None else None
     _remove(soup, lambda tag: tag.name in _NOISE)
     _remove(soup, _is_navigation)  # link bars: they match every query about their pages
@@ -182,30 +186,72 @@ def _leading_strings(tag: Tag, nodes: int) -> Iterator[tuple[str | None, bool]]:
             yield str(node), in_link
 
 
-def _text(tag: Tag, lists: list[Tag] | None = None) -> str:
+def _text(tag: Tag, lists: list[Tag] | None = None, *, edges: bool = False) -> str:
     """``tag.get_text()``, each ``<br>`` a line break (none where the source breaks the line
-    there too, so that the file's lines stay counted); walked from a stack, no element
-    changed. With ``lists``, the item ``tag``'s own nested lists (not those inside a deeper
-    item) are left out of the text and added to ``lists``, in order."""
+    there too, so that the file's lines stay counted), and a space where the text crosses
+    the edge of an element laid out apart (:data:`_APART`) with none beside it (inline
+    markup joins: ``<b>fo</b>o`` is "foo"); walked from a stack, no element changed. With
+    ``lists``, the item ``tag``'s own nested lists (not those inside a deeper item) are left
+    out of the text and added to ``lists``, in order. With ``edges``, such an edge at the
+    start or end of the text (``tag``'s own, if laid out apart) is a space there too: the
+    text is joined to its neighbours' (an inline element among a container's loose text)."""
     from bs4.element import CData, NavigableString, Tag
 
     if tag.name == "br":
         return _line_break(tag)
-    texts: list[str] = []
-    stack: list[tuple[PageElement, bool]] = [(child, False) for child in reversed(tag.contents)]
+    words = _Words(edges)
+    # None: the end of an element laid out apart.
+    stack: list[tuple[PageElement | None, bool]] = (
+        [(tag, False)] if edges else [(child, False) for child in reversed(tag.contents)]
+    )
     while stack:
         node, in_item = stack.pop()
-        if isinstance(node, Tag):
+        if node is None:
+            words.apart = True
+        elif isinstance(node, Tag):
             if node.name == "br":
-                texts.append(_line_break(node))
+                words.add(_line_break(node))
             elif lists is not None and node.name in _LISTS and not in_item:
                 lists.append(node)
+                words.apart = True
             else:
+                if node.name in _APART:
+                    words.apart = True
+                    stack.append((None, in_item))
                 inner = in_item or node.name == "li"
                 stack += [(child, inner) for child in reversed(node.contents)]
         elif type(node) in (NavigableString, CData):  # what get_text() reads
-            texts.append(str(node))
-    return "".join(texts)
+            words.add(str(node))
+    return words.text()
+
+
+class _Words:
+    """Text pieces, parted by a space where an edge of an element laid out apart lies
+    between two of them and neither has whitespace there; before the first piece and after
+    the last only with ``edges`` (else the file lines of the text's start stay counted as
+    the callers count them, and a ``<pre>``'s code is kept as it is)."""
+
+    def __init__(self, edges: bool) -> None:
+        self.texts: list[str] = []
+        self.apart = False  # an edge passed since the last piece
+        self.edges = edges
+
+    def add(self, text: str) -> None:
+        if not text:
+            return
+        if self.apart and self._spaceless_end() and not text[0].isspace():
+            self.texts.append(" ")
+        self.apart = False
+        self.texts.append(text)
+
+    def text(self) -> str:
+        if self.edges and self.apart and self.texts and self._spaceless_end():
+            self.texts.append(" ")
+        return "".join(self.texts)
+
+    def _spaceless_end(self) -> bool:
+        """Whether the pieces so far end in no whitespace (none so far: with ``edges``)."""
+        return not self.texts[-1][-1].isspace() if self.texts else self.edges
 
 
 def _line_break(line_break: Tag) -> str:
@@ -303,7 +349,7 @@ def _blocks(root: Tag, check_time: Callable[[], None]) -> Iterator[_Block]:
             level.inline.add(str(child))
             level.newlines += child.count("\n") if type(child) is NavigableString else 0
         elif isinstance(child, Tag) and child.name not in _BLOCKS:
-            text = _text(child)
+            text = _text(child, edges=True)
             level.inline.add(text, child.sourceline)
             level.newlines += text.count("\n")
         elif isinstance(child, Tag) and child.name in _CONTAINERS:
