@@ -127,8 +127,8 @@ class CharBudget:
         self.path = path
         self.limit = limits.max_chars
         self.used = 0
-        # Every loader counts its text here as it goes: where a slow one (a large
-        # workbook, say) is stopped once the file's time is up.
+        # The loaders of structured files (Office, JSON, tables, scans) count their text
+        # here as they go: where a slow one (a large workbook) stops once the time is up.
         self.deadline = limits.deadline
 
     def spend(self, text: str) -> str:
