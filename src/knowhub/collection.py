@@ -258,10 +258,7 @@ class Collection:
         from knowhub.ingest.pipeline import IngestCancelledError, IngestStopped, ingest
         from knowhub.ingest.transforms import transforms_wanted
 
-        # An unnamed handle reads the default collection but ingests into the writers'
-        # default (the configured one: an ingest never adds to a collection it guessed).
-        name = check_collection_name(self._requested or self._app.default_collection(writing=True))
-        where = self if self._requested else self._app.collection(name, self._version)
+        name, where = self._written()
         if prune:
             self._unrestricted("pruning", "it would remove documents the caller does not see")
         with self._app.traced("ingest", name, preview(" ".join(map(str, paths)))) as trace:
@@ -295,14 +292,22 @@ class Collection:
             record_ingest(trace, report)
         return report
 
+    def _written(self) -> tuple[str, Collection]:
+        """The collection an ingest through this handle writes to, and its handle: an
+        unnamed handle reads the default collection but ingests into the writers' default
+        (the configured one: an ingest never adds to a collection it guessed)."""
+        if self._requested:
+            return check_collection_name(self._requested), self
+        name = check_collection_name(self._app.default_collection(writing=True))
+        return name, self._app.collection(name, self._version)
+
     def failed_files(self) -> list[FailedFile]:
         """Files that failed to load into the collection :meth:`ingest` writes to, not read
         again until they or the settings change (``knowhub ingest --failed``)."""
         from knowhub.ingest.deadletters import failed_files
 
         self._unrestricted("listing the files that failed", "a failed file has no scope")
-        name = check_collection_name(self._trace_name())
-        where = self if self._requested else self._app.collection(name, self._version)
+        _, where = self._written()
         cid = self._app.store.collection_id(where.target.physical)
         return [] if cid is None else failed_files(self._app.store, cid)
 

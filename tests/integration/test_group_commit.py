@@ -6,6 +6,7 @@ and chunking the next files overlaps it.
 
 from __future__ import annotations
 
+import errno
 import sqlite3
 import threading
 from concurrent.futures import CancelledError
@@ -19,6 +20,7 @@ from knowhub import App
 from knowhub.config import Settings
 from knowhub.ingest import pipeline
 from knowhub.ingest.embed import EmbedRunner, abort_all
+from knowhub.ingest.pipeline import IngestCancelledError
 from knowhub.models import Chunk, DocumentRecord
 from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.stores.base import DocumentWrite
@@ -108,6 +110,32 @@ def test_an_ingest_commits_each_document_whole_with_a_failing_one_among_them(
     sources = {Path(r.source).name for r in app.store.records(cid)}
     assert sources == {f"doc{n}.md" for n in range(6) if n != 3}  # doc3's rows rolled back
     assert all(v == 0 for v in app.store.integrity_report().values())
+    app.store.close()
+
+
+def test_a_full_disk_stops_the_run_counting_the_documents_its_group_did_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # doc3's write hits ENOSPC after doc0-2 of its group were written (each in a savepoint
+    # of its own): the run stops, and the report keeps those three as written, not "not done".
+    docs, app = small_docs(tmp_path, 6)
+    real = SQLiteStore._write
+
+    def full_at_doc3(self: SQLiteStore, db: Any, cid: int, w: DocumentWrite, *built: Any) -> None:
+        if w.record.source.endswith("doc3.md"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(self, db, cid, w, *built)
+
+    monkeypatch.setattr(SQLiteStore, "_write", full_at_doc3)
+    with pytest.raises(IngestCancelledError, match="is full") as stopped:
+        app.ingest([docs])
+    report = stopped.value.report
+    cid = app.store.collection_id("default")
+    assert cid is not None
+    written = sorted(Path(r.source).name for r in app.store.records(cid))
+    assert written == [f"doc{n}.md" for n in range(6) if n != 3]  # one commit, doc3 left out
+    assert sorted(Path(s).name for s in report.added) == written
+    assert not {Path(s).name for s in report.not_done} & set(written), report.not_done
     app.store.close()
 
 

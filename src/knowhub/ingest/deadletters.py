@@ -61,7 +61,7 @@ class FailedFile:
         """The reason a run gives for passing it over."""
         return (
             f"skipped as previously failed ({self.failed_at}; read again once the file or the "
-            f"settings change): {self.reason}"
+            f"settings change; to retry it as it is, touch it): {self.reason}"
         )
 
 
@@ -90,8 +90,7 @@ class DeadLetters:
     def held(self, candidate: Candidate) -> FailedFile | None:
         """The failure to report instead of reading ``candidate`` again: the file and the
         settings are as they were when it failed."""
-        key = escape_surrogates(candidate.path)
-        known = self.known.get(key)
+        known = self.known.get(escape_surrogates(candidate.path))
         if known is None or known.settings != self.digest:
             return None
         try:
@@ -106,10 +105,13 @@ class DeadLetters:
         """``candidate`` is read this run: its old failure, if any, no longer holds."""
         self.done.add(escape_surrogates(candidate.path))
 
-    def failure(self, changed: Changed, reason: str) -> None:
-        """The file of ``changed`` failed to load, for ``reason``."""
-        self.failed[changed.key] = FailedFile(
-            changed.key,
+    def failure(self, candidate: Candidate, changed: Changed, reason: str) -> None:
+        """``candidate``'s file (read as ``changed``) failed to load, for ``reason``."""
+        # Keyed by the path it was found at, as :meth:`held` and :meth:`read` look it up
+        # (``changed.key`` is the document's path, another spelling for a moved file).
+        key = escape_surrogates(candidate.path)
+        self.failed[key] = FailedFile(
+            key,
             changed.source,
             changed.stat.st_size,
             changed.stat.st_mtime_ns,

@@ -361,6 +361,7 @@ class _Run:
             return None
         if (held := self.dead_letters.held(candidate)) is not None:
             self.report.failed.append((escape_surrogates(candidate.source), held.skipped()))
+            self._rescoped(candidate)  # as for a file failing again: the run's tags apply
             return None
         self.dead_letters.read(candidate)
         changed = self.integrity.check(candidate)
@@ -371,7 +372,7 @@ class _Run:
             return self._chunk(path, changed)
         except LoaderError as exc:  # the file's fault: not read again until it changes
             if not isinstance(exc, OcrUnavailableError):
-                self.dead_letters.failure(changed, str(exc))
+                self.dead_letters.failure(candidate, changed, str(exc))
             raise
 
     def _chunk(self, path: Path, changed: Changed) -> _Pending:
@@ -504,17 +505,20 @@ class _Run:
             errors = replace_documents(self.store, self.cid, [write for _, write in group])
         except Exception as exc:  # the commit failed (disk full…): none of them is written
             errors = [exc] * len(group)
-        for error in errors:
-            self._stop_if_disk_full(error, writing=True)
         for (pending, _), error in zip(group, errors, strict=True):
-            if error is None:
+            if error is None:  # first: a run the disk stops below still counts them written
                 self._report_written(pending)
                 self.report.chunks += len(pending.chunks)
                 self.report.embedded += len(pending.missing)  # vectors encoded and stored
                 self.report.cached += len(pending.chunks) - len(pending.missing)
                 self.runner.release(pending.futures)
                 self.tracker.file_done(pending.record.source)
-            elif isinstance(error, (KnowhubError, OSError)):
+        for error in errors:
+            self._stop_if_disk_full(error, writing=True)
+        for (pending, _), error in zip(group, errors, strict=True):
+            if error is None:
+                continue
+            if isinstance(error, (KnowhubError, OSError)):
                 self._failed(pending, _reason(error))
             else:
                 self._failed(pending, f"unexpected {type(error).__name__}: {error}")

@@ -8,6 +8,7 @@ tests see where reading stopped, never how long it took."""
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,42 @@ def test_a_large_page_not_parsed_in_time_fails_naming_max_seconds_per_file(
         f"{path}: not read within ingest.max_seconds_per_file (1e-06 s) (stopped while "
         "reading its HTML): split the file, or raise the limit (0: none)"
     )
+
+
+def _docx() -> bytes:
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph("Snapshots run every six hours.")
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+def _xlsx() -> bytes:
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    book.active.append(["job", "every"])
+    book.active.append(["backup", "6h"])
+    buffer = io.BytesIO()
+    book.save(buffer)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("settings.json", lambda: b'{"backups": {"every": "six hours"}}'),
+        ("notes.docx", _docx),
+        ("jobs.xlsx", _xlsx),
+    ],
+)
+def test_a_structured_document_stops_once_the_files_time_is_up(
+    name: str, data: Callable[[], bytes], tmp_path: Path
+) -> None:
+    # Its loader counts the text as it goes (CharBudget): where a large workbook or
+    # document is stopped, rather than once it has been read whole.
+    message = _failure(tmp_path / name, data(), Limits(deadline=Deadline(1e-6)))
+    assert message.startswith(f"{tmp_path / name}: not read within ingest.max_seconds_per_file")
+    assert "(stopped after " in message and " characters)" in message

@@ -182,6 +182,11 @@ def test_an_image_without_text_or_not_an_image_fails_with_its_reason(tmp_path: P
         load(tmp_path / "blank.png", blank_png(400, 300))
     with pytest.raises(LoaderError, match="is not a readable image"):
         load(tmp_path / "fake.jpg", b"\xff\xd8\xff\xe0 this is not a JPEG at all")
+    with pytest.raises(LoaderError, match="is not a readable image") as noise:
+        load(tmp_path / "noise.png", b"no picture at all")
+    # What it means, not Pillow's "cannot identify image file <_io.BytesIO object at 0x…>".
+    assert "its bytes are of no image format knowhub reads" in str(noise.value)
+    assert "BytesIO" not in str(noise.value)
     truncated = table_png(ROWS)[:400]
     with pytest.raises(LoaderError, match="is not a readable image"):
         load(tmp_path / "cut.png", truncated)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from knowhub.errors import LoaderError, OcrUnavailableError
-from knowhub.ingest.loaders.budget import Deadline
+from knowhub.ingest.loaders.budget import Deadline, over_time
 from knowhub.ingest.loaders.figures import ImageOptions
 from knowhub.ingest.loaders.ocr import OcrOptions
 from knowhub.models import LoadedDocument
@@ -127,6 +127,9 @@ class CharBudget:
         self.path = path
         self.limit = limits.max_chars
         self.used = 0
+        # The loaders of structured files (Office, JSON, tables, scans) count their text
+        # here as they go: where a slow one (a large workbook) stops once the time is up.
+        self.deadline = limits.deadline
 
     def spend(self, text: str) -> str:
         """Count ``text`` and return it.
@@ -141,11 +144,13 @@ class CharBudget:
         """Count ``chars`` more characters.
 
         Raises:
-            LoaderError: the text so far is over the limit.
+            LoaderError: the text so far is over the limit, or the file's time is up.
         """
         self.used += chars
         if self.used > self.limit:
             raise too_much_text(self.path, self.limit)
+        if self.deadline.passed():
+            raise over_time(self.path, self.deadline.seconds, f"after {self.used:,} characters")
 
 
 def pick_title(path: Path, *candidates: str | None) -> str:

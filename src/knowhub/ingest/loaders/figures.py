@@ -173,7 +173,12 @@ class Figures:
     def _describe(
         self, sha: str, stored: bytes, mime: str, picture: Any, alt: str
     ) -> tuple[str, str]:
-        """The picture's description and what gave it: ``vision``, ``ocr`` or ``alt``."""
+        """The picture's description and what gave it: ``vision``, ``ocr`` or ``alt``.
+
+        Raises:
+            LoaderError: the file's time (``ingest.max_seconds_per_file``) is up.
+        """
+        self.ocr.deadline.check(self.path, "while describing its pictures")
         if self.options.caption is not None:
             try:
                 return self.options.caption(sha, stored, mime), "vision"
@@ -194,6 +199,9 @@ class Figures:
                 warnings.simplefilter("ignore")
                 text = self.ocr.read(page_image(picture))
         except (OcrError, *_UNREADABLE) as exc:
+            # Out of time, every picture left would fail the same way, each paying for
+            # Tesseract's layout analysis first: the file fails instead.
+            self.ocr.deadline.check(self.path, "while reading its pictures")
             log.debug("%s: OCR of a picture failed: %s", self.path, exc)
             return ""
         words = len(_WORD_CHAR.findall(text))

@@ -183,8 +183,14 @@ def _too_large(path: Path, what: str, limit: int) -> LoaderError:
 
 
 def _unreadable(path: Path, exc: BaseException) -> LoaderError:
+    # Pillow's "cannot identify image file <_io.BytesIO object at 0x…>" names our buffer,
+    # not the file: what it means is said instead.
+    from PIL import UnidentifiedImageError
+
+    unknown = isinstance(exc, UnidentifiedImageError)
+    why = "its bytes are of no image format knowhub reads" if unknown else str(exc)
     return loader_error(
         path,
-        f"is not a readable image ({exc}): it may be corrupt, truncated or not the format "
+        f"is not a readable image ({why}): it may be corrupt, truncated or not the format "
         "its extension says; re-save it as PNG or JPEG",
     )

@@ -144,10 +144,26 @@ class SessionRegistry:
         """Every session → (record, loaded, chunks: counted if loaded, else as stored)."""
         with self._lock:
             current = list(self._sessions.values())
-        return [
-            (s.record, s.kb is not None, s.kb.chunks() if s.kb else s.record.chunks)
-            for s in current
-        ]
+        return [(s.record, *self._counted(s)) for s in current]
+
+    def _counted(self, session: _Session) -> tuple[bool, int | None]:
+        """Whether ``session`` is loaded, and its chunks (as stored when it is not)."""
+        kb = session.kb
+        if kb is None:
+            return False, session.record.chunks
+        try:
+            return True, kb.chunks()
+        except Exception:
+            if not self._reaped(session, kb):
+                raise
+            return False, session.record.chunks  # counted by the unload, on its way out
+
+    @staticmethod
+    def _reaped(session: _Session, kb: KnowledgeBase) -> bool:
+        """Whether ``kb`` failed for being unloaded (its store closed) since it was read: the
+        idle reaper does not wait for a `list` or a scrape, which never hold a session."""
+        with session.lock:  # an unload in progress ends first
+            return session.kb is not kb
 
     # -- data plane ------------------------------------------------------------
 
@@ -181,9 +197,15 @@ class SessionRegistry:
         rows = []
         for session in list(self._sessions.values()):
             kb = session.kb
-            if kb is not None:
-                for c in kb.reader.collections():
-                    rows.append(IndexSize.of(c, session.record.session_id))
+            if kb is None:
+                continue
+            try:
+                collections = kb.reader.collections()
+            except Exception:
+                if not self._reaped(session, kb):
+                    raise
+                continue  # unloaded meanwhile: not a loaded session's index any more
+            rows += [IndexSize.of(c, session.record.session_id) for c in collections]
         return rows
 
     def loaded_count(self) -> int:
