@@ -221,12 +221,12 @@ async def test_the_ingest_tool_reports_a_file_that_failed_before_with_its_reason
     tmp_path: Path,
 ) -> None:
     async with local(tmp_path) as client:
-        deep = write(tmp_path / "docs" / "deep.html", "<div>" * 600 + "Deep." + "</div>" * 600)
-        first, _ = await ok(client, "ingest", path="deep.html", collection="pages")
+        deep = write(tmp_path / "docs" / "deep.json", "[" * 5000 + "]" * 5000)
+        first, _ = await ok(client, "ingest", path="deep.json", collection="pages")
         [failed] = first["failed"]
-        assert failed["reason"].startswith(f"{deep}: nests elements more than 512 deep")
-        again, text = await ok(client, "ingest", path="deep.html", collection="pages")
-        assert again["failed"] == [{"source": "deep.html", "reason": again["failed"][0]["reason"]}]
+        assert failed["reason"].startswith(f"{deep}: nests arrays and objects deeper than")
+        again, text = await ok(client, "ingest", path="deep.json", collection="pages")
+        assert again["failed"] == [{"source": "deep.json", "reason": again["failed"][0]["reason"]}]
         reason = again["failed"][0]["reason"]
         assert reason.startswith("skipped as previously failed (")
         assert reason.endswith(failed["reason"]) and failed["reason"] in text
