@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from knowhub.ingest.loaders.common import Limits, pick_title
+from knowhub.ingest.loaders.common import Limits, loader_error, pick_title
 from knowhub.ingest.loaders.encoding import decode_document
-from knowhub.ingest.loaders.html_tree import MAX_DEPTH, parse_html
+from knowhub.ingest.loaders.html_tree import MAX_DEPTH, TooDeepError, parse_html
 from knowhub.ingest.loaders.markdown import (
     escape_markdown,
     heading_title,
@@ -85,12 +85,9 @@ def load_html(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         The document, titled by ``<title>``, else its first heading, else its stem;
         its ``line_map`` gives the file lines of each paragraph, item and code block.
 
-        A page nesting elements deeper than a browser nests them
-        (:data:`~knowhub.ingest.loaders.html_tree.MAX_DEPTH`) is read flat from there, with
-        a warning.
-
     Raises:
-        LoaderError: its time is up.
+        LoaderError: the page nests elements deeper than a browser shows them nested
+            (:data:`~knowhub.ingest.loaders.html_tree.MAX_DEPTH`), or its time is up.
     """
     declared = _META_CHARSET.search(data[:_SNIFF_BYTES])
     charset = declared[1].decode("ascii") if declared else None
@@ -99,12 +96,14 @@ def load_html(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
     def check_time() -> None:
         limits.deadline.check(path, "while reading its HTML")
 
-    soup, flat_from = parse_html(markup, check_time)
-    if flat_from is not None:
-        warnings += (
-            f"{path}: nests elements more than {MAX_DEPTH} deep from line {flat_from}: deeper "
-            "ones were read as if at that depth",
-        )
+    try:
+        soup = parse_html(markup, check_time)
+    except TooDeepError as exc:
+        raise loader_error(
+            path,
+            f"{exc}: no page meant for reading nests so deep (browsers stop nesting at "
+            f"{MAX_DEPTH}); close its elements, or convert it to text",
+        ) from exc
     page_title = soup.title.get_text() if soup.title is not None else None
     _remove(soup, lambda tag: tag.name in _NOISE)
     _remove(soup, _is_navigation)  # link bars: they match every query about their pages

@@ -6,24 +6,22 @@ so such a list came out with each item nested inside the one before, and bs4 pay
 each string parsed after an end tag walks every open element above it. So a valid page of
 thousands of such items, or one built to nest (200,000 ``<div>``), cost time quadratic in its
 size. Here elements are closed where a browser closes them (the HTML Standard's tree
-construction, simplified: :data:`_IMPLIED_ENDS`), so optional end tags nest nothing, nor
-do links left open (``<a name=…>`` before each section of old pages). Past :data:`MAX_DEPTH`
-elements are read flat, as Chromium reads them: one that would nest deeper closes the one at
-that depth and takes its place, so what follows is all read, at no cost of the depth. That
-is ten times the depth of the deepest of 2,016 documentation pages measured (54, see
-docs/decisions.md).
+construction, simplified: :data:`_IMPLIED_ENDS`), so optional end tags nest nothing, nor do
+links left open, and a page that still nests deeper than :data:`MAX_DEPTH` is refused at that
+element, with its line: ten times the depth of the deepest of 2,016 documentation pages
+measured (54, see docs/decisions.md), and where Chromium's parser stops nesting elements.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from bs4 import BeautifulSoup
 
-__all__ = ["MAX_DEPTH", "ParsedPage", "parse_html"]
+__all__ = ["MAX_DEPTH", "TooDeepError", "parse_html"]
 
 MAX_DEPTH = 512
 # How often (in elements) the parse asks whether the file's time is up.
@@ -65,30 +63,34 @@ _IMPLIED_ENDS: dict[str, tuple[_Rule, ...]] = {
     "option": ((frozenset({"option"}), _SCOPE | {"select", "datalist"}),),
     "optgroup": ((frozenset({"option", "optgroup"}), _SCOPE | {"select"}),),
     # A new link closes the open one (the Standard's "adoption agency", simplified: what is
-    # open inside the old link closes with it); <nobr> likewise.
+    # open inside the old link closes with it); <nobr> likewise. Old pages leave each
+    # <a name=…> open before its section: 600 sections nested 600 deep.
     "a": ((frozenset({"a"}), _IN_SCOPE),),
     "nobr": ((frozenset({"nobr"}), _IN_SCOPE),),
 }
 
 
-class ParsedPage(NamedTuple):
-    """A page's tree, and the line from which it was read flat (``None``: nowhere)."""
+class TooDeepError(Exception):
+    """The page nests elements deeper than :data:`MAX_DEPTH`, at ``line``."""
 
-    soup: BeautifulSoup
-    flat_from: int | None
+    def __init__(self, line: int | None) -> None:
+        super().__init__(f"nests elements more than {MAX_DEPTH} deep (at line {line})")
+        self.line = line
 
 
-def parse_html(markup: str, check_time: Callable[[], None] | None = None) -> ParsedPage:
-    """The page's tree, optional end tags closed as a browser closes them, and no element
-    deeper than :data:`MAX_DEPTH` (one that would be is read at that depth).
+def parse_html(markup: str, check_time: Callable[[], None] | None = None) -> BeautifulSoup:
+    """The page's tree, optional end tags closed as a browser closes them.
 
     Args:
         markup: the page.
         check_time: called every few thousand elements; raises to stop the parse (the
             file's time is up).
+
+    Raises:
+        TooDeepError: the page nests elements deeper than :data:`MAX_DEPTH`.
     """
-    soup = _soup_class()(markup + _END, check_time)
-    return ParsedPage(soup, soup.flat_from)
+    soup: BeautifulSoup = _soup_class()(markup + _END, check_time)
+    return soup
 
 
 @cache
@@ -100,19 +102,14 @@ def _soup_class() -> type[Any]:
         def __init__(self, markup: str, check_time: Callable[[], None] | None) -> None:
             self.check_time = check_time  # set first: the parse runs inside __init__
             self.started = 0
-            self.flat_from: int | None = None
             super().__init__(markup, "html.parser")
 
         def handle_starttag(self, name: str, *args: Any, **kwargs: Any) -> Any:
             self.endData()  # text before the tag belongs to the element it was in
             for rule in _IMPLIED_ENDS.get(name, ()):
                 _close_nearest(self, *rule)
-            if len(self.tagStack) > MAX_DEPTH:  # the document itself is tagStack[0]
-                # One pop is enough: nothing deeper is ever open. Each element is popped once, so
-                # the page costs no more for its depth.
-                self.popTag()
-                if self.flat_from is None:
-                    self.flat_from = kwargs.get("sourceline") or 1
+            if len(self.tagStack) > MAX_DEPTH:
+                raise TooDeepError(kwargs.get("sourceline"))
             self.started += 1
             if self.check_time is not None and self.started % _CHECK_EVERY == 0:
                 self.check_time()
