@@ -48,7 +48,7 @@ _TRIES = 5  # compare-and-set rounds before giving up (another run writing the l
 class FailedFile:
     """A file that failed to load, as the store keeps it."""
 
-    path: str  # the file, as the store knows it (its key)
+    path: str  # the file, at the path a run found it (surrogates escaped)
     source: str  # as reports name it
     size: int
     mtime_ns: int

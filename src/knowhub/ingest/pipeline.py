@@ -303,6 +303,7 @@ class _Run:
                 note = "not read again; its new tags and scope were applied to what was indexed"
                 self.report.warnings.append((candidate.source, f"{candidate.source}: {note}"))
         except (KnowhubError, OSError) as exc:
+            self._stop_if_disk_full(exc, writing=True)  # as any other write to the store
             self.report.failed.append((candidate.source, _reason(exc)))
 
     def _not_scanned(

@@ -8,6 +8,7 @@ tests see where reading stopped, never how long it took."""
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from PIL import Image
 from knowhub.errors import LoaderError
 from knowhub.ingest.loaders import Limits, OcrOptions, load
 from knowhub.ingest.loaders.budget import Deadline
+from knowhub.ingest.loaders.ocr import Ocr
+from tests.helpers import WAIT_S
 from tests.scans import image_pdf, scanned_page
 
 EN = "Nightly backups of the billing database are kept for 35 days in two regions."
@@ -84,6 +87,39 @@ def test_a_scan_not_read_in_time_fails_naming_max_seconds_per_file(
         f"at page 1 of {PAGES}): split the file, or raise the limit (0: none)"
     )
     assert seen == []
+
+
+class _EndsWithTheOcr(Deadline):
+    """A deadline that passes as the OCR of a page returns (Tesseract, handed the time
+    left, returns right at the deadline)."""
+
+    def __init__(self) -> None:
+        super().__init__(WAIT_S)
+        self.ended = False
+
+    def passed(self) -> bool:
+        return self.ended
+
+
+@pytest.mark.parametrize("name", ["fax.tif", "scan.pdf"])
+def test_a_scan_whose_ocr_ends_at_the_deadline_fails_naming_its_page(
+    name: str,
+    tiff: bytes,
+    pages: list[Image.Image],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The failure says at which page, not "after 0 characters" (counting that page's text).
+    deadline = _EndsWithTheOcr()
+
+    def read_until_the_deadline(self: Ocr, image: object) -> str:
+        deadline.ended = True
+        return EN
+
+    monkeypatch.setattr(Ocr, "read", read_until_the_deadline)
+    data = tiff if name.endswith(".tif") else image_pdf(pages)
+    message = _failure(tmp_path / name, data, Limits(deadline=deadline))
+    assert re.search(rf"\(stopped at page [1-{PAGES}] of {PAGES}\)", message), message
 
 
 def test_a_large_page_not_parsed_in_time_fails_naming_max_seconds_per_file(

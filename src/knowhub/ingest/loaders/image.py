@@ -111,8 +111,11 @@ def _read_pages(
                 raise too_many_scans(path, f"{count} pages", ocr.options.max_pages)
             pages = []
             for number, frame in enumerate(ImageSequence.Iterator(image), start=1):
-                ocr.deadline.check(path, f"at page {number} of {count}")
-                pages.append(budget.spend(_read_frame(path, frame, number, count, ocr)))
+                where = f"at page {number} of {count}"
+                ocr.deadline.check(path, where)
+                text = _read_frame(path, frame, number, count, ocr)
+                ocr.deadline.check(path, where)  # its OCR ended at the deadline: say so
+                pages.append(budget.spend(text))
                 if on_page is not None:
                     on_page(number, count)
                 if number >= count:

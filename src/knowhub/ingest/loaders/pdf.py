@@ -223,8 +223,11 @@ def _read_pages(
     pages: list[str] = []
 
     def settle() -> None:
-        reader.in_time(waiting[0].number, count)  # a scan stopped by the deadline fails
-        pages.append(budget.spend(_settled(waiting.popleft(), reader.scans, on_page, count)))
+        number = waiting[0].number
+        reader.in_time(number, count)  # a scan stopped by the deadline fails
+        text = _settled(waiting.popleft(), reader.scans, on_page, count)
+        reader.in_time(number, count)  # its OCR ended at the deadline: say at which page
+        pages.append(budget.spend(text))
 
     try:
         for number in range(1, count + 1):

@@ -162,6 +162,8 @@ class SessionRegistry:
     def _reaped(session: _Session, kb: KnowledgeBase) -> bool:
         """Whether ``kb`` failed for being unloaded (its store closed) since it was read: the
         idle reaper does not wait for a `list` or a scrape, which never hold a session."""
+        if session.kb is not kb:  # unloaded (or reloaded) already: no wait on a reload
+            return True
         with session.lock:  # an unload in progress ends first
             return session.kb is not kb
 
