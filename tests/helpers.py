@@ -119,8 +119,9 @@ def embedder_plugin(root: Path, name: str, source: str) -> str:
 
 
 # An embedder plugin (install it with embedder_plugin) that holds an ingest until the test
-# opens a gate: the hashing embedder, one passage per batch, every batch after the first
-# waiting for the file GATE_FILE names.
+# opens a gate: the hashing embedder, holding the batches HELD_TEXT is in (unset: every batch
+# after the first) until the file GATE_FILE names exists. HELD_BATCH passages a batch (1),
+# in worker processes when HELD_PARALLEL is 1.
 HELD_EMBEDDER = '''
 import os
 import time
@@ -130,21 +131,27 @@ from knowhub.providers.embedders.hashing import HashingEmbedder
 
 
 class HeldEmbedder(HashingEmbedder):
-    """The hashing embedder, one passage per batch, holding every batch after the first
-    until the test creates GATE_FILE: a build that stays in progress until it is killed."""
+    """The hashing embedder, holding batches until the test creates GATE_FILE: a build or
+    an ingest that stays in progress until it is stopped."""
 
     def __init__(self):
         super().__init__(64)
         self.model_id = "held-64"
-        self.batch_size = 1
+        self.batch_size = int(os.environ.get("HELD_BATCH", "1"))
+        self.parallel = os.environ.get("HELD_PARALLEL") == "1"
         self.batches = 0
 
+    def _held(self, texts):
+        text = os.environ.get("HELD_TEXT")
+        if text:
+            return any(text in passage for passage in texts)
+        self.batches += 1
+        return self.batches > 1
+
     def _encode(self, texts, is_query):
-        if not is_query:
-            self.batches += 1
-            gate = Path(os.environ["GATE_FILE"])
+        if not is_query and self._held(texts):
             deadline = time.monotonic() + 120
-            while self.batches > 1 and not gate.exists():
+            while not Path(os.environ["GATE_FILE"]).exists():
                 if time.monotonic() > deadline:
                     raise RuntimeError("the test never opened the gate")
                 time.sleep(0.01)

@@ -14,51 +14,20 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.helpers import WAIT_S, cli_env, die_with, embedder_plugin, sigint_default, spawned, write
+from tests.helpers import WAIT_S, cli_env, die_with, held_embedder, sigint_default, spawned, write
 from tests.mcp_helpers import wait_until
 
 SECTIONS = 1280  # 20 batches of 64, in 2 worker processes
 BATCH = 64
-HELD_EMBEDDER = '''
-import os
-import time
-from pathlib import Path
-
-from knowhub.providers.embedders.hashing import HashingEmbedder
-
-
-class HeldEmbedder(HashingEmbedder):
-    """The hashing embedder in worker processes, holding a batch that holds HELD_TEXT until
-    GATE_FILE exists."""
-
-    def __init__(self):
-        super().__init__(64)
-        self.model_id = "held-64"
-        self.parallel = True
-        self.batch_size = 64
-
-    def _encode(self, texts, is_query):
-        if not is_query and any(os.environ["HELD_TEXT"] in text for text in texts):
-            deadline = time.monotonic() + 120
-            while not Path(os.environ["GATE_FILE"]).exists():
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the test never opened the gate")
-                time.sleep(0.01)
-        return super()._encode(texts, is_query)
-
-
-def create(settings):
-    return HeldEmbedder()
-'''
 
 
 def _held_env(tmp_path: Path, workers: int) -> dict[str, str]:
     return cli_env(
         {
-            "PYTHONPATH": embedder_plugin(tmp_path / "plugin", "held", HELD_EMBEDDER),
-            "GATE_FILE": str(tmp_path / "gate"),
+            **held_embedder(tmp_path),
+            "HELD_BATCH": str(BATCH),
+            "HELD_PARALLEL": "1",
             "HELD_TEXT": f"Step {SECTIONS - 1} turns",  # the last section: the last batch
-            "KNOWHUB_EMBEDDER__PROVIDER": "held",
             "KNOWHUB_EMBEDDER__WORKERS": str(workers),
             "KNOWHUB_INGEST__PROGRESS_INTERVAL_S": "0",  # a progress line at every batch
         }

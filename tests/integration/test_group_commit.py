@@ -88,18 +88,27 @@ def test_one_bad_document_in_a_group_leaves_the_others_written(tmp_path: Path) -
     store.close()
 
 
+def _fail_doc3(monkeypatch: pytest.MonkeyPatch, error: Exception, *, after_rows: bool) -> None:
+    """SQLite's write of doc3.md raises ``error``, before or after its rows went in."""
+    real = SQLiteStore._write
+
+    def write(self: SQLiteStore, db: Any, cid: int, w: DocumentWrite, *built: Any) -> None:
+        doc3 = w.record.source.endswith("doc3.md")
+        if doc3 and not after_rows:
+            raise error
+        real(self, db, cid, w, *built)
+        if doc3:
+            raise error
+
+    monkeypatch.setattr(SQLiteStore, "_write", write)
+
+
 def test_an_ingest_commits_each_document_whole_with_a_failing_one_among_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     docs, app = small_docs(tmp_path, 6)
-    real = SQLiteStore._write
-
-    def fail_doc3(self: SQLiteStore, db: Any, cid: int, w: DocumentWrite, *built: Any) -> None:
-        real(self, db, cid, w, *built)
-        if w.record.source.endswith("doc3.md"):
-            raise OSError("disk full while writing doc3")  # after its rows went in
-
-    monkeypatch.setattr(SQLiteStore, "_write", fail_doc3)
+    # After its rows went in.
+    _fail_doc3(monkeypatch, OSError("disk full while writing doc3"), after_rows=True)
     report = app.ingest([docs])
     assert len(report.failed) == 1, report.failed
     ((source, reason),) = report.failed
@@ -119,14 +128,7 @@ def test_a_full_disk_stops_the_run_counting_the_documents_its_group_did_write(
     # doc3's write hits ENOSPC after doc0-2 of its group were written (each in a savepoint
     # of its own): the run stops, and the report keeps those three as written, not "not done".
     docs, app = small_docs(tmp_path, 6)
-    real = SQLiteStore._write
-
-    def full_at_doc3(self: SQLiteStore, db: Any, cid: int, w: DocumentWrite, *built: Any) -> None:
-        if w.record.source.endswith("doc3.md"):
-            raise OSError(errno.ENOSPC, "No space left on device")
-        real(self, db, cid, w, *built)
-
-    monkeypatch.setattr(SQLiteStore, "_write", full_at_doc3)
+    _fail_doc3(monkeypatch, OSError(errno.ENOSPC, "No space left on device"), after_rows=False)
     with pytest.raises(IngestCancelledError, match="is full") as stopped:
         app.ingest([docs])
     report = stopped.value.report
