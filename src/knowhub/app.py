@@ -299,7 +299,7 @@ class App:
         resolving inside that folder (a served folder: symlinks leading out are skipped);
         with ``prune_renamed``, a prune also removes the vanished documents of a folder
         renamed into ``paths`` (its files found there, its old path gone)."""
-        handle = self.collection(collection or self.default_collection(writing=True), version)
+        handle = self.collection(collection, version)  # unnamed: the writers' default
         return handle.ingest(
             paths,
             tags,

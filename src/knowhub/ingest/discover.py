@@ -121,7 +121,7 @@ def _walk_root(
         if not problem and not found.folder and (reason := unsupported_reason(relative)):
             yield Skipped(str(found.path), relative, f"{relative}: {reason}", False, True)
             continue
-        if not problem and found.path.with_suffix("") in files and is_compressed(relative):
+        if not problem and is_compressed(relative) and found.path.with_suffix("") in files:
             copy = f"a compressed copy of {found.path.stem}, beside it"  # nginx's gzip_static
             yield Skipped(str(found.path), relative, f"{relative}: {copy}", explicit=False)
             continue

@@ -11,11 +11,9 @@ from typing import Any
 from knowhub.ingest.loaders.compressed import COMPRESSED_EXTENSIONS
 
 __all__ = [
-    "SAMPLE_PER_TYPE",
     "IngestReport",
     "count_by_type",
     "file_type",
-    "sample_by_type",
     "types_text",
 ]
 
@@ -40,18 +38,18 @@ def count_by_type(names: Iterable[str]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
-def sample_by_type(
-    entries: Iterable[tuple[str, str]], per_type: int = SAMPLE_PER_TYPE
+def _sample_by_type(
+    entries: Iterable[tuple[str, str]],
 ) -> tuple[list[tuple[str, str]], dict[str, int]]:
-    """The first ``per_type`` ``(source, reason)`` entries of each :func:`file_type`, in
-    order, and how many of each type were left out (the most first)."""
+    """The first :data:`SAMPLE_PER_TYPE` ``(source, reason)`` entries of each
+    :func:`file_type`, in order, and how many of each type were left out (the most first)."""
     seen: Counter[str] = Counter()
     shown: list[tuple[str, str]] = []
     left: list[tuple[str, str]] = []
     for source, reason in entries:
         kind = file_type(source)
         seen[kind] += 1
-        (shown if seen[kind] <= per_type else left).append((source, reason))
+        (shown if seen[kind] <= SAMPLE_PER_TYPE else left).append((source, reason))
     return shown, count_by_type(source for source, _ in left)
 
 
@@ -112,7 +110,7 @@ class IngestReport:
     def skipped_sample(self) -> tuple[list[tuple[str, str]], dict[str, int]]:
         """At most :data:`SAMPLE_PER_TYPE` skipped files of each type, and how many of each
         type that leaves out."""
-        return sample_by_type(self.skipped)
+        return _sample_by_type(self.skipped)
 
     def notable_skips(self) -> tuple[list[tuple[str, str]], str]:
         """The skipped files worth a log line each, and a line counting the others ('' when
@@ -120,7 +118,7 @@ class IngestReport:
         fill a server's log at every sync, :meth:`unsupported_summary` counts them), and
         at most :data:`SAMPLE_PER_TYPE` of a type (a compressed copy beside each page)."""
         unsupported = set(self.unsupported)
-        shown, left = sample_by_type(
+        shown, left = _sample_by_type(
             (source, reason) for source, reason in self.skipped if source not in unsupported
         )
         return shown, f"skipped {sum(left.values())} more: {types_text(left)}" if left else ""

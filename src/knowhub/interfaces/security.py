@@ -127,9 +127,13 @@ class Principal:
         if not self.may_read(collection):
             raise AuthError(f"token {self.name!r} may not read collection {collection!r}")
 
+    def write_refusal(self, what: str) -> str | None:
+        """Why this caller may not ``what`` (change the knowledge base); None: it may."""
+        return f"token {self.name!r} is read-only: it may not {what}" if self.read_only else None
+
     def check_write(self, what: str) -> None:
-        if self.read_only:
-            raise AuthError(f"token {self.name!r} is read-only: it may not {what}")
+        if (why := self.write_refusal(what)) is not None:
+            raise AuthError(why)
 
 
 LOCAL_USER = Principal("local")

@@ -34,6 +34,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 
 from knowhub.errors import StoreError
@@ -243,9 +244,11 @@ def _mine(raw: str | None) -> bool:
     return (claim.machine, claim.pid, claim.started) == (own.machine, own.pid, own.started)
 
 
+@cache
 def _machine() -> str:
     """The process table this process sees: the kernel's boot id and the PID namespace
-    (containers on one host share the boot, not the namespace); "" where unknown."""
+    (containers on one host share the boot, not the namespace); "" where unknown. Read
+    once: neither changes while the process runs."""
     try:
         boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
         return f"{boot}/{Path('/proc/self/ns/pid').readlink()}"

@@ -215,9 +215,7 @@ class _Served:
     background: list[Callable[[], Coroutine[Any, Any, None]]] = field(default_factory=list)
 
 
-def http_app(
-    settings: Settings, options: ServeOptions, drain: Drain | None = None
-) -> tuple[ASGIApp, Closable]:
+def http_app(settings: Settings, options: ServeOptions, drain: Drain) -> tuple[ASGIApp, Closable]:
     """The ASGI app for ``options`` and the object to close when it stops (``drain``: what
     ends the ``ask`` calls in flight when the server stops)."""
     tokens = TokenBook(settings)
@@ -226,7 +224,7 @@ def http_app(
     track_volume(metrics.registry, Path(settings.data_dir))
     started = time.time()
     parts = _http_local if options.mode == "local" else _http_shared
-    served = parts(settings, options, metrics, drain or Drain())
+    served = parts(settings, options, metrics, drain)
 
     def health(principal: Principal | None) -> dict[str, Any]:
         if principal is None:

@@ -20,6 +20,7 @@ from starlette.responses import Response
 
 from knowhub.errors import IngestError, QueryError
 from knowhub.ingest.faq import FAQ_SUFFIXES
+from knowhub.ingest.uploads import uploads_folder
 from knowhub.interfaces.http.console.auth import check_same_origin, read_form
 from knowhub.interfaces.http.console.failure import error_page, on_failure
 from knowhub.interfaces.http.console.pages import readable_names
@@ -38,7 +39,7 @@ __all__ = [
 
 
 def faq_dir(service: Service, collection: str) -> Path:
-    return Path(service.settings.data_dir).absolute() / "uploads" / collection / "faq"
+    return uploads_folder(service.settings.data_dir, collection) / "faq"
 
 
 async def faq_list(

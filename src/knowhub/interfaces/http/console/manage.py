@@ -51,7 +51,6 @@ __all__ = [
     "upload",
     "upload_form",
     "upload_job",
-    "uploads_dir",
 ]
 
 router = pages_router()
@@ -68,11 +67,6 @@ router.add_api_route(
 )
 router.add_api_route("/faq/remove", faqs.faq_remove, methods=["POST"])
 _FORM_WAIT_S = 600.0
-
-
-def uploads_dir(service: Service, collection: str) -> Path:
-    """Where a collection's uploaded files are kept."""
-    return uploads_folder(service.settings.data_dir, collection)
 
 
 def jobs_of(connection: HTTPConnection) -> JobBook:
@@ -111,7 +105,7 @@ async def upload(request: Request, service: ServiceDep, principal: PrincipalDep)
     def folder(fields: dict[str, str]) -> Path:  # at the first file: the fields sent before it
         if not chosen:
             chosen.append(_collection(service, principal, fields))
-        return uploads_dir(service, chosen[0])
+        return uploads_folder(service.settings.data_dir, chosen[0])
 
     sent = await receive(
         request.headers.get("content-type", ""),
@@ -265,6 +259,6 @@ def _counted(service: Service, report: IngestReport) -> IngestReport:
 
 def _forget_upload(service: Service, collection: str, path: Path) -> None:
     """A removed document's file goes too if it was an upload (only there for the index)."""
-    folder = uploads_dir(service, collection)
+    folder = uploads_folder(service.settings.data_dir, collection)
     if path.parent == folder and path.is_file():
         path.unlink()

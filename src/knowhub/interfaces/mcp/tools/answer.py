@@ -9,7 +9,7 @@ says so (``insufficient_context``) rather than inventing an answer.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
@@ -93,7 +93,7 @@ Question = Annotated[
 
 @dataclass(frozen=True)
 class AnswerTools(DataTools):
-    drain: Drain = field(default_factory=Drain)  # ends the answers in flight at shutdown
+    drain: Drain  # ends the answers in flight at shutdown
 
     def tools(self) -> Iterator[Tool]:
         yield Tool(

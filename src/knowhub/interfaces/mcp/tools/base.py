@@ -81,12 +81,7 @@ def writers(what: str) -> Refusal:
     """The refusal of a tool that changes the knowledge base (``what`` it does): a
     read-only caller may not call it."""
 
-    def refuses(principal: Principal) -> str | None:
-        if principal.read_only:
-            return f"token {principal.name!r} is read-only: it may not {what}"
-        return None
-
-    return refuses
+    return lambda principal: principal.write_refusal(what)
 
 
 @dataclass(frozen=True)
