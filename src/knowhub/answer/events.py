@@ -57,6 +57,7 @@ class Answer:
     reasons: list[str] = field(default_factory=list)  # what lowered the confidence
     question_category: str | None = None  # pricing | compliance | troubleshooting | …
     prompt_profile: str | None = None  # the system prompt the LLM got (None: no LLM call)
+    not_mentioned: list[str] = field(default_factory=list)  # key terms no document mentions
 
     def to_dict(self) -> dict[str, Any]:
         timings = {k: round(v, 2) for k, v in self.timings_ms.items()}
@@ -79,6 +80,7 @@ class Answer:
             "verification": check.to_dict() if check else None,
             "question_category": self.question_category,
             "prompt_profile": self.prompt_profile,
+            "not_mentioned": self.not_mentioned,
             "model": self.model,
             "sources": numbered(self.sources),
             "sources_count": len(self.sources),

@@ -9,14 +9,19 @@ A golden file is a JSON list; each entry is an object::
      "collection": "handbook"}                              # optional: only for this one
 
 An answer evaluation (``knowhub eval --answers``) reads the same entries as answer cases,
-with three more optional fields::
+with more optional fields::
 
      "expected_hit_type": "rag",          # faq_direct | rag | insufficient_context
      "must_not_say": ["every 12 hours"],  # phrases the answer must not contain
+     "group": "en",                       # the report's group (default: the file's stem)
+     "expected_section": "Backups",       # in the cited chunk's section path
+     "expected_page": 12,                 # or [12, 14]: the cited chunk's PDF page (1-based)
 
 ``expected_keywords`` are then looked for in the answer and ``expected_sources`` among the
 sources it cites. An entry with ``expected_hit_type`` needs no expected sources (a question
-the documents cannot answer has none); a retrieval run leaves such entries out.
+the documents cannot answer has none); a retrieval run leaves such entries out. The place
+(``expected_section``, ``expected_page``) is where in an expected source the answer should
+cite, so it needs ``expected_sources``.
 
 Sources are compared with ``hit.source`` (the path relative to the folder ingested). Cases
 saved from a trace name the trace's collection, so one file serves every collection: a run on
@@ -45,6 +50,9 @@ FIELDS = (
     "expected_keywords",
     "expected_hit_type",
     "must_not_say",
+    "group",
+    "expected_section",
+    "expected_page",
     "notes",
     "collection",
 )
@@ -56,8 +64,9 @@ HIT_TYPES = ("faq_direct", "rag", "insufficient_context")
 @dataclass(frozen=True)
 class AnswerCase:
     """One golden entry as an answer evaluation reads it: what the answer should be
-    (``hit_type``), say (``keywords``), cite (``sources``) and never say (``must_not_say``);
-    each empty or None when the entry does not say."""
+    (``hit_type``), say (``keywords``), cite (``sources``, at ``section`` and ``pages``, the
+    first and last page) and never say (``must_not_say``); each empty or None when the entry
+    does not say. ``group`` is the report's group ("": the run's name)."""
 
     qid: str
     text: str
@@ -66,6 +75,14 @@ class AnswerCase:
     keywords: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
     must_not_say: tuple[str, ...] = ()
+    group: str = ""
+    section: str | None = None
+    pages: tuple[int, int] | None = None
+
+    @property
+    def answerable(self) -> bool:
+        """Whether the documents answer it (every case but an expected refusal)."""
+        return self.hit_type != "insufficient_context"
 
 
 @dataclass(frozen=True)
@@ -110,7 +127,7 @@ def _load(path: Path, collection: str | None) -> list[_Entry]:
     others = 0
     for number, (line, entry) in enumerate(_entries(text, path), start=1):
         where = f"{path}:{line}: entry {number}"
-        checked = _entry(entry, where, f"q{number}", line)
+        checked = _entry(entry, where, f"q{number}", line, path.stem)
         if checked.case.qid in seen:
             raise ConfigError(f"{where} repeats id {checked.case.qid!r}")
         seen.add(checked.case.qid)
@@ -155,7 +172,7 @@ def _entries(text: str, path: Path) -> list[tuple[int, Any]]:
     return out
 
 
-def _entry(entry: Any, where: str, default_id: str, line: int) -> _Entry:
+def _entry(entry: Any, where: str, default_id: str, line: int, group: str) -> _Entry:
     if not isinstance(entry, dict):
         raise ConfigError(f"{where} is not an object; expected {SHAPE}")
     qid = str(entry.get("id", default_id))
@@ -183,7 +200,16 @@ def _entry(entry: Any, where: str, default_id: str, line: int) -> _Entry:
         keywords,
         tuple(sources),
         tuple(_strings(entry, "must_not_say", where)),
+        _name(entry, "group", where) or group,
+        _name(entry, "expected_section", where),
+        _pages(entry, where),
     )
+    if (case.section or case.pages) and not sources:
+        field = "expected_section" if case.section else "expected_page"
+        raise ConfigError(
+            f'{where}: "{field}" is a place in an expected source, but the entry has no '
+            '"expected_sources"; add the document it is in'
+        )
     unit: Literal["source", "chunk"] = "source" if sources else "chunk"
     relevant = dict.fromkeys(sources or chunks, 1)
     judged = JudgedQuery(qid, query, relevant, unit, keywords, line) if relevant else None
@@ -205,6 +231,31 @@ def _hit_type(entry: dict[str, Any], where: str, has_sources: bool) -> str | Non
             'cites no source; drop "expected_sources" or expect "rag"'
         )
     return str(value)
+
+
+def _name(entry: dict[str, Any], key: str, where: str) -> str | None:
+    """A non-empty string field, stripped (None when the entry has none)."""
+    value = entry.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f'{where}: "{key}" must be a non-empty string, got {value!r}')
+    return value.strip()
+
+
+def _pages(entry: dict[str, Any], where: str) -> tuple[int, int] | None:
+    """``expected_page`` as (first, last): a page number, or a [first, last] pair."""
+    value = entry.get("expected_page")
+    if value is None:
+        return None
+    pair = [value, value] if not isinstance(value, list) else value
+    numbers = all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in pair)
+    if len(pair) != 2 or not numbers or pair[0] > pair[1]:
+        raise ConfigError(
+            f'{where}: "expected_page" is {value!r}; give a page number (1-based) or '
+            "[first, last] with first <= last"
+        )
+    return pair[0], pair[1]
 
 
 def _strings(entry: dict[str, Any], key: str, where: str) -> Sequence[str]:

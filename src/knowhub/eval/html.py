@@ -11,6 +11,7 @@ from html import escape
 from typing import Any
 
 from knowhub.eval.answer_report import answer_cases_html, is_answers
+from knowhub.eval.gate import bound
 
 __all__ = ["histogram", "render_html"]
 
@@ -107,7 +108,8 @@ def _metric_bars(report: Mapping[str, Any]) -> str:
             rows.append(_tick(x, y, "#000", "", "baseline"))
         if name in thresholds:
             x = left + BAR_WIDTH * thresholds[name]
-            rows.append(_tick(x, y, "#d93025", ' stroke-dasharray="3,2"', "gate minimum"))
+            limit = "maximum" if bound(name) == "≤" else "minimum"
+            rows.append(_tick(x, y, "#d93025", ' stroke-dasharray="3,2"', f"gate {limit}"))
     width = left + BAR_WIDTH + 160
     return _svg(width, height, "metrics", rows)
 

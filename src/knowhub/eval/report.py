@@ -13,6 +13,7 @@ from typing import Any
 
 from knowhub.errors import ConfigError
 from knowhub.eval.answer_report import answer_cases_markdown, is_answers, shortfall
+from knowhub.eval.gate import bound, meets
 from knowhub.eval.html import render_html
 
 __all__ = ["compare", "load_report", "render_markdown", "write_reports"]
@@ -98,9 +99,9 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     thresholds = report.get("gate", {}).get("thresholds", {})
     for name, value in report["metrics"].items():
         base = compared.get(name)
-        gate = f"≥ {thresholds[name]:.3f}" if name in thresholds else ""
+        gate = f"{bound(name)} {thresholds[name]:.3f}" if name in thresholds else ""
         if name in thresholds:
-            gate += " ✅" if value >= thresholds[name] else " ❌"
+            gate += " ✅" if meets(name, value, thresholds[name]) else " ❌"
         lines.append(
             f"| {name} | {value:.4f} | {_fmt(base, 'baseline')} | {_fmt(base, 'delta', '+')} "
             f"| {gate} |"

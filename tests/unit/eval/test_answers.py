@@ -43,10 +43,13 @@ def test_a_cited_answer_scores_every_expectation(handbook: App) -> None:
     assert result.hit_type == "rag" and result.cited == ["guide.md"], result.answer
     assert result.metrics == {
         "hit_type_accuracy": 1.0,
+        "answerable_refused": 0.0,
         "answer_keyword_recall": 1.0,
+        "keywords_present": 1.0,
         "must_not_say_compliance": 1.0,
         "citation_precision": 1.0,
         "citation_recall": 1.0,
+        "source_first": 1.0,
         "faithfulness": 1.0,
     }
     assert result.problems == [] and result.violations == []
@@ -83,7 +86,7 @@ def test_citing_the_wrong_source_lowers_precision_and_recall(handbook: App) -> N
     case = AnswerCase("c", "Can we upgrade Fleetdeck from 4.1 to 4.4?", 2, "rag", (), ("other.md",))
     (result,) = run(handbook, case).cases
     assert result.metrics["citation_precision"] == 0.0 == result.metrics["citation_recall"]
-    assert result.problems == ["cites guide.md"]
+    assert result.problems == ["cites guide.md", "first source guide.md, expected other.md"]
 
 
 def test_an_expected_source_the_collection_lacks_is_an_error() -> None:

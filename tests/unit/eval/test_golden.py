@@ -124,12 +124,65 @@ def test_answer_cases_read_every_expectation_and_need_no_sources(tmp_path: Path)
     )
     faq, rag, plain = load_answer_cases(path)
     assert faq == AnswerCase(
-        "faq", "How long are backups kept?", 2, "faq_direct", ("35 days",), (), ("90 days",)
-    )
+        "faq", "How long are backups kept?", 2, "faq_direct", ("35 days",), (), ("90 days",),
+        "answers",
+    )  # fmt: skip
     assert (rag.qid, rag.hit_type, rag.sources) == ("q2", "rag", ("guide.md",))
     assert (plain.hit_type, plain.sources) == (None, ("guide.md",))
     # A retrieval run judges only the entries that expect something to be found.
     assert [q.qid for q in load_golden(path)] == ["q2", "q3"]
+
+
+def test_group_and_place_are_read_the_group_defaulting_to_the_file_stem(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "zh.json",
+        """[
+  {"id": "a", "query": "q1", "expected_sources": ["m.pdf"], "expected_section": " 2.1 安装 ",
+   "expected_page": 12},
+  {"id": "b", "query": "q2", "expected_sources": ["m.pdf"], "expected_page": [3, 5],
+   "group": "xling"},
+  {"id": "c", "query": "q3", "expected_hit_type": "insufficient_context", "group": "near"}
+]""",
+    )
+    first, second, third = load_answer_cases(path)
+    assert (first.group, first.section, first.pages) == ("zh", "2.1 安装", (12, 12))
+    assert (second.group, second.section, second.pages) == ("xling", None, (3, 5))
+    assert (third.group, third.answerable, first.answerable) == ("near", False, True)
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (
+            '{"id": "p", "query": "q", "expected_sources": ["s"], "expected_page": 0}',
+            r"g.json:1: entry 1 \('p'\): \"expected_page\" is 0; give a page number \(1-based\)",
+        ),
+        (
+            '{"id": "p", "query": "q", "expected_sources": ["s"], "expected_page": [5, 3]}',
+            r"\('p'\): \"expected_page\" is \[5, 3\]; .* \[first, last\] with first <= last",
+        ),
+        (
+            '{"id": "p", "query": "q", "expected_sources": ["s"], "expected_page": "4"}',
+            r"\('p'\): \"expected_page\" is '4'",
+        ),
+        (
+            '{"id": "s", "query": "q", "expected_sources": ["s"], "expected_section": ""}',
+            r"\('s'\): \"expected_section\" must be a non-empty string, got ''",
+        ),
+        (
+            '{"id": "g", "query": "q", "expected_sources": ["s"], "group": 3}',
+            r"\('g'\): \"group\" must be a non-empty string, got 3",
+        ),
+        (
+            '{"id": "n", "query": "q", "expected_hit_type": "rag", "expected_section": "A"}',
+            r"\('n'\): \"expected_section\" is a place in an expected source, .* "
+            r'no "expected_sources"',
+        ),
+    ],
+)
+def test_bad_group_or_place_names_case_and_field(tmp_path: Path, entry: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_answer_cases(write(tmp_path / "g.json", f"[{entry}]"))
 
 
 @pytest.mark.parametrize(

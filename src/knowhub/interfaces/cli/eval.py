@@ -19,7 +19,8 @@ import click
 
 from knowhub.checks import check_collection_name
 from knowhub.errors import ConfigError
-from knowhub.eval.gate import check_gate, find_gate
+from knowhub.eval.answer_report import GROUP_COLUMNS, group_rows
+from knowhub.eval.gate import bound, check_gate, find_gate
 from knowhub.eval.golden import golden_set
 from knowhub.eval.report import compare, load_report, write_reports
 from knowhub.eval.runner import check_judgments, index_corpus, run_queries
@@ -63,8 +64,9 @@ __all__ = ["eval_command"]
 @click.option(
     "--answers",
     is_flag=True,
-    help="Ask the golden file's cases and score the answers (hit type, keywords, citations, "
-    "faithfulness, latency) instead of the retrieval.",
+    help="Ask the golden file's cases (or those of every *.json file of a folder) and score "
+    "the answers (hit type, keywords, sources, place, refusals, citations, faithfulness, "
+    "latency) instead of the retrieval.",
 )
 @click.option(
     "--limit",
@@ -102,15 +104,15 @@ def eval_command(
     is run against --collection as it is. Reports nDCG@10, Recall@10/100, MRR@10, hit
     rate@10 and per-stage latency, and writes report.json, report.md and report.html.
 
-    With --answers, each case of the golden file is asked of --collection as `knowhub ask`
-    asks it, and the answers are scored: hit-type accuracy, keyword recall, must-not-say
-    violations, citation precision/recall, faithfulness and first-token/total latency
-    (LLM-judged faithfulness, answer relevancy and context precision with an LLM).
+    With --answers, each case of the golden file (or of every *.json file of a folder) is
+    asked of --collection as `knowhub ask` asks it, and the answers are scored, overall and
+    per group: hit-type accuracy, keyword recall and presence, must-not-say violations,
+    expected source first, right place cited, near misses and answerable questions refused,
+    citation precision/recall, faithfulness and first-token/total latency (LLM-judged
+    faithfulness, answer relevancy and context precision with an LLM).
     """
-    if (limit or subset_docs) and not dataset.is_dir():
+    if (limit or subset_docs) and (answers or not dataset.is_dir()):
         raise click.UsageError("--limit and --subset-docs apply to BEIR folders only")
-    if answers and dataset.is_dir():
-        raise click.UsageError("--answers needs a golden JSON file, not a BEIR folder")
     app = obj.writer("index an evaluation corpus")
     work = app.settings.data_dir / "eval"
     if answers:
@@ -122,9 +124,10 @@ def eval_command(
         report["baseline"] = compare(report, load_report(path), path)
     if gate and "gate" not in report:
         known = ", ".join(app.settings.eval.gates) or "none"
+        groups = " (or NAME/GROUP for a group of answer cases)" if "groups" in report else ""
         raise ConfigError(
-            f"no gate for {report['name']!r} or collection {report['collection']!r} in "
-            f"eval.gates (configured: {known}); add one to knowhub.yaml (see "
+            f"no gate for {report['name']!r} or collection {report['collection']!r}{groups} "
+            f"in eval.gates (configured: {known}); add one to knowhub.yaml (see "
             "knowhub.example.yaml)"
         )
     folder = report_dir or work / "reports" / slug
@@ -198,6 +201,19 @@ def _save_baseline(report: dict[str, Any], path: Path) -> None:
     echo(f"saved baseline {path}", err=True)
 
 
+def _group_lines(summary: dict[str, Any]) -> list[str]:
+    """An answer run's groups as a table: cases, answerable cases, GROUP_COLUMNS."""
+    rows = group_rows(summary)
+    if not rows:
+        return []
+    heads = ["group", "cases", "answerable", *GROUP_COLUMNS]
+    widths = [max(len(head), *(len(row[i]) for row in rows)) for i, head in enumerate(heads)]
+    return [
+        "  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        for row in [heads, *rows]
+    ]
+
+
 def _render(summary: dict[str, Any]) -> str:
     split = f" ({summary['split']})" if summary.get("split") else ""
     docs = f", {summary['documents']} documents" if summary.get("documents") else ""
@@ -216,8 +232,9 @@ def _render(summary: dict[str, Any]) -> str:
         if metric in deltas:
             line += f"  ({deltas[metric]['delta']:+.4f} vs baseline)"
         if metric in thresholds:
-            line += f"  gate ≥ {thresholds[metric]:.3f}"
+            line += f"  gate {bound(metric)} {thresholds[metric]:.3f}"
         lines.append(line)
+    lines += _group_lines(summary)
     if "must_not_say_violations" in summary:
         lines.append(f"  {'must_not_say violations':<{width}}{summary['must_not_say_violations']}")
     lines.append(f"  {'latency ms':<15}{'p50':>8}{'p95':>9}")

@@ -1,4 +1,5 @@
-"""``knowhub eval --answers``: ask a golden file's cases of a collection and score the answers.
+"""``knowhub eval --answers``: ask a golden file's cases (or those of a folder of golden
+files) of a collection and score the answers.
 
 The report is built here; :mod:`knowhub.interfaces.cli.eval` writes it, compares it with a
 baseline and checks its gate, as for a retrieval run.
@@ -10,9 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from knowhub.checks import check_collection_name
-from knowhub.eval.answers import ANSWER_METRICS, AnswerRun, Scoring, check_sources, run_answers
-from knowhub.eval.gate import check_gate, find_gate
-from knowhub.eval.golden import load_answer_cases
+from knowhub.errors import ConfigError
+from knowhub.eval.answers import AnswerRun, Scoring, check_sources, run_answers
+from knowhub.eval.gate import answer_gate
+from knowhub.eval.golden import AnswerCase, load_answer_cases
 from knowhub.eval.judge import RagasJudge
 from knowhub.interfaces.cli.context import progress_bar
 
@@ -25,10 +27,9 @@ __all__ = ["answer_report", "judge_cache"]
 def answer_report(app: App, golden: Path, collection: str | None) -> tuple[dict[str, Any], str]:
     """The report of answering ``golden``'s cases from ``collection`` (LLM-judged too when an
     LLM is configured), gate checked when ``eval.gates`` has one for the golden file's stem
-    or the collection; and its slug."""
+    (a folder's name) or the collection, or for one of its groups; and its slug."""
     name = check_collection_name(collection or app.default_collection())
-    cases = load_answer_cases(golden, name)
-    check_sources(cases, {record.source for record in app.documents(name)}, golden, name)
+    cases = _cases(app, golden, name)
     embedder = app.collection(name).embedder
     judge = None if app.llm is None else RagasJudge(app.llm, embedder, judge_cache(app))
     scoring = Scoring(app.settings.answer.verification, embedder, judge)
@@ -42,10 +43,35 @@ def answer_report(app: App, golden: Path, collection: str | None) -> tuple[dict[
             "calls": judge.calls,
             "cached": judge.cached,
         }
-    found = find_gate(app.settings.eval.gates, [golden.stem, name])
-    if found is not None:
-        report["gate"] = check_gate(found[0], found[1], run.metrics, ANSWER_METRICS).to_dict()
+    gate = answer_gate(app.settings.eval.gates, [golden.stem, name], run.metrics, run.groups)
+    if gate is not None:
+        report["gate"] = gate.to_dict()
     return report, f"{golden.stem}-answers"
+
+
+def _cases(app: App, golden: Path, collection: str) -> list[AnswerCase]:
+    """The cases of the golden file, or of every ``*.json`` file of the folder (ids unique
+    across them), their expected sources checked against the collection."""
+    files = sorted(golden.glob("*.json")) if golden.is_dir() else [golden]
+    if not files:
+        raise ConfigError(
+            f"{golden}: no golden *.json file in this folder; --answers needs a golden JSON "
+            "file or a folder of them"
+        )
+    sources = {record.source for record in app.documents(collection)}
+    cases: list[AnswerCase] = []
+    first: dict[str, Path] = {}
+    for path in files:
+        found = load_answer_cases(path, collection)
+        check_sources(found, sources, path, collection)
+        for case in found:
+            if first.setdefault(case.qid, path) != path:
+                raise ConfigError(
+                    f"{path}:{case.line}: id {case.qid!r} is also in {first[case.qid]}; ids "
+                    "must be unique across the folder's files"
+                )
+        cases += found
+    return cases
 
 
 def judge_cache(app: App) -> Path:
