@@ -139,9 +139,13 @@ bench-scale: $(VENV)/.installed-dev $(VENV)/.installed-bench
 # runs reuse the index and only search.
 # Then cross-lingual: XQuAD questions in one language against the paragraphs in another
 # (benchmarks/crosslingual.py; the test half of the articles, tuned on the dev half).
+# Then answers on real documents: the corpus built from Debian packages (benchmarks/realdocs),
+# ingested as one mixed collection, every golden file of benchmarks/realdocs/golden asked in
+# one run and gated as a whole and per group (eval.gates realdocs, realdocs/GROUP).
 EVAL_SETS ?= scifact xquad-en xquad-ru xquad-zh cmrc2018-zh
 XLING := data/xling
 XLING_PAIRS ?= en-ru en-zh ru-en ru-zh zh-en zh-ru en-en ru-ru zh-zh
+REALDOCS := data/realdocs
 eval: $(VENV)/.installed
 	status=0; for set in $(EVAL_SETS); do \
 	  $(BIN)/knowhub eval $(DATASETS)/$$set --split test --gate || status=1; \
@@ -152,7 +156,11 @@ eval: $(VENV)/.installed
 	done; \
 	for pair in $(XLING_PAIRS); do \
 	  $(BIN)/knowhub eval $(XLING)/golden/xling-$$pair-test.json -c xling-$${pair#*-} --gate || status=1; \
-	done; exit $$status
+	done; \
+	$(BIN)/python -m benchmarks.realdocs.build --out $(REALDOCS) || exit 1; \
+	$(BIN)/knowhub ingest $(REALDOCS)/corpus -c realdocs || exit 1; \
+	$(BIN)/knowhub eval --answers benchmarks/realdocs/golden -c realdocs --gate || status=1; \
+	exit $$status
 
 # Both servers on a copy of examples/docs, loaded by `knowhub bench load` with a writer;
 # the report goes to benchmarks/results/load-<clients>c-<duration>s/ (docs/benchmarks.md).

@@ -77,5 +77,10 @@ def test_bad_answer_golden_input_names_file_case_and_field(demo: Path) -> None:
     )
     result = knowhub("eval", "--answers", str(gone), cwd=demo)
     assert "case 'g': \"expected_sources\" names 'x.md', which is not in" in result.stderr
-    folder = knowhub("eval", "--answers", str(ROOT / "examples"), cwd=demo)
-    assert folder.returncode == 2 and "--answers needs a golden JSON file" in folder.stderr
+    (demo / "beir").mkdir(exist_ok=True)
+    write(demo / "beir" / "corpus.jsonl", "{}\n")
+    folder = knowhub("eval", "--answers", str(demo / "beir"), cwd=demo)
+    assert folder.returncode == 1
+    assert "beir: no golden *.json file in this folder; --answers needs a golden JSON" in (
+        folder.stderr
+    )

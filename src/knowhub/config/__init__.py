@@ -362,6 +362,13 @@ def _default_gates() -> dict[str, dict[str, float]]:
         "citation_recall": 0.95,
         "faithfulness": 0.95,
     }
+    # Answers on real documents (issue 37, `make eval`: `knowhub eval --answers
+    # benchmarks/realdocs/golden -c realdocs`): the issue's targets, whole run and per group.
+    gates["realdocs"] = {"near_miss_refused": 0.9, "answerable_refused": 0.05}
+    trusted = {"source_first": 0.9, "right_place": 0.9, "keywords_present": 0.9}
+    for group in ("en", "zh", "ru"):
+        gates[f"realdocs/{group}"] = dict(trusted)
+    gates["realdocs/xling"] = trusted | {"source_first": 0.85}
     return gates
 
 

@@ -54,6 +54,10 @@ def test_default_gates_hold_the_project_targets() -> None:
         assert gates[name] == {"ndcg@10": 0.95}
     for pair in ("en-ru", "en-zh", "ru-en", "ru-zh", "zh-en", "zh-ru", "en-en", "ru-ru", "zh-zh"):
         assert f"xling-{pair}-test" in gates  # `make eval` gates every direction
+    # Answers on real documents: the targets, per group.
+    assert gates["realdocs"] == {"near_miss_refused": 0.9, "answerable_refused": 0.05}
+    assert gates["realdocs/xling"]["source_first"] == 0.85
+    assert all(gates[f"realdocs/{g}"]["right_place"] == 0.9 for g in ("en", "zh", "ru", "xling"))
 
 
 def test_example_config_documents_the_default_gates() -> None:

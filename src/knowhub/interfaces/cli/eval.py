@@ -209,7 +209,7 @@ def _group_lines(summary: dict[str, Any]) -> list[str]:
     heads = ["group", "cases", "answerable", *GROUP_COLUMNS]
     widths = [max(len(head), *(len(row[i]) for row in rows)) for i, head in enumerate(heads)]
     return [
-        "  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
         for row in [heads, *rows]
     ]
 
@@ -226,7 +226,8 @@ def _render(summary: dict[str, Any]) -> str:
         lines.append("ingest: " + ", ".join(f"{v} {k}" for k, v in summary["ingest"].items()))
     deltas = summary.get("baseline", {}).get("metrics", {})
     thresholds = summary.get("gate", {}).get("thresholds", {})
-    width = max([15, *(len(metric) + 2 for metric in summary["metrics"])])
+    names = [*summary["metrics"], *(["must_not_say violations"] if "groups" in summary else [])]
+    width = max([15, *(len(name) + 2 for name in names)])
     for metric, value in summary["metrics"].items():
         line = f"  {metric:<{width}}{value:.4f}"
         if metric in deltas:
