@@ -45,3 +45,21 @@ def test_a_baseline_names_the_cases_newly_short_and_newly_fixed() -> None:
     deltas = compare(after, before, Path("base.json"))
     assert deltas["newly_missed"] == ["a"] and deltas["newly_found"] == ["b"]
     assert deltas["metrics"]["hit_type_accuracy"]["delta"] == 0.0
+
+
+def test_groups_are_tabled_and_a_maximum_is_shown_as_one() -> None:
+    near = case("n", [])
+    near.case = AnswerCase("n", "<n>?", 1, "insufficient_context", group="near")
+    near.metrics = {"near_miss_refused": 1.0}
+    placed = case("p", [])
+    placed.metrics = {"source_first": 1.0, "right_place": 0.0, "answerable_refused": 1.0}
+    report = answers(placed, near)
+    report["gate"] = {"key": "g", "passed": False, "failures": [], "thresholds": {
+        "answerable_refused": 0.05, "source_first": 0.9}}  # fmt: skip
+    markdown = render_markdown(report)
+    assert "| answerable_refused | 1.0000 |  |  | ≤ 0.050 ❌ |" in markdown
+    assert "| source_first | 1.0000 |  |  | ≥ 0.900 ✅ |" in markdown
+    assert "| golden-answers | 1 | 1 | 1.000 | 0.000 | – | – | 1.000 |" in markdown
+    assert "| near | 1 | 0 | – | – | – | 1.000 | – |" in markdown
+    html = render_html(report)
+    assert "<h2>Groups</h2>" in html and "<td>near</td>" in html and "gate maximum" in html
