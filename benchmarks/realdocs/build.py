@@ -1,6 +1,6 @@
 """The real-document corpus of the answer golden sets: third-party documentation from Debian.
 
-    python -m benchmarks.realdocs.build --out data/realdocs [--only en/man,ru/man]
+    python -m benchmarks.realdocs.build --out data/realdocs [--only en/man,ru/man/signal.7.txt]
 
 Downloads the packages of :data:`SOURCES` with ``apt-get download`` (into ``--cache``, kept
 between runs), unpacks them with ``dpkg-deb -x`` and writes the chosen files under
@@ -26,6 +26,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -244,18 +245,31 @@ def _target(source: Source, root: Path, path: Path) -> Path:
     return Path(source.language) / source.name / inner
 
 
-def build(out: Path, cache: Path, only: set[str] | None = None) -> dict[str, object]:
-    """Write the corpus under ``out/corpus`` (replacing it) and return its manifest."""
+def _wanted(path: str, only: Sequence[str] | None) -> bool:
+    """Whether the corpus path ``path`` (or a folder of one, ``en/man``) is under one of
+    ``only`` (None: everything)."""
+    return only is None or any(
+        path == part or path.startswith(part.rstrip("/") + "/") or part.startswith(path + "/")
+        for part in only
+    )
+
+
+def build(out: Path, cache: Path, only: Sequence[str] | None = None) -> dict[str, object]:
+    """Write the corpus under ``out/corpus`` (replacing it) and return its manifest; ``only``:
+    the corpus paths or folders to write (``en/man``, ``ru/man/signal.7.txt``)."""
     corpus = out / "corpus"
     shutil.rmtree(corpus, ignore_errors=True)
     manifest: dict[str, object] = {}
     for source in SOURCES:
-        if only is not None and f"{source.language}/{source.name}" not in only:
+        if not _wanted(f"{source.language}/{source.name}", only):
             continue
         root, version = _unpacked(source.package, cache)
         written: list[str] = []
         for path in _chosen(source, root):
-            target = corpus / _target(source, root, path)
+            inner = _target(source, root, path)
+            if not _wanted(inner.as_posix(), only):
+                continue
+            target = corpus / inner
             target.parent.mkdir(parents=True, exist_ok=True)
             if source.man:
                 target.write_bytes(_render_man(path))
@@ -275,10 +289,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("data/realdocs"))
     parser.add_argument("--cache", type=Path, default=Path(".cache/realdocs"))
     parser.add_argument(
-        "--only", help="comma-separated <language>/<name> parts to build (default: all)"
+        "--only", help="comma-separated corpus folders or files to build (default: all)"
     )
     args = parser.parse_args(argv)
-    only = set(args.only.split(",")) if args.only else None
+    only = args.only.split(",") if args.only else None
     manifest = build(args.out, args.cache, only)
     files = sum(len(e["files"]) for e in manifest.values() if isinstance(e, dict))
     print(f"{files} files in {args.out / 'corpus'}", file=sys.stderr)
