@@ -23,7 +23,7 @@ from knowhub import build_app, load_settings
 PAGES = ("tar", "ls", "grep")
 # How a user saves a page: through a pipe (man-db then removes the formatting itself), for a
 # terminal as groff draws it (overstrikes), with SGR escapes, or cleaned by col -b (tabs).
-FORMS = ("man", "man -Tutf8", "GROFF_SGR=1 man -Tutf8", "man -Tutf8 | col -b")
+FORMS = ("man", "man -Tutf8", "GROFF_SGR=1 man -Tutf8", "man -Tutf8 | col -b", "man | col -b")
 
 # (question, page, the answering entry's heading as that page's man(1) shows it)
 QUESTIONS: tuple[tuple[str, str, str], ...] = (

@@ -25,6 +25,7 @@ __all__ = [
     "LineSpan",
     "LoadedDocument",
     "citation",
+    "text_place",
 ]
 
 FilterValue: TypeAlias = str | tuple[str, ...]
@@ -290,6 +291,23 @@ def citation(hit: Hit) -> str:
         parts.append(f"p. {hit.page}")
     if hit.section_path:
         parts.append(f"§ {hit.section_path}")
-    if hit.line_start:
-        parts.append(f"lines {hit.line_start}-{hit.line_end}")
+    if place := text_place(hit.line_start, hit.line_end, hit.char_start, hit.char_end):
+        parts.append(place)
     return ", ".join(parts)
+
+
+# More characters than two 80-column lines hold: a chunk this long on one line of its file
+# lies on a long line (a DocBook or minified HTML page is one line), where a line number
+# says nothing.
+_ONE_LINE_CHARS = 160
+
+
+def text_place(line_start: int, line_end: int, char_start: int, char_end: int) -> str:
+    """Where a passage lies in its file: ``lines 10-24``; ``chars 318-1018`` (offsets in
+    the extracted text) for a passage of over 160 characters on one line; ``""`` for a
+    format without lines (PDF, Office), cited by page and section."""
+    if not line_start:
+        return ""
+    if line_start == line_end and char_end - char_start > _ONE_LINE_CHARS:
+        return f"chars {char_start}-{char_end}"
+    return f"lines {line_start}-{line_end}"

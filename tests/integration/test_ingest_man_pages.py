@@ -177,3 +177,15 @@ def _run(settings: Settings, docs: Path) -> IngestReport:
         return report
     finally:
         app.close()
+
+
+# at(1) sets its entries with ``.TP 8``: a description one column further right than groff's
+# default, on the tag's own line ("-M      Never send mail", "-t time run the job").
+AT_OPTIONS = ("-V", "-q queue", "-m", "-M", "-u username", "-f file", "-t time", "-l", "-r")
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_every_option_of_at_is_an_entry_of_its_own(tmp_path: Path, form: str) -> None:
+    _, chunks = _chunks(tmp_path, "at", form)
+    entries = [c.section_path for c in chunks if c.section_path.startswith("at(1) > OPTIONS > ")]
+    assert {path.removeprefix("at(1) > OPTIONS > ") for path in entries} >= set(AT_OPTIONS)

@@ -67,3 +67,25 @@ def test_closest_sources_name_each_file_once() -> None:
     lines = render_answer(result).splitlines()
     start = lines.index("Closest sources (not relevant enough to answer from):")
     assert lines[start + 1 : start + 4] == ["  a.md", "  b.pptx", "  c.txt"]
+
+
+# A DocBook page's chunk: its file is one long line (line 2), the chunk 700 characters of it.
+ONE_LINE = dataclasses.replace(
+    NOTES,
+    section_path="Chapter 71. BRIN Indexes",
+    line_start=2,
+    line_end=2,
+    char_start=318,
+    char_end=1018,
+)
+
+
+@pytest.mark.parametrize("cite", [citation, cite, _answer_sources])
+def test_a_chunk_of_one_long_line_is_cited_by_section_and_characters(
+    cite: Callable[[Hit], str],
+) -> None:
+    where = cite(ONE_LINE)
+    assert "Chapter 71. BRIN Indexes" in where and "chars 318-1018" in where
+    assert "lines" not in where
+    short = dataclasses.replace(ONE_LINE, char_start=0, char_end=60)  # a line of its own
+    assert "lines 2-2" in cite(short)

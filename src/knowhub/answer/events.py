@@ -177,6 +177,8 @@ def source_dict(n: int, hit: Hit) -> dict[str, Any]:
         "section_path": hit.section_path,
         "line_start": hit.line_start,
         "line_end": hit.line_end,
+        "char_start": hit.char_start,
+        "char_end": hit.char_end,
         "chunk_id": hit.chunk_id,
         "score": round(hit.score, 4),
         "relevance": round(hit.relevance or 0.0, 4),

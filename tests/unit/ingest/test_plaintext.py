@@ -243,3 +243,39 @@ LOOK_ALIKES = {
 @pytest.mark.parametrize("name", LOOK_ALIKES)
 def test_text_that_only_looks_structured_has_no_headings(name: str) -> None:
     assert _outline(LOOK_ALIKES[name]) == []
+
+
+# manpages-zh's chattr(1) as `man -l chattr.1.gz | col -b` saves it: section titles with
+# their translation in brackets, leading spaces turned into tabs.
+ZH_PAGE = (
+    "CHATTR(1)\t\t    General Commands Manual\t\t     CHATTR(1)\n"
+    "\n"
+    "NAME(名称)\n"
+    "       chattr - 修改 Linux 文件系统上的文件属性\n"
+    "\n"
+    "SYNOPSIS(概要)\n"
+    "       chattr [ -RVf ] [ -v 版本 ] [ mode ] files...\n"
+    "\n"
+    "OPTIONS(选项)\n"
+    "       -R     递归地修改目录以及其下内容的属性。遇到符号链接时不会\n"
+    "\t      跟随。\n"
+    "\n"
+    "       -v version\n"
+    "\t      设置文件的版本号。\n"
+    "\n"
+    "SEE ALSO(参见)\n"
+    "       lsattr(1)\n"
+)
+
+
+def test_a_man_page_with_translated_section_titles_keeps_its_entries() -> None:
+    assert _outline(ZH_PAGE) == [
+        (1, "chattr(1)"),
+        (2, "NAME(名称)"),
+        (2, "SYNOPSIS(概要)"),
+        (2, "OPTIONS(选项)"),
+        (3, "-R"),
+        (3, "-v version"),
+        (2, "SEE ALSO(参见)"),
+    ]
+    assert text_structure(ZH_PAGE).title == "chattr - 修改 Linux 文件系统上的文件属性"

@@ -38,7 +38,9 @@ _HEADER = re.compile(r"\S[^\n]*?(?: {2,}|\t)[^\n]*\(\d\w*\)[ \t]*")
 _HEADER_LENGTH = 200  # a page's width and then some; longer lines are not matched at all
 # At most 40 characters, no ASCII lowercase (other scripts' is checked on each line found).
 _SECTION_LINE = re.compile(r"^[^\W\d_a-z][^\na-z]{0,39}$", re.MULTILINE)
-_SECTION_CHARS = frozenset(" -/&,'")
+_SECTION_CHARS = frozenset(" -/&,'()")
+# manpages-zh writes "NAME(名称)"; "LS(1)" alone on a line is no section title.
+_PAGE_REFERENCE = re.compile(r"\(\d\w*\)")
 _SECTION_WORDS = 5
 _SUBSECTION_LENGTH = 60
 _SUBSECTION_WORDS = 8
@@ -49,6 +51,7 @@ _HEADER_PAGE = re.compile(r"\s*(\S[^\t]*?\(\d\w*\))")
 _PAGE = re.compile(r"(.*)\((\d\w*)\)")
 # "tar - an archiving utility": the names, then a dash between spaces.
 _NAME_SEPARATOR = re.compile(r"\s+[-\u2010\u2013\u2014\u2212]+\s+")
+_NAME = re.compile(r"NAME(?:\s*\(.*\)|\s.*)?")  # "NAME", "NAME(名称)", "NAME 名称"
 _COMMAND = re.compile(r"[\w.+:@/-]+")
 _COMMAND_WORDS = 8
 _OPTION_LENGTH = 60
@@ -123,6 +126,8 @@ def _section_title(lines: TextLines, start: int) -> str | None:
         return None
     if not all(c.isalnum() or c in _SECTION_CHARS for c in title):
         return None
+    if _PAGE_REFERENCE.search(title):
+        return None
     before, after = lines.previous(start), lines.next(start)
     follows_text = not lines.blank(before) and not _is_header(lines.line(before))
     if follows_text or lines.blank(after) or lines.indent(after) < 2:
@@ -138,6 +143,9 @@ class _Walk:
         self.found: list[Heading] = []
         self.parent: Heading | None = None
         self.in_entry = False
+        # Where the page's entries' descriptions start, once one shows it on a line of its
+        # own: at(1) sets its entries with ``.TP 8``, past groff's default.
+        self.column = body + _TAG_WIDTH
 
     def headings(self) -> tuple[Heading, ...]:
         for start in self.lines.starts(min(self.sections)):
@@ -183,11 +191,18 @@ class _Walk:
         after = lines.next(start)
         following = None if lines.blank(after) else lines.indent(after)
         tag = self._tag(text)
-        if tag is not None and tag[1] == (following or body + _TAG_WIDTH):
+        if tag is not None and tag[1] in ((following,) if following else self._columns()):
+            self.column = tag[1] if following else self.column
             return tag[0]  # "-C     list entries by columns", maybe continued below
         if following is not None and following > body and len(text) <= _OPTION_LENGTH:
+            self.column = following
             return " ".join(text.split())  # "-t, --list", described on the lines below
         return None
+
+    def _columns(self) -> tuple[int, ...]:
+        """Where a one-line entry's description may start: where the page's others do,
+        or at groff's default tag width."""
+        return self.column, self.body + _TAG_WIDTH
 
     def _opens(self, start: int) -> bool:
         """Whether an entry may start here: after a blank line, a title, or the description
@@ -204,9 +219,10 @@ class _Walk:
         if gap is not None:
             rest = text[gap.end() :]
             return gap[0], self.body + gap.end() + len(rest) - len(rest.lstrip())
-        first = text.split(" ", 1)[0]
-        if " " in text and len(first) == _TAG_WIDTH - 1:
-            return first, self.body + _TAG_WIDTH
+        for column in self._columns():
+            width = column - self.body  # "-f file Reads …": one space where the tag fills it
+            if len(text) > width and text[width - 1] == " " != text[width]:
+                return text[:width].rstrip(), column
         return None
 
 
@@ -222,7 +238,7 @@ def _is_header(line: str) -> bool:
 
 def _name_line(lines: TextLines, sections: dict[int, str]) -> str | None:
     """``tar - an archiving utility``: the NAME section's first paragraph, in one line."""
-    start = next((s for s, title in sections.items() if title == "NAME"), None)
+    start = next((s for s, title in sections.items() if _NAME.fullmatch(title)), None)
     words: list[str] = []
     line = lines.next(start)
     while start is not None and not lines.blank(line) and line not in sections:

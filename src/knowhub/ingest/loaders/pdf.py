@@ -7,7 +7,7 @@ import os
 import threading
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,14 @@ from knowhub.ingest.loaders.encoding import normalize_newlines
 from knowhub.ingest.loaders.figures import Figures, page_pictures
 from knowhub.ingest.loaders.markdown import markdown_table
 from knowhub.ingest.loaders.ocr import Ocr, OcrError, OcrOptions, PageImage
+from knowhub.ingest.loaders.pdf_headings import (
+    Line,
+    Mark,
+    font_marks,
+    outline_marks,
+    page_lines,
+    place_marks,
+)
 from knowhub.ingest.loaders.pdf_tables import Glyph, Rules, Table, find_tables
 from knowhub.models import LoadedDocument
 
@@ -133,8 +141,8 @@ def load_pdf(
     ocr = Ocr(limits.ocr, limits.deadline)
     scans = _Scans()
     figures = Figures(path, limits.images, ocr)
-    reader = _Reader(path, ocr, scans, figures)
-    pages, properties = _read_pdf(path, data, CharBudget(path, limits), reader, on_page)
+    reader = _Reader(path, ocr, scans, figures, [])
+    pages, properties, marks = _read_pdf(path, data, CharBudget(path, limits), reader, on_page)
     if not any(pages):
         raise scans.no_text(path)
     starts: list[int] = []
@@ -148,6 +156,7 @@ def load_pdf(
     if properties.get("Author"):
         metadata["author"] = properties["Author"]
     text = PAGE_SEPARATOR.join(pages)
+    headings = place_marks(marks or font_marks(reader.lines or []), pages, starts)
     declared = properties.get("Title")
     return LoadedDocument(
         text=text,
@@ -155,6 +164,7 @@ def load_pdf(
             path, None if is_placeholder_title(declared) else declared, first_line_title(text)
         ),
         format="pdf",
+        headings=headings,
         page_starts=tuple(starts),
         metadata=metadata,
         line_map=None,  # a PDF has pages, not lines: cited by page
@@ -166,12 +176,14 @@ def load_pdf(
 
 @dataclass(frozen=True)
 class _Reader:
-    """What reads a PDF's pages: OCR for scans, what became of them, the figures met."""
+    """What reads a PDF's pages: OCR for scans, what became of them, the figures met, and
+    the lines of each page with a text layer (page 0-based) when the PDF has no outline."""
 
     path: Path
     ocr: Ocr
     scans: _Scans
     figures: Figures
+    lines: list[tuple[int, list[Line]]] | None
 
     def in_time(self, number: int, count: int) -> None:
         """Fail the file if its time is up (``ingest.max_seconds_per_file``)."""
@@ -193,8 +205,9 @@ def _read_pdf(
     budget: CharBudget,
     reader: _Reader,
     on_page: PageProgress | None,
-) -> tuple[list[str], dict[str, str]]:
-    """Each page's text (stripped) and the document properties (Title, Author …)."""
+) -> tuple[list[str], dict[str, str], list[Mark]]:
+    """Each page's text (stripped), the document properties (Title, Author …) and its
+    outline's entries."""
     import pypdfium2 as pdfium
 
     pdf = _open(path, data)
@@ -202,13 +215,17 @@ def _read_pdf(
         with PDFIUM_LOCK:
             count = len(pdf)
             properties: dict[str, str] = pdf.get_metadata_dict(skip_empty=True)
-        pages = _read_pages(pdf, count, reader, budget, on_page)
+            marks = outline_marks(pdf, count)
+        # With an outline, the lines' fonts are not needed: not read.
+        pages = _read_pages(
+            pdf, count, replace(reader, lines=None) if marks else reader, budget, on_page
+        )
     except pdfium.PdfiumError as exc:
         raise _unreadable(path) from exc
     finally:
         with PDFIUM_LOCK:
             pdf.close()
-    return pages, properties
+    return pages, properties, marks
 
 
 def _read_pages(
@@ -319,6 +336,8 @@ def _page(pdf: Any, number: int, reader: _Reader) -> str | _Scan:
                 text = _page_text(textpage)
                 scanned = _is_scan(page, text)
                 if not scanned:
+                    if reader.lines is not None:
+                        reader.lines.append((number - 1, page_lines(textpage)))
                     text = _with_tables(page, textpage, text)
                     pictures = page_pictures(page, figures)
             finally:

@@ -10,6 +10,7 @@ from knowhub.interfaces.arguments import parse_key_values
 from knowhub.interfaces.cli.context import CliContext, emit
 from knowhub.interfaces.terminal import echo, echo_json
 from knowhub.interfaces.wire import wire
+from knowhub.models import text_place
 
 __all__ = ["ask", "flagged_lines", "render_answer", "where"]
 
@@ -95,6 +96,8 @@ def where(source: dict[str, Any]) -> str:
         parts.append(f"p. {source['page']}")
     if source["section_path"]:
         parts.append(f"§ {source['section_path']}")
-    if source["line_start"]:  # 0: a format without lines (PDF, Office)
-        parts.append(f"lines {source['line_start']}-{source['line_end']}")
+    # char_start/char_end: 0 in the answers of servers before they were given.
+    lines = (source["line_start"], source["line_end"])
+    if place := text_place(*lines, source.get("char_start", 0), source.get("char_end", 0)):
+        parts.append(place)
     return ", ".join(parts)

@@ -48,6 +48,8 @@ class SourceOut(BaseModel):
     section_path: str
     line_start: int
     line_end: int
+    char_start: int = 0
+    char_end: int = 0
     chunk_id: str = Field(description="Fetch the whole passage with get_content.")
     relevance: float = Field(description="Absolute, 0-1: how much it is about the question.")
     collection: str

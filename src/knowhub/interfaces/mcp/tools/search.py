@@ -34,7 +34,7 @@ from knowhub.interfaces.mcp.tools.base import (
     tool_result,
 )
 from knowhub.interfaces.mcp.tools.pictures import image_contents
-from knowhub.models import Hit
+from knowhub.models import Hit, text_place
 
 __all__ = ["Cited", "Filters", "HitOut", "SearchOut", "SearchTools", "cite"]
 
@@ -270,6 +270,10 @@ class Cited(Protocol):
     def line_start(self) -> int: ...
     @property
     def line_end(self) -> int: ...
+    @property
+    def char_start(self) -> int: ...
+    @property
+    def char_end(self) -> int: ...
 
 
 def cite(hit: Cited) -> str:
@@ -279,8 +283,8 @@ def cite(hit: Cited) -> str:
         parts.append(f"p. {hit.page}")
     if hit.section_path:
         parts.append(hit.section_path)
-    if hit.line_start:  # 0: a format without lines (PDF, Office), cited by page/section
-        parts.append(f"lines {hit.line_start}-{hit.line_end}")
+    if place := text_place(hit.line_start, hit.line_end, hit.char_start, hit.char_end):
+        parts.append(place)
     return ", ".join(parts)
 
 
