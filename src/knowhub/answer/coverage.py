@@ -69,10 +69,25 @@ GENERIC = frozenset(
         *query_tokens(
             "configure configuration set setup use using file files command commands way work "
             "make get need want change run show tell create possible default example "
+            "often much many long "  # how often, how much: the question word's own
             "настроить настройка использовать файл файлы команда команды способ сделать "
-            "нужно можно работать изменить создать пример"
+            "нужно можно работать изменить создать пример часто сколько"
         ),
-        *("配置", "设置", "使用", "用", "文件", "命令", "方法", "怎么办", "办法", "可以", "需要"),
+        *(
+            "配置",
+            "设置",
+            "使用",
+            "用",
+            "文件",
+            "命令",
+            "方法",
+            "怎么办",
+            "办法",
+            "可以",
+            "需要",
+            "多久",
+            "多长",
+        ),
     ]
 )
 

@@ -22,7 +22,7 @@ from knowhub.models import Hit
 from knowhub.providers.embedders.base import Embedder
 from knowhub.providers.llms.base import LLM, ChatMessage
 
-__all__ = ["Retrieve", "Retrieved", "answer_events", "collect"]
+__all__ = ["Retrieve", "Retrieved", "answer_events", "collect", "mentioned_text"]
 
 Retrieved = tuple[list[Hit], dict[str, float]]
 """Hits best first, and the search's stage timings in ms."""
