@@ -30,7 +30,7 @@ from knowhub.providers.images import image_store
 from knowhub.providers.llms.base import ChatMessage
 from knowhub.providers.stores.base import FaqEntry
 from knowhub.query.debug import diagnose
-from knowhub.query.pipeline import SearchRequest, SearchResult, StageHook, search
+from knowhub.query.pipeline import SearchRequest, SearchResult, StageHook, search, term_counts
 from knowhub.scope import DocumentScope, chunk_scope, record_scope
 from knowhub.surrogates import escape_surrogates
 from knowhub.trace.build import record_answer, record_ingest, record_search
@@ -146,6 +146,13 @@ class Collection:
         found = search(app.store, self.embedder, opts, request, app.reranker, app.caches, on_stage)
         return replace(found, hits=named(found.hits, self.target))
 
+    def term_counts(
+        self, terms: Sequence[str], limit: int, filters: Filters | None = None
+    ) -> dict[str, int]:
+        """How many chunks (up to ``limit``) the caller may see hold each lexical term."""
+        request = self._request("terms", None, filters, None)
+        return term_counts(self._app.store, request, terms, limit)
+
     def debug_search(
         self, query: str, top_k: int | None = None, filters: Filters | None = None
     ) -> dict[str, Any]:
@@ -196,6 +203,7 @@ class Collection:
                     trace, query, limit, ran
                 ),
                 faq=self.faq_match,
+                counts=self.term_counts,
                 llm=lambda: self._app.llm,
                 options=self._app.settings.answer,
                 filters=filters,

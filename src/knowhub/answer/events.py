@@ -57,7 +57,8 @@ class Answer:
     reasons: list[str] = field(default_factory=list)  # what lowered the confidence
     question_category: str | None = None  # pricing | compliance | troubleshooting | …
     prompt_profile: str | None = None  # the system prompt the LLM got (None: no LLM call)
-    not_mentioned: list[str] = field(default_factory=list)  # key terms no document mentions
+    # The question's key terms the documents do not mention (knowhub.answer.coverage)
+    not_mentioned: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         timings = {k: round(v, 2) for k, v in self.timings_ms.items()}
@@ -76,11 +77,11 @@ class Answer:
             "answer_confidence": round(self.confidence, 3),
             "evidence_confidence": round(self.evidence, 3),
             "reasons": self.reasons,
+            "not_mentioned": self.not_mentioned,
             "generation_verification_status": check.status if check else None,
             "verification": check.to_dict() if check else None,
             "question_category": self.question_category,
             "prompt_profile": self.prompt_profile,
-            "not_mentioned": self.not_mentioned,
             "model": self.model,
             "sources": numbered(self.sources),
             "sources_count": len(self.sources),

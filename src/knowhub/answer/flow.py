@@ -33,6 +33,7 @@ def answer(
     retrieve: Callable[[str, int, Filters], Retrieved],
     faq: Callable[[str], FaqMatch | None],
     llm: Callable[[], LLM | None],
+    counts: Callable[[Sequence[str], int, Filters], dict[str, int]] | None = None,
     options: AnswerSettings,
     filters: Filters | None = None,
     history: Sequence[ChatMessage] = (),
@@ -43,7 +44,9 @@ def answer(
     standalone query; a comparison searches each of its parts. ``llm`` gives the model
     (None: extractive answers), built only once a step needs it: a greeting or an FAQ
     answer never loads it. The question's category picks the LLM's prompt profile;
-    ``embedder`` (already loaded for the search) lets verification compare meanings."""
+    ``embedder`` (already loaded for the search) lets verification compare meanings;
+    ``counts`` (chunks holding each term, within the filters) lets the answer check that
+    the documents mention the question's key terms (:mod:`knowhub.answer.coverage`)."""
     check_query(question, "question")
     found = route(question, llm() if options.llm_router else None)
     yield Stage("routing", round(found.ms, 3), found.to_dict())
@@ -83,6 +86,7 @@ def answer(
         history=history,
         embedder=embedder() if embedder is not None else None,
         rules=options.profiles.profiles[category.profile],
+        counts=(lambda terms, limit: counts(terms, limit, scope)) if counts else None,
     )
     for event in events:
         if isinstance(event, End):

@@ -10,6 +10,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from knowhub.answer import coverage
 from knowhub.answer.citations import check_citations
 from knowhub.answer.events import Answer, AnswerEvent, End, Sources, Stage, Token
 from knowhub.answer.extractive import extractive_answer
@@ -21,7 +22,7 @@ from knowhub.models import Hit
 from knowhub.providers.embedders.base import Embedder
 from knowhub.providers.llms.base import LLM, ChatMessage
 
-__all__ = ["Retrieve", "Retrieved", "answer_events", "collect"]
+__all__ = ["Retrieve", "Retrieved", "answer_events", "collect", "mentioned_text"]
 
 Retrieved = tuple[list[Hit], dict[str, float]]
 """Hits best first, and the search's stage timings in ms."""
@@ -33,6 +34,12 @@ NOT_FOUND = {
     "zh": "文档中没有找到这个问题的答案。",
     "ru": "В документах нет ответа на этот вопрос.",
 }
+NOT_MENTIONED = {
+    "en": "The documents do not mention {}.",
+    "zh": "文档中没有提到{}。",
+    "ru": "В документах не упоминается: {}.",
+}
+_JOINED = {"en": (", ", " or "), "zh": ("、", "或"), "ru": (", ", " и ")}
 
 
 def _relevance(hit: Hit) -> float:
@@ -51,6 +58,7 @@ def answer_events(
     history: Sequence[ChatMessage] = (),
     embedder: Embedder | None = None,
     rules: str = SYSTEM_RULES,
+    counts: coverage.Counts | None = None,
 ) -> Iterator[AnswerEvent]:
     """Answer ``question`` (searching for ``query``, its standalone form, when given).
 
@@ -58,7 +66,10 @@ def answer_events(
     the extractive answer, handed to the LLM, listed. When none does, the answer says
     the documents do not cover the question and lists the nearest misses. ``rules`` is
     the LLM's system prompt (the question's prompt profile); ``embedder`` gives the
-    verification its semantic half (:mod:`knowhub.answer.verify`).
+    verification its semantic half (:mod:`knowhub.answer.verify`). With ``counts`` (the
+    collection's chunks per term) the question's key terms are checked first
+    (:mod:`knowhub.answer.coverage`): when the documents do not mention its core, the answer
+    says so instead; when they miss only some terms, the answer ends by naming them.
     """
     search_for = query or question
     clock = time.perf_counter()
@@ -72,6 +83,10 @@ def answer_events(
     sources = [h for h in considered if _relevance(h) >= options.min_evidence]
     if not sources:
         yield from _not_covered(question, search_for, considered, best, options, language, timings)
+        return
+    found = _coverage(search_for, sources, counts, embedder, timings)
+    if found is not None and found.refused:
+        yield from _not_mentioned(question, search_for, sources, best, found, language, timings)
         return
     yield Sources(sources)
     clock = time.perf_counter()
@@ -91,6 +106,8 @@ def answer_events(
     )
     _checked(answer, options, len(considered) - len(sources))
     _verified(answer, options, _Checkers(embedder, llm, language))
+    if found is not None and found.uncovered:  # after the checks: they judge the answer's own
+        yield Token(" " + _partly(answer, found.uncovered, language))
     yield End(answer)
 
 
@@ -187,6 +204,72 @@ def _not_covered(
     result.notes.append(
         f"best source's relevance {best:.2f} is below answer.min_evidence "
         f"{options.min_evidence:.2f}: no answer generated"
+    )
+    yield End(result)
+
+
+def _coverage(
+    query: str,
+    sources: list[Hit],
+    counts: coverage.Counts | None,
+    embedder: Embedder | None,
+    timings: dict[str, float],
+) -> coverage.Coverage | None:
+    """The question's key terms checked against the collection and ``sources``."""
+    if counts is None:
+        return None
+    clock = time.perf_counter()
+    found = coverage.check(query, sources, counts, embedder)
+    timings["coverage"] = _ms(clock)
+    return found
+
+
+def mentioned_text(words: Sequence[str], language: str) -> str:
+    """ "The documents do not mention A, B or C." in ``language`` (English when unknown)."""
+    comma, last = _JOINED.get(language, _JOINED["en"])
+    listed = comma.join(words[:-1]) + last + words[-1] if len(words) > 1 else words[0]
+    return NOT_MENTIONED.get(language, NOT_MENTIONED["en"]).format(listed)
+
+
+def _partly(answer: Answer, words: list[str], language: str) -> str:
+    """Record on ``answer`` what the documents do not mention; the sentence that says it,
+    now the end of the answer's text."""
+    said = mentioned_text(words, language)
+    answer.text = f"{answer.text} {said}"
+    answer.not_mentioned = list(words)
+    answer.reasons.append("not_mentioned")
+    answer.notes.append(f"the documents do not mention: {', '.join(words)}")
+    return said
+
+
+def _not_mentioned(
+    question: str,
+    search_for: str,
+    sources: list[Hit],
+    best: float,
+    found: coverage.Coverage,
+    language: str,
+    timings: dict[str, float],
+) -> Iterator[AnswerEvent]:
+    """The answer when the documents do not mention the question's core: say what they lack."""
+    yield Sources(sources)
+    text = mentioned_text(found.uncovered, language)
+    yield Token(text)
+    result = Answer(
+        question,
+        search_for,
+        text,
+        "insufficient_context",
+        sources,
+        best,
+        confidence=round(best * 0.5, 3),
+        timings_ms=timings,
+        not_mentioned=found.uncovered,
+    )
+    result.reasons += ["not_mentioned"]
+    result.notes.append(
+        f"key terms {[k.word for k in found.terms]}: the documents do not mention "
+        f"{found.uncovered}; no answer generated"
     )
     yield End(result)
 

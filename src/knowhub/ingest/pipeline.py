@@ -58,8 +58,8 @@ from knowhub.ingest.stopping import (
     stop_if_shutting_down,
     stop_ingests,
 )
+from knowhub.ingest.terms import LEXICAL_VERSION, chunk_terms, lexical_stale
 from knowhub.ingest.transforms import build_transforms, own_metadata, searchable_text
-from knowhub.lang import index_tokens
 from knowhub.models import Chunk, DocumentRecord, LoadedDocument
 from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.llms.base import LLM
@@ -242,7 +242,9 @@ class _Run:
             tags,
             confine,
             self.limits.max_bytes,
-            lambda old: self.extraction.stale(old) or scope_stale(old, settings),
+            lambda old: (
+                self.extraction.stale(old) or scope_stale(old, settings) or lexical_stale(old)
+            ),
             guard,
         )
         self.report = IngestReport(collection)
@@ -428,7 +430,7 @@ class _Run:
 
     def _own(self, doc_id: str, loaded: LoadedDocument, chunks: list[Chunk]) -> dict[str, Any]:
         """The record's ``knowhub`` metadata: its id, pictures, what its extraction lacked."""
-        own = own_metadata(chunks, doc_id)
+        own = {**own_metadata(chunks, doc_id), "lexical": LEXICAL_VERSION}
         if loaded.images:
             own["images"] = image_entries(loaded.images, chunks)
         if (extraction := self.extraction.record(loaded)) is not None:
@@ -455,7 +457,7 @@ class _Run:
         texts = [contextual_text(c) for c in chunks]
         # Before encoding: an embedder that tokenizes the same way (hashing) then finds
         # each chunk's terms already computed (index_tokens remembers recent texts).
-        tokens = [" ".join(index_tokens(t)) for t in texts]
+        tokens = [chunk_terms(record.title, c, t) for c, t in zip(chunks, texts, strict=True)]
         keys = [cache_key(self.embedder.model_id, t) for t in texts]
         cached = self.store.cached_vectors(keys)
         missing = [i for i, k in enumerate(keys) if k not in cached]

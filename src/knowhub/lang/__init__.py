@@ -5,6 +5,7 @@ Importing this package is cheap: jieba and the Snowball stemmers load on first u
 """
 
 from knowhub.lang.detect import detect_language
+from knowhub.lang.names import question_names
 from knowhub.lang.tokenize import count_tokens, index_tokens, load_tokenizers, query_tokens
 
 __all__ = [
@@ -13,4 +14,5 @@ __all__ = [
     "index_tokens",
     "load_tokenizers",
     "query_tokens",
+    "question_names",
 ]

@@ -7,14 +7,14 @@ the rerank stage is optional (``knowhub.query.rerank``).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from knowhub.checks import check_min_score, check_query, check_store_name, check_top_k, logical_name
 from knowhub.config import SearchSettings
 from knowhub.errors import CollectionNotFound, QueryError
-from knowhub.lang import detect_language, query_tokens
+from knowhub.lang import detect_language, query_tokens, question_names
 from knowhub.models import Filters, Hit
 from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.stores.base import Store
@@ -35,6 +35,7 @@ __all__ = [
     "fuse_with_options",
     "retrieve",
     "search",
+    "term_counts",
 ]
 
 StageHook = Callable[[str, int, float], None]
@@ -240,6 +241,19 @@ def _validate(
     return cid, replace(request, filters=filters)
 
 
+def term_counts(
+    store: Store, request: SearchRequest, terms: Sequence[str], limit: int
+) -> dict[str, int]:
+    """How many chunks, up to ``limit``, hold each of ``terms`` (as the lexical index stores
+    them) in the request's collection, within its filters and the caller's scope: one lexical
+    search per term (``request.query`` is only validated)."""
+    cid, request = _validate(store, request, None)
+    filters = request.scope.constrain(request.filters)
+    if filters is None:  # the filters ask only for what the scope hides: nothing is seen
+        return dict.fromkeys(terms, 0)
+    return {term: len(store.lexical_search(cid, [term], limit, filters)) for term in terms}
+
+
 def retrieve(
     store: Store,
     embedder: Embedder,
@@ -268,7 +282,7 @@ def _retrieve(
     query = request.query.strip()
     clock = time.perf_counter()
     language = detect_language(query)
-    tokens = query_tokens(query)
+    tokens = query_tokens(query) + question_names(query)  # "queued with at": at, the command
     # An embedder that does not know the query's language would only add noise.
     dense_used = settings.dense_weight > 0 and (
         embedder.languages is None or language in embedder.languages

@@ -1,0 +1,82 @@
+"""Coverage and names on this machine's man pages (at, find, less, which, time) saved with
+``col -b``, ingested through the real pipeline into a real App (SQLite, hashing embedder)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from knowhub import App, build_app
+from knowhub.answer.pipeline import collect
+from knowhub.models import DocumentRecord
+from tests.helpers import fast_settings, write
+from tests.man_pages import rendered
+
+PAGES = ("at", "find", "less", "which", "time")
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
+    root = tmp_path_factory.mktemp("man")
+    for page in PAGES:
+        write(root / "docs" / f"{page}.1.txt", rendered(page, "man -Tutf8 | col -b"))
+    built = build_app(fast_settings(root / "data"))
+    assert len(built.ingest([root / "docs"]).added) == len(PAGES)
+    yield built
+    built.close()
+
+
+def test_the_page_a_stopword_names_is_indexed_under_that_name(app: App) -> None:
+    # Every chunk of the page holds its name (a few others hold the stem "at" of "ats").
+    for name, page in (("at", "at.1.txt"), ("which", "which.1.txt")):
+        chunks = len(app.collection().document_chunks(_record(app, page)))
+        assert app.collection().term_counts([name], 100)[name] >= chunks
+    for question, page in (("the at command", "at.1.txt"), ("the which command", "which.1.txt")):
+        assert app.search(question, top_k=1).hits[0].source == page
+
+
+def _record(app: App, source: str) -> DocumentRecord:
+    (record,) = [r for r in app.collection().documents() if r.source == source]
+    return record
+
+
+def test_a_job_deleted_with_at_is_answered_from_the_at_page(app: App) -> None:
+    # "queued" against the page's "queue" needs the embedder's meaning (hashing has none).
+    answer = collect(app.ask("How do I delete a job with at?"))
+    assert answer["hit_type"] == "rag" and answer["not_mentioned"] == []
+    assert answer["sources"][0]["source"] == "at.1.txt"
+
+
+def test_a_question_about_a_product_the_pages_never_name_is_refused(app: App) -> None:
+    answer = collect(app.ask("How do I delete a job with at in Kubernetes?"))
+    assert answer["hit_type"] == "insufficient_context"
+    assert answer["not_mentioned"] == ["Kubernetes"] and "not_mentioned" in answer["reasons"]
+    assert answer["answer"] == "The documents do not mention Kubernetes."
+
+
+def test_an_answer_missing_a_minor_word_says_what_is_not_mentioned(app: App) -> None:
+    answer = collect(app.ask("How do I delete a frobnicated job with at?"))
+    assert answer["hit_type"] == "rag" and answer["not_mentioned"] == ["frobnicated"]
+    assert answer["answer"].endswith(" The documents do not mention frobnicated.")
+    assert "[1]" in answer["answer"] and "not_mentioned" in answer["reasons"]
+
+
+def test_an_index_from_before_names_is_read_again_by_the_next_ingest(tmp_path: Path) -> None:
+    write(tmp_path / "docs" / "at.1.txt", rendered("at", "man -Tutf8 | col -b"))
+    settings = fast_settings(tmp_path / "data")
+    first = build_app(settings)
+    first.ingest([tmp_path / "docs"])
+    first.close()
+    db = sqlite3.connect(tmp_path / "data" / "knowhub.sqlite3")  # a record as older ones were
+    with db:
+        db.execute("UPDATE documents SET metadata = json_remove(metadata, '$.knowhub.lexical')")
+    db.close()
+    again = build_app(settings)
+    try:
+        assert again.ingest([tmp_path / "docs"]).updated == ["at.1.txt"]
+        assert again.ingest([tmp_path / "docs"]).unchanged == ["at.1.txt"]
+    finally:
+        again.close()

@@ -1,0 +1,80 @@
+"""Coverage logic: which terms are key, which are uncovered, when that refuses the answer.
+
+The collection's counts are a dictionary here; tests/integration/test_ask_coverage.py runs
+the same check on real man pages through a real store."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from knowhub.answer.coverage import FREQUENT, Counts, check, key_terms
+from knowhub.answer.pipeline import mentioned_text
+from knowhub.models import Hit
+from tests.answer_helpers import source
+
+
+def _counts(known: dict[str, int]) -> Counts:
+    def counts(terms: Sequence[str], limit: int) -> dict[str, int]:
+        return {t: min(known.get(t, 0), limit) for t in terms}
+
+    return counts
+
+
+def _hit(text: str, language: str = "en") -> Hit:
+    return replace(source(text), language=language)
+
+
+def test_generic_words_values_and_stopwords_are_not_key_terms() -> None:
+    terms = key_terms("How do I configure find to skip files larger than 100 MB?")
+    assert [k.word for k in terms] == ["find", "skip", "larger"]
+
+
+def test_names_options_and_stopwords_used_as_names_are_names() -> None:
+    terms = {k.word: k.name for k in key_terms("Does the at command in Kubernetes take -q?")}
+    assert terms == {"Kubernetes": True, "take": False, "-q": True, "at": True}
+
+
+def test_an_absent_name_refuses_the_answer() -> None:
+    evidence = [_hit("Install the ingress controller with TLS termination enabled.")]
+    counts = _counts({"ingress": 3, "control": 9, "tl": 4, "termin": 2})
+    found = check("How do I set up a Kubernetes ingress controller?", evidence, counts, None)
+    assert found.uncovered == ["Kubernetes"] and found.refused
+
+
+def test_a_minor_uncovered_word_gives_a_partial_answer() -> None:
+    evidence = [_hit("atrm deletes queued jobs, identified by their job number.")]
+    counts = _counts({"atrm": 1, "delet": 5, "queu": 5, "job": 9, "frobnic": 0})
+    found = check("How do atrm and frobnicated queued jobs delete?", evidence, counts, None)
+    assert found.uncovered == ["frobnicated"] and not found.refused
+
+
+def test_frequent_terms_are_not_checked() -> None:
+    counts = _counts({"tabl": FREQUENT, "vacuum": 3})
+    found = check("How do I vacuum a table?", [_hit("VACUUM reclaims storage.")], counts, None)
+    assert [k.word for k in found.terms] == ["vacuum"] and not found.uncovered
+
+
+def test_a_word_of_another_language_is_not_judged_on_foreign_evidence() -> None:
+    # A Chinese question answered from English pages: its Chinese words have no known
+    # translation, so their absence says nothing; the Latin name is looked up as written.
+    evidence = [_hit("atrm deletes jobs, identified by their job number.")]
+    found = check("如何用 atrm 删除作业？", evidence, _counts({"atrm": 1}), None)
+    assert [k.word for k in found.unjudged] == ["删除", "作业"]
+    assert not found.uncovered and not found.refused
+    missing = check("如何用 frobctl 删除作业？", evidence, _counts({}), None)
+    assert missing.uncovered == ["frobctl"] and missing.refused
+
+
+def test_the_same_words_over_evidence_in_their_language_are_judged() -> None:
+    evidence = [_hit("使用 atrm 删除作业。", "zh")]
+    found = check("如何用 atrm 清除队列？", evidence, _counts({"atrm": 1}), None)
+    assert found.uncovered == ["清除", "队列"] and found.refused
+
+
+def test_the_sentence_names_what_is_missing_in_the_questions_language() -> None:
+    assert mentioned_text(["Kubernetes", "ingress"], "en") == (
+        "The documents do not mention Kubernetes or ingress."
+    )
+    assert mentioned_text(["rar"], "zh") == "文档中没有提到rar。"
+    assert mentioned_text(["Docker"], "ru") == "В документах не упоминается: Docker."
