@@ -22,6 +22,7 @@ from knowhub.errors import KnowhubError
 from knowhub.lang import detect_language
 from knowhub.models import Filters, Hit
 from knowhub.providers.embedders.base import Embedder
+from knowhub.providers.embedders.cached import CachedVectors
 from knowhub.providers.llms.base import LLM, ChatMessage
 
 __all__ = ["Retrieved", "answer"]
@@ -37,13 +38,15 @@ def answer(
     filters: Filters | None = None,
     history: Sequence[ChatMessage] = (),
     embedder: Callable[[], Embedder] | None = None,
+    vectors: Callable[[], CachedVectors] | None = None,
 ) -> Iterator[AnswerEvent]:
     """Answer ``question``. A greeting is answered without searching; an FAQ entry close
     enough is the answer; with history and an LLM, a follow-up is rewritten into a
     standalone query; a comparison searches each of its parts. ``llm`` gives the model
     (None: extractive answers), built only once a step needs it: a greeting or an FAQ
     answer never loads it. The question's category picks the LLM's prompt profile;
-    ``embedder`` (already loaded for the search) lets verification compare meanings."""
+    ``embedder`` (already loaded for the search) lets verification compare meanings;
+    ``vectors``, its vectors kept in the application's caches, the extractive answer too."""
     check_query(question, "question")
     found = route(question, llm() if options.llm_router else None)
     yield Stage("routing", round(found.ms, 3), found.to_dict())
@@ -83,6 +86,7 @@ def answer(
         history=history,
         embedder=embedder() if embedder is not None else None,
         rules=options.profiles.profiles[category.profile],
+        vectors=vectors() if vectors is not None else None,
     )
     for event in events:
         if isinstance(event, End):

@@ -19,6 +19,7 @@ from knowhub.answer.verify_llm import review
 from knowhub.config import AnswerSettings
 from knowhub.models import Hit
 from knowhub.providers.embedders.base import Embedder
+from knowhub.providers.embedders.cached import CachedVectors
 from knowhub.providers.llms.base import LLM, ChatMessage
 
 __all__ = ["Retrieve", "Retrieved", "answer_events", "collect"]
@@ -51,6 +52,7 @@ def answer_events(
     history: Sequence[ChatMessage] = (),
     embedder: Embedder | None = None,
     rules: str = SYSTEM_RULES,
+    vectors: CachedVectors | None = None,
 ) -> Iterator[AnswerEvent]:
     """Answer ``question`` (searching for ``query``, its standalone form, when given).
 
@@ -58,7 +60,9 @@ def answer_events(
     the extractive answer, handed to the LLM, listed. When none does, the answer says
     the documents do not cover the question and lists the nearest misses. ``rules`` is
     the LLM's system prompt (the question's prompt profile); ``embedder`` gives the
-    verification its semantic half (:mod:`knowhub.answer.verify`).
+    verification its semantic half (:mod:`knowhub.answer.verify`) and the extractive
+    answer its sentences' meaning, through ``vectors`` (the application's vector caches)
+    when given.
     """
     search_for = query or question
     clock = time.perf_counter()
@@ -75,8 +79,12 @@ def answer_events(
         return
     yield Sources(sources)
     clock = time.perf_counter()
+    if vectors is None and embedder is not None:
+        vectors = CachedVectors(embedder)
     if llm is None:
-        text = extractive_answer(search_for, sources, options.extractive_sentences)
+        text = extractive_answer(
+            search_for, sources, options.extractive_sentences, vectors, language
+        )
         timings["extractive"] = _ms(clock)
         yield Token(text)
         model = "extractive"
