@@ -128,3 +128,17 @@ def test_man_page_sentences_are_quoted_without_tabs_or_broken_words(at_app: App)
     text = ask(at_app, "How do I list the pending at jobs?")
     assert "atq lists the user's pending jobs, unless the user is the superuser;" in text
     assert "\t" not in text and "DESCRIPTION" not in text
+
+
+def test_an_answer_that_says_what_was_asked_is_verified(docs_app: App) -> None:
+    end = collect(docs_app.ask("How do I remove every cached vector?"))
+    assert end["generation_verification_status"] == "verified"
+    assert end["verification"]["answers"]["answers"] is True
+
+
+def test_a_quote_on_the_topic_that_does_not_answer_is_only_quoted(docs_app: App) -> None:
+    end = collect(docs_app.ask("How long are deleted mailboxes kept in the archive bucket?"))
+    assert end["hit_type"] == "rag" and end["model"] == "extractive"
+    assert end["generation_verification_status"] == "quoted"
+    assert "not_shown_to_answer" in end["reasons"]
+    assert abs(end["confidence"] - end["evidence"] * 0.5) <= 0.001  # both rounded to 0.001

@@ -10,6 +10,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from knowhub.answer.answers import answer_match
 from knowhub.answer.citations import check_citations
 from knowhub.answer.events import Answer, AnswerEvent, End, Sources, Stage, Token
 from knowhub.answer.extractive import extractive_answer
@@ -98,7 +99,7 @@ def answer_events(
         question, search_for, text, "rag", sources, best, 0.0, timings_ms=timings, model=model
     )
     _checked(answer, options, len(considered) - len(sources))
-    _verified(answer, options, _Checkers(embedder, llm, language))
+    _verified(answer, options, _Checkers(embedder, llm, language, vectors))
     yield End(answer)
 
 
@@ -135,11 +136,13 @@ def _checked(answer: Answer, options: AnswerSettings, dropped: int) -> None:
 
 @dataclass(frozen=True)
 class _Checkers:
-    """What verification may use: the embedder (semantic support) and the LLM (verifier)."""
+    """What verification may use: the embedder (semantic support), the LLM (verifier) and
+    the cached vectors (whether an extractive answer answers)."""
 
     embedder: Embedder | None
     llm: LLM | None
     language: str
+    vectors: CachedVectors | None = None
 
 
 def _verified(answer: Answer, options: AnswerSettings, checkers: _Checkers) -> None:
@@ -156,6 +159,10 @@ def _verified(answer: Answer, options: AnswerSettings, checkers: _Checkers) -> N
     )
     if settings.llm and checkers.llm is not None:
         review(checkers.llm, found, answer.sources, options.max_source_chars)
+    if answer.model == "extractive":  # quoted word for word: is it what was asked?
+        found.answers = answer_match(
+            answer.query, answer.text, settings, checkers.vectors, checkers.language
+        )
     answer.timings_ms["verification"] = _ms(clock)
     answer.verification, answer.confidence = found, answer.evidence * found.score
     answer.reasons += found.reasons()
