@@ -142,3 +142,9 @@ def test_a_quote_on_the_topic_that_does_not_answer_is_only_quoted(docs_app: App)
     assert end["generation_verification_status"] == "quoted"
     assert "not_shown_to_answer" in end["reasons"]
     assert abs(end["confidence"] - end["evidence"] * 0.5) <= 0.001  # both rounded to 0.001
+
+
+def test_an_option_the_question_names_is_quoted_from_its_entry(at_app: App) -> None:
+    # "-o" is a one-letter word to the tokenizer: matched as written, in the entry's heading.
+    text = ask(at_app, "grep -o")
+    assert text.startswith("-o, --only-matching Print only the matched (non-empty) parts")

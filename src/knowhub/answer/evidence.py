@@ -68,11 +68,19 @@ def evidence(sources: Sequence[Hit]) -> list[list[Sentence]]:
 
 
 def _without_heading(text: str, section_path: str) -> str:
-    """``text`` less a first line that is its section's own heading in words (plain-text
-    formats keep it in the chunk, where it runs into the first sentence). A heading that
-    names an option or a command (``-i, --ignore-case``) stays: it is what the entry is."""
-    heading = section_path.rsplit(" > ", 1)[-1].strip()
-    first, _, rest = text.lstrip().partition("\n")
-    if _WORDS_ONLY.fullmatch(heading) and first.strip().casefold() == heading.casefold():
-        return rest
-    return text
+    """``text`` less its first lines while they are headings of its section path in words
+    (plain-text formats keep them in the chunk, where they run into the first sentence:
+    ``General Output Control -c, --count …``). A heading that names an option or a command
+    (``-i, --ignore-case``) stays: it is what the entry is."""
+    headings = {
+        part.strip().casefold()
+        for part in section_path.split(" > ")
+        if _WORDS_ONLY.fullmatch(part.strip())
+    }
+    rest = text.lstrip()
+    while headings:
+        first, _, after = rest.partition("\n")
+        if first.strip().casefold() not in headings:
+            break
+        rest = after.lstrip()
+    return rest

@@ -8,6 +8,8 @@ Every sentence of the sources (cleaned: :mod:`knowhub.answer.evidence`) is score
 - **meaning**: its cosine with the question on the embedder's calibrated scale
   (:mod:`knowhub.answer.meaning`; only for an embedder with a calibration); words and
   meaning count half each, words alone without one;
+  An option the question names (``-a``, ``--list``) is a term too, matched as written (the
+  tokenizer drops one-letter words);
 - **heading**: the same weighed share of the question's terms in its source's section path
   (an option's entry under ``-i, --ignore-case`` answers "ignore case");
 - **place**: a little for coming early in its source and for its source ranking higher.
@@ -21,6 +23,7 @@ already quoted from another source is not quoted again: it cites both sources.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -39,6 +42,7 @@ KEEP = 0.5  # a sentence scoring under this share of the best is left out
 SAME = 0.75  # two sentences whose terms overlap this much (Jaccard) say the same
 FOLLOW_CHARS = 300  # what a lead-in is completed with, at most (and at most FOLLOW_ITEMS)
 FOLLOW_ITEMS = 3
+_OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")
 
 
 @dataclass
@@ -75,9 +79,10 @@ def _scored(
     language: str,
 ) -> list[tuple[float, Sentence]]:
     """Every sentence with its score, best first."""
-    terms = [frozenset(index_tokens(s.text)) for s in flat]
-    weights = _rarity(query_tokens(question), terms)
-    headings = [frozenset(index_tokens(hit.section_path)) for hit in sources]
+    asked = [*query_tokens(question), *dict.fromkeys(_OPTION.findall(question))]
+    terms = [_terms(s.text) for s in flat]
+    weights = _rarity(asked, terms)
+    headings = [_terms(hit.section_path) for hit in sources]
     meaning = closeness(vectors, language, question, [s.text for s in flat])
     out = []
     for i, sentence in enumerate(flat):
@@ -88,6 +93,11 @@ def _scored(
         out.append((score, sentence))
     out.sort(key=lambda scored: -scored[0])  # stable: ties keep the sources' order
     return out
+
+
+def _terms(text: str) -> frozenset[str]:
+    """``text``'s index terms and the options it names as written."""
+    return frozenset([*index_tokens(text), *_OPTION.findall(text)])
 
 
 def _rarity(question: list[str], sentences: list[frozenset[str]]) -> dict[str, float]:
