@@ -21,8 +21,10 @@ DEJAVU_FONT := /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
 # promtool checks and unit tests deploy/prometheus/alerts.yml (Debian's prometheus package).
 PROMTOOL := /usr/bin/promtool
 # man(1) renders the manual pages of tar, ls and grep that the plain-text tests save as .txt
-# (man-db brings groff and col; the pages come with tar, coreutils and grep).
+# (man-db brings groff and col; the pages come with tar, coreutils and grep), and the page of
+# at (atq and atrm in one page: the extractive answer tests quote it).
 MAN := /usr/bin/man
+AT_PAGE := /usr/share/man/man1/at.1.gz
 # Tesseract's language data for OCR (tesserocr, a runtime dependency, ships none): the tests
 # read generated scans in English, Chinese and Russian. `make demo` runs without it: its two
 # scans are then skipped, each with the fix.
@@ -77,6 +79,10 @@ $(MAN):
 	$(SUDO) apt-get update -q
 	$(SUDO) apt-get install -y -q --no-install-recommends man-db
 
+$(AT_PAGE):
+	$(SUDO) apt-get update -q
+	$(SUDO) apt-get install -y -q --no-install-recommends at
+
 $(OCR_LANGS):
 	$(SUDO) apt-get update -q
 	$(SUDO) apt-get install -y -q --no-install-recommends tesseract-ocr-eng tesseract-ocr-chi-sim \
@@ -98,7 +104,7 @@ demo: $(VENV)/.installed
 	$(BIN)/python examples/demo.py --data-dir $(DEMO_DIR)/data
 
 test: $(VENV)/.installed-dev $(INSPECTOR) $(MCP_SERVERS) $(CHROMIUM) $(CJK_FONT) $(DEJAVU_FONT) $(PROMTOOL) \
-  $(OCR_LANGS) $(MAN)
+  $(OCR_LANGS) $(MAN) $(AT_PAGE)
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy

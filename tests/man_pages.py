@@ -1,6 +1,6 @@
 """Manual pages rendered by this machine's man(1), as a user saves them to a ``.txt`` file.
 
-The tests need man-db (``make test`` installs it) and the pages of tar, ls and grep (their
+The tests need man-db (``make test`` installs it) and the pages of tar, ls, grep and at (their
 packages ship them); a missing one fails the test with the fix, never skips it.
 """
 

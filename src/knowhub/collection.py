@@ -26,6 +26,7 @@ from knowhub.config import Settings
 from knowhub.errors import AuthError, CollectionNotFound, KnowhubError, QueryError
 from knowhub.models import DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Embedder
+from knowhub.providers.embedders.cached import CachedVectors
 from knowhub.providers.images import image_store
 from knowhub.providers.llms.base import ChatMessage
 from knowhub.providers.stores.base import FaqEntry
@@ -209,6 +210,7 @@ class Collection:
                 filters=filters,
                 history=history,
                 embedder=lambda: self.embedder,
+                vectors=self._vectors,
             )
             for event in events:
                 emitted = self._noted(trace, clock, event) or emitted
@@ -222,6 +224,11 @@ class Collection:
         finally:
             if not emitted:
                 self._app.emit(trace, clock)
+
+    def _vectors(self) -> CachedVectors:
+        """This version's embedder, its vectors kept in the caches the searches use."""
+        caches = self._app.caches
+        return CachedVectors(self.embedder, caches.query_vectors, caches.sentence_vectors)
 
     def _noted(self, trace: Trace, clock: float, event: AnswerEvent) -> bool:
         """Put ``event`` on the answer's trace; True once the trace is written, at the end:

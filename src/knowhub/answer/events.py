@@ -16,6 +16,7 @@ from knowhub.answer.citations import CitationReport
 from knowhub.answer.faq import FaqMatch
 from knowhub.answer.router import Route
 from knowhub.answer.verify import Verification
+from knowhub.answer.warnings import warning_lines
 from knowhub.models import Hit
 
 __all__ = [
@@ -57,7 +58,8 @@ class Answer:
     reasons: list[str] = field(default_factory=list)  # what lowered the confidence
     question_category: str | None = None  # pricing | compliance | troubleshooting | …
     prompt_profile: str | None = None  # the system prompt the LLM got (None: no LLM call)
-    # The question's key terms the documents do not mention (knowhub.answer.coverage)
+    # The question's key terms the documents do not mention (coverage; "not_mentioned" is
+    # then among the reasons).
     not_mentioned: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -78,6 +80,8 @@ class Answer:
             "evidence_confidence": round(self.evidence, 3),
             "reasons": self.reasons,
             "not_mentioned": self.not_mentioned,
+            # What every interface shows in its text (knowhub.answer.warnings).
+            "warnings": warning_lines(self),
             "generation_verification_status": check.status if check else None,
             "verification": check.to_dict() if check else None,
             "question_category": self.question_category,

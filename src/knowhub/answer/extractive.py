@@ -1,39 +1,159 @@
-"""The offline answer: the sentences of the top sources that best match the question."""
+"""The offline answer: the sentences of the sources that best answer the question.
+
+Every sentence of the sources (cleaned: :mod:`knowhub.answer.evidence`) is scored by
+
+- **words**: the share of the question's terms it holds, each weighed by its rarity among
+  the sentences of the sources (inverse document frequency, Sparck Jones 1972, taken over
+  the evidence): a term every sentence shares says little about which one answers;
+- **meaning**: its cosine with the question on the embedder's calibrated scale
+  (:mod:`knowhub.answer.meaning`; only for an embedder with a calibration); words and
+  meaning count half each, words alone without one;
+  An option the question names (``-a``, ``--list``) is a term too, matched as written (the
+  tokenizer drops one-letter words);
+- **heading**: the same weighed share of the question's terms in its source's section path
+  (an option's entry under ``-i, --ignore-case`` answers "ignore case");
+- **place**: a little for coming early in its source and for its source ranking higher.
+
+The best ones are quoted best first, at most ``max_sentences``: a sentence scoring under
+half the best is left out (one shared word is not an answer). A lead-in ending in ':' is
+quoted with what follows it (the list or command it introduces), or not at all; a sentence
+already quoted from another source is not quoted again: it cites both sources.
+"""
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
-from knowhub.answer.text import coverage
-from knowhub.lang.sentences import sentences
+from knowhub.answer.evidence import Sentence, evidence
+from knowhub.answer.meaning import closeness
+from knowhub.lang import index_tokens, query_tokens
 from knowhub.models import Hit
+from knowhub.providers.embedders.cached import CachedVectors
 
 __all__ = ["extractive_answer"]
 
+HEADING = 0.15  # the weight of the section path's share of the question's terms
+EARLY = 0.05  # the bonus of a source's first sentence (halved for the second, …)
+LOWER_SOURCE = 0.03  # the cost of each rank a source is below the first
+KEEP = 0.5  # a sentence scoring under this share of the best is left out
+SAME = 0.75  # two sentences whose terms overlap this much (Jaccard) say the same
+FOLLOW_CHARS = 300  # what a lead-in is completed with, at most (and at most FOLLOW_ITEMS)
+FOLLOW_ITEMS = 3
+_OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")
 
-def extractive_answer(question: str, sources: Sequence[Hit], max_sentences: int = 3) -> str:
-    """Up to ``max_sentences`` sentences, each cited ``[n]`` (n: 1-based source number).
 
-    A sentence scores by how many question terms it holds, a little less for each
-    rank its source is below the first; the picks are printed in source order so
-    the answer reads like the documents. A sentence holding under half as many question
-    terms as the best one is left out (one shared word is not an answer). When no
-    sentence shares a term with the question, the first sentences of the top source
-    stand in.
-    """
-    found = [
-        (coverage(question, sentence), n, position, sentence)
-        for n, hit in enumerate(sources, start=1)
-        for position, sentence in enumerate(sentences(hit.text))
-    ]
-    found = [f for f in found if f[0] > 0]
-    if not found and sources:
-        # Found by meaning, not by words (a paraphrase): the top source's opening is the
-        # best guess at the relevant part.
-        opening = sentences(sources[0].text)[:max_sentences]
-        return " ".join(f"{sentence} [1]" for sentence in opening)
-    top = max((f[0] for f in found), default=0.0)
-    kept = [f for f in found if f[0] >= top / 2]
-    best = sorted(kept, key=lambda f: -(f[0] - 0.05 * (f[1] - 1)))[:max_sentences]
-    best.sort(key=lambda f: (f[1], f[2]))
-    return " ".join(f"{sentence} [{n}]" for _, n, _, sentence in best)
+@dataclass
+class _Pick:
+    text: str
+    terms: frozenset[str]
+    cites: list[int] = field(default_factory=list)
+
+
+def extractive_answer(
+    question: str,
+    sources: Sequence[Hit],
+    max_sentences: int = 3,
+    vectors: CachedVectors | None = None,
+    language: str = "en",
+) -> str:
+    """Up to ``max_sentences`` sentences of ``sources``, best first, each cited ``[n]``
+    (n: 1-based source number). ``vectors`` (the collection's embedder) adds the
+    sentences' meaning to their words; ``language`` is the question's."""
+    found = evidence(sources)
+    flat = [s for group in found for s in group]
+    if not flat:
+        return ""
+    scored = _scored(question, flat, sources, vectors, language)
+    picks = _picked(scored, found, max_sentences)
+    return " ".join(f"{p.text} {''.join(f'[{n}]' for n in p.cites)}" for p in picks)
+
+
+def _scored(
+    question: str,
+    flat: list[Sentence],
+    sources: Sequence[Hit],
+    vectors: CachedVectors | None,
+    language: str,
+) -> list[tuple[float, Sentence]]:
+    """Every sentence with its score, best first."""
+    asked = [*query_tokens(question), *dict.fromkeys(_OPTION.findall(question))]
+    terms = [_terms(s.text) for s in flat]
+    weights = _rarity(asked, terms)
+    headings = [_terms(hit.section_path) for hit in sources]
+    meaning = closeness(vectors, language, question, [s.text for s in flat])
+    out = []
+    for i, sentence in enumerate(flat):
+        words = _share(weights, terms[i])
+        score = words if meaning is None else (words + meaning[i]) / 2
+        score += HEADING * _share(weights, headings[sentence.n - 1])
+        score += EARLY / (1 + sentence.position) - LOWER_SOURCE * (sentence.n - 1)
+        out.append((score, sentence))
+    out.sort(key=lambda scored: -scored[0])  # stable: ties keep the sources' order
+    return out
+
+
+def _terms(text: str) -> frozenset[str]:
+    """``text``'s index terms and the options it names as written."""
+    return frozenset([*index_tokens(text), *_OPTION.findall(text)])
+
+
+def _rarity(question: list[str], sentences: list[frozenset[str]]) -> dict[str, float]:
+    """Each question term's weight: log(1 + N / df) over the N evidence sentences; a term
+    no sentence holds tells none apart and is left out."""
+    count = len(sentences)
+    frequency = {term: sum(term in s for s in sentences) for term in question}
+    return {t: math.log(1 + count / df) for t, df in frequency.items() if df}
+
+
+def _share(weights: dict[str, float], terms: frozenset[str]) -> float:
+    total = sum(weights.values())
+    return sum(w for t, w in weights.items() if t in terms) / total if total else 0.0
+
+
+def _picked(
+    scored: list[tuple[float, Sentence]], found: list[list[Sentence]], limit: int
+) -> list[_Pick]:
+    """The best sentences, lead-ins completed, each said once."""
+    best = scored[0][0]
+    picks: list[_Pick] = []
+    used: set[tuple[int, int]] = set()
+    for score, sentence in scored:
+        if len(picks) == limit or score < best * KEEP:
+            break
+        if (sentence.n, sentence.position) in used:
+            continue
+        parts = [sentence, *_following(found[sentence.n - 1], sentence)]
+        if sentence.lead_in and (len(parts) == 1 or used & {(p.n, p.position) for p in parts}):
+            continue  # a lead-in alone says nothing; what follows it is already quoted
+        used.update((p.n, p.position) for p in parts)
+        text = " ".join(p.text for p in parts)
+        terms = frozenset(index_tokens(text)) or frozenset([text.casefold()])
+        same = next((p for p in picks if _jaccard(p.terms, terms) >= SAME), None)
+        if same is None:
+            picks.append(_Pick(text, terms, [sentence.n]))
+        elif sentence.n not in same.cites:
+            same.cites.append(sentence.n)
+    return picks
+
+
+def _following(group: list[Sentence], lead: Sentence) -> list[Sentence]:
+    """What a lead-in introduces: the rest of its paragraph, or else the next paragraph
+    (a list, a command line set apart), up to FOLLOW_ITEMS sentences and FOLLOW_CHARS
+    characters; nothing for a sentence that is not a lead-in."""
+    after = group[lead.position + 1 :]
+    if not lead.lead_in or not after:
+        return []
+    block = lead.block if after[0].block == lead.block else after[0].block
+    out: list[Sentence] = []
+    for sentence in [s for s in after if s.block == block][:FOLLOW_ITEMS]:
+        if out and sum(len(s.text) for s in out) + len(sentence.text) > FOLLOW_CHARS:
+            break
+        out.append(sentence)
+    return out
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a | b else 1.0

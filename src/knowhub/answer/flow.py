@@ -22,6 +22,7 @@ from knowhub.errors import KnowhubError
 from knowhub.lang import detect_language
 from knowhub.models import Filters, Hit
 from knowhub.providers.embedders.base import Embedder
+from knowhub.providers.embedders.cached import CachedVectors
 from knowhub.providers.llms.base import LLM, ChatMessage
 
 __all__ = ["Retrieved", "answer"]
@@ -38,6 +39,7 @@ def answer(
     filters: Filters | None = None,
     history: Sequence[ChatMessage] = (),
     embedder: Callable[[], Embedder] | None = None,
+    vectors: Callable[[], CachedVectors] | None = None,
 ) -> Iterator[AnswerEvent]:
     """Answer ``question``. A greeting is answered without searching; an FAQ entry close
     enough is the answer; with history and an LLM, a follow-up is rewritten into a
@@ -46,7 +48,8 @@ def answer(
     answer never loads it. The question's category picks the LLM's prompt profile;
     ``embedder`` (already loaded for the search) lets verification compare meanings;
     ``counts`` (chunks holding each term, within the filters) lets the answer check that
-    the documents mention the question's key terms (:mod:`knowhub.answer.coverage`)."""
+    the documents mention the question's key terms (:mod:`knowhub.answer.coverage`);
+    ``vectors``, its vectors kept in the application's caches, the extractive answer too."""
     check_query(question, "question")
     found = route(question, llm() if options.llm_router else None)
     yield Stage("routing", round(found.ms, 3), found.to_dict())
@@ -87,6 +90,7 @@ def answer(
         embedder=embedder() if embedder is not None else None,
         rules=options.profiles.profiles[category.profile],
         counts=(lambda terms, limit: counts(terms, limit, scope)) if counts else None,
+        vectors=vectors() if vectors is not None else None,
     )
     for event in events:
         if isinstance(event, End):

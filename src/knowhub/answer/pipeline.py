@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from knowhub.answer import coverage
+from knowhub.answer.answers import answer_match
 from knowhub.answer.citations import check_citations
 from knowhub.answer.events import Answer, AnswerEvent, End, Sources, Stage, Token
 from knowhub.answer.extractive import extractive_answer
@@ -20,6 +21,7 @@ from knowhub.answer.verify_llm import review
 from knowhub.config import AnswerSettings
 from knowhub.models import Hit
 from knowhub.providers.embedders.base import Embedder
+from knowhub.providers.embedders.cached import CachedVectors
 from knowhub.providers.llms.base import LLM, ChatMessage
 
 __all__ = ["Retrieve", "Retrieved", "answer_events", "collect", "mentioned_text"]
@@ -59,6 +61,7 @@ def answer_events(
     embedder: Embedder | None = None,
     rules: str = SYSTEM_RULES,
     counts: coverage.Counts | None = None,
+    vectors: CachedVectors | None = None,
 ) -> Iterator[AnswerEvent]:
     """Answer ``question`` (searching for ``query``, its standalone form, when given).
 
@@ -69,7 +72,9 @@ def answer_events(
     verification its semantic half (:mod:`knowhub.answer.verify`). With ``counts`` (the
     collection's chunks per term) the question's key terms are checked first
     (:mod:`knowhub.answer.coverage`): when the documents do not mention its core, the answer
-    says so instead; when they miss only some terms, the answer ends by naming them.
+    says so instead; when they miss only some terms, the answer ends by naming them. The extractive
+    answer weighs its sentences' meaning through ``vectors`` (the application's vector
+    caches) when given.
     """
     search_for = query or question
     clock = time.perf_counter()
@@ -90,8 +95,12 @@ def answer_events(
         return
     yield Sources(sources)
     clock = time.perf_counter()
+    if vectors is None and embedder is not None:
+        vectors = CachedVectors(embedder)
     if llm is None:
-        text = extractive_answer(search_for, sources, options.extractive_sentences)
+        text = extractive_answer(
+            search_for, sources, options.extractive_sentences, vectors, language
+        )
         timings["extractive"] = _ms(clock)
         yield Token(text)
         model = "extractive"
@@ -105,7 +114,7 @@ def answer_events(
         question, search_for, text, "rag", sources, best, 0.0, timings_ms=timings, model=model
     )
     _checked(answer, options, len(considered) - len(sources))
-    _verified(answer, options, _Checkers(embedder, llm, language))
+    _verified(answer, options, _Checkers(embedder, llm, language, vectors))
     if found is not None and found.uncovered:  # after the checks: they judge the answer's own
         yield Token(" " + _partly(answer, found.uncovered, language))
     yield End(answer)
@@ -144,11 +153,13 @@ def _checked(answer: Answer, options: AnswerSettings, dropped: int) -> None:
 
 @dataclass(frozen=True)
 class _Checkers:
-    """What verification may use: the embedder (semantic support) and the LLM (verifier)."""
+    """What verification may use: the embedder (semantic support), the LLM (verifier) and
+    the cached vectors (whether an extractive answer answers)."""
 
     embedder: Embedder | None
     llm: LLM | None
     language: str
+    vectors: CachedVectors | None = None
 
 
 def _verified(answer: Answer, options: AnswerSettings, checkers: _Checkers) -> None:
@@ -165,6 +176,10 @@ def _verified(answer: Answer, options: AnswerSettings, checkers: _Checkers) -> N
     )
     if settings.llm and checkers.llm is not None:
         review(checkers.llm, found, answer.sources, options.max_source_chars)
+    if answer.model == "extractive":  # quoted word for word: is it what was asked?
+        found.answers = answer_match(
+            answer.query, answer.text, settings, checkers.vectors, checkers.language
+        )
     answer.timings_ms["verification"] = _ms(clock)
     answer.verification, answer.confidence = found, answer.evidence * found.score
     answer.reasons += found.reasons()

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from knowhub.answer.answers import AnswerMatch
 from knowhub.answer.citations import MARK, claims
 from knowhub.answer.text import coverage
 from knowhub.config import VerificationSettings
@@ -44,6 +45,9 @@ _ABSTAINS = re.compile(
     re.IGNORECASE,
 )
 _SCORE = {"supported": 1.0, "partial": 0.5, "unsupported": 0.0}
+# An answer not shown to answer the question counts half: what it says is in the sources,
+# but whether it is what was asked is not known.
+NOT_SHOWN_TO_ANSWER = 0.5
 _STATUS_REASON = {"partial": "partially_supported_sentence", "unsupported": "unsupported_sentence"}
 _ISSUE_REASON = {"uncited": "uncited_sentence"}
 
@@ -79,13 +83,21 @@ class SentenceCheck:
 
 @dataclass
 class Verification:
-    """The verdict on a whole answer: ``status`` is ``verified`` (every sentence supported),
-    ``unsupported`` (none is) or ``partially_supported``; ``score`` is the mean of its
-    sentences (supported 1, partial 0.5, unsupported 0; 1 when it states no fact)."""
+    """The verdict on a whole answer: ``status`` is ``verified`` (every sentence supported,
+    and the answer not shown not to answer), ``quoted`` (every sentence supported, but the
+    answer was measured and not shown to answer the question: an extractive answer),
+    ``unsupported`` (no sentence is supported) or ``partially_supported``; ``score`` is the
+    mean of its sentences (supported 1, partial 0.5, unsupported 0; 1 when it states no
+    fact), halved when the answer is not shown to answer."""
 
     sentences: list[SentenceCheck] = field(default_factory=list)
     method: str = "lexical"  # lexical | lexical+embedding, then +llm when the LLM judged
     note: str | None = None  # why the LLM verifier's verdict is missing
+    answers: AnswerMatch | None = None  # whether it answers the question (None: not measured)
+
+    @property
+    def not_shown_to_answer(self) -> bool:
+        return self.answers is not None and not self.answers.answers
 
     @property
     def judged(self) -> list[SentenceCheck]:
@@ -94,13 +106,14 @@ class Verification:
     @property
     def score(self) -> float:
         judged = self.judged
-        return sum(_SCORE[s.status] for s in judged) / len(judged) if judged else 1.0
+        score = sum(_SCORE[s.status] for s in judged) / len(judged) if judged else 1.0
+        return score * NOT_SHOWN_TO_ANSWER if self.not_shown_to_answer else score
 
     @property
     def status(self) -> str:
         statuses = {s.status for s in self.judged}
         if statuses <= {"supported"}:
-            return "verified"
+            return "quoted" if self.not_shown_to_answer else "verified"
         return "partially_supported" if "supported" in statuses else "unsupported"
 
     @property
@@ -110,7 +123,8 @@ class Verification:
 
     def reasons(self) -> list[str]:
         """What lowered the score: ``uncited_sentence``, ``number_not_in_source``,
-        ``invalid_citation``, ``unsupported_sentence``, ``partially_supported_sentence``."""
+        ``invalid_citation``, ``unsupported_sentence``, ``partially_supported_sentence``,
+        ``not_shown_to_answer``."""
         found: list[str] = []
         for check in self.judged:
             if check.issue is not None:
@@ -118,6 +132,7 @@ class Verification:
             if check.status != "supported":
                 found.append(_STATUS_REASON[check.status])
         found += ["llm_verifier_failed"] if self.note else []
+        found += ["not_shown_to_answer"] if self.not_shown_to_answer else []
         return list(dict.fromkeys(found))
 
     def to_dict(self) -> dict[str, Any]:
@@ -128,6 +143,7 @@ class Verification:
             "sentences": [s.to_dict() for s in self.sentences],
             "flagged": [s.text for s in self.flagged],
             "note": self.note,
+            "answers": self.answers.to_dict() if self.answers is not None else None,
         }
 
 

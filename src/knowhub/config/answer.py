@@ -47,7 +47,9 @@ class VerificationSettings(Section):
     """Checking each sentence of an answer against the sources it cites (docs/ask.md).
 
     The thresholds were chosen on tests/unit/answer/verification_pairs.json (47 hand-labelled
-    sentence/source pairs, en/zh/ru): ``benchmarks/verification_thresholds.py``.
+    sentence/source pairs, en/zh/ru): ``benchmarks/verification_thresholds.py``; those of
+    whether an extractive answer answers on answer_pairs.json (35 question/answer pairs):
+    ``benchmarks/answer_match_thresholds.py``.
     """
 
     enabled: bool = Field(True, description="Check every sentence of a RAG answer.")
@@ -70,6 +72,21 @@ class VerificationSettings(Section):
     )
     lexical_partial_at: float = Field(
         0.3, ge=0.0, le=1.0, description="As partial_at, on words alone."
+    )
+    answers_at: float = Field(
+        0.7,
+        ge=0.0,
+        le=1.0,
+        description="Match (mean of the share of the question's terms an extractive answer "
+        "holds and its closest sentence's calibrated cosine with the question) it needs to "
+        "be shown to answer the question; below it the answer is only quoted.",
+    )
+    lexical_answers_at: float = Field(
+        0.6,
+        ge=0.0,
+        le=1.0,
+        description="As answers_at, when judged on words alone (an embedder without "
+        "calibration, e.g. hashing).",
     )
     low_evidence: float = Field(
         0.6,

@@ -31,7 +31,7 @@ FIELDS: dict[str, str] = {
     "top_source_score": "the best source's score",
     "answer_confidence": "evidence confidence times the verification (or citation) score",
     "evidence_confidence": "the best source's relevance",
-    "generation_verification_status": "verified | partially_supported | unsupported",
+    "generation_verification_status": "verified | quoted | partially_supported | unsupported",
     "verification_score": "the share of the answer's sentences its sources support",
     "reasons": "what lowered the confidence (low_top_score, uncited_sentence, …)",
     "cache": "each cache's outcome: result, query_embedding (hit | miss | skipped | off), "

@@ -60,7 +60,7 @@ def ask(
 
 
 def render_answer(result: dict[str, Any], answer_shown: bool = False) -> str:
-    """The answer, its numbered sources and a one-line verdict."""
+    """The answer, its numbered sources, its warnings and a one-line verdict."""
     lines = [] if answer_shown else [result["answer"]]
     lines.append("")
     if result["sources"] and result["hit_type"] == "rag":
@@ -72,6 +72,7 @@ def render_answer(result: dict[str, Any], answer_shown: bool = False) -> str:
         files = dict.fromkeys(s["source"] for s in result["sources"])
         lines += [f"  {source}" for source in list(files)[:3]]
     lines += flagged_lines(result)
+    lines += [f"Warning: {line}" for line in result.get("warnings", [])]
     verdict = [result["hit_type"], f"confidence {result['confidence']:.2f}"]
     verdict += [result["generation_verification_status"]] if result.get("verification") else []
     lines.append(f"({', '.join([*verdict, result['model']])})")

@@ -66,8 +66,17 @@ class AnswerOut(Indexed):
     evidence_confidence: float = Field(0.0, description="0-1: the best source's relevance.")
     generation_verification_status: str | None = Field(
         None,
-        description="verified, partially_supported or unsupported: the answer's sentences "
-        "checked against what they cite (None: nothing was generated).",
+        description="verified (backed by what it cites and shown to answer the question), "
+        "quoted (an extractive answer from the sources, not shown to answer), "
+        "partially_supported or unsupported (None: nothing was generated).",
+    )
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="What to know before relying on the answer: terms the documents do not "
+        "mention, weak evidence, sentences not backed, an answer only quoted.",
+    )
+    not_mentioned: list[str] = Field(
+        default_factory=list, description="The question's key terms the documents do not mention."
     )
     flagged_sentences: list[str] = Field(
         default_factory=list,
@@ -159,6 +168,8 @@ def _answer_out(
         evidence_confidence=end.get("evidence_confidence", 0.0),
         generation_verification_status=end.get("generation_verification_status"),
         flagged_sentences=(end.get("verification") or {}).get("flagged", []),
+        warnings=end.get("warnings", []),
+        not_mentioned=end.get("not_mentioned", []),
         reasons=end.get("reasons", []),
         question_category=end.get("question_category"),
         prompt_profile=end.get("prompt_profile"),
@@ -170,7 +181,8 @@ def _answer_out(
 
 
 def _answer_markdown(out: AnswerOut) -> str:
-    """The answer, what its [n] cite (or the nearest misses), and a one-line verdict."""
+    """The answer, what its [n] cite (or the nearest misses), its warnings and a one-line
+    verdict."""
     lines = [out.answer] if out.answer else []
     if out.sources and out.hit_type == "rag":
         lines += ["", "Sources:"]
@@ -181,6 +193,8 @@ def _answer_markdown(out: AnswerOut) -> str:
     if out.flagged_sentences:
         lines += ["", "Not supported by the cited sources:"]
         lines += [f"- {sentence}" for sentence in out.flagged_sentences]
+    if out.warnings:
+        lines += ["", *(f"Warning: {line}" for line in out.warnings)]
     verdict = [out.hit_type, f"confidence {out.confidence:.2f}"]
     verdict += [out.generation_verification_status] if out.generation_verification_status else []
     lines += ["", f"({', '.join([*verdict, out.model])})"]

@@ -105,6 +105,15 @@
     turn.querySelector(".diag").hidden = false;
   }
 
+  // What to know before relying on the answer (the answer's warnings): shown, never folded.
+  function showWarnings(turn, end) {
+    const list = turn.querySelector(".warnings");
+    const lines = end.warnings || [];
+    list.textContent = "";
+    for (const line of lines) list.append(el("li", line));
+    list.hidden = lines.length === 0;
+  }
+
   // Sentences the verification found unsupported by what they cite: listed, never hidden.
   function showFlagged(turn, end) {
     const box = turn.querySelector(".flagged");
@@ -231,6 +240,7 @@
         linked(answer, data.answer, sources);
         showSources(turn, sources);
         showHitType(turn, data.hit_type);
+        showWarnings(turn, data);
         showFlagged(turn, data);
         showDiagnostics(turn, data, firstToken);
         if (data.trace_id) offerFeedback(turn, data.trace_id);
