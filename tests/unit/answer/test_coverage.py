@@ -78,3 +78,30 @@ def test_the_sentence_names_what_is_missing_in_the_questions_language() -> None:
     )
     assert mentioned_text(["rar"], "zh") == "文档中没有提到rar。"
     assert mentioned_text(["Docker"], "ru") == "В документах не упоминается: Docker."
+
+
+def test_a_plain_word_the_collection_holds_is_not_uncovered_though_the_evidence_lacks_it() -> None:
+    # Real questions: "a plain number" (find -size), "程序" (timeout): answered right, the word
+    # said otherwise in the evidence. Only an absent plain word can be uncovered.
+    evidence = [_hit("-size n: with no suffix, n counts 512-byte blocks.")]
+    counts = _counts({"find": 9, "size": 3, "plain": 7, "number": 8, "suffix": 2, "unit": 4})
+    found = check("With find -size and a plain number, what unit is it?", evidence, counts, None)
+    assert not found.uncovered and not found.refused
+
+
+def test_a_path_is_held_when_the_evidence_holds_one_of_its_parts() -> None:
+    evidence = [_hit("resolv.conf lists up to MAXNS name servers.")]
+    counts = _counts({"etc": 40, "resolv": 5, "conf": 30, "maxn": 1})
+    found = check("How many name servers can /etc/resolv.conf hold?", evidence, counts, None)
+    assert "etc" not in found.uncovered and not found.refused
+
+
+def test_an_identifier_is_a_name_and_an_english_compound_is_not() -> None:
+    terms = {k.word: k.name for k in key_terms("cancel systemd-run jobs or the built-in time")}
+    assert terms["systemd"] and not terms["built"]
+    # The collection holds "systemd" (other pages), the evidence does not: the name is
+    # unsupported, and the question is not about what the evidence says.
+    evidence = [_hit("atrm deletes jobs, identified by their job number.")]
+    counts = _counts({"systemd": 4, "cancel": 2, "job": 9, "schedul": 3})
+    found = check("How do I cancel a job scheduled with systemd-run?", evidence, counts, None)
+    assert found.uncovered == ["systemd"]
