@@ -13,6 +13,14 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
 _MARKUP = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|>\s*)")
 _TABLE_RULE = re.compile(r"^\|[\s:|-]+\|$")
 _CLOSED = tuple(".!?:;。！？：；")
+# Abbreviations a period does not end a sentence after ("до MAXNS (в настоящее время 3, см.
+# <resolv.h>) серверов"), compared lower-cased with their period.
+_ABBREVIATIONS = frozenset(
+    (
+        *("e.g.", "i.e.", "cf.", "vs.", "approx.", "no.", "fig."),
+        *("см.", "т.е.", "т.д.", "т.п.", "напр.", "рис.", "стр.", "гл.", "др.", "им."),
+    )
+)
 
 
 def sentences(text: str) -> list[str]:
@@ -41,7 +49,20 @@ def sentences(text: str) -> list[str]:
             elif line:
                 merged.append(line)
         for piece in merged:
-            out.extend(s.strip() for s in _SENTENCE_END.split(piece) if s.strip())
+            out.extend(_joined([s.strip() for s in _SENTENCE_END.split(piece) if s.strip()]))
+    return out
+
+
+def _joined(parts: list[str]) -> list[str]:
+    """``parts`` with those that do not start a sentence put back onto the one before: after
+    an abbreviation, or starting in lower case ("e.g. the …", "см. <resolv.h>) серверов")."""
+    out: list[str] = []
+    for part in parts:
+        last = out[-1].rsplit(None, 1)[-1].lower() if out else ""
+        if out and (last in _ABBREVIATIONS or part[:1].islower()):
+            out[-1] += " " + part
+        else:
+            out.append(part)
     return out
 
 
