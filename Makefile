@@ -21,10 +21,12 @@ DEJAVU_FONT := /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
 # promtool checks and unit tests deploy/prometheus/alerts.yml (Debian's prometheus package).
 PROMTOOL := /usr/bin/promtool
 # man(1) renders the manual pages of tar, ls and grep that the plain-text tests save as .txt
-# (man-db brings groff and col; the pages come with tar, coreutils and grep), and the page of
-# at (atq and atrm in one page: the extractive answer tests quote it).
+# (man-db brings groff and col; the pages come with tar, coreutils and grep), and the pages of
+# at, time and less (atq and atrm in one page: the extractive answer tests quote it; stopwords
+# that name commands: the coverage tests), which a minimal system may lack.
 MAN := /usr/bin/man
-AT_PAGE := /usr/share/man/man1/at.1.gz
+MAN_PAGES := /usr/share/man/man1/at.1.gz /usr/share/man/man1/time.1.gz \
+  /usr/share/man/man1/less.1.gz
 # Tesseract's language data for OCR (tesserocr, a runtime dependency, ships none): the tests
 # read generated scans in English, Chinese and Russian. `make demo` runs without it: its two
 # scans are then skipped, each with the fix.
@@ -79,9 +81,18 @@ $(MAN):
 	$(SUDO) apt-get update -q
 	$(SUDO) apt-get install -y -q --no-install-recommends man-db
 
-$(AT_PAGE):
+# The Debian packages of the real-document corpus's man pages (benchmarks/realdocs), which a
+# test asks its golden questions about; downloaded once into the cache the test builds from.
+REALDOCS_MAN := .cache/realdocs/.man-pages
+$(REALDOCS_MAN): $(MAN) | $(VENV)/.installed-dev
 	$(SUDO) apt-get update -q
-	$(SUDO) apt-get install -y -q --no-install-recommends at
+	$(BIN)/python -m benchmarks.realdocs.build --out .cache/realdocs/man --cache .cache/realdocs \
+	  --only en/man,zh/man,ru/man
+	touch $@
+
+$(MAN_PAGES):
+	$(SUDO) apt-get update -q
+	$(SUDO) apt-get install -y -q --no-install-recommends at time less
 
 $(OCR_LANGS):
 	$(SUDO) apt-get update -q
@@ -104,7 +115,7 @@ demo: $(VENV)/.installed
 	$(BIN)/python examples/demo.py --data-dir $(DEMO_DIR)/data
 
 test: $(VENV)/.installed-dev $(INSPECTOR) $(MCP_SERVERS) $(CHROMIUM) $(CJK_FONT) $(DEJAVU_FONT) $(PROMTOOL) \
-  $(OCR_LANGS) $(MAN) $(AT_PAGE)
+  $(OCR_LANGS) $(MAN) $(MAN_PAGES) $(REALDOCS_MAN)
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy

