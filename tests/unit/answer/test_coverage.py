@@ -99,12 +99,22 @@ def test_a_path_is_held_when_the_evidence_holds_one_of_its_parts() -> None:
 def test_an_identifier_is_a_name_and_an_english_compound_is_not() -> None:
     terms = {k.word: k.name for k in key_terms("cancel systemd-run jobs or the built-in time")}
     assert terms["systemd"] and not terms["built"]
-    # The collection holds "systemd" (other pages), the evidence does not: the name is
-    # unsupported, and the question is not about what the evidence says.
-    evidence = [_hit("atrm deletes jobs, identified by their job number.")]
+    # The collection holds "systemd" and "run" (other pages; here the evidence too), never
+    # "systemd-run": the identifier is looked for as written, and is not mentioned.
+    evidence = [_hit("atrm deletes jobs. systemd starts units; run them with systemctl.")]
     counts = _counts({"systemd": 4, "cancel": 2, "job": 9, "schedul": 3})
     found = check("How do I cancel a job scheduled with systemd-run?", evidence, counts, None)
-    assert found.uncovered == ["systemd"]
+    assert found.uncovered == ["systemd-run"]
+
+
+def test_a_path_is_looked_for_by_its_file_name_as_written() -> None:
+    # Porter stems "resolved" to the "resolv" of resolv.conf: the parts would pass.
+    evidence = [_hit("/etc/resolv.conf lists up to MAXNS name servers.")]
+    counts = _counts({"etc": 40, "resolv": 5, "conf": 30, "systemd": 3, "server": 9, "go": 2})
+    found = check("How many servers go in /etc/systemd/resolved.conf?", evidence, counts, None)
+    assert found.uncovered == ["resolved.conf"]
+    found = check("How many servers go in /etc/resolv.conf?", evidence, counts, None)
+    assert not found.uncovered
 
 
 def test_values_and_single_letters_are_not_key_terms() -> None:
