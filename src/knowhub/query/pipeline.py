@@ -14,7 +14,7 @@ from typing import Any
 from knowhub.checks import check_min_score, check_query, check_store_name, check_top_k, logical_name
 from knowhub.config import SearchSettings
 from knowhub.errors import CollectionNotFound, QueryError
-from knowhub.lang import detect_language, query_tokens
+from knowhub.lang import query_language, query_tokens
 from knowhub.models import Filters, Hit
 from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.stores.base import Store
@@ -267,7 +267,7 @@ def _retrieve(
 ) -> Legs:
     query = request.query.strip()
     clock = time.perf_counter()
-    language = detect_language(query)
+    language = query_language(query)
     tokens = query_tokens(query)
     # An embedder that does not know the query's language would only add noise.
     dense_used = settings.dense_weight > 0 and (
