@@ -164,7 +164,7 @@ def main() -> None:
     )
     parser.add_argument("--data", type=Path, required=True, help="data dir, reused when ingested")
     parser.add_argument("--filler-zh", type=int, default=1104, help="cmrc2018-zh paragraphs")
-    parser.add_argument("--filler-en", type=int, default=2000, help="scifact abstracts")
+    parser.add_argument("--filler-en", type=int, default=1500, help="scifact abstracts")
     parser.add_argument("--questions", type=int, default=60, help="per question language")
     parser.add_argument("--split", choices=("dev", "test", "all"), default="dev")
     parser.add_argument("--only", choices=("on", "off"), help="one configuration")

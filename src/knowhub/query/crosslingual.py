@@ -179,11 +179,10 @@ def any_other(language: str, found: Iterable[str]) -> bool:
 def lexical_damping(hits: Sequence[tuple[int, float]], weight: float) -> dict[int, float]:
     """The factor of each lexical hit's score in a search across languages: ``weight`` for
     every one. Across languages BM25 matches only numbers and Latin names in passages of
-    another language, and in a collection holding the question's language too it matches
-    the question's own words in passages of that language, none of which answers when the
-    answer is in another: with only the other languages' hits damped, a Chinese question
-    whose answer is in English ranked it first 40 % of the time on XQuAD's mixed articles,
-    with every hit damped 83 % (a Chinese question on a Chinese passage: 97 → 98 %)."""
+    another language; in a collection holding the question's language too, it matches the
+    question's own words in passages of that language, none of which answers when the
+    answer is in another, and at full weight it ranked them first (docs/benchmarks.md,
+    "Cross-lingual search in a mixed collection")."""
     return {item: weight for item, _ in hits}
 
 
