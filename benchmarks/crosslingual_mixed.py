@@ -7,7 +7,7 @@ only (article n in ``en``, ``ru``, ``zh`` for n mod 3 = 0, 1, 2), so a question 
 answering paragraph in the collection, in its own language ("same") or another ("cross").
 ``--filler-zh`` cmrc2018-zh paragraphs and ``--filler-en`` scifact abstracts are added
 (``zh/cmrc/``, ``en/scifact/``) to bring it to the size of a real mixed collection (the
-defaults: about 6,000 chunks). The collection is ingested once into ``--data`` and reused.
+defaults: 5,551 chunks). The collection is ingested once into ``--data`` and reused.
 
 Every question language's questions (``--questions`` of each, spread over the articles of
 ``--split``) are searched, top 10, with the cross-lingual stage on (the settings as
