@@ -60,19 +60,19 @@ def test_a_query_finding_another_language_takes_the_cross_lingual_path(tmp_path:
     for hit in crossed.hits:
         if hit.chunk_id in plain_cosines and hit.dense_score is not None:
             assert hit.dense_score == pytest.approx(plain_cosines[hit.chunk_id])
-    # Lexical hits in English count less for a Russian query; the Russian one does not.
+    # Every lexical hit counts less in a search across languages, the Russian ones too.
     legs = retrieve(app.store, embedder, on, request)
     factors = legs.lexical_factors or {}
     languages = {i: h.language for i, h in app.store.hits(list(factors)).items()}
     assert sorted((languages[i], f) for i, f in factors.items()) == [
         ("en", 0.3),
         ("en", 0.3),
-        ("ru", 1.0),
-        ("ru", 1.0),
+        ("ru", 0.3),
+        ("ru", 0.3),
     ]
     fused = {(h.metadata["dept"], h.source): h.fused_score for h in crossed.hits}
     before = {(h.metadata["dept"], h.source): h.fused_score for h in plain.hits}
-    assert fused[("ops", "ru.md")] == pytest.approx(1.0)
+    assert max(fused, key=lambda hit: fused[hit] or 0.0) == ("ops", "ru.md")
     assert fused[("ops", "en.md")] < before[("ops", "en.md")]
 
 
@@ -146,7 +146,7 @@ def test_retrieval_debug_says_how_the_search_crossed_languages(tmp_path: Path) -
         "used": True,
         "debias": 0.4,
         "lexical_weight": 0.3,
-        "lexical_damped": 2,
+        "lexical_damped": 4,
         "sentences": 20,
         "sentence_weight": 0.7,
     }

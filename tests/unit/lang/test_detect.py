@@ -4,7 +4,7 @@ import random
 import pytest
 
 from knowhub.lang import detect, detect_language
-from knowhub.lang.detect import SAMPLE_CHARS, span_languages
+from knowhub.lang.detect import SAMPLE_CHARS, query_language, span_languages
 
 
 def test_han_text_is_chinese() -> None:
@@ -92,3 +92,24 @@ def test_a_text_in_one_script_is_not_detected_span_by_span(
     spans.append((len(english), len(mixed)))
     assert span_languages(mixed, spans, 0, len(mixed)) == ["en"] * 10 + ["ru"]
     assert len(calls) == 11  # a text mixing scripts: as before, each span on its own
+
+
+def test_a_question_is_in_the_language_of_its_words_not_of_its_latin_names() -> None:
+    # Commands, options and identifiers stay in Latin inside a Russian or Chinese question.
+    assert query_language("квоты usrquota") == "ru"
+    assert query_language("如何配置 nginx") == "zh"
+    assert query_language("Как настроить nginx reverse proxy") == "ru"
+    assert query_language("что делает ls -la /etc/fstab") == "ru"
+    assert query_language("怎么用 git rebase --onto 改写历史") == "zh"
+
+
+def test_a_question_in_latin_words_with_a_foreign_term_stays_english() -> None:
+    assert query_language("what does квоты mean") == "en"
+    assert query_language("how do I type 你好 in vim") == "en"
+    assert query_language("usrquota grpquota") == "en"
+    assert query_language("2024-05-01") == "und"
+
+
+def test_a_question_in_one_script_is_what_detect_language_says() -> None:
+    for text in SCRIPTS_SAMPLES:
+        assert query_language(text) == detect_language(text)

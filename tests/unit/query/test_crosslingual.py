@@ -32,15 +32,49 @@ def test_a_search_crosses_languages_when_a_top_hit_is_in_another() -> None:
     assert not crosslingual.is_cross_lingual("zh", ["zh", "und", "zh"])
     assert not crosslingual.is_cross_lingual("und", ["en", "ru"])
     assert not crosslingual.is_cross_lingual("ja", ["zh", "zh"])  # not measured: left alone
-    # Only the best LOOKED_AT hits decide: a stray passage far down does not.
+    # Only the best hits are looked at.
     assert not crosslingual.is_cross_lingual("en", ["en"] * crosslingual.LOOKED_AT + ["ru"])
+    assert crosslingual.any_other("en", ["en"] * crosslingual.LOOKED_AT + ["ru"])
 
 
-def test_lexical_hits_in_another_language_are_damped() -> None:
-    factors = crosslingual.lexical_damping(
-        "ru", {1: "ru", 2: "en", 3: "und", 4: "zh", 5: "ja"}, 0.3
-    )
-    assert factors == {1: 1.0, 2: 0.3, 3: 1.0, 4: 0.3, 5: 1.0}
+def test_every_lexical_hit_is_damped_in_a_search_across_languages() -> None:
+    # Its own language's hits too: in a mixed collection they match the question's words,
+    # and none of them answers when the answer is in another language.
+    factors = crosslingual.lexical_damping([(1, 9.0), (2, 5.0), (3, 1.0)], 0.3)
+    assert factors == {1: 0.3, 2: 0.3, 3: 0.3}
+
+
+def test_each_passage_loses_its_languages_share_of_the_score() -> None:
+    hits = [(1, 0.90), (2, 0.86), (3, 0.80), (4, 0.70)]
+    languages = {1: "zh", 2: "zh", 3: "en", 4: "und"}
+    offsets = {"zh": 0.30, "en": 0.15}
+    moved = crosslingual.offset(hits, languages, offsets, "zh")
+    # The English passage had 0.15 less of "same language" than the Chinese ones; a passage
+    # of no measured language is taken as in the question's.
+    assert [item for item, _ in moved] == [3, 1, 2, 4]
+    assert [score for _, score in moved] == pytest.approx([0.65, 0.60, 0.56, 0.40])
+
+
+def test_a_languages_offset_is_the_querys_product_with_its_mean() -> None:
+    embedder = CountingEmbedder()
+    query = embedder.embed_query("backups every night")
+    offsets = crosslingual.language_offsets(embedder, query, ["en", "zh", "und", "en"], 0.5)
+    assert set(offsets) == {"en", "zh"}
+    for language in ("en", "zh"):
+        mean = crosslingual.language_mean(embedder, language)
+        assert mean is not None
+        assert offsets[language] == pytest.approx(0.5 * float(query @ mean))
+
+
+def test_only_hits_a_sentence_could_lift_into_the_best_are_within_reach() -> None:
+    reach = crosslingual.SENTENCE_REACH
+    tenth = 0.80
+    hits = [(i, 0.9 - i * 0.01) for i in range(9)] + [(9, tenth)]
+    hits += [(10, tenth - reach / 2), (11, tenth - 2 * reach)]
+    assert crosslingual.within_reach(hits, 20) == list(range(11))
+    assert crosslingual.within_reach(hits, 5) == list(range(5))
+    assert crosslingual.within_reach(hits[:3], 20) == [0, 1, 2]
+    assert crosslingual.within_reach([], 20) == []
 
 
 def test_the_language_mean_is_embedded_once_per_embedder_and_language() -> None:
