@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from knowhub.lang import detect_language, index_tokens, query_tokens, question_names
+from knowhub.lang import index_tokens, query_language, query_tokens, question_names
 from knowhub.lang.detect import CYRILLIC, HAN
 from knowhub.lang.names import heading_names
 from knowhub.lang.sentences import sentences
@@ -146,7 +146,7 @@ class Coverage:
 def key_terms(question: str) -> list[KeyTerm]:
     """The question's terms that may carry its meaning: its terms less :data:`GENERIC`, plus
     the stopwords it uses as names; the frequency cut needs the collection (:func:`check`)."""
-    language = detect_language(question)
+    language = query_language(question)
     firsts = {m.start(1) for m in _FIRST_WORD.finditer(question)}
     joined = [m.span() for m in _IDENTIFIER.finditer(question) if not _compound(m.group())]
     found: dict[str, KeyTerm] = {}
@@ -223,7 +223,7 @@ def check(
             found.absent.append(key)
         elif key.name:
             found.unsupported.append(key)
-    _meant(found, evidence, embedder, detect_language(question))
+    _meant(found, evidence, embedder, query_language(question))
     return found
 
 
