@@ -170,9 +170,13 @@ def key_terms(question: str) -> list[KeyTerm]:
 
 
 def _compound(word: str) -> bool:
-    """Whether a hyphenated ``word`` is an English compound (``built-in``, ``read-only``: a
-    part is a stopword), not an identifier."""
-    return "-" in word and any(p.lower() in STOPWORDS_EN for p in word.split("-"))
+    """Whether a hyphenated ``word`` is an English compound, not an identifier: a part is a
+    stopword (``built-in``, ``read-only``) or the first is a generic word (``command-line``);
+    ``systemd-run`` is an identifier."""
+    parts = word.split("-")
+    return len(parts) > 1 and (
+        any(p.lower() in STOPWORDS_EN for p in parts) or bool(set(query_tokens(parts[0])) & GENERIC)
+    )
 
 
 def _is_name(word: str, first: bool, language: str) -> bool:
@@ -229,15 +233,19 @@ def check(
 
 def _joined_names(question: str, evidence: Sequence[Hit]) -> dict[str, bool]:
     """The question's joined names (``systemd-run``, ``pg_stat_statements``, a path's file
-    name ``resolved.conf``), each with whether the evidence says it as written. Its parts do
+    name ``resolved.conf``), each with whether the evidence says it as written (a dotted
+    name without a path, ``subprocess.run``: whether it holds all its parts). Its parts do
     not stand for it: the collection may hold ``systemd`` and ``run`` (and Porter stems
     ``resolved`` to the ``resolv`` of ``resolv.conf``) with no word on ``systemd-run``."""
     said = " ".join(f"{hit.section_path}\n{hit.text}" for hit in evidence).casefold()
     names: dict[str, bool] = {}
+    held = {t for hit in evidence for t in index_tokens(f"{hit.section_path}\n{hit.text}")}
     for path in _PATH.findall(question):
         name = path.rstrip("/.").rsplit("/", 1)[-1]
-        if "." in name or "/" in path:
+        if "/" in path:
             names[name] = name.casefold() in said
+        else:  # subprocess.run: documented as run() under the module's heading
+            names[name] = set(query_tokens(name)) <= held
     for match in _IDENTIFIER.finditer(question):
         name = match.group()
         inside = any(name in path for path in names)

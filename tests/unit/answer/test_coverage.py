@@ -123,3 +123,13 @@ def test_values_and_single_letters_are_not_key_terms() -> None:
     zh = key_terms("journalctl 怎么把归档日志清理到只占 500M 以内？")
     ru = key_terms("В Double Commander не работает Ctrl+A. Где это включить?")
     assert not {"500M", "m", "a"} & {k.word for k in zh + ru}
+
+
+def test_a_dotted_name_is_held_by_its_parts_and_a_generic_compound_is_no_identifier() -> None:
+    # Real questions: subprocess.run (documented as run() under "subprocess"), a
+    # "command-line switch": both answered, then refused as not mentioned.
+    evidence = [_hit("subprocess: run(args, timeout=None) kills the child on timeout.")]
+    counts = _counts({"subprocess": 9, "run": 9, "timeout": 5, "child": 3})
+    assert not check("What does subprocess.run do on timeout?", evidence, counts, None).uncovered
+    terms = {k.word: k.name for k in key_terms("Which command-line switch opens it?")}
+    assert terms.get("line") is not True
