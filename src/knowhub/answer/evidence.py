@@ -26,7 +26,9 @@ _BROKEN_WORD = re.compile(r"(\w)\u2010\s+(\w)")
 _LEADING_DEBRIS = re.compile(r"^(?:(?:\d+(?:\.\d+)*[.:;]+|[:;,|•·]+)\s+)+")
 _TRAILING_DEBRIS = re.compile(r"(?:\s+[:;,|•·]+)+$")
 _LETTER = re.compile(r"[^\W\d_]")
-_LEAD_IN = (":", "：")
+# A colon introduces a list or a command; a question (an FAQ's "В: … где включить?")
+# introduces its answer.
+_LEAD_IN = (":", "：", "?", "？")
 _BLANK_LINE = re.compile(r"\n\s*\n")  # as knowhub.lang.sentences parts paragraphs
 _WORDS_ONLY = re.compile(r"[^\W\d_]+(?: [^\W\d_]+)*")
 
@@ -43,7 +45,7 @@ class Sentence:
 
     @property
     def lead_in(self) -> bool:
-        """Whether it introduces what follows (a list, a command line)."""
+        """Whether it introduces what follows (a list, a command line, an FAQ's answer)."""
         return self.text.endswith(_LEAD_IN)
 
 

@@ -16,8 +16,11 @@ Every sentence of the sources (cleaned: :mod:`knowhub.answer.evidence`) is score
 
 The best ones are quoted best first, at most ``max_sentences``: a sentence scoring under
 half the best is left out (one shared word is not an answer). A lead-in ending in ':' is
-quoted with what follows it (the list or command it introduces), or not at all; a sentence
-already quoted from another source is not quoted again: it cites both sources.
+quoted with what follows it (the list or command it introduces; a question, its answer), or
+not at all; the best sentence is quoted with the short one after it in its paragraph when
+that one scores as a pick would (a setting's default is often there), ahead of better ones
+from elsewhere; a sentence already quoted from another source is not
+quoted again: it cites both sources.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ KEEP = 0.5  # a sentence scoring under this share of the best is left out
 SAME = 0.75  # two sentences whose terms overlap this much (Jaccard) say the same
 FOLLOW_CHARS = 300  # what a lead-in is completed with, at most (and at most FOLLOW_ITEMS)
 FOLLOW_ITEMS = 3
+NEXT_CHARS = 200  # the best sentence's next one is quoted with it up to this length
 _OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")
 
 
@@ -144,6 +148,7 @@ def _picked(
     """The best sentences, lead-ins completed, each said once, led by their entry's name
     (:func:`_entry`)."""
     best = scored[0][0]
+    scores = {(s.n, s.position): score for score, s in scored}
     picks: list[_Pick] = []
     used: set[tuple[int, int]] = set()
     named: set[str] = set()
@@ -153,6 +158,9 @@ def _picked(
         if (sentence.n, sentence.position) in used:
             continue
         parts = [sentence, *_following(found[sentence.n - 1], sentence)]
+        if not picks and len(parts) == 1:
+            near = _next(found[sentence.n - 1], sentence, used)
+            parts += [s for s in near if scores[(s.n, s.position)] >= best * KEEP]
         if sentence.lead_in and (len(parts) == 1 or used & {(p.n, p.position) for p in parts}):
             continue  # a lead-in alone says nothing; what follows it is already quoted
         used.update((p.n, p.position) for p in parts)
@@ -180,6 +188,18 @@ def _following(group: list[Sentence], lead: Sentence) -> list[Sentence]:
             break
         out.append(sentence)
     return out
+
+
+def _next(group: list[Sentence], best: Sentence, used: set[tuple[int, int]]) -> list[Sentence]:
+    """The sentence after the best one in its paragraph, when short: what a passage says
+    of a setting often ends in the next sentence ("… reserved for superusers. The default
+    is three connections."); it is quoted with the best when it scores as a pick would."""
+    after = group[best.position + 1 : best.position + 2]
+    return [
+        s
+        for s in after
+        if s.block == best.block and len(s.text) <= NEXT_CHARS and (s.n, s.position) not in used
+    ]
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:

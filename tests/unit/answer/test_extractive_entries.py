@@ -28,3 +28,22 @@ def test_a_topic_heading_or_a_sentence_naming_its_entry_is_left_as_it_is() -> No
         extractive_answer("How often do backups run?", [topic]) == "Backups run every 6 hours. [1]"
     )
     assert extractive_answer("less chop long lines", [named]).startswith("-S or --chop")
+
+
+def test_an_faq_question_is_quoted_with_its_answer() -> None:
+    faq = source("В: Ctrl+A не работает, где включить?\nО: Назначьте cm_MarkMarkAll на Ctrl+A.")
+    answer = extractive_answer("Ctrl+A не работает. Где включить?", [faq])
+    assert "cm_MarkMarkAll" in answer
+
+
+def test_the_best_sentence_keeps_the_next_one_that_ends_what_it_says() -> None:
+    text = (
+        "Determines the number of connection slots reserved for superusers. "
+        "The default number of reserved slots is three connections.\n\n"
+        "Reserved slots for superusers are also counted in max_connections. "
+        "Superusers may always connect. Connection slots are shared."
+    )
+    answer = extractive_answer(
+        "How many connection slots are reserved for superusers?", [source(text)], 1
+    )
+    assert "three" in answer
