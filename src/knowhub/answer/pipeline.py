@@ -87,11 +87,14 @@ def answer_events(
     best = max((_relevance(h) for h in considered), default=0.0)
     sources = [h for h in considered if _relevance(h) >= options.min_evidence]
     if not sources:
-        yield from _not_covered(question, search_for, considered, best, options, language, timings)
+        asked = _Asked(question, search_for, timings)
+        yield from _not_covered(asked, considered, best, options, language)
         return
     found = _coverage(search_for, sources, counts, embedder, timings)
     if found is not None and found.refused:
-        yield from _not_mentioned(question, search_for, sources, best, found, language, timings)
+        yield from _not_mentioned(
+            _Asked(question, search_for, timings), sources, best, found, language
+        )
         return
     yield Sources(sources)
     clock = time.perf_counter()
@@ -192,35 +195,47 @@ def _verified(answer: Answer, options: AnswerSettings, checkers: _Checkers) -> N
         answer.notes.append(found.note)
 
 
-def _not_covered(
-    question: str,
-    search_for: str,
-    considered: list[Hit],
-    best: float,
-    options: AnswerSettings,
-    language: str,
-    timings: dict[str, float],
+@dataclass(frozen=True)
+class _Asked:
+    """The question, what was searched for, and the timings so far."""
+
+    question: str
+    search_for: str
+    timings: dict[str, float]
+
+
+def _refused(
+    asked: _Asked, listed: list[Hit], best: float, text: str, reason: str, note: str
 ) -> Iterator[AnswerEvent]:
-    """The answer when no source is relevant enough: say so, list the nearest misses."""
-    yield Sources(considered)
-    text = NOT_FOUND.get(language, NOT_FOUND["en"])
+    """An ``insufficient_context`` answer saying ``text``, listing ``listed`` as the
+    nearest sources."""
+    yield Sources(listed)
     yield Token(text)
     result = Answer(
-        question,
-        search_for,
+        asked.question,
+        asked.search_for,
         text,
         "insufficient_context",
-        considered,
+        listed,
         best,
         confidence=round(best * 0.5, 3),
-        timings_ms=timings,
+        timings_ms=asked.timings,
     )
-    result.reasons.append("no_relevant_source")
-    result.notes.append(
+    result.reasons.append(reason)
+    result.notes.append(note)
+    yield End(result)
+
+
+def _not_covered(
+    asked: _Asked, considered: list[Hit], best: float, options: AnswerSettings, language: str
+) -> Iterator[AnswerEvent]:
+    """The answer when no source is relevant enough: say so, list the nearest misses."""
+    note = (
         f"best source's relevance {best:.2f} is below answer.min_evidence "
         f"{options.min_evidence:.2f}: no answer generated"
     )
-    yield End(result)
+    text = NOT_FOUND.get(language, NOT_FOUND["en"])
+    yield from _refused(asked, considered, best, text, "no_relevant_source", note)
 
 
 def _coverage(
@@ -258,35 +273,18 @@ def _partly(answer: Answer, words: list[str], language: str) -> str:
 
 
 def _not_mentioned(
-    question: str,
-    search_for: str,
-    sources: list[Hit],
-    best: float,
-    found: coverage.Coverage,
-    language: str,
-    timings: dict[str, float],
+    asked: _Asked, sources: list[Hit], best: float, found: coverage.Coverage, language: str
 ) -> Iterator[AnswerEvent]:
     """The answer when the documents do not mention the question's core: say what they lack."""
-    yield Sources(sources)
-    text = mentioned_text(found.uncovered, language)
-    yield Token(text)
-    result = Answer(
-        question,
-        search_for,
-        text,
-        "insufficient_context",
-        sources,
-        best,
-        confidence=round(best * 0.5, 3),
-        timings_ms=timings,
-        not_mentioned=found.uncovered,
-    )
-    result.reasons += ["not_mentioned"]
-    result.notes.append(
+    note = (
         f"key terms {[k.word for k in found.terms]}: the documents do not mention "
         f"{found.uncovered}; no answer generated"
     )
-    yield End(result)
+    text = mentioned_text(found.uncovered, language)
+    for event in _refused(asked, sources, best, text, "not_mentioned", note):
+        if isinstance(event, End):
+            event.answer.not_mentioned = list(found.uncovered)
+        yield event
 
 
 def collect(events: Iterable[AnswerEvent]) -> dict[str, Any]:
