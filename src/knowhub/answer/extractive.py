@@ -136,7 +136,7 @@ def _named(text: str, entry: str | None, named: set[str]) -> str:
     if entry is None or entry in named or entry.casefold() in text.casefold():
         return text
     named.add(entry)
-    return f"{entry}: {text}"
+    return f"{entry.rstrip(':：')}: {text}"
 
 
 def _picked(

@@ -47,3 +47,8 @@ def test_the_best_sentence_keeps_the_next_one_that_ends_what_it_says() -> None:
         "How many connection slots are reserved for superusers?", [source(text)], 1
     )
     assert "three" in answer
+
+
+def test_an_entry_ending_in_a_colon_is_not_given_a_second_one() -> None:
+    entry = replace(source("124 如果指定命令超时"), section_path="timeout(1) > 描述 > 退出状态：")
+    assert extractive_answer("timeout 超时的退出码", [entry]).startswith("退出状态: 124")
