@@ -46,6 +46,9 @@ SAME = 0.75  # two sentences whose terms overlap this much (Jaccard) say the sam
 FOLLOW_CHARS = 300  # what a lead-in is completed with, at most (and at most FOLLOW_ITEMS)
 FOLLOW_ITEMS = 3
 NEXT_CHARS = 200  # the best sentence's next one is quoted with it up to this length
+# A one-word heading that names a setting or value (multi, nameserver, max_connections,
+# 124), not a topic (Installation, Overview): lower case, digits or joiners.
+_SETTING = re.compile(r"[a-z0-9][a-z0-9_.=:-]*|[\w.=:-]*[\d_=][\w.=:-]*")
 _OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")
 
 
@@ -120,13 +123,13 @@ def _share(weights: dict[str, float], terms: frozenset[str]) -> float:
 def _entry(section_path: str) -> str | None:
     """The entry a chunk is under when its heading names a thing rather than a topic: an
     option (``--pid=PID``) or a one-word setting or value (``multi``, ``124``) below a
-    page's section. A sentence of such an entry rarely repeats it (``和 -f 同时使用时…``),
-    yet the name is the answer to "which option"."""
+    page's section, never a topic (``Installation``). A sentence of such an entry rarely
+    repeats it (``和 -f 同时使用时…``), yet the name is the answer to "which option"."""
     parts = [part.strip() for part in section_path.split(" > ")]
     last = parts[-1] if parts else ""
     if not last or len(last) > 40:
         return None
-    if last.startswith(("-", "+")) or (len(parts) >= 3 and len(last.split()) == 1):
+    if last.startswith(("-", "+")) or (len(parts) >= 3 and _SETTING.fullmatch(last)):
         return last
     return None
 
@@ -153,18 +156,20 @@ def _picked(
     used: set[tuple[int, int]] = set()
     named: set[str] = set()
     for score, sentence in scored:
-        if len(picks) == limit or score < best * KEEP:
-            break
+        if len(picks) == limit or (picks and score < best * KEEP):
+            break  # the best is always quoted, even when it scores below 0
         if (sentence.n, sentence.position) in used:
             continue
         parts = [sentence, *_following(found[sentence.n - 1], sentence)]
+        if sentence.lead_in and (len(parts) == 1 or used & {(p.n, p.position) for p in parts}):
+            continue  # a lead-in alone says nothing; what follows it is already quoted
+        text = " ".join(p.text for p in parts)
         if not picks and len(parts) == 1:
             near = _next(found[sentence.n - 1], sentence, used)
             parts += [s for s in near if scores[(s.n, s.position)] >= best * KEEP]
-        if sentence.lead_in and (len(parts) == 1 or used & {(p.n, p.position) for p in parts}):
-            continue  # a lead-in alone says nothing; what follows it is already quoted
+            # A sentence of its own: cited on its own, as verification reads each one.
+            text = f" [{sentence.n}] ".join(p.text for p in parts)
         used.update((p.n, p.position) for p in parts)
-        text = " ".join(p.text for p in parts)
         terms = frozenset(index_tokens(text)) or frozenset([text.casefold()])
         same = next((p for p in picks if _jaccard(p.terms, terms) >= SAME), None)
         if same is None:

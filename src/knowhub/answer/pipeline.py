@@ -249,7 +249,7 @@ def _coverage(
     if counts is None:
         return None
     clock = time.perf_counter()
-    found = coverage.check(query, sources, counts, embedder)
+    found = coverage.check(query, sources, counts)
     timings["coverage"] = _ms(clock)
     return found
 

@@ -41,7 +41,7 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _ABSTAINS = re.compile(
     r"\b(documents?|sources?)\b.{0,40}\b(do|does|did)\s+not\b|\bno (source|document)s?\b"
     r"|(文档|资料|来源)[^。]{0,12}(没有|未|并未)"
-    r"|(документ|источник)\w*[^.]{0,40}\b(нет|не (указ|сказ|говор|привод|содерж))",
+    r"|(документ|источник)\w*[^.]{0,40}\b(нет|не (указ|сказ|говор|привод|содерж|упомина))",
     re.IGNORECASE,
 )
 _SCORE = {"supported": 1.0, "partial": 0.5, "unsupported": 0.0}

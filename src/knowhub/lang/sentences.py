@@ -17,8 +17,8 @@ _CLOSED = tuple(".!?:;。！？：；")
 # <resolv.h>) серверов"), compared lower-cased with their period.
 _ABBREVIATIONS = frozenset(
     (
-        *("e.g.", "i.e.", "cf.", "vs.", "approx.", "no.", "fig."),
-        *("см.", "т.е.", "т.д.", "т.п.", "напр.", "рис.", "стр.", "гл.", "др.", "им."),
+        *("e.g.", "i.e.", "cf.", "vs.", "approx.", "fig."),
+        *("см.", "т.е.", "напр.", "рис.", "стр.", "гл."),
     )
 )
 
@@ -54,12 +54,13 @@ def sentences(text: str) -> list[str]:
 
 
 def _joined(parts: list[str]) -> list[str]:
-    """``parts`` with those that do not start a sentence put back onto the one before: after
-    an abbreviation, or starting in lower case ("e.g. the …", "см. <resolv.h>) серверов")."""
+    """``parts`` with those after an abbreviation put back onto the one before ("e.g. the …",
+    "см. <resolv.h>) серверов"). A part in lower case still starts a sentence: it is often a
+    command ("atrm deletes jobs.")."""
     out: list[str] = []
     for part in parts:
         last = out[-1].rsplit(None, 1)[-1].lower() if out else ""
-        if out and (last in _ABBREVIATIONS or part[:1].islower()):
+        if out and last in _ABBREVIATIONS:
             out[-1] += " " + part
         else:
             out.append(part)

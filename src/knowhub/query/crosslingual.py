@@ -59,7 +59,6 @@ __all__ = [
     "any_other",
     "by_sentences",
     "debiased",
-    "is_cross_lingual",
     "language_mean",
     "language_offsets",
     "lexical_damping",
@@ -162,12 +161,6 @@ def within_reach(hits: Sequence[tuple[int, float]], limit: int) -> list[int]:
         return []
     floor = hits[min(LOOKED_AT, len(hits)) - 1][1] - SENTENCE_REACH
     return [item for item, score in hits[:limit] if score >= floor]
-
-
-def is_cross_lingual(language: str, hit_languages: Sequence[str]) -> bool:
-    """Whether a query in ``language`` found passages in another one among its
-    :data:`LOOKED_AT` best (:func:`any_other`)."""
-    return any_other(language, hit_languages[:LOOKED_AT])
 
 
 def any_other(language: str, found: Iterable[str]) -> bool:

@@ -88,7 +88,7 @@ class Legs:
     cache: str = "off"  # query embedding: hit | miss | skipped (no dense leg) | off
     # A search across languages (knowhub.query.crosslingual): ``dense`` ranks by the debiased
     # query, ``cosines`` is the plain query's leg (true cosines, for relevance), and
-    # ``lexical_factors`` damps lexical hits in another language. None: not across languages.
+    # ``lexical_factors`` damps every lexical hit in a search across languages (None: not one).
     cosines: list[tuple[int, float]] | None = None
     lexical_factors: dict[int, float] | None = None
 

@@ -50,5 +50,15 @@ def test_the_best_sentence_keeps_the_next_one_that_ends_what_it_says() -> None:
 
 
 def test_an_entry_ending_in_a_colon_is_not_given_a_second_one() -> None:
-    entry = replace(source("124 如果指定命令超时"), section_path="timeout(1) > 描述 > 退出状态：")
-    assert extractive_answer("timeout 超时的退出码", [entry]).startswith("退出状态: 124")
+    entry = replace(source("在进程结束后终止执行"), section_path="tail(1) > 选项 > --pid=PID:")
+    assert extractive_answer("tail 进程结束", [entry]).startswith("--pid=PID: 在进程")
+
+
+def test_a_topic_heading_leads_no_sentence_and_the_best_is_quoted_even_below_zero() -> None:
+    topic = replace(
+        source("Install the server package with apt."),
+        section_path="PostgreSQL Guide > Server Administration > Installation",
+    )
+    assert extractive_answer("install server", [topic]).startswith("Install the server")
+    debris = [replace(source("3.1.: 3.3.;"), chunk_id=f"c{i}") for i in range(4)]
+    assert extractive_answer("frobnicate", [*debris, source("Nothing shared here.")]) != ""

@@ -17,3 +17,12 @@ def test_a_period_after_an_abbreviation_or_before_lower_case_ends_no_sentence() 
         "Use a tool, e.g. the find command.",
         "Then go.",
     ]
+
+
+def test_a_sentence_that_starts_with_a_command_in_lower_case_stands_alone() -> None:
+    text = "The at command queues jobs. atrm deletes jobs. atq lists them."
+    assert sentences(text) == [
+        "The at command queues jobs.",
+        "atrm deletes jobs.",
+        "atq lists them.",
+    ]
