@@ -12,9 +12,9 @@ spaces into tabs). ``<out>/corpus`` is ingested as one mixed collection; the gol
 
 The packages are English (python3.11-doc, postgresql-doc-15, the man pages of at, findutils,
 less, debianutils and time), Chinese (debian-edu-doc-zh-cn's PDF manual, manpages-zh,
-lilypond-doc-html-zh) and Russian (manpages-ru, doublecmd-help-ru). debian-reference,
-debian-handbook, aptitude-doc-ru and kicad-doc are held out for independent checks and must
-never be added here. Needs apt (with package lists: ``apt-get update``), dpkg-deb, man-db and
+lilypond-doc-html-zh) and Russian (manpages-ru, doublecmd-help-ru). The packages the project
+holds out for independent checks (the developers' brief names them) are never added here.
+Needs apt (with package lists: ``apt-get update``), dpkg-deb, man-db and
 col (bsdextrautils); ``make eval`` runs it.
 """
 
