@@ -43,7 +43,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from knowhub.lang import index_tokens, query_language, query_tokens, question_names
-from knowhub.lang.detect import CYRILLIC, HAN
 from knowhub.lang.names import heading_names
 from knowhub.lang.stopwords import STOPWORDS_EN
 from knowhub.models import Hit
@@ -110,7 +109,6 @@ class KeyTerm:
     term: str
     word: str
     name: bool  # looked up as written in any language (see the module docstring)
-    script: str  # the script of its language: en (Latin), zh (Han), ru (Cyrillic)
 
 
 @dataclass
@@ -120,7 +118,6 @@ class Coverage:
     terms: list[KeyTerm] = field(default_factory=list)
     absent: list[KeyTerm] = field(default_factory=list)
     unsupported: list[KeyTerm] = field(default_factory=list)
-    unjudged: list[KeyTerm] = field(default_factory=list)  # another language's evidence
 
     @property
     def uncovered(self) -> list[str]:
@@ -154,10 +151,10 @@ def key_terms(question: str) -> list[KeyTerm]:
             surface = word if len(terms) == 1 else term
             inside = any(start <= piece.start() < end for start, end in joined)
             name = inside or _is_name(surface, piece.start() in firsts, language)
-            found[term] = KeyTerm(term, surface, name, _script(surface))
+            found[term] = KeyTerm(term, surface, name)
     for named in question_names(question):
         if len(named) > 1:  # a stopword letter (Ctrl+A's "a") is in no index
-            found.setdefault(named, KeyTerm(named, named, True, "en"))
+            found.setdefault(named, KeyTerm(named, named, True))
     return list(found.values())[:MAX_TERMS]
 
 
@@ -190,12 +187,6 @@ def _is_name(word: str, first: bool, language: str) -> bool:
     return language != "en" or (not first and word != word.lower())
 
 
-def _script(word: str) -> str:
-    if re.search(f"[{HAN}]", word):
-        return "zh"
-    return "ru" if re.search(f"[{CYRILLIC}]", word) else "en"
-
-
 def check(question: str, evidence: Sequence[Hit], counts: Counts) -> Coverage:
     """Check ``question``'s key terms against the collection (``counts``) and the evidence.
 
@@ -208,21 +199,19 @@ def check(question: str, evidence: Sequence[Hit], counts: Counts) -> Coverage:
     frequency = counts([k.term for k in candidates], FREQUENT) if candidates else {}
     found = Coverage([k for k in candidates if frequency.get(k.term, 0) < FREQUENT])
     held = {t for hit in evidence for t in index_tokens(f"{hit.section_path}\n{hit.text}")}
-    joined = _joined_names(question, evidence)
+    joined = _joined_names(question, evidence, held)
     held |= {t for name, said in joined.items() if said for t in query_tokens(name)}
-    missing = [KeyTerm(name, name, True, "en") for name, said in joined.items() if not said]
+    missing = [KeyTerm(name, name, True) for name, said in joined.items() if not said]
     parts = {t for key in missing for t in query_tokens(key.term)}
     found.terms = [k for k in found.terms if k.term not in parts]
-    languages = {hit.language for hit in evidence}
     for key in found.terms:
         if key.term in held or (key.name and _named(key.term, evidence)):
             continue
         if not key.name:
             # A plain word is said otherwise by the evidence often enough ("taken", "quickly",
             # "程序"): on real questions it refused right answers. Only names are judged.
-            if languages - {key.script}:
-                found.unjudged.append(key)
-        elif frequency.get(key.term, 0) == 0:
+            continue
+        if frequency.get(key.term, 0) == 0:
             found.absent.append(key)
         else:
             found.unsupported.append(key)
@@ -232,16 +221,16 @@ def check(question: str, evidence: Sequence[Hit], counts: Counts) -> Coverage:
     return found
 
 
-def _joined_names(question: str, evidence: Sequence[Hit]) -> dict[str, bool]:
+def _joined_names(question: str, evidence: Sequence[Hit], held: set[str]) -> dict[str, bool]:
     """The question's joined names (``systemd-run``, ``pg_stat_statements``, a path's file
     name ``resolved.conf``), each with whether the evidence says it as written (a dotted
     name without a path, ``subprocess.run``: whether it holds all its parts). Its parts do
     not stand for it: the collection may hold ``systemd`` and ``run`` (and Porter stems
-    ``resolved`` to the ``resolv`` of ``resolv.conf``) with no word on ``systemd-run``."""
+    ``resolved`` to the ``resolv`` of ``resolv.conf``) with no word on ``systemd-run``.
+    ``held``: the evidence's index terms."""
     said = " ".join(f"{hit.section_path}\n{hit.text}" for hit in evidence).casefold()
     joined_up = re.sub(r"[-_\s]+", "", said)  # Wi-Fi said "WiFi", real-time "real time"
     names: dict[str, bool] = {}
-    held = {t for hit in evidence for t in index_tokens(f"{hit.section_path}\n{hit.text}")}
     for path in _PATH.findall(question):
         name = path.rstrip("/.").rsplit("/", 1)[-1]
         if "/" in path:

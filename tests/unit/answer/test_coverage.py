@@ -61,7 +61,6 @@ def test_a_word_of_another_language_is_not_judged_on_foreign_evidence() -> None:
     # translation, so their absence says nothing; the Latin name is looked up as written.
     evidence = [_hit("atrm deletes jobs, identified by their job number.")]
     found = check("如何用 atrm 删除作业？", evidence, _counts({"atrm": 1}))
-    assert [k.word for k in found.unjudged] == ["删除", "作业"]
     assert not found.uncovered and not found.refused
     missing = check("如何用 frobctl 删除作业？", evidence, _counts({}))
     assert missing.uncovered == ["frobctl"] and missing.refused
