@@ -9,14 +9,17 @@ import signal
 from collections.abc import Sequence
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from knowhub import build_app
+from knowhub.ingest import pipeline
 from knowhub.ingest.pipeline import IngestReport, IngestStopped, ingest
 from knowhub.providers.embedders.base import Vectors
 from knowhub.providers.embedders.hashing import HashingEmbedder
+from knowhub.providers.stores.base import DocumentWrite, Store
 from knowhub.providers.stores.sqlite import SQLiteStore
 from tests.helpers import fast_settings, write
 
@@ -144,3 +147,31 @@ def test_vectors_from_the_cache_are_counted_for_stored_documents_only(tmp_path: 
                 ingest(app.store, Interrupted(stop_at), app.settings, [docs], "default")
     assert info.value.report.kept == 0
     assert (info.value.report.cached, info.value.report.embedded) == (0, 0)
+
+
+def test_a_ctrl_c_as_a_commit_ends_is_reported_with_what_the_commit_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C the moment the store has committed a group: the report's documents kept are
+    the ones the index holds, not one fewer (the CI run that found it: 12 listed, 11 told)."""
+    assert callable(signal.getsignal(signal.SIGINT))  # Python's handler: Ctrl-C raises
+    docs = _corpus(tmp_path / "docs", notes=6)
+    real, commits = pipeline.replace_documents, []
+
+    def commit_then_ctrl_c(store: Store, cid: int, writes: Sequence[DocumentWrite]) -> list[Any]:
+        errors = real(store, cid, writes)
+        commits.append(len(writes))
+        signal.raise_signal(signal.SIGINT)  # lands at once, before the caller's next line
+        return errors
+
+    monkeypatch.setattr(pipeline, "replace_documents", commit_then_ctrl_c)
+    with closing(build_app(fast_settings(tmp_path / "data"))) as app:
+        with pytest.raises(IngestStopped) as info:
+            ingest(app.store, HashingEmbedder(64), app.settings, [docs], "default")
+        cid = app.store.collection_id("default")
+        assert cid is not None
+        stored = sorted(record.source for record in app.store.records(cid))
+    report = info.value.report
+    assert commits == [len(stored)] and stored  # one commit, then the stop
+    assert sorted(report.current()) == stored
+    assert report.kept + len(report.not_done) == 7

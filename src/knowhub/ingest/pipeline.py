@@ -55,6 +55,7 @@ from knowhub.ingest.stopping import (
     IngestCancelledError,
     IngestStopped,
     ShutdownRequestedError,
+    interrupts_deferred,
     stop_if_shutting_down,
     stop_ingests,
 )
@@ -359,9 +360,10 @@ class _Run:
         path = Path(candidate.path)
         if candidate.explicit and (problem := unsupported_reason(path.name)):
             raise LoaderError(f"{candidate.source}: {problem}; knowhub reads {READ_FORMATS}")
-        if self.in_place.rewrote(candidate):  # tags or scope, its scans kept as OCR read them
-            self.report.retagged.append(escape_surrogates(candidate.source))
-            return None
+        with interrupts_deferred():  # rewritten and reported, both or neither
+            if self.in_place.rewrote(candidate):  # tags or scope, scans kept as OCR read them
+                self.report.retagged.append(escape_surrogates(candidate.source))
+                return None
         if (held := self.dead_letters.held(candidate)) is not None:
             self.report.failed.append((escape_surrogates(candidate.source), held.skipped()))
             self._rescoped(candidate)  # as for a file failing again: the run's tags apply
@@ -504,18 +506,19 @@ class _Run:
         group, self.group = self.group, []
         if not group:
             return
-        try:
-            errors = replace_documents(self.store, self.cid, [write for _, write in group])
-        except Exception as exc:  # the commit failed (disk full…): none of them is written
-            errors = [exc] * len(group)
-        for (pending, _), error in zip(group, errors, strict=True):
-            if error is None:  # first: a run the disk stops below still counts them written
-                self._report_written(pending)
-                self.report.chunks += len(pending.chunks)
-                self.report.embedded += len(pending.missing)  # vectors encoded and stored
-                self.report.cached += len(pending.chunks) - len(pending.missing)
-                self.runner.release(pending.futures)
-                self.tracker.file_done(pending.record.source)
+        with interrupts_deferred():  # a Ctrl-C lands before the commit or after its report
+            try:
+                errors = replace_documents(self.store, self.cid, [write for _, write in group])
+            except Exception as exc:  # the commit failed (disk full…): none of them is written
+                errors = [exc] * len(group)
+            for (pending, _), error in zip(group, errors, strict=True):
+                if error is None:  # first: a run the disk stops below still counts them
+                    self._report_written(pending)
+                    self.report.chunks += len(pending.chunks)
+                    self.report.embedded += len(pending.missing)  # vectors encoded and stored
+                    self.report.cached += len(pending.chunks) - len(pending.missing)
+                    self.runner.release(pending.futures)
+                    self.tracker.file_done(pending.record.source)
         for error in errors:
             self._stop_if_disk_full(error, writing=True)
         for (pending, _), error in zip(group, errors, strict=True):
