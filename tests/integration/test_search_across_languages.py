@@ -108,7 +108,8 @@ class Counting(Aligned):
         return super().embed_documents(texts)
 
 
-def test_the_best_hits_are_scored_by_their_sentences_too(tmp_path: Path) -> None:
+def _counting(tmp_path: Path) -> tuple[App, Counting]:
+    """:func:`_app` with a document of three sentences no earlier search has cached."""
     app, aligned = _app(tmp_path)
     unique = uuid.uuid4().hex  # sentences no earlier search in this process has cached
     write(
@@ -119,13 +120,21 @@ def test_the_best_hits_are_scored_by_their_sentences_too(tmp_path: Path) -> None
     app.ingest([tmp_path / "ops"], tags={"dept": "ops"})
     embedder = Counting(aligned.dim)
     embedder.model_id = aligned.model_id
+    return app, embedder
+
+
+def test_in_a_collection_without_the_questions_language_hits_are_scored_by_sentences(
+    tmp_path: Path,
+) -> None:
+    app, embedder = _counting(tmp_path)  # English and Russian: a Chinese question
     on = app.settings.search
     off = on.model_copy(update={"cross_lingual_sentences": 0})
-    request = SearchRequest("командировки 2024 150", "default", top_k=5)
+    request = SearchRequest("差旅费 2024 150", "default", top_k=5)
     legs_off = retrieve(app.store, embedder, off, request, caches=app.caches)
     before = embedder.encoded
     legs_on = retrieve(app.store, embedder, on, request, caches=app.caches)
     assert embedder.encoded > before  # the sentences of the best hits, once
+    assert legs_on.by_sentences > 0
     assert legs_on.cosines == legs_off.cosines  # what relevance reads stays the query's own
     scores_off, scores_on = dict(legs_off.dense), dict(legs_on.dense)
     assert set(scores_on) == set(scores_off) and scores_on != scores_off
@@ -136,6 +145,17 @@ def test_the_best_hits_are_scored_by_their_sentences_too(tmp_path: Path) -> None
     assert result.counts["cross_lingual"] > 0 and {h.metadata["dept"] for h in result.hits} == {
         "ops"
     }
+
+
+def test_in_a_collection_holding_the_questions_language_no_sentence_is_embedded(
+    tmp_path: Path,
+) -> None:
+    app, embedder = _counting(tmp_path)
+    request = SearchRequest("командировки 2024 150", "default", top_k=5)  # ru.md is Russian
+    before = embedder.encoded
+    legs = retrieve(app.store, embedder, app.settings.search, request, caches=app.caches)
+    assert legs.cosines is not None  # the search crossed languages (debiased, damped) …
+    assert embedder.encoded == before and legs.by_sentences == 0  # … without sentences
 
 
 def test_retrieval_debug_says_how_the_search_crossed_languages(tmp_path: Path) -> None:
@@ -149,4 +169,5 @@ def test_retrieval_debug_says_how_the_search_crossed_languages(tmp_path: Path) -
         "lexical_damped": 4,
         "sentences": 20,
         "sentence_weight": 0.7,
+        "by_sentences": 0,  # the collection holds Russian
     }

@@ -117,6 +117,7 @@ def _crossing(settings: SearchSettings, legs: Legs) -> dict[str, Any]:
         "lexical_damped": damped,
         "sentences": crosslingual.sentences_scored(settings),
         "sentence_weight": settings.cross_lingual_sentence_weight,
+        "by_sentences": legs.by_sentences,  # none in a mixed collection (crosslingual.holds)
     }
 
 

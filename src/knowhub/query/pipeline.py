@@ -91,6 +91,7 @@ class Legs:
     # ``lexical_factors`` damps every lexical hit in a search across languages (None: not one).
     cosines: list[tuple[int, float]] | None = None
     lexical_factors: dict[int, float] | None = None
+    by_sentences: int = 0  # how many dense hits were scored by their sentences too
 
     @property
     def similarities(self) -> list[tuple[int, float]]:
@@ -334,8 +335,9 @@ def _across_languages(
     off.
 
     Costs a read of the dense leg's rows; across languages also of the lexical leg's and
-    the debiased leg's rows, a second dense search, and embedding the sentences of the best
-    rows within reach not seen before.
+    the debiased leg's rows, a second dense search, and, when none of the dense leg's rows
+    is in the question's language, embedding the sentences of the best rows within reach
+    not seen before.
     """
     debias, damping = settings.cross_lingual_debias, settings.cross_lingual_lexical_weight
     sentences = crosslingual.sentences_scored(settings)
@@ -346,6 +348,8 @@ def _across_languages(
     if not crosslingual.any_other(legs.language, [row.language for row in found.values()]):
         return None
     dense = legs.dense
+    if crosslingual.holds(legs.language, [row.language for row in found.values()]):
+        sentences = 0  # a mixed collection: see crosslingual.holds
     mean = crosslingual.language_mean(embedder, legs.language)
     if mean is not None and debias > 0:
         vector = crosslingual.debiased(vector, mean, debias)
@@ -359,13 +363,16 @@ def _across_languages(
     if not crosslingual.any_other(legs.language, [of.get(item, "und") for item in best]):
         return None  # no passage in another language can reach the best: one language's search
     factors = crosslingual.lexical_damping(legs.lexical, damping)
+    texts: dict[int, str] = {}
     if sentences:
         texts = {item: found[item].text for item in best if item in found}
         weight = settings.cross_lingual_sentence_weight
         cache = None if caches is None else caches.sentence_vectors
         dense = crosslingual.by_sentences(dense, texts, vector, embedder, weight, cache)
         ranked = crosslingual.offset(dense, of, offsets, legs.language)
-    return replace(legs, dense=ranked, cosines=legs.dense, lexical_factors=factors)
+    return replace(
+        legs, dense=ranked, cosines=legs.dense, lexical_factors=factors, by_sentences=len(texts)
+    )
 
 
 def _check_embedder(store: Store, embedder: Embedder, cid: int, name: str) -> None:
