@@ -12,7 +12,9 @@ Every sentence of the sources (cleaned: :mod:`knowhub.answer.evidence`) is score
   tokenizer drops one-letter words);
 - **heading**: the same weighed share of the question's terms in its source's section path
   (an option's entry under ``-i, --ignore-case`` answers "ignore case");
-- **place**: a little for coming early in its source and for its source ranking higher.
+- **place**: a little for coming early in its source and for its source ranking higher;
+- **value**: for a question asking a quantity ("how many", "сколько", "多少"), a sentence
+  stating a number (:mod:`knowhub.answer.quantity`) gains as much as a heading can give.
 
 The best ones are quoted best first, at most ``max_sentences``: a sentence scoring under
 half the best is left out (one shared word is not an answer). A lead-in ending in ':' is
@@ -32,6 +34,7 @@ from dataclasses import dataclass, field
 
 from knowhub.answer.evidence import Sentence, evidence
 from knowhub.answer.meaning import closeness
+from knowhub.answer.quantity import asks_quantity, gives_quantity
 from knowhub.lang import index_tokens, query_tokens
 from knowhub.models import Hit
 from knowhub.providers.embedders.cached import CachedVectors
@@ -39,6 +42,7 @@ from knowhub.providers.embedders.cached import CachedVectors
 __all__ = ["extractive_answer"]
 
 HEADING = 0.15  # the weight of the section path's share of the question's terms
+VALUE = HEADING  # the bonus of a sentence stating a number, for a question asking one
 EARLY = 0.05  # the bonus of a source's first sentence (halved for the second, …)
 LOWER_SOURCE = 0.03  # the cost of each rank a source is below the first
 KEEP = 0.5  # a sentence scoring under this share of the best is left out
@@ -74,7 +78,8 @@ def extractive_answer(
     if not flat:
         return ""
     scored = _scored(question, flat, sources, vectors, language)
-    picks = _picked(scored, found, max_sentences, [_entry(h.section_path) for h in sources])
+    entries = [_entry(h.section_path) for h in sources]
+    picks = _picked(scored, found, max_sentences, entries, asks_quantity(question))
     return " ".join(f"{p.text} {''.join(f'[{n}]' for n in p.cites)}" for p in picks)
 
 
@@ -91,11 +96,13 @@ def _scored(
     weights = _rarity(asked, terms)
     headings = [_terms(hit.section_path) for hit in sources]
     meaning = closeness(vectors, language, question, [s.text for s in flat])
+    quantity = asks_quantity(question)
     out = []
     for i, sentence in enumerate(flat):
         words = _share(weights, terms[i])
         score = words if meaning is None else (words + meaning[i]) / 2
         score += HEADING * _share(weights, headings[sentence.n - 1])
+        score += VALUE if quantity and gives_quantity(sentence.text) else 0.0
         score += EARLY / (1 + sentence.position) - LOWER_SOURCE * (sentence.n - 1)
         out.append((score, sentence))
     out.sort(key=lambda scored: -scored[0])  # stable: ties keep the sources' order
@@ -147,9 +154,10 @@ def _picked(
     found: list[list[Sentence]],
     limit: int,
     entries: list[str | None],
+    quantity: bool,
 ) -> list[_Pick]:
     """The best sentences, lead-ins completed, each said once, led by their entry's name
-    (:func:`_entry`)."""
+    (:func:`_entry`); ``quantity``: the question asks one (:func:`_value_after`)."""
     best = scored[0][0]
     scores = {(s.n, s.position): score for score, s in scored}
     picks: list[_Pick] = []
@@ -167,6 +175,9 @@ def _picked(
         if not picks and len(parts) == 1:
             near = _next(found[sentence.n - 1], sentence, used)
             parts += [s for s in near if scores[(s.n, s.position)] >= best * KEEP]
+            if quantity and not any(gives_quantity(p.text) for p in parts):
+                taken = used | {(p.n, p.position) for p in parts}
+                parts += _value_after(found[sentence.n - 1], parts[-1], taken)
             # A sentence of its own: cited on its own, as verification reads each one.
             text = f" [{sentence.n}] ".join(p.text for p in parts)
         used.update((p.n, p.position) for p in parts)
@@ -205,6 +216,21 @@ def _next(group: list[Sentence], best: Sentence, used: set[tuple[int, int]]) -> 
         for s in after
         if s.block == best.block and len(s.text) <= NEXT_CHARS and (s.n, s.position) not in used
     ]
+
+
+def _value_after(
+    group: list[Sentence], best: Sentence, used: set[tuple[int, int]]
+) -> list[Sentence]:
+    """For a question asking a quantity whose best sentence states none: the first short
+    sentence after it in its paragraph that states one ("Determines the number of
+    connection slots reserved for superusers. At most … Whenever … The default value is
+    three connections."), however few of the question's words it shares."""
+    for s in group[best.position + 1 :]:
+        if s.block != best.block:
+            break
+        if len(s.text) <= NEXT_CHARS and (s.n, s.position) not in used and gives_quantity(s.text):
+            return [s]
+    return []
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
