@@ -203,6 +203,7 @@ def _fused_hits(
         hits,
         legs.similarities if legs.dense_used else None,
         embedder.calibration(legs.language),
+        legs.language,
     )
     return [h for h in hits if (h.relevance or 0.0) >= request.min_score], promoted
 

