@@ -34,9 +34,10 @@ __all__ = ["EXTRACTION_VERSION", "TEXT_EXTRACTION_VERSION", "Extraction", "run_l
 # PDFs, cleanup: 2), so that documents indexed before are read again by the new code.
 EXTRACTION_VERSION = 2
 # Raised when what the ``.txt`` loader finds changes (sections, man pages: 1; the page's
-# name heading a man page's paths: 2). Apart from the other formats: re-reading every PDF
+# name heading a man page's paths: 2; entries of pages saved with ``col -b``, keyword
+# entries, Russian NAME sections: 3). Apart from the other formats: re-reading every PDF
 # for a change to plain text would cost OCR again.
-TEXT_EXTRACTION_VERSION = 2
+TEXT_EXTRACTION_VERSION = 3
 _VERSIONS = {
     "pdf": EXTRACTION_VERSION,
     "docx": EXTRACTION_VERSION,

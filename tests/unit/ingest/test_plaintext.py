@@ -279,3 +279,52 @@ def test_a_man_page_with_translated_section_titles_keeps_its_entries() -> None:
         (2, "SEE ALSO(参见)"),
     ]
     assert text_structure(ZH_PAGE).title == "chattr - 修改 Linux 文件系统上的文件属性"
+
+
+RU_PAGE = (
+    "resolv.conf(5)\t\t      File Formats Manual\t\tresolv.conf(5)\n"
+    "\n"
+    "ИМЯ\n"
+    "       resolv.conf - файл настройки распознавателя\n"
+    "\n"
+    "ОПИСАНИЕ\n"
+    "       Файл содержит список ключевых слов со значениями.\n"
+    "\n"
+    "       nameserver IP-адрес сервера имён\n"
+    "\t      Может быть указано до MAXNS (в настоящее время 3) серверов\n"
+    "\t      имён, повторяя каждый раз ключевое слово.\n"
+    "\n"
+    "       multi  Допустимые значения on и off. Если задано on, возвращаются\n"
+    "\t      все адреса узла.\n"
+    "\n"
+    "       /proc/sys/fs/pipe-max-size (начиная с Linux 2.6.35)\n"
+    "\t      Максимальный размер (в байтах) отдельных каналов.\n"
+    "\n"
+    "       Пример настройки:\n"
+    "\t      nameserver 192.0.2.1\n"
+    "\n"
+    "ФАЙЛЫ\n"
+    "       /etc/resolv.conf\n"
+)
+
+
+def test_keyword_file_and_setting_entries_are_headings_as_options_are() -> None:
+    # manpages-ru: what a question about "nameserver" or "pipe-max-size" needs is its entry.
+    assert _outline(RU_PAGE) == [
+        (1, "resolv.conf(5)"),
+        (2, "ИМЯ"),
+        (2, "ОПИСАНИЕ"),
+        (3, "nameserver IP-адрес сервера имён"),  # described on the lines below
+        (3, "multi"),  # its description starts on its line, past a gap
+        (3, "/proc/sys/fs/pipe-max-size"),  # a parenthesis after the name is left out
+        (2, "ОПИСАНИЕ"),  # prose ending in ':' opens no entry: the section's own again
+        (2, "ФАЙЛЫ"),
+    ]
+
+
+def test_the_pages_own_commands_stay_in_the_section_that_describes_them() -> None:
+    # As at(1) describes atq, atrm and batch in its DESCRIPTION (the NAME line names them).
+    page = RU_PAGE.replace("ИМЯ", "NAME").replace("resolv.conf - файл", "nameserver, multi - файл")
+    outline = _outline(page)
+    assert (3, "/proc/sys/fs/pipe-max-size") in outline
+    assert not any(title in ("nameserver IP-адрес сервера имён", "multi") for _, title in outline)

@@ -1,5 +1,6 @@
 """Manual pages saved as text (``man tar > tar.txt``): sections, subsections and option
-entries as headings, the NAME line as the title, and the terminal formatting of a page
+entries (and keyword entries: ``nameserver``, ``/proc/sys/fs/pipe-max-size``) as headings, the
+NAME line as the title, and the terminal formatting of a page
 rendered without ``col -b`` taken out.
 
 What a rendered man page looks like (man-db and groff, mandoc alike): a header line
@@ -51,10 +52,16 @@ _HEADER_PAGE = re.compile(r"\s*(\S[^\t]*?\(\d\w*\))")
 _PAGE = re.compile(r"(.*)\((\d\w*)\)")
 # "tar - an archiving utility": the names, then a dash between spaces.
 _NAME_SEPARATOR = re.compile(r"\s+[-\u2010\u2013\u2014\u2212]+\s+")
-_NAME = re.compile(r"NAME(?:\s*\(.*\)|\s.*)?")  # "NAME", "NAME(名称)", "NAME 名称"
+# "NAME", "NAME(名称)", "NAME 名称"; manpages-ru's "ИМЯ" (older pages: "НАЗВАНИЕ").
+_NAME = re.compile(r"(?:NAME|ИМЯ|НАЗВАНИЕ)(?:\s*\(.*\)|\s.*)?")
 _COMMAND = re.compile(r"[\w.+:@/-]+")
 _COMMAND_WORDS = 8
 _OPTION_LENGTH = 60
+# A keyword entry's first word names a thing: a lower-case identifier (``nameserver``,
+# ``size=bytes``, ``tcp_fin_timeout``), a path, or an upper-case one (``IN_ACCESS``,
+# ``TMPDIR``); prose starts with a capital and ends in a stop.
+_KEYWORD = re.compile(r"(?:[a-z_][\w.=:<>\[\]-]*|/[\w./<>-]+|[A-Z][A-Z0-9_]{2,})(?=\s|\(|$)")
+_KEYWORD_WORDS = 6
 _TERM_GAP = re.compile(r"\S+(?: \S+)*?(?= {2,}|\t)")
 _TAG_WIDTH = 7  # groff's default .TP indent: where a description on the tag's line starts
 _SENTENCE_END = tuple(".,;:")
@@ -106,8 +113,8 @@ def man_page(lines: TextLines) -> ManPage | None:
     if len(sections) < 2:
         return None
     body = Counter(lines.indent(lines.next(s)) for s in sections).most_common(1)[0][0]
-    headings = _Walk(lines, sections, body).headings()
     name_line, page = _name_line(lines, sections), _page_name(lines)
+    headings = _Walk(lines, sections, body, _commands(name_line)).headings()
     if root := _root(name_line, page):
         # The page's name heads every path: an option entry's own words rarely name the
         # command (``-t, --list`` says "List the contents of an archive"), and a question
@@ -138,8 +145,11 @@ def _section_title(lines: TextLines, start: int) -> str | None:
 class _Walk:
     """One pass over a man page's lines, keeping the section an option entry is under."""
 
-    def __init__(self, lines: TextLines, sections: dict[int, str], body: int) -> None:
+    def __init__(
+        self, lines: TextLines, sections: dict[int, str], body: int, commands: frozenset[str]
+    ) -> None:
         self.lines, self.sections, self.body = lines, sections, body
+        self.commands = commands  # the page's own (at, atq, atrm, batch): no keyword entries
         self.found: list[Heading] = []
         self.parent: Heading | None = None
         self.in_entry = False
@@ -183,11 +193,14 @@ class _Walk:
         return None if title.endswith(_SENTENCE_END) or not title[0].isalpha() else title
 
     def _option(self, start: int) -> str | None:
-        """The option an entry at the body's indent names (``-t, --list``), else None."""
+        """The option or keyword an entry at the body's indent names (``-t, --list``,
+        ``nameserver``, ``/proc/sys/fs/pipe-max-size``), else None."""
         lines, body = self.lines, self.body
         text = lines.line(start).expandtabs(TAB_SIZE).strip()
-        if lines.indent(start) != body or not _OPTION.match(text) or not self._opens(start):
+        if lines.indent(start) != body or not self._opens(start):
             return None
+        if not _OPTION.match(text):
+            return self._keyword(start, text)
         after = lines.next(start)
         following = None if lines.blank(after) else lines.indent(after)
         tag = self._tag(text)
@@ -198,6 +211,32 @@ class _Walk:
             self.column = following
             return " ".join(text.split())  # "-t, --list", described on the lines below
         return None
+
+    def _keyword(self, start: int, text: str) -> str | None:
+        """The keyword, file or setting an entry names (``nameserver IP-адрес``, ``multi``,
+        ``tcp_fin_timeout (integer; …)``: a name, not prose) when its description is
+        indented below it (starting on its line past a gap, or on the next); a
+        parenthesis after the name is left out of the heading. Not the page's own
+        commands: at(1) describes atq, atrm and batch in one DESCRIPTION, which a
+        question about cancelling a job needs whole (the one-line ``atrm`` alone was too
+        small a chunk to be relevant enough)."""
+        after = self.lines.next(start)
+        following = 0 if self.lines.blank(after) else self.lines.indent(after)
+        name = _KEYWORD.match(text)
+        if name is None or name[0] in self.commands or following <= self.body:
+            return None
+        gap = _TERM_GAP.match(text)  # two spaces at least: one is prose's ("backup - copy")
+        rest = text[gap.end() :] if gap else ""
+        if gap and self.body + len(text) - len(rest.lstrip()) == following:
+            title = gap[0]  # "multi  Допустимые значения …", continued below
+        else:
+            title = " ".join(text.split(" (", 1)[0].split())  # described on the lines below
+        if len(title) > _OPTION_LENGTH or len(title.split()) > _KEYWORD_WORDS:
+            return None
+        if title.endswith(_SENTENCE_END):
+            return None
+        self.column = following
+        return title
 
     def _columns(self) -> tuple[int, ...]:
         """Where a one-line entry's description may start: where the page's others do,
@@ -245,6 +284,14 @@ def _name_line(lines: TextLines, sections: dict[int, str]) -> str | None:
         words += lines.line(line).split()
         line = lines.next(line)
     return " ".join(words) or None
+
+
+def _commands(name_line: str | None) -> frozenset[str]:
+    """The commands a NAME line names (``at, batch, atq, atrm - queue, …``)."""
+    parts = _NAME_SEPARATOR.split(name_line, maxsplit=1) if name_line else []
+    if len(parts) != 2:
+        return frozenset()
+    return frozenset(name.strip() for name in parts[0].split(",") if name.strip())
 
 
 def _root(name_line: str | None, page: str | None) -> str | None:
