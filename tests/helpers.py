@@ -97,6 +97,9 @@ FAST_ENV = {
     "KNOWHUB_EMBEDDER__WORKERS": "1",
     "KNOWHUB_RERANKER__TIMEOUT_S": str(WAIT_S),
     "KNOWHUB_SERVER__FIRST_SYNC_WAIT_S": str(WAIT_S),
+    # A child that crashes in C (a make test run saw an MCP server end with SIGSEGV, once,
+    # nothing on its stderr) says where, in the stderr the failing assertion shows.
+    "PYTHONFAULTHANDLER": "1",
 }
 
 

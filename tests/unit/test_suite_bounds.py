@@ -113,6 +113,16 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         CTRL_C,
     ): IN_PROCESS,
     (
+        "tests/integration/test_ingest_stop_cache.py",
+        "test_a_ctrl_c_as_a_commit_ends_is_reported_with_what_the_commit_wrote",
+        CTRL_C,
+    ): IN_PROCESS,
+    (
+        "tests/integration/test_ingest_stop_cache.py",
+        "test_a_ctrl_c_as_a_commit_ends_is_reported_with_what_the_commit_wrote.commit_then_ctrl_c",
+        CTRL_C,
+    ): IN_PROCESS,
+    (
         "tests/integration/test_mcp_shared.py",
         "test_idle_sessions_unload_and_reload_with_changes",
         "a timed assertion",
