@@ -13,6 +13,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
 _MARKUP = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|>\s*)")
 _TABLE_RULE = re.compile(r"^\|[\s:|-]+\|$")
 _CLOSED = tuple(".!?:;。！？：；")
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+_FULL = 0.8  # a line this share of its block's longest is full: the text wrapped there
+_FULL_CHARS = 20
 # Abbreviations a period does not end a sentence after ("до MAXNS (в настоящее время 3, см.
 # <resolv.h>) серверов"), compared lower-cased with their period.
 _ABBREVIATIONS = frozenset(
@@ -41,16 +44,35 @@ def sentences(text: str) -> list[str]:
         wrapped = any(
             nxt[:1].islower() and not cur.endswith(_CLOSED) for cur, nxt in pairwise(lines)
         )
+        width = max((len(line) for line in lines), default=0)
         merged: list[str] = []
+        before = ""
         for raw in lines:
             line = _MARKUP.sub("", raw)
-            if merged and wrapped and line == raw and not merged[-1].endswith(_CLOSED):
-                merged[-1] += " " + line  # a list item (marker removed) never continues
+            # A list item (marker removed) never continues the line before.
+            joins = bool(merged) and line == raw and not merged[-1].endswith(_CLOSED)
+            if joins and (wrapped or _wrapped_han(before, line, width)):
+                merged[-1] += _glue(merged[-1], line) + line
             elif line:
                 merged.append(line)
+            before = raw
         for piece in merged:
             out.extend(_joined([s.strip() for s in _SENTENCE_END.split(piece) if s.strip()]))
     return out
+
+
+def _wrapped_han(before: str, line: str, width: int) -> bool:
+    """Whether ``line`` continues ``before`` in Chinese text wrapped at a fixed width (a PDF
+    page's lines: "…并且在机器的 /etc/ssh/sshd_config" / "文件中添加行。"), where no lower
+    case tells a wrap: it starts with a Han character and ``before`` fills the block's
+    width (:data:`_FULL` of its longest line); short lines are a list's or a slide's."""
+    return bool(_HAN.match(line)) and len(before) >= max(_FULL * width, _FULL_CHARS)
+
+
+def _glue(before: str, line: str) -> str:
+    """What joins a wrapped line to the one before: nothing between Han characters (Chinese
+    has no spaces), else a space."""
+    return "" if _HAN.match(line) and _HAN.match(before[-1:]) else " "
 
 
 def _joined(parts: list[str]) -> list[str]:
