@@ -30,13 +30,13 @@ def test_a_sentence_that_starts_with_a_command_in_lower_case_stands_alone() -> N
 
 def test_chinese_wrapped_at_a_pages_width_is_joined_but_short_lines_stand_alone() -> None:
     # debian-edu's PDF manual: the sentence runs on over a line break with no case to tell.
+    first = "如果不适用 LTSP 客户端，那么简单的解决方案是创建新的用户组并且在机器的"
     page = (
-        "如果不适用 LTSP 客户端，那么简单的解决方案是创建新的用户组并且在机器的 /etc/ssh/sshd_config\n"
+        f"{first} /etc/ssh/sshd_config\n"
         "文件中添加行。然后只有 sshusers 用户组的成员被允许从任何地方 ssh 到机器上。"
     )
     assert sentences(page) == [
-        "如果不适用 LTSP 客户端，那么简单的解决方案是创建新的用户组并且在机器的 /etc/ssh/sshd_config "
-        "文件中添加行。",
+        f"{first} /etc/ssh/sshd_config 文件中添加行。",
         "然后只有 sshusers 用户组的成员被允许从任何地方 ssh 到机器上。",
     ]
     wrapped = "在默认情况下系统不会发送任何电子邮件通知给管理员或者其他的\n用户，这需要另外配置。"
