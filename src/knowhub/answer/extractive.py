@@ -222,11 +222,12 @@ def _value_after(
     group: list[Sentence], best: Sentence, used: set[tuple[int, int]]
 ) -> list[Sentence]:
     """For a question asking a quantity whose best sentence states none: the first short
-    sentence after it in its paragraph that states one ("Determines the number of
-    connection slots reserved for superusers. At most … Whenever … The default value is
-    three connections."), however few of the question's words it shares."""
+    sentence after it in its paragraph, or in the next, that states one ("Determines the
+    number of connection slots reserved for superusers. At most … Whenever … The default
+    value is three connections."; a man page entry's "Значение по умолчанию равно
+    1048576." a paragraph down), however few of the question's words it shares."""
     for s in group[best.position + 1 :]:
-        if s.block != best.block:
+        if s.block > best.block + 1:
             break
         if len(s.text) <= NEXT_CHARS and (s.n, s.position) not in used and gives_quantity(s.text):
             return [s]

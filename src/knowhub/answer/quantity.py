@@ -38,6 +38,13 @@ _GIVES = re.compile(
 )
 
 _REFERENCE = re.compile(r"(?<=\w)\(\d\w*\)")
+# A version is no quantity either: "(начиная с Linux 2.6.35)" heads many entries of
+# manpages-ru, "since glibc 2.3.2", "PostgreSQL 15.4".
+_VERSION = re.compile(
+    r"\b(?:Linux|glibc|version|версии|версия|PostgreSQL|Python)\s+\d+(?:\.\d+)*"
+    r"|\b\d+(?:\.\d+){2,}\b",
+    re.IGNORECASE,
+)
 
 
 def asks_quantity(question: str) -> bool:
@@ -47,5 +54,5 @@ def asks_quantity(question: str) -> bool:
 
 def gives_quantity(sentence: str) -> bool:
     """Whether ``sentence`` states a number: digits, or a number written as a word; a
-    manual page's section (``hosts(5)``) is not one."""
-    return bool(_GIVES.search(_REFERENCE.sub("", sentence)))
+    manual page's section (``hosts(5)``) or a version (``Linux 2.6.35``) is not one."""
+    return bool(_GIVES.search(_VERSION.sub("", _REFERENCE.sub("", sentence))))

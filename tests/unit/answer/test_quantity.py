@@ -39,6 +39,8 @@ def test_questions_asking_a_quantity_are_told_apart(question: str, asks: bool) -
         ("统一配置所有机器。", False),  # a numeral inside a word, no measure word after it
         ("至少 5 个字符", True),
         ("See also hosts(5) and resolver(3).", False),  # manual sections are no values
+        ("/proc/sys/fs/pipe-max-size (начиная с Linux 2.6.35) Максимальный размер", False),
+        ("Added in version 3.11 of the library.", False),  # nor are versions
         ("The value must be less than max_connections.", False),
     ],
 )
@@ -62,3 +64,18 @@ def test_the_value_later_in_the_best_sentences_paragraph_is_quoted_with_it() -> 
     assert "three connections" in answer
     asked_otherwise = extractive_answer("What are reserved connection slots for?", [entry], 1)
     assert "three" not in asked_otherwise  # no quantity asked: the best sentence alone
+
+
+def test_a_value_a_paragraph_down_in_the_same_entry_is_quoted_too() -> None:
+    # pipe(7) in Russian: the entry's default is in its second paragraph, and its first
+    # line's "Linux 2.6.35" is a version, not the value asked for.
+    entry = source(
+        "/proc/sys/fs/pipe-max-size (начиная с Linux 2.6.35) Максимальный размер (в байтах) "
+        "отдельных каналов, который может быть установлен пользователем без мандата "
+        "CAP_SYS_RESOURCE. Значение может округлиться в большую сторону.\n\n"
+        "Значение по умолчанию равно 1048576 (1 МиБ).\n\n"
+        "Ещё один абзац: 4096 байт на страницу."
+    )
+    question = "Какой максимальный размер канала может выставить пользователь без CAP_SYS_RESOURCE?"
+    answer = extractive_answer(question, [entry], 1)
+    assert "1048576" in answer and "4096" not in answer
