@@ -168,7 +168,11 @@ def _picked(
             break  # the best is always quoted, even when it scores below 0
         if (sentence.n, sentence.position) in used:
             continue
-        parts = [sentence, *_following(found[sentence.n - 1], sentence)]
+        group = found[sentence.n - 1]
+        lead = _introducing(group, sentence, used)
+        parts = (
+            [lead, *_following(group, lead)] if lead else [sentence, *_following(group, sentence)]
+        )
         if sentence.lead_in and (len(parts) == 1 or used & {(p.n, p.position) for p in parts}):
             continue  # a lead-in alone says nothing; what follows it is already quoted
         text = " ".join(p.text for p in parts)
@@ -204,6 +208,19 @@ def _following(group: list[Sentence], lead: Sentence) -> list[Sentence]:
             break
         out.append(sentence)
     return out
+
+
+def _introducing(
+    group: list[Sentence], sentence: Sentence, used: set[tuple[int, int]]
+) -> Sentence | None:
+    """The lead-in that introduces ``sentence`` (it is among what :func:`_following` quotes
+    with it), not quoted yet: a command line or list item is quoted with its lead-in, which
+    often holds what the item does not ("with open('some.csv', 'w', newline='') as f:" /
+    "writer = csv.writer(f)")."""
+    for lead in reversed(group[max(0, sentence.position - FOLLOW_ITEMS) : sentence.position]):
+        if lead.lead_in and sentence in _following(group, lead):
+            return None if (lead.n, lead.position) in used else lead
+    return None
 
 
 def _next(group: list[Sentence], best: Sentence, used: set[tuple[int, int]]) -> list[Sentence]:

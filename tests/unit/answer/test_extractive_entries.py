@@ -62,3 +62,15 @@ def test_a_topic_heading_leads_no_sentence_and_the_best_is_quoted_even_below_zer
     assert extractive_answer("install server", [topic]).startswith("Install the server")
     debris = [replace(source("3.1.: 3.3.;"), chunk_id=f"c{i}") for i in range(4)]
     assert extractive_answer("frobnicate", [*debris, source("Nothing shared here.")]) != ""
+
+
+def test_a_line_a_lead_in_introduces_is_quoted_with_its_lead_in() -> None:
+    # csv(7)'s example: the code line scores best on "csv.writer", the lead-in before it
+    # holds the answer (newline='').
+    example = source(
+        "Reading files is done with the module.\n\n"
+        "import csv with open('some.csv', 'w', newline='') as f:\n"
+        "writer = csv.writer(f) writer.writerows(someiterable)"
+    )
+    answer = extractive_answer("Why does writer.writerows add blank lines?", [example], 1)
+    assert "newline=''" in answer and "writer = csv.writer(f)" in answer
