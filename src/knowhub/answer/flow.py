@@ -13,7 +13,7 @@ from pathlib import Path
 from knowhub.answer.category import Category, classify
 from knowhub.answer.events import Answer, AnswerEvent, End, Stage, Token
 from knowhub.answer.faq import FaqMatch
-from knowhub.answer.pipeline import Retrieved, answer_events
+from knowhub.answer.pipeline import COVERAGE_WIDTH, Retrieved, answer_events
 from knowhub.answer.prompt import rewrite_messages
 from knowhub.answer.router import Route, route
 from knowhub.checks import check_query
@@ -69,10 +69,11 @@ def answer(
     queries = found.queries if found.intent == "compare" else [query]
 
     def search(text: str) -> Retrieved:
-        results = [retrieve(q, options.max_sources, scope) for q in queries]
+        wanted = COVERAGE_WIDTH * options.max_sources  # the sources, then coverage's
+        results = [retrieve(q, wanted, scope) for q in queries]
         if len(results) == 1:
             return results[0]
-        return _interleave([hits for hits, _ in results], options.max_sources), {}
+        return _interleave([hits for hits, _ in results], wanted), {}
 
     language = query_language(question)
     category = classify(

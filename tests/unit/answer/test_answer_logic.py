@@ -283,3 +283,28 @@ def test_an_extractive_answer_leaves_out_sentences_sharing_one_word() -> None:
     logs = _hit(2, "Audit logs are kept for two years.", source="audit.md")
     text = extractive_answer("How long are database backups kept?", [backups, logs])
     assert text == "Database backups are kept for 35 days. [1]"  # 3 of 4 terms, not 1 of 4
+
+
+def test_coverage_reads_the_relevant_hits_past_the_sources_quoted() -> None:
+    # "The documents do not mention X" is a claim about the documents: a name a relevant
+    # hit just past the five quoted holds is mentioned; one held only by an irrelevant hit,
+    # or by none, is not.
+    filler = [_hit(n, f"Backups of volume {n} run nightly.") for n in range(1, 6)]
+    sixth = _hit(6, "Snapshots of the Ceph pool run hourly.")
+    counts = lambda terms, limit: {term: 1 for term in terms}  # noqa: E731  the index holds all
+
+    def asked(hits: list[Hit]) -> dict[str, object]:
+        question = "How often do Ceph backups run?"
+        return collect(
+            answer_events(question, _retrieve(hits), None, AnswerSettings(), counts=counts)
+        )
+
+    assert asked([*filler, sixth])["not_mentioned"] == []
+    assert asked([*filler, replace(sixth, relevance=0.1)])["not_mentioned"] == ["Ceph"]
+    assert asked(filler)["not_mentioned"] == ["Ceph"]
+    past = [
+        *filler,
+        *[_hit(n, "Nothing here.") for n in range(6, 11)],
+        replace(sixth, chunk_id="c11"),
+    ]
+    assert asked(past)["not_mentioned"] == ["Ceph"]  # only twice the sources are read
