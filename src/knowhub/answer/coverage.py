@@ -192,7 +192,8 @@ def check(question: str, evidence: Sequence[Hit], counts: Counts) -> Coverage:
 
     Args:
         question: the question as asked.
-        evidence: the sources the answer will use (relevant enough, best first).
+        evidence: the relevant hits (the sources the answer quotes, then the relevant ones
+            among as many again: :data:`knowhub.answer.pipeline.COVERAGE_WIDTH`).
         counts: the collection's chunk counts per term (the store's lexical search).
     """
     candidates = key_terms(question)

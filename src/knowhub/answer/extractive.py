@@ -21,8 +21,9 @@ half the best is left out (one shared word is not an answer). A lead-in ending i
 quoted with what follows it (the list or command it introduces; a question, its answer), or
 not at all; the best sentence is quoted with the short one after it in its paragraph when
 that one scores as a pick would (a setting's default is often there), ahead of better ones
-from elsewhere; a sentence already quoted from another source is not
-quoted again: it cites both sources.
+from elsewhere — for a question asking a quantity, the first sentence stating one in its
+paragraph or the next; a line a lead-in introduces is quoted with its lead-in; a sentence
+already quoted from another source is not quoted again: it cites both sources.
 """
 
 from __future__ import annotations
@@ -77,9 +78,10 @@ def extractive_answer(
     flat = [s for group in found for s in group]
     if not flat:
         return ""
-    scored = _scored(question, flat, sources, vectors, language)
+    quantity = asks_quantity(question)
+    scored = _scored(question, flat, sources, vectors, language, quantity)
     entries = [_entry(h.section_path) for h in sources]
-    picks = _picked(scored, found, max_sentences, entries, asks_quantity(question))
+    picks = _picked(scored, found, max_sentences, entries, quantity)
     return " ".join(f"{p.text} {''.join(f'[{n}]' for n in p.cites)}" for p in picks)
 
 
@@ -89,14 +91,14 @@ def _scored(
     sources: Sequence[Hit],
     vectors: CachedVectors | None,
     language: str,
+    quantity: bool,
 ) -> list[tuple[float, Sentence]]:
-    """Every sentence with its score, best first."""
+    """Every sentence with its score, best first (``quantity``: the question asks one)."""
     asked = [*query_tokens(question), *dict.fromkeys(_OPTION.findall(question))]
     terms = [_terms(s.text) for s in flat]
     weights = _rarity(asked, terms)
     headings = [_terms(hit.section_path) for hit in sources]
     meaning = closeness(vectors, language, question, [s.text for s in flat])
-    quantity = asks_quantity(question)
     out = []
     for i, sentence in enumerate(flat):
         words = _share(weights, terms[i])

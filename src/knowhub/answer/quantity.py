@@ -18,22 +18,25 @@ __all__ = ["asks_quantity", "gives_quantity"]
 
 _ASKS = re.compile(
     r"\bhow\s+(?:many|much|long|big|large|often|far|old|soon)\b"
-    r"|\b(?:what|which)\s+(?:\w+\s+)?(?:port|size|limit|number|exit\s+(?:code|status))\b"
-    r"|сколько|как\s+долго|какого\s+размера|какой\s+(?:\w+\s+)?(?:размер|порт|лимит|предел)"
+    r"|\b(?:what|which)\s+(?:\w+\s+){0,3}?(?:port|size|limit|number|exit\s+(?:code|status))\b"
+    r"|(?<![а-яё])сколько|как\s+долго|какого\s+размера"  # not несколько ("several")
+    r"|какой\s+(?:\w+\s+){0,3}?(?:размер|порт|лимит|предел)"
     r"|каково\s+(?:\w+\s+)?(?:число|количество|значение)"
-    r"|多少|多久|多长|多大|几",
+    r"|多少|多久|多长|多大|几(?![乎何])",  # not 几乎 ("almost"), 几何 ("geometry")
     re.IGNORECASE,
 )
 _NUMBER_WORDS = (
-    "one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty "
-    "forty fifty sixty hundred thousand million once twice "
-    "один одна одно одного одной два две двух три трёх трех четыре четырёх четырех пять "
+    "two three four five six seven eight nine ten eleven twelve fifteen twenty thirty "
+    "forty fifty sixty hundred thousand million twice "
+    "два две двух три трёх трех четыре четырёх четырех пять "
     "пяти шесть шести семь семи восемь восьми девять девяти десять десяти сто тысяча тысячи"
 )
+# "one", "once", "один", "一个" are left out: far more often an article or "one of" than a
+# value ("Once the job ends", "одна из", "这是一个工具").
 _GIVES = re.compile(
-    r"\d"
+    r"(?<![\w-])[+-]?\d"  # not inside a name: UTF-8, python3, ext4, IPv4, sda1
     rf"|\b(?:{'|'.join(_NUMBER_WORDS.split())})\b"
-    r"|[零一二两三四五六七八九十百千万]+\s*(?:个|天|秒|分钟|小时|位|字节|次|年|月|周|倍)",
+    r"|(?!一个)[零一二两三四五六七八九十百千万]+\s*(?:个|天|秒|分钟|小时|位|字节|次|年|月|周|倍)",
     re.IGNORECASE,
 )
 

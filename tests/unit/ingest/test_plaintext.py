@@ -300,6 +300,9 @@ RU_PAGE = (
     "       /proc/sys/fs/pipe-max-size (начиная с Linux 2.6.35)\n"
     "\t      Максимальный размер (в байтах) отдельных каналов.\n"
     "\n"
+    "       size (bytes)  Задать максимальный размер\n"
+    "                     файловой системы.\n"
+    "\n"
     "       Пример настройки:\n"
     "\t      nameserver 192.0.2.1\n"
     "\n"
@@ -317,6 +320,7 @@ def test_keyword_file_and_setting_entries_are_headings_as_options_are() -> None:
         (3, "nameserver IP-адрес сервера имён"),  # described on the lines below
         (3, "multi"),  # its description starts on its line, past a gap
         (3, "/proc/sys/fs/pipe-max-size"),  # a parenthesis after the name is left out
+        (3, "size"),  # also when the description starts on the name's line
         (2, "ОПИСАНИЕ"),  # prose ending in ':' opens no entry: the section's own again
         (2, "ФАЙЛЫ"),
     ]

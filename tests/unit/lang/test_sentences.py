@@ -44,3 +44,9 @@ def test_chinese_wrapped_at_a_pages_width_is_joined_but_short_lines_stand_alone(
         "在默认情况下系统不会发送任何电子邮件通知给管理员或者其他的用户，这需要另外配置。"
     ]
     assert sentences("安装步骤\n下载镜像\n写入U盘") == ["安装步骤", "下载镜像", "写入U盘"]
+    # A heading of twenty characters and more above the text: shorter than the text's lines.
+    heading = "第三章 安装步骤和系统要求以及一些注意事项说明"
+    text = (
+        "首先下载镜像文件，然后把它写入 U 盘，再从 U 盘启动计算机进行安装，这一步大约需要二十分钟。"
+    )
+    assert sentences(f"{heading}\n{text}") == [heading, text]

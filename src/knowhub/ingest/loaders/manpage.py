@@ -228,7 +228,7 @@ class _Walk:
         gap = _TERM_GAP.match(text)  # two spaces at least: one is prose's ("backup - copy")
         rest = text[gap.end() :] if gap else ""
         if gap and self.body + len(text) - len(rest.lstrip()) == following:
-            title = gap[0]  # "multi  Допустимые значения …", continued below
+            title = gap[0].split(" (", 1)[0]  # "multi  Допустимые значения …", continued below
         else:
             title = " ".join(text.split(" (", 1)[0].split())  # described on the lines below
         if len(title) > _OPTION_LENGTH or len(title.split()) > _KEYWORD_WORDS:
