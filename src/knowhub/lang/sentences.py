@@ -5,6 +5,7 @@ checked against (knowhub.answer) and what a passage is scored by across language
 from __future__ import annotations
 
 import re
+import unicodedata
 from itertools import pairwise
 
 __all__ = ["sentences"]
@@ -14,8 +15,8 @@ _MARKUP = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|>\s*)")
 _TABLE_RULE = re.compile(r"^\|[\s:|-]+\|$")
 _CLOSED = tuple(".!?:;。！？：；")
 _HAN = re.compile(r"[\u4e00-\u9fff]")
-_FULL = 0.8  # a line this share of its block's longest is full: the text wrapped there
-_FULL_CHARS = 20
+_FULL = 0.8  # a line this wide a share of its block's widest is full: the text wrapped there
+_FULL_COLUMNS = 40  # a shorter line is never full (a Han character takes two columns)
 # Abbreviations a period does not end a sentence after ("до MAXNS (в настоящее время 3, см.
 # <resolv.h>) серверов"), compared lower-cased with their period.
 _ABBREVIATIONS = frozenset(
@@ -62,11 +63,18 @@ def _wrapped_han(lines: list[str], i: int) -> bool:
     """Whether line ``i`` continues the one before in Chinese text wrapped at a fixed width
     (a PDF page's lines: "…并且在机器的 /etc/ssh/sshd_config" / "文件中添加行。"), where no
     lower case tells a wrap: it starts with a Han character and the line before fills the
-    width the block's other lines show (:data:`_FULL` of the longest of them); short lines
-    are a list's or a slide's, and a heading is shorter than the text below it."""
-    before = lines[i - 1]
-    width = max((len(line) for j, line in enumerate(lines) if j != i - 1), default=0)
-    return bool(_HAN.match(lines[i])) and len(before) >= max(_FULL * width, _FULL_CHARS)
+    width the block's other lines show (:data:`_FULL` of the widest of them, in columns: a
+    man page's option line "--vacuum-size=, --vacuum-time=" is as wide as twenty-odd Han
+    characters); short lines are a list's or a slide's, and a heading is narrower than the
+    text below it."""
+    before = _columns(lines[i - 1])
+    width = max((_columns(line) for j, line in enumerate(lines) if j != i - 1), default=0)
+    return bool(_HAN.match(lines[i])) and before >= max(_FULL * width, _FULL_COLUMNS)
+
+
+def _columns(line: str) -> int:
+    """How many columns ``line`` takes on a terminal or a page: two for a wide character."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line)
 
 
 def _glue(before: str, line: str) -> str:

@@ -50,3 +50,18 @@ def test_chinese_wrapped_at_a_pages_width_is_joined_but_short_lines_stand_alone(
         "首先下载镜像文件，然后把它写入 U 盘，再从 U 盘启动计算机进行安装，这一步大约需要二十分钟。"
     )
     assert sentences(f"{heading}\n{text}") == [heading, text]
+
+
+def test_chinese_wrapped_under_a_wider_latin_line_is_joined_by_columns_not_characters() -> None:
+    # journalctl(1) in Chinese: the option line has more characters than the Han lines
+    # wrapped under it, yet fewer columns; counted in characters, the lines stood apart and
+    # an answer quoted "…用于清理日志归档文件(并不清理活" cut mid-word.
+    page = (
+        "--vacuum-size=, --vacuum-time=, --vacuum-files=\n"
+        "这些选项并不用于显示日志内容， 而是用于清理日志归档文件(并不清理活\n"
+        "动的日志文件)， 以释放磁盘空间。"
+    )
+    assert sentences(page)[-1] == (
+        "这些选项并不用于显示日志内容， 而是用于清理日志归档文件(并不清理活动的日志文件)，"
+        " 以释放磁盘空间。"
+    )
