@@ -29,6 +29,16 @@ _LETTER = re.compile(r"[^\W\d_]")
 # A colon introduces a list or a command; a question (an FAQ's "В: … где включить?")
 # introduces its answer.
 _LEAD_IN = (":", "：", "?", "？")
+# Openings that lean on the sentence before: a pronoun or demonstrative as the subject
+# ("That means that …", "Это означает, что …", "这意味着…") or a connective ("However", "Поэтому",
+# "因此"). Quoted alone, such a sentence leaves out what it is about.
+_REFERS_BACK = re.compile(
+    r"^(?:(?:This|That|These|Those|It|They|Such|Thus|Hence|Therefore|However|Also|So|Then|"
+    r"Otherwise|In (?:this|that|such|either) case)\b"
+    r"|(?:Это|Эта|Этот|Эти|Этим|Этой|Этого|Он|Она|Оно|Они|Поэтому|Однако|Также|Тогда|Иначе|"
+    r"Следовательно|Таким образом|При этом|Кроме того|В (?:этом|таком) случае)\b"
+    r"|这|此|该|它|因此|所以|但是|然而|那么|否则|另外|此外)"
+)
 _BLANK_LINE = re.compile(r"\n\s*\n")  # as knowhub.lang.sentences parts paragraphs
 _WORDS_ONLY = re.compile(r"[^\W\d_]+(?: [^\W\d_]+)*")
 
@@ -47,6 +57,11 @@ class Sentence:
     def lead_in(self) -> bool:
         """Whether it introduces what follows (a list, a command line, an FAQ's answer)."""
         return self.text.endswith(_LEAD_IN)
+
+    @property
+    def refers_back(self) -> bool:
+        """Whether it leans on the sentence before it ("That means …", "Однако …", "因此…")."""
+        return bool(_REFERS_BACK.match(self.text))
 
 
 def clean(sentence: str) -> str:

@@ -23,7 +23,8 @@ not at all; the best sentence is quoted with the short one after it in its parag
 that one scores as a pick would (a setting's default is often there), ahead of better ones
 from elsewhere — for a question asking a quantity, the first sentence stating one in its
 paragraph or the next; a line a lead-in introduces is quoted with its lead-in; a sentence
-already quoted from another source is not quoted again: it cites both sources.
+that leans on the one before ("That means …", "Однако …", "因此…") is quoted after it; a
+sentence already quoted from another source is not quoted again: it cites both sources.
 """
 
 from __future__ import annotations
@@ -171,21 +172,20 @@ def _picked(
         if (sentence.n, sentence.position) in used:
             continue
         group = found[sentence.n - 1]
-        lead = _introducing(group, sentence, used)
-        parts = (
-            [lead, *_following(group, lead)] if lead else [sentence, *_following(group, sentence)]
-        )
-        if sentence.lead_in and (len(parts) == 1 or used & {(p.n, p.position) for p in parts}):
+        own = _run(group, sentence, used)
+        if sentence.lead_in and (len(own) == 1 or used & {(p.n, p.position) for p in own}):
             continue  # a lead-in alone says nothing; what follows it is already quoted
-        text = " ".join(p.text for p in parts)
-        if not picks and len(parts) == 1:
-            near = _next(found[sentence.n - 1], sentence, used)
-            parts += [s for s in near if scores[(s.n, s.position)] >= best * KEEP]
-            if quantity and not any(gives_quantity(p.text) for p in parts):
-                taken = used | {(p.n, p.position) for p in parts}
-                parts += _value_after(found[sentence.n - 1], parts[-1], taken)
-            # A sentence of its own: cited on its own, as verification reads each one.
-            text = f" [{sentence.n}] ".join(p.text for p in parts)
+        runs = _with_antecedent(group, sentence, own, used)
+        if not picks and len(runs) == 1 and len(own) == 1:
+            near = _next(group, sentence, used)
+            runs += [[s] for s in near if scores[(s.n, s.position)] >= best * KEEP]
+            if quantity and not any(gives_quantity(run[0].text) for run in runs):
+                taken = used | {(run[0].n, run[0].position) for run in runs}
+                runs += [[s] for s in _value_after(group, runs[-1][0], taken)]
+        # Each run (a sentence, or a lead-in with what it introduces) is cited on its own,
+        # as verification reads each one.
+        text = f" [{sentence.n}] ".join(" ".join(p.text for p in run) for run in runs)
+        parts = [p for run in runs for p in run]
         used.update((p.n, p.position) for p in parts)
         terms = frozenset(index_tokens(text)) or frozenset([text.casefold()])
         same = next((p for p in picks if _jaccard(p.terms, terms) >= SAME), None)
@@ -194,6 +194,29 @@ def _picked(
         elif sentence.n not in same.cites:
             same.cites.append(sentence.n)
     return picks
+
+
+def _run(group: list[Sentence], sentence: Sentence, used: set[tuple[int, int]]) -> list[Sentence]:
+    """What quoting ``sentence`` takes: its lead-in and what that introduces (when not quoted
+    yet), else the sentence and what it introduces (a lead-in's list or command)."""
+    lead = _introducing(group, sentence, used)
+    start = lead or sentence
+    return [start, *_following(group, start)]
+
+
+def _with_antecedent(
+    group: list[Sentence], sentence: Sentence, own: list[Sentence], used: set[tuple[int, int]]
+) -> list[list[Sentence]]:
+    """``own`` (:func:`_run`), led by the run of the sentence before when ``sentence``
+    refers back to it ("Sorts are guaranteed to be stable." / "That means that …"; a command
+    / "Однако заметим, что эта альтернатива …"), unless any of that is quoted already or a
+    lead-in before already leads ``sentence``."""
+    if own[0] is not sentence or not sentence.refers_back or sentence.position == 0:
+        return [own]
+    before = _run(group, group[sentence.position - 1], used)
+    if used & {(p.n, p.position) for p in before}:
+        return [own]
+    return [before] if sentence in before else [before, own]
 
 
 def _following(group: list[Sentence], lead: Sentence) -> list[Sentence]:

@@ -74,3 +74,28 @@ def test_a_line_a_lead_in_introduces_is_quoted_with_its_lead_in() -> None:
     )
     answer = extractive_answer("Why does writer.writerows add blank lines?", [example], 1)
     assert "newline=''" in answer and "writer = csv.writer(f)" in answer
+
+
+def test_a_sentence_that_refers_back_is_quoted_after_the_one_it_leans_on() -> None:
+    # The Sorting HOWTO: "That means …" answers "do equal keys keep their order?", yet the
+    # word the asker looks for ("stable") is in the sentence before it.
+    howto = source(
+        "Sorts are guaranteed to be stable. That means that when multiple records have "
+        "the same key, their original order is preserved."
+    )
+    answer = extractive_answer("Do records with the same key keep their original order?", [howto])
+    assert answer == (
+        "Sorts are guaranteed to be stable. [1] That means that when multiple records have "
+        "the same key, their original order is preserved. [1]"
+    )
+    # ldd(1) in Russian: the sentence before is a command its lead-in introduces.
+    manual = source(
+        "Безопасной альтернативой является команда:\n\n$ objdump -p /путь | grep NEEDED\n\n"
+        "Однако заметим, что эта альтернатива показывает только непосредственные зависимости."
+    )
+    answer = extractive_answer("альтернатива показывает непосредственные зависимости", [manual])
+    assert answer.startswith("Безопасной альтернативой является команда: $ objdump -p")
+    assert answer.endswith("непосредственные зависимости. [1]")
+    # A sentence that opens the source has nothing before it to lean on.
+    alone = source("This file sets the limits.")
+    assert extractive_answer("limits file", [alone]) == "This file sets the limits. [1]"
