@@ -49,6 +49,9 @@ EARLY = 0.05  # the bonus of a source's first sentence (halved for the second, �
 LOWER_SOURCE = 0.03  # the cost of each rank a source is below the first
 KEEP = 0.5  # a sentence scoring under this share of the best is left out
 SAME = 0.75  # two sentences whose terms overlap this much (Jaccard) say the same
+# A name of joined parts (max_user_watches, /etc/nologin, ssl_ciphers, desktop=kde): two
+# sentences alike in words but naming different ones say different things.
+_JOINED_NAME = re.compile(r"[\w-]+(?:[_./=:][\w-]+)+")
 FOLLOW_CHARS = 300  # what a lead-in is completed with, at most (and at most FOLLOW_ITEMS)
 FOLLOW_ITEMS = 3
 NEXT_CHARS = 200  # the best sentence's next one is quoted with it up to this length
@@ -63,6 +66,16 @@ class _Pick:
     text: str
     terms: frozenset[str]
     cites: list[int] = field(default_factory=list)
+
+    def says(self, text: str, terms: frozenset[str]) -> bool:
+        """Whether ``text`` (its ``terms``) says what this pick says: nearly the same words
+        (:data:`SAME`) and the same joined names. Man pages repeat one sentence for each
+        limit ("/proc/sys/fs/inotify/max_user_watches В этом файле задаётся ограничение на
+        количество сторожков…", then "…max_user_instances …экземпляров…"): the name is the
+        answer."""
+        return _jaccard(self.terms, terms) >= SAME and set(_JOINED_NAME.findall(self.text)) == set(
+            _JOINED_NAME.findall(text)
+        )
 
 
 def extractive_answer(
@@ -188,7 +201,7 @@ def _picked(
         parts = [p for run in runs for p in run]
         used.update((p.n, p.position) for p in parts)
         terms = frozenset(index_tokens(text)) or frozenset([text.casefold()])
-        same = next((p for p in picks if _jaccard(p.terms, terms) >= SAME), None)
+        same = next((p for p in picks if p.says(text, terms)), None)
         if same is None:
             picks.append(_Pick(_named(text, entries[sentence.n - 1], named), terms, [sentence.n]))
         elif sentence.n not in same.cites:

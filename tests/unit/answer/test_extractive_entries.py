@@ -99,3 +99,24 @@ def test_a_sentence_that_refers_back_is_quoted_after_the_one_it_leans_on() -> No
     # A sentence that opens the source has nothing before it to lean on.
     alone = source("This file sets the limits.")
     assert extractive_answer("limits file", [alone]) == "This file sets the limits. [1]"
+
+
+def test_sentences_alike_but_naming_different_settings_are_both_quoted() -> None:
+    # inotify(7) in Russian: one sentence per limit, alike but for the file's name; the
+    # second was dropped as a repeat and the answer named the wrong limit.
+    limits = [
+        replace(
+            source(
+                f"/proc/sys/fs/inotify/{name} В этом файле задаётся ограничение на "
+                f"количество {what}, которые могут быть созданы для одного "
+                "реального идентификатора пользователя."
+            ),
+            chunk_id=name,
+        )
+        for name, what in (("max_user_instances", "экземпляров"), ("max_user_watches", "сторожков"))
+    ]
+    answer = extractive_answer("В каком файле задаётся лимит на число наблюдений inotify?", limits)
+    assert "max_user_instances" in answer and "max_user_watches" in answer
+    # The same sentence from two sources is still said once, citing both.
+    twice = [replace(limits[0], chunk_id="again"), limits[0]]
+    assert extractive_answer("ограничение inotify", twice).count("max_user_instances") == 1
