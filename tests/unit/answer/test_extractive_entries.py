@@ -1,9 +1,13 @@
-"""An option entry's sentence is quoted with the entry's name: the name is the answer."""
+"""What the extractive answer quotes: entries by their name, lead-ins and the sentences
+leaned on with what completes them, repeats once, and what answers in another language."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
+from knowhub.answer import extractive
 from knowhub.answer.extractive import extractive_answer
 from tests.answer_helpers import source
 
@@ -120,3 +124,21 @@ def test_sentences_alike_but_naming_different_settings_are_both_quoted() -> None
     # The same sentence from two sources is still said once, citing both.
     twice = [replace(limits[0], chunk_id="again"), limits[0]]
     assert extractive_answer("ограничение inotify", twice).count("max_user_instances") == 1
+
+
+def test_a_question_in_another_language_leans_on_meaning_more_than_on_shared_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # debian-edu's manual asked in Russian: the English sentence shares the question's
+    # names (Debian, Edu, Samba) and nothing else; the Chinese one that answers shares
+    # fewer of them but is closest in meaning. Meaning as the embedder would place it:
+    naming = "For site specific changes on Debian Edu, copy the Samba settings to /etc/samba."
+    answering = "要临时禁用一个用户的帐号，运行 smbpasswd -d <username>。"
+    closer = {naming: 0.3, answering: 0.9}
+    monkeypatch.setattr(
+        extractive, "closeness", lambda _v, _l, _q, texts: [closer[t] for t in texts]
+    )
+    manual = source(f"{naming} {answering}")
+    question = "Как в Debian Edu временно отключить учётную запись Samba пользователя?"
+    answer = extractive.extractive_answer(question, [manual], 1, None, "ru")
+    assert answer.startswith(answering)
