@@ -123,6 +123,11 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         CTRL_C,
     ): IN_PROCESS,
     (
+        "tests/unit/ingest/test_stop_signals.py",
+        "test_a_held_ctrl_c_reaches_its_handler_after_the_block_or_is_dropped",
+        CTRL_C,
+    ): IN_PROCESS,
+    (
         "tests/integration/test_mcp_shared.py",
         "test_idle_sessions_unload_and_reload_with_changes",
         "a timed assertion",

@@ -26,13 +26,13 @@ import signal
 import sys
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
-from contextlib import contextmanager
 
 import numpy as np
 
 from knowhub.config import Settings
+from knowhub.ingest.stop_signals import stop_signals_held
 from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.stores.base import Store
 
@@ -185,8 +185,12 @@ class EmbedRunner:
                 keys += [cache_key(self.embedder.model_id, text) for text in texts]
                 rows.append(future.result())
         if keys:
-            with _stops_held():
+            # A stopped run's short write: a second Ctrl-C there rolled it back and lost
+            # the stop's report; one that comes meanwhile is the stop under way.
+            with stop_signals_held(deliver=False) as came:
                 store.cache_vectors(keys, np.vstack(rows))
+            if came:
+                log.warning("stop signal received while keeping the vectors: already stopping")
         self._batches.clear()
         return len(keys)
 
@@ -239,33 +243,6 @@ class EmbedRunner:
             process.kill()
         for process in workers:
             process.join(timeout=5)
-
-
-@contextmanager
-def _stops_held() -> Iterator[None]:
-    """Ctrl-C and SIGTERM held off a stopped run's short write (a second Ctrl-C there rolled
-    it back and lost the stop's report): one that comes meanwhile is the stop under way.
-
-    Python runs signal handlers in the main thread, whichever thread the kernel gives the
-    signal to, so they are what is swapped: a signal mask is per thread, and a worker
-    thread left running would take the signal and trip the main thread's handler anyway.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield  # a server's ingest thread: its stops come through stop_ingests()
-        return
-    came: list[int] = []
-    previous = {
-        signum: signal.signal(signum, lambda got, _frame: came.append(got))
-        for signum in (signal.SIGINT, signal.SIGTERM)
-        if signal.getsignal(signum) is not None  # one set outside Python cannot be put back
-    }
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        if came:
-            log.warning("stop signal received while keeping the vectors: already stopping")
 
 
 def abort_all() -> None:

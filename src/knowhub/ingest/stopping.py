@@ -4,15 +4,14 @@ document already written, whole, and says so in its report."""
 
 from __future__ import annotations
 
-import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from types import FrameType
 
 from knowhub.errors import IngestError
 from knowhub.ingest.embed import abort_all
 from knowhub.ingest.report import IngestReport
+from knowhub.ingest.stop_signals import stop_signals_held
 
 __all__ = [
     "DiskTroubleError",
@@ -74,30 +73,10 @@ class DiskTroubleError(Exception):
     """Raised when the store's disk fails a write (full, read-only): the run stops."""
 
 
-_DEFERRED = (signal.SIGINT, signal.SIGTERM)
-
-
 @contextmanager
 def interrupts_deferred() -> Iterator[None]:
     """Hold Ctrl-C (and a SIGTERM the CLI turns into one) until the block ends: a commit and
     the report of what it wrote happen both or neither, so that a stopped run's "N documents
-    kept" is what the index holds. Only the main thread receives signals; elsewhere, and
-    for a signal without a Python handler, nothing changes."""
-    if threading.current_thread() is not threading.main_thread():
+    kept" is what the index holds."""
+    with stop_signals_held(deliver=True):
         yield
-        return
-    caught: list[tuple[signal.Signals, FrameType | None]] = []
-    previous = {signum: signal.getsignal(signum) for signum in _DEFERRED}
-    held = [signum for signum, handler in previous.items() if callable(handler)]
-    for signum in held:
-        signal.signal(signum, lambda number, frame: caught.append((signal.Signals(number), frame)))
-    try:
-        yield
-    finally:
-        for signum in held:
-            signal.signal(signum, previous[signum])
-        if caught:  # now the handler the block held off runs: KeyboardInterrupt, usually
-            number, frame = caught[0]
-            handler = previous[number]
-            assert callable(handler)
-            handler(number, frame)
