@@ -67,14 +67,7 @@ def answer(
         notes += [note] if note else []
     scope = {**dict(filters or {}), **found.filters}
     queries = found.queries if found.intent == "compare" else [query]
-
-    def search(text: str) -> Retrieved:
-        wanted = COVERAGE_WIDTH * options.max_sources  # the sources, then coverage's
-        results = [retrieve(q, wanted, scope) for q in queries]
-        if len(results) == 1:
-            return results[0]
-        return _interleave([hits for hits, _ in results], wanted), {}
-
+    search = _searcher(retrieve, queries, scope, COVERAGE_WIDTH * options.max_sources)
     language = query_language(question)
     category = classify(
         question, options.profiles, llm() if options.profiles.llm_classifier else None
@@ -100,6 +93,24 @@ def answer(
             end.routing_ms = found.ms
             _label(end, category, rewritten=query != question)
         yield event
+
+
+def _searcher(
+    retrieve: Callable[[str, int, Filters], Retrieved],
+    queries: list[str],
+    scope: Filters,
+    wanted: int,
+) -> Callable[[str], Retrieved]:
+    """The search an answer makes: ``wanted`` hits (its sources, then coverage's) for the
+    query, or for each part of a comparison, interleaved."""
+
+    def search(_text: str) -> Retrieved:
+        results = [retrieve(q, wanted, scope) for q in queries]
+        if len(results) == 1:
+            return results[0]
+        return _interleave([hits for hits, _ in results], wanted), {}
+
+    return search
 
 
 def _label(end: Answer, category: Category, rewritten: bool) -> None:

@@ -98,38 +98,28 @@ def answer_events(
     timings = {f"search.{k}": v for k, v in search_ms.items()}
     timings["retrieval"] = _ms(clock)
     yield Stage("retrieval", round(timings["retrieval"], 2), {"hits": len(hits)})
+    asked = _Asked(question, search_for, timings)
 
     considered = hits[: options.max_sources]
     best = max((_relevance(h) for h in considered), default=0.0)
     sources = [h for h in considered if _relevance(h) >= options.min_evidence]
     if not sources:
-        asked = _Asked(question, search_for, timings)
         yield from _not_covered(asked, considered, best, options, language)
         return
     wider = hits[options.max_sources : COVERAGE_WIDTH * options.max_sources]
     held = sources + [h for h in wider if _relevance(h) >= options.min_evidence]
     found = _coverage(search_for, held, counts, embedder, timings)
     if found is not None and found.refused:
-        yield from _not_mentioned(
-            _Asked(question, search_for, timings), sources, best, found, language
-        )
+        yield from _not_mentioned(asked, sources, best, found, language)
         return
     yield Sources(sources)
-    clock = time.perf_counter()
     if vectors is None and embedder is not None:
         vectors = CachedVectors(embedder)
     if llm is None:
-        text = extractive_answer(
-            search_for, sources, options.extractive_sentences, vectors, language
-        )
-        timings["extractive"] = _ms(clock)
+        text, model = _quoted(asked, sources, options, vectors, language), "extractive"
         yield Token(text)
-        model = "extractive"
     else:
-        messages = build_messages(question, sources, history, options.max_source_chars, rules)
-        timings["prompt_build"] = _ms(clock)
-        yield Stage("prompt_build", round(timings["prompt_build"], 2))
-        text = yield from _generate(llm, messages, timings)
+        text = yield from _written(asked, sources, llm, options, history, rules)
         model = llm.model_id
     answer = Answer(
         question, search_for, text, "rag", sources, best, 0.0, timings_ms=timings, model=model
@@ -139,6 +129,38 @@ def answer_events(
     if found is not None and found.uncovered:  # after the checks: they judge the answer's own
         yield Token(" " + _partly(answer, found.uncovered, language))
     yield End(answer)
+
+
+def _quoted(
+    asked: _Asked,
+    sources: list[Hit],
+    options: AnswerSettings,
+    vectors: CachedVectors | None,
+    language: str,
+) -> str:
+    """The extractive answer: the sources' sentences that answer best, quoted."""
+    clock = time.perf_counter()
+    text = extractive_answer(
+        asked.search_for, sources, options.extractive_sentences, vectors, language
+    )
+    asked.timings["extractive"] = _ms(clock)
+    return text
+
+
+def _written(
+    asked: _Asked,
+    sources: list[Hit],
+    llm: LLM,
+    options: AnswerSettings,
+    history: Sequence[ChatMessage],
+    rules: str,
+) -> Generator[AnswerEvent, None, str]:
+    """The LLM's answer from the numbered sources, streamed as tokens; returns its text."""
+    clock = time.perf_counter()
+    messages = build_messages(asked.question, sources, history, options.max_source_chars, rules)
+    asked.timings["prompt_build"] = _ms(clock)
+    yield Stage("prompt_build", round(asked.timings["prompt_build"], 2))
+    return (yield from _generate(llm, messages, asked.timings))
 
 
 def _generate(

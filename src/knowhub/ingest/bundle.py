@@ -145,30 +145,8 @@ def _write(
     with _open_write(partial, gz=out.name.endswith(".gz")) as handle:
         _put(handle, header)
         for record in records:
-            stored = store.stored_chunks(cid, record.path)
-            broken = len(stored) != record.chunk_count or any(
-                s.vector is None or s.tokens is None for s in stored
-            )
-            if broken:
-                raise StoreError(
-                    f"{record.source} is not whole in collection {name!r} (chunks missing from "
-                    "a search leg): run `knowhub verify --fix`, then export"
-                )
-            doc = {k: v for k, v in asdict(record).items() if k != "collection"}
-            _put(handle, {"kind": "document", **doc})
-            for item in stored:
-                assert item.vector is not None  # checked above; narrows for mypy
-                _put(
-                    handle,
-                    {
-                        "kind": "chunk",
-                        **asdict(item.chunk),
-                        "tokens": item.tokens,
-                        "vector": _encode(item.vector),
-                    },
-                )
+            chunks += _put_document(handle, store, cid, name, record)
             documents += 1
-            chunks += len(stored)
         for entry in entries:
             _put(
                 handle,
@@ -185,6 +163,28 @@ def _write(
         counts = {"documents": documents, "chunks": chunks, "faq": len(entries), "images": images}
         _put(handle, {"kind": "end", **counts})
     return BundleStats(str(out), label, embedder, dim, documents, chunks, len(entries), images)
+
+
+def _put_document(
+    handle: IO[str], store: Store, cid: int, name: str, record: DocumentRecord
+) -> int:
+    """Write a document's line and its chunks' lines; how many chunks."""
+    stored = store.stored_chunks(cid, record.path)
+    broken = len(stored) != record.chunk_count or any(
+        s.vector is None or s.tokens is None for s in stored
+    )
+    if broken:
+        raise StoreError(
+            f"{record.source} is not whole in collection {name!r} (chunks missing from "
+            "a search leg): run `knowhub verify --fix`, then export"
+        )
+    doc = {k: v for k, v in asdict(record).items() if k != "collection"}
+    _put(handle, {"kind": "document", **doc})
+    for item in stored:
+        assert item.vector is not None  # checked above; narrows for mypy
+        chunk = {**asdict(item.chunk), "tokens": item.tokens, "vector": _encode(item.vector)}
+        _put(handle, {"kind": "chunk", **chunk})
+    return len(stored)
 
 
 def _put_pictures(
@@ -342,35 +342,16 @@ def _read(path: Path, header: dict[str, Any]) -> Iterator[tuple[str, _Document |
             elif kind == "chunk":
                 if current is None:
                     raise ValueError("a chunk before any document")
-                values = _checked(obj, {**_CHUNK_FIELDS, "tokens": "str", "vector": "str"})
-                tokens, vector = values.pop("tokens"), values.pop("vector")
-                current.chunks.append(Chunk(**values))
-                current.vectors.append(_decode(vector, dim))
-                current.tokens.append(tokens)
+                _add_chunk(current, obj, dim)
                 counts["chunks"] += 1
             elif kind == "faq":
-                v = _checked(
-                    obj,
-                    {
-                        "source": "str",
-                        "question": "str",
-                        "answer": "str",
-                        "line": "int",
-                        "vector": "str",
-                    },
-                )
-                entries, vectors = faq.setdefault(v["source"], ([], []))
-                entries.append((v["question"], v["answer"], v["line"]))
-                vectors.append(_decode(v["vector"], dim))
+                _add_faq(faq, obj, dim)
                 counts["faq"] += 1
             elif kind == "image":
                 counts["images"] += 1
                 yield "image", _picture(obj)
             elif kind == "end":
-                end = _checked(obj, {"documents": "int", "chunks": "int", "faq": "int"})
-                end["images"] = obj.get("images", 0)  # version 1 had none
-                if end != counts:
-                    raise ValueError(f"the end line counts {end}, the bundle holds {counts}")
+                end = _end(obj, counts)
             else:
                 raise ValueError(f"unknown kind {kind!r}")
     if end is None:
@@ -380,6 +361,35 @@ def _read(path: Path, header: dict[str, Any]) -> Iterator[tuple[str, _Document |
         )
     for source, (entries, vectors) in faq.items():
         yield "faq", (source, entries, vectors)
+
+
+def _add_chunk(document: _Document, obj: dict[str, Any], dim: int) -> None:
+    """A chunk line, checked, added to the document it follows."""
+    values = _checked(obj, {**_CHUNK_FIELDS, "tokens": "str", "vector": "str"})
+    tokens, vector = values.pop("tokens"), values.pop("vector")
+    document.chunks.append(Chunk(**values))
+    document.vectors.append(_decode(vector, dim))
+    document.tokens.append(tokens)
+
+
+def _add_faq(
+    faq: dict[str, tuple[list[tuple[str, str, int]], list[Vectors]]], obj: dict[str, Any], dim: int
+) -> None:
+    """An FAQ line, checked, added to its source's entries."""
+    fields = {"source": "str", "question": "str", "answer": "str", "line": "int", "vector": "str"}
+    v = _checked(obj, fields)
+    entries, vectors = faq.setdefault(v["source"], ([], []))
+    entries.append((v["question"], v["answer"], v["line"]))
+    vectors.append(_decode(v["vector"], dim))
+
+
+def _end(obj: dict[str, Any], counts: dict[str, int]) -> dict[str, Any]:
+    """The end line, checked against what the bundle held before it."""
+    end = _checked(obj, {"documents": "int", "chunks": "int", "faq": "int"})
+    end["images"] = obj.get("images", 0)  # version 1 had none
+    if end != counts:
+        raise ValueError(f"the end line counts {end}, the bundle holds {counts}")
+    return end
 
 
 def _picture(obj: dict[str, Any]) -> _Picture:
