@@ -6,27 +6,12 @@ from knowhub.answer.events import Answer
 from knowhub.answer.verify import verify_answer
 from knowhub.config import VerificationSettings
 from knowhub.models import Hit
+from knowhub.testing.hits import hit
 
 
 def source(text: str, relevance: float = 0.8) -> Hit:
     """Source [1] of an answer: ``plans.md`` holding ``text``."""
-    return Hit(
-        "c_0_0",
-        1.0,
-        "plans.md",
-        "Plans",
-        text,
-        None,
-        "",
-        1,
-        1,
-        0,
-        len(text),
-        "h",
-        "default",
-        "en",
-        relevance=relevance,
-    )
+    return hit(text, source="plans.md", title="Plans", doc_hash="h", relevance=relevance)
 
 
 def verified(text: str, hit: Hit, model: str = "m") -> Answer:

@@ -20,6 +20,7 @@ from typing import Any
 
 from knowhub.models import Hit
 from knowhub.providers.rerankers.base import Reranker
+from knowhub.testing.hits import hit
 from tests.helpers import WAIT_S
 
 Respond = Callable[[str, dict[str, Any]], tuple[int, Any]]
@@ -36,21 +37,11 @@ def relevance(query: str, passage: str) -> float:
 def hits_for(texts: list[str]) -> list[Hit]:
     """Hits in fused order (first = fused rank 1), as the pipeline hands them over."""
     return [
-        Hit(
+        hit(
+            text,
             chunk_id=f"c{i}",
             score=1.0 - i / 10,
             source=f"{i}.md",
-            title="",
-            text=text,
-            page=None,
-            section_path="",
-            line_start=1,
-            line_end=1,
-            char_start=0,
-            char_end=len(text),
-            doc_hash="0" * 64,
-            collection="default",
-            language="en",
             fused_score=1.0 - i / 10,
             fused_rank=i + 1,
         )

@@ -27,6 +27,7 @@ from knowhub.providers.llms.tools import (
     ToolSpec,
     TurnMessage,
 )
+from knowhub.testing.hits import hit as make_hit
 
 Reply = Callable[[list[TurnMessage], ToolChoice], ModelTurn]
 
@@ -77,21 +78,15 @@ def says(text: str) -> ModelTurn:
 
 
 def hit(n: int) -> Hit:
-    return Hit(
-        f"chunk{n}",
-        1.0,
-        f"docs/d{n}.md",
-        f"Doc {n}",
+    return make_hit(
         f"backups run every {n} hours",
-        None,
-        "Ops",
-        1,
-        2,
-        0,
-        10,
-        f"hash{n}",
-        "default",
-        "en",
+        chunk_id=f"chunk{n}",
+        source=f"docs/d{n}.md",
+        title=f"Doc {n}",
+        section_path="Ops",
+        line_end=2,
+        char_end=10,
+        doc_hash=f"hash{n}",
     )
 
 

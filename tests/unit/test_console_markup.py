@@ -7,10 +7,18 @@ import pytest
 
 from knowhub.interfaces.http.console.markup import DRAWN_FORMATS, draw
 from knowhub.interfaces.http.console.passage import Block, Piece
-from knowhub.models import Hit
+from knowhub.testing.hits import hit
 from tests.helpers import finishes
 
-HIT = Hit("c0", 0.0, "rates.html", "Rates", "", None, "", 0, 0, 0, 0, "h" * 64, "default", "en")
+HIT = hit(
+    chunk_id="c0",
+    score=0.0,
+    source="rates.html",
+    title="Rates",
+    line_start=0,
+    line_end=0,
+    doc_hash="h" * 64,
+)
 
 
 def _block(*pieces: tuple[str, bool], gap: bool = False) -> Block:

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from knowhub.interfaces.http.console.passage import Block, passage
 from knowhub.models import Hit
+from knowhub.testing.hits import hit
 
 DOC = "# A\n\nOne two three. Four five six.\n\n# B\n\nSeven eight. Nine ten."
 
 
 def _hit(n: int, start: int, end: int, section: str = "A", page: int | None = None) -> Hit:
-    return Hit(
+    return hit(
+        DOC[start:end],
         chunk_id=f"c{n}",
         score=0.0,
-        source="doc.md",
         title="Doc",
-        text=DOC[start:end],
         page=page,
         section_path=section,
         line_start=0,
@@ -23,8 +23,6 @@ def _hit(n: int, start: int, end: int, section: str = "A", page: int | None = No
         char_start=start,
         char_end=end,
         doc_hash="h" * 64,
-        collection="default",
-        language="en",
     )
 
 

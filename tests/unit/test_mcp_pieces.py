@@ -31,6 +31,7 @@ from knowhub.interfaces.security import (
     _matches,
 )
 from knowhub.models import Hit
+from knowhub.testing.hits import hit
 
 TOKENS = (
     '[{"name": "admin", "token_env": "TOK_ADMIN"},'
@@ -94,21 +95,15 @@ def test_paths_must_stay_inside_the_root(tmp_path: Path) -> None:
 
 
 def _hit(n: int, text: str) -> Hit:
-    return Hit(
+    return hit(
+        text,
         chunk_id=f"c{n}",
         score=1.0 / n,
         source=f"doc{n}.md",
         title="t",
-        text=text,
-        page=None,
         section_path="A > B",
-        line_start=1,
         line_end=3,
-        char_start=0,
-        char_end=len(text),
         doc_hash=f"{n:064d}",
-        collection="default",
-        language="en",
     )
 
 

@@ -13,22 +13,16 @@ from knowhub.interfaces.cli.ask import render_answer
 from knowhub.interfaces.mcp.tools.search import cite
 from knowhub.interfaces.render import citation
 from knowhub.models import Hit
+from knowhub.testing.hits import hit
 
-NOTES = Hit(
+NOTES = hit(
+    "The scheduler retries failed jobs.",
     chunk_id="c1",
-    score=1.0,
     source="release-notes.html",
     title="Release notes",
-    text="The scheduler retries failed jobs.",
-    page=None,
     section_path="2.4",
     line_start=77,
     line_end=79,
-    char_start=0,
-    char_end=34,
-    doc_hash="0" * 64,
-    collection="default",
-    language="en",
 )
 # A PDF chunk: its page is what a reader opens; it has no lines (0).
 POLICY = dataclasses.replace(

@@ -6,6 +6,8 @@
   ``testing`` extra).
 * :mod:`knowhub.testing.store_data` — documents, chunks and vectors built for a store
   without the ingest pipeline.
+* :mod:`knowhub.testing.hits` — search results with plain values for every field a test
+  does not name.
 * :mod:`knowhub.testing.memory_index` — an in-memory vector index that fails on demand.
 * :mod:`knowhub.testing.llm_server` — a scripted OpenAI/Azure/Ollama chat server over
   real HTTP.

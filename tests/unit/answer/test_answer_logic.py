@@ -16,26 +16,20 @@ from knowhub.config import AnswerSettings
 from knowhub.lang.sentences import sentences
 from knowhub.models import Hit
 from knowhub.providers.llms.base import LLM, ChatMessage
+from knowhub.testing.hits import hit
 
 
 def _hit(
     n: int, text: str, source: str = "", page: int | None = None, relevance: float = 0.9
 ) -> Hit:
-    return Hit(
+    return hit(
+        text,
         chunk_id=f"c{n}",
         score=1.0 - n / 10,
         source=source or f"doc{n}.md",
-        title="",
-        text=text,
         page=page,
         section_path="Guide > Backups",
-        line_start=1,
         line_end=4,
-        char_start=0,
-        char_end=len(text),
-        doc_hash="0" * 64,
-        collection="default",
-        language="en",
         relevance=relevance,
     )
 

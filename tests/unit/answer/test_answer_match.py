@@ -13,6 +13,7 @@ from knowhub.answer.verify import verify_answer
 from knowhub.config import Settings, VerificationSettings
 from knowhub.models import Hit
 from knowhub.providers.embedders.cached import CachedVectors
+from knowhub.testing.hits import hit as make_hit
 
 PAIRS = json.loads((Path(__file__).parent / "answer_pairs.json").read_text("utf-8"))["pairs"]
 OPTIONS = VerificationSettings()
@@ -44,7 +45,7 @@ def test_words_alone_pass_no_labelled_non_answer_as_answering() -> None:
 
 
 def hit(text: str) -> Hit:
-    return Hit("c_0_0", 1.0, "at.1.txt", "at", text, None, "", 1, 1, 0, 9, "h", "c", "en")
+    return make_hit(text, source="at.1.txt", title="at", char_end=9, doc_hash="h", collection="c")
 
 
 def test_a_quote_that_does_not_answer_is_quoted_not_verified() -> None:

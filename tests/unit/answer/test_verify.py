@@ -16,6 +16,7 @@ from knowhub.config import Settings, VerificationSettings
 from knowhub.errors import ConfigError
 from knowhub.models import Hit
 from knowhub.providers.embedders.base import Embedder
+from knowhub.testing.hits import hit as make_hit
 from tests.helpers import fast_settings
 
 PAIRS = json.loads((Path(__file__).parent / "verification_pairs.json").read_text("utf-8"))
@@ -23,7 +24,16 @@ OPTIONS = VerificationSettings()
 
 
 def hit(text: str, n: int = 0, language: str = "en") -> Hit:
-    return Hit(f"c_0_{n}", 1.0, f"s{n}.md", "s", text, None, "", 1, 1, 0, 9, "h", "c", language)
+    return make_hit(
+        text,
+        chunk_id=f"c_0_{n}",
+        source=f"s{n}.md",
+        title="s",
+        char_end=9,
+        doc_hash="h",
+        collection="c",
+        language=language,
+    )
 
 
 def embedder(provider: str) -> Embedder:

@@ -22,12 +22,22 @@ from knowhub.eval.answers import AnswerRun, Scoring, score_answer
 from knowhub.eval.gate import answer_gate
 from knowhub.eval.golden import AnswerCase
 from knowhub.models import Hit
+from knowhub.testing.hits import hit as make_hit
 
 
 def hit(source: str, section: str = "", page: int | None = None, n: int = 0) -> Hit:
     text = f"Text of {source}."
-    return Hit(
-        f"c_{n}", 1.0, source, source, text, page, section, 0, 0, 0, len(text), "h", "c", "en"
+    return make_hit(
+        text,
+        chunk_id=f"c_{n}",
+        source=source,
+        title=source,
+        page=page,
+        section_path=section,
+        line_start=0,
+        line_end=0,
+        doc_hash="h",
+        collection="c",
     )
 
 

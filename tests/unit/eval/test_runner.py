@@ -11,6 +11,7 @@ from knowhub.errors import ConfigError
 from knowhub.eval.runner import EvalResult, check_judgments, index_corpus, run_queries, score_query
 from knowhub.eval.sets import EvalSet, JudgedQuery, beir_set
 from knowhub.models import Hit
+from knowhub.testing.hits import hit as make_hit
 from tests.helpers import write
 
 CORPUS = (
@@ -32,21 +33,8 @@ def tiny_beir(folder: Path) -> Path:
 
 
 def hit(source: str, chunk_id: str = "c", text: str = "") -> Hit:
-    return Hit(
-        chunk_id=chunk_id,
-        score=1.0,
-        source=source,
-        title="",
-        text=text,
-        page=None,
-        section_path="",
-        line_start=1,
-        line_end=1,
-        char_start=0,
-        char_end=0,
-        doc_hash="h",
-        collection="c",
-        language="en",
+    return make_hit(
+        text, chunk_id=chunk_id, source=source, char_end=0, doc_hash="h", collection="c"
     )
 
 

