@@ -203,7 +203,7 @@ def _picked(
         if sentence.lead_in and (len(own) == 1 or used & {(p.n, p.position) for p in own}):
             continue  # a lead-in alone says nothing; what follows it is already quoted
         runs = _with_antecedent(group, sentence, own, used)
-        if not picks and len(runs) == 1 and len(own) == 1:
+        if not picks and runs == [own] and len(own) == 1:  # a sentence alone, first
             near = _next(group, sentence, used)
             runs += [[s] for s in near if scores[(s.n, s.position)] >= best * KEEP]
             if quantity and not any(gives_quantity(run[0].text) for run in runs):
