@@ -1,7 +1,20 @@
-"""Hybrid search: validate → language → dense ‖ lexical → fuse → rerank → cut.
+"""Hybrid search. This is the one list of its stages, in order (each is a ``timings_ms`` key
+and a trace stage; docs/search.md explains them for users):
 
-Filters apply inside both legs, the caller's data scope (``knowhub.scope``) ANDed with them;
-the rerank stage is optional (``knowhub.query.rerank``).
+1. **validate** the request (query, ``top_k``, ``min_score``, collection); an identical
+   request on an unchanged collection is answered from the result **cache**;
+2. **routing**: the query's language from its script, its lexical terms (with the stopwords
+   it uses as names, :mod:`knowhub.lang.names`), and whether the dense leg runs (an embedder
+   that does not know the language is skipped);
+3. **lexical** leg (BM25) and 4. **dense** leg (after **query_embedding**), the filters and
+   the caller's data scope (:mod:`knowhub.scope`) inside both;
+5. **cross_lingual**: only when the dense hits hold passages in another language that can
+   reach the best ten (:mod:`knowhub.query.crosslingual`);
+6. **fusion**: the legs fused (weighted min-max or RRF), the entries defining an option the
+   query names first (:mod:`knowhub.query.options`), one hit per passage, each hit's
+   absolute relevance (:mod:`knowhub.query.relevance`), ``min_score`` applied;
+7. **rerank**, when a reranker is configured (:mod:`knowhub.query.rerank`);
+8. the cut to ``top_k``; citing and tracing are the caller's (the hits carry their place).
 """
 
 from __future__ import annotations
