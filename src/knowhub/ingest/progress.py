@@ -1,10 +1,11 @@
 """Where an ingest run stands, in files and in chunks encoded: counts, no presentation.
 
-Ingest is embedder-bound (docs/benchmarks.md), so its progress is counted in the chunks whose vectors
-are computed; a file counts too, but a 50 MB file is one file and hours of encoding. A file's
-chunks are known once it is chunked, before they are encoded, so ``chunks_total`` grows as
-files are chunked and is final once every file has been (:attr:`IngestProgress.chunks_final`).
-Chunks whose vectors the embedding cache holds cost nothing: they are counted apart.
+Ingest is embedder-bound (docs/benchmarks.md), so its progress is counted in the chunks
+whose vectors are computed; a file counts too, but a 50 MB file is one file and hours of
+encoding. A file's chunks are known once it is chunked, before they are encoded, so
+``chunks_total`` grows as files are chunked and is final once every file has been
+(:attr:`IngestProgress.chunks_final`). Chunks whose vectors the embedding cache holds cost
+nothing: they are counted apart.
 
 Every event is sent from the thread running the ingest (workers' batches are counted where
 they finish and reported there), so a callback needs no locking of its own.
