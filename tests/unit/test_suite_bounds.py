@@ -128,6 +128,11 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         CTRL_C,
     ): IN_PROCESS,
     (
+        "tests/unit/ingest/test_stop_signals.py",
+        "test_an_ignored_ctrl_c_stays_ignored_and_a_sigterm_after_it_is_delivered",
+        CTRL_C,
+    ): IN_PROCESS,
+    (
         "tests/integration/test_mcp_shared.py",
         "test_idle_sessions_unload_and_reload_with_changes",
         "a timed assertion",

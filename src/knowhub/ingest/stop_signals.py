@@ -39,7 +39,9 @@ def stop_signals_held(*, deliver: bool) -> Iterator[list[signal.Signals]]:
     previous = {
         signum: signal.signal(signum, hold)
         for signum in _STOPS
-        if signal.getsignal(signum) is not None  # one set outside Python cannot be put back
+        # One set outside Python cannot be put back; one ignored stays ignored (held, it
+        # could stand first in line before one that is not).
+        if signal.getsignal(signum) not in (None, signal.SIG_IGN)
     }
     try:
         yield came

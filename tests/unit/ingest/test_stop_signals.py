@@ -28,3 +28,23 @@ def test_a_held_ctrl_c_reaches_its_handler_after_the_block_or_is_dropped() -> No
         assert signal.getsignal(signal.SIGINT) is handler  # put back either way
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_an_ignored_ctrl_c_stays_ignored_and_a_sigterm_after_it_is_delivered() -> None:
+    # A job started with SIGINT ignored: held, the ignored one stood first and the SIGTERM
+    # behind it was never delivered.
+    seen: list[str] = []
+
+    def handler(number: int, _frame: FrameType | None) -> None:
+        seen.append(signal.Signals(number).name)
+
+    before_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    before_term = signal.signal(signal.SIGTERM, handler)
+    try:
+        with stop_signals_held(deliver=True) as came:
+            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(signal.SIGTERM)
+        assert came == [signal.SIGTERM] and seen == ["SIGTERM"]
+    finally:
+        signal.signal(signal.SIGINT, before_int)
+        signal.signal(signal.SIGTERM, before_term)
