@@ -32,12 +32,14 @@ _LEAD_IN = (":", "：", "?", "？")
 # Openings that lean on the sentence before: a pronoun or demonstrative as the subject
 # ("That means that …", "Это означает, что …", "这意味着…") or a connective ("However", "Поэтому",
 # "因此"). Quoted alone, such a sentence leaves out what it is about.
+# "It is an error to …", "It is recommended that …" point at nothing before them.
 _REFERS_BACK = re.compile(
-    r"^(?:(?:This|That|These|Those|It|They|Such|Thus|Hence|Therefore|However|Also|So|Then|"
+    r"^(?:(?:This|That|These|Those|They|Such|Thus|Hence|Therefore|However|But|Also|So|Then|"
     r"Otherwise|In (?:this|that|such|either) case)\b"
-    r"|(?:Это|Эта|Этот|Эти|Этим|Этой|Этого|Он|Она|Оно|Они|Поэтому|Однако|Также|Тогда|Иначе|"
+    r"|It\b(?!\s+(?:is|was|may be|can be|would be)\s+(?:\w+\s+){1,3}?(?:to|that)\b)"
+    r"|(?:Это|Эта|Этот|Эти|Этим|Этой|Этого|Он|Она|Оно|Они|Но|Поэтому|Однако|Также|Тогда|Иначе|"
     r"Следовательно|Таким образом|При этом|Кроме того|В (?:этом|таком) случае)\b"
-    r"|这|此|该|它|因此|所以|但是|然而|那么|否则|另外|此外)"
+    r"|这|此|该|它|因此|所以|但|然而|那么|否则|另外)"
 )
 _BLANK_LINE = re.compile(r"\n\s*\n")  # as knowhub.lang.sentences parts paragraphs
 _WORDS_ONLY = re.compile(r"[^\W\d_]+(?: [^\W\d_]+)*")

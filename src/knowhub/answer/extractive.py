@@ -64,19 +64,18 @@ _OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")
 
 @dataclass
 class _Pick:
-    text: str
+    text: str  # as quoted: led by its entry's name when it does not say it
     terms: frozenset[str]
+    names: frozenset[str]  # the joined names the quoted sentences themselves say
     cites: list[int] = field(default_factory=list)
 
-    def says(self, text: str, terms: frozenset[str]) -> bool:
-        """Whether ``text`` (its ``terms``) says what this pick says: nearly the same words
-        (:data:`SAME`) and the same joined names. Man pages repeat one sentence for each
-        limit ("/proc/sys/fs/inotify/max_user_watches В этом файле задаётся ограничение на
-        количество сторожков…", then "…max_user_instances …экземпляров…"): the name is the
-        answer."""
-        return _jaccard(self.terms, terms) >= SAME and set(_JOINED_NAME.findall(self.text)) == set(
-            _JOINED_NAME.findall(text)
-        )
+    def says(self, terms: frozenset[str], names: frozenset[str]) -> bool:
+        """Whether sentences with these ``terms`` and joined ``names`` say what this pick
+        says: nearly the same words (:data:`SAME`) and the same names. Man pages repeat one
+        sentence for each limit ("/proc/sys/fs/inotify/max_user_watches В этом файле
+        задаётся ограничение на количество сторожков…", then "…max_user_instances
+        …экземпляров…"): the name is the answer."""
+        return _jaccard(self.terms, terms) >= SAME and self.names == names
 
 
 def extractive_answer(
@@ -203,21 +202,23 @@ def _picked(
         if sentence.lead_in and (len(own) == 1 or used & {(p.n, p.position) for p in own}):
             continue  # a lead-in alone says nothing; what follows it is already quoted
         runs = _with_antecedent(group, sentence, own, used)
-        if not picks and runs == [own] and len(own) == 1:  # a sentence alone, first
+        if not picks and own == [sentence]:  # the best, quoted without a lead-in
             near = _next(group, sentence, used)
             runs += [[s] for s in near if scores[(s.n, s.position)] >= best * KEEP]
-            if quantity and not any(gives_quantity(run[0].text) for run in runs):
-                taken = used | {(run[0].n, run[0].position) for run in runs}
-                runs += [[s] for s in _value_after(group, runs[-1][0], taken)]
+            if quantity and not any(gives_quantity(p.text) for run in runs for p in run):
+                taken = used | {(p.n, p.position) for run in runs for p in run}
+                runs += [[s] for s in _value_after(group, runs[-1][-1], taken)]
         # Each run (a sentence, or a lead-in with what it introduces) is cited on its own,
         # as verification reads each one.
         text = f" [{sentence.n}] ".join(" ".join(p.text for p in run) for run in runs)
         parts = [p for run in runs for p in run]
         used.update((p.n, p.position) for p in parts)
         terms = frozenset(index_tokens(text)) or frozenset([text.casefold()])
-        same = next((p for p in picks if p.says(text, terms)), None)
+        names = frozenset(_JOINED_NAME.findall(text))
+        same = next((p for p in picks if p.says(terms, names)), None)
         if same is None:
-            picks.append(_Pick(_named(text, entries[sentence.n - 1], named), terms, [sentence.n]))
+            quoted = _named(text, entries[sentence.n - 1], named)
+            picks.append(_Pick(quoted, terms, names, [sentence.n]))
         elif sentence.n not in same.cites:
             same.cites.append(sentence.n)
     return picks
@@ -235,15 +236,20 @@ def _with_antecedent(
     group: list[Sentence], sentence: Sentence, own: list[Sentence], used: set[tuple[int, int]]
 ) -> list[list[Sentence]]:
     """``own`` (:func:`_run`), led by the run of the sentence before when ``sentence``
-    refers back to it ("Sorts are guaranteed to be stable." / "That means that …"; a command
-    / "Однако заметим, что эта альтернатива …"), unless any of that is quoted already or a
-    lead-in before already leads ``sentence``."""
+    refers back to it ("Sorts are guaranteed to be stable." / "That means that …"), unless
+    any of that is quoted already or a lead-in already leads ``sentence``. The sentence
+    before is in its paragraph, or else a line a lead-in introduces ("…является команда:" /
+    "$ objdump -p … | grep NEEDED" / "Однако заметим, что эта альтернатива …"): across a
+    paragraph break, a man page's next entry ("This option …") leans on its heading."""
     if own[0] is not sentence or not sentence.refers_back or sentence.position == 0:
         return [own]
-    before = _run(group, group[sentence.position - 1], used)
+    previous = group[sentence.position - 1]
+    before = _run(group, previous, used)
+    if previous.block != sentence.block and before[0] is previous:
+        return [own]
     if used & {(p.n, p.position) for p in before}:
         return [own]
-    return [before] if sentence in before else [before, own]
+    return [before, own]
 
 
 def _following(group: list[Sentence], lead: Sentence) -> list[Sentence]:

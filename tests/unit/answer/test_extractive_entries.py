@@ -142,3 +142,35 @@ def test_a_question_in_another_language_leans_on_meaning_more_than_on_shared_nam
     question = "Как в Debian Edu временно отключить учётную запись Samba пользователя?"
     answer = extractive.extractive_answer(question, [manual], 1, None, "ru")
     assert answer.startswith(answering)
+
+
+def test_a_repeat_under_an_entry_named_with_an_equals_sign_is_still_said_once() -> None:
+    # The entry's name leads the first quote ("--pid=FILE: …"); the same sentence from the
+    # next chunk (overlap) names nothing more, so it cites both sources.
+    entry = replace(
+        source("Writes the process id to FILE when the daemon starts."),
+        section_path="daemon(8) > OPTIONS > --pid=FILE",
+    )
+    again = replace(entry, chunk_id="c_0_1")
+    answer = extractive_answer("Where does the daemon write its process id?", [entry, again])
+    assert answer == "--pid=FILE: Writes the process id to FILE when the daemon starts. [1][2]"
+
+
+def test_the_best_sentence_leaning_on_the_one_before_keeps_its_value_after_it() -> None:
+    text = (
+        "Controls the reserved connection slots. This setting determines how many connection "
+        "slots are reserved for superusers. Whenever the number of active connections is at "
+        "least the maximum, new connections are accepted only for superusers. The default "
+        "value is three connections."
+    )
+    answer = extractive_answer(
+        "How many connection slots are reserved for superusers?", [source(text)]
+    )
+    assert answer.startswith("Controls the reserved connection slots. [1] This setting determines")
+    assert "The default value is three connections." in answer
+
+
+def test_an_it_that_points_at_nothing_before_is_quoted_alone() -> None:
+    text = "Sets the log level. It is an error to give both --quiet and --verbose."
+    answer = extractive_answer("error both --quiet --verbose", [source(text)], 1)
+    assert answer == "It is an error to give both --quiet and --verbose. [1]"
