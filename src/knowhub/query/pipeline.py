@@ -1,5 +1,5 @@
-"""Hybrid search. This is the one list of its stages, in order (each is a ``timings_ms`` key
-and a trace stage; docs/search.md explains them for users):
+"""Hybrid search. This is the one list of its stages, in order (the timed ones are named by
+their ``timings_ms`` keys; docs/search.md explains them for users):
 
 1. **validate** the request (query, ``top_k``, ``min_score``, collection); an identical
    request on an unchanged collection is answered from the result **cache**;
