@@ -50,12 +50,12 @@ from knowhub.ingest.scoping import (
     scope_stale,
     scoped_metadata,
 )
+from knowhub.ingest.stop_signals import stop_signals_held
 from knowhub.ingest.stopping import (
     DiskTroubleError,
     IngestCancelledError,
     IngestStopped,
     ShutdownRequestedError,
-    interrupts_deferred,
     stop_if_shutting_down,
     stop_ingests,
 )
@@ -360,7 +360,7 @@ class _Run:
         path = Path(candidate.path)
         if candidate.explicit and (problem := unsupported_reason(path.name)):
             raise LoaderError(f"{candidate.source}: {problem}; knowhub reads {READ_FORMATS}")
-        with interrupts_deferred():  # rewritten and reported, both or neither
+        with stop_signals_held(deliver=True):  # rewritten and reported, both or neither
             if self.in_place.rewrote(candidate):  # tags or scope, scans kept as OCR read them
                 self.report.retagged.append(escape_surrogates(candidate.source))
                 return None
@@ -506,7 +506,7 @@ class _Run:
         group, self.group = self.group, []
         if not group:
             return
-        with interrupts_deferred():  # a Ctrl-C lands before the commit or after its report
+        with stop_signals_held(deliver=True):  # Ctrl-C lands before the commit or after its report
             try:
                 errors = replace_documents(self.store, self.cid, [write for _, write in group])
             except Exception as exc:  # the commit failed (disk full…): none of them is written

@@ -5,20 +5,16 @@ document already written, whole, and says so in its report."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from knowhub.errors import IngestError
 from knowhub.ingest.embed import abort_all
 from knowhub.ingest.report import IngestReport
-from knowhub.ingest.stop_signals import stop_signals_held
 
 __all__ = [
     "DiskTroubleError",
     "IngestCancelledError",
     "IngestStopped",
     "ShutdownRequestedError",
-    "interrupts_deferred",
     "stop_if_shutting_down",
     "stop_ingests",
 ]
@@ -71,12 +67,3 @@ class ShutdownRequestedError(Exception):
 
 class DiskTroubleError(Exception):
     """Raised when the store's disk fails a write (full, read-only): the run stops."""
-
-
-@contextmanager
-def interrupts_deferred() -> Iterator[None]:
-    """Hold Ctrl-C (and a SIGTERM the CLI turns into one) until the block ends: a commit and
-    the report of what it wrote happen both or neither, so that a stopped run's "N documents
-    kept" is what the index holds."""
-    with stop_signals_held(deliver=True):
-        yield
