@@ -374,7 +374,8 @@ def _across_languages(
     offsets = crosslingual.language_offsets(embedder, vector, list(of.values()), share)
     ranked = crosslingual.offset(dense, of, offsets, legs.language)
     best = crosslingual.within_reach(ranked, sentences or crosslingual.LOOKED_AT)
-    if not crosslingual.any_other(legs.language, [of.get(item, "und") for item in best]):
+    reached = crosslingual.read_languages(legs.language, [found[i] for i in best if i in found])
+    if not crosslingual.any_other(legs.language, reached):
         return None  # no passage in another language can reach the best: one language's search
     factors = crosslingual.lexical_damping(legs.lexical, damping)
     texts: dict[int, str] = {}
