@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
 from benchmarks.crosslingual import check_aligned, spread
 
 from knowhub import App, build_app, load_settings
@@ -169,6 +170,13 @@ def main() -> None:
     parser.add_argument("--split", choices=("dev", "test", "all"), default="dev")
     parser.add_argument("--only", choices=("on", "off"), help="one configuration")
     parser.add_argument("--json", type=Path, help="write every row here too")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting for the 'on' run, e.g. search.cross_lingual_home=0.5 (repeatable)",
+    )
     args = parser.parse_args()
     print(json.dumps({"cpu": cpu()}, ensure_ascii=False))
     sets = {lang: load_dataset(args.datasets / f"xquad-{lang}") for lang in LANGS}
@@ -190,7 +198,7 @@ def main() -> None:
     app.close()
     asked = questions(sets, chosen)
     results: dict[str, Any] = {}
-    for name, overrides in (("off", OFF), ("on", {})):
+    for name, overrides in (("off", OFF), ("on", dict(setting_of(item) for item in args.set))):
         if args.only not in (None, name):
             continue
         app = app_for(args.data, overrides)
@@ -205,6 +213,14 @@ def main() -> None:
             print(json.dumps({"stage": name, "group": group, **line}))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+
+
+def setting_of(item: str) -> tuple[str, object]:
+    """``KEY=VALUE`` of ``--set``, the value read as YAML reads it (0.5 a number)."""
+    key, sep, value = item.partition("=")
+    if not sep or not key:
+        raise SystemExit(f"--set {item!r}: expected KEY=VALUE, e.g. search.cross_lingual_home=0.5")
+    return key.strip(), yaml.safe_load(value)
 
 
 if __name__ == "__main__":

@@ -76,6 +76,20 @@ def test_a_query_finding_another_language_takes_the_cross_lingual_path(tmp_path:
     assert fused[("ops", "en.md")] < before[("ops", "en.md")]
 
 
+def test_a_question_its_own_language_answers_stays_in_it(tmp_path: Path) -> None:
+    app, aligned = _app(tmp_path)
+    calibrated = Aligned(aligned.dim)
+    calibrated.model_id = aligned.model_id
+    calibrated.relevance_range = (0.0, 0.3)  # the Russian passage's cosine is past its top
+    request = SearchRequest("командировки 2024 150", "default", top_k=5)
+    settings = app.settings.search
+    held = search(app.store, calibrated, settings, request)
+    assert held.hits[0].source == "ru.md" and (held.hits[0].relevance or 0) >= 0.6
+    assert "cross_lingual" not in held.counts
+    never = settings.model_copy(update={"cross_lingual_home": 1.01})
+    assert "cross_lingual" in search(app.store, calibrated, never, request).counts
+
+
 def test_the_second_dense_search_keeps_the_filters(tmp_path: Path) -> None:
     app, embedder = _app(tmp_path)
     request = SearchRequest("командировки 2024 150", "default", top_k=5, filters={"dept": "ops"})

@@ -19,6 +19,7 @@ from benchmarks.crosslingual import (
     spread,
     write_all,
 )
+from benchmarks.crosslingual_mixed import setting_of
 
 from knowhub.eval.beir import load_dataset
 
@@ -87,3 +88,10 @@ def test_dev_holds_even_articles_and_test_odd_ones() -> None:
     ]
     assert [e["id"] for e in article_split(entries, "dev")] == ["a", "c"]
     assert [e["id"] for e in article_split(entries, "test")] == ["b", "d"]
+
+
+def test_the_mixed_benchmark_reads_a_setting_for_its_on_run() -> None:
+    assert setting_of("search.cross_lingual_home=0.5") == ("search.cross_lingual_home", 0.5)
+    assert setting_of("search.fusion=rrf") == ("search.fusion", "rrf")
+    with pytest.raises(SystemExit, match="KEY=VALUE"):
+        setting_of("0.5")

@@ -198,6 +198,14 @@ class SearchSettings(Section):
         le=1.0,
         description="Factor of every lexical hit in a search across languages (1: off).",
     )
+    cross_lingual_home: float = Field(
+        0.6,
+        ge=0.0,
+        le=1.01,
+        description="A question with a passage in its own language at least this relevant "
+        "(absolute relevance, 0-1) among its dense leg's best is not searched across "
+        "languages (above 1: never held back).",
+    )
     cross_lingual_sentences: int = Field(
         20,
         ge=0,

@@ -12,6 +12,7 @@ from knowhub.providers.embedders.base import Vectors
 from knowhub.providers.embedders.hashing import HashingEmbedder
 from knowhub.query import crosslingual
 from knowhub.query.cache import LRUCache
+from knowhub.testing.hits import hit
 
 
 class CountingEmbedder(HashingEmbedder):
@@ -33,6 +34,41 @@ def test_a_search_crosses_languages_when_a_hit_is_in_another() -> None:
     assert not crosslingual.any_other("und", ["en", "ru"])
     assert not crosslingual.any_other("ja", ["zh", "zh"])  # not measured: left alone
     assert crosslingual.any_other("en", ["en"] * crosslingual.LOOKED_AT + ["ru"])
+
+
+def test_a_passage_stored_in_another_language_is_read_by_its_words() -> None:
+    # More Latin letters than Han characters: stored "en", but its words are Chinese.
+    latin_named = hit(
+        "MonoDevelop是个适用于Linux、Mac OS X和Microsoft Windows的开放源代码集成开发环境",
+        language="en",
+    )
+    english = hit("Machine Learning Journal, 5:1--17, 1995. The need for bias.", language="en")
+    chinese = hit("绿茶是未经发酵的茶。", language="zh")
+    assert crosslingual.read_languages("zh", [latin_named, english, chinese]) == ["zh", "en", "zh"]
+    # Only a label other than the question's is read again.
+    assert crosslingual.read_languages("en", [latin_named, chinese]) == ["en", "zh"]
+
+
+def test_a_question_its_own_language_answers_is_not_searched_across_languages() -> None:
+    rows = {
+        1: hit("Hotels cost up to 150 a night.", language="en"),
+        2: hit("出差住宿每晚最多报销六百元。", language="zh", section_path="报销"),
+        3: hit("绿茶是未经发酵的茶。", language="zh"),
+    }
+    terms = ["住宿", "报销"]
+    calibration = (0.7, 0.9)
+    # The Chinese passage holds both terms and its cosine is at the top of the range.
+    assert crosslingual.answered_at_home("zh", [(1, 0.95), (2, 0.9)], rows, terms, calibration, 0.6)
+    # At the low end of the range its relevance is the terms' half alone: 0.5.
+    assert not crosslingual.answered_at_home(
+        "zh", [(1, 0.95), (2, 0.7)], rows, terms, calibration, 0.6
+    )
+    # A passage in another language never counts, however close; nor one without the terms.
+    assert not crosslingual.answered_at_home(
+        "zh", [(1, 0.99), (3, 0.9)], rows, terms, calibration, 0.6
+    )
+    # Without a calibration relevance has no fixed scale: nothing is held back.
+    assert not crosslingual.answered_at_home("zh", [(2, 0.9)], rows, terms, None, 0.6)
 
 
 def test_every_lexical_hit_is_damped_in_a_search_across_languages() -> None:
