@@ -19,8 +19,9 @@ from knowhub.models import Chunk, DocumentRecord
 
 __all__ = ["LEXICAL_VERSION", "chunk_terms", "lexical_stale"]
 
-LEXICAL_VERSION = 2
-"""1: words only (no record of it); 2: with the names headings give."""
+LEXICAL_VERSION = 3
+"""1: words only (no record of it); 2: with the names headings give; 3: with key chords
+(``Ctrl+A``) as one term."""
 
 
 def chunk_terms(title: str, chunk: Chunk, text: str) -> str:

@@ -10,7 +10,8 @@ run* at a time; mixed-language text therefore needs no language detector:
   words with Snowball Russian (``ё`` folded to ``е`` first);
 * kana and Hangul runs become overlapping character bigrams, the usual
   dictionary-free fallback for Japanese and Korean;
-* numbers are kept, other alphabets are only lower-cased.
+* numbers are kept, other alphabets are only lower-cased;
+* a key chord is also one term (``Ctrl+A``: ``ctrla``), after the text's others.
 
 Text is NFKC-normalised first so full-width Latin, digits and half-width kana
 match their ordinary forms. English, Russian and Chinese stopwords are dropped
@@ -52,6 +53,12 @@ _TERM_RE = re.compile(
     r"|(?P<number>\d+)"
     f"|(?P<other>[^\\W\\d_{HAN}{KANA}{HANGUL}{CYRILLIC}{LATIN}]+))"
 )
+
+# A key chord ("Ctrl+A", "Alt-F4", "Ctrl+Shift+T") is also one term, its parts joined
+# ("ctrla"): its key alone is often a letter or a stopword no index keeps ("a"), so a
+# question about Ctrl+A matched every passage that says "Ctrl".
+_CHORD_RE = re.compile(r"\b((?:(?:ctrl|alt|shift|cmd|meta|super)\s*[+-]\s*)+)([a-z0-9]+)\b")
+_CHORD_JOINERS = re.compile(r"[\s+-]+")
 
 # count_tokens: one per CJK character, one per run of other letters and digits.
 _COUNT_RE = re.compile(f"[{HAN}{KANA}{HANGUL}]|[^\\W_{HAN}{KANA}{HANGUL}]+")
@@ -168,6 +175,8 @@ def _terms(text: str) -> list[str]:
             terms.extend(_bigrams(kana or hangul))
         else:
             terms.append(number or other)
+    if "+" in normalized or "-" in normalized:
+        terms.extend(_CHORD_JOINERS.sub("", m.group()) for m in _CHORD_RE.finditer(normalized))
     return terms
 
 

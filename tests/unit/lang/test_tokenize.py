@@ -68,12 +68,23 @@ def test_tokens_carry_no_whitespace_or_fts5_syntax() -> None:
         "C++ and C# aren't Rust's e.g. foo.bar@example.com https://x.io/a?b=c",
         "「引用」（括号）“中文”：冒号；分号！感叹？\t\n换行",
         "Это «цитата» — тире, да.",
+        "Ctrl+Shift+T, Alt - F4, ⌘-Q",
     ]
     for text in texts:
         for token in index_tokens(text):
             assert token
             assert not any(char.isspace() for char in token), token
             assert not FTS5_SYNTAX & set(token), token
+
+
+def test_a_key_chord_is_one_term_too() -> None:
+    # Its key alone is a stopword ("a") or a letter: without the chord's own term a
+    # question about Ctrl+A matched every passage saying "Ctrl" (Double Commander's FAQ).
+    assert query_tokens("Ctrl+A не работает") == ["ctrl", "работа", "ctrla"]
+    assert "ctrlshiftt" in index_tokens("Press Ctrl + Shift + T to reopen a tab")
+    assert "altf4" in index_tokens("Alt-F4 closes it; 按 Ctrl-C 复制")
+    assert "ctrlc" in index_tokens("Alt-F4 closes it; 按 Ctrl-C 复制")
+    assert index_tokens("Control the shift of ctrl keys") == ["control", "shift", "ctrl", "kei"]
 
 
 def test_query_tokens_are_normalised_like_index_tokens_and_deduplicated() -> None:
