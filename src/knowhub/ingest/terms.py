@@ -21,7 +21,7 @@ __all__ = ["LEXICAL_VERSION", "chunk_terms", "lexical_stale"]
 
 LEXICAL_VERSION = 3
 """1: words only (no record of it); 2: with the names headings give; 3: with key chords
-(``Ctrl+A``) as one term."""
+(``Ctrl+A``) and identifiers of joined parts (``tcp_keepalive_time``) as one term each."""
 
 
 def chunk_terms(title: str, chunk: Chunk, text: str) -> str:

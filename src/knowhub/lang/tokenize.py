@@ -11,7 +11,8 @@ run* at a time; mixed-language text therefore needs no language detector:
 * kana and Hangul runs become overlapping character bigrams, the usual
   dictionary-free fallback for Japanese and Korean;
 * numbers are kept, other alphabets are only lower-cased;
-* a key chord is also one term (``Ctrl+A``: ``ctrla``), after the text's others.
+* a key chord and an identifier of joined parts are also one term each, after the text's
+  others (``Ctrl+A``: ``ctrla``; ``tcp_keepalive_time``: ``tcpkeepalivetime``).
 
 Text is NFKC-normalised first so full-width Latin, digits and half-width kana
 match their ordinary forms. English, Russian and Chinese stopwords are dropped
@@ -54,11 +55,17 @@ _TERM_RE = re.compile(
     f"|(?P<other>[^\\W\\d_{HAN}{KANA}{HANGUL}{CYRILLIC}{LATIN}]+))"
 )
 
-# A key chord ("Ctrl+A", "Alt-F4", "Ctrl+Shift+T") is also one term, its parts joined
-# ("ctrla"): its key alone is often a letter or a stopword no index keeps ("a"), so a
-# question about Ctrl+A matched every passage that says "Ctrl".
-_CHORD_RE = re.compile(r"\b((?:(?:ctrl|alt|shift|cmd|meta|super)\s*[+-]\s*)+)([a-z0-9]+)\b")
-_CHORD_JOINERS = re.compile(r"[\s+-]+")
+# Two kinds of name are also one term each, their parts joined, beside the parts' own terms:
+# a key chord ("Ctrl+A", "Alt-F4", "Ctrl+Shift+T": "ctrla"), whose key alone is often a
+# letter or a stopword no index keeps, so a question about Ctrl+A matched every passage
+# saying "Ctrl"; and an identifier of parts joined by "_" or "-" ("tcp_keepalive_time":
+# "tcpkeepalivetime"), whose parts alone matched PostgreSQL's "tcp_keepalives_idle" as
+# well as the kernel's setting asked about.
+_JOINED_RE = re.compile(
+    r"\b(?:(?:ctrl|alt|shift|cmd|meta|super)\s*[+-]\s*)+[a-z0-9]+\b"
+    r"|(?<!\w)[a-z0-9]+(?:[_-][a-z0-9]+)+"
+)
+_JOINERS = re.compile(r"[\s+_-]+")
 
 # count_tokens: one per CJK character, one per run of other letters and digits.
 _COUNT_RE = re.compile(f"[{HAN}{KANA}{HANGUL}]|[^\\W_{HAN}{KANA}{HANGUL}]+")
@@ -175,8 +182,8 @@ def _terms(text: str) -> list[str]:
             terms.extend(_bigrams(kana or hangul))
         else:
             terms.append(number or other)
-    if "+" in normalized or "-" in normalized:
-        terms.extend(_CHORD_JOINERS.sub("", m.group()) for m in _CHORD_RE.finditer(normalized))
+    if "+" in normalized or "-" in normalized or "_" in normalized:
+        terms.extend(_JOINERS.sub("", m.group()) for m in _JOINED_RE.finditer(normalized))
     return terms
 
 

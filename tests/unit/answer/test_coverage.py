@@ -35,6 +35,12 @@ def test_names_options_and_stopwords_used_as_names_are_names() -> None:
     assert terms == {"Kubernetes": True, "take": False, "-q": True, "at": True}
 
 
+def test_an_options_joined_search_term_is_no_key_term() -> None:
+    # "--no-splash" is searched as "nosplash" too; an index built before that term
+    # existed lacks it, and the option would be "absent" and refuse the answer.
+    assert [k.term for k in key_terms("How do I start it with --no-splash?")] == ["start", "splash"]
+
+
 def test_an_absent_name_refuses_the_answer() -> None:
     evidence = [_hit("Install the ingress controller with TLS termination enabled.")]
     counts = _counts({"ingress": 3, "control": 9, "tl": 4, "termin": 2})

@@ -87,6 +87,16 @@ def test_a_key_chord_is_one_term_too() -> None:
     assert index_tokens("Control the shift of ctrl keys") == ["control", "shift", "ctrl", "kei"]
 
 
+def test_an_identifier_of_joined_parts_is_one_term_too() -> None:
+    # Its parts alone matched PostgreSQL's tcp_keepalives_idle as well as the kernel's
+    # tcp_keepalive_time; an option keeps its name without its dashes.
+    assert query_tokens("tcp_keepalive_time") == ["tcp", "keepal", "time", "tcpkeepalivetime"]
+    assert "tcpkeepalivesidle" in index_tokens("tcp_keepalives_idle (integer)")
+    assert "tcpkeepalivetime" not in index_tokens("tcp_keepalives_idle (integer)")
+    assert query_tokens("--no-splash") == ["splash", "nosplash"]
+    assert query_tokens("systemd-run --user") == ["systemd", "run", "user", "systemdrun"]
+
+
 def test_query_tokens_are_normalised_like_index_tokens_and_deduplicated() -> None:
     text = "Backups, backups and BACKUP policies for 备份 备份 策略"
     assert query_tokens(text) == list(dict.fromkeys(index_tokens(text)))
