@@ -62,6 +62,17 @@ def test_frequent_terms_are_not_checked() -> None:
     assert [k.word for k in found.terms] == ["vacuum"] and not found.uncovered
 
 
+def test_a_frequent_name_no_source_says_is_not_mentioned_but_never_refuses() -> None:
+    # ldd's page has no JSON output; JSON is in 50 chunks or more of other pages, so it is
+    # no key term, but the answer must say the sources lack it.
+    counts = _counts({"ldd": 3, "json": FREQUENT, "depend": 9, "format": FREQUENT})
+    evidence = [_hit("ldd prints the shared objects (shared libraries) each program requires.")]
+    found = check("How do I make ldd print its dependencies as JSON?", evidence, counts)
+    assert found.uncovered == ["JSON"] and not found.refused
+    said = [_hit("ldd prints its dependencies; no JSON output exists.")]
+    assert not check("How do I make ldd print its dependencies as JSON?", said, counts).uncovered
+
+
 def test_a_word_of_another_language_is_not_judged_on_foreign_evidence() -> None:
     # A Chinese question answered from English pages: its Chinese words have no known
     # translation, so their absence says nothing; the Latin name is looked up as written.
