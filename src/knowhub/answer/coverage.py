@@ -106,7 +106,6 @@ _PATH = re.compile(r"[\w.-]*+(?:/[\w.-]++)+|\w++(?:\.\w++)+")  # possessive: lin
 # any case, since nobody paraphrases it.
 _IDENTIFIER = re.compile(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)+")
 _FIRST_WORD = re.compile(r"(?:^|[.?!]\s+)([^\W_]+)")
-_JOINERS = re.compile(r"[\W_]+")
 
 
 @dataclass(frozen=True)
@@ -153,11 +152,13 @@ def key_terms(question: str) -> list[KeyTerm]:
     pieces = list(_PIECE.finditer(question))
     for i, piece in enumerate(pieces):
         word = piece.group()
-        terms = [] if _value(word, pieces[i - 1].group() if i else "") else query_tokens(word)
-        whole = _JOINERS.sub("", word.casefold())
+        value = _value(word, pieces[i - 1].group() if i else "")
+        # An option's joined term (--no-splash: nosplash) finds it; an index built before
+        # such terms lacks it, and the option would be "absent".
+        terms = [] if value else query_tokens(word, joined=False)
         for term in terms:
-            if term in GENERIC or term in found or (term == whole and len(terms) > 1):
-                continue  # an option's joined term (--no-splash: nosplash) only finds it
+            if term in GENERIC or term in found:
+                continue
             surface = word if len(terms) == 1 else term
             inside = any(start <= piece.start() < end for start, end in joined)
             name = inside or _is_name(surface, piece.start() in firsts, language)

@@ -108,7 +108,7 @@ def _scored(
     quantity: bool,
 ) -> list[tuple[float, Sentence]]:
     """Every sentence with its score, best first (``quantity``: the question asks one)."""
-    asked = [*query_tokens(question), *dict.fromkeys(_OPTION.findall(question))]
+    asked = [*query_tokens(question, joined=False), *dict.fromkeys(_OPTION.findall(question))]
     terms = [_terms(s.text) for s in flat]
     weights = _rarity(asked, terms)
     headings = [_terms(hit.section_path) for hit in sources]

@@ -50,12 +50,12 @@ def match_faq(
     if not entries:
         return None
     key = _normalised(question)
-    terms = set(query_tokens(question))
+    terms = set(query_tokens(question, joined=False))
     best: FaqMatch | None = None
     for entry in entries:
         if _normalised(entry.question) == key:
             return FaqMatch(entry, 1.0, "exact")
-        other = set(query_tokens(entry.question))
+        other = set(query_tokens(entry.question, joined=False))
         words = 2 * len(terms & other) / (len(terms) + len(other)) if terms and other else 0.0
         meaning = float(np.dot(vector, entry.vector)) if vector is not None else 0.0
         for score, by, threshold in (

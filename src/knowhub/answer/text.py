@@ -9,7 +9,7 @@ __all__ = ["coverage"]
 
 def coverage(query: str, text: str) -> float:
     """Share of the query's terms (stemmed, stopwords out) that ``text`` contains, 0–1."""
-    terms = query_tokens(query)
+    terms = query_tokens(query, joined=False)
     if not terms:
         return 0.0
     present = set(index_tokens(text))

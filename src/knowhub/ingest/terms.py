@@ -21,7 +21,8 @@ __all__ = ["LEXICAL_VERSION", "chunk_terms", "lexical_stale"]
 
 LEXICAL_VERSION = 3
 """1: words only (no record of it); 2: with the names headings give; 3: with key chords
-(``Ctrl+A``) and identifiers of joined parts (``tcp_keepalive_time``) as one term each."""
+(``Ctrl+A``) and words of parts joined by ``_`` or ``-`` (``tcp_keepalive_time``) as one
+term each."""
 
 
 def chunk_terms(title: str, chunk: Chunk, text: str) -> str:

@@ -326,7 +326,7 @@ def _retrieve(
     report("dense", len(legs.dense), timings["query_embedding"] + timings["dense"])
     clock = time.perf_counter()
     search = (cid, vector, n, filters)
-    terms = query_tokens(query)  # as relevance reads them (with_relevance)
+    terms = query_tokens(query, joined=False)  # as relevance reads them (with_relevance)
     crossed = _across_languages(store, embedder, settings, legs, search, caches, terms)
     if crossed is not None:
         timings["cross_lingual"] = _lap(clock)

@@ -119,7 +119,7 @@ def with_relevance(
     not run). A hit the leg did not return is at most as similar as the leg's last one, so
     that cosine stands in for its own.
     """
-    terms = query_tokens(query)
+    terms = query_tokens(query, joined=False)
     across = crossing(terms, language)
     last = min((cosine for _, cosine in dense), default=None) if dense is not None else None
     out = []

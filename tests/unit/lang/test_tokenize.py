@@ -87,7 +87,7 @@ def test_a_key_chord_is_one_term_too() -> None:
     assert index_tokens("Control the shift of ctrl keys") == ["control", "shift", "ctrl", "kei"]
 
 
-def test_an_identifier_of_joined_parts_is_one_term_too() -> None:
+def test_a_word_of_joined_parts_is_one_term_too() -> None:
     # Its parts alone matched PostgreSQL's tcp_keepalives_idle as well as the kernel's
     # tcp_keepalive_time; an option keeps its name without its dashes.
     assert query_tokens("tcp_keepalive_time") == ["tcp", "keepal", "time", "tcpkeepalivetime"]
@@ -95,6 +95,15 @@ def test_an_identifier_of_joined_parts_is_one_term_too() -> None:
     assert "tcpkeepalivetime" not in index_tokens("tcp_keepalives_idle (integer)")
     assert query_tokens("--no-splash") == ["splash", "nosplash"]
     assert query_tokens("systemd-run --user") == ["systemd", "run", "user", "systemdrun"]
+    # Term shares leave them out: a compound would count twice.
+    assert query_tokens("Ctrl+A on tcp_keepalive_time by e-mail", joined=False) == [
+        "ctrl",
+        "tcp",
+        "keepal",
+        "time",
+        "e",
+        "mail",
+    ]
 
 
 def test_query_tokens_are_normalised_like_index_tokens_and_deduplicated() -> None:

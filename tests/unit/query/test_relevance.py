@@ -36,6 +36,14 @@ def test_without_a_dense_signal_relevance_is_the_share_of_query_terms() -> None:
     assert term_share([], BACKUPS) == 0.0
 
 
+def test_a_joined_word_does_not_count_twice_in_the_term_share() -> None:
+    # "e-mail" is searched as "email" too; counted here, a warranty page's "by e-mail" rose
+    # over the answer floor for a question on a phishing e-mail (the demo's golden set).
+    warranty = hit("Report the fault by e-mail to warranty@example.com.", dense_score=None)
+    (scored,) = with_relevance("Who do I tell about a phishing e-mail?", [warranty], None, None)
+    assert scored.relevance == pytest.approx(2 / 4)  # e, mail of tell, phish, e, mail
+
+
 def test_relevance_averages_term_share_and_cosine_on_the_calibrated_range() -> None:
     # cosine 0.85 on (0.8, 0.9) is half way: (0.5 + 2/3) / 2
     assert relevance(2 / 3, 0.85, (0.8, 0.9)) == pytest.approx((0.5 + 2 / 3) / 2)
