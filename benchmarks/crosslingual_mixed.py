@@ -198,7 +198,10 @@ def main() -> None:
     app.close()
     asked = questions(sets, chosen)
     results: dict[str, Any] = {}
-    for name, overrides in (("off", OFF), ("on", dict(setting_of(item) for item in args.set))):
+    chosen_settings = dict(setting_of(item) for item in args.set)
+    if chosen_settings:
+        print(json.dumps({"on_settings": chosen_settings}))
+    for name, overrides in (("off", OFF), ("on", chosen_settings)):
         if args.only not in (None, name):
             continue
         app = app_for(args.data, overrides)

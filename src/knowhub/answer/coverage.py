@@ -38,8 +38,9 @@ documents do not mention (:func:`knowhub.answer.pipeline.mentioned_text`).
 A **frequent name** (in :data:`FREQUENT` chunks or more) is no key term, but when no evidence
 source says it the answer says so too, never refused for it: "ldd … в формате JSON" found
 ldd's page, which has no JSON output, while JSON fills PostgreSQL's pages (near misses
-refused 16 → 17 of 18 on the real-document sets; one answerable question, on CSV files "on
-Windows", is now told the documents do not mention Windows, which its sources do not).
+refused or told "not mentioned" 16 → 17 of 18 on the real-document sets; one answerable
+question, on CSV files "on Windows", is now told the documents do not mention Windows,
+which its sources do not).
 """
 
 from __future__ import annotations
@@ -128,18 +129,22 @@ class Coverage:
 
     @property
     def uncovered(self) -> list[str]:
-        """The words the documents do not mention, in question order."""
-        missing = {k.term for k in self.absent + self.unsupported}
-        return [k.word for k in self.terms if k.term in missing] + [k.word for k in self.common]
+        """The words the documents do not mention: the key terms in question order, then
+        the frequent names."""
+        return [k.word for k in self._missing()] + [k.word for k in self.common]
 
     @property
     def refused(self) -> bool:
-        """Whether the uncovered terms are the question's core (see the module docstring);
-        a frequent name never is."""
-        uncovered = len(self.uncovered) - len(self.common)
-        if not uncovered:
+        """Whether the uncovered key terms are the question's core (see the module
+        docstring); a frequent name never is."""
+        missing = len(self._missing())
+        if not missing:
             return False
-        return 2 * uncovered >= len(self.terms) or any(k.name for k in self.absent)
+        return 2 * missing >= len(self.terms) or any(k.name for k in self.absent)
+
+    def _missing(self) -> list[KeyTerm]:
+        gone = {k.term for k in self.absent + self.unsupported}
+        return [k for k in self.terms if k.term in gone]
 
 
 def key_terms(question: str) -> list[KeyTerm]:
@@ -230,12 +235,13 @@ def check(question: str, evidence: Sequence[Hit], counts: Counts) -> Coverage:
     # Said by no source, counted by no index (the tokenizer splits it): unsupported only.
     found.terms += missing
     found.unsupported += missing
+    said = held | parts  # a part of a joined name the sources lack is said with that name
     found.common = [
         k
         for k in candidates
         if k.name
         and frequency.get(k.term, 0) >= FREQUENT
-        and k.term not in held
+        and k.term not in said
         and not _named(k.term, evidence)
     ]
     return found

@@ -203,8 +203,8 @@ class SearchSettings(Section):
         ge=0.0,
         le=1.01,
         description="A question with a passage in its own language at least this relevant "
-        "(absolute relevance, 0-1) among its dense leg's best is not searched across "
-        "languages (above 1: never held back).",
+        "(absolute relevance, 0-1) among the dense leg's 10 best of that language is not "
+        "searched across languages (above 1: never held back).",
     )
     cross_lingual_sentences: int = Field(
         20,

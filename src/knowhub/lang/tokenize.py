@@ -56,17 +56,20 @@ _TERM_RE = re.compile(
 )
 
 # Two kinds of name are also one term each, their parts joined, beside the parts' own terms:
-# a key chord ("Ctrl+A", "Alt-F4", "Ctrl+Shift+T": "ctrla"), whose key alone is often a
+# a key chord ("Ctrl+A", "Alt-F4", "Ctrl + Shift + T": "ctrla"), whose key alone is often a
 # letter or a stopword no index keeps, so a question about Ctrl+A matched every passage
-# saying "Ctrl"; and a word of parts joined by "_" or "-" ("tcp_keepalive_time",
-# "--no-splash", "IL-6": "tcpkeepalivetime", "nosplash", "il6"), whose parts alone matched
-# PostgreSQL's "tcp_keepalives_idle" as well as the kernel's setting asked about (scifact
-# nDCG@10 0.7146 → 0.7229). Term shares leave them out (``query_tokens(joined=False)``).
+# saying "Ctrl"; and a word of Latin letters and digits in parts joined by "_" or "-"
+# ("tcp_keepalive_time", "--no-splash", "IL-6": "tcpkeepalivetime", "nosplash", "il6"),
+# whose parts alone matched PostgreSQL's "tcp_keepalives_idle" as well as the kernel's
+# setting asked about (scifact nDCG@10 0.7146 → 0.7229). Both end where a word ends, and a
+# joined term needs a letter: "1-2" is a range, not the number 12. Possessive, and a joined
+# word starts only where no "-" or word precedes it, so no input makes the match quadratic.
+# Term shares leave them out (``query_tokens(joined=False)``).
 _JOINED_RE = re.compile(
-    r"\b(?:(?:ctrl|alt|shift|cmd|meta|super)\s*[+-]\s*)+[a-z0-9]+\b"
-    r"|(?<!\w)[a-z0-9]+(?:[_-][a-z0-9]+)+"
+    r"(?<!\w)(?:(?:ctrl|alt|shift|cmd|meta|super)(?:[ \t]*+\+[ \t]*+|-)){1,3}+[a-z0-9]++(?![\w-])"
+    r"|(?<![\w-])-*+[a-z0-9]++(?:[_-][a-z0-9]++)++(?![\w-])"
 )
-_JOINERS = re.compile(r"[\s+_-]+")
+_JOINERS = re.compile(r"[ \t+_-]+")
 
 # count_tokens: one per CJK character, one per run of other letters and digits.
 _COUNT_RE = re.compile(f"[{HAN}{KANA}{HANGUL}]|[^\\W_{HAN}{KANA}{HANGUL}]+")
@@ -184,9 +187,17 @@ def _terms(text: str, joined: bool = True) -> list[str]:
             terms.extend(_bigrams(kana or hangul))
         else:
             terms.append(number or other)
-    if joined and ("+" in normalized or "-" in normalized or "_" in normalized):
-        terms.extend(_JOINERS.sub("", m.group()) for m in _JOINED_RE.finditer(normalized))
+    if joined:
+        terms.extend(_joined_words(normalized))
     return terms
+
+
+def _joined_words(normalized: str) -> list[str]:
+    """The terms of the key chords and joined words of NFKC-normalised, lower-cased text."""
+    if "+" not in normalized and "-" not in normalized and "_" not in normalized:
+        return []
+    whole = (_JOINERS.sub("", m.group()) for m in _JOINED_RE.finditer(normalized))
+    return [term for term in whole if not term.isdigit()]
 
 
 @functools.lru_cache(maxsize=_RECENT_TEXTS)
@@ -194,7 +205,7 @@ def _recent_terms(text: str) -> tuple[str, ...]:
     return tuple(_terms(text))
 
 
-def index_tokens(text: str) -> list[str]:
+def index_tokens(text: str, *, joined: bool = True) -> list[str]:
     """Terms to store in the full-text index for one chunk.
 
     The terms of recently tokenized texts are remembered, so tokenizing a chunk again
@@ -202,14 +213,21 @@ def index_tokens(text: str) -> list[str]:
 
     Args:
         text: the chunk's text, in any mix of languages.
+        joined: with the terms of its key chords and joined words (see
+            :func:`query_tokens`).
 
     Returns:
         The normalised terms in text order, repeats kept (they are term
         frequencies), stopwords removed.
     """
     if len(text) > _CACHED_TEXT_CHARS:
-        return _terms(text)
-    return list(_recent_terms(text))
+        return _terms(text, joined)
+    terms = _recent_terms(text)
+    if not joined:  # they are last: only they are found again, not the whole text's terms
+        terms = terms[
+            : len(terms) - len(_joined_words(unicodedata.normalize("NFKC", text).lower()))
+        ]
+    return list(terms)
 
 
 def query_tokens(text: str, *, joined: bool = True) -> list[str]:

@@ -211,7 +211,9 @@ def answered_at_home(
     page that answers it (relevance 0.77) to the manual's untranslated English pages; the
     questions the stage brought an answer to in another language had at most 0.46 in
     their own (docs/benchmarks.md, "Cross-lingual search in a mixed collection"). Without
-    a calibration relevance has no fixed scale, and nothing is held back."""
+    a calibration relevance has no fixed scale, and nothing is held back. The passages'
+    stored languages decide what is at home (a Chinese page stored as English for its Latin
+    names is not), as they decide the offsets."""
     if calibration is None:
         return False
     own = [(item, cosine) for item, cosine in dense if _labelled(rows, item, language)]

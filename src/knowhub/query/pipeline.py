@@ -326,8 +326,7 @@ def _retrieve(
     report("dense", len(legs.dense), timings["query_embedding"] + timings["dense"])
     clock = time.perf_counter()
     search = (cid, vector, n, filters)
-    terms = query_tokens(query, joined=False)  # as relevance reads them (with_relevance)
-    crossed = _across_languages(store, embedder, settings, legs, search, caches, terms)
+    crossed = _across_languages(store, embedder, settings, legs, search, caches, query)
     if crossed is not None:
         timings["cross_lingual"] = _lap(clock)
         report("cross_lingual", len(crossed.dense), timings["cross_lingual"])
@@ -342,7 +341,7 @@ def _across_languages(
     legs: Legs,
     search: tuple[int, Vectors, int, Filters],
     caches: SearchCaches | None,
-    terms: Sequence[str],
+    query: str,
 ) -> Legs | None:
     """``legs`` re-ranked for a query whose dense hits include passages in another language
     (see :mod:`knowhub.query.crosslingual`); None when none does, when none of them can
@@ -363,6 +362,7 @@ def _across_languages(
     found = store.hits([item for item, _ in legs.dense])
     if not crosslingual.any_other(legs.language, [row.language for row in found.values()]):
         return None
+    terms = query_tokens(query, joined=False)  # as relevance reads them (with_relevance)
     calibration, home = embedder.calibration(legs.language), settings.cross_lingual_home
     if crosslingual.answered_at_home(legs.language, legs.dense, found, terms, calibration, home):
         return None

@@ -71,6 +71,10 @@ def test_a_frequent_name_no_source_says_is_not_mentioned_but_never_refuses() -> 
     assert found.uncovered == ["JSON"] and not found.refused
     said = [_hit("ldd prints its dependencies; no JSON output exists.")]
     assert not check("How do I make ldd print its dependencies as JSON?", said, counts).uncovered
+    # The frequent parts of a joined name the sources lack are said once, with it.
+    parts = _counts({"tcp": FREQUENT, "keepal": 4, "time": FREQUENT})
+    found = check("What sets tcp_keepalive_time?", [_hit("TCP keepalive probes.")], parts)
+    assert found.uncovered == ["tcp_keepalive_time"]
 
 
 def test_a_word_of_another_language_is_not_judged_on_foreign_evidence() -> None:

@@ -95,6 +95,10 @@ def test_a_word_of_joined_parts_is_one_term_too() -> None:
     assert "tcpkeepalivetime" not in index_tokens("tcp_keepalives_idle (integer)")
     assert query_tokens("--no-splash") == ["splash", "nosplash"]
     assert query_tokens("systemd-run --user") == ["systemd", "run", "user", "systemdrun"]
+    # A range is no number, a word ends where its letters do, a chord needs its key.
+    assert query_tokens("1-2 days") == ["1", "2", "dai"]
+    assert query_tokens("tcp_keepalive_timé") == ["tcp", "keepal", "timé"]
+    assert query_tokens("press alt - then") == ["press", "alt"]
     # Term shares leave them out: a compound would count twice.
     assert query_tokens("Ctrl+A on tcp_keepalive_time by e-mail", joined=False) == [
         "ctrl",
@@ -218,9 +222,9 @@ def tokenized(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     terms = tokenize._terms
 
-    def counting(text: str) -> list[str]:
+    def counting(text: str, joined: bool = True) -> list[str]:
         calls.append(text)
-        return terms(text)
+        return terms(text, joined)
 
     monkeypatch.setattr(tokenize, "_terms", counting)
     tokenize._recent_terms.cache_clear()  # texts earlier tests tokenized count too
@@ -242,3 +246,12 @@ def test_whole_file_texts_are_not_kept_for_reuse(tokenized: list[str]) -> None:
     text = "word " * (tokenize._CACHED_TEXT_CHARS // 5 + 1)
     assert index_tokens(text) == index_tokens(text)
     assert tokenized == [text, text]
+
+
+def test_a_long_chain_of_joiners_is_tokenized_in_one_pass() -> None:
+    # Every "a" after a "-" was a new start scanning the rest of the chain, and a final "é"
+    # made each scan fail: 100k characters took 99 s. A match starts only where no "-"
+    # precedes it, and gives nothing back.
+    chain = "b-" * 20_000 + "é"
+    assert index_tokens(chain).count("b") == 20_000
+    assert "ctrla" not in index_tokens("ctrl+ " * 10_000)

@@ -51,7 +51,7 @@ def test_a_passage_stored_in_another_language_is_read_by_its_words() -> None:
 
 def test_a_question_its_own_language_answers_is_not_searched_across_languages() -> None:
     rows = {
-        1: hit("Hotels cost up to 150 a night.", language="en"),
+        1: hit("Hotels: 住宿 and 报销 up to 150 a night.", language="en"),  # holds the terms
         2: hit("出差住宿每晚最多报销六百元。", language="zh", section_path="报销"),
         3: hit("绿茶是未经发酵的茶。", language="zh"),
     }

@@ -30,7 +30,7 @@ class HashingEmbedder(Embedder):
     def _encode(self, texts: list[str], is_query: bool) -> Vectors:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
-            tokens = index_tokens(text)
+            tokens = index_tokens(text, joined=False)  # its vectors as before joined terms
             if not tokens:
                 continue
             slots, signs = zip(*(_feature(token, self.dim) for token in tokens), strict=True)
