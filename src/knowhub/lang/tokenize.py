@@ -61,7 +61,7 @@ _TERM_RE = re.compile(
 # saying "Ctrl"; and a word of Latin letters and digits in parts joined by "_" or "-"
 # ("tcp_keepalive_time", "--no-splash", "IL-6": "tcpkeepalivetime", "nosplash", "il6"),
 # whose parts alone matched PostgreSQL's "tcp_keepalives_idle" as well as the kernel's
-# setting asked about (scifact nDCG@10 0.7146 → 0.7229). Both end where a word ends, and a
+# setting asked about (scifact nDCG@10 0.7146 → 0.7232). Both end where a word ends, and a
 # joined term needs a letter: "1-2" is a range, not the number 12. Possessive, and a joined
 # word starts only where no "-" or word precedes it, so no input makes the match quadratic.
 # Term shares leave them out (``query_tokens(joined=False)``).
