@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from knowhub import App, build_app
+from knowhub.answer.coverage import FREQUENT
 from knowhub.answer.pipeline import collect
 from knowhub.models import DocumentRecord
 from tests.helpers import fast_settings, write
@@ -67,6 +68,25 @@ def test_an_answer_whose_minor_name_the_sources_lack_says_what_is_not_mentioned(
     assert answer["hit_type"] == "rag" and answer["not_mentioned"] == ["GNU"]
     assert answer["answer"].endswith(" The documents do not mention GNU.")
     assert "[1]" in answer["answer"] and "not_mentioned" in answer["reasons"]
+
+
+def test_a_frequent_name_the_sources_lack_is_said_of_the_sources_not_the_documents(
+    tmp_path: Path,
+) -> None:
+    # JSON is in FREQUENT chunks or more (no key term), none of them about ldd: the answer
+    # stands, and says the sources found do not mention it (the documents do).
+    for n in range(FREQUENT):
+        write(tmp_path / "docs" / f"report{n}.md", f"Report {n} writes its rows as JSON.\n")
+    write(tmp_path / "docs" / "ldd.md", "ldd prints the shared objects each program needs.\n")
+    built = build_app(fast_settings(tmp_path / "data"))
+    try:
+        assert len(built.ingest([tmp_path / "docs"]).added) == FREQUENT + 1
+        answer = collect(built.ask("How do I make ldd print shared objects as JSON?"))
+    finally:
+        built.close()
+    assert answer["hit_type"] == "rag" and answer["not_mentioned"] == ["JSON"]
+    assert answer["sources"][0]["source"] == "ldd.md"
+    assert answer["answer"].endswith(" The sources found do not mention JSON.")
 
 
 def test_an_index_from_before_names_is_read_again_by_the_next_ingest(tmp_path: Path) -> None:

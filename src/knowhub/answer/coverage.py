@@ -39,8 +39,8 @@ A **frequent name** (in :data:`FREQUENT` chunks or more) is no key term, but whe
 source says it the answer says so too, never refused for it: "ldd … в формате JSON" found
 ldd's page, which has no JSON output, while JSON fills PostgreSQL's pages (near misses
 refused or told "not mentioned" 16 → 17 of 18 on the real-document sets; one answerable
-question, on CSV files "on Windows", is now told the documents do not mention Windows,
-which its sources do not).
+question, on CSV files "on Windows", is now told the sources found do not mention Windows:
+they say "platforms that use \\r\\n line endings").
 """
 
 from __future__ import annotations
@@ -131,7 +131,17 @@ class Coverage:
     def uncovered(self) -> list[str]:
         """The words the documents do not mention: the key terms in question order, then
         the frequent names."""
-        return [k.word for k in self._missing()] + [k.word for k in self.common]
+        return self.missing_words + self.common_words
+
+    @property
+    def missing_words(self) -> list[str]:
+        """The key terms no chunk or no relevant hit holds, in question order."""
+        return [k.word for k in self._missing()]
+
+    @property
+    def common_words(self) -> list[str]:
+        """The frequent names no relevant hit holds (other chunks do)."""
+        return [k.word for k in self.common]
 
     @property
     def refused(self) -> bool:

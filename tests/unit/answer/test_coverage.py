@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from knowhub.answer.coverage import FREQUENT, MAX_TERMS, Counts, check, key_terms
-from knowhub.answer.pipeline import mentioned_text
+from knowhub.answer.pipeline import SOURCES_LACK, mentioned_text
 from knowhub.models import Hit
 from tests.answer_helpers import source
 
@@ -100,6 +100,11 @@ def test_the_sentence_names_what_is_missing_in_the_questions_language() -> None:
     )
     assert mentioned_text(["rar"], "zh") == "文档中没有提到rar。"
     assert mentioned_text(["Docker"], "ru") == "В документах не упоминается: Docker."
+    lack = SOURCES_LACK
+    assert mentioned_text(["JSON"], "ru", lack) == "В найденных источниках не упоминается: JSON."
+    assert mentioned_text(["JSON", "YAML"], "xx", lack) == (
+        "The sources found do not mention JSON or YAML."
+    )
 
 
 def test_a_plain_word_the_collection_holds_is_not_uncovered_though_the_evidence_lacks_it() -> None:
