@@ -165,9 +165,9 @@ def _bigrams(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)] or [run]
 
 
-def _terms(text: str, joined: bool = True) -> list[str]:
-    """All terms of ``text`` in text order, stopwords removed; ``joined``: with the terms of
-    its key chords and joined words last."""
+def _terms(text: str) -> tuple[list[str], list[str]]:
+    """All terms of ``text`` in text order, stopwords removed; then, apart, the terms of its
+    key chords and joined words."""
     terms: list[str] = []
     normalized = unicodedata.normalize("NFKC", text).lower()
     # findall's tuples (one slot per alternative, the matching one non-empty) cost less
@@ -187,9 +187,7 @@ def _terms(text: str, joined: bool = True) -> list[str]:
             terms.extend(_bigrams(kana or hangul))
         else:
             terms.append(number or other)
-    if joined:
-        terms.extend(_joined_words(normalized))
-    return terms
+    return terms, _joined_words(normalized)
 
 
 def _joined_words(normalized: str) -> list[str]:
@@ -201,8 +199,9 @@ def _joined_words(normalized: str) -> list[str]:
 
 
 @functools.lru_cache(maxsize=_RECENT_TEXTS)
-def _recent_terms(text: str) -> tuple[str, ...]:
-    return tuple(_terms(text))
+def _recent_terms(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    words, joined = _terms(text)
+    return tuple(words), tuple(joined)
 
 
 def index_tokens(text: str, *, joined: bool = True) -> list[str]:
@@ -220,14 +219,8 @@ def index_tokens(text: str, *, joined: bool = True) -> list[str]:
         The normalised terms in text order, repeats kept (they are term
         frequencies), stopwords removed.
     """
-    if len(text) > _CACHED_TEXT_CHARS:
-        return _terms(text, joined)
-    terms = _recent_terms(text)
-    if not joined:  # they are last: only they are found again, not the whole text's terms
-        terms = terms[
-            : len(terms) - len(_joined_words(unicodedata.normalize("NFKC", text).lower()))
-        ]
-    return list(terms)
+    words, whole = _terms(text) if len(text) > _CACHED_TEXT_CHARS else _recent_terms(text)
+    return [*words, *whole] if joined else list(words)
 
 
 def query_tokens(text: str, *, joined: bool = True) -> list[str]:
@@ -245,7 +238,8 @@ def query_tokens(text: str, *, joined: bool = True) -> list[str]:
         The distinct terms in first-seen order, stopwords removed; empty when the
         query holds nothing but stopwords and punctuation.
     """
-    return list(dict.fromkeys(_terms(text, joined)))
+    words, whole = _terms(text)
+    return list(dict.fromkeys([*words, *whole] if joined else words))
 
 
 def count_tokens(text: str) -> int:

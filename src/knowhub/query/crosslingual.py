@@ -216,18 +216,15 @@ def answered_at_home(
     names is not), as they decide the offsets."""
     if calibration is None:
         return False
-    own = [(item, cosine) for item, cosine in dense if _labelled(rows, item, language)]
+    own = [
+        (item, cosine) for item, cosine in dense if item in rows and rows[item].language == language
+    ]
     for item, cosine in own[:LOOKED_AT]:
         row = rows[item]
         share = term_share(terms, f"{row.section_path}\n{row.text}")
         if relevance(share, cosine, calibration) >= floor:
             return True
     return False
-
-
-def _labelled(rows: Mapping[int, Hit], item: int, language: str) -> bool:
-    row = rows.get(item)
-    return row is not None and row.language == language
 
 
 def holds(language: str, found: Iterable[str]) -> bool:

@@ -222,9 +222,9 @@ def tokenized(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     terms = tokenize._terms
 
-    def counting(text: str, joined: bool = True) -> list[str]:
+    def counting(text: str) -> tuple[list[str], list[str]]:
         calls.append(text)
-        return terms(text, joined)
+        return terms(text)
 
     monkeypatch.setattr(tokenize, "_terms", counting)
     tokenize._recent_terms.cache_clear()  # texts earlier tests tokenized count too
