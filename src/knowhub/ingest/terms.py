@@ -19,10 +19,10 @@ from knowhub.models import Chunk, DocumentRecord
 
 __all__ = ["LEXICAL_VERSION", "chunk_terms", "lexical_stale"]
 
-LEXICAL_VERSION = 3
+LEXICAL_VERSION = 4
 """1: words only (no record of it); 2: with the names headings give; 3: with key chords
 (``Ctrl+A``) and words of parts joined by ``_`` or ``-`` (``tcp_keepalive_time``) as one
-term each."""
+term each; 4: with an amount and its unit written apart (``30 GiB``) as one term."""
 
 
 def chunk_terms(title: str, chunk: Chunk, text: str) -> str:

@@ -248,6 +248,19 @@ def test_whole_file_texts_are_not_kept_for_reuse(tokenized: list[str]) -> None:
     assert tokenized == [text, text]
 
 
+def test_an_amount_written_apart_from_its_unit_is_one_term_too() -> None:
+    # The Debian Edu manual says "扩展 home0 到 30GiB": a question saying "30 GiB" missed it.
+    assert query_tokens("extend home0 to 30 GiB") == ["extend", "home0", "30", "gib", "30gib"]
+    assert "30gib" in index_tokens("扩展 home0 到 30GiB")
+    assert "512мб" in index_tokens("не больше 512 МБ и 100 мс")
+    assert "100мс" in index_tokens("не больше 512 МБ и 100 мс")
+    # Only a unit, standing alone, after a whole number standing alone.
+    assert index_tokens("in 1 and 2 steps") == ["1", "2", "step"]
+    assert "30gigabyt" not in index_tokens("30 Gigabytes")
+    assert "11s" not in index_tokens("version 3.11 s") + index_tokens("x3 11 s-curve")
+    assert query_tokens("30 GiB", joined=False) == ["30", "gib"]
+
+
 def test_a_long_chain_of_joiners_is_tokenized_in_one_pass() -> None:
     # Every "a" after a "-" was a new start scanning the rest of the chain, and a final "é"
     # made each scan fail: 100k characters took 99 s. A match starts only where no "-"
@@ -255,3 +268,4 @@ def test_a_long_chain_of_joiners_is_tokenized_in_one_pass() -> None:
     chain = "b-" * 20_000 + "é"
     assert index_tokens(chain).count("b") == 20_000
     assert "ctrla" not in index_tokens("ctrl+ " * 10_000)
+    assert index_tokens("1 " * 20_000 + "gib")[-2:] == ["gib", "1gib"]
