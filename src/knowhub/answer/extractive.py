@@ -23,9 +23,11 @@ quoted with what follows it (the list or command it introduces; a question, its 
 not at all; the best sentence is quoted with the short one after it in its paragraph when
 that one scores as a pick would (a setting's default is often there), ahead of better ones
 from elsewhere — for a question asking a quantity, the first sentence stating one in its
-paragraph or the next; a line a lead-in introduces is quoted with its lead-in; a sentence
-that leans on the one before ("That means …", "Однако …", "因此…") is quoted after it; a
-sentence already quoted from another source is not quoted again: it cites both sources.
+paragraph or the next; a later pick is, when that one scores nearly as well as the pick
+(:data:`NEXT_SHARE`: "大多数的开发者讨论在此邮件列表进行。" / "也可以向这里发送补丁。");
+a line a lead-in introduces is quoted with its lead-in; a sentence that leans on the one
+before ("That means …", "Однако …", "因此…") is quoted after it; a sentence already quoted
+from another source is not quoted again: it cites both sources.
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ SAME = 0.75  # two sentences whose terms overlap this much (Jaccard) say the sam
 _JOINED_NAME = re.compile(r"[\w-]+(?:[_./=:][\w-]+)+")
 FOLLOW_CHARS = 300  # what a lead-in is completed with, at most (and at most FOLLOW_ITEMS)
 FOLLOW_ITEMS = 3
-NEXT_CHARS = 200  # the best sentence's next one is quoted with it up to this length
+NEXT_CHARS = 200  # a pick's next sentence is quoted with it up to this length
+NEXT_SHARE = 0.8  # … and, after the best pick's, when it scores this share of the pick's own
 # A one-word heading that names a setting or value (multi, nameserver, max_connections,
 # 124), not a topic (Installation, Overview): lower case, digits or joiners.
 _SETTING = re.compile(r"[a-z0-9][a-z0-9_.=:-]*|[\w.=:-]*[\d_=][\w.=:-]*")
@@ -202,12 +205,14 @@ def _picked(
         if sentence.lead_in and (len(own) == 1 or used & {(p.n, p.position) for p in own}):
             continue  # a lead-in alone says nothing; what follows it is already quoted
         runs = _with_antecedent(group, sentence, own, used)
-        if not picks and own == [sentence]:  # the best, quoted without a lead-in
-            near = _next(group, sentence, used)
-            runs += [[s] for s in near if scores[(s.n, s.position)] >= best * KEEP]
-            if quantity and not any(gives_quantity(p.text) for run in runs for p in run):
-                taken = used | {(p.n, p.position) for run in runs for p in run}
-                runs += [[s] for s in _value_after(group, runs[-1][-1], taken)]
+        if own == [sentence]:  # quoted without a lead-in
+            floor = score * NEXT_SHARE if picks else best * KEEP
+            runs += [
+                [s] for s in _next(group, sentence, used) if scores[(s.n, s.position)] >= floor
+            ]
+        if not picks and own == [sentence] and quantity and not _state_value(runs):
+            taken = used | {(p.n, p.position) for run in runs for p in run}
+            runs += [[s] for s in _value_after(group, runs[-1][-1], taken)]
         # Each run (a sentence, or a lead-in with what it introduces) is cited on its own,
         # as verification reads each one.
         text = f" [{sentence.n}] ".join(" ".join(p.text for p in run) for run in runs)
@@ -281,15 +286,16 @@ def _introducing(
     return None
 
 
-def _next(group: list[Sentence], best: Sentence, used: set[tuple[int, int]]) -> list[Sentence]:
-    """The sentence after the best one in its paragraph, when short: what a passage says
-    of a setting often ends in the next sentence ("… reserved for superusers. The default
-    is three connections."); it is quoted with the best when it scores as a pick would."""
-    after = group[best.position + 1 : best.position + 2]
+def _next(group: list[Sentence], pick: Sentence, used: set[tuple[int, int]]) -> list[Sentence]:
+    """The sentence after ``pick`` in its paragraph, when short: what a passage says of a
+    setting often ends in the next sentence ("… reserved for superusers. The default is
+    three connections."), and what it says of a thing its heading names ("Most developer
+    discussion takes place on this list. You can also send patches here.")."""
+    after = group[pick.position + 1 : pick.position + 2]
     return [
         s
         for s in after
-        if s.block == best.block and len(s.text) <= NEXT_CHARS and (s.n, s.position) not in used
+        if s.block == pick.block and len(s.text) <= NEXT_CHARS and (s.n, s.position) not in used
     ]
 
 
@@ -307,6 +313,10 @@ def _value_after(
         if len(s.text) <= NEXT_CHARS and (s.n, s.position) not in used and gives_quantity(s.text):
             return [s]
     return []
+
+
+def _state_value(runs: list[list[Sentence]]) -> bool:
+    return any(gives_quantity(s.text) for run in runs for s in run)
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:

@@ -53,6 +53,25 @@ def test_the_best_sentence_keeps_the_next_one_that_ends_what_it_says() -> None:
     assert "three" in answer
 
 
+def test_a_later_pick_keeps_a_next_sentence_scoring_nearly_as_well() -> None:
+    # LilyPond's contact page: what a list is for ends in the sentence after ("Most
+    # developer discussion takes place on this list. You can also send patches here.").
+    best = source("Patches go to the developer list, not the bug list.")
+    later = source(
+        "Most discussion takes place on this mailing list. You can also send patches here."
+    )
+    answer = extractive_answer(
+        "How do I send patches to the developer mailing list?", [best, later], 2
+    )
+    assert answer.endswith("this mailing list. [2] You can also send patches here. [2]")
+    # Scoring well under the pick, it is left to be a pick of its own.
+    weaker = source("Most discussion takes place on this mailing list. Read the archive first.")
+    answer = extractive_answer(
+        "How do I send patches to the developer mailing list?", [best, weaker], 2
+    )
+    assert "archive" not in answer
+
+
 def test_an_entry_ending_in_a_colon_is_not_given_a_second_one() -> None:
     entry = replace(source("在进程结束后终止执行"), section_path="tail(1) > 选项 > --pid=PID:")
     assert extractive_answer("tail 进程结束", [entry]).startswith("--pid=PID: 在进程")
