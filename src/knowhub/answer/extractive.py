@@ -24,10 +24,12 @@ not at all; the best sentence is quoted with the short one after it in its parag
 that one scores as a pick would (a setting's default is often there), ahead of better ones
 from elsewhere — for a question asking a quantity, the first sentence stating one in its
 paragraph or the next; a later pick is, when that one scores nearly as well as the pick
-(:data:`NEXT_SHARE`: "大多数的开发者讨论在此邮件列表进行。" / "也可以向这里发送补丁。");
-a line a lead-in introduces is quoted with its lead-in; a sentence that leans on the one
-before ("That means …", "Однако …", "因此…") is quoted after it; a sentence already quoted
-from another source is not quoted again: it cites both sources.
+(:data:`NEXT_SHARE`: "大多数的开发者讨论在此邮件列表进行。" / "也可以向这里发送补丁。"),
+and any pick is quoted with a lead-in after it, however that scores, and what it introduces
+("以 GOsa 管理这种情况相当简单：" / the steps); a line a lead-in introduces is quoted with
+its lead-in; a sentence that leans on the one before ("That means …", "Однако …", "因此…")
+is quoted after it; a sentence already quoted from another source is not quoted again: it
+cites both sources.
 """
 
 from __future__ import annotations
@@ -207,9 +209,7 @@ def _picked(
         runs = _with_antecedent(group, sentence, own, used)
         if own == [sentence]:  # quoted without a lead-in
             floor = score * NEXT_SHARE if picks else best * KEEP
-            runs += [
-                [s] for s in _next(group, sentence, used) if scores[(s.n, s.position)] >= floor
-            ]
+            runs += _continued(group, sentence, used, scores, floor)
         if not picks and own == [sentence] and quantity and not _state_value(runs):
             taken = used | {(p.n, p.position) for run in runs for p in run}
             runs += [[s] for s in _value_after(group, runs[-1][-1], taken)]
@@ -297,6 +297,27 @@ def _next(group: list[Sentence], pick: Sentence, used: set[tuple[int, int]]) -> 
         for s in after
         if s.block == pick.block and len(s.text) <= NEXT_CHARS and (s.n, s.position) not in used
     ]
+
+
+def _continued(
+    group: list[Sentence],
+    pick: Sentence,
+    used: set[tuple[int, int]],
+    scores: dict[tuple[int, int], float],
+    floor: float,
+) -> list[list[Sentence]]:
+    """What ``pick`` is quoted with after it (:func:`_next`): the next sentence when it
+    scores ``floor``, or, whatever it scores, a lead-in with what it introduces — "… by
+    setting the execution policy. You can do this by issuing the following command:" /
+    the command; "以 GOsa 管理这种情况相当简单：" / the steps."""
+    runs = []
+    for after in _next(group, pick, used):
+        follow = _following(group, after)
+        if follow and not used & {(s.n, s.position) for s in follow}:
+            runs.append([after, *follow])
+        elif not after.lead_in and scores[(after.n, after.position)] >= floor:
+            runs.append([after])
+    return runs
 
 
 def _value_after(

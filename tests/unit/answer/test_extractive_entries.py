@@ -72,6 +72,19 @@ def test_a_later_pick_keeps_a_next_sentence_scoring_nearly_as_well() -> None:
     assert "archive" not in answer
 
 
+def test_a_pick_followed_by_a_lead_in_is_quoted_with_what_it_introduces() -> None:
+    # The Debian Edu manual: the steps after "以 GOsa 管理这种情况相当简单：" hold the answer,
+    # which the lead-in itself, sharing no word with the question, never would have.
+    text = (
+        "Only members of the group sshusers may then log in with ssh. "
+        "Doing it is simple:\n\n"
+        "Create the group.\n"
+        "Add AllowGroups sshusers to sshd_config."
+    )
+    answer = extractive_answer("Which group members may log in with ssh?", [source(text)], 1)
+    assert answer.endswith("Add AllowGroups sshusers to sshd_config. [1]")
+
+
 def test_an_entry_ending_in_a_colon_is_not_given_a_second_one() -> None:
     entry = replace(source("在进程结束后终止执行"), section_path="tail(1) > 选项 > --pid=PID:")
     assert extractive_answer("tail 进程结束", [entry]).startswith("--pid=PID: 在进程")
