@@ -24,13 +24,14 @@ in ':' is quoted with what follows it (the list or command it introduces; a ques
 answer), or not at all; the best sentence is quoted with the short one after it in its
 paragraph when that one scores as a pick would (a setting's default is often there), ahead
 of better ones from elsewhere — for a question asking a quantity, the first sentence stating
-one in its paragraph or the next; a later pick is, when that one scores nearly as well as
-the pick (:data:`NEXT_SHARE`: "大多数的开发者讨论在此邮件列表进行。" /
-"也可以向这里发送补丁。"), and any pick is quoted with a lead-in after it, however that
-scores, and what it introduces ("以 GOsa 管理这种情况相当简单：" / the steps); a line a
-lead-in introduces is quoted with its lead-in; a sentence that leans on the one before
-("That means …", "Однако …", "因此…") is quoted after it; a sentence already quoted from
-another source is not quoted again: it cites both sources.
+one in its paragraph or the next; a later pick is quoted with that next sentence when it
+scores as a pick would and nearly as well as the pick (:data:`NEXT_SHARE`:
+"大多数的开发者讨论在此邮件列表进行。" / "也可以向这里发送补丁。"); any pick is
+quoted with a lead-in after it, however that scores, and what it introduces
+("以 GOsa 管理这种情况相当简单：" / the steps); a line a lead-in introduces is quoted with
+its lead-in; a sentence that leans on the one before ("That means …", "Однако …", "因此…")
+is quoted after it; a sentence already quoted from another source is not quoted again: it
+cites both sources.
 """
 
 from __future__ import annotations
@@ -210,11 +211,11 @@ def _picked(
             continue  # a lead-in alone says nothing; what follows it is already quoted
         runs = _with_antecedent(group, sentence, own, used)
         if own == [sentence]:  # quoted without a lead-in
-            floor = score * NEXT_SHARE if picks else best * KEEP
+            floor = max(score * NEXT_SHARE, best * KEEP) if picks else best * KEEP
             runs += _continued(group, sentence, used, scores, floor)
-        if not picks and own == [sentence] and quantity and not _state_value(runs):
+        if not picks and own == [sentence] and quantity and not _states_value(runs):
             taken = used | {(p.n, p.position) for run in runs for p in run}
-            runs += [[s] for s in _value_after(group, runs[-1][-1], taken)]
+            runs += [[s] for s in _value_after(group, sentence, taken)]
         # Each run (a sentence, or a lead-in with what it introduces) is cited on its own,
         # as verification reads each one.
         text = f" [{sentence.n}] ".join(" ".join(p.text for p in run) for run in runs)
@@ -243,17 +244,17 @@ def _diverse(
     :data:`KEEP` of the best come last, in their order."""
     floor = scored[0][0] * KEEP
     left = [
-        (score, s, frozenset(index_tokens(s.text)))
+        (score, s, frozenset(index_tokens(s.text)), frozenset(_JOINED_NAME.findall(s.text)))
         for score, s in scored
         if score >= floor or s is scored[0][1]
     ]
     while left:
         likeness = [
-            max((j for p in picks if (j := _jaccard(p.terms, terms)) < SAME), default=0.0)
-            for _, _, terms in left
+            max((_jaccard(p.terms, terms) for p in picks if not p.says(terms, names)), default=0)
+            for _, _, terms, names in left
         ]
         i = max(range(len(left)), key=lambda k: (left[k][0] - DIVERSE * likeness[k], -k))
-        score, sentence, _ = left.pop(i)
+        score, sentence, _, _ = left.pop(i)
         yield score, sentence
     yield from ((score, s) for score, s in scored if score < floor and s is not scored[0][1])
 
@@ -365,7 +366,8 @@ def _value_after(
     return []
 
 
-def _state_value(runs: list[list[Sentence]]) -> bool:
+def _states_value(runs: list[list[Sentence]]) -> bool:
+    """Whether any sentence of ``runs`` states a quantity."""
     return any(gives_quantity(s.text) for run in runs for s in run)
 
 

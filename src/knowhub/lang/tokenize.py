@@ -65,18 +65,20 @@ _TERM_RE = re.compile(
 # setting asked about (scifact nDCG@10 0.7146 → 0.7232). Both end where a word ends, and a
 # joined term needs a letter: "1-2" is a range, not the number 12. Possessive, and a joined
 # word starts only where no "-" or word precedes it, so no input makes the match quadratic.
-# An amount written apart from its unit ("30 GiB", "512 МБ", "100 ms") is one term too, the
-# term "30GiB" is: a question saying "30 GiB" missed the page saying "扩展 home0 到 30GiB".
 # Term shares leave them out (``query_tokens(joined=False)``).
-_UNITS = "[kmgtp]i?b|[kmgt]|[kmg]?hz|[mun]?s|sec|min|[kmg]bps|px|dpi|[кмгт]?б|[кмгт]байт|[мк]?с|мин"
 _JOINED_RE = re.compile(
     r"(?<!\w)(?:(?:ctrl|alt|shift|cmd|meta|super)(?:[ \t]*+\+[ \t]*+|-)){1,3}+[a-z0-9]++(?![\w-])"
     r"|(?<![\w-])-*+[a-z0-9]++(?:[_-][a-z0-9]++)++(?![\w-])"
-    rf"|(?<![\w.,-])[0-9]++[ \t](?:{_UNITS})(?![\w-])"
 )
 _JOINERS = re.compile(r"[ \t+_-]+")
-_JOIN_HINT = re.compile(r"[+_-]|[0-9][ \t]")
 
+# An amount written apart from its unit ("30 GiB", "512 МБ", "100 ms") is one term too, the
+# term "30GiB" gets: a question saying "30 GiB" missed the page saying "扩展 home0 到 30GiB".
+# Units of two letters or more only ("5 s", "1 с помощью", "top 5 us" would join words),
+# after a whole number that is not part of a decimal, a time or a group of thousands
+# ("1.5 GB", "10:30 s", "1 024 МБ").
+_UNITS = "[kmgtp]i?b|[kmg]?hz|[mn]s|sec|min|[kmg]bps|px|dpi|[кмгт]б|[кмгт]байт|мс|мин|сек"
+_AMOUNT_RE = re.compile(rf"(?<![\w.,:/-])(?<![0-9][ \t])([0-9]++)[ \t]({_UNITS})(?![\w-])")
 # count_tokens: one per CJK character, one per run of other letters and digits.
 _COUNT_RE = re.compile(f"[{HAN}{KANA}{HANGUL}]|[^\\W_{HAN}{KANA}{HANGUL}]+")
 
@@ -197,11 +199,18 @@ def _terms(text: str) -> tuple[list[str], list[str]]:
 
 
 def _joined_words(normalized: str) -> list[str]:
-    """The terms of the key chords and joined words of NFKC-normalised, lower-cased text."""
-    if not _JOIN_HINT.search(normalized):
-        return []
-    whole = (_JOINERS.sub("", m.group()) for m in _JOINED_RE.finditer(normalized))
-    return [term for term in whole if not term.isdigit()]
+    """The terms of the key chords, joined words and amounts with their units of
+    NFKC-normalised, lower-cased text."""
+    terms: list[str] = []
+    if "+" in normalized or "-" in normalized or "_" in normalized:
+        whole = (_JOINERS.sub("", m.group()) for m in _JOINED_RE.finditer(normalized))
+        terms.extend(term for term in whole if not term.isdigit())
+    for number, unit in _AMOUNT_RE.findall(normalized):
+        # As the amount written together is: "100ms" is stemmed to "100m".
+        term = _cyrillic_term(number + unit) if unit[0] > "z" else _latin_cached(number + unit)
+        if term:
+            terms.append(term)
+    return terms
 
 
 @functools.lru_cache(maxsize=_RECENT_TEXTS)
