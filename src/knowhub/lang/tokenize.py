@@ -75,10 +75,13 @@ _JOINERS = re.compile(r"[ \t+_-]+")
 # An amount written apart from its unit ("30 GiB", "512 МБ", "100 ms") is one term too, the
 # term "30GiB" gets: a question saying "30 GiB" missed the page saying "扩展 home0 到 30GiB".
 # Units of two letters or more only ("5 s", "1 с помощью", "top 5 us" would join words),
-# after a whole number that is not part of a decimal, a time or a group of thousands
-# ("1.5 GB", "10:30 s", "1 024 МБ").
+# after a whole number that is not part of a word, a decimal, a time or a group of thousands
+# ("x3 11 ms", "1.5 GB", "10:30 ms", "1 024 МБ"); Chinese runs into it ("系统：30 GiB").
 _UNITS = "[kmgtp]i?b|[kmg]?hz|[mn]s|sec|min|[kmg]bps|px|dpi|[кмгт]б|[кмгт]байт|мс|мин|сек"
-_AMOUNT_RE = re.compile(rf"(?<![\w.,:/-])(?<![0-9][ \t])([0-9]++)[ \t]({_UNITS})(?![\w-])")
+_AMOUNT_RE = re.compile(
+    rf"(?<![^\W{HAN}{KANA}{HANGUL}]|[.,/-])(?<![0-9]:)(?<![0-9][ \t])"
+    rf"([0-9]++)[ \t]({_UNITS})(?![\w-])"
+)
 # count_tokens: one per CJK character, one per run of other letters and digits.
 _COUNT_RE = re.compile(f"[{HAN}{KANA}{HANGUL}]|[^\\W_{HAN}{KANA}{HANGUL}]+")
 

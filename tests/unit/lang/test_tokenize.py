@@ -252,6 +252,7 @@ def test_an_amount_written_apart_from_its_unit_is_one_term_too() -> None:
     # The Debian Edu manual says "扩展 home0 到 30GiB": a question saying "30 GiB" missed it.
     assert query_tokens("extend home0 to 30 GiB") == ["extend", "home0", "30", "gib", "30gib"]
     assert "30gib" in index_tokens("扩展 home0 到 30GiB")
+    assert "30gib" in index_tokens("工作站或独立系统：30 GiB。") + index_tokens("到30 GiB")
     assert "512мб" in index_tokens("не больше 512 МБ и 100 мс")
     assert "100мс" in index_tokens("не больше 512 МБ и 100 мс")
     # The term is the one the amount written together gets, stemmed alike.
