@@ -19,12 +19,12 @@ from knowhub.models import Chunk, DocumentRecord
 
 __all__ = ["LEXICAL_VERSION", "chunk_terms", "lexical_stale"]
 
-LEXICAL_VERSION = 5
+LEXICAL_VERSION = 6
 """1: words only (no record of it); 2: with the names headings give; 3: with key chords
 (``Ctrl+A``) and words of parts joined by ``_`` or ``-`` (``tcp_keepalive_time``) as one
 term each; 4: with an amount and its unit written apart (``30 GiB``) as one term; 5: that
 term stemmed as the amount written together is (``100 ms``: ``100m``, as ``100ms``), units
-of two letters or more."""
+of two letters or more; 6: an amount after a colon or run into Chinese too (``系统：30 GiB``)."""
 
 
 def chunk_terms(title: str, chunk: Chunk, text: str) -> str:
