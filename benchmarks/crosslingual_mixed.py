@@ -7,7 +7,8 @@ only (article n in ``en``, ``ru``, ``zh`` for n mod 3 = 0, 1, 2), so a question 
 answering paragraph in the collection, in its own language ("same") or another ("cross").
 ``--filler-zh`` cmrc2018-zh paragraphs and ``--filler-en`` scifact abstracts are added
 (``zh/cmrc/``, ``en/scifact/``) to bring it to the size of a real mixed collection (the
-defaults: 5,551 chunks). The collection is ingested once into ``--data`` and reused.
+defaults: 5,551 chunks). The collection is ingested once into ``--data`` and reused (each
+run ingests it again: nothing changed is skipped, terms an older tokenizer read are re-read).
 
 Every question language's questions (``--questions`` of each, spread over the articles of
 ``--split``) are searched, top 10, with the cross-lingual stage on (the settings as
@@ -189,12 +190,13 @@ def main() -> None:
     ]
     warm = warm[:WARM_UP]
     app = app_for(args.data, {})
+    corpus = args.data / "corpus"
     if app.store.collection_id(COLLECTION) is None:
-        corpus = args.data / "corpus"
         build_corpus(sets, args.datasets, corpus, {"zh": args.filler_zh, "en": args.filler_en})
-        clock = time.perf_counter()
-        app.ingest([corpus], COLLECTION)
-        print(json.dumps({"ingest_s": round(time.perf_counter() - clock, 1)}))
+    # Every run: a reused collection indexed by older code has its terms read again.
+    clock = time.perf_counter()
+    app.ingest([corpus], COLLECTION)
+    print(json.dumps({"ingest_s": round(time.perf_counter() - clock, 1)}))
     app.close()
     asked = questions(sets, chosen)
     results: dict[str, Any] = {}
