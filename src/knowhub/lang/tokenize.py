@@ -210,7 +210,7 @@ def _joined_words(normalized: str) -> list[str]:
         terms.extend(term for term in whole if not term.isdigit())
     for number, unit in _AMOUNT_RE.findall(normalized):
         # As the amount written together is: "100ms" is stemmed to "100m".
-        term = _cyrillic_term(number + unit) if unit[0] > "z" else _latin_cached(number + unit)
+        term = _latin_cached(number + unit) if unit.isascii() else _cyrillic_term(number + unit)
         if term:
             terms.append(term)
     return terms
