@@ -18,10 +18,9 @@ Every sentence of the sources (cleaned: :mod:`knowhub.answer.evidence`) is score
   stating a number (:mod:`knowhub.answer.quantity`) gains as much as a heading can give.
 
 The best ones are quoted best first, at most ``max_sentences``: a sentence scoring under
-half the best is left out (one shared word is not an answer), and one like a sentence
-already quoted waits behind those saying something else (:func:`_diverse`). A lead-in ending
-in ':' is quoted with what follows it (the list or command it introduces; a question, its
-answer), or not at all; the best sentence is quoted with the short one after it in its
+half the best is left out (one shared word is not an answer). A lead-in ending in ':' is
+quoted with what follows it (the list or command it introduces; a question, its answer), or
+not at all; the best sentence is quoted with the short one after it in its
 paragraph when that one scores as a pick would (a setting's default is often there), ahead
 of better ones from elsewhere — for a question asking a quantity, the first sentence stating
 one in its paragraph or the next; a later pick is quoted with that next sentence when it
@@ -38,7 +37,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from knowhub.answer.evidence import Sentence, evidence
@@ -56,7 +55,6 @@ EARLY = 0.05  # the bonus of a source's first sentence (halved for the second, �
 LOWER_SOURCE = 0.03  # the cost of each rank a source is below the first
 KEEP = 0.5  # a sentence scoring under this share of the best is left out
 SAME = 0.75  # two sentences whose terms overlap this much (Jaccard) say the same
-DIVERSE = 0.2  # a candidate's score falls by this times its likeness to the picks (Jaccard)
 # A name of joined parts (max_user_watches, /etc/nologin, ssl_ciphers, desktop=kde): two
 # sentences alike in words but naming different ones say different things.
 _JOINED_NAME = re.compile(r"[\w-]+(?:[_./=:][\w-]+)+")
@@ -200,7 +198,7 @@ def _picked(
     picks: list[_Pick] = []
     used: set[tuple[int, int]] = set()
     named: set[str] = set()
-    for score, sentence in _diverse(scored, picks):
+    for score, sentence in scored:
         if len(picks) == limit or (picks and score < best * KEEP):
             break  # the best is always quoted, even when it scores below 0
         if (sentence.n, sentence.position) in used:
@@ -230,33 +228,6 @@ def _picked(
         elif sentence.n not in same.cites:
             same.cites.append(sentence.n)
     return picks
-
-
-def _diverse(
-    scored: list[tuple[float, Sentence]], picks: list[_Pick]
-) -> Iterator[tuple[float, Sentence]]:
-    """``scored`` (best first) in the order of their score less :data:`DIVERSE` times their
-    likeness to the closest of ``picks`` so far (terms' Jaccard; maximal marginal relevance,
-    Carbonell & Goldstein 1998), each with its own score: the rows of one table ("Platform:
-    PowerShell; Shell: … Activate.ps1", then "… PS C:\\> … Activate.ps1") no longer crowd out
-    the sentence on the execution policy the question needs. A sentence a pick says
-    (:data:`SAME`) keeps its place: it is cited, not quoted again. Those scoring under
-    :data:`KEEP` of the best come last, in their order."""
-    floor = scored[0][0] * KEEP
-    left = [
-        (score, s, frozenset(index_tokens(s.text)), frozenset(_JOINED_NAME.findall(s.text)))
-        for score, s in scored
-        if score >= floor or s is scored[0][1]
-    ]
-    while left:
-        likeness = [
-            max((_jaccard(p.terms, terms) for p in picks if not p.says(terms, names)), default=0)
-            for _, _, terms, names in left
-        ]
-        i = max(range(len(left)), key=lambda k: (left[k][0] - DIVERSE * likeness[k], -k))
-        score, sentence, _, _ = left.pop(i)
-        yield score, sentence
-    yield from ((score, s) for score, s in scored if score < floor and s is not scored[0][1])
 
 
 def _run(group: list[Sentence], sentence: Sentence, used: set[tuple[int, int]]) -> list[Sentence]:

@@ -94,22 +94,6 @@ def test_a_pick_followed_by_a_lead_in_is_quoted_with_what_it_introduces() -> Non
     assert answer.endswith("Add AllowGroups sshusers to sshd_config. [1]")
 
 
-def test_a_sentence_like_a_pick_gives_way_to_one_saying_something_else() -> None:
-    # venv's table of activation commands filled the answer, row after row, and the
-    # execution policy the question needed was left out.
-    rows = source(
-        "Platform: PowerShell; Shell: $ <venv>/bin/Activate.ps1\n\n"
-        "Platform: PowerShell; Shell: PS C:\\> <venv>\\Scripts\\Activate.ps1"
-    )
-    policy = source("Change the execution policy so that PowerShell can run scripts.")
-    question = "PowerShell refuses to run Activate.ps1 in my venv. What do I change?"
-    answer = extractive_answer(question, [rows, policy], 2)
-    assert answer == (
-        "Platform: PowerShell; Shell: $ <venv>/bin/Activate.ps1 [1] "
-        "Change the execution policy so that PowerShell can run scripts. [2]"
-    )
-
-
 def test_an_entry_ending_in_a_colon_is_not_given_a_second_one() -> None:
     entry = replace(source("在进程结束后终止执行"), section_path="tail(1) > 选项 > --pid=PID:")
     assert extractive_answer("tail 进程结束", [entry]).startswith("--pid=PID: 在进程")
