@@ -20,11 +20,11 @@ Every sentence of the sources (cleaned: :mod:`knowhub.answer.evidence`) is score
 The best ones are quoted best first, at most ``max_sentences``: a sentence scoring under
 half the best is left out (one shared word is not an answer). A lead-in ending in ':' is
 quoted with what follows it (the list or command it introduces; a question, its answer), or
-not at all; the best sentence is quoted with the short one after it in its
-paragraph when that one scores as a pick would (a setting's default is often there), ahead
-of better ones from elsewhere — for a question asking a quantity, the first sentence stating
-one in its paragraph or the next; a later pick is quoted with that next sentence when it
-scores as a pick would and nearly as well as the pick (:data:`NEXT_SHARE`:
+not at all; the best sentence is quoted with the short one after it in its paragraph when
+that one scores as a pick would (a setting's default is often there), ahead of better ones
+from elsewhere — for a question asking a quantity, the first sentence stating one in its
+paragraph or the next; a later pick is quoted with that next sentence when it scores as a
+pick would and nearly as well as the pick (:data:`NEXT_SHARE`:
 "大多数的开发者讨论在此邮件列表进行。" / "也可以向这里发送补丁。"); any pick is
 quoted with a lead-in after it, however that scores, and what it introduces
 ("以 GOsa 管理这种情况相当简单：" / the steps); a line a lead-in introduces is quoted with
