@@ -35,12 +35,11 @@ core: all of its key terms, or at least half of them, or an absent name (the que
 a thing the documents never mention). Otherwise the answer stands and says which terms the
 documents do not mention (:func:`knowhub.answer.pipeline.mentioned_text`).
 
-A **frequent name** (in :data:`FREQUENT` chunks or more) is no key term, but when no evidence
-source says it the answer says so too, never refused for it: "ldd … в формате JSON" found
-ldd's page, which has no JSON output, while JSON fills PostgreSQL's pages (near misses
-refused or told "not mentioned" 16 → 17 of 18 on the real-document sets; one answerable
-question, on CSV files "on Windows", is now told the sources found do not mention Windows:
-they say "platforms that use \\r\\n line endings").
+A **frequent name** (in :data:`FREQUENT` chunks or more) is no key term, and no evidence
+source saying it is not reported either: that caught one near miss of the real-document sets
+(ldd's JSON output) but told right answers that their sources "do not mention" Linux, GNU,
+Windows or PostgreSQL — 6 of 138 answerable questions, none more caught on the check set
+never tuned on (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -125,28 +124,16 @@ class Coverage:
     terms: list[KeyTerm] = field(default_factory=list)
     absent: list[KeyTerm] = field(default_factory=list)
     unsupported: list[KeyTerm] = field(default_factory=list)
-    common: list[KeyTerm] = field(default_factory=list)  # frequent names no source says
 
     @property
     def uncovered(self) -> list[str]:
-        """The words the documents do not mention: the key terms in question order, then
-        the frequent names."""
-        return self.missing_words + self.common_words
-
-    @property
-    def missing_words(self) -> list[str]:
         """The key terms no chunk or no relevant hit holds, in question order."""
         return [k.word for k in self._missing()]
 
     @property
-    def common_words(self) -> list[str]:
-        """The frequent names no relevant hit holds (other chunks do)."""
-        return [k.word for k in self.common]
-
-    @property
     def refused(self) -> bool:
         """Whether the uncovered key terms are the question's core (see the module
-        docstring); a frequent name never is."""
+        docstring)."""
         missing = len(self._missing())
         if not missing:
             return False
@@ -245,15 +232,6 @@ def check(question: str, evidence: Sequence[Hit], counts: Counts) -> Coverage:
     # Said by no source, counted by no index (the tokenizer splits it): unsupported only.
     found.terms += missing
     found.unsupported += missing
-    said = held | parts  # a part of a joined name the sources lack is said with that name
-    found.common = [
-        k
-        for k in candidates
-        if k.name
-        and frequency.get(k.term, 0) >= FREQUENT
-        and k.term not in said
-        and not _named(k.term, evidence)
-    ]
     return found
 
 

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,6 @@ from knowhub.providers.llms.base import LLM, ChatMessage
 
 __all__ = [
     "COVERAGE_WIDTH",
-    "SOURCES_LACK",
     "Retrieve",
     "Retrieved",
     "answer_events",
@@ -55,12 +54,6 @@ NOT_MENTIONED = {
     "en": "The documents do not mention {}.",
     "zh": "文档中没有提到{}。",
     "ru": "В документах не упоминается: {}.",
-}
-# For a frequent name: the collection holds it, the sources found for the question do not.
-SOURCES_LACK = {
-    "en": "The sources found do not mention {}.",
-    "zh": "找到的来源中没有提到{}。",
-    "ru": "В найденных источниках не упоминается: {}.",
 }
 _JOINED = {"en": (", ", " or "), "zh": ("、", "或"), "ru": (", ", " и ")}
 
@@ -301,30 +294,18 @@ def _coverage(
     return found
 
 
-def mentioned_text(
-    words: Sequence[str], language: str, template: Mapping[str, str] = NOT_MENTIONED
-) -> str:
-    """ "The documents do not mention A, B or C." in ``language`` (English when unknown);
-    ``template``: another sentence with the same slot (:data:`SOURCES_LACK`)."""
+def mentioned_text(words: Sequence[str], language: str) -> str:
+    """ "The documents do not mention A, B or C." in ``language`` (English when unknown)."""
     comma, last = _JOINED.get(language, _JOINED["en"])
     listed = comma.join(words[:-1]) + last + words[-1] if len(words) > 1 else words[0]
-    return template.get(language, template["en"]).format(listed)
-
-
-def _lacking(found: coverage.Coverage, language: str) -> str:
-    """What the documents do not mention, then what the sources found do not (a frequent
-    name: other chunks hold it)."""
-    said = [mentioned_text(found.missing_words, language)] if found.missing_words else []
-    if found.common_words:
-        said.append(mentioned_text(found.common_words, language, SOURCES_LACK))
-    return " ".join(said)
+    return NOT_MENTIONED.get(language, NOT_MENTIONED["en"]).format(listed)
 
 
 def _partly(answer: Answer, found: coverage.Coverage, language: str) -> str:
     """Record on ``answer`` what the documents do not mention; the sentence that says it,
     now the end of the answer's text."""
     words = found.uncovered
-    said = _lacking(found, language)
+    said = mentioned_text(words, language)
     answer.text = f"{answer.text} {said}"
     answer.not_mentioned = list(words)
     answer.reasons.append("not_mentioned")
@@ -340,7 +321,7 @@ def _not_mentioned(
         f"key terms {[k.word for k in found.terms]}: the documents do not mention "
         f"{found.uncovered}; no answer generated"
     )
-    text = _lacking(found, language)
+    text = mentioned_text(found.uncovered, language)
     for event in _refused(asked, sources, best, text, "not_mentioned", note):
         if isinstance(event, End):
             event.answer.not_mentioned = list(found.uncovered)

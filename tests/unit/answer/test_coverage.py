@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from knowhub.answer.coverage import FREQUENT, MAX_TERMS, Counts, check, key_terms
-from knowhub.answer.pipeline import SOURCES_LACK, mentioned_text
+from knowhub.answer.pipeline import mentioned_text
 from knowhub.models import Hit
 from tests.answer_helpers import source
 
@@ -62,16 +62,15 @@ def test_frequent_terms_are_not_checked() -> None:
     assert [k.word for k in found.terms] == ["vacuum"] and not found.uncovered
 
 
-def test_a_frequent_name_no_source_says_is_not_mentioned_but_never_refuses() -> None:
-    # ldd's page has no JSON output; JSON is in 50 chunks or more of other pages, so it is
-    # no key term, but the answer must say the sources lack it.
+def test_a_frequent_name_no_source_says_is_neither_reported_nor_refused() -> None:
+    # JSON is in 50 chunks or more of other pages, so it is no key term; saying the sources
+    # lack it caught one near miss (ldd's JSON output) but flagged right answers for
+    # "Linux", "GNU" and "Windows" six times on the real-document sets and the check set.
     counts = _counts({"ldd": 3, "json": FREQUENT, "depend": 9, "format": FREQUENT})
     evidence = [_hit("ldd prints the shared objects (shared libraries) each program requires.")]
     found = check("How do I make ldd print its dependencies as JSON?", evidence, counts)
-    assert found.uncovered == ["JSON"] and not found.refused
-    said = [_hit("ldd prints its dependencies; no JSON output exists.")]
-    assert not check("How do I make ldd print its dependencies as JSON?", said, counts).uncovered
-    # The frequent parts of a joined name the sources lack are said once, with it.
+    assert found.uncovered == [] and not found.refused
+    # A joined name the sources lack is uncovered as written, its frequent parts not.
     parts = _counts({"tcp": FREQUENT, "keepal": 4, "time": FREQUENT})
     found = check("What sets tcp_keepalive_time?", [_hit("TCP keepalive probes.")], parts)
     assert found.uncovered == ["tcp_keepalive_time"]
@@ -100,11 +99,7 @@ def test_the_sentence_names_what_is_missing_in_the_questions_language() -> None:
     )
     assert mentioned_text(["rar"], "zh") == "文档中没有提到rar。"
     assert mentioned_text(["Docker"], "ru") == "В документах не упоминается: Docker."
-    lack = SOURCES_LACK
-    assert mentioned_text(["JSON"], "ru", lack) == "В найденных источниках не упоминается: JSON."
-    assert mentioned_text(["JSON", "YAML"], "xx", lack) == (
-        "The sources found do not mention JSON or YAML."
-    )
+    assert mentioned_text(["JSON", "YAML"], "xx") == "The documents do not mention JSON or YAML."
 
 
 def test_a_plain_word_the_collection_holds_is_not_uncovered_though_the_evidence_lacks_it() -> None:
