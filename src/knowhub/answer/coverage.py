@@ -128,20 +128,16 @@ class Coverage:
     @property
     def uncovered(self) -> list[str]:
         """The key terms no chunk or no relevant hit holds, in question order."""
-        return [k.word for k in self._missing()]
+        missing = {k.term for k in self.absent + self.unsupported}
+        return [k.word for k in self.terms if k.term in missing]
 
     @property
     def refused(self) -> bool:
-        """Whether the uncovered key terms are the question's core (see the module
-        docstring)."""
-        missing = len(self._missing())
-        if not missing:
+        """Whether the uncovered terms are the question's core (see the module docstring)."""
+        uncovered = len(self.uncovered)
+        if not uncovered:
             return False
-        return 2 * missing >= len(self.terms) or any(k.name for k in self.absent)
-
-    def _missing(self) -> list[KeyTerm]:
-        gone = {k.term for k in self.absent + self.unsupported}
-        return [k for k in self.terms if k.term in gone]
+        return 2 * uncovered >= len(self.terms) or any(k.name for k in self.absent)
 
 
 def key_terms(question: str) -> list[KeyTerm]:

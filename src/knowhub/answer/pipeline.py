@@ -127,7 +127,7 @@ def answer_events(
     _checked(answer, options, len(considered) - len(sources))
     _verified(answer, options, _Checkers(embedder, llm, language, vectors))
     if found is not None and found.uncovered:  # after the checks: they judge the answer's own
-        yield Token(" " + _partly(answer, found, language))
+        yield Token(" " + _partly(answer, found.uncovered, language))
     yield End(answer)
 
 
@@ -301,10 +301,9 @@ def mentioned_text(words: Sequence[str], language: str) -> str:
     return NOT_MENTIONED.get(language, NOT_MENTIONED["en"]).format(listed)
 
 
-def _partly(answer: Answer, found: coverage.Coverage, language: str) -> str:
+def _partly(answer: Answer, words: list[str], language: str) -> str:
     """Record on ``answer`` what the documents do not mention; the sentence that says it,
     now the end of the answer's text."""
-    words = found.uncovered
     said = mentioned_text(words, language)
     answer.text = f"{answer.text} {said}"
     answer.not_mentioned = list(words)
