@@ -5,7 +5,8 @@ jieba, measured when the index was chosen), so the index holds text we tokenize 
 run* at a time; mixed-language text therefore needs no language detector:
 
 * Han runs are segmented by jieba (loaded once, on the first Chinese text or by
-  :func:`load_tokenizers`);
+  :func:`load_tokenizers`); a query also looks up the dictionary words inside its longer
+  words, as jieba's search mode does (a question's "相对路径" finds a text's "相对");
 * Latin words are stemmed with Porter (Porter 1980, via Snowball), Cyrillic
   words with Snowball Russian (``ё`` folded to ``е`` first);
 * kana and Hangul runs become overlapping character bigrams, the usual
@@ -55,6 +56,7 @@ _TERM_RE = re.compile(
     r"|(?P<number>\d+)"
     f"|(?P<other>[^\\W\\d_{HAN}{KANA}{HANGUL}{CYRILLIC}{LATIN}]+))"
 )
+_HAN_WORD = re.compile(f"[{HAN}]+")
 
 # Two kinds of name are also one term each, their parts joined, beside the parts' own terms:
 # a key chord ("Ctrl+A", "Alt-F4", "Ctrl + Shift + T": "ctrla"), whose key alone is often a
@@ -172,6 +174,20 @@ def _han_terms(run: str) -> list[str]:
     return [word for word in _segmenter().lcut(run) if word not in STOPWORDS_ZH and word.isalnum()]
 
 
+def _han_parts(words: list[str]) -> list[str]:
+    """The dictionary words inside each Han word of three characters or more, as jieba's
+    search mode finds them: "相对路径" holds "相对" and "路径"."""
+    freq = _segmenter().FREQ
+    parts: list[str] = []
+    for word in words:
+        if len(word) < 3 or not _HAN_WORD.fullmatch(word):
+            continue
+        for size in (2, 3) if len(word) > 3 else (2,):
+            grams = (word[i : i + size] for i in range(len(word) - size + 1))
+            parts.extend(g for g in grams if freq.get(g) and g not in STOPWORDS_ZH)
+    return parts
+
+
 def _bigrams(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)] or [run]
 
@@ -247,7 +263,9 @@ def query_tokens(text: str, *, joined: bool = True) -> list[str]:
     Args:
         text: the user's query.
         joined: with the terms of its key chords and joined words (``ctrla``,
-            ``tcpkeepalivetime``), which find a name as written. Whatever weighs a text by
+            ``tcpkeepalivetime``), which find a name as written, and the words inside its
+            Chinese words of three characters or more ("相对路径": "相对", "路径"), which
+            find a text that writes the word apart. Whatever weighs a text by
             the share of the query's terms it holds leaves them out (``joined=False``): a
             compound would count twice, and "e-mail" as "email" lifted a warranty page's
             "by e-mail" over the answer floor for a question on a phishing e-mail.
@@ -257,7 +275,7 @@ def query_tokens(text: str, *, joined: bool = True) -> list[str]:
         query holds nothing but stopwords and punctuation.
     """
     words, whole = _terms(text)
-    return list(dict.fromkeys([*words, *whole] if joined else words))
+    return list(dict.fromkeys([*words, *whole, *_han_parts(words)] if joined else words))
 
 
 def count_tokens(text: str) -> int:

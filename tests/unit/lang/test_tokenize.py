@@ -34,6 +34,17 @@ def test_chinese_is_segmented_into_words() -> None:
     assert "处理" in tokens
 
 
+def test_a_chinese_query_word_also_looks_up_the_words_inside_it() -> None:
+    # jieba keeps "相对路径" whole in a question, while ln(1) says "创建相对于链接位置的符号链接"
+    # and is indexed under "相对": the query looks up both, as jieba's search mode would.
+    assert "相对" in index_tokens("-r, --relative: 创建相对于链接位置的符号链接")
+    tokens = query_tokens("能不能让它自动算出相对路径")
+    assert tokens[tokens.index("相对路径") :] == ["相对路径", "相对", "路径"]
+    assert query_tokens("命令行参数") == ["命令行", "参数", "命令"]  # three characters: "命令"
+    assert "相对" not in index_tokens("能不能让它自动算出相对路径")  # the index keeps words whole
+    assert query_tokens("相对路径", joined=False) == ["相对路径"]  # term shares count words once
+
+
 def test_chinese_function_words_are_dropped() -> None:
     tokens = index_tokens("今天的天气是很好的，我们在家里。")
     assert not {"的", "是", "在", "我们"} & set(tokens)
