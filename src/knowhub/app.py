@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 from knowhub import registry
 from knowhub.answer.events import AnswerEvent
+from knowhub.caller import LOCAL_USER, Caller
 from knowhub.checks import check_collection_name, check_text, logical_name
 from knowhub.collection import Collection, named
 from knowhub.config import Settings
 from knowhub.default_collection import ALL, default_collection
-from knowhub.errors import AuthError, ConfigError, KnowhubError, QueryError
+from knowhub.errors import ConfigError, KnowhubError, QueryError
 from knowhub.models import DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Embedder
 from knowhub.providers.llms.base import LLM, ChatMessage
@@ -32,7 +33,7 @@ from knowhub.providers.stores.base import FaqEntry, Store
 from knowhub.query.cache import SearchCaches
 from knowhub.query.pipeline import SearchResult, StageHook
 from knowhub.query.rerank import RerankStage
-from knowhub.scope import UNRESTRICTED, Scope, chunk_scope, record_scope
+from knowhub.scope import Scope, chunk_scope, record_scope
 from knowhub.trace.jsonl import read_traces
 from knowhub.trace.record import Trace, new_trace
 from knowhub.trace.tracer import Tracer, build_tracer
@@ -56,7 +57,7 @@ __all__ = ["App", "build_app"]
 class App:
     """Ingest, search and inspect one data directory."""
 
-    scope: Scope = UNRESTRICTED  # what this App's callers see (see :meth:`scoped`)
+    caller: Caller = LOCAL_USER  # who calls through this App (see :meth:`for_caller`)
 
     def __init__(
         self, settings: Settings, embedder: Embedder | None = None, interface: str = "python"
@@ -123,24 +124,33 @@ class App:
 
     @property
     def allowed(self) -> frozenset[str]:
-        """The collections this App's caller may read (``"*"``: all; see :meth:`limited`)."""
-        return ALL
+        """The collections this App's caller may read (``"*"``: all)."""
+        return ALL if "*" in self.caller.collections else self.caller.collections
+
+    @property
+    def scope(self) -> Scope:
+        """The data scope of this App's caller: what it sees inside what it may read."""
+        return self.caller.scope
 
     def collection(self, name: str | None = None, version: int | None = None) -> Collection:
         """The handle of ``name`` (the default collection when None) at its active version,
         or at ``version``; it resolves which on first use."""
         return Collection(self, name, version)
 
+    def for_caller(self, caller: Caller) -> App:
+        """This App as ``caller`` may use it: the same store, models and caches; a
+        collection it may not read is refused with one message (:meth:`Caller.check_read`),
+        listings and chunk look-ups leave such collections out, and every collection
+        handle applies its data scope (``knowhub.scope``)."""
+        return self if caller == self.caller else _CallerApp(self, caller)
+
     def scoped(self, scope: Scope) -> App:
-        """This App as a caller limited to ``scope`` sees it: the same store, models and
-        caches, every collection handle and listing applying the scope (``knowhub.scope``)."""
-        return self if scope == self.scope else _ScopedApp(self, scope)
+        """This App for its caller limited to the data scope ``scope``."""
+        return self.for_caller(replace(self.caller, scope=scope))
 
     def limited(self, collections: Iterable[str]) -> App:
-        """This App for a caller who may read only ``collections`` (``"*"``: all): any other
-        named is an AuthError, and listings and chunk look-ups leave them out."""
-        allowed = frozenset(collections)
-        return self if "*" in allowed else _LimitedApp(self, allowed)
+        """This App for its caller limited to ``collections`` (``"*"``: all)."""
+        return self.for_caller(replace(self.caller, collections=frozenset(collections)))
 
     def embedder_with(self, settings: Settings) -> Embedder:
         """The embedder ``settings`` configure, loaded once per App (the App's own one
@@ -360,15 +370,16 @@ class App:
         return self.collection(collection or bundle_collection(path)).import_bundle(path)
 
 
-class _ScopedApp(App):
-    """:meth:`App.scoped`'s view: its providers and caches are its base's (built once)."""
+class _CallerApp(App):
+    """:meth:`App.for_caller`'s view: its providers and caches are its base's (built once);
+    every collection it names, listing and chunk look-up is checked against its caller."""
 
-    def __init__(self, base: App, scope: Scope) -> None:
+    def __init__(self, base: App, caller: Caller) -> None:
         self._base = base
         self.settings, self.interface, self.caches = base.settings, base.interface, base.caches
         self._version_embedders = base._version_embedders
         self._embedders_lock = base._embedders_lock
-        self.scope = scope
+        self.caller = caller
 
     @property
     def store(self) -> Store:
@@ -390,25 +401,16 @@ class _ScopedApp(App):
     def llm(self) -> LLM | None:
         return self._base.llm
 
-    def close(self) -> None:
-        """Nothing: the base owns the store."""
+    def for_caller(self, caller: Caller) -> App:
+        return self._base.for_caller(caller)
 
-
-class _LimitedApp(_ScopedApp):
-    """:meth:`App.limited`'s view: every collection handle checks the name first."""
-
-    def __init__(self, base: App, allowed: frozenset[str]) -> None:
-        super().__init__(base, base.scope)
-        self._allowed = allowed
-
-    @property
-    def allowed(self) -> frozenset[str]:
-        return self._allowed
-
-    def _checked(self, collection: str | None) -> str:
+    def _checked(self, collection: str | None) -> str | None:
+        """``collection`` (the default one when None) once the caller may read it; None
+        for a caller who may read every collection, resolved when the handle is used."""
+        if collection is None and "*" in self.caller.collections:
+            return None
         name = check_collection_name(collection or self.default_collection())
-        if name not in self._allowed:
-            raise AuthError(f"collection {name!r} may not be read with this token")
+        self.caller.check_read(name)
         return name
 
     def resolve(self, collection: str | None = None, version: int | None = None) -> Target:
@@ -417,17 +419,17 @@ class _LimitedApp(_ScopedApp):
     def collection(self, name: str | None = None, version: int | None = None) -> Collection:
         return super().collection(self._checked(name), version)
 
-    def scoped(self, scope: Scope) -> App:
-        return self if scope == self.scope else self._base.scoped(scope).limited(self._allowed)
-
     def collections(self) -> list[CollectionView]:
-        return [v for v in super().collections() if v.name in self._allowed]
+        return self.caller.readable(super().collections(), lambda view: view.name)
 
     def chunk(self, chunk_id: str) -> list[Hit]:
-        found = [h for h in super().chunk(chunk_id) if h.collection in self._allowed]
+        found = self.caller.readable(super().chunk(chunk_id), lambda hit: hit.collection)
         if not found:
             raise QueryError(f"no chunk with id {chunk_id!r}: copy a chunk_id from a search result")
         return found
+
+    def close(self) -> None:
+        """Nothing: the base owns the store."""
 
 
 def build_app(settings: Settings, interface: str = "python") -> App:

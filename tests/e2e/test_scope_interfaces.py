@@ -85,7 +85,7 @@ def test_cli_as_token_applies_its_read_only_and_collections_limits(root: Path) -
     )
     other = knowhub(*base, "other-only", "search", WORD, "-c", COLLECTION, cwd=root, env=env)
     assert other.returncode != 0
-    assert f"collection {COLLECTION!r} may not be read with this token" in other.stderr
+    assert f"token 'other-only' may not read collection {COLLECTION!r}" in other.stderr
     listed = knowhub(*base, "other-only", "collections", "--json", cwd=root, env=env)
     assert listed.returncode == 0 and json.loads(listed.stdout) == [], listed.stdout
     docs = knowhub("--data-dir", "data", "docs", "-c", COLLECTION, "--json", cwd=root)

@@ -16,13 +16,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 from knowhub import Settings, load_settings, registry
+from knowhub.caller import LOCAL_USER
 from knowhub.errors import KnowhubError, ProviderError
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import Progress
 from knowhub.ingest.uploads import QUEUE_DIR, Held, Queue, QueuedFile, QueuedUpload
 from knowhub.interfaces.http import create_app
 from knowhub.interfaces.http.console.jobs import MAX_PENDING, FileState, Job, JobBook
-from knowhub.interfaces.security import LOCAL_USER
 from knowhub.providers.embedders.base import Vectors
 from knowhub.providers.embedders.hashing import HashingEmbedder
 from knowhub.scope import Scope

@@ -237,12 +237,12 @@ def test_a_token_may_chat_only_in_its_collections(server: ApiServer) -> None:
     out = chat(server, token=LIMITED, question=PEEK)
     (step,) = out["steps"]
     assert (step["server"], step["tool"]) == ("knowhub", "search")
-    assert step["error"] == "collection 'private' may not be read with this token"
+    assert step["error"] == "token 'limited' may not read collection 'private'"
     assert "orchid" not in json.dumps(out) and out["citations"] == []
-    assert "Error: collection 'private' may not be read" in out["answer"]
+    assert "Error: token 'limited' may not read collection 'private'" in out["answer"]
     page = server.get(f"/ui/traces/{out['trace_id']}", token=LIMITED).text
     (row,) = re.findall(r'<tr class="step">(.*?)</tr>', page, re.S)
-    assert "error: collection &#39;private&#39; may not be read" in row
+    assert "error: token &#39;limited&#39; may not read collection &#39;private&#39;" in row
 
 
 def test_a_chats_trace_is_shown_only_to_who_may_see_all_it_reached(server: ApiServer) -> None:

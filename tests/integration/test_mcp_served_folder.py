@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from knowhub import App, ConfigError, KnowhubError, build_app
+from knowhub.caller import LOCAL_USER, Caller
 from knowhub.config import Settings
 from knowhub.default_collection import folder_collection
 from knowhub.interfaces.mcp.kb import KnowledgeBase
@@ -21,7 +22,6 @@ from knowhub.interfaces.mcp.local import LocalService
 from knowhub.interfaces.mcp.metrics import Metrics
 from knowhub.interfaces.mcp.tools.base import Target
 from knowhub.interfaces.mcp.watch import FolderWatcher
-from knowhub.interfaces.security import LOCAL_USER, Principal
 from knowhub.models import DocumentRecord
 from tests.helpers import fast_settings, write
 from tests.mcp_helpers import wait_until
@@ -110,7 +110,7 @@ def _two_owners(app: App, tmp_path: Path) -> Path:
 
 
 def _target(kb: KnowledgeBase, *collections: str) -> Target:
-    principal = Principal("t", frozenset(collections)) if collections else LOCAL_USER
+    principal = Caller("t", frozenset(collections)) if collections else LOCAL_USER
     return Target(kb, principal, kb.root, "local")
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from knowhub import App, build_app
+from knowhub.caller import Caller
 from knowhub.errors import AuthError, QueryError
 from knowhub.scope import record_scope
 from knowhub.testing.scope_matrix import SCOPES, WORD, ingest_matrix, markers_in
@@ -104,10 +105,9 @@ def test_an_unknown_filter_key_never_names_a_hidden_documents_keys(
 
 
 def test_two_tokens_of_one_name_share_conversations_only_if_they_see_alike() -> None:
-    from knowhub.interfaces.security import Principal
 
-    wide, narrow = Principal("team"), Principal("team", scope=SCOPES["acme-public-sales"])
-    rotated = Principal("team")  # the same token's next secret while rotating
+    wide, narrow = Caller("team"), Caller("team", scope=SCOPES["acme-public-sales"])
+    rotated = Caller("team")  # the same token's next secret while rotating
     assert wide.owner != narrow.owner and wide.owner == rotated.owner
 
 

@@ -11,14 +11,9 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from knowhub.caller import LOCAL_USER, Caller
 from knowhub.interfaces.index_metrics import IndexSize, IndexSizes
-from knowhub.interfaces.security import (
-    LOCAL_USER,
-    FailureLimiter,
-    Principal,
-    ThrottledError,
-    TokenBook,
-)
+from knowhub.interfaces.security import FailureLimiter, ThrottledError, TokenBook
 from tests.helpers import fast_settings
 
 SECRET = "s3cret-Vb7nQ2xL"
@@ -91,16 +86,16 @@ def test_a_locked_address_is_refused_even_the_right_token_and_others_are_not(
 ) -> None:
     clock = Clock()
     book = _book(tmp_path, clock, auth_max_failures=2, auth_window_s=60, auth_lockout_s=45)
-    assert book.authenticate(f"Bearer {SECRET}", "10.0.0.1", "/api/search") == Principal("me")
+    assert book.authenticate(f"Bearer {SECRET}", "10.0.0.1", "/api/search") == Caller("me")
     assert book.authenticate("Bearer guess-1", "10.0.0.1", "/api/search") is None
     assert book.authenticate("Bearer guess-2", "10.0.0.1", "/api/search") is None
     with pytest.raises(ThrottledError) as refused:
         book.authenticate(f"Bearer {SECRET}", "10.0.0.1", "/api/search")
     assert refused.value.retry_after == 45
     assert "10.0.0.1" in str(refused.value) and "45 s" in str(refused.value)
-    assert book.authenticate(f"Bearer {OTHER}", "10.0.0.2", "/mcp") == Principal("other")
+    assert book.authenticate(f"Bearer {OTHER}", "10.0.0.2", "/mcp") == Caller("other")
     clock.now += 45
-    assert book.authenticate(f"Bearer {SECRET}", "10.0.0.1", "/api/search") == Principal("me")
+    assert book.authenticate(f"Bearer {SECRET}", "10.0.0.1", "/api/search") == Caller("me")
 
 
 @pytest.mark.parametrize("sent", [None, "", "Bearer", "Bearer   "])
@@ -115,7 +110,7 @@ def test_successes_neither_count_nor_wipe_out_earlier_failures(tmp_path: Path) -
     book = _book(tmp_path, Clock(), auth_max_failures=2)
     book.authenticate("Bearer guess-1", "10.0.0.1", "/mcp")
     for _ in range(50):
-        assert book.authenticate(f"Bearer {SECRET}", "10.0.0.1", "/mcp") == Principal("me")
+        assert book.authenticate(f"Bearer {SECRET}", "10.0.0.1", "/mcp") == Caller("me")
     book.authenticate("Bearer guess-2", "10.0.0.1", "/mcp")
     assert book.failures.locked("10.0.0.1") is not None
 
@@ -124,7 +119,7 @@ def test_tokens_of_any_length_are_looked_up_by_digest(tmp_path: Path) -> None:
     book = _book(tmp_path, Clock())
     for wrong in ("s", SECRET[:-1], SECRET + "x", SECRET * 40, "\u00e9" * 3):
         assert book.lookup(f"Bearer {wrong}") is None
-    assert book.lookup(f"bearer  {SECRET} ") == Principal("me")
+    assert book.lookup(f"bearer  {SECRET} ") == Caller("me")
     assert SECRET not in repr(vars(book))  # only digests are kept
 
 
@@ -168,7 +163,7 @@ def test_index_sizes_show_only_what_the_scraping_token_may_read() -> None:
     everything = _series(sizes.render(LOCAL_USER))
     assert everything["knowhub_index_chunks:private"] == 4
     assert everything["knowhub_index_documents:bbbb/default"] == 7
-    limited = Principal(
+    limited = Caller(
         "limited", collections=frozenset({"handbook", "default"}), sessions=frozenset({"aaaa"})
     )
     assert _series(sizes.render(limited)) == {

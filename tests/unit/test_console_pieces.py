@@ -10,10 +10,11 @@ import pytest
 from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
 
+from knowhub.caller import Caller
 from knowhub.errors import AuthError
 from knowhub.interfaces.http.console.auth import CONSOLE_LOGIN, check_same_origin, safe_next
 from knowhub.interfaces.http.console.charts import metric_groups, stage_bars, waterfall_spans
-from knowhub.interfaces.security import Guard, Principal, SessionBook, TokenBook
+from knowhub.interfaces.security import Guard, SessionBook, TokenBook
 from knowhub.trace.record import Trace
 from tests.helpers import fast_settings
 
@@ -160,7 +161,7 @@ def test_the_login_cookie_counts_under_ui_only(tokens: TokenBook) -> None:
 def test_sessions_end_at_sign_out_on_expiry_and_when_too_many() -> None:
     now = [0.0]
     book = SessionBook(ttl_s=100.0, max_sessions=3, clock=lambda: now[0])
-    me = Principal("me")
+    me = Caller("me")
     first, second = book.open(me), book.open(me)
     assert first != second and len(first) >= 43  # 256 random bits, URL-safe
     assert book.lookup(first) == me and book.lookup("") is None and book.lookup(None) is None

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from knowhub import build_app
+from knowhub.caller import Caller
 from knowhub.config.server import UPLOAD_EXTENSIONS, ServerSettings
 from knowhub.errors import KnowhubError, QueryError
 from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS
@@ -27,7 +28,6 @@ from knowhub.interfaces.http.console.uploads import (
     safe_name,
 )
 from knowhub.interfaces.http.limits import ServerBusyError
-from knowhub.interfaces.security import Principal
 from tests.helpers import WAIT_S, fast_settings
 
 BOUNDARY = "----knowhubtest"
@@ -157,7 +157,7 @@ def test_a_job_moves_each_file_to_done_or_failed(tmp_path: Path) -> None:
             return app.ingest(paths, "default", {"team": "ops"}, progress=watch)
 
         stored = dict(zip(["good.md", "bad.pdf"], paths, strict=True))
-        job = JobBook().start(Principal("full"), "default", files, [], ingest, stored)
+        job = JobBook().start(Caller("full"), "default", files, [], ingest, stored)
         assert job.done.wait(60)
         view = job.view()
         assert view["finished"]
@@ -207,7 +207,7 @@ def test_a_scans_pages_move_its_bar_and_say_which_page_is_read() -> None:
         return ingest(progress)
 
     files = [FileState("scan.pdf", "scan.pdf")]
-    jobs.append(JobBook().start(Principal("full"), "default", files, [], gated, {}))
+    jobs.append(JobBook().start(Caller("full"), "default", files, [], gated, {}))
     start.set()
     assert jobs[0].done.wait(WAIT_S) and not jobs[0].error
     assert views == [
@@ -223,16 +223,16 @@ def _never(progress: Progress) -> IngestReport:
 
 
 def test_a_job_is_shown_only_to_its_owner_not_to_another_of_its_name() -> None:
-    book, full = JobBook(), Principal("full")
+    book, full = JobBook(), Caller("full")
     job = book.start(full, "default", [], [FileState("x.exe", "", "failed", "no")], _never)
     assert book.get(job.id, full) is job
-    assert book.get(job.id, Principal("reader")) is None
-    assert book.get(job.id, Principal("full")) is None  # another token of that name
+    assert book.get(job.id, Caller("reader")) is None
+    assert book.get(job.id, Caller("full")) is None  # another token of that name
     assert job.finished and job.view()["files"][0]["state"] == "failed"
 
 
 def test_uploads_past_the_pending_limit_are_refused_and_not_kept(tmp_path: Path) -> None:
-    book, release, full = JobBook(), threading.Event(), Principal("full")
+    book, release, full = JobBook(), threading.Event(), Caller("full")
 
     def slow(progress: Progress) -> IngestReport:
         release.wait(WAIT_S)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field, ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from knowhub import load_settings
+from knowhub.caller import LOCAL_USER, Caller
 from knowhub.errors import AuthError, ConfigError, KnowhubError, QueryError
 from knowhub.interfaces.cli.serve import parse_duration
 from knowhub.interfaces.index_metrics import IndexSize
@@ -23,13 +24,7 @@ from knowhub.interfaces.mcp.metrics import Metrics
 from knowhub.interfaces.mcp.tools.base import inside_root, tool_errors
 from knowhub.interfaces.mcp.tools.search import _search_markdown, _search_out
 from knowhub.interfaces.mcp.toolserver import invalid_arguments
-from knowhub.interfaces.security import (
-    LOCAL_USER,
-    PRINCIPAL_KEY,
-    Principal,
-    TokenBook,
-    _matches,
-)
+from knowhub.interfaces.security import PRINCIPAL_KEY, TokenBook, _matches
 from knowhub.models import Hit
 from knowhub.testing.hits import hit
 
@@ -140,7 +135,7 @@ def test_durations() -> None:
 
 
 def test_principal_wildcards() -> None:
-    everyone = Principal("x")
+    everyone = Caller("x")
     assert everyone.may_read("any") and everyone.may_use("any")
 
 
@@ -220,7 +215,7 @@ def test_health_and_metrics_are_worked_out_off_the_event_loop() -> None:
         except RuntimeError:
             where.append("worker thread")
 
-    def health(principal: Principal | None) -> dict[str, str]:
+    def health(principal: Caller | None) -> dict[str, str]:
         seen()
         return {"status": "ok"}
 

@@ -12,12 +12,12 @@ from typing import IO
 
 import pytest
 
+from knowhub.caller import Caller
 from knowhub.errors import StoreError
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import Progress
 from knowhub.ingest.uploads import Queue, QueuedFile, QueuedUpload, _open, held_elsewhere
 from knowhub.interfaces.http.console.jobs import MAX_ATTEMPTS, FileState, Ingest, JobBook
-from knowhub.interfaces.security import Principal
 from knowhub.scope import Scope
 from tests.helpers import write
 
@@ -39,7 +39,7 @@ def test_a_job_s_record_is_held_while_it_runs_and_gone_when_it_ends(tmp_path: Pa
         return IngestReport("default", added=["a.md"])
 
     job = book.start(
-        Principal("full"), "default", [FileState("a.md", "a.md")], [], ingest, {"a.md": path}
+        Caller("full"), "default", [FileState("a.md", "a.md")], [], ingest, {"a.md": path}
     )
     assert job.done.wait(60) and ran.is_set()
     assert not list((tmp_path / "upload-jobs").glob("*.json")) and path.is_file()
@@ -58,7 +58,7 @@ def test_a_job_a_stop_cuts_short_keeps_its_files_and_record_for_the_next_start(
 
     files, scope = [FileState("a.md", "a.md")], Scope.of(tenants=["acme"], roles=["hr"])
     job = book.start(
-        Principal("acme-hr"),
+        Caller("acme-hr"),
         "default",
         files,
         [],
@@ -100,7 +100,7 @@ def test_an_upload_cut_short_three_times_is_given_up_and_kept_for_verify(tmp_pat
     book = JobBook(Queue(tmp_path))
     files = [FileState("a.md", "a.md")]
     first = book.start(
-        Principal("full"), "default", files, [], _cut_short(book), {"a.md": path}, TAGS, ACME
+        Caller("full"), "default", files, [], _cut_short(book), {"a.md": path}, TAGS, ACME
     )
     runs = [first]
     while runs[-1].done.wait(60) and len(runs) < MAX_ATTEMPTS:  # starts resume it, stopped too

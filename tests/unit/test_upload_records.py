@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from knowhub import build_app
+from knowhub.caller import Caller
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import Progress
 from knowhub.ingest.uploads import QUEUE_DIR, Queue, QueuedFile, QueuedUpload
 from knowhub.interfaces.http.console.jobs import FileState, Ingest, JobBook
-from knowhub.interfaces.security import Principal
 from tests.helpers import fast_settings, write
 
 
@@ -131,6 +131,6 @@ def test_a_job_deletes_a_failed_file_only_from_its_uploads_folder(tmp_path: Path
 
     files = [FileState("elsewhere.md", "elsewhere.md"), FileState("inside.md", "inside.md")]
     stored = {"elsewhere.md": outside, "inside.md": inside}
-    job = JobBook(Queue(data)).start(Principal("full"), "default", files, [], fails, stored)
+    job = JobBook(Queue(data)).start(Caller("full"), "default", files, [], fails, stored)
     assert job.done.wait(60)
     assert outside.is_file() and not inside.exists()

@@ -9,14 +9,13 @@ one whole. Collections the caller may not read are neither listed nor searched.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from knowhub.agent.mcp_pool import ToolOutcome
 from knowhub.agent.sources import SourceBook
 from knowhub.agent.toolbox import Tool
 from knowhub.checks import check_collection_name, check_filters, check_query
-from knowhub.errors import AuthError, QueryError
+from knowhub.errors import QueryError
 from knowhub.models import Hit, citation
 
 if TYPE_CHECKING:
@@ -29,20 +28,13 @@ _PREVIEW_CHARS = 700
 _MAX_TOP_K = 20
 
 
-def knowledge_tools(
-    app: App, sources: SourceBook, collection: str, may_read: Callable[[str], bool]
-) -> list[Tool]:
-    """The three tools, searching ``collection`` unless the model names another."""
-
-    def guard(name: str) -> str:
-        checked = check_collection_name(name)
-        if not may_read(checked):
-            raise AuthError(f"collection {checked!r} may not be read with this token")
-        return checked
+def knowledge_tools(app: App, sources: SourceBook, collection: str) -> list[Tool]:
+    """The three tools, searching ``collection`` unless the model names another; ``app`` is
+    the App as the chat's caller may use it (a collection it may not read is refused)."""
 
     def search(args: dict[str, Any]) -> ToolOutcome:
         query = check_query(_text(args, "query"))
-        name = guard(args.get("collection") or collection)
+        name = check_collection_name(args.get("collection") or collection)
         top_k = _top_k(args.get("top_k", 5))
         hits = app.collection(name).retrieve(query, top_k, check_filters(args.get("filters"))).hits
         if not hits:
@@ -52,17 +44,14 @@ def knowledge_tools(
         )
 
     def get_chunk(args: dict[str, Any]) -> ToolOutcome:
-        hits = [h for h in app.chunk(_text(args, "chunk_id")) if may_read(h.collection)]
-        if not hits:
-            raise QueryError("no chunk with that id in a collection this token may read")
-        return ToolOutcome(_passage(sources.number(hits[0]), hits[0], None))
+        hit = app.chunk(_text(args, "chunk_id"))[0]
+        return ToolOutcome(_passage(sources.number(hit), hit, None))
 
     def list_collections(args: dict[str, Any]) -> ToolOutcome:
         rows = [
             f"{c.name}: {c.documents} documents, {c.chunks} chunks"
             + (" (searched by default)" if c.name == collection else "")
             for c in app.collections()
-            if may_read(c.name)
         ]
         return ToolOutcome("\n".join(rows) or "no collections yet: ingest documents first")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -26,11 +26,11 @@ from knowhub.agent.toolbox import Tool, Toolbox
 from knowhub.checks import check_collection_name, check_query
 from knowhub.errors import ConfigError, KnowhubError
 from knowhub.providers.llms.base import LLM, ChatMessage
-from knowhub.scope import Scope
 from knowhub.trace.record import Trace, new_trace, preview
 
 if TYPE_CHECKING:
     from knowhub.app import App
+    from knowhub.caller import Caller
 
 __all__ = ["Agent", "open_agent", "system_prompt"]
 
@@ -77,30 +77,29 @@ class Agent:
         question: str,
         *,
         collection: str | None = None,
-        may_read: Callable[[str], bool] = lambda _: True,
-        may_use: Callable[[str], bool] = lambda _: True,
+        caller: Caller | None = None,
         history: Sequence[ChatMessage] = (),
         stream: bool = False,
         max_steps: int | None = None,
-        scope: Scope | None = None,
         session_id: str | None = None,
     ) -> Iterator[ChatEvent]:
         """Answer ``question`` with the tools, as events (the last one ``end``), traced.
-        ``may_read`` says which collections knowhub's tools may read, ``may_use`` which
-        MCP servers the model is offered, ``scope`` the caller's data scope (default: the
-        App's): knowhub's tools see only its documents, and a caller with one is offered no
-        MCP server. ``session_id`` names the conversation in the trace."""
+        ``caller`` (default: the App's) decides which collections knowhub's tools may read
+        and which documents in them they see, and which MCP servers the model is offered (a
+        caller with a data scope is offered none). ``session_id`` names the conversation in
+        the trace."""
         check_query(question, "question")
-        name = check_collection_name(collection or self.app.default_collection())
+        app = self.app if caller is None else self.app.for_caller(caller)
+        name = check_collection_name(collection or app.default_collection())
         limits = self._limits(max_steps)
         llm = self._llm()
-        reach = _Scope(name, may_read, may_use, self.app.scope if scope is None else scope)
+        reach = _Reach(name, app)
         return self._traced(question, reach, history, stream, limits, llm, session_id)
 
     def _traced(
         self,
         question: str,
-        scope: _Scope,
+        scope: _Reach,
         history: Sequence[ChatMessage],
         stream: bool,
         limits: Limits,
@@ -110,7 +109,7 @@ class Agent:
         trace, clock = new_trace("chat", self.app.interface, scope.collection)
         trace.query, trace.model = question.strip(), llm.model_id
         trace.session_id = session_id
-        trace.scope = scope.data.to_dict()  # what its tools saw: the scope, never the token
+        trace.scope = scope.app.scope.to_dict()  # what its tools saw: the scope, never the token
         emitted = False
         try:
             sources = SourceBook()
@@ -171,14 +170,13 @@ class Agent:
             raise ConfigError(f"max_steps must be an integer from 1 to 50, got {steps!r}")
         return Limits(steps, opts.max_result_chars, opts.max_total_result_chars)
 
-    def _tools(self, sources: SourceBook, scope: _Scope) -> tuple[list[Tool], list[str]]:
+    def _tools(self, sources: SourceBook, scope: _Reach) -> tuple[list[Tool], list[str]]:
         """knowhub's tools, then the tools of every started server the caller may use that
         its config offers; a note for each server that could not start."""
-        app = self.app.scoped(scope.data)
-        tools = knowledge_tools(app, sources, scope.collection, scope.may_read)
+        tools = knowledge_tools(scope.app, sources, scope.collection)
         notes = []
-        usable = [name for name in self.pool.names if scope.may_use(name)]
-        if usable and not scope.data.unrestricted:
+        usable = [name for name in self.pool.names if scope.app.caller.may_chat_with(name)]
+        if usable and not scope.app.scope.unrestricted:
             usable, notes = [], [SCOPED_NOTE]
         for server, listed in self.pool.start(usable).items() if usable else ():
             if isinstance(listed, str):
@@ -220,14 +218,13 @@ class Agent:
 
 
 @dataclass(frozen=True)
-class _Scope:
-    """What one caller's chat may reach: the collection searched by default, the collections
-    it may read, the MCP servers it may use, the documents it may see."""
+class _Reach:
+    """What one caller's chat may reach: the collection searched by default, and the App as
+    that caller may use it (the collections it may read, the documents it sees in them, the
+    MCP servers it may use)."""
 
     collection: str
-    may_read: Callable[[str], bool]
-    may_use: Callable[[str], bool]
-    data: Scope
+    app: App
 
 
 def open_agent(app: App, mcp_config: Path | None = None) -> Agent:

@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from knowhub.interfaces.security import Principal
+from knowhub.caller import Caller
 from knowhub.versions.record import CollectionView
 
 __all__ = ["IndexSize", "IndexSizes", "Sizes", "counts", "visible"]
@@ -41,7 +41,7 @@ Sizes = Callable[[], Iterable[IndexSize]]
 """Yields the size of every index served."""
 
 
-def visible(sizes: Sizes, principal: Principal | None) -> list[IndexSize]:
+def visible(sizes: Sizes, principal: Caller | None) -> list[IndexSize]:
     """The sizes ``principal`` may see: the same filter every listing goes through, and only
     the sessions it may use; none to a caller with a data scope (whole-collection sizes
     would count the documents its scope hides: its /api/collections counts what it sees)."""
@@ -55,7 +55,7 @@ def visible(sizes: Sizes, principal: Principal | None) -> list[IndexSize]:
     return principal.readable(in_session, lambda r: r.collection)
 
 
-def counts(sizes: Sizes, principal: Principal) -> dict[str, int]:
+def counts(sizes: Sizes, principal: Caller) -> dict[str, int]:
     """What ``/health`` tells a limited caller: how many collections it may read and their
     chunks; nothing to a caller with a data scope (see :func:`visible`)."""
     if not principal.scope.unrestricted:
@@ -75,7 +75,7 @@ class IndexSizes:
     def __init__(self, sizes: Sizes) -> None:
         self._sizes = sizes
 
-    def render(self, principal: Principal | None) -> bytes:
+    def render(self, principal: Caller | None) -> bytes:
         """The two gauges in the text format, for what ``principal`` may read (None: nothing)."""
         registry = CollectorRegistry()
         registry.register(_Scoped(self._sizes, principal))
@@ -83,7 +83,7 @@ class IndexSizes:
 
 
 class _Scoped(Collector):
-    def __init__(self, sizes: Sizes, principal: Principal | None) -> None:
+    def __init__(self, sizes: Sizes, principal: Caller | None) -> None:
         self._sizes = sizes
         self._principal = principal
 

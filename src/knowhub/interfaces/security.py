@@ -19,9 +19,8 @@ import secrets
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
 from urllib.parse import quote
 
 from starlette.datastructures import Headers, QueryParams
@@ -29,21 +28,17 @@ from starlette.requests import cookie_parser
 from starlette.responses import RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from knowhub.config import Settings, TokenSettings, secret_unset
+from knowhub.caller import LOCAL_USER, Caller
+from knowhub.config import Settings, secret_unset
 from knowhub.errors import AuthError, ConfigError
-from knowhub.scope import UNRESTRICTED, token_scope
-from knowhub.scope import Scope as DataScope
-from knowhub.trace.record import Trace
 
 __all__ = [
-    "LOCAL_USER",
     "LOOPBACK_HOSTS",
     "PRINCIPAL_KEY",
     "SESSION_TTL_S",
     "CookieLogin",
     "FailureLimiter",
     "Guard",
-    "Principal",
     "SessionBook",
     "ThrottledError",
     "TokenBook",
@@ -52,92 +47,11 @@ __all__ = [
 ]
 
 log = logging.getLogger("knowhub.security")
-T = TypeVar("T")
 
 PRINCIPAL_KEY = "knowhub.principal"
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
 SESSION_TTL_S = 7 * 86400.0  # a console sign-in lasts a week, however much it is used
 MAX_SESSIONS = 10_000  # console sign-ins remembered; the oldest is forgotten first
-
-
-@dataclass(frozen=True)
-class Principal:
-    """A caller and its limits; ``"*"`` in a set allows everything."""
-
-    name: str
-    collections: frozenset[str] = frozenset({"*"})
-    sessions: frozenset[str] = frozenset({"*"})
-    read_only: bool = False
-    mcp_servers: frozenset[str] = frozenset({"*"})
-    scope: DataScope = UNRESTRICTED  # the documents it sees inside what it may read
-
-    @property
-    def owner(self) -> str:
-        """Who a conversation belongs to: the name and what it may see (two tokens of one
-        name, as while rotating a secret, share their conversations only if they see alike:
-        a narrow one never reads answers built from what only a wide one sees)."""
-        collections = ",".join(sorted(self.collections))
-        return f"{self.name}|{collections}|{self.scope.digest()}"
-
-    def may_read(self, collection: str) -> bool:
-        return "*" in self.collections or collection in self.collections
-
-    def readable(self, items: Iterable[T], collection: Callable[[T], str]) -> list[T]:
-        """The ``items`` (collections, hits, traces, …) whose ``collection`` this caller may
-        read: every listing of every server filters through here."""
-        return [item for item in items if self.may_read(collection(item))]
-
-    def may_see(self, trace: Trace) -> bool:
-        """Whether this caller may read ``trace``: its collection, for a chat every
-        collection its results came from and every MCP server it called, and the data scope
-        it ran under (a run's query and sources are of what its caller saw)."""
-        return (
-            all(map(self.may_read, [trace.collection, *trace.reads]))
-            and all(map(self.may_chat_with, trace.servers))
-            and self.may_see_scope(trace.scope)
-        )
-
-    def may_see_scope(self, recorded: Mapping[str, Any] | None) -> bool:
-        """Whether a run recorded under the data scope ``recorded`` (``Scope.to_dict``) is
-        within this caller's; a run with none recorded (an ingest, a trace from before
-        scopes) counts as unrestricted, so only an unrestricted caller sees it."""
-        if self.scope.unrestricted:
-            return True
-        return recorded is not None and self.scope.covers(DataScope.from_dict(recorded))
-
-    def may_chat_with(self, server: str) -> bool:
-        """Whether this caller's chats may use the MCP server ``server`` of agent.mcp_config."""
-        return "*" in self.mcp_servers or server in self.mcp_servers
-
-    def may_use(self, session_id: str) -> bool:
-        return "*" in self.sessions or session_id in self.sessions
-
-    @property
-    def unlimited(self) -> bool:
-        """Limited in nothing it may read: every collection, every session, no data scope
-        (a server's /health tells such a caller everything)."""
-        return "*" in self.collections and not self.session_scoped and self.scope.unrestricted
-
-    @property
-    def session_scoped(self) -> bool:
-        """Limited to some shared-mode sessions, so kept off the control tools."""
-        return "*" not in self.sessions
-
-    def check_read(self, collection: str) -> None:
-        if not self.may_read(collection):
-            raise AuthError(f"token {self.name!r} may not read collection {collection!r}")
-
-    def write_refusal(self, what: str) -> str | None:
-        """Why this caller may not ``what`` (change the knowledge base); None: it may."""
-        return f"token {self.name!r} is read-only: it may not {what}" if self.read_only else None
-
-    def check_write(self, what: str) -> None:
-        if (why := self.write_refusal(what)) is not None:
-            raise AuthError(why)
-
-
-LOCAL_USER = Principal("local")
-"""The caller on stdio or on an HTTP server with no tokens (localhost only)."""
 
 
 class ThrottledError(AuthError):
@@ -237,13 +151,13 @@ class SessionBook:
         self.max_sessions = max_sessions
         self._clock = clock
         # digest → (principal, expiry); insertion order is expiry order (one fixed ttl)
-        self._sessions: OrderedDict[bytes, tuple[Principal, float]] = OrderedDict()
+        self._sessions: OrderedDict[bytes, tuple[Caller, float]] = OrderedDict()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._sessions)
 
-    def open(self, principal: Principal) -> str:
+    def open(self, principal: Caller) -> str:
         """A new session for ``principal``: the id to put in the cookie."""
         session_id = secrets.token_urlsafe(32)
         now = self._clock()
@@ -256,7 +170,7 @@ class SessionBook:
             self._sessions[_digest(session_id.encode())] = (principal, now + self.ttl_s)
         return session_id
 
-    def lookup(self, session_id: str | None) -> Principal | None:
+    def lookup(self, session_id: str | None) -> Caller | None:
         """The principal of a live session, or None (unknown, ended or expired)."""
         if not session_id:
             return None
@@ -292,7 +206,7 @@ class TokenBook:
             clock,
         )
         self.sessions = SessionBook(clock=clock)  # console sign-ins with these tokens
-        self._entries: list[tuple[bytes, Principal]] = []
+        self._entries: list[tuple[bytes, Caller]] = []
         for spec in settings.server.tokens:
             secret = settings.secret(spec.token_env)
             if not secret:
@@ -300,20 +214,12 @@ class TokenBook:
                     f"server.tokens[{spec.name!r}].token_env", spec.token_env, "the token"
                 )
                 raise ConfigError(f"{unset}, or remove the entry")
-            principal = Principal(
-                spec.name,
-                frozenset(spec.collections),
-                frozenset(spec.sessions),
-                spec.read_only,
-                frozenset(_servers_of(spec)),
-                token_scope(spec),
-            )
-            self._entries.append((_digest(secret.encode()), principal))
+            self._entries.append((_digest(secret.encode()), Caller.of_token(spec)))
 
     def __bool__(self) -> bool:
         return bool(self._entries)
 
-    def lookup(self, authorization: str | None) -> Principal | None:
+    def lookup(self, authorization: str | None) -> Caller | None:
         """The principal for an ``Authorization: Bearer …`` header, or None."""
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
@@ -326,7 +232,7 @@ class TokenBook:
                 found = principal
         return found
 
-    def authenticate(self, authorization: str | None, client: str, path: str) -> Principal | None:
+    def authenticate(self, authorization: str | None, client: str, path: str) -> Caller | None:
         """:meth:`lookup`, counting and logging wrong credentials per ``client`` address.
 
         None when no credential was sent (nothing guessed, nothing counted) or a wrong one.
@@ -422,7 +328,7 @@ class Guard:
                 scope, receive, send
             )
             return
-        principal: Principal | None = LOCAL_USER
+        principal: Caller | None = LOCAL_USER
         if self.tokens:
             try:
                 principal = self._principal(scope, headers)
@@ -435,7 +341,7 @@ class Guard:
         scope[PRINCIPAL_KEY] = principal
         await self.app(scope, receive, send)
 
-    def _principal(self, scope: Scope, headers: Headers) -> Principal | None:
+    def _principal(self, scope: Scope, headers: Headers) -> Caller | None:
         """The caller by its token or, on a console page sent none, by its session cookie.
 
         A wrong session id is not counted as a failed authentication: 256 random bits cannot
@@ -544,12 +450,3 @@ def _error(status: int, message: str) -> Response:
         status_code=status,
         media_type="application/json",
     )
-
-
-def _servers_of(spec: TokenSettings) -> list[str]:
-    """The MCP servers a token's chats may use: as configured; unset, all for a token that
-    reads every collection and none for a limited one (a filesystem or another knowhub's
-    server would reach past its collections)."""
-    if spec.mcp_servers is not None:
-        return spec.mcp_servers
-    return ["*"] if "*" in spec.collections else []

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from knowhub.caller import LOCAL_USER, Caller
 from knowhub.config import Settings, TokenSettings, load_settings
-from knowhub.errors import AuthError, ConfigError
+from knowhub.errors import ConfigError
 from knowhub.interfaces.terminal import echo, echo_json, printable
-from knowhub.scope import token_scope
 
 if TYPE_CHECKING:  # built on a command's first use of it: `--help` and `--version` never load it
     from knowhub.app import App
@@ -38,7 +38,6 @@ class CliContext:
         self.as_token = as_token
         self._base: App | None = None
         self._app: App | None = None
-        self._token: TokenSettings | None = None
 
     def app(self, **overrides: Any) -> App:
         """The App; with ``--as-token NAME``, as that configured token sees it: its
@@ -50,20 +49,16 @@ class CliContext:
                 config_file=self.config, overrides={"data_dir": self.data_dir, **overrides}
             )
             self._base = build_app(settings, interface="cli")
-            self._token = _token(settings, self.as_token)
-            if self._token is None:
-                self._app = self._base
-            else:
-                scoped = self._base.scoped(token_scope(self._token))
-                self._app = scoped.limited(self._token.collections)
+            token = _token(settings, self.as_token)
+            caller = LOCAL_USER if token is None else Caller.of_token(token)
+            self._app = self._base.for_caller(caller)
         return self._app
 
     def writer(self, what: str) -> App:
         """The App for a command that changes the knowledge base (``what`` it does);
         refused with ``--as-token`` naming a read-only token."""
         app = self.app()
-        if self._token is not None and self._token.read_only:
-            raise AuthError(f"token {self._token.name!r} is read-only: it may not {what}")
+        app.caller.check_write(what)
         return app
 
     def close(self) -> None:

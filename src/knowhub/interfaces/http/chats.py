@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from knowhub.agent.chat import Agent, open_agent
+from knowhub.caller import Caller
 from knowhub.checks import check_query
 from knowhub.errors import KnowhubError
 from knowhub.interfaces.http.errors import NotConfiguredError
 from knowhub.interfaces.http.pump import EventPump
 from knowhub.interfaces.http.schemas import ChatBody
-from knowhub.interfaces.security import Principal
 from knowhub.interfaces.wire import failed, wire
 from knowhub.providers.llms.base import ChatMessage
 
@@ -39,7 +39,7 @@ class ChatQuestion:
     text: str
     collection: str
     history: list[ChatMessage]
-    principal: Principal
+    principal: Caller
     session_id: str | None
     max_steps: int | None
     stream: bool
@@ -70,7 +70,7 @@ class Chats:
         if agent is not None:
             agent.close()
 
-    def question(self, principal: Principal, body: ChatBody) -> ChatQuestion:
+    def question(self, principal: Caller, body: ChatBody) -> ChatQuestion:
         """Check a chat request up front (its mistakes are a status, not a stream's end)."""
         if self.service.settings.llm.provider == "none":
             raise NotConfiguredError(
@@ -99,12 +99,10 @@ class Chats:
                 self.agent().turn(
                     question.text,
                     collection=question.collection,
-                    may_read=question.principal.may_read,
-                    may_use=question.principal.may_chat_with,
+                    caller=question.principal,
                     history=question.history,
                     stream=question.stream,
                     max_steps=question.max_steps,
-                    scope=question.principal.scope,
                     session_id=question.session_id,
                 )
             )

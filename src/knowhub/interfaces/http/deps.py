@@ -13,8 +13,9 @@ from typing import Annotated
 from fastapi import Depends, FastAPI
 from starlette.requests import HTTPConnection
 
+from knowhub.caller import Caller
 from knowhub.interfaces.http.service import Service, principal_of
-from knowhub.interfaces.security import Principal, TokenBook
+from knowhub.interfaces.security import TokenBook
 
 __all__ = ["PrincipalDep", "ServiceDep", "TokensDep", "attach", "service_of"]
 
@@ -35,7 +36,7 @@ async def _service(connection: HTTPConnection) -> Service:
     return service_of(connection)
 
 
-async def _principal(connection: HTTPConnection) -> Principal:
+async def _principal(connection: HTTPConnection) -> Caller:
     return principal_of(connection)
 
 
@@ -45,5 +46,5 @@ async def _tokens(connection: HTTPConnection) -> TokenBook:
 
 
 ServiceDep = Annotated[Service, Depends(_service)]
-PrincipalDep = Annotated[Principal, Depends(_principal)]
+PrincipalDep = Annotated[Caller, Depends(_principal)]
 TokensDep = Annotated[TokenBook, Depends(_tokens)]

@@ -21,7 +21,7 @@ import anyio
 import anyio.to_thread
 
 from knowhub.app import App
-from knowhub.interfaces.security import Principal
+from knowhub.caller import Caller
 from knowhub.interfaces.warmup import warm
 
 __all__ = ["PROBE_TIMEOUT_S", "SNAPSHOT_MAX_AGE_S", "HealthState"]
@@ -61,7 +61,7 @@ class HealthState:
             self._refresh()
             self.warmed.set()
 
-    def sizes(self, principal: Principal) -> dict[str, Any]:
+    def sizes(self, principal: Caller) -> dict[str, Any]:
         """Counts over the collections ``principal`` may read, from the latest snapshot; no
         document or chunk totals for a caller with a data scope (they would count what it
         cannot see: /api/collections counts what it sees)."""

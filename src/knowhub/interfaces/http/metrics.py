@@ -20,9 +20,9 @@ from prometheus_client import (
 )
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from knowhub.caller import Caller
 from knowhub.interfaces.index_metrics import IndexSizes, Sizes
 from knowhub.interfaces.ops_metrics import IngestCounters
-from knowhub.interfaces.security import Principal
 
 __all__ = ["ERROR_KEY", "ApiMetrics", "MetricsMiddleware"]
 
@@ -82,7 +82,7 @@ class ApiMetrics:
     def track_index(self, sizes: Sizes) -> None:
         self.index = IndexSizes(sizes)
 
-    def render(self, principal: Principal | None) -> bytes:
+    def render(self, principal: Caller | None) -> bytes:
         """Every series, the index sizes of what ``principal`` may read among them."""
         scoped = self.index.render(principal) if self.index else b""
         return generate_latest(self.registry) + scoped

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from starlette.requests import HTTPConnection
 
 from knowhub.app import App
+from knowhub.caller import Caller
 from knowhub.checks import check_collection_name, check_filters, check_query
 from knowhub.config import Settings
 from knowhub.errors import AuthError, CollectionNotFound, KnowhubError
@@ -27,7 +28,7 @@ from knowhub.interfaces.http.metrics import ApiMetrics
 from knowhub.interfaces.http.pump import EventPump
 from knowhub.interfaces.http.schemas import QuestionBody
 from knowhub.interfaces.http.sessions import Conversations
-from knowhub.interfaces.security import PRINCIPAL_KEY, Principal
+from knowhub.interfaces.security import PRINCIPAL_KEY
 from knowhub.interfaces.wire import failed, wire
 from knowhub.models import FilterValue
 from knowhub.providers.llms.base import ChatMessage
@@ -42,9 +43,9 @@ COLLECTION_KEY = "knowhub.collection"
 """Where a route notes the collection it is about (see :func:`note_collection`)."""
 
 
-def principal_of(connection: HTTPConnection) -> Principal:
+def principal_of(connection: HTTPConnection) -> Caller:
     """The caller the guard let in (only public paths let nobody in, and they use no data)."""
-    found: Principal | None = connection.scope.get(PRINCIPAL_KEY)
+    found: Caller | None = connection.scope.get(PRINCIPAL_KEY)
     if found is None:
         raise AuthError("missing or invalid bearer token: send 'Authorization: Bearer <token>'")
     return found
@@ -99,11 +100,11 @@ class Service:
         """When the server started (``time.time()``)."""
         return self.health.started
 
-    def app_for(self, principal: Principal) -> App:
+    def app_for(self, principal: Caller) -> App:
         """The App as ``principal`` sees it: every read applies its data scope."""
         return self.app.scoped(principal.scope)
 
-    def collection(self, principal: Principal, name: str | None, *, writing: bool = False) -> str:
+    def collection(self, principal: Caller, name: str | None, *, writing: bool = False) -> str:
         """``name``, or the collection a request naming none uses (the one rule of
         :mod:`knowhub.default_collection`, for the collections ``principal`` may read; an
         upload's, with ``writing``); either way one the caller may read."""
@@ -115,7 +116,7 @@ class Service:
         principal.check_read(resolved)
         return resolved
 
-    def default_name(self, principal: Principal) -> str:
+    def default_name(self, principal: Caller) -> str:
         """What a form preselects: :meth:`collection`'s default for ``principal``; "" when
         it must name one (a token limited to several, none of them the configured one)."""
         try:
@@ -140,7 +141,7 @@ class Service:
             )
         return error_body(exc)
 
-    def question(self, principal: Principal, body: QuestionBody) -> Question:
+    def question(self, principal: Caller, body: QuestionBody) -> Question:
         """Check an ask request up front, so its mistakes are answered before any stream."""
         text = check_query(body.question)
         collection = self.collection(principal, body.collection)

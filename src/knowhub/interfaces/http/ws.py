@@ -19,11 +19,12 @@ from typing import Any
 from pydantic import ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from knowhub.caller import Caller
 from knowhub.errors import QueryError
 from knowhub.interfaces.http.errors import describe_invalid, error_body
 from knowhub.interfaces.http.schemas import WsQuestion
 from knowhub.interfaces.http.service import Service
-from knowhub.interfaces.security import PRINCIPAL_KEY, Principal
+from knowhub.interfaces.security import PRINCIPAL_KEY
 
 __all__ = ["ROUTE", "answer_socket"]
 
@@ -32,7 +33,7 @@ ROUTE = "/api/stream"
 
 
 async def answer_socket(service: Service, websocket: WebSocket) -> None:
-    principal: Principal | None = websocket.scope.get(PRINCIPAL_KEY)
+    principal: Caller | None = websocket.scope.get(PRINCIPAL_KEY)
     if principal is None:  # the guard refuses these; a second check costs nothing
         await websocket.close(code=1008)
         return
@@ -56,7 +57,7 @@ async def answer_socket(service: Service, websocket: WebSocket) -> None:
         service.metrics.websockets.dec()
 
 
-async def _answer(service: Service, websocket: WebSocket, principal: Principal, raw: str) -> None:
+async def _answer(service: Service, websocket: WebSocket, principal: Caller, raw: str) -> None:
     """Answer one message; WebSocketDisconnect (client gone) is the only thing raised."""
     started = time.perf_counter()
     status = 200

@@ -22,8 +22,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from knowhub.caller import Caller
 from knowhub.interfaces.mcp.metrics import Metrics
-from knowhub.interfaces.security import PRINCIPAL_KEY, Principal
+from knowhub.interfaces.security import PRINCIPAL_KEY
 
 __all__ = ["build_http_app", "mcp_endpoint"]
 
@@ -46,7 +47,7 @@ def build_http_app(
     guard: Callable[[ASGIApp], ASGIApp],
     servers: list[MCPServer],
     metrics: Metrics,
-    health: Callable[[Principal | None], dict[str, Any]],
+    health: Callable[[Caller | None], dict[str, Any]],
     background: Sequence[Callable[[], Coroutine[Any, Any, None]]] = (),
 ) -> ASGIApp:
     """Starlette app: ``routes`` plus /health and /metrics, every MCP server's lifespan."""

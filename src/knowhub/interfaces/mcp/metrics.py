@@ -18,9 +18,9 @@ from prometheus_client import (
     generate_latest,
 )
 
+from knowhub.caller import Caller
 from knowhub.interfaces.index_metrics import IndexSizes, Sizes
 from knowhub.interfaces.ops_metrics import IngestCounters
-from knowhub.interfaces.security import Principal
 
 if TYPE_CHECKING:  # not imported by the server's start (cold start)
     from knowhub.ingest.pipeline import IngestReport
@@ -69,7 +69,7 @@ class Metrics:
     def track_index(self, sizes: Sizes) -> None:
         self.index = IndexSizes(sizes)
 
-    def render(self, principal: Principal | None) -> bytes:
+    def render(self, principal: Caller | None) -> bytes:
         """Every series, the index sizes of what ``principal`` may read among them."""
         scoped = self.index.render(principal) if self.index else b""
         return generate_latest(self.registry) + scoped

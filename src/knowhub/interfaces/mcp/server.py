@@ -22,6 +22,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from knowhub.caller import Caller
 from knowhub.config import Settings
 from knowhub.errors import ConfigError, KnowhubError
 from knowhub.interfaces.drain import Drain
@@ -40,14 +41,7 @@ from knowhub.interfaces.mcp.tools.ingest import IngestTools
 from knowhub.interfaces.mcp.tools.search import SearchTools
 from knowhub.interfaces.mcp.toolserver import ToolServer, principal_of
 from knowhub.interfaces.ops_metrics import track_volume
-from knowhub.interfaces.security import (
-    LOOPBACK_HOSTS,
-    PRINCIPAL_KEY,
-    Guard,
-    Principal,
-    TokenBook,
-    check_bind,
-)
+from knowhub.interfaces.security import LOOPBACK_HOSTS, PRINCIPAL_KEY, Guard, TokenBook, check_bind
 from knowhub.interfaces.warmup import preflight, preflight_shared, warm
 from knowhub.lang import load_tokenizers
 
@@ -210,7 +204,7 @@ class _Served:
 
     servers: list[MCPServer]
     routes: list[Route]
-    status: Callable[[Principal], dict[str, Any]]  # /health's details for a caller
+    status: Callable[[Caller], dict[str, Any]]  # /health's details for a caller
     closer: Closable
     background: list[Callable[[], Coroutine[Any, Any, None]]] = field(default_factory=list)
 
@@ -226,7 +220,7 @@ def http_app(settings: Settings, options: ServeOptions, drain: Drain) -> tuple[A
     parts = _http_local if options.mode == "local" else _http_shared
     served = parts(settings, options, metrics, drain)
 
-    def health(principal: Principal | None) -> dict[str, Any]:
+    def health(principal: Caller | None) -> dict[str, Any]:
         if principal is None:
             return {"status": "ok"}
         return {
@@ -266,7 +260,7 @@ def _http_local(
     def sizes() -> list[IndexSize]:
         return [IndexSize.of(c) for c in service.kb.reader.collections()]
 
-    def status(principal: Principal) -> dict[str, Any]:
+    def status(principal: Caller) -> dict[str, Any]:
         indexing = {"indexing": not service.ready.is_set()}
         if not principal.unlimited:  # its collections' counts only
             return {**counts(sizes, principal), **indexing}
@@ -289,7 +283,7 @@ def _http_shared(
         Route("/mcp/{session_id}", _SessionGate(registry, data_endpoint)),
     ]
 
-    def status(principal: Principal) -> dict[str, Any]:
+    def status(principal: Caller) -> dict[str, Any]:
         if not principal.unlimited:  # no session counts: those of its loaded sessions' collections
             return counts(registry.index_sizes, principal)
         rows = registry.sessions()
@@ -335,7 +329,7 @@ class _SessionGate:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         session_id = scope.get("path_params", {}).get("session_id", "")
-        principal: Principal | None = scope.get(PRINCIPAL_KEY)
+        principal: Caller | None = scope.get(PRINCIPAL_KEY)
         known = self.registry.exists(session_id)
         if principal is None or not principal.may_use(session_id) or not known:
             response = Response(

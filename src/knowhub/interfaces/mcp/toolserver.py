@@ -23,25 +23,26 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, InputRequiredResult, ListToolsResult, PaginatedRequestParams
 from pydantic import ValidationError
 
+from knowhub.caller import LOCAL_USER, Caller
 from knowhub.checks import unpaired_surrogate
 from knowhub.interfaces.mcp.metrics import Metrics
 from knowhub.interfaces.mcp.tools.base import Refusal, Tool, ToolGroup, anyone
-from knowhub.interfaces.security import LOCAL_USER, PRINCIPAL_KEY, Principal
+from knowhub.interfaces.security import PRINCIPAL_KEY
 
 __all__ = ["ToolServer", "invalid_arguments", "principal_of"]
 
 
-def principal_of(ctx: Context) -> Principal:
+def principal_of(ctx: Context) -> Caller:
     """The caller set by :class:`~knowhub.interfaces.security.Guard`; on stdio, the local
     user."""
     return _caller(ctx.request_context.request)
 
 
-def _caller(request: object) -> Principal:
+def _caller(request: object) -> Caller:
     scope = getattr(request, "scope", None)
     if scope is None:
         return LOCAL_USER
-    principal: Principal | None = scope.get(PRINCIPAL_KEY)
+    principal: Caller | None = scope.get(PRINCIPAL_KEY)
     if principal is None:  # only /health lets one through, and it calls no tool
         raise ToolError("unauthenticated")
     return principal
@@ -78,7 +79,7 @@ class ToolServer(MCPServer):
         )
         self._refusals[tool.name] = tool.refuses
 
-    def refusal(self, tool: str, principal: Principal) -> str | None:
+    def refusal(self, tool: str, principal: Caller) -> str | None:
         """Why ``principal`` may not call ``tool``; None when it may (or no such tool)."""
         refuses = self._refusals.get(tool)
         return None if refuses is None else refuses(principal)

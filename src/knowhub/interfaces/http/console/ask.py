@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 
+from knowhub.caller import Caller
 from knowhub.errors import KnowhubError, QueryError
 from knowhub.interfaces.arguments import parse_key_values
 from knowhub.interfaces.http.console.auth import check_same_origin, read_form
@@ -32,7 +33,6 @@ from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
 from knowhub.interfaces.http.errors import describe_invalid
 from knowhub.interfaces.http.schemas import AskBody, ChatBody
 from knowhub.interfaces.http.service import Event, Service, note_collection, sse
-from knowhub.interfaces.security import Principal
 
 __all__ = ["ask_page", "ask_stream", "ask_submit", "give_feedback", "linked", "router"]
 
@@ -133,7 +133,7 @@ def linked(text: str, sources: list[dict[str, Any]]) -> list[tuple[str, str | No
     return out
 
 
-def _context(service: Service, principal: Principal, form: dict[str, str]) -> dict[str, Any]:
+def _context(service: Service, principal: Caller, form: dict[str, str]) -> dict[str, Any]:
     return {
         "names": readable_names(service.app, principal),
         "default": service.default_name(principal),
@@ -179,7 +179,7 @@ async def _json_body(request: Request) -> dict[str, Any]:
 
 
 async def _begin(
-    request: Request, service: Service, principal: Principal, data: dict[str, Any]
+    request: Request, service: Service, principal: Caller, data: dict[str, Any]
 ) -> AsyncGenerator[Event, None]:
     """The answer's (or chat's) events, started: errors before its content are raised."""
     if not data.get("tools"):

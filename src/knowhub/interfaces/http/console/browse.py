@@ -9,6 +9,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from knowhub.caller import Caller
 from knowhub.errors import QueryError
 from knowhub.interfaces.http.console.charts import stage_bars
 from knowhub.interfaces.http.console.failure import NotFoundError, error_page, on_failure
@@ -23,7 +24,6 @@ from knowhub.interfaces.http.console.source import picture_url
 from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
 from knowhub.interfaces.http.service import Service
 from knowhub.interfaces.render import explain_hits
-from knowhub.interfaces.security import Principal
 from knowhub.models import citation
 from knowhub.query.pipeline import SearchResult
 from knowhub.trace.report import select, summarize
@@ -38,7 +38,7 @@ router = pages_router()
 
 @router.get("")
 async def overview(request: Request, service: ServiceDep, principal: PrincipalDep) -> Response:
-    def gather(principal: Principal) -> dict[str, Any]:
+    def gather(principal: Caller) -> dict[str, Any]:
         app, opts = service.app_for(principal), service.settings
         recent = select(readable_traces(app, principal), since=datetime.now(UTC) - RECENT)
         return {
@@ -95,7 +95,7 @@ async def search(
 async def documents(
     request: Request, service: ServiceDep, principal: PrincipalDep, collection: str = ""
 ) -> Response:
-    def gather(principal: Principal) -> dict[str, Any]:
+    def gather(principal: Caller) -> dict[str, Any]:
         name = service.collection(principal, collection or None)
         names = readable_names(service.app_for(principal), principal)
         return {
@@ -115,7 +115,7 @@ async def document(
     doc_hash: str,
     collection: str = "",
 ) -> Response:
-    def gather(principal: Principal) -> dict[str, Any]:
+    def gather(principal: Caller) -> dict[str, Any]:
         app = service.app_for(principal)
         name = service.collection(principal, collection or None)
         record = app.document(doc_hash, name)
@@ -128,7 +128,7 @@ async def document(
 async def chunk(
     request: Request, service: ServiceDep, principal: PrincipalDep, chunk_id: str
 ) -> Response:
-    def gather(principal: Principal) -> dict[str, Any]:
+    def gather(principal: Caller) -> dict[str, Any]:
         try:
             found = principal.readable(
                 service.app_for(principal).chunk(chunk_id), lambda h: h.collection

@@ -10,12 +10,12 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from knowhub.caller import Caller
 from knowhub.errors import ConfigError
 from knowhub.eval.report import load_report
 from knowhub.interfaces.http.console.charts import metric_groups, run_label
 from knowhub.interfaces.http.console.pages import gathered, pages_router
 from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
-from knowhub.interfaces.security import Principal
 
 __all__ = ["evals", "router"]
 
@@ -26,7 +26,7 @@ router = pages_router()
 async def evals(request: Request, service: ServiceDep, principal: PrincipalDep) -> Response:
     folder = Path(service.settings.data_dir) / "eval" / "reports"
 
-    def gather(principal: Principal) -> dict[str, Any]:
+    def gather(principal: Caller) -> dict[str, Any]:
         reports, problems = _reports(folder)
         runs = principal.readable(reports, lambda r: str(r.get("collection", "")))
         runs.sort(key=lambda r: str(r.get("created", "")))

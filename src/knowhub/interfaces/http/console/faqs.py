@@ -18,6 +18,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from knowhub.caller import Caller
 from knowhub.errors import IngestError, QueryError
 from knowhub.ingest.faq import FAQ_SUFFIXES
 from knowhub.ingest.uploads import uploads_folder
@@ -28,7 +29,6 @@ from knowhub.interfaces.http.console.render import page
 from knowhub.interfaces.http.console.uploads import UploadLimits, as_sent, receive
 from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
 from knowhub.interfaces.http.service import Service
-from knowhub.interfaces.security import Principal
 
 __all__ = [
     "faq_dir",
@@ -118,7 +118,7 @@ def _discard_unused(paths: list[Path], groups: dict[str, list[str]]) -> None:
             path.unlink(missing_ok=True)
 
 
-async def _shown(service: Service, principal: Principal, name: str) -> dict[str, Any]:
+async def _shown(service: Service, principal: Caller, name: str) -> dict[str, Any]:
     def gather() -> dict[str, Any]:
         groups: dict[str, list[str]] = {}
         for entry in service.app_for(principal).faq(name):

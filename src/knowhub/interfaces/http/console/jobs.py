@@ -6,7 +6,7 @@ Ingest reports chunks encoded for the whole run, not per file, so a file in ``em
 shows the run's encoded share; every file's final state and failure reason come from the
 run's :class:`~knowhub.ingest.pipeline.IngestReport`. Jobs are kept in memory (the last
 :data:`KEPT` of them) and shown only to the token that started them: its
-:class:`~knowhub.interfaces.security.Principal` object itself, not its name (two tokens may
+:class:`~knowhub.interfaces.security.Caller` object itself, not its name (two tokens may
 share a name). The token book makes one principal per token, and a console session stands
 for that same object, so a token's header and its browser's session see one job, and no
 other token does. Past :data:`MAX_PENDING` jobs an upload is refused with 503 and
@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from knowhub.caller import Caller
 from knowhub.errors import KnowhubError
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import IngestProgress, Progress
@@ -38,7 +39,6 @@ from knowhub.ingest.report import count_by_type, types_text
 from knowhub.ingest.uploads import Held, Queue, QueuedFile, QueuedUpload, uploads_folder
 from knowhub.interfaces.http.console.uploads import Received, as_sent, storage_error
 from knowhub.interfaces.http.limits import ServerBusyError
-from knowhub.interfaces.security import Principal
 from knowhub.scope import UNRESTRICTED, Scope
 
 __all__ = [
@@ -67,7 +67,7 @@ Ingest = Callable[[Progress], IngestReport]
 Resume = Callable[[QueuedUpload, list[Path]], Ingest]
 """The ingest of a queued upload's files (those still there): what a start resumes it with."""
 # Owns the jobs a start resumes: no token's principal is this object, so none is shown them.
-_NOBODY = Principal("resumed upload")
+_NOBODY = Caller("resumed upload")
 
 
 @dataclass
@@ -87,7 +87,7 @@ class Job:
     assignments only, so a reader sees each field old or new, never torn)."""
 
     id: str
-    owner: Principal  # compared by identity: see the module's docstring
+    owner: Caller  # compared by identity: see the module's docstring
     collection: str
     files: list[FileState]
     refused: list[FileState] = field(default_factory=list)
@@ -240,7 +240,7 @@ class JobBook:
 
     def start(
         self,
-        owner: Principal,
+        owner: Caller,
         collection: str,
         files: list[FileState],
         refused: list[FileState],
@@ -329,7 +329,7 @@ class JobBook:
         """The server stops: jobs cut short from now on keep their files and records."""
         self.stopping.set()
 
-    def get(self, job_id: str, owner: Principal) -> Job | None:
+    def get(self, job_id: str, owner: Caller) -> Job | None:
         """The job, if it exists and ``owner`` started it (else None: one answer for both)."""
         with self._lock:
             job = self._jobs.get(job_id)

@@ -23,6 +23,7 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 
 from knowhub.app import App
+from knowhub.caller import Caller
 from knowhub.errors import QueryError
 from knowhub.ingest.discover import rediscover
 from knowhub.ingest.pipeline import IngestReport
@@ -38,7 +39,6 @@ from knowhub.interfaces.http.console.render import page
 from knowhub.interfaces.http.console.uploads import Upload, UploadLimits, receive
 from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
 from knowhub.interfaces.http.service import Service
-from knowhub.interfaces.security import Principal
 
 __all__ = [
     "UPLOAD_BODY_BYTES",
@@ -188,7 +188,7 @@ async def reingest(
     return page(request, "managed.html", collection=name, message=done)
 
 
-async def _form(service: Service, principal: Principal) -> dict[str, Any]:
+async def _form(service: Service, principal: Caller) -> dict[str, Any]:
     names, default = await service.run(
         lambda: (
             readable_names(service.app_for(principal), principal),
@@ -207,7 +207,7 @@ async def _form(service: Service, principal: Principal) -> dict[str, Any]:
     }
 
 
-def _collection(service: Service, principal: Principal, fields: dict[str, str]) -> str:
+def _collection(service: Service, principal: Caller, fields: dict[str, str]) -> str:
     """The collection the form names (a new one typed in wins), if the caller may read it."""
     typed = fields.get("new_collection", "").strip() or fields.get("collection", "").strip()
     return service.collection(principal, typed or None, writing=True)
@@ -219,7 +219,7 @@ def _tags(text: str) -> dict[str, str]:
     return parse_key_values(items, "tag")
 
 
-def _start(service: Service, jobs: JobBook, principal: Principal, name: str, sent: Upload) -> Job:
+def _start(service: Service, jobs: JobBook, principal: Caller, name: str, sent: Upload) -> Job:
     """The ingest of what was received, as a job; bad tags refuse the whole upload."""
     try:
         tags = _tags(sent.fields.get("tags", ""))

@@ -11,9 +11,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from knowhub.app import App
+from knowhub.caller import Caller
 from knowhub.interfaces.http.console.render import page
 from knowhub.interfaces.http.service import Service
-from knowhub.interfaces.security import Principal
 from knowhub.trace.record import Trace
 
 __all__ = ["gathered", "pages_router", "readable_names", "readable_traces"]
@@ -27,20 +27,20 @@ def pages_router() -> APIRouter:
 async def gathered(
     request: Request,
     service: Service,
-    principal: Principal,
+    principal: Caller,
     template: str,
-    gather: Callable[[Principal], dict[str, Any]],
+    gather: Callable[[Caller], dict[str, Any]],
 ) -> Response:
     """``template`` filled with what ``gather(principal)`` returns, run in a worker thread."""
     context = await service.run(lambda: gather(principal))
     return page(request, template, **context)
 
 
-def readable_names(app: App, principal: Principal) -> list[str]:
+def readable_names(app: App, principal: Caller) -> list[str]:
     """The names of the collections ``principal`` may read."""
     return [i.name for i in principal.readable(app.collections(), lambda i: i.name)]
 
 
-def readable_traces(app: App, principal: Principal) -> list[Trace]:
+def readable_traces(app: App, principal: Caller) -> list[Trace]:
     """The recorded traces of the collections ``principal`` may read, oldest first."""
     return [t for t in app.traces() if principal.may_see(t)]

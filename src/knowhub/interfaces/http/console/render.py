@@ -15,8 +15,9 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
+from knowhub.caller import Caller
 from knowhub.interfaces.http.console.auth import CONSOLE_LOGIN
-from knowhub.interfaces.security import PRINCIPAL_KEY, Principal
+from knowhub.interfaces.security import PRINCIPAL_KEY
 
 __all__ = ["HEADERS", "NAV", "page"]
 
@@ -55,7 +56,7 @@ _VERSION = version("knowhub")
 
 def page(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
     """``template`` filled with ``context``, plus what the layout needs (nav, who is in)."""
-    principal: Principal | None = request.scope.get(PRINCIPAL_KEY)
+    principal: Caller | None = request.scope.get(PRINCIPAL_KEY)
     signed_in = CONSOLE_LOGIN.cookie in request.cookies and principal is not None
     html = _ENV.get_template(template).render(
         nav=NAV,

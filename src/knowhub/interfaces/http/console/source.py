@@ -20,6 +20,7 @@ from urllib.parse import quote
 from starlette.requests import Request
 from starlette.responses import Response
 
+from knowhub.caller import Caller
 from knowhub.errors import KnowhubError, LoaderError, QueryError
 from knowhub.ingest.loaders.compressed import decompress, is_compressed
 from knowhub.ingest.loaders.reading import open_regular
@@ -32,7 +33,6 @@ from knowhub.interfaces.http.console.pdf_pages import PageImages, render_page
 from knowhub.interfaces.http.console.render import page
 from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
 from knowhub.interfaces.http.service import Service
-from knowhub.interfaces.security import Principal
 from knowhub.models import DocumentRecord, Hit, citation
 from knowhub.providers.images import image_store
 
@@ -80,7 +80,7 @@ async def source(
 ) -> Response:
     """The cited chunk highlighted in its document, its neighbours around it."""
 
-    def gather(principal: Principal) -> dict[str, Any]:
+    def gather(principal: Caller) -> dict[str, Any]:
         app = service.app_for(principal)
         hit = _cited(service, principal, chunk_id, collection)
         record = _record(service, principal, hit.doc_hash, hit.collection)
@@ -183,7 +183,7 @@ async def document_file(
     return Response(data, media_type=_download_type(record.source), headers=_attachment(record))
 
 
-def _cited(service: Service, principal: Principal, chunk_id: str, collection: str) -> Hit:
+def _cited(service: Service, principal: Caller, chunk_id: str, collection: str) -> Hit:
     """The chunk in the active version of a collection the caller may read (``collection``
     picks one when the same chunk is in several)."""
     try:
@@ -198,9 +198,7 @@ def _cited(service: Service, principal: Principal, chunk_id: str, collection: st
     return found[0]
 
 
-def _record(
-    service: Service, principal: Principal, doc_hash: str, collection: str
-) -> DocumentRecord:
+def _record(service: Service, principal: Caller, doc_hash: str, collection: str) -> DocumentRecord:
     try:
         return service.app_for(principal).document(doc_hash, collection)
     except QueryError as exc:

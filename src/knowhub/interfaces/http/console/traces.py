@@ -11,6 +11,7 @@ from urllib.parse import quote, urlencode
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from knowhub.caller import Caller
 from knowhub.errors import AuthError, QueryError
 from knowhub.eval.golden import add_case
 from knowhub.interfaces.http.console.auth import check_same_origin, read_form
@@ -26,7 +27,6 @@ from knowhub.interfaces.http.console.pages import gathered, pages_router, readab
 from knowhub.interfaces.http.console.render import page
 from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
 from knowhub.interfaces.http.service import Service
-from knowhub.interfaces.security import Principal
 from knowhub.trace.record import Trace
 from knowhub.trace.report import select, summarize
 
@@ -54,7 +54,7 @@ def golden_path(service: Service) -> Path:
 
 @router.get("/ingestion")
 async def ingestion(request: Request, service: ServiceDep, principal: PrincipalDep) -> Response:
-    def gather(principal: Principal) -> dict[str, Any]:
+    def gather(principal: Caller) -> dict[str, Any]:
         runs = select(readable_traces(service.app, principal), kind="ingest")
         return {"runs": runs[-LIST_LIMIT:][::-1], "total": len(runs)}
 
@@ -70,7 +70,7 @@ async def traces(
     errors: str = "",
     slow: str = "",
 ) -> Response:
-    def gather(principal: Principal) -> dict[str, Any]:
+    def gather(principal: Caller) -> dict[str, Any]:
         if kind not in ("", *KINDS):
             raise QueryError(f"kind {kind!r} is not one of {', '.join(KINDS)}")
         traces = readable_traces(service.app, principal)
@@ -94,7 +94,7 @@ async def trace(
     saved: str = "",
     new: str = "",
 ) -> Response:
-    def gather(principal: Principal) -> dict[str, Any]:
+    def gather(principal: Caller) -> dict[str, Any]:
         context = trace_context(service, principal, trace_id)
         if saved:
             context["saved"] = {"case": saved, "new": new == "1"}
@@ -131,7 +131,7 @@ async def save_case(
     return RedirectResponse(target, 303)
 
 
-def trace_context(service: Service, principal: Principal, trace_id: str) -> dict[str, Any]:
+def trace_context(service: Service, principal: Caller, trace_id: str) -> dict[str, Any]:
     """What the trace page shows: the trace, its spans, the sources it cited."""
     trace = find_trace(service.app.traces(), principal, trace_id)
     cited = []
@@ -160,7 +160,7 @@ def trace_context(service: Service, principal: Principal, trace_id: str) -> dict
     }
 
 
-def find_trace(traces: Iterable[Trace], principal: Principal, trace_id: str) -> Trace:
+def find_trace(traces: Iterable[Trace], principal: Caller, trace_id: str) -> Trace:
     """The trace ``trace_id`` if ``principal`` may read it; missing and forbidden look alike."""
     found = [t for t in traces if t.trace_id == trace_id and principal.may_see(t)]
     if not found:
@@ -171,7 +171,7 @@ def find_trace(traces: Iterable[Trace], principal: Principal, trace_id: str) -> 
 async def _save_failed(
     request: Request,
     service: Service,
-    principal: Principal,
+    principal: Caller,
     exc: Exception,
     trace_id: str,
     expected: str,

@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from knowhub.caller import Caller
 from knowhub.errors import AuthError, ConfigError, KnowhubError, QueryError
 from knowhub.interfaces.http.console.auth import check_same_origin, read_form
 from knowhub.interfaces.http.console.pages import gathered, pages_router, readable_names
@@ -25,7 +26,6 @@ from knowhub.interfaces.http.console.render import page
 from knowhub.interfaces.http.console.traces import golden_path
 from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
 from knowhub.interfaces.http.service import Service
-from knowhub.interfaces.security import Principal
 from knowhub.versions.gate import compare_versions, gate_check
 from knowhub.versions.record import READY, read_versions, resolve_target
 from knowhub.versions.switch import activate_version, list_versions
@@ -53,7 +53,7 @@ async def versions(
             "was already active." if now == was else f"is active (was {was})."
         )
 
-    def gather(principal: Principal) -> dict[str, Any]:
+    def gather(principal: Caller) -> dict[str, Any]:
         return {
             "names": readable_names(service.app, principal),
             "collection": name,
@@ -86,7 +86,7 @@ async def switch(request: Request, service: ServiceDep, principal: PrincipalDep)
     return RedirectResponse(f"/ui/versions?{query}", 303)
 
 
-def _whole_collections(principal: Principal) -> None:
+def _whole_collections(principal: Caller) -> None:
     """Versions are whole collections (their counts, their switch for every caller): not
     for a caller with a data scope."""
     if not principal.scope.unrestricted:
@@ -102,7 +102,7 @@ def _number(text: str) -> int:
     return int(text)
 
 
-def _check(service: Service, principal: Principal, name: str, number: int) -> dict[str, Any]:
+def _check(service: Service, principal: Caller, name: str, number: int) -> dict[str, Any]:
     """The confirmation page: the version to activate, the active one, and the gate's
     verdict (or why there is none)."""
     app = service.app
@@ -138,7 +138,7 @@ def _check(service: Service, principal: Principal, name: str, number: int) -> di
     return context
 
 
-def _note(principal: Principal, reason: str) -> str:
+def _note(principal: Caller, reason: str) -> str:
     """Why the gate did not run, as far as the caller may know: the reason names other
     collections (the gates configured, another's golden cases) to a token limited to some."""
     if "*" in principal.collections:

@@ -26,6 +26,7 @@ from mcp_types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from knowhub.app import App
+from knowhub.caller import Caller
 from knowhub.checks import check_collection_name
 from knowhub.config import IngestSettings, ServerSettings
 from knowhub.default_collection import default_collection
@@ -35,7 +36,6 @@ from knowhub.interfaces.mcp.indexing import Indexed, indexing_note
 from knowhub.interfaces.mcp.kb import KnowledgeBase
 from knowhub.interfaces.mcp.metrics import Metrics
 from knowhub.interfaces.progress import Notifier, ProgressView
-from knowhub.interfaces.security import Principal
 
 __all__ = [
     "READ",
@@ -69,11 +69,11 @@ WRITE = ToolAnnotations(
 )
 
 
-Refusal = Callable[[Principal], str | None]
+Refusal = Callable[[Caller], str | None]
 """Why a caller may not call a tool (None: it may); it is then not offered the tool."""
 
 
-def anyone(principal: Principal) -> None:
+def anyone(principal: Caller) -> None:
     """Every caller may call the tool."""
 
 
@@ -112,7 +112,7 @@ class Target:
     """What a data-tool call works on."""
 
     kb: KnowledgeBase
-    principal: Principal
+    principal: Caller
     root: Path  # ingest paths must resolve inside it
     label: str  # "local" or the session id, for logs
 

@@ -16,6 +16,7 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from knowhub.caller import Caller
 from knowhub.interfaces.mcp.shared import SessionRecord, SessionRegistry
 from knowhub.interfaces.mcp.tools.base import (
     Refusal,
@@ -26,7 +27,6 @@ from knowhub.interfaces.mcp.tools.base import (
     tool_result,
     writers,
 )
-from knowhub.interfaces.security import Principal
 
 __all__ = ["ControlTools", "RegisterOut", "SessionOut", "SessionsOut", "UnregisterOut"]
 
@@ -169,7 +169,7 @@ class ControlTools:
 def _control(tool: str) -> Refusal:
     """The refusal of a control tool: a caller with a data scope or limited to sessions."""
 
-    def refuses(principal: Principal) -> str | None:
+    def refuses(principal: Caller) -> str | None:
         if not principal.scope.unrestricted:
             # A session is a whole index: its chunk count, its removal, concern every scope.
             return (
