@@ -101,8 +101,10 @@ class Service:
         return self.health.started
 
     def app_for(self, principal: Caller) -> App:
-        """The App as ``principal`` sees it: every read applies its data scope."""
-        return self.app.scoped(principal.scope)
+        """The App as ``principal`` may use it (``App.for_caller``): a collection it may not
+        read is refused, listings and chunk look-ups leave those out, every read applies its
+        data scope."""
+        return self.app.for_caller(principal)
 
     def collection(self, principal: Caller, name: str | None, *, writing: bool = False) -> str:
         """``name``, or the collection a request naming none uses (the one rule of
@@ -111,7 +113,7 @@ class Service:
         resolved = (
             check_collection_name(name)
             if name
-            else self.app.limited(principal.collections).default_collection(writing=writing)
+            else self.app_for(principal).default_collection(writing=writing)
         )
         principal.check_read(resolved)
         return resolved
