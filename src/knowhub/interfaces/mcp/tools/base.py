@@ -118,8 +118,10 @@ class Target:
 
     @property
     def reader(self) -> App:
-        """The served App as the caller sees it: every read applies its data scope."""
-        return self.kb.reader.scoped(self.principal.scope)
+        """The served App as the caller may use it (``App.for_caller``): a collection it may
+        not read is refused, listings and chunk look-ups leave those out, every read applies
+        its data scope."""
+        return self.kb.reader.for_caller(self.principal)
 
     def collection(self, name: str | None, *, writing: bool = False) -> str:
         """``name``, or the collection a call naming none uses, by the one rule of
