@@ -177,11 +177,12 @@ def _han_terms(run: str) -> list[str]:
 def _han_parts(words: list[str]) -> list[str]:
     """The dictionary words inside each Han word of three characters or more, as jieba's
     search mode finds them: "相对路径" holds "相对" and "路径"."""
+    long_words = [word for word in words if len(word) >= 3 and _HAN_WORD.fullmatch(word)]
+    if not long_words:  # jieba's dictionary is loaded for Chinese text only
+        return []
     freq = _segmenter().FREQ
     parts: list[str] = []
-    for word in words:
-        if len(word) < 3 or not _HAN_WORD.fullmatch(word):
-            continue
+    for word in long_words:
         for size in (2, 3) if len(word) > 3 else (2,):
             grams = (word[i : i + size] for i in range(len(word) - size + 1))
             parts.extend(g for g in grams if freq.get(g) and g not in STOPWORDS_ZH)
