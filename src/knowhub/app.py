@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import cached_property
@@ -112,8 +112,10 @@ class App:
 
     def resolve(self, collection: str | None = None, version: int | None = None) -> Target:
         """The version a request on ``collection`` uses: the active one, read now (so an
-        activation applies from the next request on), or version ``version``."""
+        activation applies from the next request on), or version ``version``; one the
+        caller may read (:meth:`Caller.check_read`)."""
         name = check_collection_name(collection or self.default_collection())
+        self.caller.check_read(name)
         return resolve_target(self.store, name, version)
 
     def default_collection(self, *, writing: bool = False) -> str:
@@ -134,7 +136,11 @@ class App:
 
     def collection(self, name: str | None = None, version: int | None = None) -> Collection:
         """The handle of ``name`` (the default collection when None) at its active version,
-        or at ``version``; it resolves which on first use."""
+        or at ``version``; it resolves which on first use. A name the caller may not read is
+        refused now; so is the default of a caller limited to some collections."""
+        if name is not None or "*" not in self.caller.collections:
+            name = check_collection_name(name or self.default_collection())
+            self.caller.check_read(name)
         return Collection(self, name, version)
 
     def for_caller(self, caller: Caller) -> App:
@@ -147,10 +153,6 @@ class App:
     def scoped(self, scope: Scope) -> App:
         """This App for its caller limited to the data scope ``scope``."""
         return self.for_caller(replace(self.caller, scope=scope))
-
-    def limited(self, collections: Iterable[str]) -> App:
-        """This App for its caller limited to ``collections`` (``"*"``: all)."""
-        return self.for_caller(replace(self.caller, collections=frozenset(collections)))
 
     def embedder_with(self, settings: Settings) -> Embedder:
         """The embedder ``settings`` configure, loaded once per App (the App's own one
@@ -167,8 +169,9 @@ class App:
 
     def collections(self) -> list[CollectionView]:
         """Each collection once, under its own name, as its active version holds it; for a
-        scoped App its counts are of the documents the scope sees (hidden ones uncounted)."""
-        views = collection_views(self.store)
+        scoped App its counts are of the documents the scope sees (hidden ones uncounted);
+        those the caller may not read left out."""
+        views = self.caller.readable(collection_views(self.store), lambda view: view.name)
         return views if self.scope.unrestricted else [self._scoped_counts(v) for v in views]
 
     def _scoped_counts(self, view: CollectionView) -> CollectionView:
@@ -179,11 +182,14 @@ class App:
         return replace(view, documents=len(seen), chunks=chunks, lexical_chunks=chunks)
 
     def chunk(self, chunk_id: str) -> list[Hit]:
-        """The chunk with this id in the active version of its collection."""
+        """The chunk with this id in the active version of its collection, in a collection
+        the caller may read."""
         targets: dict[str, Target] = {}
         found = []
         for hit in self.store.chunks_by_id(check_text(chunk_id, "chunk_id").strip()):
             name = logical_name(hit.collection)
+            if not self.caller.may_read(name):
+                continue  # looks like no chunk: nothing to probe
             target = targets.setdefault(name, resolve_target(self.store, name))
             if target.physical == hit.collection and self.scope.admits(chunk_scope(hit.metadata)):
                 found += named([hit], target)
@@ -371,8 +377,8 @@ class App:
 
 
 class _CallerApp(App):
-    """:meth:`App.for_caller`'s view: its providers and caches are its base's (built once);
-    every collection it names, listing and chunk look-up is checked against its caller."""
+    """:meth:`App.for_caller`'s view: its providers and caches are its base's (built once),
+    its caller its own (which the App's methods check)."""
 
     def __init__(self, base: App, caller: Caller) -> None:
         self._base = base
@@ -403,30 +409,6 @@ class _CallerApp(App):
 
     def for_caller(self, caller: Caller) -> App:
         return self._base.for_caller(caller)
-
-    def _checked(self, collection: str | None) -> str | None:
-        """``collection`` (the default one when None) once the caller may read it; None
-        for a caller who may read every collection, resolved when the handle is used."""
-        if collection is None and "*" in self.caller.collections:
-            return None
-        name = check_collection_name(collection or self.default_collection())
-        self.caller.check_read(name)
-        return name
-
-    def resolve(self, collection: str | None = None, version: int | None = None) -> Target:
-        return super().resolve(self._checked(collection), version)
-
-    def collection(self, name: str | None = None, version: int | None = None) -> Collection:
-        return super().collection(self._checked(name), version)
-
-    def collections(self) -> list[CollectionView]:
-        return self.caller.readable(super().collections(), lambda view: view.name)
-
-    def chunk(self, chunk_id: str) -> list[Hit]:
-        found = self.caller.readable(super().chunk(chunk_id), lambda hit: hit.collection)
-        if not found:
-            raise QueryError(f"no chunk with id {chunk_id!r}: copy a chunk_id from a search result")
-        return found
 
     def close(self) -> None:
         """Nothing: the base owns the store."""

@@ -4,8 +4,8 @@ A :class:`Caller` is what a token of ``server.tokens`` grants (or, for the owner
 directory — stdio, the CLI, an HTTP server without tokens — everything): the collections it
 may read, whether it may change them, the data scope it sees inside them
 (:mod:`knowhub.scope`), the shared-mode sessions and the chat's MCP servers it may use.
-The App applies it below the interfaces (``App.for_caller``), with one refusal message for
-each right, so that no route, page, tool or agent tool words its own.
+The App applies it below the interfaces (``App.for_caller``): a collection the caller may
+not read is refused with one message, and left out of listings and chunk look-ups.
 """
 
 from __future__ import annotations

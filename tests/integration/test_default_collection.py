@@ -7,8 +7,14 @@ from pathlib import Path
 import pytest
 
 from knowhub import App, ConfigError, QueryError, StoreError, build_app
+from knowhub.caller import Caller
 from knowhub.default_collection import folder_collection
 from tests.helpers import fast_settings, write
+
+
+def _limited(app: App, collections: list[str]) -> App:
+    """``app`` for a token that may read only ``collections``."""
+    return app.for_caller(Caller("token", frozenset(collections)))
 
 
 def _with(app: App, tmp_path: Path, *names: str) -> None:
@@ -60,7 +66,7 @@ def test_faq_import_never_creates_an_empty_collection(app: App, tmp_path: Path) 
 
 def test_a_caller_limited_to_one_collection_defaults_to_it(app: App, tmp_path: Path) -> None:
     _with(app, tmp_path, "default", "board")
-    board = app.limited(["board"])
+    board = _limited(app, ["board"])
     assert board.default_collection() == "board"
     assert [h.collection for h in board.search("backups").hits] == ["board"]
     assert [r.collection for r in board.documents()] == ["board"]
@@ -72,14 +78,14 @@ def test_a_caller_limited_to_several_gets_the_configured_one_if_allowed(tmp_path
     app = build_app(fast_settings(tmp_path / "data", collection="ops"))
     try:
         _with(app, tmp_path, "ops", "hr", "board")
-        assert app.limited(["ops", "hr"]).default_collection() == "ops"
+        assert _limited(app, ["ops", "hr"]).default_collection() == "ops"
         with pytest.raises(QueryError) as raised:
-            app.limited(["hr", "board"]).search("backups")
+            _limited(app, ["hr", "board"]).search("backups")
         message = str(raised.value)
         assert "this token may read several (board, hr): name one (`collection`)" in message
         assert "ops" not in message  # a collection it may not read is not named
         with pytest.raises(QueryError, match=r"may read no collection") as raised:
-            app.limited([]).search("backups")
+            _limited(app, []).search("backups")
         assert "()" not in str(raised.value) and "ops" not in str(raised.value)
     finally:
         app.close()
@@ -90,9 +96,9 @@ def test_the_only_collection_a_limited_caller_may_read_among_several(
 ) -> None:
     # Nothing configured, no `default`: of its two, only `kb` exists.
     _with(app, tmp_path, "kb", "other")
-    assert app.limited(["kb", "missing"]).default_collection() == "kb"
+    assert _limited(app, ["kb", "missing"]).default_collection() == "kb"
     with pytest.raises(QueryError, match="kb, other"):
-        app.limited(["kb", "other"]).default_collection()
+        _limited(app, ["kb", "other"]).default_collection()
 
 
 def test_an_ingest_naming_no_collection_creates_the_configured_one(

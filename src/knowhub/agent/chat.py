@@ -99,28 +99,28 @@ class Agent:
     def _traced(
         self,
         question: str,
-        scope: _Reach,
+        reach: _Reach,
         history: Sequence[ChatMessage],
         stream: bool,
         limits: Limits,
         llm: LLM,
         session_id: str | None,
     ) -> Iterator[ChatEvent]:
-        trace, clock = new_trace("chat", self.app.interface, scope.collection)
+        trace, clock = new_trace("chat", self.app.interface, reach.collection)
         trace.query, trace.model = question.strip(), llm.model_id
         trace.session_id = session_id
-        trace.scope = scope.app.scope.to_dict()  # what its tools saw: the scope, never the token
+        trace.scope = reach.app.scope.to_dict()  # what its tools saw: the scope, never the token
         emitted = False
         try:
             sources = SourceBook()
-            tools, notes = self._tools(sources, scope)
+            tools, notes = self._tools(sources, reach)
             events = run_turn(
                 question,
                 llm=llm,
                 toolbox=Toolbox(tools),
                 sources=sources,
                 system=system_prompt(
-                    scope.collection, sorted({t.server for t in tools} - {SERVER})
+                    reach.collection, sorted({t.server for t in tools} - {SERVER})
                 ),
                 limits=limits,
                 history=_uncited(history),
@@ -134,7 +134,7 @@ class Agent:
                     event.answer.notes = [self.scrub(n) for n in event.answer.notes]
                     event.answer.trace_id = trace.trace_id
                     trace.notes = list(event.answer.notes)
-                    trace.reads = sorted(sources.collections() - {scope.collection})
+                    trace.reads = sorted(sources.collections() - {reach.collection})
                     # Written before the end is told: a caller that has the answer finds
                     # its trace (and one that stops reading now loses nothing).
                     self.app.emit(trace, clock)
@@ -170,13 +170,13 @@ class Agent:
             raise ConfigError(f"max_steps must be an integer from 1 to 50, got {steps!r}")
         return Limits(steps, opts.max_result_chars, opts.max_total_result_chars)
 
-    def _tools(self, sources: SourceBook, scope: _Reach) -> tuple[list[Tool], list[str]]:
+    def _tools(self, sources: SourceBook, reach: _Reach) -> tuple[list[Tool], list[str]]:
         """knowhub's tools, then the tools of every started server the caller may use that
         its config offers; a note for each server that could not start."""
-        tools = knowledge_tools(scope.app, sources, scope.collection)
+        tools = knowledge_tools(reach.app, sources, reach.collection)
         notes = []
-        usable = [name for name in self.pool.names if scope.app.caller.may_chat_with(name)]
-        if usable and not scope.app.scope.unrestricted:
+        usable = [name for name in self.pool.names if reach.app.caller.may_chat_with(name)]
+        if usable and not reach.app.scope.unrestricted:
             usable, notes = [], [SCOPED_NOTE]
         for server, listed in self.pool.start(usable).items() if usable else ():
             if isinstance(listed, str):

@@ -211,9 +211,9 @@ def _picked(
         if own == [sentence]:  # quoted without a lead-in
             floor = max(score * NEXT_SHARE, best * KEEP) if picks else best * KEEP
             runs += _continued(group, sentence, used, scores, floor)
-        if not picks and own == [sentence] and quantity and not _states_value(runs):
-            taken = used | {(p.n, p.position) for run in runs for p in run}
-            runs += [[s] for s in _value_after(group, sentence, taken)]
+            if not picks and quantity and not _states_value(runs):
+                taken = used | {(p.n, p.position) for run in runs for p in run}
+                runs += [[s] for s in _value_after(group, sentence, taken)]
         # Each run (a sentence, or a lead-in with what it introduces) is cited on its own,
         # as verification reads each one.
         text = f" [{sentence.n}] ".join(" ".join(p.text for p in run) for run in runs)

@@ -180,13 +180,13 @@ def _han_parts(words: list[str]) -> list[str]:
     long_words = [word for word in words if len(word) >= 3 and _HAN_WORD.fullmatch(word)]
     if not long_words:  # jieba's dictionary is loaded for Chinese text only
         return []
-    freq = _segmenter().FREQ
-    parts: list[str] = []
-    for word in long_words:
-        for size in (2, 3) if len(word) > 3 else (2,):
-            grams = (word[i : i + size] for i in range(len(word) - size + 1))
-            parts.extend(g for g in grams if freq.get(g) and g not in STOPWORDS_ZH)
-    return parts
+    segmenter = _segmenter()
+    return [
+        part
+        for word in long_words
+        for part in segmenter.cut_for_search(word)
+        if part != word and part not in STOPWORDS_ZH
+    ]
 
 
 def _bigrams(run: str) -> list[str]:
