@@ -146,7 +146,7 @@ def main() -> None:
     latencies: list[float] = []
     for qid in qids:
         started = time.perf_counter()
-        app.search(queries[qid], collection=collection, top_k=10)
+        app.collection(collection).search(queries[qid], top_k=10)
         latencies.append((time.perf_counter() - started) * 1000)
         request = SearchRequest(queries[qid], collection, top_k=100)
         legs = retrieve(app.store, app.embedder, settings.search, request)

@@ -116,11 +116,11 @@ def app_for(data: Path, overrides: Mapping[str, object]) -> App:
 def measure(app: App, asked: Sequence[Question], warm: Sequence[str]) -> list[dict[str, Any]]:
     """Search each question once, after ``warm`` (other questions) warmed the process."""
     for text in warm:
-        app.search(text, COLLECTION, top_k=10)
+        app.collection(COLLECTION).search(text, top_k=10)
     rows = []
     for q in asked:
         clock = time.perf_counter()
-        result = app.search(q.text, COLLECTION, top_k=10)
+        result = app.collection(COLLECTION).search(q.text, top_k=10)
         ms = (time.perf_counter() - clock) * 1000.0
         ranked = list(dict.fromkeys(hit.source for hit in result.hits))
         rows.append(
@@ -195,7 +195,7 @@ def main() -> None:
         build_corpus(sets, args.datasets, corpus, {"zh": args.filler_zh, "en": args.filler_en})
     # Every run: a reused collection indexed by older code has its terms read again.
     clock = time.perf_counter()
-    app.ingest([corpus], COLLECTION)
+    app.collection(COLLECTION).ingest([corpus])
     print(json.dumps({"ingest_s": round(time.perf_counter() - clock, 1)}))
     app.close()
     asked = questions(sets, chosen)

@@ -54,7 +54,7 @@ def ingest_once(docs: Path, data_dir: Path, profile: bool) -> dict[str, float]:
     if profiler is not None:
         profiler.enable()
     try:
-        report = app.ingest([docs], collection="bench")
+        report = app.collection("bench").ingest([docs])
     finally:
         if profiler is not None:
             profiler.disable()

@@ -179,8 +179,8 @@ def read_back(data_dir: Path, env: dict[str, str], corpus: Corpus) -> dict[str, 
     app = build_app(settings)
     try:
         out = {}
-        for record in app.documents(COLLECTION):
-            hits = app.document_chunks(record)
+        for record in app.collection(COLLECTION).documents():
+            hits = app.collection(record.collection).document_chunks(record)
             name = Path(record.path).name
             text = document_text([(h.char_start, h.char_end, h.text) for h in hits])
             out[name] = _scores(name, text, record.metadata, corpus)

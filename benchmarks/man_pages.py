@@ -87,12 +87,12 @@ def main() -> None:
     overrides = {"data_dir": args.out / "data", "embedder.provider": args.embedder}
     app = build_app(load_settings(env={}, overrides=overrides, cwd=args.out))
     try:
-        report = app.ingest([docs])
+        report = app.collection().ingest([docs])
         if not report.ok:
             raise SystemExit(f"ingest failed: {report.failed}")
         reciprocal, first = 0.0, 0
         for question, page, entry in QUESTIONS:
-            hits = app.search(question, top_k=10).hits
+            hits = app.collection().search(question, top_k=10).hits
             rank = rank_of([(h.source, h.section_path) for h in hits], page, entry)
             reciprocal += 1 / rank if rank else 0.0
             first += rank == 1

@@ -168,7 +168,7 @@ def build(app: App, corpora: Iterable[Corpus], files: Path, provider: str) -> No
         docs = [d for d in load(corpus.dataset, "test").corpus if corpus.keep(d)]
         folder = files / corpus.name
         materialize(docs, folder)
-        report = app.ingest([folder], f"{corpus.name}-{provider}", prune=True)
+        report = app.collection(f"{corpus.name}-{provider}").ingest([folder], prune=True)
         print(
             f"{corpus.name}: {len(docs)} documents, {len(report.added)} added, "
             f"{report.embedded} chunks embedded, {len(report.failed)} failed",
@@ -181,7 +181,7 @@ def ask(app: App, case: Case, provider: str) -> list[dict[str, Any]]:
     rows = []
     for query in case.queries:
         try:
-            result = app.search(query, f"{case.corpus}-{provider}", top_k=TOP_K)
+            result = app.collection(f"{case.corpus}-{provider}").search(query, top_k=TOP_K)
         except QueryError:  # a query of stopwords and punctuation only: nothing to find
             result = None
         hits = result.hits if result is not None else []

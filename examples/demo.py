@@ -43,7 +43,7 @@ def answer_all(app: App, top_k: int = 3) -> list[Answered]:
     answered = []
     for entry in load_questions():
         expected = entry["expected_source"].removeprefix(DOCS_PREFIX)
-        result = app.search(entry["question"], top_k=top_k)
+        result = app.collection().search(entry["question"], top_k=top_k)
         answered.append(Answered(entry["question"], entry["language"], expected, result.hits))
     return answered
 

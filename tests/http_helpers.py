@@ -132,7 +132,7 @@ def build_corpus(root: Path) -> Path:
     app = build_app(fast_settings(data))
     try:
         for folder, collection in (("docs", "default"), ("private", "private")):
-            report = app.ingest([root / folder], collection)
+            report = app.collection(collection).ingest([root / folder])
             assert not report.failed, report.failed
     finally:
         app.close()

@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for case in _cases():
             answerable = bool(case.get("expected_sources"))
-            answer = collect(app.ask(case["query"], collection=args.collection))
+            answer = collect(app.collection(args.collection).ask(case["query"]))
             scores[answerable].append(float(answer["evidence"]))
             refused = answer["hit_type"] == "insufficient_context" or answer.get("not_mentioned")
             answered[answerable].append(0.0 if refused else 1.0)

@@ -1,10 +1,14 @@
-"""One version of one collection, bound to the embedder and chunking it was built with.
+"""One version of one collection, as one caller may use it: the door every request goes
+through.
 
-``app.collection(name, version)`` returns a :class:`Collection`; every operation on a
-collection (search, ingest, remove, documents, ask, FAQ, export) is a method of it, so
-"which version of which collection" is decided once, when the handle is first used, and
-everything it does reads and writes that version. Take a new handle per request to follow
-activations (a request in flight keeps the version it started on).
+``app.collection(name, version)`` returns a :class:`Collection` over the App's runtime
+(store, models, caches, tracer) and caller; every operation on a collection (search, ingest,
+remove, documents, ask, FAQ, export) is a method of it, so "which version of which
+collection, and may this caller" is decided once, when the handle is first used, and
+everything it does reads and writes that version, inside the caller's data scope. A caller
+that may not read the collection is refused (:meth:`Caller.check_read`), a read-only one
+that tries to change it too (:meth:`Caller.check_write`). Take a new handle per request to
+follow activations (a request in flight keeps the version it started on).
 """
 
 from __future__ import annotations
@@ -18,11 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from knowhub.answer.events import AnswerEvent, End, Token
+from knowhub.answer.events import Answer, AnswerEvent, End, Token
 from knowhub.answer.faq import FaqMatch, match_faq
 from knowhub.answer.flow import Retrieved, answer
+from knowhub.caller import Caller
 from knowhub.checks import check_collection_name, check_doc_hash_prefix, check_text
 from knowhub.config import Settings
+from knowhub.default_collection import ALL, default_collection
 from knowhub.errors import AuthError, CollectionNotFound, KnowhubError, QueryError
 from knowhub.models import DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Embedder
@@ -32,34 +38,55 @@ from knowhub.providers.llms.base import ChatMessage
 from knowhub.providers.stores.base import FaqEntry
 from knowhub.query.debug import diagnose
 from knowhub.query.pipeline import SearchRequest, SearchResult, StageHook, search, term_counts
-from knowhub.scope import DocumentScope, chunk_scope, record_scope
+from knowhub.runtime import Runtime
+from knowhub.scope import DocumentScope, Scope, chunk_scope, record_scope
 from knowhub.surrogates import escape_surrogates
 from knowhub.trace.build import record_answer, record_ingest, record_search
 from knowhub.trace.record import Trace, new_trace, preview
-from knowhub.versions.record import Target, target_settings
+from knowhub.trace.stream import traced_stream
+from knowhub.versions.record import (
+    CollectionView,
+    Target,
+    collection_views,
+    resolve_target,
+    target_settings,
+)
 
-if TYPE_CHECKING:  # the App hands itself in; ingest's modules load only when ingesting
-    from knowhub.app import App
+if TYPE_CHECKING:  # ingest's modules load only when ingesting
     from knowhub.ingest.bundle import BundleStats
     from knowhub.ingest.deadletters import FailedFile
     from knowhub.ingest.pipeline import IngestReport, Progress
 
-__all__ = ["Collection", "named"]
+__all__ = ["Collection", "checked_name", "named", "readable_views"]
 
 
 class Collection:
     """A collection's version (the active one unless ``version`` is given)."""
 
-    def __init__(self, app: App, name: str | None = None, version: int | None = None) -> None:
-        """``name`` None: the default collection (:mod:`knowhub.default_collection`)."""
-        self._app = app
+    def __init__(
+        self,
+        runtime: Runtime,
+        caller: Caller,
+        name: str | None = None,
+        version: int | None = None,
+    ) -> None:
+        """``name`` None: the default collection for ``caller``
+        (:mod:`knowhub.default_collection`)."""
+        self.runtime = runtime
+        self.caller = caller
         self._requested = name
         self._version = version
 
     @cached_property
     def target(self) -> Target:
-        """The version this handle reads, resolved on first use."""
-        return self._app.resolve(self._requested, self._version)
+        """The version this handle reads, resolved on first use: the active one, read now
+        (so an activation applies from the next handle on), or ``version``."""
+        name = checked_name(self.runtime, self.caller, self._requested)
+        return resolve_target(self.runtime.store, name, self._version)
+
+    @property
+    def _scope(self) -> Scope:
+        return self.caller.scope
 
     @property
     def name(self) -> str:
@@ -68,17 +95,18 @@ class Collection:
     @cached_property
     def settings(self) -> Settings:
         """The settings with this version's embedder and chunking."""
-        return target_settings(self._app.store, self._app.settings, self.target)
+        return target_settings(self.runtime.store, self.runtime.settings, self.target)
 
     @cached_property
     def embedder(self) -> Embedder:
-        return self._app.embedder_with(self.settings)
+        return self.runtime.embedder_with(self.settings)
 
     def store_id(self) -> int:
         """The store id of this version; an unknown collection is an error."""
-        cid = self._app.store.collection_id(self.target.physical)
+        cid = self.runtime.store.collection_id(self.target.physical)
         if cid is None:
-            known = ", ".join(c.name for c in self._app.collections()) or "none yet"
+            views = readable_views(self.runtime, self.caller)
+            known = ", ".join(c.name for c in views) or "none yet"
             raise CollectionNotFound(
                 f"unknown collection {self.name!r} (known: {known}); ingest into it first"
             )
@@ -86,22 +114,20 @@ class Collection:
 
     def _reads(self, trace: Trace) -> None:
         trace.collection, trace.kb_version = self.name, self.target.describe()
-        trace.scope = self._app.scope.to_dict()  # what it saw: the scope, never the token
+        trace.scope = self._scope.to_dict()  # what it saw: the scope, never the token
 
     def _ran(self, trace: Trace, filters: Filters) -> None:
         """What the search applied: ``filters`` and, inside both legs, the caller's scope."""
-        trace.effective_source = {"filters": dict(filters), "scope": self._app.scope.to_dict()}
+        trace.effective_source = {"filters": dict(filters), "scope": self._scope.to_dict()}
 
     def _sees(self, record: DocumentRecord) -> bool:
-        return self._app.scope.admits(record_scope(record.metadata))
+        return self._scope.admits(record_scope(record.metadata))
 
     def _may_change(self, record: DocumentRecord) -> bool:
         """A writer of a data scope changes only documents whose scope is within its own (a
         document shared with every tenant is not one tenant's to take away)."""
         found = record_scope(record.metadata)
-        return self._app.scope.unrestricted or (
-            found is not None and self._app.scope.may_write(found)
-        )
+        return self._scope.unrestricted or (found is not None and self._scope.may_write(found))
 
     def _trace_name(self) -> str:
         """The collection a trace opens under, before :meth:`_reads` sets what was read: the
@@ -112,7 +138,7 @@ class Collection:
         try:
             return self.name
         except KnowhubError:
-            return self._app.settings.collection
+            return self.runtime.settings.collection
 
     # -- search ------------------------------------------------------------------------
 
@@ -125,7 +151,7 @@ class Collection:
         on_stage: StageHook | None = None,
     ) -> SearchResult:
         """One hybrid search, traced."""
-        with self._app.traced("search", self._trace_name(), query.strip()) as trace:
+        with self.runtime.traced("search", self._trace_name(), query.strip()) as trace:
             self._reads(trace)
             result = self.retrieve(query, top_k, filters, min_score, on_stage)
             record_search(trace, result.timings_ms, result.counts, result.cache, result.hits)
@@ -142,7 +168,7 @@ class Collection:
         on_stage: StageHook | None = None,
     ) -> SearchResult:
         """The search without its own trace (a step of an answer, a gate's query)."""
-        app, request = self._app, self._request(query, top_k, filters, min_score)
+        app, request = self.runtime, self._request(query, top_k, filters, min_score)
         opts = app.settings.search
         found = search(app.store, self.embedder, opts, request, app.reranker, app.caches, on_stage)
         return replace(found, hits=named(found.hits, self.target))
@@ -152,13 +178,13 @@ class Collection:
     ) -> dict[str, int]:
         """How many chunks (up to ``limit``) the caller may see hold each lexical term."""
         request = self._request("terms", None, filters, None)
-        return term_counts(self._app.store, request, terms, limit)
+        return term_counts(self.runtime.store, request, terms, limit)
 
     def debug_search(
         self, query: str, top_k: int | None = None, filters: Filters | None = None
     ) -> dict[str, Any]:
         """One search's every stage, candidates and timings (see ``knowhub.query.debug``)."""
-        app, request = self._app, self._request(query, top_k, filters, None)
+        app, request = self.runtime, self._request(query, top_k, filters, None)
         report = diagnose(app.store, self.embedder, app.settings.search, request, app.reranker)
         report["collection"] = self.name
         for hit in report["hits"]:
@@ -169,14 +195,14 @@ class Collection:
         self, query: str, top_k: int | None, filters: Filters | None, min_score: float | None
     ) -> SearchRequest:
         """A search of this version; None takes the configured ``search`` default."""
-        opts = self._app.settings.search
+        opts = self.runtime.settings.search
         return SearchRequest(
             query=query,
             collection=self.target.physical,
             top_k=opts.top_k if top_k is None else top_k,
             filters=dict(filters or {}),
             min_score=opts.min_score if min_score is None else min_score,
-            scope=self._app.scope,
+            scope=self._scope,
         )
 
     # -- answer ------------------------------------------------------------------------
@@ -192,56 +218,55 @@ class Collection:
         """Answer ``question`` as a stream of events (see :mod:`knowhub.answer.flow`),
         traced, also when it fails or the caller stops reading; ``session_id`` names the
         conversation in the trace."""
-        trace, clock = new_trace("answer", self._app.interface, self._trace_name())
+        trace, clock = new_trace("answer", self.runtime.interface, self._trace_name())
         trace.query = question.strip()  # the user's words, kept whole for `traces save-case`
         trace.session_id, trace.source_filter = session_id, dict(filters or {})
-        emitted = False
-        try:
+
+        def events() -> Iterator[AnswerEvent]:
             self._reads(trace)  # one version for the whole answer
-            events = answer(
+            return answer(
                 question,
                 retrieve=lambda query, limit, ran: self._retrieve_for_answer(
                     trace, query, limit, ran
                 ),
                 faq=self.faq_match,
                 counts=self.term_counts,
-                llm=lambda: self._app.llm,
-                options=self._app.settings.answer,
+                llm=lambda: self.runtime.llm,
+                options=self.runtime.settings.answer,
                 filters=filters,
                 history=history,
                 embedder=lambda: self.embedder,
                 vectors=self._vectors,
             )
-            for event in events:
-                emitted = self._noted(trace, clock, event) or emitted
-                yield event
-        except KnowhubError as exc:
-            trace.error = str(exc)
-            raise
-        except GeneratorExit:
-            trace.notes.append("the caller stopped reading before the end")
-            raise
-        finally:
-            if not emitted:
-                self._app.emit(trace, clock)
+
+        ends: list[Answer] = []
+
+        def ended(event: AnswerEvent) -> Answer | None:
+            if (end := self._noted(trace, clock, event)) is not None:
+                ends.append(end)
+            return end
+
+        def emit(trace: Trace, clock: float) -> None:
+            self.runtime.emit(trace, clock)  # stamps the read version's revision
+            for end in ends:
+                end.kb_version = trace.kb_version
+
+        return traced_stream(trace, clock, events, ended, emit)
 
     def _vectors(self) -> CachedVectors:
         """This version's embedder, its vectors kept in the caches the searches use."""
-        caches = self._app.caches
+        caches = self.runtime.caches
         return CachedVectors(self.embedder, caches.query_vectors, caches.sentence_vectors)
 
-    def _noted(self, trace: Trace, clock: float, event: AnswerEvent) -> bool:
-        """Put ``event`` on the answer's trace; True once the trace is written, at the end:
-        before the end is told, so a caller holding the answer (to give feedback on it,
-        say) finds its trace."""
+    def _noted(self, trace: Trace, clock: float, event: AnswerEvent) -> Answer | None:
+        """Put ``event`` on the answer's trace; the answer, at the end (the trace is then
+        written, and the answer gets its id: :func:`traced_stream`)."""
         if isinstance(event, Token) and trace.first_token_ms is None:
             trace.first_token_ms = round((time.perf_counter() - clock) * 1000.0, 3)
         if not isinstance(event, End):
-            return False
+            return None
         record_answer(trace, event.answer.to_dict())
-        self._app.emit(trace, clock)
-        event.answer.trace_id, event.answer.kb_version = trace.trace_id, trace.kb_version
-        return True
+        return event.answer
 
     def _retrieve_for_answer(
         self, trace: Trace, query: str, limit: int, filters: Filters
@@ -269,19 +294,29 @@ class Collection:
         confine: Path | None = None,
         prune_renamed: bool = False,
     ) -> IngestReport:
-        """Bring this version in line with ``paths`` (see :meth:`knowhub.App.ingest`)."""
+        """Bring this version in line with ``paths``, embedded and chunked as it was built;
+        with ``confine``, only files resolving inside that folder (a served folder: symlinks
+        leading out are skipped); with ``prune_renamed``, a prune also removes the vanished
+        documents of a folder renamed into ``paths`` (its files found there, its old path
+        gone). An unnamed handle ingests into the writers' default (:meth:`_written`); a
+        read-only caller is refused; one change of the knowledge base at a time
+        (``Runtime.writing``)."""
         from knowhub.ingest.pipeline import IngestCancelledError, IngestStopped, ingest
         from knowhub.ingest.transforms import transforms_wanted
 
+        self.caller.check_write("ingest")
         name, where = self._written()
         if prune:
             self._unrestricted("pruning", "it would remove documents the caller does not see")
-        with self._app.traced("ingest", name, preview(" ".join(map(str, paths)))) as trace:
+        with (
+            self.runtime.writing,
+            self.runtime.traced("ingest", name, preview(" ".join(map(str, paths)))) as trace,
+        ):
             where._reads(trace)
             target = where.target
             try:
                 report = ingest(
-                    self._app.store,
+                    self.runtime.store,
                     where.embedder,
                     where.settings,
                     paths,
@@ -295,8 +330,8 @@ class Collection:
                     prune_renamed=prune_renamed,
                     # Built only when wanted: an LLM configured for answers must not be
                     # required (nor checked) to ingest.
-                    llm=self._app.llm if transforms_wanted(where.settings) else None,
-                    scope=self._app.scope,
+                    llm=self.runtime.llm if transforms_wanted(where.settings) else None,
+                    scope=self._scope,
                 )
             except (IngestStopped, IngestCancelledError) as stopped:
                 stopped.report.collection = target.collection
@@ -313,8 +348,8 @@ class Collection:
         (the configured one: an ingest never adds to a collection it guessed)."""
         if self._requested:
             return check_collection_name(self._requested), self
-        name = check_collection_name(self._app.default_collection(writing=True))
-        return name, self._app.collection(name, self._version)
+        name = checked_name(self.runtime, self.caller, None, writing=True)
+        return name, Collection(self.runtime, self.caller, name, self._version)
 
     def failed_files(self) -> list[FailedFile]:
         """Files that failed to load into the collection :meth:`ingest` writes to, not read
@@ -323,12 +358,12 @@ class Collection:
 
         self._unrestricted("listing the files that failed", "a failed file has no scope")
         _, where = self._written()
-        cid = self._app.store.collection_id(where.target.physical)
-        return [] if cid is None else failed_files(self._app.store, cid)
+        cid = self.runtime.store.collection_id(where.target.physical)
+        return [] if cid is None else failed_files(self.runtime.store, cid)
 
     def documents(self) -> list[DocumentRecord]:
         """The documents of this version the App's scope sees."""
-        records = self._app.store.records(self.store_id())
+        records = self.runtime.store.records(self.store_id())
         return [replace(r, collection=self.name) for r in records if self._sees(r)]
 
     def document(self, doc_hash: str) -> DocumentRecord:
@@ -350,8 +385,8 @@ class Collection:
 
     def chunk(self, chunk_id: str) -> list[Hit]:
         """The chunk with this id in this version (none: an empty list)."""
-        found = self._app.store.chunks_by_id(chunk_id.strip())
-        scope, physical = self._app.scope, self.target.physical
+        found = self.runtime.store.chunks_by_id(chunk_id.strip())
+        scope, physical = self._scope, self.target.physical
         mine = [
             h for h in found if h.collection == physical and scope.admits(chunk_scope(h.metadata))
         ]
@@ -359,7 +394,7 @@ class Collection:
 
     def document_chunks(self, record: DocumentRecord) -> list[Hit]:
         """The chunks of ``record`` (from :meth:`document`) in the order they were written."""
-        store = self._app.store
+        store = self.runtime.store
         if not self._sees(record):
             return []
         rows = [
@@ -373,6 +408,7 @@ class Collection:
         """Remove the documents ``key`` names: by path (as given or as stored) or source,
         else by doc-hash prefix (hex, 8+ digits). When several match, none is removed (the
         error lists them) unless ``all_matches``."""
+        self.caller.check_write("remove documents")
         cid, name = self.store_id(), self.name
         found = self._documents_named(cid, key)
         if not all(self._may_change(r) for r in found):  # seen, but not the caller's alone
@@ -386,14 +422,15 @@ class Collection:
                 f"{key!r} matches {len(found)} documents in collection {name!r}, so none was "
                 "removed: give more of the doc hash, or --all-matches to remove them all:" + listing
             )
-        for record in found:
-            self._app.store.remove_document(cid, record.path)
+        with self.runtime.writing:
+            for record in found:
+                self.runtime.store.remove_document(cid, record.path)
         return [replace(r, collection=name) for r in found]
 
     def _documents_named(self, cid: int, key: str) -> list[DocumentRecord]:
         """By path or source first; only a key that is none of these is a hash prefix.
         Paths are stored with undecodable name bytes escaped, so is the key."""
-        store, name = self._app.store, self.name
+        store, name = self.runtime.store, self.name
         stored = escape_surrogates(key)
         absolute = escape_surrogates(str(Path(key).absolute()))
         found = store.find_records(cid, stored) or store.find_records(cid, absolute)
@@ -420,29 +457,33 @@ class Collection:
         """The FAQ entries, to a scope that sees documents without scope attributes: entries
         have none of their own, so they are treated as such a document."""
         cid = self.store_id()
-        return self._app.store.faq(cid) if self._app.scope.admits(DocumentScope()) else []
+        return self.runtime.store.faq(cid) if self._scope.admits(DocumentScope()) else []
 
     def faq_import(self, paths: Sequence[Path]) -> list[tuple[str, int]]:
         """Load FAQ files (each file's entries replace its old ones); all load or none."""
         from knowhub.ingest.faq import load_faq
 
+        self.caller.check_write("import FAQ entries")
         self._unrestricted("importing FAQ entries", "they are answered to every caller")
         cid = self.store_id()  # entries join documents: never a new, empty collection
-        limit = self._app.settings.ingest.max_file_bytes
+        limit = self.runtime.settings.ingest.max_file_bytes
         loaded = [(path.resolve(), load_faq(path, limit)) for path in paths]
-        for path, pairs in loaded:
-            self.put_faq(cid, str(path), [(p.question, p.answer, p.line) for p in pairs])
+        with self.runtime.writing:
+            for path, pairs in loaded:
+                self.put_faq(cid, str(path), [(p.question, p.answer, p.line) for p in pairs])
         return [(str(path), len(pairs)) for path, pairs in loaded]
 
     def put_faq(self, cid: int, source: str, pairs: Sequence[tuple[str, str, int]]) -> None:
         """Replace ``source``'s entries with ``pairs`` (question, answer, line), embedded as
         queries: a user's question is compared with them as query to query."""
         vectors = np.stack([self.embedder.embed_query(question) for question, _, _ in pairs])
-        self._app.store.replace_faq(cid, source, list(pairs), vectors)
+        self.runtime.store.replace_faq(cid, source, list(pairs), vectors)
 
     def faq_remove(self, source: str) -> int:
+        self.caller.check_write("remove FAQ entries")
         self._unrestricted("removing FAQ entries", "they are answered to every caller")
-        removed = self._app.store.remove_faq(self.store_id(), str(Path(source).resolve()))
+        with self.runtime.writing:
+            removed = self.runtime.store.remove_faq(self.store_id(), str(Path(source).resolve()))
         if not removed:
             raise QueryError(
                 f"no FAQ entries from {source!r}: give the file as imported "
@@ -452,17 +493,17 @@ class Collection:
 
     def faq_match(self, question: str) -> FaqMatch | None:
         """The FAQ entry that answers ``question``, if one is close enough."""
-        store, opts = self._app.store, self._app.settings.faq
+        store, opts = self.runtime.store, self.runtime.settings.faq
         cid = store.collection_id(self.target.physical)
-        seen = self._app.scope.admits(DocumentScope())  # as faq(): entries carry no scope
+        seen = self._scope.admits(DocumentScope())  # as faq(): entries carry no scope
         entries = store.faq(cid) if opts.enabled and cid is not None and seen else []
         if not entries:
             return None
         key = (self.embedder.model_id, question.strip())
-        vector = self._app.caches.query_vectors.get(key)
+        vector = self.runtime.caches.query_vectors.get(key)
         if vector is None:
             vector = self.embedder.embed_query(question.strip())
-            self._app.caches.query_vectors.put(key, vector)  # the search reuses it
+            self.runtime.caches.query_vectors.put(key, vector)  # the search reuses it
         return match_faq(question, entries, vector, opts.word_threshold, opts.meaning_threshold)
 
     # -- bundles -----------------------------------------------------------------------
@@ -473,12 +514,12 @@ class Collection:
 
         self.store_id()  # an unknown collection is an error
         self._unrestricted("exporting", "a bundle holds every document")
-        pictures = image_store(self._app.settings.data_dir)
-        return export_bundle(self._app.store, self.target.physical, out, pictures)
+        pictures = image_store(self.runtime.settings.data_dir)
+        return export_bundle(self.runtime.store, self.target.physical, out, pictures)
 
     def _unrestricted(self, what: str, why: str) -> None:
         """Refuse ``what`` to a caller with a data scope: ``why`` it concerns every scope."""
-        if not self._app.scope.unrestricted:
+        if not self._scope.unrestricted:
             raise AuthError(
                 f"{what} in collection {self.name!r} needs an unrestricted data scope: {why} "
                 "(use a token without tenants, datasets, roles or max_visibility limits)"
@@ -488,10 +529,33 @@ class Collection:
         """Load a bundle into this version; it must have been built with its embedder."""
         from knowhub.ingest.bundle import import_bundle
 
+        self.caller.check_write("import bundles")
         self._unrestricted("importing", "a bundle's documents keep their own scopes")
         model = (self.embedder.model_id, self.embedder.dim)
-        pictures = image_store(self._app.settings.data_dir)
-        return import_bundle(self._app.store, path, model, self.target.physical, pictures)
+        pictures = image_store(self.runtime.settings.data_dir)
+        with self.runtime.writing:
+            return import_bundle(self.runtime.store, path, model, self.target.physical, pictures)
+
+
+def checked_name(
+    runtime: Runtime, caller: Caller, name: str | None, *, writing: bool = False
+) -> str:
+    """The collection a request on ``name`` means: ``name``, or for None the one rule of
+    :mod:`knowhub.default_collection` (an ingest's, with ``writing``), for the collections
+    ``caller`` may read; either way one it may read, else :class:`AuthError`."""
+    if not name:
+        allowed = ALL if "*" in caller.collections else caller.collections
+        name = default_collection(
+            runtime.store, runtime.settings, allowed, writing=writing, served=runtime.served
+        )
+    name = check_collection_name(name)
+    caller.check_read(name)
+    return name
+
+
+def readable_views(runtime: Runtime, caller: Caller) -> list[CollectionView]:
+    """Each collection ``caller`` may read, once, as its active version holds it."""
+    return caller.readable(collection_views(runtime.store), lambda view: view.name)
 
 
 def named(hits: list[Hit], target: Target) -> list[Hit]:

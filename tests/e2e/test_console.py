@@ -58,10 +58,10 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     data = root / "data"
     app = build_app(fast_settings(data))
     try:  # each ingest is a trace of kind ingest, as from the CLI
-        report = app.ingest([root / "docs"], "default")
+        report = app.collection("default").ingest([root / "docs"])
         assert [source for source, _ in report.failed] == ["broken.pdf"], report.failed
         assert [source for source, _ in report.skipped] == ["pipe.txt"], report.skipped
-        app.ingest([root / "private"], "private")
+        app.collection("private").ingest([root / "private"])
     finally:
         app.close()
     _eval_reports(root, data)

@@ -40,7 +40,7 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     faq = write(root / "faq.csv", f"question,answer\n{FAQ},Use the self-service portal.\n")
     app = build_app(fast_settings(data))
     try:
-        app.faq_import([faq], "default")
+        app.collection("default").faq_import([faq])
     finally:
         app.close()
     with api_server(cwd=root, data_dir=data, env=TOKEN_ENV, token=FULL) as server:

@@ -50,7 +50,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     data = root / "data"
     app = build_app(fast_settings(data))
     try:
-        app.ingest([root / "docs"], "default")
+        app.collection("default").ingest([root / "docs"])
     finally:
         app.close()
     env = {**TOKEN_ENV, "KNOWHUB_SERVER__MAX_UPLOAD_BYTES": str(LIMIT)}

@@ -41,10 +41,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     try:
         found: dict[str, list[Hit]] = {}
         for folder, collection in (("docs", "default"), ("private", "private")):
-            report = app.ingest([root / folder], collection)
+            report = app.collection(collection).ingest([root / folder])
             assert not report.failed and not report.warnings, report
-            (record,) = app.documents(collection)
-            found[collection] = app.document_chunks(record)
+            (record,) = app.collection(collection).documents()
+            found[collection] = app.collection(record.collection).document_chunks(record)
     finally:
         app.close()
 

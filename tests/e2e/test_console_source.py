@@ -100,12 +100,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     app = build_app(fast_settings(data))
     try:
         for folder, collection in (("docs", "default"), ("private", "private")):
-            report = app.ingest([root / folder], collection)
+            report = app.collection(collection).ingest([root / folder])
             assert not report.failed, report.failed
         chunks = {
-            r.source: app.document_chunks(r)
+            r.source: app.collection(r.collection).document_chunks(r)
             for name in ("default", "private")
-            for r in app.documents(name)
+            for r in app.collection(name).documents()
         }
     finally:
         app.close()

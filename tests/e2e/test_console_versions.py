@@ -58,7 +58,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     app = build_app(fast_settings(data))
     try:
         for name in ("default", "other"):
-            app.ingest([root / "docs"], name)
+            app.collection(name).ingest([root / "docs"])
             assert build_version(app, name, chunk_size=60).ok
         # `other`'s version 2 did not pass its gate at build (as a failed --gate marks it).
         set_version(app.store, resolve_target(app.store, "other", 2), state=FAILED)

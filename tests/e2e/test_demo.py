@@ -90,18 +90,18 @@ def relevance_tells_answerable_from_unrelated_questions(demo: ModuleType) -> Non
     floor = settings.answer.min_evidence
     try:
         verdicts = {
-            q["question"]: collect(app.ask(q["question"]))["hit_type"]
+            q["question"]: collect(app.collection().ask(q["question"]))["hit_type"]
             for q in demo.load_questions()
         }
         assert [q for q, kind in verdicts.items() if kind != "rag"] == []
-        answered = {q: collect(app.ask(q)) for q in UNRELATED}
+        answered = {q: collect(app.collection().ask(q)) for q in UNRELATED}
         wrong = {
             q: a["evidence"] for q, a in answered.items() if a["hit_type"] != "insufficient_context"
         }
         assert wrong == {}, f"answered though unrelated (relevance): {wrong}"
-        orca = app.search("ORCA").hits
+        orca = app.collection().search("ORCA").hits
         assert orca[0].score == 1.0 and (orca[0].relevance or 0.0) < floor
-        assert app.search("ORCA", min_score=floor).hits == []
+        assert app.collection().search("ORCA", min_score=floor).hits == []
     finally:
         app.close()
 

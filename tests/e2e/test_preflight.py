@@ -171,7 +171,7 @@ def test_a_data_dir_that_cannot_be_written_is_refused(cwd: Path, server: str) ->
 def test_a_read_only_data_dir_or_database_is_refused(cwd: Path, server: str) -> None:
     data = cwd / "data"
     app = build_app(fast_settings(data))
-    app.ingest([cwd / "docs"])
+    app.collection().ingest([cwd / "docs"])
     app.close()
     data.chmod(0o555)
     try:
@@ -242,7 +242,7 @@ def test_an_active_version_missing_from_the_store_is_refused_until_rolled_back(
     data = cwd / "data"
     app = build_app(fast_settings(data))
     try:
-        app.ingest([cwd / "docs"], "handbook")
+        app.collection("handbook").ingest([cwd / "docs"])
         build_version(app, "handbook", chunk_size=400, activate=True)
         # Its data gone (a partial restore, a hand-dropped table): the record still names it.
         gone = app.store.collection_id("handbook@v2")

@@ -63,15 +63,21 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         pictures = {}
         for file, tags in PICTURES.items():
             word_with_figure(root / "pictures" / file, text_png(f"Figure of {file}"))
-            assert not app.ingest([root / "pictures" / file], COLLECTION, tags).failed
-            [record] = [r for r in app.documents(COLLECTION) if r.source.endswith(file)]
-            pictures[file] = next(h for h in app.document_chunks(record) if h.metadata.get("image"))
+            assert not app.collection(COLLECTION).ingest([root / "pictures" / file], tags).failed
+            [record] = [
+                r for r in app.collection(COLLECTION).documents() if r.source.endswith(file)
+            ]
+            pictures[file] = next(
+                h
+                for h in app.collection(record.collection).document_chunks(record)
+                if h.metadata.get("image")
+            )
         records = {
             markers_in([r.source]).pop(): r
-            for r in app.documents(COLLECTION)
+            for r in app.collection(COLLECTION).documents()
             if markers_in([r.source])
         }
-        chunks = {m: app.document_chunks(r)[0] for m, r in records.items()}
+        chunks = {m: app.collection(r.collection).document_chunks(r)[0] for m, r in records.items()}
     finally:
         app.close()
     with api_server(cwd=root, data_dir=root / "data", env=server_env()) as server:

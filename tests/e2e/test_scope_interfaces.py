@@ -205,7 +205,9 @@ def _chat_script(chunk_ids: list[str]) -> Any:
 def test_chats_tools_see_only_the_tokens_scope(root: Path) -> None:
     app = build_app(fast_settings(root / "data"))
     try:
-        chunk_ids = [app.search(d.marker, COLLECTION, top_k=1).hits[0].chunk_id for d in MATRIX]
+        chunk_ids = [
+            app.collection(COLLECTION).search(d.marker, top_k=1).hits[0].chunk_id for d in MATRIX
+        ]
     finally:
         app.close()
     # A server no scoped caller is offered (it would fail to start for the others).

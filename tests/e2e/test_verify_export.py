@@ -59,7 +59,9 @@ def searches(data: Path) -> list[list[dict[str, Any]]]:
     """Each query's hits, searched in-process (the CLI calls above are what is under test)."""
     app = build_app(fast_settings(data))
     try:
-        return [[h.to_dict() for h in app.search(q, "kb", top_k=8).hits] for q in QUERIES]
+        return [
+            [h.to_dict() for h in app.collection("kb").search(q, top_k=8).hits] for q in QUERIES
+        ]
     finally:
         app.close()
 
@@ -136,13 +138,13 @@ def test_verify_names_each_corruption_and_fix_repairs_them(kb: Path) -> None:
 
     app = build_app(fast_settings(kb / "data"))
     try:
-        docs = sorted(d.source for d in app.documents("kb"))
+        docs = sorted(d.source for d in app.collection("kb").documents())
         assert docs == ["gamma.md", "guide/alpha.md", "guide/beta.md"]
-        assert app.search("quokka smiles", "kb").hits[0].source == "gamma.md"
-        aardvark = app.search("aardvark", "kb").hits[0]
+        assert app.collection("kb").search("quokka smiles").hits[0].source == "gamma.md"
+        aardvark = app.collection("kb").search("aardvark").hits[0]
         assert aardvark.source == "guide/alpha.md"
         assert aardvark.lexical_rank is not None, "the re-ingested chunk is back in BM25"
-        assert all(h.source != "delta.md" for h in app.search("dolphin pods", "kb").hits)
+        assert all(h.source != "delta.md" for h in app.collection("kb").search("dolphin pods").hits)
     finally:
         app.close()
 
@@ -171,7 +173,7 @@ def test_export_import_round_trip_gives_identical_search_results(kb: Path) -> No
     app = build_app(fast_settings(target))
     try:
         version = app.collections()[0].version
-        assert [e.question for e in app.faq("kb")] == ["Where do emus stride?"]
+        assert [e.question for e in app.collection("kb").faq()] == ["Where do emus stride?"]
         ok("--data-dir", str(target), "import", "kb.jsonl.gz", cwd=kb)
         assert app.collections()[0].version == version, "a second import rewrote documents"
     finally:

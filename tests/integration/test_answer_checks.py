@@ -67,8 +67,8 @@ def ask(tmp_path: Path) -> Iterator[Callable[..., tuple[dict[str, Any], LlmServe
             )
             app = build_app(settings)
             apps.append(app)
-            app.ingest([tmp_path / "docs"])
-            return collect(app.ask(question, history=history)), server
+            app.collection().ingest([tmp_path / "docs"])
+            return collect(app.collection().ask(question, history=history)), server
 
         yield run
     for app in apps:

@@ -25,7 +25,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
     for page in PAGES:
         write(root / "docs" / f"{page}.1.txt", rendered(page, "man -Tutf8 | col -b"))
     built = build_app(fast_settings(root / "data"))
-    assert len(built.ingest([root / "docs"]).added) == len(PAGES)
+    assert len(built.collection().ingest([root / "docs"]).added) == len(PAGES)
     yield built
     built.close()
 
@@ -37,7 +37,7 @@ def test_the_page_a_stopword_names_is_indexed_under_that_name(app: App) -> None:
         assert app.collection().term_counts([name], 100)[name] >= chunks
     # The lexical leg ranks the named page first (the hashing embedder's dense leg may not).
     for question, page in (("the at command", "at.1.txt"), ("the which command", "which.1.txt")):
-        hits = app.search(question, top_k=10).hits
+        hits = app.collection().search(question, top_k=10).hits
         assert next(h.source for h in hits if h.lexical_rank == 1) == page
 
 
@@ -48,13 +48,13 @@ def _record(app: App, source: str) -> DocumentRecord:
 
 def test_a_job_deleted_with_at_is_answered_from_the_at_page(app: App) -> None:
     # "queued" against the page's "queue" needs the embedder's meaning (hashing has none).
-    answer = collect(app.ask("How do I delete a job with at?"))
+    answer = collect(app.collection().ask("How do I delete a job with at?"))
     assert answer["hit_type"] == "rag" and answer["not_mentioned"] == []
     assert answer["sources"][0]["source"] == "at.1.txt"
 
 
 def test_a_question_about_a_product_the_pages_never_name_is_refused(app: App) -> None:
-    answer = collect(app.ask("How do I delete a job with at in Kubernetes?"))
+    answer = collect(app.collection().ask("How do I delete a job with at in Kubernetes?"))
     assert answer["hit_type"] == "insufficient_context"
     assert answer["not_mentioned"] == ["Kubernetes"] and "not_mentioned" in answer["reasons"]
     assert answer["answer"] == "The documents do not mention Kubernetes."
@@ -64,7 +64,7 @@ def test_an_answer_whose_minor_name_the_sources_lack_says_what_is_not_mentioned(
     app: App,
 ) -> None:
     # GNU is in the find and less pages, not in at's: the answer stands and names it.
-    answer = collect(app.ask("How do I delete a queued job with at and atrm on GNU?"))
+    answer = collect(app.collection().ask("How do I delete a queued job with at and atrm on GNU?"))
     assert answer["hit_type"] == "rag" and answer["not_mentioned"] == ["GNU"]
     assert answer["answer"].endswith(" The documents do not mention GNU.")
     assert "[1]" in answer["answer"] and "not_mentioned" in answer["reasons"]
@@ -78,8 +78,8 @@ def test_a_frequent_name_the_sources_lack_is_not_reported(tmp_path: Path) -> Non
     write(tmp_path / "docs" / "ldd.md", "ldd prints the shared objects each program needs.\n")
     built = build_app(fast_settings(tmp_path / "data"))
     try:
-        assert len(built.ingest([tmp_path / "docs"]).added) == FREQUENT + 1
-        answer = collect(built.ask("How do I make ldd print shared objects as JSON?"))
+        assert len(built.collection().ingest([tmp_path / "docs"]).added) == FREQUENT + 1
+        answer = collect(built.collection().ask("How do I make ldd print shared objects as JSON?"))
     finally:
         built.close()
     assert answer["hit_type"] == "rag" and answer["not_mentioned"] == []
@@ -91,7 +91,7 @@ def test_an_index_from_before_names_is_read_again_by_the_next_ingest(tmp_path: P
     write(tmp_path / "docs" / "at.1.txt", rendered("at", "man -Tutf8 | col -b"))
     settings = fast_settings(tmp_path / "data")
     first = build_app(settings)
-    first.ingest([tmp_path / "docs"])
+    first.collection().ingest([tmp_path / "docs"])
     first.close()
     db = sqlite3.connect(tmp_path / "data" / "knowhub.sqlite3")  # a record as older ones were
     with db:
@@ -99,7 +99,7 @@ def test_an_index_from_before_names_is_read_again_by_the_next_ingest(tmp_path: P
     db.close()
     again = build_app(settings)
     try:
-        assert again.ingest([tmp_path / "docs"]).updated == ["at.1.txt"]
-        assert again.ingest([tmp_path / "docs"]).unchanged == ["at.1.txt"]
+        assert again.collection().ingest([tmp_path / "docs"]).updated == ["at.1.txt"]
+        assert again.collection().ingest([tmp_path / "docs"]).unchanged == ["at.1.txt"]
     finally:
         again.close()

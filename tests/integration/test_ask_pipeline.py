@@ -70,9 +70,9 @@ def _app(
     write(tmp_path / "d/kestrel.md", "# Kestrel\n\nThe Kestrel AMR battery lasts 10 hours.\n")
     write(tmp_path / "d/osprey.md", "# Osprey\n\nThe Osprey Lift battery lasts 8 hours.\n")
     write(tmp_path / "d/vpn.md", "# VPN\n\nThe VPN is required for the admin console.\n")
-    app.ingest([tmp_path / "d"], tags={"team": "ops"})
+    app.collection().ingest([tmp_path / "d"], tags={"team": "ops"})
     write(tmp_path / "e/dev.md", "# Dev\n\nThe dev battery lab tests batteries for 10 hours.\n")
-    app.ingest([tmp_path / "e"], tags={"team": "dev"})
+    app.collection().ingest([tmp_path / "e"], tags={"team": "dev"})
     return app, llm
 
 
@@ -93,7 +93,7 @@ def test_follow_ups_are_rewritten_into_standalone_queries(
         ChatMessage("user", "Tell me about the Osprey Lift."),
         ChatMessage("assistant", "It is a pallet robot [1]."),
     ]
-    end = collect(app.ask("And its battery?", history=history))
+    end = collect(app.collection().ask("And its battery?", history=history))
     assert end["query"] == "How long does the Osprey Lift battery last?"
     assert end["sources"][0]["source"] == "osprey.md" and end["hit_type"] == "rag"
     answer_call = llm.calls[-1]
@@ -106,7 +106,7 @@ def test_sources_below_the_relevance_floor_never_reach_the_model(
 ) -> None:
     app, llm = _app(providers, tmp_path, _answer_citing_first)
     floor = app.settings.answer.min_evidence
-    end = collect(app.ask("How long does the Kestrel battery last?"))
+    end = collect(app.collection().ask("How long does the Kestrel battery last?"))
     assert end["hit_type"] == "rag" and end["sources"][0]["source"] == "kestrel.md"
     assert all(s["relevance"] >= floor for s in end["sources"])
     prompt = llm.calls[-1][0].content
@@ -125,7 +125,9 @@ def test_a_failed_rewrite_searches_the_question_and_says_so(
         return "The Kestrel battery lasts 10 hours [1]."
 
     app, _ = _app(providers, tmp_path, script)
-    end = collect(app.ask("Kestrel battery hours?", history=[ChatMessage("user", "hi")]))
+    end = collect(
+        app.collection().ask("Kestrel battery hours?", history=[ChatMessage("user", "hi")])
+    )
     assert end["query"] == "Kestrel battery hours?" and end["hit_type"] == "rag"
     assert any("rewrite failed" in note for note in end["notes"])
 
@@ -151,13 +153,13 @@ def test_the_llm_router_applies_filters_and_splits_comparisons(
         return next(routes) if json_mode else "Batteries last 10 hours [1]."
 
     app, _ = _app(providers, tmp_path, script, **{"answer.llm_router": True})
-    filtered = collect(app.ask("battery hours for the dev team?"))
+    filtered = collect(app.collection().ask("battery hours for the dev team?"))
     assert filtered["intent"] == "filter" and filtered["route"]["filters"] == {"team": "dev"}
     assert {s["source"] for s in filtered["sources"]} == {"dev.md"}
-    compared = collect(app.ask("Compare the Kestrel and Osprey batteries"))
+    compared = collect(app.collection().ask("Compare the Kestrel and Osprey batteries"))
     assert compared["intent"] == "compare"
     assert [s["source"] for s in compared["sources"][:2]] == ["kestrel.md", "osprey.md"]
-    fallback = collect(app.ask("battery hours?"))
+    fallback = collect(app.collection().ask("battery hours?"))
     assert fallback["intent"] == "search" and fallback["route"]["by"] == "fallback"
     assert any("router failed" in note for note in fallback["notes"])
 
@@ -166,7 +168,7 @@ def test_a_model_failing_midway_ends_the_stream_with_its_error(
     tmp_path: Path, providers: ExitStack
 ) -> None:
     app, _ = _app(providers, tmp_path, lambda messages, json_mode: "FAIL-MIDWAY")
-    events = app.ask("Kestrel battery hours?")
+    events = app.collection().ask("Kestrel battery hours?")
     seen = []
     with pytest.raises(ProviderError, match="connection dropped mid-answer"):
         for kind, payload in wire(events):
@@ -178,7 +180,9 @@ def test_without_an_llm_nothing_is_rewritten_and_answers_are_extractive(
     tmp_path: Path, providers: ExitStack
 ) -> None:
     app, llm = _app(providers, tmp_path, _answer_citing_first, **{"llm.provider": "none"})
-    end = collect(app.ask("Kestrel battery hours?", history=[ChatMessage("user", "hi")]))
+    end = collect(
+        app.collection().ask("Kestrel battery hours?", history=[ChatMessage("user", "hi")])
+    )
     assert end["model"] == "extractive" and end["query"] == "Kestrel battery hours?"
     assert llm.calls == []
 
@@ -186,12 +190,12 @@ def test_without_an_llm_nothing_is_rewritten_and_answers_are_extractive(
 def test_a_store_from_before_the_faq_table_gains_it_on_open(tmp_path: Path) -> None:
     app = build_app(fast_settings(tmp_path / "data"))
     write(tmp_path / "d/a.md", "Alpha text.\n")
-    app.ingest([tmp_path / "d"])
+    app.collection().ingest([tmp_path / "d"])
     app.close()
     db = sqlite3.connect(tmp_path / "data" / "knowhub.sqlite3")
     db.execute("DROP TABLE faq")  # as a store written by the previous release
     db.commit()
     db.close()
     reopened = build_app(fast_settings(tmp_path / "data"))
-    assert reopened.faq() == [] and reopened.search("alpha").hits
+    assert reopened.collection().faq() == [] and reopened.collection().search("alpha").hits
     reopened.close()

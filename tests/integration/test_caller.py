@@ -15,7 +15,7 @@ from tests.helpers import write
 def _with(app: App, tmp_path: Path, *names: str) -> None:
     for name in names:
         write(tmp_path / name / "a.md", f"Backups of {name} run nightly.\n")
-        app.ingest([tmp_path / name], name)
+        app.collection(name).ingest([tmp_path / name])
 
 
 def test_a_collection_the_caller_may_not_read_is_refused_with_one_message(
@@ -25,17 +25,17 @@ def test_a_collection_the_caller_may_not_read_is_refused_with_one_message(
     ops = app.for_caller(Caller("ops-bot", frozenset({"kb"})))
     refusal = "token 'ops-bot' may not read collection 'hr'"
     for use in (
-        lambda: ops.search("backups", "hr"),
-        lambda: ops.documents("hr"),
+        lambda: ops.collection("hr").search("backups"),
+        lambda: ops.collection("hr").documents(),
         lambda: ops.collection("hr"),
         lambda: ops.resolve("hr"),
     ):
         with pytest.raises(AuthError) as refused:
             use()
         assert str(refused.value) == refusal
-    assert [h.collection for h in ops.search("backups").hits] == ["kb"]  # its only one
+    assert [h.collection for h in ops.collection().search("backups").hits] == ["kb"]  # its only one
     assert [c.name for c in ops.collections()] == ["kb"]
-    hr_chunk = app.search("backups", "hr").hits[0].chunk_id
+    hr_chunk = app.collection("hr").search("backups").hits[0].chunk_id
     with pytest.raises(QueryError, match="no chunk with id"):
         ops.chunk(hr_chunk)  # a chunk it may not read looks like none
 
@@ -48,8 +48,11 @@ def test_the_owner_is_every_apps_caller_and_a_caller_view_shares_the_runtime(
     narrow = Caller("reader", read_only=True, scope=Scope.of(["acme"], ["*"], "public", ["*"]))
     view = app.for_caller(narrow)
     assert view.caller == narrow and view.scope == narrow.scope
-    assert view.store is app.store and view.caches is app.caches
-    assert view.for_caller(LOCAL_USER) is app  # back to the owner, not a view of a view
+    assert view.runtime is app.runtime and view.store is app.store
+    owner = view.for_caller(LOCAL_USER)  # another App over the one runtime: no view of a view
+    assert owner.caller == LOCAL_USER and owner.runtime is app.runtime
     assert view.scoped(Scope.of(["*"], ["*"], "public", ["*"])).caller.read_only
+    write(tmp_path / "kb" / "b.md", "Restores are tested monthly.\n")
     with pytest.raises(AuthError, match="token 'reader' is read-only: it may not ingest"):
-        view.caller.check_write("ingest")
+        view.collection("kb").ingest([tmp_path / "kb"])  # the handle refuses, not the caller
+    assert [r.source for r in app.collection("kb").documents()] == ["a.md"]

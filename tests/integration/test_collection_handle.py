@@ -28,7 +28,7 @@ def _docs(root: Path) -> Path:
 
 
 def test_a_handle_reads_and_writes_its_own_version(app: App, tmp_path: Path) -> None:
-    app.ingest([_docs(tmp_path)], "kb")
+    app.collection("kb").ingest([_docs(tmp_path)])
     build_version(app, "kb", chunk_size=200)
     first, second = app.collection("kb"), app.collection("kb", 2)
     assert (first.target.number, second.target.physical) == (1, "kb@v2")
@@ -44,7 +44,7 @@ def test_a_handle_reads_and_writes_its_own_version(app: App, tmp_path: Path) -> 
 def test_a_handle_keeps_its_version_and_a_new_one_follows_activation(
     app: App, tmp_path: Path
 ) -> None:
-    app.ingest([_docs(tmp_path)], "kb")
+    app.collection("kb").ingest([_docs(tmp_path)])
     build_version(app, "kb", chunk_size=200)
     held = app.collection("kb")
     assert held.target.number == 1  # resolved on first use
@@ -56,14 +56,14 @@ def test_a_handle_keeps_its_version_and_a_new_one_follows_activation(
 def test_an_unknown_collection_is_one_error_every_interface_maps_to_not_found(
     app: App, tmp_path: Path
 ) -> None:
-    app.ingest([_docs(tmp_path)], "kb")
+    app.collection("kb").ingest([_docs(tmp_path)])
     with pytest.raises(CollectionNotFound, match=r"unknown collection 'nope' \(known: kb\)"):
         app.collection("nope").documents()
     assert issubclass(CollectionNotFound, QueryError) and issubclass(CollectionNotFound, StoreError)
 
 
 def test_an_answer_streams_typed_events(app: App, tmp_path: Path) -> None:
-    app.ingest([_docs(tmp_path)], "kb")
+    app.collection("kb").ingest([_docs(tmp_path)])
     events = list(app.collection("kb").ask("What does the backups runbook say about step 2?"))
     assert isinstance(events[0], Stage) and events[0].name == "routing"
     assert any(isinstance(e, Sources) for e in events)
@@ -80,18 +80,18 @@ def test_a_greeting_an_faq_answer_and_a_bad_question_never_load_the_model(
     app = build_app(fast_settings(tmp_path / "data", **{"llm.provider": "openai"}))
     with pytest.raises(ConfigError, match=r"llm\.base_url"):
         _ = app.llm  # the model is misconfigured: building it fails
-    app.ingest([_docs(tmp_path)], "kb")
+    app.collection("kb").ingest([_docs(tmp_path)])
     faq = write(tmp_path / "faq.csv", "question,answer\nWho checks the backups?,The on-call.\n")
-    app.faq_import([faq], "kb")
-    assert collect(app.ask("hello", "kb"))["hit_type"] == "chat"
-    assert collect(app.ask("Who checks the backups?", "kb"))["hit_type"] == "faq_direct"
+    app.collection("kb").faq_import([faq])
+    assert collect(app.collection("kb").ask("hello"))["hit_type"] == "chat"
+    assert collect(app.collection("kb").ask("Who checks the backups?"))["hit_type"] == "faq_direct"
     with pytest.raises(QueryError, match="is empty"):
-        collect(app.ask("   ", "kb"))
+        collect(app.collection("kb").ask("   "))
 
 
 def test_closing_the_wire_closes_the_answer_and_writes_its_trace(app: App, tmp_path: Path) -> None:
-    app.ingest([_docs(tmp_path)], "kb")
-    answer = app.ask("What does the backups runbook say about step 2?", "kb")
+    app.collection("kb").ingest([_docs(tmp_path)])
+    answer = app.collection("kb").ask("What does the backups runbook say about step 2?")
     events = wire(answer)
     assert next(events)[0] == "stage"
     events.close()  # a client gone mid-answer; `answer` is still referenced here

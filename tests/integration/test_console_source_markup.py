@@ -35,7 +35,7 @@ def test_an_html_source_shows_its_headings_and_tables_drawn_not_as_markdown(
     write(docs / "kiln.md", MARKDOWN)
     app = build_app(fast_settings(data))
     try:
-        assert not app.ingest([docs], "default").failed
+        assert not app.collection("default").ingest([docs]).failed
     finally:
         app.close()
     with TestClient(create_app(fast_settings(data)), base_url="http://127.0.0.1") as client:

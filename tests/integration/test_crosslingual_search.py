@@ -41,7 +41,7 @@ def _app(data: Path, **overrides: float) -> App:
 def _ndcg(app: App, entries: list[dict[str, object]]) -> tuple[float, list[list[str]]]:
     scores, rankings = [], []
     for entry in entries:
-        hits = app.search(str(entry["query"]), "xquad-en", top_k=10).hits
+        hits = app.collection("xquad-en").search(str(entry["query"]), top_k=10).hits
         ranked = list(dict.fromkeys(hit.source for hit in hits))
         expected = entry["expected_sources"]
         assert isinstance(expected, list)
@@ -61,7 +61,7 @@ def test_cross_lingual_ranking_beats_the_plain_one_and_leaves_english_alone(
     qids = spread(check_aligned(sets), QUESTIONS)
     materialize(sets["en"].corpus, tmp_path / "en")
     on = _app(tmp_path / "data")
-    report = on.ingest([tmp_path / "en"], "xquad-en")
+    report = on.collection("xquad-en").ingest([tmp_path / "en"])
     assert not report.failed, report.failed
     off = _app(tmp_path / "data", **OFF)
     for lang, margin in (("zh", 0.03), ("ru", 0.01)):
@@ -78,7 +78,7 @@ def _first(app: App, asked: list[Question]) -> dict[str, float]:
     """The share of each group's questions (same / cross language) answered first."""
     firsts: dict[str, list[bool]] = {"same": [], "cross": []}
     for question in asked:
-        hits = app.search(question.text, "mixed", top_k=10).hits
+        hits = app.collection("mixed").search(question.text, top_k=10).hits
         firsts[question.group].append(bool(hits) and hits[0].source == question.expected)
     return {group: sum(found) / len(found) for group, found in firsts.items()}
 
@@ -103,7 +103,7 @@ def test_in_a_mixed_collection_an_answer_in_another_language_beats_passages_in_i
     qids = [q for q in check_aligned(sets) if _article(next(iter(sets["en"].qrels[q]))) < 6]
     asked = questions(sets, spread(qids, 20))
     on = _app(tmp_path / "data")
-    report = on.ingest([tmp_path / "mixed"], "mixed")
+    report = on.collection("mixed").ingest([tmp_path / "mixed"])
     assert not report.failed, report.failed
     with_it, without = _first(on, asked), _first(_app(tmp_path / "data", **OFF), asked)
     print(f"answered first, same / cross language: {without} before, {with_it} with")

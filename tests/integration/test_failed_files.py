@@ -22,14 +22,14 @@ def test_a_file_passed_over_as_failed_still_gets_the_runs_tags(tmp_path: Path) -
     page = write(docs / "backups.json", GOOD)
     app = build_app(fast_settings(tmp_path / "data"))
     try:
-        assert len(app.ingest([docs]).added) == 1
+        assert len(app.collection().ingest([docs]).added) == 1
         write(page, BAD)
-        failed = app.ingest([docs], tags={"team": "a"})
+        failed = app.collection().ingest([docs], tags={"team": "a"})
         assert "not valid JSON" in _reasons(failed.failed)[0], failed.failed
-        [kept] = app.documents()  # the document read before stays, with the new tags
+        [kept] = app.collection().documents()  # the document read before stays, with the new tags
         assert kept.metadata["tags"] == {"team": "a"}
-        held = app.ingest([docs], tags={"team": "b"})
-        [kept] = app.documents()
+        held = app.collection().ingest([docs], tags={"team": "b"})
+        [kept] = app.collection().documents()
         assert kept.metadata["tags"] == {"team": "b"}
         [reason] = _reasons(held.failed)
         assert reason.startswith("skipped as previously failed (") and "touch it" in reason
@@ -44,13 +44,14 @@ def test_a_file_reached_through_a_link_is_held_once_it_failed(tmp_path: Path) ->
     link.symlink_to(docs)
     app = build_app(fast_settings(tmp_path / "data"))
     try:
-        assert len(app.ingest([docs]).added) == 1
+        assert len(app.collection().ingest([docs]).added) == 1
         write(page, BAD)
-        first = app.ingest([link])  # the document is known by docs/…, the file by link/…
+        # the document is known by docs/…, the file by link/…
+        first = app.collection().ingest([link])
         assert "not valid JSON" in _reasons(first.failed)[0], first.failed
-        [listed] = app.failed_files()
+        [listed] = app.collection().failed_files()
         assert listed.path == str(link / "backups.json")
-        [reason] = _reasons(app.ingest([link]).failed)
+        [reason] = _reasons(app.collection().ingest([link]).failed)
         assert reason.startswith("skipped as previously failed ("), reason
     finally:
         app.close()
@@ -59,12 +60,14 @@ def test_a_file_reached_through_a_link_is_held_once_it_failed(tmp_path: Path) ->
 def test_failed_lists_the_collection_an_unnamed_ingest_writes_to(tmp_path: Path) -> None:
     app = build_app(fast_settings(tmp_path / "data"))
     try:
-        app.ingest([write(tmp_path / "kb" / "notes.md", "# Notes\n\nSix hours.\n")], "kb")
+        app.collection("kb").ingest(
+            [write(tmp_path / "kb" / "notes.md", "# Notes\n\nSix hours.\n")]
+        )
         # `kb` is the only collection, so reads default to it; an ingest naming none still
         # writes to `default`, and its failures are listed there.
         bad = write(tmp_path / "docs" / "broken.json", BAD)
-        assert app.ingest([bad.parent]).failed
-        assert [f.source for f in app.failed_files()] == ["broken.json"]
-        assert app.failed_files("kb") == []
+        assert app.collection().ingest([bad.parent]).failed
+        assert [f.source for f in app.collection().failed_files()] == ["broken.json"]
+        assert app.collection("kb").failed_files() == []
     finally:
         app.close()

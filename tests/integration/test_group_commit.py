@@ -109,7 +109,7 @@ def test_an_ingest_commits_each_document_whole_with_a_failing_one_among_them(
     docs, app = small_docs(tmp_path, 6)
     # After its rows went in.
     _fail_doc3(monkeypatch, OSError("disk full while writing doc3"), after_rows=True)
-    report = app.ingest([docs])
+    report = app.collection().ingest([docs])
     assert len(report.failed) == 1, report.failed
     ((source, reason),) = report.failed
     assert source.endswith("doc3.md") and "disk full" in reason
@@ -130,7 +130,7 @@ def test_a_full_disk_stops_the_run_counting_the_documents_its_group_did_write(
     docs, app = small_docs(tmp_path, 6)
     _fail_doc3(monkeypatch, OSError(errno.ENOSPC, "No space left on device"), after_rows=False)
     with pytest.raises(IngestCancelledError, match="is full") as stopped:
-        app.ingest([docs])
+        app.collection().ingest([docs])
     report = stopped.value.report
     cid = app.store.collection_id("default")
     assert cid is not None
@@ -191,7 +191,7 @@ def test_a_failed_commit_fails_its_documents_and_the_run_goes_on(
         raise sqlite3.OperationalError("database or disk is full")
 
     monkeypatch.setattr(pipeline, "replace_documents", full_disk)
-    report = app.ingest([docs])
+    report = app.collection().ingest([docs])
     assert not report.added and len(report.failed) == 3, report
     assert all("disk is full" in reason for _, reason in report.failed), report.failed
     app.store.close()

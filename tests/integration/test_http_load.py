@@ -186,7 +186,7 @@ def test_a_fresh_server_loads_jieba_once_before_twenty_concurrent_chinese_search
     data = tmp_path / "data"
     app = build_app(fast_settings(data))
     try:
-        assert not app.ingest([tmp_path / "docs"]).failed
+        assert not app.collection().ingest([tmp_path / "docs"]).failed
     finally:
         app.close()
     with api_server(cwd=tmp_path, data_dir=data) as server:

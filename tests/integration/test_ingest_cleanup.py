@@ -43,12 +43,12 @@ def test_pdf_furniture_never_reaches_a_chunk_and_pages_are_cited(app: App, tmp_p
     docs = tmp_path / "docs"
     docs.mkdir()
     _handbook(docs / "handbook.pdf")
-    assert app.ingest([docs]).ok
+    assert app.collection().ingest([docs]).ok
     texts = _chunks(app)
     assert texts and not any("ACME" in t or "printed" in t for t in texts)
-    hit = app.search("information").hits[0]
+    hit = app.collection().search("information").hits[0]
     assert hit.page == 2 and "information about badges" in hit.text
-    assert app.search("fire drills quarter").hits[0].page == 3
+    assert app.collection().search("fire drills quarter").hits[0].page == 3
 
 
 def test_with_cleanup_off_the_text_is_as_extracted(tmp_path: Path) -> None:
@@ -57,7 +57,7 @@ def test_with_cleanup_off_the_text_is_as_extracted(tmp_path: Path) -> None:
     _handbook(docs / "handbook.pdf")
     app = build_app(fast_settings(tmp_path / "data", **{"ingest.cleanup": False}))
     try:
-        assert app.ingest([docs]).ok
+        assert app.collection().ingest([docs]).ok
         texts = _chunks(app)
         assert any("ACME Confidential" in t for t in texts)
         assert any("infor\x02mation" in t for t in texts)  # PDFium's line-end hyphen

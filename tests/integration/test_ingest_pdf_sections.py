@@ -19,6 +19,6 @@ def test_a_pdf_hit_is_cited_by_its_outline_section_and_page(app: App, tmp_path: 
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "guide.pdf").write_bytes(sectioned_pdf(GUIDE, outline=True))
-    assert app.ingest([folder]).added == ["guide.pdf"]
-    hit = app.search("gateway address of the school network", top_k=1).hits[0]
+    assert app.collection().ingest([folder]).added == ["guide.pdf"]
+    hit = app.collection().search("gateway address of the school network", top_k=1).hits[0]
     assert (hit.source, hit.page, hit.section_path) == ("guide.pdf", 1, "Installation > Network")

@@ -23,9 +23,9 @@ def test_a_question_on_one_row_finds_that_row_with_the_column_names(
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "prices.pdf").write_bytes(table_pdf(ROWS, pages_before=[INTRO]))
-    report = app.ingest([folder])
+    report = app.collection().ingest([folder])
     assert report.added == ["prices.pdf"] and report.failed == []
-    hit = app.search("price of the Osprey Lift OL-1000", top_k=1).hits[0]
+    hit = app.collection().search("price of the Osprey Lift OL-1000", top_k=1).hits[0]
     assert (hit.source, hit.page) == ("prices.pdf", 2)
     assert "| Item | Model | Price, USD | Lead time, weeks |" in hit.text
     assert "| NW-O1000 | Osprey Lift OL-1000 | 94800 | 14 |" in hit.text

@@ -29,7 +29,7 @@ def test_file_that_became_a_fifo_after_discovery_fails_alone_without_blocking(
 
     reports: list[IngestReport] = []
     run = threading.Thread(
-        target=lambda: reports.append(app.ingest([docs], progress=swap)), daemon=True
+        target=lambda: reports.append(app.collection().ingest([docs], progress=swap)), daemon=True
     )
     run.start()
     run.join(timeout=WAIT_S)
@@ -58,7 +58,7 @@ def test_limits_come_from_the_ingest_settings(tmp_path: Path) -> None:
     )
     application = build_app(settings)
     try:
-        report = application.ingest([docs])
+        report = application.collection().ingest([docs])
     finally:
         application.close()
     assert report.added == ["small.md"]
@@ -83,7 +83,7 @@ def test_file_swapped_for_a_link_leading_out_after_discovery_is_not_served(
             swapped.unlink()
             swapped.symlink_to(secret)
 
-    report = app.ingest([docs], progress=swap, confine=docs)
+    report = app.collection().ingest([docs], progress=swap, confine=docs)
     assert report.added == ["a.md"]
     assert report.failed == [
         (
@@ -92,4 +92,4 @@ def test_file_swapped_for_a_link_leading_out_after_discovery_is_not_served(
             "move the file inside or remove the link",
         ),
     ]
-    assert all("vault" not in h.text for h in app.search("vault code", top_k=10).hits)
+    assert all("vault" not in h.text for h in app.collection().search("vault code", top_k=10).hits)

@@ -34,7 +34,7 @@ def _unsupported(folder: Path) -> Path:
 def test_a_folder_of_files_knowhub_does_not_read_reports_each_with_its_reason(
     app: App, tmp_path: Path
 ) -> None:
-    report = app.ingest([_unsupported(tmp_path / "docs")])
+    report = app.collection().ingest([_unsupported(tmp_path / "docs")])
     assert report.ok and not report.current()  # nothing failed: nothing was of its types
     reasons = dict(report.skipped)
     assert reasons == {
@@ -56,9 +56,11 @@ def test_a_run_that_ingests_something_has_no_note_and_an_empty_one_says_so(
 ) -> None:
     docs = _unsupported(tmp_path / "docs")
     write(docs / "guide.md", README)
-    assert app.ingest([docs]).note() == ""
+    assert app.collection().ingest([docs]).note() == ""
     (tmp_path / "empty").mkdir()
-    assert app.ingest([tmp_path / "empty"]).note() == "nothing ingested: no files found"
+    assert (
+        app.collection().ingest([tmp_path / "empty"]).note() == "nothing ingested: no files found"
+    )
 
 
 def test_compressed_documentation_is_searchable_under_its_own_name(
@@ -67,13 +69,13 @@ def test_compressed_documentation_is_searchable_under_its_own_name(
     docs = tmp_path / "doc" / "tar"
     _gz(docs / "README.md.gz", README)
     _gz(docs / "changelog.Debian.gz", CHANGELOG)
-    report = app.ingest([tmp_path / "doc"])
+    report = app.collection().ingest([tmp_path / "doc"])
     assert sorted(report.added) == ["tar/README.md.gz", "tar/changelog.Debian.gz"]
     assert report.ok and not report.skipped
-    hit = app.search("quokkabeam package").hits[0]
+    hit = app.collection().search("quokkabeam package").hits[0]
     assert (hit.source, hit.section_path) == ("tar/README.md.gz", "Tar > Install")
-    assert app.search("zstd compression").hits[0].source == "tar/changelog.Debian.gz"
-    again = app.ingest([tmp_path / "doc"])  # by size and mtime, as any file
+    assert app.collection().search("zstd compression").hits[0].source == "tar/changelog.Debian.gz"
+    again = app.collection().ingest([tmp_path / "doc"])  # by size and mtime, as any file
     assert sorted(again.unchanged) == sorted(report.added) and again.embedded == 0
 
 
@@ -85,7 +87,7 @@ def test_a_decompression_bomb_fails_and_the_rest_of_the_folder_goes_in(
     gzip_of_zeros(docs / "bomb.txt.gz", 32)
     settings = fast_settings(tmp_path / "data", **{"ingest.max_file_bytes": 1 << 20})
     with closing(build_app(settings)) as app:
-        report = app.ingest([docs])
+        report = app.collection().ingest([docs])
     assert report.added == ["guide.md"]
     assert report.failed == [
         (
@@ -106,7 +108,7 @@ def test_a_file_with_no_extension_is_read_when_it_is_text_compressed_or_not(
     _gz(docs / "NEWS.gz", "Version 1.35: the zstd compression is now chosen with --zstd.\n")
     (docs / "tar").write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(64))  # a program
     (docs / "NOTES").write_bytes("Notes in Latin-1: café\n".encode("latin-1"))
-    report = app.ingest([tmp_path / "doc"])
+    report = app.collection().ingest([tmp_path / "doc"])
     assert sorted(report.added) == ["tar/NEWS.gz", "tar/README", "tar/copyright"]
     assert report.ok and dict(report.skipped) == {
         "tar/NOTES": "tar/NOTES: holds text that is not UTF-8, and its name gives no format: "
@@ -114,10 +116,10 @@ def test_a_file_with_no_extension_is_read_when_it_is_text_compressed_or_not(
         "tar/tar": "tar/tar: holds binary data, not text",
     }
     assert report.skipped_by_type() == {"(no extension)": 2}
-    assert app.search("quokkabeam archive").hits[0].source == "tar/README"
+    assert app.collection().search("quokkabeam archive").hits[0].source == "tar/README"
 
 
 def test_a_path_that_does_not_exist_is_no_file_found(app: App, tmp_path: Path) -> None:
-    report = app.ingest([tmp_path / "missing"])
+    report = app.collection().ingest([tmp_path / "missing"])
     assert [source for source, _ in report.failed] == [str(tmp_path / "missing")]
     assert report.note() == "nothing ingested: no files found"

@@ -64,14 +64,14 @@ def test_enrichment_is_searched_filtered_shown_and_asked_once(
 ) -> None:
     app = _app(tmp_path, server)
     steps: list[IngestProgress] = []
-    report = app.ingest([_docs(tmp_path / "docs")], progress=steps.append)
+    report = app.collection().ingest([_docs(tmp_path / "docs")], progress=steps.append)
     assert report.ok and not report.warnings
     asked = [r.body["messages"][-1]["content"] for r in server.requests]
     assert sorted(asked) == sorted([PARKING, CAFETERIA])
     assert all(r.body["response_format"] == {"type": "json_object"} for r in server.requests)
     assert [s.source for s in steps if s.event == "transformed"] == ["cafeteria.txt", "parking.txt"]
 
-    hit = app.search("zeppelin").hits[0]  # a word only the enrichment holds
+    hit = app.collection().search("zeppelin").hits[0]  # a word only the enrichment holds
     assert hit.source == "parking.txt" and hit.text == PARKING
     assert hit.enrichment == {
         "title": "Visitor parking",
@@ -82,17 +82,24 @@ def test_enrichment_is_searched_filtered_shown_and_asked_once(
     assert "» Visitor parking: Where visitors park. [keywords: parking, zeppelin]" in render_hits(
         [hit]
     )
-    canteen = app.search("where to eat", filters={"keywords": "canteen"}).hits
+    canteen = app.collection().search("where to eat", filters={"keywords": "canteen"}).hits
     assert [h.source for h in canteen] == ["cafeteria.txt"]
-    either = app.search("information", filters={"keywords": ("canteen", "parking")}).hits
+    either = (
+        app.collection().search("information", filters={"keywords": ("canteen", "parking")}).hits
+    )
     assert sorted(h.source for h in either) == ["cafeteria.txt", "parking.txt"]
 
     # The same texts again, in another collection and in another file: no call.
     app.collection("copy").ingest([tmp_path / "docs"])
     write(tmp_path / "docs/parking-copy.txt", PARKING + "\n")
-    assert app.ingest([tmp_path / "docs"]).added == ["parking-copy.txt"]
+    assert app.collection().ingest([tmp_path / "docs"]).added == ["parking-copy.txt"]
     assert len(server.requests) == 2
-    assert app.search("zeppelin", filters={"source": "parking-copy.txt"}).hits[0].enrichment
+    assert (
+        app.collection()
+        .search("zeppelin", filters={"source": "parking-copy.txt"})
+        .hits[0]
+        .enrichment
+    )
     app.close()
 
 
@@ -104,19 +111,19 @@ def test_a_garbage_answer_or_a_failing_provider_leaves_chunks_plain_with_a_warni
 
     with llm_server.serve(answer) as server:
         app = _app(tmp_path, server)
-        report = app.ingest([_docs(tmp_path / "docs")])
+        report = app.collection().ingest([_docs(tmp_path / "docs")])
         assert report.ok and sorted(report.added) == ["cafeteria.txt", "parking.txt"]
         [(source, warning)] = report.warnings
         assert source == "parking.txt" and "1 of 1 chunks not transformed" in warning
-        assert app.search("north lot").hits[0].enrichment is None
-        assert app.search("canteen").hits[0].source == "cafeteria.txt"
+        assert app.collection().search("north lot").hits[0].enrichment is None
+        assert app.collection().search("canteen").hits[0].source == "cafeteria.txt"
         app.close()
     with llm_server.serve(_enrichment, fail="500") as failing:  # its first answer fails
         app = _app(tmp_path / "second", failing)
-        report = app.ingest([tmp_path / "docs"])
+        report = app.collection().ingest([tmp_path / "docs"])
         [(source, warning)] = report.warnings
         assert report.ok and source == "cafeteria.txt" and "answered HTTP 500" in warning
-        assert app.search("zeppelin").hits[0].source == "parking.txt"
+        assert app.collection().search("zeppelin").hits[0].source == "parking.txt"
         app.close()
 
 
@@ -128,7 +135,7 @@ def test_a_provider_that_is_down_is_given_up_after_three_failures_in_a_row(
     with llm_server.serve(_enrichment, fail="500", times=None) as down:
         app = _app(tmp_path, down)
         try:
-            report = app.ingest([tmp_path / "docs"])
+            report = app.collection().ingest([tmp_path / "docs"])
         finally:
             app.close()
         assert report.ok and len(report.added) == 6 and len(report.warnings) == 6
@@ -149,8 +156,8 @@ def test_refined_text_is_indexed_while_the_chunk_keeps_its_own(tmp_path: Path) -
             **{"ingest.transforms.enrich": False, "ingest.transforms.refine": True},
         )
         write(tmp_path / "docs/scan.txt", scanned + "\n")
-        assert app.ingest([tmp_path / "docs"]).ok
-        hit = app.search("lunch cafeteria").hits[0]
+        assert app.collection().ingest([tmp_path / "docs"]).ok
+        hit = app.collection().search("lunch cafeteria").hits[0]
         assert hit.text == scanned
         assert hit.metadata["llm"] == {"refined": "The cafeteria serves lunch from noon."}
         assert server.requests[0].body["messages"][-1]["content"] == scanned
@@ -161,5 +168,5 @@ def test_a_transform_on_without_an_llm_names_the_setting(tmp_path: Path) -> None
     settings = fast_settings(tmp_path / "data", **{"ingest.transforms.enrich": True})
     app = build_app(settings)
     with pytest.raises(ConfigError, match=r"ingest.transforms.enrich is on, but llm.provider"):
-        app.ingest([_docs(tmp_path / "docs")])
+        app.collection().ingest([_docs(tmp_path / "docs")])
     app.close()

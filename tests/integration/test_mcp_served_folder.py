@@ -30,7 +30,7 @@ from tests.mcp_helpers import wait_until
 def _sources(settings: Settings, collection: str) -> list[str]:
     app = build_app(settings)
     try:
-        return sorted(r.source for r in app.documents(collection))
+        return sorted(r.source for r in app.collection(collection).documents())
     finally:
         app.close()
 
@@ -38,7 +38,7 @@ def _sources(settings: Settings, collection: str) -> list[str]:
 def _folders(settings: Settings, collection: str) -> list[str]:
     app = build_app(settings)
     try:
-        return sorted(Path(r.path).parent.name for r in app.documents(collection))
+        return sorted(Path(r.path).parent.name for r in app.collection(collection).documents())
     finally:
         app.close()
 
@@ -59,7 +59,7 @@ def _handbook(app: App, tmp_path: Path) -> tuple[Path, Path]:
     write(notes / "backups.md", "Backups run nightly.\n")
     write(wiki / "deploy.md", "Deploys go out on Tuesdays.\n")
     write(wiki / "oncall.md", "The on-call rota changes on Mondays.\n")
-    app.ingest([notes, wiki], "handbook")
+    app.collection("handbook").ingest([notes, wiki])
     for page in wiki.iterdir():
         page.unlink()
     return notes, wiki
@@ -88,7 +88,7 @@ def test_a_renamed_folder_loses_the_documents_not_found_again(app: App, tmp_path
     docs = tmp_path / "docs"
     write(docs / "backups.md", "Backups run nightly.\n")
     write(docs / "deploy.md", "Deploys go out on Tuesdays.\n")
-    app.ingest([docs], "handbook")
+    app.collection("handbook").ingest([docs])
     (docs / "deploy.md").unlink()
     docs.rename(tmp_path / "Docs")  # `mv docs Docs`, a file deleted meanwhile
     served = fast_settings(tmp_path / "data", collection="handbook")
@@ -103,9 +103,9 @@ def test_a_renamed_folder_loses_the_documents_not_found_again(app: App, tmp_path
 def _two_owners(app: App, tmp_path: Path) -> Path:
     """``docs/`` ingested into ``handbook`` and ``wiki``; ``private`` from elsewhere."""
     docs = write(tmp_path / "docs" / "a.md", "Backups run nightly.\n").parent
-    app.ingest([docs], "handbook")
-    app.ingest([docs], "wiki")
-    app.ingest([write(tmp_path / "board" / "m.md", "Minutes.\n").parent], "private")
+    app.collection("handbook").ingest([docs])
+    app.collection("wiki").ingest([docs])
+    app.collection("private").ingest([write(tmp_path / "board" / "m.md", "Minutes.\n").parent])
     return docs
 
 

@@ -14,7 +14,7 @@ def test_a_mixed_script_question_is_searched_in_the_language_of_its_words(
 ) -> None:
     write(tmp_path / "kb" / "quota.md", "# Квоты\n\nВключите квоты опцией usrquota в fstab.\n")
     write(tmp_path / "kb" / "nginx.md", "# nginx\n\n如何配置 nginx 反向代理。\n")
-    app.ingest([tmp_path / "kb"], "kb")
-    assert app.search("квоты usrquota", "kb").language == "ru"
-    assert app.search("如何配置 nginx", "kb").language == "zh"
-    assert app.search("usrquota fstab", "kb").language == "en"
+    app.collection("kb").ingest([tmp_path / "kb"])
+    assert app.collection("kb").search("квоты usrquota").language == "ru"
+    assert app.collection("kb").search("如何配置 nginx").language == "zh"
+    assert app.collection("kb").search("usrquota fstab").language == "en"

@@ -46,7 +46,7 @@ def matrix_app(
 
 @pytest.mark.parametrize("name", SCOPES)
 def test_searches_return_exactly_what_the_scope_sees(matrix_app: App, name: str) -> None:
-    found = matrix_app.scoped(SCOPES[name]).search(WORD, COLLECTION, top_k=TOP_K)
+    found = matrix_app.scoped(SCOPES[name]).collection(COLLECTION).search(WORD, top_k=TOP_K)
     assert markers_in(h.text for h in found.hits) == visible(SCOPES[name])
 
 
@@ -56,12 +56,12 @@ def test_listings_counts_and_chunks_show_only_what_the_scope_sees(
 ) -> None:
     scoped = matrix_app.scoped(SCOPES[name])
     expected = visible(SCOPES[name])
-    records = scoped.documents(COLLECTION)
+    records = scoped.collection(COLLECTION).documents()
     assert markers_in(r.source for r in records) == expected
     [view] = [v for v in scoped.collections() if v.name == COLLECTION]
     assert (view.documents, view.chunks) == (len(expected), sum(r.chunk_count for r in records))
     for doc in MATRIX:
-        chunk_id = matrix_app.search(doc.marker, COLLECTION, top_k=1).hits[0].chunk_id
+        chunk_id = matrix_app.collection(COLLECTION).search(doc.marker, top_k=1).hits[0].chunk_id
         if doc.marker in expected:
             assert scoped.chunk(chunk_id), doc.marker
         else:
@@ -72,7 +72,9 @@ def test_listings_counts_and_chunks_show_only_what_the_scope_sees(
 @pytest.mark.parametrize("name", SCOPES)
 def test_answers_cite_only_what_the_scope_sees(matrix_app: App, name: str) -> None:
     events = list(
-        matrix_app.scoped(SCOPES[name]).ask(f"what does the {WORD} handbook say", COLLECTION)
+        matrix_app.scoped(SCOPES[name])
+        .collection(COLLECTION)
+        .ask(f"what does the {WORD} handbook say")
     )
     end = next(e for e in events if isinstance(e, End))
     cited = markers_in(s.text for s in end.answer.sources)
@@ -83,22 +85,24 @@ def test_answers_cite_only_what_the_scope_sees(matrix_app: App, name: str) -> No
 def test_the_result_cache_never_serves_across_scopes(matrix_app: App) -> None:
     query = f"{WORD} page for this scope"  # asked by no other test of the module's App
     narrow = matrix_app.scoped(SCOPES["acme-public-sales"])
-    assert matrix_app.search(query, COLLECTION, top_k=TOP_K).cache["result"] == "miss"
-    first = narrow.search(query, COLLECTION, top_k=TOP_K)
+    assert matrix_app.collection(COLLECTION).search(query, top_k=TOP_K).cache["result"] == "miss"
+    first = narrow.collection(COLLECTION).search(query, top_k=TOP_K)
     assert first.cache["result"] == "miss"
     assert markers_in(h.text for h in first.hits) == visible(SCOPES["acme-public-sales"])
-    assert narrow.search(query, COLLECTION, top_k=TOP_K).cache["result"] == "hit"
+    assert narrow.collection(COLLECTION).search(query, top_k=TOP_K).cache["result"] == "hit"
 
 
 def test_a_scoped_caller_may_not_export_the_whole_collection(
     matrix_app: App, tmp_path: Path
 ) -> None:
     with pytest.raises(AuthError, match="needs an unrestricted data scope"):
-        matrix_app.scoped(SCOPES["acme-internal"]).export(tmp_path / "out.jsonl", COLLECTION)
+        matrix_app.scoped(SCOPES["acme-internal"]).collection(COLLECTION).export(
+            tmp_path / "out.jsonl"
+        )
 
 
 def test_a_search_trace_records_the_scope(matrix_app: App) -> None:
-    matrix_app.scoped(SCOPES["acme-internal"]).search(WORD, COLLECTION)
+    matrix_app.scoped(SCOPES["acme-internal"]).collection(COLLECTION).search(WORD)
     last = list(matrix_app.traces())[-1]
     assert last.scope == SCOPES["acme-internal"].to_dict()
     assert last.scope["tenants"] == ["acme"]
@@ -107,18 +111,18 @@ def test_a_search_trace_records_the_scope(matrix_app: App) -> None:
 def test_a_bad_visibility_tag_fails_the_ingest_naming_it(app: App, tmp_path: Path) -> None:
     doc = write(tmp_path / "docs" / "a.md", "# a\n\nwords\n")
     with pytest.raises(IngestError, match="tag visibility='secret'"):
-        app.ingest([doc], "c", {"visibility": "secret"})
+        app.collection("c").ingest([doc], {"visibility": "secret"})
 
 
 def test_a_changed_default_scope_rewrites_unchanged_documents(tmp_path: Path) -> None:
     doc = write(tmp_path / "docs" / "a.md", "# a\n\nwords about things\n")
     first = build_app(fast_settings(tmp_path / "data"))
-    first.ingest([doc], "c")
+    first.collection("c").ingest([doc])
     first.close()
     second = build_app(fast_settings(tmp_path / "data", **{"ingest.scope": {"tenant": "acme"}}))
-    report = second.ingest([doc], "c")
+    report = second.collection("c").ingest([doc])
     assert len(report.updated) == 1, report
-    [record] = second.documents("c")
+    [record] = second.collection("c").documents()
     scope = record_scope(record.metadata)
     assert scope is not None and scope.tenant == "acme"
     second.close()
@@ -128,6 +132,6 @@ def test_front_matter_never_sets_a_scope(app: App, tmp_path: Path) -> None:
     doc = write(
         tmp_path / "docs" / "a.md", "---\nvisibility: public\ntenant: '*'\n---\n# a\n\nwords\n"
     )
-    app.ingest([doc], "c")
-    [hit] = app.search("words", "c").hits
+    app.collection("c").ingest([doc])
+    [hit] = app.collection("c").search("words").hits
     assert (hit.metadata["visibility"], "tenant" in hit.metadata) == ("internal", False)

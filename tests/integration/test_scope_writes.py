@@ -34,24 +34,26 @@ def _acme(app: App) -> App:
 
 
 def _hidden_scope(app: App) -> object:
-    (record,) = [r for r in app.documents(COLLECTION) if HIDDEN in r.source]
+    (record,) = [r for r in app.collection(COLLECTION).documents() if HIDDEN in r.source]
     return record_scope(record.metadata)
 
 
 def _finds(app: App, word: str) -> bool:
-    return any(word in h.text for h in app.search(word, COLLECTION, top_k=5).hits)
+    return any(word in h.text for h in app.collection(COLLECTION).search(word, top_k=5).hits)
 
 
 def _seen(app: App) -> set[str]:
-    return markers_in(h.text for h in app.search(WORD, COLLECTION, top_k=30).hits)
+    return markers_in(h.text for h in app.collection(COLLECTION).search(WORD, top_k=30).hits)
 
 
 def test_a_hidden_document_cannot_be_retagged_into_view_nor_is_it_reported(
     app: App, tmp_path: Path
 ) -> None:
     before = _hidden_scope(app)
-    report = _acme(app).ingest(
-        [tmp_path / "docs"], COLLECTION, {"tenant": "acme", "visibility": "internal"}
+    report = (
+        _acme(app)
+        .collection(COLLECTION)
+        .ingest([tmp_path / "docs"], {"tenant": "acme", "visibility": "internal"})
     )
     named = {*report.current(), *(s for s, _ in report.failed), *(s for s, _ in report.warnings)}
     assert not any(HIDDEN in source for source in named)  # not touched, nor heard of
@@ -61,14 +63,14 @@ def test_a_hidden_document_cannot_be_retagged_into_view_nor_is_it_reported(
 
 def test_new_documents_get_scopes_within_the_writers_only(app: App, tmp_path: Path) -> None:
     write(tmp_path / "new" / "acme-note.md", f"# Acme note\n\nThe {WORD} acmenewnote.\n")
-    outside = _acme(app).ingest([tmp_path / "new"], COLLECTION, {"tenant": "globex"})
+    outside = _acme(app).collection(COLLECTION).ingest([tmp_path / "new"], {"tenant": "globex"})
     ((_, reason),) = outside.failed
     assert "outside this token's data scope" in reason
-    untagged = _acme(app).ingest([tmp_path / "new"], COLLECTION)  # no tenant: shared? no
+    untagged = _acme(app).collection(COLLECTION).ingest([tmp_path / "new"])  # no tenant: shared? no
     assert untagged.failed and not untagged.added
-    shared = _acme(app).ingest([tmp_path / "new"], COLLECTION, {"tenant": "*"})
+    shared = _acme(app).collection(COLLECTION).ingest([tmp_path / "new"], {"tenant": "*"})
     assert shared.failed and not shared.added  # "*" would show it to every tenant
-    inside = _acme(app).ingest([tmp_path / "new"], COLLECTION, {"tenant": "acme"})
+    inside = _acme(app).collection(COLLECTION).ingest([tmp_path / "new"], {"tenant": "acme"})
     assert inside.added and _finds(_acme(app), "acmenewnote")
     assert not _finds(app.scoped(SCOPES["globex-restricted-support"]), "acmenewnote")
 
@@ -79,8 +81,10 @@ def test_what_concerns_every_scope_needs_an_unrestricted_writer(app: App, tmp_pa
     with pytest.raises(AuthError, match=r"FAQ entries .* needs an unrestricted data scope"):
         acme.faq_import([tmp_path / "faq.csv"])
     with pytest.raises(AuthError, match=r"pruning .* needs an unrestricted data scope"):
-        _acme(app).ingest([tmp_path / "docs"], COLLECTION, {"tenant": "acme"}, prune=True)
-    app.export(tmp_path / "all.jsonl", COLLECTION)
+        _acme(app).collection(COLLECTION).ingest(
+            [tmp_path / "docs"], {"tenant": "acme"}, prune=True
+        )
+    app.collection(COLLECTION).export(tmp_path / "all.jsonl")
     with pytest.raises(AuthError, match=r"importing .* needs an unrestricted data scope"):
         acme.import_bundle(tmp_path / "all.jsonl")
     assert app.collection(COLLECTION).faq_import([tmp_path / "faq.csv"])  # unrestricted: yes
@@ -91,16 +95,18 @@ def test_an_unknown_filter_key_never_names_a_hidden_documents_keys(
 ) -> None:
     write(tmp_path / "secret" / "orchid.md", f"# Orchid\n\nThe {WORD} orchid plan.\n")
     tags = {"tenant": "globex", "visibility": "restricted", "orchid_codename": "yes"}
-    app.ingest([tmp_path / "secret"], COLLECTION, tags)
+    app.collection(COLLECTION).ingest([tmp_path / "secret"], tags)
     with pytest.raises(QueryError) as caught:
-        app.scoped(SCOPES["acme-internal"]).search(WORD, COLLECTION, filters={"nosuch": "1"})
+        app.scoped(SCOPES["acme-internal"]).collection(COLLECTION).search(
+            WORD, filters={"nosuch": "1"}
+        )
     assert "orchid_codename" not in str(caught.value)
     with pytest.raises(QueryError):  # as unknown to it as any other key
-        app.scoped(SCOPES["acme-internal"]).search(
-            WORD, COLLECTION, filters={"orchid_codename": "yes"}
+        app.scoped(SCOPES["acme-internal"]).collection(COLLECTION).search(
+            WORD, filters={"orchid_codename": "yes"}
         )
     with pytest.raises(QueryError) as unrestricted:
-        app.search(WORD, COLLECTION, filters={"nosuch": "1"})
+        app.collection(COLLECTION).search(WORD, filters={"nosuch": "1"})
     assert "orchid_codename" in str(unrestricted.value)
 
 
@@ -116,11 +122,13 @@ def test_a_document_shared_wider_than_the_writer_is_not_its_to_narrow_or_remove(
 ) -> None:
     globex = app.scoped(SCOPES["globex-restricted-support"])
     assert "msharedpublic" in _seen(globex)
-    report = _acme(app).ingest(
-        [tmp_path / "docs" / "msharedpublic.md"], COLLECTION, {"tenant": "acme"}
+    report = (
+        _acme(app)
+        .collection(COLLECTION)
+        .ingest([tmp_path / "docs" / "msharedpublic.md"], {"tenant": "acme"})
     )
     assert not report.current() and not report.failed  # left alone, silently
     assert "msharedpublic" in _seen(globex)
     with pytest.raises(QueryError, match="that this token may remove"):
-        _acme(app).remove(str(tmp_path / "docs" / "msharedpublic.md"), COLLECTION)
+        _acme(app).collection(COLLECTION).remove(str(tmp_path / "docs" / "msharedpublic.md"))
     assert "msharedpublic" in _seen(globex)

@@ -19,11 +19,11 @@ def test_filters_apply_inside_both_legs_before_fusion(tmp_path: Path) -> None:
     for i in range(30):
         write(tmp_path / f"fin/{i}.md", f"Travel travel travel expenses report number {i}.\n")
     write(tmp_path / "legal/contract.md", "A contract clause mentions travel once.\n")
-    app.ingest([tmp_path / "fin"], tags={"dept": "finance"})
-    app.ingest([tmp_path / "legal"], tags={"dept": "legal"})
-    unfiltered = app.search("travel expenses", top_k=5)
+    app.collection().ingest([tmp_path / "fin"], tags={"dept": "finance"})
+    app.collection().ingest([tmp_path / "legal"], tags={"dept": "legal"})
+    unfiltered = app.collection().search("travel expenses", top_k=5)
     assert all(h.metadata["dept"] == "finance" for h in unfiltered.hits)
-    result = app.search("travel expenses", top_k=5, filters={"dept": "legal"})
+    result = app.collection().search("travel expenses", top_k=5, filters={"dept": "legal"})
     assert [h.source for h in result.hits] == ["contract.md"]
     assert result.counts["lexical"] == 1 and result.counts["dense"] == 1
 
@@ -31,49 +31,55 @@ def test_filters_apply_inside_both_legs_before_fusion(tmp_path: Path) -> None:
 def test_language_filter_uses_the_chunk_language(app: App, tmp_path: Path) -> None:
     write(tmp_path / "d/en.md", "Backups every six hours.\n")
     write(tmp_path / "d/ru.md", "Резервные копии каждые шесть часов. Backups.\n")
-    app.ingest([tmp_path / "d"])
-    hits = app.search("backups", filters={"language": "ru"}).hits
+    app.collection().ingest([tmp_path / "d"])
+    hits = app.collection().search("backups", filters={"language": "ru"}).hits
     assert [h.source for h in hits] == ["ru.md"]
 
 
 def test_in_filters_match_any_value_in_both_legs(app: App, tmp_path: Path) -> None:
     for team in ("ops", "dev", "legal"):
         write(tmp_path / team / "note.md", f"Quarterly rota for the {team} team: backups.\n")
-        app.ingest([tmp_path / team], tags={"team": team})
-    result = app.search("backups rota", top_k=5, filters={"team": ("ops", "dev")})
+        app.collection().ingest([tmp_path / team], tags={"team": team})
+    result = app.collection().search("backups rota", top_k=5, filters={"team": ("ops", "dev")})
     assert sorted(h.metadata["team"] for h in result.hits) == ["dev", "ops"]
     assert result.counts["lexical"] == 2 and result.counts["dense"] == 2
-    mixed = app.search("backups", filters={"team": ("legal",), "language": ("en", "ru")})
+    mixed = app.collection().search(
+        "backups", filters={"team": ("legal",), "language": ("en", "ru")}
+    )
     assert [h.metadata["team"] for h in mixed.hits] == ["legal"]
 
 
 def test_filter_keys_are_checked_against_the_collection(app: App, tmp_path: Path) -> None:
     write(tmp_path / "d/en.md", "---\nauthor: Ann\n---\nBackups every six hours.\n")
     write(tmp_path / "d/ru.md", "Резервные копии каждые шесть часов. Backups.\n")
-    app.ingest([tmp_path / "d"], tags={"team": "ops"})
+    app.collection().ingest([tmp_path / "d"], tags={"team": "ops"})
     # "lang", as the docs once showed it, is the language column, not a silent zero.
-    assert [h.source for h in app.search("backups", filters={"lang": ("ru",)}).hits] == ["ru.md"]
-    by_author = app.search("backups", filters={"author": "Ann", "team": "ops"}).hits
+    assert [
+        h.source for h in app.collection().search("backups", filters={"lang": ("ru",)}).hits
+    ] == ["ru.md"]
+    by_author = app.collection().search("backups", filters={"author": "Ann", "team": "ops"}).hits
     assert [h.source for h in by_author] == ["en.md"]
     with pytest.raises(QueryError) as caught:
-        app.search("backups", filters={"teem": "ops"})
+        app.collection().search("backups", filters={"teem": "ops"})
     assert "unknown key 'teem' in collection 'default'" in str(caught.value)
     assert "(author, roles, team, visibility)" in str(caught.value)  # scope keys too
     # A key that a later ingest brings is known from then on (the keys follow the version).
     write(tmp_path / "e/x.md", "Backups of the wiki.\n")
-    app.ingest([tmp_path / "e"], tags={"teem": "wiki"})
-    assert [h.source for h in app.search("backups", filters={"teem": "wiki"}).hits] == ["x.md"]
+    app.collection().ingest([tmp_path / "e"], tags={"teem": "wiki"})
+    assert [
+        h.source for h in app.collection().search("backups", filters={"teem": "wiki"}).hits
+    ] == ["x.md"]
 
 
 def test_search_reports_each_stage_as_it_ends(app: App, tmp_path: Path) -> None:
     write(tmp_path / "d/a.md", "Backups run every six hours.\n")
-    app.ingest([tmp_path / "d"])
+    app.collection().ingest([tmp_path / "d"])
     heard: list[tuple[str, int]] = []
-    app.search("backups", on_stage=lambda stage, hits, ms: heard.append((stage, hits)))
+    app.collection().search("backups", on_stage=lambda stage, hits, ms: heard.append((stage, hits)))
     assert [s for s, _ in heard] == ["routing", "lexical", "dense", "fusion"]
     assert dict(heard)["lexical"] == 1 and dict(heard)["fusion"] == 1
     heard.clear()
-    app.search("backups", on_stage=lambda stage, hits, ms: heard.append((stage, hits)))
+    app.collection().search("backups", on_stage=lambda stage, hits, ms: heard.append((stage, hits)))
     assert heard == [("cache", 1)]
 
 
@@ -86,7 +92,7 @@ def test_dense_leg_is_skipped_for_languages_the_embedder_does_not_know(
 ) -> None:
     write(tmp_path / "d/zh.md", "数据库每六小时备份一次。\n")
     write(tmp_path / "d/en.md", "The database is backed up every six hours.\n")
-    app.ingest([tmp_path / "d"])
+    app.collection().ingest([tmp_path / "d"])
     embedder = EnglishOnly(app.embedder.dim)
     embedder.model_id = app.embedder.model_id
     zh = search(app.store, embedder, app.settings.search, SearchRequest("数据库备份", "default"))
@@ -100,24 +106,24 @@ def test_dense_leg_is_skipped_for_languages_the_embedder_does_not_know(
 def test_rrf_fusion_is_selectable(tmp_path: Path) -> None:
     app = build_app(fast_settings(tmp_path / "data", **{"search.fusion": "rrf"}))
     write(tmp_path / "d/a.md", "Solar panels on the warehouse roof.\n")
-    app.ingest([tmp_path / "d"])
-    hit = app.search("solar panels").hits[0]
+    app.collection().ingest([tmp_path / "d"])
+    hit = app.collection().search("solar panels").hits[0]
     assert hit.score == pytest.approx(1 / 61 + 1 / 61)  # rank 1 in both legs
 
 
 def test_min_score_cuts_weak_hits(app: App, tmp_path: Path) -> None:
     write(tmp_path / "d/a.md", "Solar panels on the warehouse roof.\n")
     write(tmp_path / "d/b.md", "Roof repairs are booked in spring; panels of experts decide.\n")
-    app.ingest([tmp_path / "d"])
-    everything = app.search("solar panels warehouse", top_k=10).hits
-    strict = app.search("solar panels warehouse", top_k=10, min_score=0.99).hits
+    app.collection().ingest([tmp_path / "d"])
+    everything = app.collection().search("solar panels warehouse", top_k=10).hits
+    strict = app.collection().search("solar panels warehouse", top_k=10, min_score=0.99).hits
     assert len(everything) == 2 and [h.source for h in strict] == ["a.md"]
 
 
 def test_hits_carry_ranks_of_both_legs(app: App, tmp_path: Path) -> None:
     write(tmp_path / "d/a.md", "Solar panels on the warehouse roof.\n")
-    app.ingest([tmp_path / "d"])
-    hit = app.search("solar panels").hits[0]
+    app.collection().ingest([tmp_path / "d"])
+    hit = app.collection().search("solar panels").hits[0]
     assert (hit.lexical_rank, hit.dense_rank) == (1, 1)
 
 
@@ -138,31 +144,32 @@ def test_invalid_requests_are_query_errors(
     app: App, tmp_path: Path, kwargs: dict[str, object], message: str
 ) -> None:
     write(tmp_path / "d/a.md", "Solar panels.\n")
-    app.ingest([tmp_path / "d"])
+    app.collection().ingest([tmp_path / "d"])
     args: dict[str, object] = {"query": "solar", **kwargs}
+    collection = args.pop("collection", None)
     with pytest.raises(QueryError, match=message):
-        app.search(**args)  # type: ignore[arg-type]
+        app.collection(collection).search(**args)  # type: ignore[arg-type]
 
 
 def test_repeated_search_is_served_from_the_result_cache(app: App, tmp_path: Path) -> None:
     write(tmp_path / "d/a.md", "Solar panels on the warehouse roof.\n")
-    app.ingest([tmp_path / "d"])
-    first = app.search("solar panels")
-    second = app.search("solar panels")
+    app.collection().ingest([tmp_path / "d"])
+    first = app.collection().search("solar panels")
+    second = app.collection().search("solar panels")
     assert (first.cache["result"], first.cache["query_embedding"]) == ("miss", "miss")
     assert second.cache["result"] == "hit" and list(second.timings_ms) == ["cache"]
     assert [h.chunk_id for h in second.hits] == [h.chunk_id for h in first.hits]
-    other_k = app.search("solar panels", top_k=3)  # another key, same query text
+    other_k = app.collection().search("solar panels", top_k=3)  # another key, same query text
     assert (other_k.cache["result"], other_k.cache["query_embedding"]) == ("miss", "hit")
 
 
 def test_ingest_invalidates_cached_results(app: App, tmp_path: Path) -> None:
     write(tmp_path / "d/a.md", "Solar panels on the warehouse roof.\n")
-    app.ingest([tmp_path / "d"])
-    assert [h.source for h in app.search("solar panels").hits] == ["a.md"]
+    app.collection().ingest([tmp_path / "d"])
+    assert [h.source for h in app.collection().search("solar panels").hits] == ["a.md"]
     write(tmp_path / "d/b.md", "Solar panels, solar panels: more solar panels.\n")
-    app.ingest([tmp_path / "d"])
-    after = app.search("solar panels")
+    app.collection().ingest([tmp_path / "d"])
+    after = app.collection().search("solar panels")
     assert after.cache["result"] == "miss"
     assert {h.source for h in after.hits} == {"a.md", "b.md"}
 
@@ -170,17 +177,17 @@ def test_ingest_invalidates_cached_results(app: App, tmp_path: Path) -> None:
 def test_caches_can_be_disabled(tmp_path: Path) -> None:
     off = build_app(fast_settings(tmp_path / "data", **{"search.result_cache_size": 0}))
     write(tmp_path / "d/a.md", "Solar panels.\n")
-    off.ingest([tmp_path / "d"])
-    off.search("solar")
-    assert off.search("solar").cache["result"] == "miss"
+    off.collection().ingest([tmp_path / "d"])
+    off.collection().search("solar")
+    assert off.collection().search("solar").cache["result"] == "miss"
 
 
 def test_a_collection_built_with_another_embedder_is_a_clear_error(tmp_path: Path) -> None:
     built = build_app(fast_settings(tmp_path / "data"))
     write(tmp_path / "d/a.md", "Backups run nightly.\n")
-    built.ingest([tmp_path / "d"])
+    built.collection().ingest([tmp_path / "d"])
     built.close()
     other = build_app(fast_settings(tmp_path / "data", **{"embedder.hashing.dim": 128}))
     with pytest.raises(QueryError, match=r"built with embedder hashing-256 \(dim 256\), but"):
-        other.search("backups")
+        other.collection().search("backups")
     other.close()

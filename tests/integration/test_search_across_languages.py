@@ -33,8 +33,8 @@ def _app(tmp_path: Path) -> tuple[App, Aligned]:
     write(tmp_path / "ops/ru.md", "Командировки 2024: гостиница до 150 за ночь.\n")
     write(tmp_path / "ops/leave.md", "Отпуск на 2024 год: 28 дней, по заявлению.\n")
     write(tmp_path / "legal/en.md", "Contract 2024: penalties of 150 a day.\n")
-    app.ingest([tmp_path / "ops"], tags={"dept": "ops"})
-    app.ingest([tmp_path / "legal"], tags={"dept": "legal"})
+    app.collection().ingest([tmp_path / "ops"], tags={"dept": "ops"})
+    app.collection().ingest([tmp_path / "legal"], tags={"dept": "legal"})
     embedder = Aligned(app.embedder.dim)
     embedder.model_id = app.embedder.model_id
     return app, embedder
@@ -125,7 +125,7 @@ def test_a_chinese_passage_naming_its_subjects_in_latin_does_not_cross_languages
     )
     write(tmp_path / "zh/tea.md", "绿茶是未经发酵的茶，保留了鲜叶的天然物质。\n")
     write(tmp_path / "zh/rail.md", "铁路是供火车等交通工具行驶的轨道线路。\n")
-    app.ingest([tmp_path / "zh"])
+    app.collection().ingest([tmp_path / "zh"])
     assert sorted(h.language for h in app.store.hits(list(range(1, 4))).values()) == [
         "en",
         "zh",
@@ -158,7 +158,7 @@ def _counting(tmp_path: Path) -> tuple[App, Counting]:
         f"Parking is free for visitors {unique}. Hotels for travel in 2024 cost up to 150. "
         "The canteen opens at noon.\n",
     )
-    app.ingest([tmp_path / "ops"], tags={"dept": "ops"})
+    app.collection().ingest([tmp_path / "ops"], tags={"dept": "ops"})
     embedder = Counting(aligned.dim)
     embedder.model_id = aligned.model_id
     return app, embedder

@@ -35,13 +35,13 @@ def make_app(tmp_path: Path, **overrides: object) -> App:
     app = build_app(fast_settings(tmp_path / "data", **overrides))
     for name, text in DOCS.items():
         write(tmp_path / "docs" / name, text + "\n")
-    app.ingest([tmp_path / "docs"])
+    app.collection().ingest([tmp_path / "docs"])
     return app
 
 
 def test_reranking_is_off_by_default(tmp_path: Path) -> None:
     app = make_app(tmp_path)
-    result = app.search(QUERY, top_k=3)
+    result = app.collection().search(QUERY, top_k=3)
     assert app.reranker is None and Settings().reranker.provider == "none"
     assert result.rerank.to_dict() == {"provider": "none", "used": False, "error": None, "ms": 0.0}
     assert "rerank" not in result.timings_ms
@@ -51,8 +51,8 @@ def test_reranking_is_off_by_default(tmp_path: Path) -> None:
 
 def test_one_line_switches_reranking_on(tmp_path: Path, plugin: dict[str, Reranker]) -> None:
     app = make_app(tmp_path, **{"reranker.provider": "fake"})
-    fused = [h.source for h in make_app(tmp_path / "off").search(QUERY, top_k=3).hits]
-    result = app.search(QUERY, top_k=3)
+    fused = [h.source for h in make_app(tmp_path / "off").collection().search(QUERY, top_k=3).hits]
+    result = app.collection().search(QUERY, top_k=3)
     assert result.rerank.used and result.rerank.error is None and "rerank" in result.timings_ms
     scores = [reranking.relevance(QUERY, h.text) for h in result.hits]
     assert scores == sorted(scores, reverse=True)  # the reranker's order…
@@ -68,9 +68,9 @@ def test_reranker_sees_max_of_candidates_and_top_k(
     fake = reranking.OverlapReranker()
     plugin["reranker"] = fake
     app = make_app(tmp_path, **{"reranker.provider": "fake", "reranker.candidates": 2})
-    assert len(app.search(QUERY, top_k=1).hits) == 1
+    assert len(app.collection().search(QUERY, top_k=1).hits) == 1
     assert len(fake.calls[-1][1]) == 2
-    assert len(app.search(QUERY, top_k=3).hits) == 3
+    assert len(app.collection().search(QUERY, top_k=3).hits) == 3
     assert len(fake.calls[-1][1]) == 3
     assert fake.calls[-1][0] == QUERY
 
@@ -83,15 +83,18 @@ def test_min_score_applies_to_the_relevance_not_the_fused_or_rerank_score(
     fake = reranking.OverlapReranker()
     plugin["reranker"] = fake
     app = make_app(tmp_path, **{"reranker.provider": "fake"})
-    every = app.search(QUERY, top_k=3).hits
+    every = app.collection().search(QUERY, top_k=3).hits
     assert {h.source: h.relevance for h in every} == pytest.approx(
         {"c.md": 1.0, "a.md": 2 / 3, "b.md": 1 / 3}
     )
     assert next(h.fused_score for h in every if h.source == "a.md") == 1.0
-    best = app.search(QUERY, top_k=3, min_score=0.99).hits
+    best = app.collection().search(QUERY, top_k=3, min_score=0.99).hits
     assert [(h.source, h.fused_rank) for h in best] == [("c.md", 2)]
     # Cut before reranking: the reranker orders only what is left.
-    assert [h.source for h in app.search(QUERY, top_k=3, min_score=0.5).hits] == ["c.md", "a.md"]
+    assert [h.source for h in app.collection().search(QUERY, top_k=3, min_score=0.5).hits] == [
+        "c.md",
+        "a.md",
+    ]
     assert len(fake.calls[-1][1]) == 2
 
 
@@ -106,7 +109,7 @@ def test_reranker_failure_keeps_the_fused_order(
     timeout_s = 0.2 if failure == "timeout" else WAIT_S
     app = make_app(tmp_path, **{"reranker.provider": "fake", "reranker.timeout_s": timeout_s})
     try:
-        result = app.search(QUERY, top_k=3)
+        result = app.collection().search(QUERY, top_k=3)
     finally:
         blocked.release.set()
     assert [h.fused_rank for h in result.hits] == [1, 2, 3]
@@ -123,7 +126,7 @@ def test_http_endpoint_down_keeps_the_fused_order(tmp_path: Path) -> None:
         tmp_path,
         **{"reranker.provider": "http", "reranker.http.url": url, "reranker.http.style": "tei"},
     )
-    result = app.search(QUERY, top_k=3)
+    result = app.collection().search(QUERY, top_k=3)
     assert [h.fused_rank for h in result.hits] == [1, 2, 3]
     assert result.rerank.error is not None and "cannot reach" in result.rerank.error
 
@@ -138,7 +141,7 @@ def test_http_reranker_reorders_a_real_search(tmp_path: Path) -> None:
                 "reranker.http.url": server.url + "/rerank",
             },
         )
-        result = app.search(QUERY, top_k=3)
+        result = app.collection().search(QUERY, top_k=3)
     assert result.rerank.used
     assert result.hits[0].source == "c.md"
     assert sorted(server.requests[0][2]["texts"]) == sorted(h.text for h in result.hits)
@@ -147,11 +150,11 @@ def test_http_reranker_reorders_a_real_search(tmp_path: Path) -> None:
 def test_unknown_reranker_lists_the_known_ones(tmp_path: Path) -> None:
     app = make_app(tmp_path, **{"reranker.provider": "colbert"})
     with pytest.raises(ConfigError, match="known: cross-encoder, http, llm, none"):
-        app.search(QUERY)
+        app.collection().search(QUERY)
 
 
 def test_a_plugin_that_builds_no_reranker_is_a_config_error(tmp_path: Path) -> None:
     with registry.override("reranker", "odd", lambda settings: object()):
         app = make_app(tmp_path, **{"reranker.provider": "odd"})
         with pytest.raises(ConfigError, match=r"not a knowhub\.providers\.rerankers\.Reranker"):
-            app.search(QUERY)
+            app.collection().search(QUERY)

@@ -69,7 +69,10 @@ def _hits(cwd: Path, env: dict[str, str], query: str, *extra: str) -> list[tuple
 
 
 def _app_hits(app: App, query: str, **filters: str) -> list[tuple[str, str]]:
-    return [(h.chunk_id, h.source) for h in app.search(query, top_k=8, filters=filters).hits]
+    return [
+        (h.chunk_id, h.source)
+        for h in app.collection().search(query, top_k=8, filters=filters).hits
+    ]
 
 
 def _overrides(env: dict[str, str]) -> dict[str, object]:
@@ -102,7 +105,7 @@ def sqlite_app(tmp_path: Path) -> Iterator[App]:
     for name, text in CORPUS.items():
         write(tmp_path / "docs" / name, text)
     app = build_app(fast_settings(tmp_path / "sqlite" / "data"))
-    app.ingest([tmp_path / "docs"])
+    app.collection().ingest([tmp_path / "docs"])
     yield app
     app.close()
 
@@ -140,12 +143,12 @@ def test_filters_apply_inside_the_dense_leg(tmp_path: Path, chroma_env: dict[str
         for i in range(30):
             write(tmp_path / f"fin/{i}.md", f"Travel travel travel expenses report number {i}.\n")
         write(tmp_path / "legal/contract.md", "A contract clause mentions travel once.\n")
-        app.ingest([tmp_path / "fin"], tags={"dept": "finance"})
-        app.ingest([tmp_path / "legal"], tags={"dept": "legal"})
-        unfiltered = app.search("travel expenses", top_k=10).hits
+        app.collection().ingest([tmp_path / "fin"], tags={"dept": "finance"})
+        app.collection().ingest([tmp_path / "legal"], tags={"dept": "legal"})
+        unfiltered = app.collection().search("travel expenses", top_k=10).hits
         dense_found = {h.source for h in unfiltered if h.dense_rank is not None}
         assert "contract.md" not in dense_found, "set-up: it must rank below the dense top 5"
-        result = app.search("travel expenses", top_k=5, filters={"dept": "legal"})
+        result = app.collection().search("travel expenses", top_k=5, filters={"dept": "legal"})
         assert [h.source for h in result.hits] == ["contract.md"]
         assert result.counts["dense"] == 1 and result.counts["lexical"] == 1
     finally:
@@ -166,8 +169,8 @@ def test_export_import_round_trip_from_sqlite_gives_identical_search_results(
     chroma_app = build_app(fast_settings(cwd / "data", **_overrides(env)))
     try:
         for query in queries:
-            before = [h.to_dict() for h in sqlite_again.search(query, top_k=8).hits]
-            after = [h.to_dict() for h in chroma_app.search(query, top_k=8).hits]
+            before = [h.to_dict() for h in sqlite_again.collection().search(query, top_k=8).hits]
+            after = [h.to_dict() for h in chroma_app.collection().search(query, top_k=8).hits]
             assert before, query
             assert [h["chunk_id"] for h in after] == [h["chunk_id"] for h in before], query
             for a, b in zip(before, after, strict=True):
@@ -291,7 +294,7 @@ def test_a_process_killed_mid_write_leaves_search_consistent_and_the_next_write_
         assert cid is not None
         records = {r.source: r.doc_hash for r in app.store.records(cid)}
         for query in ["zebra crossing", *QUERIES]:
-            for hit in app.search(query, top_k=20).hits:
+            for hit in app.collection().search(query, top_k=20).hits:
                 assert hit.doc_hash == records[hit.source], f"{query}: a stale row showed"
     finally:
         app.close()
@@ -316,13 +319,13 @@ def test_a_second_process_on_the_persistent_directory_is_told_to_use_a_server(
     write(tmp_path / "docs" / "a.md", "Backups run every night.\n")
     app = build_app(fast_settings(tmp_path / "data", **_overrides(env)))
     try:
-        app.ingest([tmp_path / "docs"])
+        app.collection().ingest([tmp_path / "docs"])
         refused = knowhub("search", "backups", cwd=tmp_path, env=env)
         assert refused.returncode == 1
         assert "chroma run --path" in refused.stderr and "store.chroma.host" in refused.stderr
         # Another store in this process shares the directory's client, and its lock.
         second = build_app(fast_settings(tmp_path / "data", **_overrides(env)))
-        assert [h.source for h in second.search("backups").hits] == ["a.md"]
+        assert [h.source for h in second.collection().search("backups").hits] == ["a.md"]
         second.close()
     finally:
         app.close()

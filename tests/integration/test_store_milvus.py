@@ -277,7 +277,7 @@ def test_a_bundle_exported_from_sqlite_searches_alike_in_milvus(tmp_path: Path) 
 def _searches(settings: Any, queries: list[str]) -> list[list[dict[str, Any]]]:
     app = build_app(settings)
     try:
-        return [[h.to_dict() for h in app.search(q, top_k=8).hits] for q in queries]
+        return [[h.to_dict() for h in app.collection().search(q, top_k=8).hits] for q in queries]
     finally:
         app.close()
 

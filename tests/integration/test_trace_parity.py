@@ -54,9 +54,9 @@ def sent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sent]:
     ):
         app = build_app(_settings(root, model.openai_base, endpoint, langsmith.url))
         try:
-            app.ingest([root / "docs"], tags={"team": "sales"})
+            app.collection().ingest([root / "docs"], tags={"team": "sales"})
             answers = [
-                collect(app.ask(QUESTION, filters={"team": "sales"}, session_id="s-1"))
+                collect(app.collection().ask(QUESTION, filters={"team": "sales"}, session_id="s-1"))
                 for _ in range(2)
             ]
             next(s for s in app.tracer.sinks if isinstance(s, OtlpSink)).flush()

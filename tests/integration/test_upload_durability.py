@@ -103,6 +103,6 @@ def test_verify_reports_uploaded_files_no_document_records_and_fix_leaves_them(
     assert not part.exists() and stray.is_file() and faq.is_file()
     app = build_app(fast_settings(data))
     try:
-        assert "报销制度.md" not in {d.source for d in app.documents("default")}
+        assert "报销制度.md" not in {d.source for d in app.collection("default").documents()}
     finally:
         app.close()

@@ -20,9 +20,9 @@ def test_fix_keeps_each_documents_source_and_tags(tmp_path: Path) -> None:
     single = write(tmp_path / "single.md", "# Single\n\nQuokkas smile at visitors.\n")
     app = build_app(fast_settings(tmp_path / "data"))
     try:
-        app.ingest([docs], "kb", {"team": "ops"}, include=["guide/a[[]1]*.md"])
-        app.ingest([single], "kb", {"team": "web"})
-        before = {r.source: r.metadata["tags"] for r in app.documents("kb")}
+        app.collection("kb").ingest([docs], {"team": "ops"}, include=["guide/a[[]1]*.md"])
+        app.collection("kb").ingest([single], {"team": "web"})
+        before = {r.source: r.metadata["tags"] for r in app.collection("kb").documents()}
         assert before == {"guide/a[1]*.md": {"team": "ops"}, "single.md": {"team": "web"}}
         assert app.verify("kb").ok
 
@@ -38,9 +38,9 @@ def test_fix_keeps_each_documents_source_and_tags(tmp_path: Path) -> None:
             "kb: guide/a[1]*.md: re-ingested",
             "kb: single.md: re-ingested",
         ]
-        after = {r.source: r.metadata["tags"] for r in app.documents("kb")}
+        after = {r.source: r.metadata["tags"] for r in app.collection("kb").documents()}
         assert after == before, "the lookalike file was not picked up, names and tags kept"
-        assert app.search("pangolin scales", "kb").hits[0].lexical_rank == 1
+        assert app.collection("kb").search("pangolin scales").hits[0].lexical_rank == 1
     finally:
         app.close()
 
@@ -50,7 +50,7 @@ def test_a_file_replaced_by_a_fifo_is_reported_changed_without_blocking(tmp_path
     path = write(tmp_path / "docs" / "sub" / "a.md", "# A\n\nArmadillos roll into balls.\n")
     app = build_app(fast_settings(tmp_path / "data"))
     try:
-        app.ingest([tmp_path / "docs"], "kb")
+        app.collection("kb").ingest([tmp_path / "docs"])
         path.unlink()
         os.mkfifo(path)
         report = app.verify("kb")

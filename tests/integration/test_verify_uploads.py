@@ -34,7 +34,7 @@ def test_fix_ingests_a_given_up_upload_with_its_tags_as_its_uploader(tmp_path: P
     data = tmp_path / "data"
     app = build_app(fast_settings(data))
     try:
-        app.ingest([write(tmp_path / "docs" / "a.md", "# A\n\nShared text.\n")], "kb")
+        app.collection("kb").ingest([write(tmp_path / "docs" / "a.md", "# A\n\nShared text.\n")])
         path = _given_up(data)
         found = app.verify("kb")
         assert [(p.kind, p.subject) for p in found.problems] == [("given_up_upload", "plan.md")]
@@ -45,10 +45,10 @@ def test_fix_ingests_a_given_up_upload_with_its_tags_as_its_uploader(tmp_path: P
             "kb: plan.md: ingested (given-up upload j1, with its tags)",
             "kb: j1.json: deleted (its upload's files are in)",
         ]
-        (record,) = [r for r in app.documents("kb") if r.source == "plan.md"]
+        (record,) = [r for r in app.collection("kb").documents() if r.source == "plan.md"]
         assert record.metadata["tags"] == {"tenant": "acme"}
-        assert "plan.md" in {r.source for r in app.scoped(ACME).documents("kb")}
-        assert "plan.md" not in {r.source for r in app.scoped(GLOBEX).documents("kb")}
+        assert "plan.md" in {r.source for r in app.scoped(ACME).collection("kb").documents()}
+        assert "plan.md" not in {r.source for r in app.scoped(GLOBEX).collection("kb").documents()}
         assert path.is_file() and not list((data / QUEUE_DIR).glob("*.json"))
     finally:
         app.close()
@@ -60,13 +60,13 @@ def test_fix_leaves_an_uploaded_file_no_record_owns_reported_not_ingested(
     data = tmp_path / "data"
     app = build_app(fast_settings(data))
     try:
-        app.ingest([write(tmp_path / "docs" / "a.md", "# A\n\nShared text.\n")], "kb")
+        app.collection("kb").ingest([write(tmp_path / "docs" / "a.md", "# A\n\nShared text.\n")])
         stray = write(data / "uploads" / "kb" / "stray.md", "# Stray\n\nWhose is this?\n")
         fixed = app.verify("kb", fix=True)
         assert [(p.kind, p.subject) for p in fixed.problems] == [("unindexed_upload", "stray.md")]
         detail = fixed.problems[0].detail
         assert f"knowhub ingest {stray} --collection kb --tag" in detail and "delete" in detail
-        assert "stray.md" not in {r.source for r in app.documents("kb")}
+        assert "stray.md" not in {r.source for r in app.collection("kb").documents()}
         assert stray.is_file()
     finally:
         app.close()

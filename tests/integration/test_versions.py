@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from knowhub import App, QueryError, StoreError, build_app
+from knowhub.ingest.bundle import bundle_collection
 from knowhub.ingest.progress import IngestProgress
 from knowhub.interfaces.wire import wire
 from knowhub.versions.build import build_version
@@ -39,7 +40,7 @@ def _chunk_ids(app: App, store_name: str) -> set[str]:
 
 
 def _found(app: App, query: str = "backups runbook step") -> set[str]:
-    hits = app.search(query, "kb", top_k=10).hits
+    hits = app.collection("kb").search(query, top_k=10).hits
     assert hits and all(h.collection == "kb" for h in hits)
     return {h.chunk_id for h in hits}
 
@@ -47,7 +48,7 @@ def _found(app: App, query: str = "backups runbook step") -> set[str]:
 def test_a_new_chunk_size_answers_only_once_activated_and_rollback_returns(
     app: App, tmp_path: Path
 ) -> None:
-    app.ingest([_corpus(tmp_path)], "kb", tags={"team": "ops"})
+    app.collection("kb").ingest([_corpus(tmp_path)], tags={"team": "ops"})
     report = build_version(app, "kb", chunk_size=200)
     assert (report.version.number, report.version.state, report.base) == (2, "ready", 1)
     assert sorted(report.added) == ["backups.md", "deployments.md", "incidents.md"]
@@ -58,10 +59,12 @@ def test_a_new_chunk_size_answers_only_once_activated_and_rollback_returns(
     assert _found(app) <= v1, "a built version answers nothing until activated"
     assert activate_version(app, "kb", 2) == 1
     assert _found(app) <= v2
-    assert app.search("backups", "kb").hits[0].metadata["team"] == "ops", "tags were kept"
+    assert app.collection("kb").search("backups").hits[0].metadata["team"] == "ops", (
+        "tags were kept"
+    )
     [view] = app.collections()
     assert (view.name, view.active_version, view.versions, view.chunks) == ("kb", 2, 2, len(v2))
-    assert {r.collection for r in app.documents("kb")} == {"kb"}
+    assert {r.collection for r in app.collection("kb").documents()} == {"kb"}
     some = next(iter(v2))
     assert [h.collection for h in app.chunk(some)] == ["kb"]
 
@@ -76,7 +79,7 @@ def test_a_version_built_with_another_embedder_is_queried_and_ingested_with_it(
 ) -> None:
     data = tmp_path / "data"
     app = build_app(fast_settings(data))  # hashing-256
-    app.ingest([_corpus(tmp_path)], "kb")
+    app.collection("kb").ingest([_corpus(tmp_path)])
     other = build_app(fast_settings(data, **{"embedder.hashing.dim": 64}))
     report = build_version(other, "kb")
     assert (report.version.embedder_id, report.version.dim) == ("hashing-64", 64)
@@ -85,18 +88,18 @@ def test_a_version_built_with_another_embedder_is_queried_and_ingested_with_it(
     activate_version(app, "kb", 2)  # `app` is configured with hashing-256 ...
     assert _found(app) <= _chunk_ids(app, "kb@v2")  # ... and queries v2 with hashing-64
     write(tmp_path / "more" / "new.md", "# Audits\n\nAudits happen every quarter.\n")
-    assert app.ingest([tmp_path / "more"], "kb").added == ["new.md"]
-    assert app.search("audits quarter", "kb").hits[0].source == "new.md"
+    assert app.collection("kb").ingest([tmp_path / "more"]).added == ["new.md"]
+    assert app.collection("kb").search("audits quarter").hits[0].source == "new.md"
     assert app.verify("kb").ok
 
     # Version 1 was built before anyone pinned it, with hashing-256; `other` is configured
     # with hashing-64, so it cannot write to it or query it: a clear error naming both.
     assert rollback_version(other, "kb") == (1, 2)
     with pytest.raises(StoreError) as refused:
-        other.ingest([tmp_path / "more"], "kb")
+        other.collection("kb").ingest([tmp_path / "more"])
     assert "hashing-256" in str(refused.value) and "hashing-64" in str(refused.value)
     with pytest.raises(QueryError, match=r"hashing-256.*hashing-64"):
-        other.search("audits", "kb")
+        other.collection("kb").search("audits")
     app.close()
     other.close()
 
@@ -104,7 +107,7 @@ def test_a_version_built_with_another_embedder_is_queried_and_ingested_with_it(
 def test_the_first_build_pins_version_one_to_the_embedder_that_built_it(
     app: App, tmp_path: Path
 ) -> None:
-    app.ingest([_corpus(tmp_path)], "kb")
+    app.collection("kb").ingest([_corpus(tmp_path)])
     build_version(app, "kb", chunk_size=300)
     [first, second] = list_versions(app, "kb")
     assert first.version.embedder == {"provider": "hashing", "hashing": {"dim": 256}}
@@ -117,7 +120,7 @@ def test_the_first_build_pins_version_one_to_the_embedder_that_built_it(
 def test_queries_during_switches_never_fail_and_each_reads_one_version(
     app: App, tmp_path: Path
 ) -> None:
-    app.ingest([_corpus(tmp_path)], "kb")
+    app.collection("kb").ingest([_corpus(tmp_path)])
     build_version(app, "kb", chunk_size=200)
     versions = [_chunk_ids(app, "kb"), _chunk_ids(app, "kb@v2")]
     server = build_app(fast_settings(app.settings.data_dir))  # another process's view
@@ -133,11 +136,14 @@ def test_queries_during_switches_never_fail_and_each_reads_one_version(
         while not stop.is_set():
             try:
                 if slot == 2:
-                    asked = wire(server.ask(queries[runs[slot] % 3], "kb"))
+                    asked = wire(server.collection("kb").ask(queries[runs[slot] % 3]))
                     end = [p for k, p in asked if k == "end"]
                     ids = {s["chunk_id"] for s in end[0]["sources"]}
                 else:
-                    ids = {h.chunk_id for h in server.search(queries[runs[slot] % 3], "kb").hits}
+                    ids = {
+                        h.chunk_id
+                        for h in server.collection("kb").search(queries[runs[slot] % 3]).hits
+                    }
             except BaseException as exc:  # any failure fails the test, below
                 failures.append(exc)
                 return
@@ -167,7 +173,7 @@ def test_queries_during_switches_never_fail_and_each_reads_one_version(
 def test_drop_refuses_the_active_version_and_deletes_another_whole(
     app: App, tmp_path: Path
 ) -> None:
-    app.ingest([_corpus(tmp_path)], "kb")
+    app.collection("kb").ingest([_corpus(tmp_path)])
     build_version(app, "kb", chunk_size=200)
     with pytest.raises(QueryError, match="version 1 is the active version of 'kb'"):
         drop_version(app, "kb", 1)
@@ -185,11 +191,11 @@ def test_drop_refuses_the_active_version_and_deletes_another_whole(
 
 
 def test_traces_record_the_version_each_run_read(app: App, tmp_path: Path) -> None:
-    app.ingest([_corpus(tmp_path)], "kb")
+    app.collection("kb").ingest([_corpus(tmp_path)])
     build_version(app, "kb", chunk_size=200)
-    app.search("backups", "kb")
+    app.collection("kb").search("backups")
     activate_version(app, "kb", 2)
-    app.search("backups", "kb")
+    app.collection("kb").search("backups")
     *_, build_ingest, before, after = list(app.traces())
     assert build_ingest.kind == "ingest" and build_ingest.kb_version is not None
     assert build_ingest.kb_version["physical"] == "kb@v2"
@@ -207,21 +213,24 @@ def test_traces_record_the_version_each_run_read(app: App, tmp_path: Path) -> No
 
 def test_a_build_skips_files_that_are_gone_and_brings_the_faq(app: App, tmp_path: Path) -> None:
     docs = _corpus(tmp_path)
-    app.ingest([docs], "kb")
+    app.collection("kb").ingest([docs])
     faq = write(tmp_path / "faq.csv", "question,answer\nWho reviews backups?,The on-call.\n")
-    app.faq_import([faq], "kb")
+    app.collection("kb").faq_import([faq])
     (docs / "incidents.md").unlink()
     report = build_version(app, "kb", chunk_size=200, activate=True)
     assert report.missing == ["incidents.md"] and report.faq == 1 and report.activated
-    assert sorted(r.source for r in app.documents("kb")) == ["backups.md", "deployments.md"]
-    [end] = [p for k, p in wire(app.ask("Who reviews backups?", "kb")) if k == "end"]
+    assert sorted(r.source for r in app.collection("kb").documents()) == [
+        "backups.md",
+        "deployments.md",
+    ]
+    [end] = [p for k, p in wire(app.collection("kb").ask("Who reviews backups?")) if k == "end"]
     assert end["hit_type"] == "faq_direct"
 
 
 def test_a_build_stopped_by_ctrl_c_is_interrupted_at_once_and_resumes(
     app: App, tmp_path: Path
 ) -> None:
-    app.ingest([_corpus(tmp_path)], "kb")
+    app.collection("kb").ingest([_corpus(tmp_path)])
 
     def ctrl_c(step: IngestProgress) -> None:
         if step.event == "file_done":  # one document built, the rest to come
@@ -239,7 +248,7 @@ def test_a_build_stopped_by_ctrl_c_is_interrupted_at_once_and_resumes(
 def test_a_build_whose_claim_another_build_took_over_stops_and_leaves_the_version_to_it(
     app: App, tmp_path: Path
 ) -> None:
-    app.ingest([_corpus(tmp_path)], "kb")
+    app.collection("kb").ingest([_corpus(tmp_path)])
     thief = json.dumps({"host": "h", "machine": "m", "pid": 1, "started": "1", "heartbeat": 0})
 
     def taken_over(step: IngestProgress) -> None:
@@ -261,12 +270,13 @@ def test_a_build_whose_claim_another_build_took_over_stops_and_leaves_the_versio
 
 
 def test_export_of_a_version_imports_under_the_collection_name(app: App, tmp_path: Path) -> None:
-    app.ingest([_corpus(tmp_path)], "kb")
+    app.collection("kb").ingest([_corpus(tmp_path)])
     build_version(app, "kb", chunk_size=200, activate=True)
-    stats = app.export(tmp_path / "kb.jsonl", "kb")
+    stats = app.collection("kb").export(tmp_path / "kb.jsonl")
     assert (stats.collection, stats.chunks) == ("kb", len(_chunk_ids(app, "kb@v2")))
     elsewhere = build_app(fast_settings(tmp_path / "elsewhere"))
-    assert elsewhere.import_bundle(tmp_path / "kb.jsonl").collection == "kb"
+    bundle = tmp_path / "kb.jsonl"
+    assert elsewhere.collection(bundle_collection(bundle)).import_bundle(bundle).collection == "kb"
     assert _found(elsewhere) == _found(app)
     elsewhere.close()
 
@@ -274,7 +284,7 @@ def test_export_of_a_version_imports_under_the_collection_name(app: App, tmp_pat
 def test_a_gate_still_judges_when_the_active_version_cannot_be_searched(tmp_path: Path) -> None:
     data = tmp_path / "data"
     app = build_app(fast_settings(data))  # hashing-256
-    app.ingest([_corpus(tmp_path)], "kb")
+    app.collection("kb").ingest([_corpus(tmp_path)])
     golden = write(
         tmp_path / "golden.json",
         json.dumps([{"query": f"{t} runbook", "expected_sources": [f"{t}.md"]} for t in TOPICS]),

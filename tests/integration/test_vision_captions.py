@@ -139,7 +139,7 @@ def test_pictures_indexed_without_a_vision_model_are_captioned_once_one_is_set(
     word_with_figure(tmp_path / "docs" / "plant.docx", PICTURE, alt="Plant floor")
     app = build_app(fast_settings(tmp_path / "data"))
     try:
-        assert app.ingest([tmp_path / "docs"]).added == ["plant.docx"]
+        assert app.collection().ingest([tmp_path / "docs"]).added == ["plant.docx"]
     finally:
         app.close()
     with llm_server.serve("A floor plan of the Kestrel plant with two exits.") as server:
@@ -151,10 +151,10 @@ def test_pictures_indexed_without_a_vision_model_are_captioned_once_one_is_set(
         }
         app = build_app(fast_settings(tmp_path / "data", **vision))
         try:
-            assert app.ingest([tmp_path / "docs"]).updated == ["plant.docx"]
-            hit = app.search("Kestrel plant floor plan exits", top_k=1).hits[0]
+            assert app.collection().ingest([tmp_path / "docs"]).updated == ["plant.docx"]
+            hit = app.collection().search("Kestrel plant floor plan exits", top_k=1).hits[0]
             assert "two exits" in hit.text and hit.metadata["image"]
-            assert app.ingest([tmp_path / "docs"]).unchanged == ["plant.docx"]
+            assert app.collection().ingest([tmp_path / "docs"]).unchanged == ["plant.docx"]
         finally:
             app.close()
         assert len(server.requests) == 1

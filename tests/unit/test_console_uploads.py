@@ -154,7 +154,7 @@ def test_a_job_moves_each_file_to_done_or_failed(tmp_path: Path) -> None:
                 seen.append(step.event)
                 progress(step)
 
-            return app.ingest(paths, "default", {"team": "ops"}, progress=watch)
+            return app.collection("default").ingest(paths, {"team": "ops"}, progress=watch)
 
         stored = dict(zip(["good.md", "bad.pdf"], paths, strict=True))
         job = JobBook().start(Caller("full"), "default", files, [], ingest, stored)
@@ -167,7 +167,7 @@ def test_a_job_moves_each_file_to_done_or_failed(tmp_path: Path) -> None:
         ]
         assert view["files"][1]["reason"]
         assert "started" in seen and "file_done" in seen
-        assert app.documents("default")[0].metadata["tags"] == {"team": "ops"}
+        assert app.collection("default").documents()[0].metadata["tags"] == {"team": "ops"}
         # No document points to the file that failed: it is not kept.
         assert (folder / "good.md").is_file() and not (folder / "bad.pdf").exists()
     finally:

@@ -112,7 +112,7 @@ def test_verify_reports_a_record_it_cannot_read(tmp_path: Path) -> None:
     data = tmp_path / "data"
     app = build_app(fast_settings(data))
     try:
-        app.ingest([write(tmp_path / "docs" / "b.md", "# B\n\nThe kiln.\n")], "default")
+        app.collection("default").ingest([write(tmp_path / "docs" / "b.md", "# B\n\nThe kiln.\n")])
         bad = _record(data, {**_good(), "tags": []}, "bad")
         report = app.verify()
         assert [(p.kind, p.subject) for p in report.problems] == [("bad_upload_record", bad.name)]

@@ -17,16 +17,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from knowhub.agent.builtin import SERVER, knowledge_tools
-from knowhub.agent.events import ChatEnd, ChatEvent, StepDone, ToolDone
+from knowhub.agent.events import ChatAnswer, ChatEnd, ChatEvent, StepDone, ToolDone
 from knowhub.agent.loop import Limits, run_turn
 from knowhub.agent.mcp_config import ServerConfig, load_mcp_config
 from knowhub.agent.mcp_pool import McpPool
 from knowhub.agent.sources import SourceBook
 from knowhub.agent.toolbox import Tool, Toolbox
 from knowhub.checks import check_collection_name, check_query
-from knowhub.errors import ConfigError, KnowhubError
+from knowhub.errors import ConfigError
 from knowhub.providers.llms.base import LLM, ChatMessage
 from knowhub.trace.record import Trace, new_trace, preview
+from knowhub.trace.stream import traced_stream
 
 if TYPE_CHECKING:
     from knowhub.app import App
@@ -110,11 +111,13 @@ class Agent:
         trace.query, trace.model = question.strip(), llm.model_id
         trace.session_id = session_id
         trace.scope = reach.app.scope.to_dict()  # what its tools saw: the scope, never the token
-        emitted = False
-        try:
-            sources = SourceBook()
-            tools, notes = self._tools(sources, reach)
-            events = run_turn(
+        sources = SourceBook()
+        notes: list[str] = []
+
+        def events() -> Iterator[ChatEvent]:
+            tools, found = self._tools(sources, reach)
+            notes.extend(found)
+            return run_turn(
                 question,
                 llm=llm,
                 toolbox=Toolbox(tools),
@@ -127,31 +130,18 @@ class Agent:
                 stream=stream,
                 scrub=self.scrub,
             )
-            for event in events:
-                _record(trace, event)
-                if isinstance(event, ChatEnd):
-                    event.answer.notes[:0] = notes
-                    event.answer.notes = [self.scrub(n) for n in event.answer.notes]
-                    event.answer.trace_id = trace.trace_id
-                    trace.notes = list(event.answer.notes)
-                    trace.reads = sorted(sources.collections() - {reach.collection})
-                    # Written before the end is told: a caller that has the answer finds
-                    # its trace (and one that stops reading now loses nothing).
-                    self.app.emit(trace, clock)
-                    emitted = True
-                yield event
-        except KnowhubError as exc:
-            trace.error = self.scrub(str(exc))
-            raise
-        except GeneratorExit:
-            trace.notes.append("the caller stopped reading before the end")
-            raise
-        except Exception as exc:  # a bug still leaves a trace saying what broke
-            trace.error = self.scrub(f"{type(exc).__name__}: {exc}")
-            raise
-        finally:
-            if not emitted:
-                self.app.emit(trace, clock)
+
+        def ended(event: ChatEvent) -> ChatAnswer | None:
+            _record(trace, event)
+            if not isinstance(event, ChatEnd):
+                return None
+            event.answer.notes[:0] = notes
+            event.answer.notes = [self.scrub(n) for n in event.answer.notes]
+            trace.notes = list(event.answer.notes)
+            trace.reads = sorted(sources.collections() - {reach.collection})
+            return event.answer
+
+        return traced_stream(trace, clock, events, ended, self.app.runtime.emit, self.scrub)
 
     def _llm(self) -> LLM:
         llm = self.app.llm

@@ -1,6 +1,6 @@
 """Run an answer evaluation: ask each golden case, as ``knowhub ask`` does, and score the answer.
 
-The runner takes anything with :meth:`knowhub.App.ask`'s shape (:class:`Asker`), so this
+The runner takes anything with a collection handle's ``ask`` (:class:`Asker`), so this
 layer never imports the app. Per case (each metric only where the case says what to expect):
 
 - ``hit_type_accuracy``: 1 when the answer's ``hit_type`` is ``expected_hit_type``;
@@ -81,7 +81,7 @@ CEILINGS = frozenset({"answerable_refused"})
 class Asker(Protocol):
     """What the runner needs of :class:`knowhub.App`."""
 
-    def ask(self, question: str, collection: str | None = None) -> Iterable[AnswerEvent]: ...
+    def ask(self, question: str) -> Iterable[AnswerEvent]: ...
 
 
 class Judge(Protocol):
@@ -221,24 +221,23 @@ def check_sources(
 def run_answers(
     asker: Asker,
     cases: Sequence[AnswerCase],
-    collection: str,
     scoring: Scoring,
     progress: Callable[[int, int, str], None] | None = None,
 ) -> list[CaseResult]:
-    """Ask every case of ``collection`` through ``asker`` and score its answer."""
+    """Ask every case through ``asker`` (a collection's handle) and score its answer."""
     results = []
     for done, case in enumerate(cases, start=1):
-        answer, latency = _ask(asker, case.text, collection)
+        answer, latency = _ask(asker, case.text)
         results.append(score_answer(case, answer, latency, scoring))
         if progress is not None:
             progress(done, len(cases), case.qid)
     return results
 
 
-def _ask(asker: Asker, question: str, collection: str) -> tuple[Answer, dict[str, float]]:
+def _ask(asker: Asker, question: str) -> tuple[Answer, dict[str, float]]:
     clock = time.perf_counter()
     first: float | None = None
-    for event in asker.ask(question, collection):
+    for event in asker.ask(question):
         if isinstance(event, Token) and first is None:
             first = (time.perf_counter() - clock) * 1000.0
         if isinstance(event, End):

@@ -1,6 +1,6 @@
 """Run an evaluation: index the corpus (cached by content hash), search, score, aggregate.
 
-The runner takes anything shaped like :class:`knowhub.App` (see :class:`Searcher`), so this
+The runner takes anything shaped like a collection's handle (see :class:`Searcher`), so this
 layer never imports the app. Metrics per query are those of :mod:`knowhub.eval.metrics`;
 a chunk ranking becomes a document ranking by source, each document at its best chunk.
 """
@@ -77,22 +77,19 @@ class IngestOutcome(Protocol):
 
 
 class Searcher(Protocol):
-    """What the runner needs of :class:`knowhub.App`."""
+    """What the runner needs of a collection's handle (:class:`knowhub.collection.Collection`)."""
 
     def ingest(
         self,
         paths: Sequence[Path],
-        collection: str | None = None,
         *,
         prune: bool = False,
         progress: IngestHook | None = None,
     ) -> IngestOutcome: ...
 
-    def search(
-        self, query: str, collection: str | None = None, top_k: int | None = None
-    ) -> SearchOutcome: ...
+    def search(self, query: str, top_k: int | None = None) -> SearchOutcome: ...
 
-    def documents(self, collection: str | None = None) -> Sequence[DocumentRecord]: ...
+    def documents(self) -> Sequence[DocumentRecord]: ...
 
     def chunk(self, chunk_id: str) -> Sequence[Hit]: ...
 
@@ -175,7 +172,7 @@ def index_corpus(
     """
     if evalset.corpus_dir is None:
         return None
-    report = searcher.ingest([evalset.corpus_dir], collection, prune=True, progress=progress)
+    report = searcher.ingest([evalset.corpus_dir], prune=True, progress=progress)
     if report.failed:
         reasons = "; ".join(f"{source}: {reason}" for source, reason in report.failed[:3])
         raise IngestError(
@@ -194,7 +191,7 @@ def index_corpus(
 
 def check_judgments(searcher: Searcher, evalset: EvalSet, collection: str) -> None:
     """Every expected source or chunk must be in the collection, else it could only score 0."""
-    sources = {record.source for record in searcher.documents(collection)}
+    sources = {record.source for record in searcher.documents()}
     example = next(iter(sorted(sources)), "none: the collection is empty")
     for query in evalset.queries:
         where = f"{evalset.source}:{query.line}" if query.line else f"{evalset.source}"
@@ -232,7 +229,7 @@ def run_queries(
     results = []
     for done, query in enumerate(evalset.queries, start=1):
         started = time.perf_counter()
-        outcome = searcher.search(query.text, collection, top_k)
+        outcome = searcher.search(query.text, top_k)
         total = (time.perf_counter() - started) * 1000.0
         results.append(score_query(query, outcome.hits, {**outcome.timings_ms, "total": total}))
         if progress is not None:

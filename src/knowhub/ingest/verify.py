@@ -32,7 +32,7 @@ from knowhub.providers.stores.base import Store
 __all__ = ["Problem", "Reingest", "Uploads", "VerifyReport", "render_verify", "verify_index"]
 
 Reingest = Callable[[Sequence[Path], str, Mapping[str, str], Sequence[str]], IngestReport]
-"""``reingest(paths, collection, tags, include)``: an ingest run (``App.ingest``)."""
+"""``reingest(paths, collection, tags, include)``: an ingest run (``Collection.ingest``)."""
 
 
 @dataclass(frozen=True)

@@ -138,4 +138,4 @@ def server_env() -> dict[str, str]:
 def ingest_matrix(app: App, folder: Path, collection: str = "scoped") -> None:
     """Write the matrix to ``folder`` and ingest each document with its own tags."""
     for path, tags in write_matrix(folder):
-        app.ingest([path], collection, tags)
+        app.collection(collection).ingest([path], tags)

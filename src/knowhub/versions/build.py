@@ -155,7 +155,7 @@ def _begin(
     (loaded before anything is written: fails early) and the claim to take over."""
     if resume is None:
         settings = _build_settings(app.settings, embedder, size, overlap)
-        model = app.embedder_with(settings)
+        model = app.runtime.embedder_with(settings)
         version = _reserve(app, collection, settings, model)
         return version, model, read_claim(app.store, collection, version.number)
     if embedder is not None or size is not None or overlap is not None:
@@ -164,7 +164,7 @@ def _begin(
             "and --chunk-overlap"
         )
     version, claimed = _resumable(app, collection, resume)
-    return version, app.embedder_with(version_settings(app.settings, version)), claimed
+    return version, app.runtime.embedder_with(version_settings(app.settings, version)), claimed
 
 
 def _build_settings(

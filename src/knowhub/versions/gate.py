@@ -31,6 +31,7 @@ from knowhub.versions.record import FAILED, Target, set_version
 
 if TYPE_CHECKING:  # annotations only: the CLI's other commands never load the App
     from knowhub.app import App
+    from knowhub.collection import Collection
 
 __all__ = ["GateCheck", "GateRun", "compare_versions", "gate_check", "run_gate"]
 
@@ -99,39 +100,28 @@ def gate_check(app: App, collection: str | None, golden: Path) -> GateCheck:
 
 @dataclass(frozen=True)
 class _Pinned:
-    """The runner's view of one version of a collection (``knowhub.eval.runner.Searcher``)."""
+    """The runner's view of one version of a collection (``knowhub.eval.runner.Searcher``):
+    its handle, searching untraced (a gate's questions are a measurement, not traffic to
+    look at in traces)."""
 
-    app: App
-    target: Target
+    handle: Collection
 
     def ingest(
-        self,
-        paths: Sequence[Path],
-        collection: str | None = None,
-        *,
-        prune: bool = False,
-        progress: Progress | None = None,
+        self, paths: Sequence[Path], *, prune: bool = False, progress: Progress | None = None
     ) -> IngestOutcome:
-        return self.app.ingest(
-            paths, collection, prune=prune, progress=progress, version=self.target.number
-        )
+        return self.handle.ingest(paths, prune=prune, progress=progress)
 
-    def search(
-        self, query: str, collection: str | None = None, top_k: int | None = None
-    ) -> SearchResult:
-        # Untraced: a gate's questions are a measurement, not traffic to look at in traces.
-        return self.app.collection(self.target.collection, self.target.number).retrieve(
-            query, top_k
-        )
+    def search(self, query: str, top_k: int | None = None) -> SearchResult:
+        return self.handle.retrieve(query, top_k)
 
-    def documents(self, collection: str | None = None) -> Sequence[DocumentRecord]:
-        return self.app.documents(collection, version=self.target.number)
+    def documents(self) -> Sequence[DocumentRecord]:
+        return self.handle.documents()
 
     def chunk(self, chunk_id: str) -> Sequence[Hit]:
-        return self.app.collection(self.target.collection, self.target.number).chunk(chunk_id)
+        return self.handle.chunk(chunk_id)
 
-    def ask(self, question: str, collection: str | None = None) -> Iterator[AnswerEvent]:
-        return self.app.collection(self.target.collection, self.target.number).ask(question)
+    def ask(self, question: str) -> Iterator[AnswerEvent]:
+        return self.handle.ask(question)
 
 
 def run_gate(app: App, gate: GateCheck, base: Target, target: Target) -> GateRun:
@@ -175,13 +165,13 @@ def _rounded(metrics: dict[str, float]) -> dict[str, float]:
 def _measure(app: App, gate: GateCheck, target: Target, judged: bool) -> dict[str, float]:
     """The version's metrics: retrieval (searching the judged queries) and answers (asking
     the cases), as far as the gate sets minimums for them."""
-    pinned, metrics = _Pinned(app, target), dict[str, float]()
+    handle = app.collection(target.collection, target.number)
+    pinned, metrics = _Pinned(handle), dict[str, float]()
     if gate.evalset is not None:
         if judged:  # every expected source must be in the version, else it could only score 0
             check_judgments(pinned, gate.evalset, target.collection)
         metrics |= run_queries(pinned, gate.evalset, target.collection, _GATE_TOP_K).metrics
     if gate.cases:
-        handle = app.collection(target.collection, target.number)
         if judged:
             sources = {record.source for record in pinned.documents()}
             check_sources(gate.cases, sources, gate.golden, target.collection)
@@ -190,6 +180,6 @@ def _measure(app: App, gate: GateCheck, target: Target, judged: bool) -> dict[st
             cache = app.settings.data_dir / "eval" / "judge-cache"
             judge = RagasJudge(app.llm, handle.embedder, cache)
         scoring = Scoring(app.settings.answer.verification, handle.embedder, judge)
-        results = run_answers(pinned, gate.cases, target.collection, scoring)
+        results = run_answers(pinned, gate.cases, scoring)
         metrics |= AnswerRun(gate.golden.stem, gate.golden, target.collection, results).metrics
     return metrics

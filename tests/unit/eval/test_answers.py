@@ -23,14 +23,14 @@ FAQ = "question,answer\nWho runs the help desk?,The help desk is run by Dana Ort
 
 @pytest.fixture
 def handbook(app: App, tmp_path: Path) -> App:
-    app.ingest([write(tmp_path / "docs" / "guide.md", GUIDE)], "handbook")
-    app.faq_import([write(tmp_path / "faq.csv", FAQ)], "handbook")
+    app.collection("handbook").ingest([write(tmp_path / "docs" / "guide.md", GUIDE)])
+    app.collection("handbook").faq_import([write(tmp_path / "faq.csv", FAQ)])
     return app
 
 
 def run(app: App, *cases: AnswerCase) -> AnswerRun:
     scoring = Scoring(app.settings.answer.verification, app.collection("handbook").embedder)
-    results = run_answers(app, cases, "handbook", scoring)
+    results = run_answers(app.collection("handbook"), cases, scoring)
     return AnswerRun("golden", Path("golden.json"), "handbook", results)
 
 

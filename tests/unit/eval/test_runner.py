@@ -40,19 +40,19 @@ def hit(source: str, chunk_id: str = "c", text: str = "") -> Hit:
 
 def test_second_run_embeds_nothing_and_scores_the_same(app: App, tmp_path: Path) -> None:
     evalset = beir_set(tiny_beir(tmp_path / "set"), "test", tmp_path / "work")
-    first = index_corpus(app, evalset, "eval-set")
+    first = index_corpus(app.collection("eval-set"), evalset, "eval-set")
     assert first is not None and first["added"] == 3 and first["embedded"] > 0
-    result = run_queries(app, evalset, "eval-set")
+    result = run_queries(app.collection("eval-set"), evalset, "eval-set")
     assert result.metrics["hit_rate@10"] == 1.0 and result.metrics["ndcg@10"] > 0.6
-    second = index_corpus(app, evalset, "eval-set")
+    second = index_corpus(app.collection("eval-set"), evalset, "eval-set")
     assert second is not None and second["unchanged"] == 3 and second["embedded"] == 0
-    assert run_queries(app, evalset, "eval-set").metrics == result.metrics
+    assert run_queries(app.collection("eval-set"), evalset, "eval-set").metrics == result.metrics
 
 
 def test_latency_has_every_stage_and_a_total(app: App, tmp_path: Path) -> None:
     evalset = beir_set(tiny_beir(tmp_path / "set"), "test", tmp_path / "work")
-    index_corpus(app, evalset, "eval-set")
-    latency = run_queries(app, evalset, "eval-set").latency_ms
+    index_corpus(app.collection("eval-set"), evalset, "eval-set")
+    latency = run_queries(app.collection("eval-set"), evalset, "eval-set").latency_ms
     assert {"lexical", "total"} <= set(latency) and list(latency)[-1] == "total"
     assert all(v["p50"] <= v["p95"] for v in latency.values())
 
@@ -81,7 +81,7 @@ def test_keyword_recall_is_averaged_over_queries_that_have_keywords() -> None:
 
 def test_expected_source_missing_from_the_collection_is_an_error(app: App, tmp_path: Path) -> None:
     write(tmp_path / "docs" / "en" / "guide.md", "# Guide\n\nBackups run at night.\n")
-    app.ingest([tmp_path / "docs"], "kb")
+    app.collection("kb").ingest([tmp_path / "docs"])
     queries = [JudgedQuery("q1", "backups", {"docs/en/guide.md": 1}, line=3)]
     evalset = EvalSet("golden", Path("golden.json"), queries)
     with pytest.raises(
@@ -90,13 +90,13 @@ def test_expected_source_missing_from_the_collection_is_an_error(app: App, tmp_p
         r"'docs/en/guide.md', which is not in collection 'kb' \(its sources look "
         r"like 'en/guide.md'\)",
     ):
-        check_judgments(app, evalset, "kb")
+        check_judgments(app.collection("kb"), evalset, "kb")
     chunked = EvalSet("golden", Path("golden.json"), [JudgedQuery("q", "x", {"nope": 1}, "chunk")])
     with pytest.raises(ConfigError, match="expects chunk 'nope'"):
-        check_judgments(app, chunked, "kb")
+        check_judgments(app.collection("kb"), chunked, "kb")
 
 
 def test_top_k_below_ten_is_refused(app: App, tmp_path: Path) -> None:
     evalset = beir_set(tiny_beir(tmp_path / "set"), "test", tmp_path / "work")
     with pytest.raises(ConfigError, match="top_k must be between 10 and 100"):
-        run_queries(app, evalset, "eval-set", top_k=5)
+        run_queries(app.collection("eval-set"), evalset, "eval-set", top_k=5)

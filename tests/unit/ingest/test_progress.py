@@ -74,7 +74,7 @@ def ingest_with(tmp_path: Path, docs: Path, progress: object, **overrides: objec
         tmp_path / "data", **{"chunking.size": 60, "chunking.overlap": 0, **overrides}
     )
     app = App(settings, SmallBatches())
-    app.ingest([docs], progress=progress)  # type: ignore[arg-type]
+    app.collection().ingest([docs], progress=progress)  # type: ignore[arg-type]
     return app
 
 
@@ -88,7 +88,7 @@ def test_progress_counts_chunks_embedded_and_files(tmp_path: Path) -> None:
     write(docs / "small.md", "# Small\n\nOne short paragraph.\n")
     steps: list[IngestProgress] = []
     app = ingest_with(tmp_path, docs, steps.append)
-    embedded = sum(d.chunk_count for d in app.documents())
+    embedded = sum(d.chunk_count for d in app.collection().documents())
     app.close()
 
     assert steps[0].event == "started" and steps[0].files_total == 2
@@ -415,8 +415,9 @@ def test_a_version_build_reports_one_run_across_its_folders(tmp_path: Path) -> N
         write(tmp_path / folder / "a.md", paragraphs(5, word))
         write(tmp_path / folder / "b.md", paragraphs(3, word))
     app = App(fast_settings(tmp_path / "data", **{"chunking.size": 60, "chunking.overlap": 0}))
-    app.ingest([tmp_path / "one"], "kb")
-    app.ingest([tmp_path / "two"], "kb")  # two folders: the build ingests them one by one
+    app.collection("kb").ingest([tmp_path / "one"])
+    # two folders: the build ingests them one by one
+    app.collection("kb").ingest([tmp_path / "two"])
     steps: list[IngestProgress] = []
     report = build_version(app, "kb", chunk_size=80, progress=steps.append)
     app.close()

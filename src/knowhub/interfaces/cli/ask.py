@@ -42,7 +42,9 @@ def ask(
     sentences of the top sources. When nothing relevant is found it says so
     (hit_type insufficient_context) instead of inventing an answer.
     """
-    events = wire(obj.app().ask(question, collection, parse_key_values(filters, "--filter")))
+    events = wire(
+        obj.app().collection(collection).ask(question, parse_key_values(filters, "--filter"))
+    )
     if stream and as_json:
         for kind, payload in events:
             echo_json({"event": kind, **payload})

@@ -29,7 +29,7 @@ def collections(obj: CliContext, as_json: bool) -> None:
 @click.pass_obj
 def docs(obj: CliContext, collection: str | None, as_json: bool) -> None:
     """List the documents of a collection."""
-    records = obj.app().documents(collection)
+    records = obj.app().collection(collection).documents()
     emit([vars(r) for r in records] if as_json else render_documents(records), as_json)
 
 

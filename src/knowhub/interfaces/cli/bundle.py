@@ -45,7 +45,7 @@ def verify(obj: CliContext, collection: str | None, fix: bool, as_json: bool) ->
 def export_command(obj: CliContext, out: Path, collection: str | None, as_json: bool) -> None:
     """Write a collection to OUT (.jsonl, or .jsonl.gz for gzip): documents, chunks,
     vectors, lexical tokens and FAQ entries, for `knowhub import` elsewhere."""
-    stats = obj.app().export(out, collection)
+    stats = obj.app().collection(collection).export(out)
     emit(stats.to_dict() if as_json else _summary("exported", stats), as_json)
 
 
@@ -57,7 +57,10 @@ def export_command(obj: CliContext, out: Path, collection: str | None, as_json: 
 def import_command(obj: CliContext, bundle: Path, collection: str | None, as_json: bool) -> None:
     """Load a bundle written by `knowhub export` (the configured embedder must be the
     bundle's). Each document replaces its old version atomically; a rerun changes nothing."""
-    stats = obj.writer("import a bundle").import_bundle(bundle, collection)
+    from knowhub.ingest.bundle import bundle_collection  # loads ingest: not at start
+
+    writer = obj.writer("import a bundle")
+    stats = writer.collection(collection or bundle_collection(bundle)).import_bundle(bundle)
     emit(stats.to_dict() if as_json else _summary("imported", stats), as_json)
 
 

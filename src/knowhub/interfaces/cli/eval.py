@@ -158,10 +158,10 @@ def _retrieval_report(
     work = app.settings.data_dir / "eval"
     evalset, name = _evalset(app, dataset, split, collection, limit, subset_docs, work)
     with ingest_progress(app.settings.ingest, "indexing") as progress:
-        ingest = index_corpus(app, evalset, name, progress)
-    check_judgments(app, evalset, name)
+        ingest = index_corpus(app.collection(name), evalset, name, progress)
+    check_judgments(app.collection(name), evalset, name)
     with progress_bar("searching") as progress:
-        result = run_queries(app, evalset, name, top_k, progress)
+        result = run_queries(app.collection(name), evalset, name, top_k, progress)
     result.ingest = ingest
     result.context = _context(app)
     report = result.to_dict()

@@ -29,12 +29,13 @@ def answer_report(app: App, golden: Path, collection: str | None) -> tuple[dict[
     LLM is configured), gate checked when ``eval.gates`` has one for the golden file's stem
     (a folder's name) or the collection, or for one of its groups; and its slug."""
     name = check_collection_name(collection or app.default_collection())
+    handle = app.collection(name)
     cases = _cases(app, golden, name)
-    embedder = app.collection(name).embedder
+    embedder = handle.embedder
     judge = None if app.llm is None else RagasJudge(app.llm, embedder, judge_cache(app))
     scoring = Scoring(app.settings.answer.verification, embedder, judge)
     with progress_bar("answering") as progress:
-        results = run_answers(app, cases, name, scoring, progress)
+        results = run_answers(handle, cases, scoring, progress)
     run = AnswerRun(golden.stem, golden, name, results, _context(app))
     report = run.to_dict()
     if judge is not None:
@@ -58,7 +59,7 @@ def _cases(app: App, golden: Path, collection: str) -> list[AnswerCase]:
             f"{golden}: no golden *.json file in this folder; --answers needs a golden JSON "
             "file or a folder of them"
         )
-    sources = {record.source for record in app.documents(collection)}
+    sources = {record.source for record in app.collection(collection).documents()}
     cases: list[AnswerCase] = []
     first: dict[str, Path] = {}
     for path in files:

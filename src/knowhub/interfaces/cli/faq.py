@@ -31,7 +31,7 @@ def import_faq(obj: CliContext, files: tuple[Path, ...], collection: str | None)
 
     Importing a file again replaces its entries.
     """
-    for source, count in obj.writer("import FAQs").faq_import(list(files), collection):
+    for source, count in obj.writer("import FAQs").collection(collection).faq_import(list(files)):
         echo(f"{count} FAQ entries from {source}")
 
 
@@ -45,7 +45,7 @@ def import_faq(obj: CliContext, files: tuple[Path, ...], collection: str | None)
 @click.pass_obj
 def list_faq(obj: CliContext, collection: str | None, as_json: bool) -> None:
     """The FAQ entries of a collection."""
-    entries = obj.app().faq(collection)
+    entries = obj.app().collection(collection).faq()
     if as_json:
         rows = [
             {"source": e.source, "line": e.line, "question": e.question, "answer": e.answer}
@@ -67,5 +67,5 @@ def list_faq(obj: CliContext, collection: str | None, as_json: bool) -> None:
 @click.pass_obj
 def remove_faq(obj: CliContext, file: Path, collection: str | None) -> None:
     """Remove the FAQ entries imported from FILE."""
-    removed = obj.writer("remove FAQs").faq_remove(str(file), collection)
+    removed = obj.writer("remove FAQs").collection(collection).faq_remove(str(file))
     echo(f"removed {removed} FAQ entries from {file}")

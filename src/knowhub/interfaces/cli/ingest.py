@@ -83,9 +83,8 @@ def ingest(
         exclusions = [*app.settings.ingest.exclude, *exclude]
         try:
             with ingest_progress(app.settings.ingest) as progress:
-                report = app.ingest(
+                report = app.collection(collection).ingest(
                     list(paths),
-                    collection,
                     parse_key_values(tags, "--tag", empty=True),
                     include=list(include),
                     exclude=exclusions,
@@ -124,8 +123,10 @@ def remove(
 
     A doc-hash prefix is 8 or more hex digits; one matching several documents removes none
     and lists them, unless --all-matches is given."""
-    removed = obj.writer("remove documents").remove(
-        path_or_doc_hash, collection, all_matches=all_matches
+    removed = (
+        obj.writer("remove documents")
+        .collection(collection)
+        .remove(path_or_doc_hash, all_matches=all_matches)
     )
     for record in removed:
         echo(f"removed {record.source} ({record.chunk_count} chunks)")
@@ -138,7 +139,7 @@ def _list_failed(
         raise click.UsageError("give the files or folders to ingest (or --failed)")
     if paths:
         raise click.UsageError("--failed lists the failed files: give it no PATHS")
-    failed = obj.app().failed_files(collection)
+    failed = obj.app().collection(collection).failed_files()
     if as_json:
         emit([dataclasses.asdict(entry) for entry in failed], as_json)
         return

@@ -37,8 +37,10 @@ def search(
     explain: bool,
 ) -> None:
     """Hybrid (dense + BM25) search with citations."""
-    result = obj.app().search(
-        query, collection, top_k, parse_key_values(filters, "--filter"), min_score
+    result = (
+        obj.app()
+        .collection(collection)
+        .search(query, top_k, parse_key_values(filters, "--filter"), min_score)
     )
     why = explain_hits(result) if explain else None
     if as_json:

@@ -69,6 +69,7 @@ def create_app(
     loopback = check_bind(tokens, host, allow_unauthenticated)
     service = _service(settings, app, conversations, drain or Drain())
     jobs = jobs or JobBook(Queue(settings.data_dir))
+    jobs.turn = service.app.runtime.writing  # one change at a time, whoever asks
     api = FastAPI(
         title="knowhub",
         version=version("knowhub"),

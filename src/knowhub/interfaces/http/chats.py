@@ -11,7 +11,7 @@ questions and answers, whichever route gave them).
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,9 +20,9 @@ from knowhub.caller import Caller
 from knowhub.checks import check_query
 from knowhub.errors import KnowhubError
 from knowhub.interfaces.http.errors import NotConfiguredError
-from knowhub.interfaces.http.pump import EventPump
 from knowhub.interfaces.http.schemas import ChatBody
-from knowhub.interfaces.wire import failed, wire
+from knowhub.interfaces.http.streamed import Streamed
+from knowhub.interfaces.wire import wire
 from knowhub.providers.llms.base import ChatMessage
 
 if TYPE_CHECKING:
@@ -90,11 +90,11 @@ class Chats:
             text, collection, history, principal, body.session_id, body.max_steps, body.stream
         )
 
-    async def pump(self, question: ChatQuestion) -> EventPump:
-        """The chat's events, produced in a thread holding an answer slot until it ends."""
-        release = await self.service.answers.acquire()
+    def stream(self, question: ChatQuestion, route: str = "/api/chat") -> Streamed:
+        """The chat ``question`` asks for (see :class:`Streamed`): its stream starts with
+        its first model call (what the model does is content)."""
 
-        def events() -> Iterator[Event]:
+        def produce() -> Iterator[Event]:
             return wire(
                 self.agent().turn(
                     question.text,
@@ -107,52 +107,10 @@ class Chats:
                 )
             )
 
-        try:
-            return EventPump(events, on_exit=release, drain=self.service.drain).start()
-        except BaseException:
-            release()
-            raise
+        def ended(end: dict[str, Any]) -> None:
+            self._answered(question, end)
 
-    async def begin(self, question: ChatQuestion) -> tuple[list[Event], EventPump]:
-        pump = await self.pump(question)
-        try:
-            return await pump.until_content(CHAT_EVENTS), pump
-        except BaseException:
-            pump.close()
-            raise
-
-    async def answer(self, question: ChatQuestion) -> dict[str, Any]:
-        """The whole chat's ``end`` payload (errors raised)."""
-        pump = await self.pump(question)
-        try:
-            async for kind, payload in pump:
-                if kind == "end":
-                    self._answered(question, payload)
-                    return payload
-        finally:
-            pump.close()
-        raise RuntimeError("the chat ended without an 'end' event")
-
-    async def events(
-        self, question: ChatQuestion, first: list[Event], pump: EventPump
-    ) -> AsyncGenerator[Event, None]:
-        """The chat's events from ``first`` on; a failure is the stream's last event."""
-        service = self.service
-        try:
-            for kind, payload in first:
-                yield self._seen(question, kind, payload)
-            async for kind, payload in pump:
-                yield self._seen(question, kind, payload)
-        except Exception as exc:  # the status is sent: the stream's last event is all there is
-            service.metrics.errors.labels("/api/chat", type(exc).__name__).inc()
-            yield failed(await service.failure(exc, question.collection))
-        finally:
-            pump.close()
-
-    def _seen(self, question: ChatQuestion, kind: str, payload: dict[str, Any]) -> Event:
-        if kind == "end":
-            self._answered(question, payload)
-        return kind, payload
+        return Streamed(self.service, produce, ended, route, question.collection, CHAT_EVENTS)
 
     def _answered(self, question: ChatQuestion, end: dict[str, Any]) -> None:
         self.service.metrics.answers.labels("chat").inc()

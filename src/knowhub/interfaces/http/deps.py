@@ -8,7 +8,7 @@ instead of sending each to a thread.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI
 from starlette.requests import HTTPConnection
@@ -17,7 +17,7 @@ from knowhub.caller import Caller
 from knowhub.interfaces.http.service import Service, principal_of
 from knowhub.interfaces.security import TokenBook
 
-__all__ = ["PrincipalDep", "ServiceDep", "TokensDep", "attach", "service_of"]
+__all__ = ["PrincipalDep", "ServiceDep", "TokensDep", "attach", "service_of", "writer"]
 
 
 def attach(api: FastAPI, service: Service, tokens: TokenBook) -> None:
@@ -48,3 +48,16 @@ async def _tokens(connection: HTTPConnection) -> TokenBook:
 ServiceDep = Annotated[Service, Depends(_service)]
 PrincipalDep = Annotated[Caller, Depends(_principal)]
 TokensDep = Annotated[TokenBook, Depends(_tokens)]
+
+
+def writer(what: str) -> Any:
+    """What a route that changes the knowledge base (``what`` it does, for the refusal)
+    declares for its caller: a read-only one is refused here (403), before the route runs;
+    the collection handle refuses its own changes too."""
+
+    async def caller(connection: HTTPConnection) -> Caller:
+        found = principal_of(connection)
+        found.check_write(what)
+        return found
+
+    return Depends(caller)

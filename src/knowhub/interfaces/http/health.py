@@ -21,7 +21,6 @@ import anyio
 import anyio.to_thread
 
 from knowhub.app import App
-from knowhub.caller import Caller
 from knowhub.interfaces.warmup import warm
 
 __all__ = ["PROBE_TIMEOUT_S", "SNAPSHOT_MAX_AGE_S", "HealthState"]
@@ -61,16 +60,16 @@ class HealthState:
             self._refresh()
             self.warmed.set()
 
-    def sizes(self, principal: Caller) -> dict[str, Any]:
-        """Counts over the collections ``principal`` may read, from the latest snapshot; no
-        document or chunk totals for a caller with a data scope (they would count what it
-        cannot see: /api/collections counts what it sees)."""
+    def sizes(self, app: App) -> dict[str, Any]:
+        """Counts over the collections ``app``'s caller may read (``App.visible``), from the
+        latest snapshot; no document or chunk totals for a caller with a data scope (they
+        would count what it cannot see: /api/collections counts what it sees)."""
         sizes = self._sizes
         if time.monotonic() - sizes.taken > SNAPSHOT_MAX_AGE_S and self.warmed.is_set():
             self._refresh_in_background()
-        readable = principal.readable(sizes.collections, lambda c: c[0])
+        readable = app.visible(sizes.collections, lambda c: c[0])
         out: dict[str, Any] = {"collections": len(readable)}
-        if principal.scope.unrestricted:  # the snapshot counts every document, hidden ones too
+        if app.scope.unrestricted:  # the snapshot counts every document, hidden ones too
             out["documents"] = sum(c[1] for c in readable)
             out["chunks"] = sum(c[2] for c in readable)
         out["counted_s_ago"] = round(time.monotonic() - sizes.taken, 1) if sizes.taken else None

@@ -1,6 +1,6 @@
 """Carry a blocking answer stream from a worker thread to the event loop, event by event.
 
-``App.ask`` is a plain iterator that blocks on the model; the pump runs it in its own
+``Collection.ask`` is a plain iterator that blocks on the model; the pump runs it in its own
 thread and hands each event over an anyio memory stream the moment it is made, so tokens
 reach the client as they are generated. Closing the pump (the client went away) stops the
 producer at its next event and closes the iterator, which closes the model's stream.

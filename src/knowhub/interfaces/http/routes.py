@@ -22,6 +22,7 @@ from knowhub.interfaces.http.errors import error_body
 from knowhub.interfaces.http.pump import EventPump
 from knowhub.interfaces.http.schemas import AskBody, ChatBody, DebugBody, SearchBody
 from knowhub.interfaces.http.service import Event, note_collection, sse
+from knowhub.interfaces.http.streamed import Streamed
 from knowhub.interfaces.http.ws import answer_socket
 from knowhub.interfaces.render import explain_hits
 from knowhub.interfaces.security import PRINCIPAL_KEY
@@ -63,8 +64,10 @@ async def search(
     collection = note_collection(request, service.collection(principal, body.collection))
     filters = check_filters(body.filters)
     result = await service.run(
-        lambda: service.app_for(principal).search(
-            body.query, collection, body.top_k, filters, body.min_score
+        lambda: (
+            service.app_for(principal)
+            .collection(collection)
+            .search(body.query, body.top_k, filters, body.min_score)
         )
     )
     service.metrics.searches.labels("search").inc()
@@ -82,7 +85,11 @@ async def retrieval_debug(
     collection = note_collection(request, service.collection(principal, body.collection))
     filters = check_filters(body.filters)
     report = await service.run(
-        lambda: service.app_for(principal).debug_search(body.query, collection, body.top_k, filters)
+        lambda: (
+            service.app_for(principal)
+            .collection(collection)
+            .debug_search(body.query, body.top_k, filters)
+        )
     )
     service.metrics.searches.labels("retrieval_debug").inc()
     service.metrics.observe_stages(report["timings_ms"])
@@ -99,11 +106,7 @@ async def ask(
 ) -> Response:
     question = service.question(principal, body)
     note_collection(request, question.collection)
-    if not body.stream:
-        return JSONResponse(await service.answer(question))
-    first, pump = await service.begin(question)
-    events = service.events(question, first, pump, "/api/ask")
-    return _AnswerStream(events, pump)
+    return await _respond(service.stream(question, "/api/ask"), body.stream)
 
 
 @_api.post(
@@ -115,14 +118,9 @@ async def ask(
 async def chat(
     body: ChatBody, request: Request, service: ServiceDep, principal: PrincipalDep
 ) -> Response:
-    chats = service.chats
-    question = chats.question(principal, body)
+    question = service.chats.question(principal, body)
     note_collection(request, question.collection)
-    if not body.stream:
-        return JSONResponse(await chats.answer(question))
-    first, pump = await chats.begin(question)
-    events = chats.events(question, first, pump)
-    return _AnswerStream(events, pump)
+    return await _respond(service.chats.stream(question), body.stream)
 
 
 @_api.get("/api/collections", summary="Collections this token may read")
@@ -144,7 +142,7 @@ async def documents(
     collection: Annotated[str | None, Query(description="Default: the configured one.")] = None,
 ) -> Any:
     name = note_collection(request, service.collection(principal, collection))
-    records = await service.run(lambda: service.app_for(principal).documents(name))
+    records = await service.run(lambda: service.app_for(principal).collection(name).documents())
     return {"collection": name, "documents": [dataclasses.asdict(r) for r in records]}
 
 
@@ -187,7 +185,7 @@ async def health(request: Request, service: ServiceDep) -> Any:
         "status": "ok",
         "ready": service.health.warmed.is_set(),
         "uptime_s": round(time.time() - service.started, 1),
-        **service.health.sizes(principal),
+        **service.health.sizes(service.app_for(principal)),
         "embedder": service.settings.embedder.provider,
         "llm": service.settings.llm.provider,
         "reranker": service.settings.reranker.provider,
@@ -210,6 +208,14 @@ async def ready(service: ServiceDep) -> Response:
 @_public.websocket("/api/stream")
 async def stream(websocket: WebSocket, service: ServiceDep) -> None:
     await answer_socket(service, websocket)
+
+
+async def _respond(streamed: Streamed, stream: bool) -> Response:
+    """The answer (or chat) whole, as JSON, or with ``stream`` its Server-Sent Events."""
+    if not stream:
+        return JSONResponse(await streamed.answer())
+    first, pump = await streamed.begin()
+    return _AnswerStream(streamed.events(first, pump), pump)
 
 
 class _AnswerStream(StreamingResponse):

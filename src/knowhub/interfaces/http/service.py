@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -16,7 +16,7 @@ from starlette.requests import HTTPConnection
 
 from knowhub.app import App
 from knowhub.caller import Caller
-from knowhub.checks import check_collection_name, check_filters, check_query
+from knowhub.checks import check_filters, check_query
 from knowhub.config import Settings
 from knowhub.errors import AuthError, CollectionNotFound, KnowhubError
 from knowhub.interfaces.drain import Drain
@@ -25,14 +25,13 @@ from knowhub.interfaces.http.errors import error_body
 from knowhub.interfaces.http.health import HealthState
 from knowhub.interfaces.http.limits import Gate
 from knowhub.interfaces.http.metrics import ApiMetrics
-from knowhub.interfaces.http.pump import EventPump
 from knowhub.interfaces.http.schemas import QuestionBody
 from knowhub.interfaces.http.sessions import Conversations
+from knowhub.interfaces.http.streamed import Streamed
 from knowhub.interfaces.security import PRINCIPAL_KEY
-from knowhub.interfaces.wire import failed, wire
+from knowhub.interfaces.wire import wire
 from knowhub.models import FilterValue
 from knowhub.providers.llms.base import ChatMessage
-from knowhub.scope import UNRESTRICTED, Scope
 
 __all__ = ["COLLECTION_KEY", "Question", "Service", "note_collection", "principal_of", "sse"]
 
@@ -65,7 +64,8 @@ def sse(kind: str, payload: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class Question:
-    """An ask request, checked: what to pass to ``App.ask`` and whose session to extend."""
+    """An ask request, checked: what to ask of the collection's handle, as whom, and whose
+    session to extend."""
 
     text: str
     collection: str
@@ -73,7 +73,7 @@ class Question:
     history: list[ChatMessage]
     owner: str
     session_id: str | None
-    scope: Scope = UNRESTRICTED  # the asker's data scope
+    app: App  # the asker's (App.for_caller): its collections, its data scope
 
 
 @dataclass
@@ -110,13 +110,7 @@ class Service:
         """``name``, or the collection a request naming none uses (the one rule of
         :mod:`knowhub.default_collection`, for the collections ``principal`` may read; an
         upload's, with ``writing``); either way one the caller may read."""
-        resolved = (
-            check_collection_name(name)
-            if name
-            else self.app_for(principal).default_collection(writing=writing)
-        )
-        principal.check_read(resolved)
-        return resolved
+        return self.app_for(principal).named(name, writing=writing)
 
     def default_name(self, principal: Caller) -> str:
         """What a form preselects: :meth:`collection`'s default for ``principal``; "" when
@@ -155,43 +149,32 @@ class Service:
         else:
             history = []
         return Question(
-            text, collection, filters, history, principal.owner, body.session_id, principal.scope
+            text,
+            collection,
+            filters,
+            history,
+            principal.owner,
+            body.session_id,
+            self.app_for(principal),
         )
 
-    async def pump(self, question: Question) -> EventPump:
-        """The answer's events, produced in a thread holding one of ``server.max_answers``
-        slots until it ends (ServerBusyError when the queue for them is full)."""
-        app = self.app.scoped(question.scope)
-        release = await self.answers.acquire()
-        try:
-            return EventPump(
-                lambda: wire(
-                    app.ask(
-                        question.text,
-                        question.collection,
-                        question.filters,
-                        question.history,
-                        session_id=question.session_id,
-                    )
-                ),
-                on_exit=release,
-                drain=self.drain,
-            ).start()
-        except BaseException:
-            release()
-            raise
+    def stream(self, question: Question, route: str) -> Streamed:
+        """The answer to ``question`` (see :class:`Streamed`), for ``route``."""
+        handle = question.app.collection(question.collection)
 
-    async def begin(self, question: Question) -> tuple[list[Event], EventPump]:
-        """The answer's events up to its first content, and the pump for the rest.
+        def produce() -> Iterator[Event]:
+            return wire(
+                handle.ask(
+                    question.text,
+                    question.filters,
+                    question.history,
+                    session_id=question.session_id,
+                )
+            )
 
-        Held back until the answer starts, so that a bad request still gets its status (the
-        pump is closed when that fails)."""
-        pump = await self.pump(question)
-        try:
-            return await pump.until_content(), pump
-        except BaseException:
-            pump.close()
-            raise
+        return Streamed(
+            self, produce, lambda end: self.answered(question, end), route, question.collection
+        )
 
     def answered(self, question: Question, end: dict[str, Any]) -> None:
         """Bookkeeping for a finished answer: metrics, and the session's memory."""
@@ -201,35 +184,3 @@ class Service:
             self.conversations.record(
                 question.owner, question.session_id, question.text, str(end.get("answer", ""))
             )
-
-    async def answer(self, question: Question) -> dict[str, Any]:
-        """The whole answer (the ``end`` payload); errors are raised. Produced like a
-        stream, so that a slow model holds an answer slot, never a search worker."""
-        pump = await self.pump(question)
-        try:
-            async for kind, payload in pump:
-                if kind == "end":
-                    self.answered(question, payload)
-                    return payload
-        finally:
-            pump.close()
-        raise RuntimeError("the answer ended without an 'end' event")
-
-    async def events(
-        self, question: Question, first: list[Event], pump: EventPump, route: str
-    ) -> AsyncGenerator[Event, None]:
-        """The answer's events from ``first`` on; a failure becomes one last ``error`` event."""
-        try:
-            for kind, payload in first:
-                if kind == "end":
-                    self.answered(question, payload)
-                yield kind, payload
-            async for kind, payload in pump:
-                if kind == "end":
-                    self.answered(question, payload)
-                yield kind, payload
-        except Exception as exc:  # the status is sent: the stream's last event is all that is left
-            self.metrics.errors.labels(route, type(exc).__name__).inc()
-            yield failed(await self.failure(exc, question.collection))
-        finally:
-            pump.close()

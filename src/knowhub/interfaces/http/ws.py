@@ -73,7 +73,8 @@ async def _answer(service: Service, websocket: WebSocket, principal: Caller, raw
     try:
         question = service.question(principal, body)
         collection = question.collection
-        first, pump = await service.begin(question)
+        streamed = service.stream(question, ROUTE)
+        first, pump = await streamed.begin()
     except Exception as exc:  # no status on an open socket: an error event, and it stays open
         failure = await service.failure(exc, collection)
         status = failure["status"]
@@ -81,7 +82,7 @@ async def _answer(service: Service, websocket: WebSocket, principal: Caller, raw
         _count(service, status, started, type(exc).__name__)
         return
     # aclosing: when the client leaves mid-answer, the pump stops now, not at garbage collection.
-    async with aclosing(service.events(question, first, pump, ROUTE)) as events:
+    async with aclosing(streamed.events(first, pump)) as events:
         async for kind, payload in events:
             if kind == "error":
                 status = payload["status"]

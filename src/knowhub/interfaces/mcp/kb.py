@@ -2,8 +2,9 @@
 
 Queries use the reader App's connection and ingests the writer's: SQLite's WAL lets a
 reader see the last committed state while a document is being replaced, so a long
-ingest never blocks searching. Ingests are serialised by a lock, and confined to the
-served folder: a symlink in it leading elsewhere is skipped, so nothing outside is served.
+ingest never blocks searching. Ingests are serialised by the writer's runtime (one change
+at a time, ``Runtime.writing``), and confined to the served folder: a symlink in it
+leading elsewhere is skipped, so nothing outside is served.
 While one runs, :meth:`KnowledgeBase.indexing` says how far it got, so that every tool
 result can tell the agent its answer may be incomplete. The folder goes into one collection,
 :attr:`KnowledgeBase.collection` (``knowhub.default_collection.folder_collection``): the
@@ -25,6 +26,7 @@ from knowhub.default_collection import folder_collection
 from knowhub.errors import ConfigError
 from knowhub.ingest.progress import IngestProgress, Progress
 from knowhub.providers.embedders.base import Embedder
+from knowhub.runtime import Runtime
 from knowhub.scope import UNRESTRICTED, Scope
 
 if TYPE_CHECKING:  # ingest loads on the first sync, off the server's start (cold start)
@@ -55,8 +57,8 @@ class KnowledgeBase:
     ) -> None:
         self.settings = settings
         self.root = root  # every ingested file must resolve inside it
-        self.reader = App(settings, embedder, interface="mcp")
-        self._write_lock = threading.Lock()
+        # A call naming no collection means the served folder's (knowhub.default_collection).
+        self.reader = App(Runtime(settings, embedder, "mcp", served=lambda: self.collection))
         # Set once the served folder has been indexed whole (``synced=False``: not yet).
         self.synced = threading.Event()
         if synced:
@@ -90,7 +92,8 @@ class KnowledgeBase:
 
     @cached_property
     def writer(self) -> App:
-        return App(self.settings, self.reader.embedder, interface="mcp")
+        runtime = Runtime(self.settings, self.reader.embedder, "mcp", lambda: self.collection)
+        return App(runtime)
 
     def ingest(
         self,
@@ -117,18 +120,21 @@ class KnowledgeBase:
             if progress is not None:
                 progress(step)
 
-        with self._write_lock:
+        with self.writer.runtime.writing:  # its turn: what indexing() tells is this ingest
             first = not self.synced.is_set()
             self._indexing = Indexing(collection, first)
             try:
-                return self.writer.scoped(scope).ingest(
-                    paths,
-                    collection,
-                    tags,
-                    prune=prune,
-                    progress=track,
-                    confine=self.root,
-                    prune_renamed=prune_renamed,
+                return (
+                    self.writer.scoped(scope)
+                    .collection(collection)
+                    .ingest(
+                        paths,
+                        tags,
+                        prune=prune,
+                        progress=track,
+                        confine=self.root,
+                        prune_renamed=prune_renamed,
+                    )
                 )
             finally:
                 self._indexing = None
@@ -144,7 +150,8 @@ class KnowledgeBase:
         return sum(c.chunks for c in self.reader.collections())
 
     def close(self) -> None:
-        with self._write_lock:
-            self.reader.close()
-            if "writer" in self.__dict__:
-                self.writer.close()
+        """Close both connections, after the ingest running (if any) ends."""
+        if "writer" in self.__dict__:
+            with self.writer.runtime.writing:
+                self.writer.runtime.close()
+        self.reader.runtime.close()

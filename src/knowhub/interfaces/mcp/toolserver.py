@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from knowhub.caller import LOCAL_USER, Caller
 from knowhub.checks import unpaired_surrogate
 from knowhub.interfaces.mcp.metrics import Metrics
-from knowhub.interfaces.mcp.tools.base import Refusal, Tool, ToolGroup, anyone
+from knowhub.interfaces.mcp.tools.base import Refusal, Tool, ToolGroup, anyone, wrapped
 from knowhub.interfaces.security import PRINCIPAL_KEY
 
 __all__ = ["ToolServer", "invalid_arguments", "principal_of"]
@@ -63,15 +63,16 @@ class ToolServer(MCPServer):
         self._metrics = metrics
 
     def add_groups(self, *groups: ToolGroup) -> None:
-        """Register every tool of ``groups``, in order, with the SDK's ``add_tool``, and who
-        may not call it."""
+        """Register every tool of ``groups``, in order, with the SDK's ``add_tool`` through
+        the one wrapper (:func:`~knowhub.interfaces.mcp.tools.base.wrapped`), and who may
+        not call it."""
         for group in groups:
             for tool in group.tools():
                 self._add(tool)
 
     def _add(self, tool: Tool) -> None:
         self.add_tool(
-            tool.fn,
+            wrapped(tool, self._metrics),
             name=tool.name,
             title=tool.title,
             description=tool.description,

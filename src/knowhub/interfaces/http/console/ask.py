@@ -26,7 +26,7 @@ from knowhub.interfaces.arguments import parse_key_values
 from knowhub.interfaces.http.console.auth import check_same_origin, read_form
 from knowhub.interfaces.http.console.failure import error_page, failure_body, on_failure
 from knowhub.interfaces.http.console.feedback import feedback_store
-from knowhub.interfaces.http.console.pages import pages_router, readable_names
+from knowhub.interfaces.http.console.pages import names_of, pages_router
 from knowhub.interfaces.http.console.render import page
 from knowhub.interfaces.http.console.traces import find_trace
 from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
@@ -64,7 +64,7 @@ async def ask_submit(request: Request, service: ServiceDep, principal: Principal
     body = _ask_body(form, stream=False)
     question = service.question(principal, body)
     note_collection(request, question.collection)
-    end = await service.answer(question)
+    end = await service.stream(question, "/ui/ask").answer()
     context = await service.run(lambda: _context(service, principal, form))
     context.update(answer=end, segments=linked(str(end.get("answer", "")), end["sources"]))
     return page(request, "ask.html", **context)
@@ -97,7 +97,7 @@ async def give_feedback(
         helpful = form.get("helpful", "")
         if helpful not in ("yes", "no"):
             raise QueryError(f"helpful {helpful!r} is not yes or no: pick one of the two buttons")
-        found = await service.run(lambda: find_trace(service.app.traces(), principal, trace_id))
+        found = await service.run(lambda: find_trace(service.app_for(principal), trace_id))
         if found.kind not in ("answer", "chat"):
             raise QueryError(f"trace {trace_id} is a {found.kind} run: feedback is on answers")
         store = feedback_store(service.settings.data_dir)
@@ -135,7 +135,7 @@ def linked(text: str, sources: list[dict[str, Any]]) -> list[tuple[str, str | No
 
 def _context(service: Service, principal: Caller, form: dict[str, str]) -> dict[str, Any]:
     return {
-        "names": readable_names(service.app, principal),
+        "names": names_of(service.app_for(principal)),
         "default": service.default_name(principal),
         "tools": service.settings.llm.provider != "none",
         "form": {
@@ -185,8 +185,9 @@ async def _begin(
     if not data.get("tools"):
         question = service.question(principal, _ask_body(data, stream=True))
         note_collection(request, question.collection)
-        first, pump = await service.begin(question)
-        return service.events(question, first, pump, STREAM)
+        streamed = service.stream(question, STREAM)
+        first, pump = await streamed.begin()
+        return streamed.events(first, pump)
     if service.settings.llm.provider == "none":
         raise QueryError("tools need a model: set llm.provider (it is none), or untick use tools")
     if str(data.get("filters") or "").strip():
@@ -200,11 +201,11 @@ async def _begin(
         )
     except ValidationError as exc:
         raise QueryError(describe_invalid(exc.errors())) from exc
-    chats = service.chats
-    chat = chats.question(principal, body)
+    chat = service.chats.question(principal, body)
     note_collection(request, chat.collection)
-    first, pump = await chats.begin(chat)
-    return chats.events(chat, first, pump)
+    streamed = service.chats.stream(chat, STREAM)
+    first, pump = await streamed.begin()
+    return streamed.events(first, pump)
 
 
 async def _sse_body(events: AsyncGenerator[Event, None]) -> AsyncIterator[str]:

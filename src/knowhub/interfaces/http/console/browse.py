@@ -15,9 +15,8 @@ from knowhub.interfaces.http.console.charts import stage_bars
 from knowhub.interfaces.http.console.failure import NotFoundError, error_page, on_failure
 from knowhub.interfaces.http.console.pages import (
     gathered,
+    names_of,
     pages_router,
-    readable_names,
-    readable_traces,
 )
 from knowhub.interfaces.http.console.render import page
 from knowhub.interfaces.http.console.source import picture_url
@@ -40,7 +39,7 @@ router = pages_router()
 async def overview(request: Request, service: ServiceDep, principal: PrincipalDep) -> Response:
     def gather(principal: Caller) -> dict[str, Any]:
         app, opts = service.app_for(principal), service.settings
-        recent = select(readable_traces(app, principal), since=datetime.now(UTC) - RECENT)
+        recent = select(list(app.traces()), since=datetime.now(UTC) - RECENT)
         return {
             "collections": app.collections(),
             "uptime_s": round(time.time() - service.started),
@@ -79,7 +78,7 @@ async def search(
     on_failure(request, form_again)
     shown["names"], shown["default"] = await service.run(
         lambda: (
-            readable_names(service.app_for(principal), principal),
+            names_of(service.app_for(principal)),
             service.default_name(principal),
         )
     )
@@ -87,7 +86,7 @@ async def search(
         return page(request, "search.html", **shown)
     name = service.collection(principal, collection or None)
     top_k = _top_k(k, service.settings.search.top_k)
-    result = await service.run(lambda: service.app_for(principal).search(q, name, top_k))
+    result = await service.run(lambda: service.app_for(principal).collection(name).search(q, top_k))
     return page(request, "search.html", **{**shown, **_results(service, name, result)})
 
 
@@ -97,11 +96,10 @@ async def documents(
 ) -> Response:
     def gather(principal: Caller) -> dict[str, Any]:
         name = service.collection(principal, collection or None)
-        names = readable_names(service.app_for(principal), principal)
         return {
             "collection": name,
-            "names": names,
-            "records": service.app_for(principal).documents(name),
+            "names": names_of(service.app_for(principal)),
+            "records": service.app_for(principal).collection(name).documents(),
         }
 
     return await gathered(request, service, principal, "documents.html", gather)
@@ -118,8 +116,9 @@ async def document(
     def gather(principal: Caller) -> dict[str, Any]:
         app = service.app_for(principal)
         name = service.collection(principal, collection or None)
-        record = app.document(doc_hash, name)
-        return {"collection": name, "record": record, "chunks": app.document_chunks(record)}
+        handle = app.collection(name)
+        record = handle.document(doc_hash)
+        return {"collection": name, "record": record, "chunks": handle.document_chunks(record)}
 
     return await gathered(request, service, principal, "document.html", gather)
 

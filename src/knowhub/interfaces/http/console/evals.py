@@ -28,7 +28,7 @@ async def evals(request: Request, service: ServiceDep, principal: PrincipalDep) 
 
     def gather(principal: Caller) -> dict[str, Any]:
         reports, problems = _reports(folder)
-        runs = principal.readable(reports, lambda r: str(r.get("collection", "")))
+        runs = service.app_for(principal).visible(reports, lambda r: str(r.get("collection", "")))
         runs.sort(key=lambda r: str(r.get("created", "")))
         answers = [run for run in runs if run.get("kind") == "answers"]
         retrieval = [run for run in runs if run.get("kind") != "answers"]

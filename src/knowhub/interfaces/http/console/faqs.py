@@ -13,7 +13,7 @@ file too. The routes are registered by :mod:`.manage` (``/ui/faq``, ``/ui/faq/im
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -24,10 +24,10 @@ from knowhub.ingest.faq import FAQ_SUFFIXES
 from knowhub.ingest.uploads import uploads_folder
 from knowhub.interfaces.http.console.auth import check_same_origin, read_form
 from knowhub.interfaces.http.console.failure import error_page, on_failure
-from knowhub.interfaces.http.console.pages import readable_names
+from knowhub.interfaces.http.console.pages import names_of
 from knowhub.interfaces.http.console.render import page
 from knowhub.interfaces.http.console.uploads import UploadLimits, as_sent, receive
-from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
+from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep, writer
 from knowhub.interfaces.http.service import Service
 
 __all__ = [
@@ -49,9 +49,12 @@ async def faq_list(
     return page(request, "faq.html", **await _shown(service, principal, name))
 
 
-async def faq_import(request: Request, service: ServiceDep, principal: PrincipalDep) -> Response:
+async def faq_import(
+    request: Request,
+    service: ServiceDep,
+    principal: Annotated[Caller, writer("import FAQ entries")],
+) -> Response:
     check_same_origin(request)
-    principal.check_write("import FAQ entries")
     chosen: list[str] = []
 
     def folder(fields: dict[str, str]) -> Path:
@@ -78,7 +81,7 @@ async def faq_import(request: Request, service: ServiceDep, principal: Principal
     paths = [r.path for r in sent.received]
     try:
         loaded = (
-            await service.run(lambda: service.app_for(principal).faq_import(paths, name))
+            await service.run(lambda: service.app_for(principal).collection(name).faq_import(paths))
             if paths
             else []
         )
@@ -90,9 +93,12 @@ async def faq_import(request: Request, service: ServiceDep, principal: Principal
     return page(request, "faq.html", **{**shown, "notes": notes or ["no file was sent"]})
 
 
-async def faq_remove(request: Request, service: ServiceDep, principal: PrincipalDep) -> Response:
+async def faq_remove(
+    request: Request,
+    service: ServiceDep,
+    principal: Annotated[Caller, writer("remove FAQ entries")],
+) -> Response:
     check_same_origin(request)
-    principal.check_write("remove FAQ entries")
     form = await read_form(request)
     name = service.collection(principal, form.get("collection") or None)
     source = form.get("source", "")
@@ -101,7 +107,9 @@ async def faq_remove(request: Request, service: ServiceDep, principal: Principal
             f"source {source!r} holds a NUL character, so it is no FAQ file: pick one from "
             "the FAQ list"
         )
-    removed = await service.run(lambda: service.app_for(principal).faq_remove(source, name))
+    removed = await service.run(
+        lambda: service.app_for(principal).collection(name).faq_remove(source)
+    )
     kept = Path(source)
     if kept.parent == faq_dir(service, name) and kept.is_file():
         kept.unlink()
@@ -121,9 +129,9 @@ def _discard_unused(paths: list[Path], groups: dict[str, list[str]]) -> None:
 async def _shown(service: Service, principal: Caller, name: str) -> dict[str, Any]:
     def gather() -> dict[str, Any]:
         groups: dict[str, list[str]] = {}
-        for entry in service.app_for(principal).faq(name):
+        for entry in service.app_for(principal).collection(name).faq():
             groups.setdefault(entry.source, []).append(entry.question)
-        return {"names": readable_names(service.app_for(principal), principal), "groups": groups}
+        return {"names": names_of(service.app_for(principal)), "groups": groups}
 
     return {
         **await service.run(gather),

@@ -1,6 +1,6 @@
-"""An upload's ingest as a job the page can watch: one thread runs ``App.ingest`` over the
-uploaded files, and the pipeline's progress events (:mod:`knowhub.ingest.progress`) move
-each file through ``queued → reading → embedding → indexed → done | failed``.
+"""An upload's ingest as a job the page can watch: one thread runs ``Collection.ingest``
+over the uploaded files, and the pipeline's progress events (:mod:`knowhub.ingest.progress`)
+move each file through ``queued → reading → embedding → indexed → done | failed``.
 
 Ingest reports chunks encoded for the whole run, not per file, so a file in ``embedding``
 shows the run's encoded share; every file's final state and failure reason come from the
@@ -27,6 +27,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -128,11 +129,14 @@ class Job:
         files = f"{sent} file{'s' if sent > 1 else ''}"
         return f"nothing ingested: {files} sent, none went in {by_type}"
 
-    def run(self, ingest: Ingest, turn: threading.Semaphore, stopping: threading.Event) -> None:
+    def run(
+        self, ingest: Ingest, turn: AbstractContextManager[Any], stopping: threading.Event
+    ) -> None:
         """``ingest(progress)`` with this job's progress callback, once ``turn`` lets it (one
-        upload ingests at a time); the report settles every file. Any error ends the job
-        (shown on the page), never the server; once ``stopping`` is set (the server stops),
-        an unsettled job keeps its files and record for the next start instead."""
+        change of the knowledge base at a time); the report settles every file. Any error
+        ends the job (shown on the page), never the server; once ``stopping`` is set (the
+        server stops), an unsettled job keeps its files and record for the next start
+        instead."""
         settled = False
         try:
             with turn:
@@ -236,7 +240,10 @@ class JobBook:
         self.stopping = threading.Event()
         self._jobs: OrderedDict[str, Job] = OrderedDict()
         self._lock = threading.Lock()
-        self._turn = threading.Semaphore(1)
+        # Whose turn it is to change the knowledge base: a server's runtime's
+        # (``Runtime.writing``: its other changes, a re-ingest or an FAQ import, wait too);
+        # the jobs' own for a book tested alone.
+        self.turn: AbstractContextManager[Any] = threading.RLock()
 
     def start(
         self,
@@ -358,7 +365,7 @@ class JobBook:
     def _run(self, job: Job, ingest: Ingest) -> None:
         run = threading.Thread(
             target=job.run,
-            args=(ingest, self._turn, self.stopping),
+            args=(ingest, self.turn, self.stopping),
             name=f"knowhub-upload-{job.id}",
             daemon=True,
         )

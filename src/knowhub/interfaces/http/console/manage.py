@@ -1,6 +1,6 @@
 """Managing documents (tokens that may write): upload with progress, delete, re-ingest.
 
-Every route here wants a token that may write (``principal.check_write``: a read-only one
+Every route here wants a token that may write (``deps.writer``: a read-only one
 gets 403, and never sees the controls) and may read the collection it changes; every POST
 must come from a page of this server (``check_same_origin``). Uploads are kept under
 ``DATA_DIR/uploads/{collection}/`` and ingested from there like any other file, so
@@ -17,7 +17,7 @@ import asyncio
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
@@ -34,10 +34,10 @@ from knowhub.interfaces.http.console import faqs
 from knowhub.interfaces.http.console.auth import check_same_origin, read_form
 from knowhub.interfaces.http.console.failure import NotFoundError, error_page, on_failure
 from knowhub.interfaces.http.console.jobs import FileState, Ingest, Job, JobBook
-from knowhub.interfaces.http.console.pages import pages_router, readable_names
+from knowhub.interfaces.http.console.pages import names_of, pages_router
 from knowhub.interfaces.http.console.render import page
 from knowhub.interfaces.http.console.uploads import Upload, UploadLimits, receive
-from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
+from knowhub.interfaces.http.deps import ServiceDep, writer
 from knowhub.interfaces.http.service import Service
 
 __all__ = [
@@ -85,15 +85,17 @@ def resume_uploads(service: Service, jobs: JobBook) -> None:
 
 
 @router.get("/upload")
-async def upload_form(request: Request, service: ServiceDep, principal: PrincipalDep) -> Response:
-    principal.check_write("upload documents")
+async def upload_form(
+    request: Request, service: ServiceDep, principal: Annotated[Caller, writer("upload documents")]
+) -> Response:
     return page(request, "upload.html", **await _form(service, principal))
 
 
 @router.post("/upload", max_body_size=UPLOAD_BODY_BYTES)
-async def upload(request: Request, service: ServiceDep, principal: PrincipalDep) -> Response:
+async def upload(
+    request: Request, service: ServiceDep, principal: Annotated[Caller, writer("upload documents")]
+) -> Response:
     check_same_origin(request)
-    principal.check_write("upload documents")
     shown = await _form(service, principal)
 
     async def form_again(exc: Exception) -> Response:
@@ -127,9 +129,10 @@ async def upload(request: Request, service: ServiceDep, principal: PrincipalDep)
 
 
 @router.get("/upload/{job_id}")
-async def upload_job(request: Request, job_id: str, principal: PrincipalDep) -> Response:
+async def upload_job(
+    request: Request, job_id: str, principal: Annotated[Caller, writer("upload documents")]
+) -> Response:
     """A job's files and their states (JSON, polled by static/upload.js)."""
-    principal.check_write("upload documents")
     job = jobs_of(request).get(job_id, principal)
     if job is None:
         raise NotFoundError(f"no upload job {job_id!r}: it ended long ago, or is not yours")
@@ -138,19 +141,23 @@ async def upload_job(request: Request, job_id: str, principal: PrincipalDep) -> 
 
 @router.post("/documents/{doc_hash}/delete")
 async def delete(
-    request: Request, service: ServiceDep, principal: PrincipalDep, doc_hash: str
+    request: Request,
+    service: ServiceDep,
+    principal: Annotated[Caller, writer("delete documents")],
+    doc_hash: str,
 ) -> Response:
     """Remove a document from its collection, after a confirmation step (``confirm=yes``)."""
     check_same_origin(request)
-    principal.check_write("delete documents")
     form = await read_form(request)
     name = service.collection(principal, form.get("collection") or None)
-    record = await service.run(lambda: service.app_for(principal).document(doc_hash, name))
+    record = await service.run(
+        lambda: service.app_for(principal).collection(name).document(doc_hash)
+    )
     if form.get("confirm") != "yes":
         return page(request, "confirm_delete.html", collection=name, record=record)
 
     def remove() -> list[str]:
-        removed = service.app_for(principal).remove(record.doc_hash, name)
+        removed = service.app_for(principal).collection(name).remove(record.doc_hash)
         _forget_upload(service, name, Path(record.disk_path))
         return [r.source for r in removed]
 
@@ -161,21 +168,25 @@ async def delete(
 
 @router.post("/documents/{doc_hash}/reingest")
 async def reingest(
-    request: Request, service: ServiceDep, principal: PrincipalDep, doc_hash: str
+    request: Request,
+    service: ServiceDep,
+    principal: Annotated[Caller, writer("re-ingest documents")],
+    doc_hash: str,
 ) -> Response:
     """Read the document's file again (under its old source and tags)."""
     check_same_origin(request)
-    principal.check_write("re-ingest documents")
     form = await read_form(request)
     name = service.collection(principal, form.get("collection") or None)
 
     def again() -> str:
-        record = service.app_for(principal).document(doc_hash, name)
+        record = service.app_for(principal).collection(name).document(doc_hash)
         outcome: list[str] = []
         for group in rediscover([record]):
             report = _counted(
                 service,
-                service.app_for(principal).ingest(group.paths, name, group.tags, group.include),
+                service.app_for(principal)
+                .collection(name)
+                .ingest(group.paths, group.tags, group.include),
             )
             failed = report.not_ingested()
             if record.source in failed:
@@ -191,7 +202,7 @@ async def reingest(
 async def _form(service: Service, principal: Caller) -> dict[str, Any]:
     names, default = await service.run(
         lambda: (
-            readable_names(service.app_for(principal), principal),
+            names_of(service.app_for(principal)),
             # What the read pages use (the only collection there is, say): the form names
             # it, so the upload goes where the user has been reading.
             service.default_name(principal),
@@ -246,7 +257,7 @@ def _ingest(
     service: Service, app: App, name: str, tags: Mapping[str, str], paths: list[Path]
 ) -> Ingest:
     def ingest(progress: Progress) -> IngestReport:
-        return _counted(service, app.ingest(paths, name, tags, progress=progress))
+        return _counted(service, app.collection(name).ingest(paths, tags, progress=progress))
 
     return ingest
 

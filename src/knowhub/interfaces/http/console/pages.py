@@ -14,9 +14,8 @@ from knowhub.app import App
 from knowhub.caller import Caller
 from knowhub.interfaces.http.console.render import page
 from knowhub.interfaces.http.service import Service
-from knowhub.trace.record import Trace
 
-__all__ = ["gathered", "pages_router", "readable_names", "readable_traces"]
+__all__ = ["gathered", "names_of", "pages_router"]
 
 
 def pages_router() -> APIRouter:
@@ -36,11 +35,6 @@ async def gathered(
     return page(request, template, **context)
 
 
-def readable_names(app: App, principal: Caller) -> list[str]:
-    """The names of the collections ``principal`` may read."""
-    return [i.name for i in principal.readable(app.collections(), lambda i: i.name)]
-
-
-def readable_traces(app: App, principal: Caller) -> list[Trace]:
-    """The recorded traces of the collections ``principal`` may read, oldest first."""
-    return [t for t in app.traces() if principal.may_see(t)]
+def names_of(app: App) -> list[str]:
+    """The names of the collections ``app``'s caller may read (``App.collections``)."""
+    return [i.name for i in app.collections()]

@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from knowhub.caller import Caller
-from knowhub.errors import KnowhubError, LoaderError, QueryError
+from knowhub.errors import AuthError, KnowhubError, LoaderError, QueryError
 from knowhub.ingest.loaders.compressed import decompress, is_compressed
 from knowhub.ingest.loaders.reading import open_regular
 from knowhub.interfaces.http.console.failure import NotFoundError
@@ -85,7 +85,7 @@ async def source(
         hit = _cited(service, principal, chunk_id, collection)
         record = _record(service, principal, hit.doc_hash, hit.collection)
         shown = min(int(around), MAX_AROUND) if around.strip().isdigit() else AROUND
-        blocks = passage(app.document_chunks(record), hit, shown)
+        blocks = passage(app.collection(record.collection).document_chunks(record), hit, shown)
         return {
             "hit": hit,
             "cite": citation(hit),
@@ -171,9 +171,10 @@ async def document_file(
 
     def read() -> tuple[DocumentRecord, bytes]:
         name = collection or service.default_name(principal)
-        if not principal.may_read(name):  # answered like a missing document
-            raise NotFoundError(f"no document {doc_hash!r} in collection {name!r}")
-        record = _record(service, principal, doc_hash, name)
+        try:
+            record = _record(service, principal, doc_hash, name)
+        except AuthError as exc:  # answered like a missing document
+            raise NotFoundError(f"no document {doc_hash!r} in collection {name!r}") from exc
         return record, _original(record, service.settings.ingest.max_file_bytes)
 
     try:
@@ -198,7 +199,7 @@ def _cited(service: Service, principal: Caller, chunk_id: str, collection: str) 
 
 def _record(service: Service, principal: Caller, doc_hash: str, collection: str) -> DocumentRecord:
     try:
-        return service.app_for(principal).document(doc_hash, collection)
+        return service.app_for(principal).collection(collection).document(doc_hash)
     except QueryError as exc:
         raise NotFoundError(f"{exc}; it may have been removed or re-ingested") from exc
 

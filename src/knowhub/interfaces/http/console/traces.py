@@ -3,14 +3,14 @@ query as a regression case of the golden file."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from knowhub.app import App
 from knowhub.caller import Caller
 from knowhub.errors import AuthError, QueryError
 from knowhub.eval.golden import add_case
@@ -23,9 +23,9 @@ from knowhub.interfaces.http.console.failure import (
     on_failure,
 )
 from knowhub.interfaces.http.console.feedback import feedback_store
-from knowhub.interfaces.http.console.pages import gathered, pages_router, readable_traces
+from knowhub.interfaces.http.console.pages import gathered, pages_router
 from knowhub.interfaces.http.console.render import page
-from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
+from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep, writer
 from knowhub.interfaces.http.service import Service
 from knowhub.trace.record import Trace
 from knowhub.trace.report import select, summarize
@@ -55,7 +55,7 @@ def golden_path(service: Service) -> Path:
 @router.get("/ingestion")
 async def ingestion(request: Request, service: ServiceDep, principal: PrincipalDep) -> Response:
     def gather(principal: Caller) -> dict[str, Any]:
-        runs = select(readable_traces(service.app, principal), kind="ingest")
+        runs = select(list(service.app_for(principal).traces()), kind="ingest")
         return {"runs": runs[-LIST_LIMIT:][::-1], "total": len(runs)}
 
     return await gathered(request, service, principal, "ingestion.html", gather)
@@ -73,7 +73,7 @@ async def traces(
     def gather(principal: Caller) -> dict[str, Any]:
         if kind not in ("", *KINDS):
             raise QueryError(f"kind {kind!r} is not one of {', '.join(KINDS)}")
-        traces = readable_traces(service.app, principal)
+        traces = list(service.app_for(principal).traces())
         chosen = select(traces, kind or None, _slow_ms(slow), bool(errors))
         return {
             "form": {"kind": kind, "errors": bool(errors), "slow": slow},
@@ -105,7 +105,10 @@ async def trace(
 
 @router.post("/traces/{trace_id}/save-case")
 async def save_case(
-    request: Request, service: ServiceDep, principal: PrincipalDep, trace_id: str
+    request: Request,
+    service: ServiceDep,
+    principal: Annotated[Caller, writer("save regression cases")],
+    trace_id: str,
 ) -> Response:
     expected = ""
     # Late-bound: the form is shown again with ``expected`` as read by the time it failed.
@@ -113,9 +116,8 @@ async def save_case(
         request, lambda exc: _save_failed(request, service, principal, exc, trace_id, expected)
     )
     check_same_origin(request)
-    principal.check_write("save regression cases")
     expected = (await read_form(request)).get("expected", "").strip()
-    found = await service.run(lambda: find_trace(service.app.traces(), principal, trace_id))
+    found = await service.run(lambda: find_trace(service.app_for(principal), trace_id))
     if found.kind == "ingest" or not found.query:
         raise QueryError(f"trace {trace_id} is an ingest run: it has no query to save")
     if not expected or len(expected) > 1000:
@@ -133,7 +135,7 @@ async def save_case(
 
 def trace_context(service: Service, principal: Caller, trace_id: str) -> dict[str, Any]:
     """What the trace page shows: the trace, its spans, the sources it cited."""
-    trace = find_trace(service.app.traces(), principal, trace_id)
+    trace = find_trace(service.app_for(principal), trace_id)
     cited = []
     for chunk_id in trace.source_ids:
         try:
@@ -158,9 +160,10 @@ def trace_context(service: Service, principal: Caller, trace_id: str) -> dict[st
     }
 
 
-def find_trace(traces: Iterable[Trace], principal: Caller, trace_id: str) -> Trace:
-    """The trace ``trace_id`` if ``principal`` may read it; missing and forbidden look alike."""
-    found = [t for t in traces if t.trace_id == trace_id and principal.may_see(t)]
+def find_trace(app: App, trace_id: str) -> Trace:
+    """The trace ``trace_id`` if ``app``'s caller may read it (``App.traces``); missing and
+    forbidden look alike."""
+    found = [t for t in app.traces() if t.trace_id == trace_id]
     if not found:
         raise NotFoundError(f"no trace {trace_id!r}: pick one from the Traces page")
     return found[0]

@@ -12,7 +12,7 @@ failed at build) needs ``force=yes``, as ``--force`` does.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from starlette.requests import Request
@@ -21,10 +21,10 @@ from starlette.responses import RedirectResponse, Response
 from knowhub.caller import Caller
 from knowhub.errors import AuthError, ConfigError, KnowhubError, QueryError
 from knowhub.interfaces.http.console.auth import check_same_origin, read_form
-from knowhub.interfaces.http.console.pages import gathered, pages_router, readable_names
+from knowhub.interfaces.http.console.pages import gathered, names_of, pages_router
 from knowhub.interfaces.http.console.render import page
 from knowhub.interfaces.http.console.traces import golden_path
-from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
+from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep, writer
 from knowhub.interfaces.http.service import Service
 from knowhub.versions.gate import compare_versions, gate_check
 from knowhub.versions.record import READY, read_versions, resolve_target
@@ -55,7 +55,7 @@ async def versions(
 
     def gather(principal: Caller) -> dict[str, Any]:
         return {
-            "names": readable_names(service.app, principal),
+            "names": names_of(service.app_for(principal)),
             "collection": name,
             "rows": list_versions(service.app, name),
             "message": message,
@@ -65,12 +65,13 @@ async def versions(
 
 
 @router.post("/versions/switch")
-async def switch(request: Request, service: ServiceDep, principal: PrincipalDep) -> Response:
+async def switch(
+    request: Request, service: ServiceDep, principal: Annotated[Caller, writer("switch versions")]
+) -> Response:
     """Make ``version`` active: shown with its gate result first, done once ``confirm=yes``
     (then redirected to the list, so a reload posts nothing again). A rollback is the same
     switch, to the previously active version (the confirmation words it so)."""
     check_same_origin(request)
-    principal.check_write("switch versions")
     _whole_collections(principal)
     form = await read_form(request)
     name = service.collection(principal, form.get("collection") or None)

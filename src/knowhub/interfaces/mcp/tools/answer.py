@@ -23,8 +23,6 @@ from knowhub.interfaces.mcp.indexing import (
     Indexed,
     indexing_out,
     not_created_yet,
-    noting_indexing,
-    wait_for_first_sync,
 )
 from knowhub.interfaces.mcp.tools.base import (
     READ,
@@ -32,7 +30,7 @@ from knowhub.interfaces.mcp.tools.base import (
     DataTools,
     Tool,
     in_thread,
-    tool_errors,
+    this_call,
     tool_result,
 )
 from knowhub.interfaces.mcp.tools.search import Filters, cite
@@ -112,6 +110,7 @@ class AnswerTools(DataTools):
             name="ask",
             title="Answer from the knowledge base",
             annotations=READ,
+            opening=self.opening("read", waits=True),
             description=(
                 "Answer a question from the knowledge base, citing its sources as [n] (file, "
                 "page, section, lines), with hit_type and confidence. When the documents do not "
@@ -127,26 +126,19 @@ class AnswerTools(DataTools):
         collection: CollectionName = None,
         filters: Filters = None,
     ) -> Annotated[CallToolResult, AnswerOut]:
-        metrics, settings = self.metrics, self.settings
-        async with self.resolve(ctx) as target:
-            kb = target.kb
-            with (
-                tool_errors(metrics, "ask", question=question, collection=collection),
-                noting_indexing(kb),
-            ):
-                name = await in_thread(lambda: target.collection(collection))
-                typed = check_filters(filters)
-                await wait_for_first_sync(kb, settings.first_sync_wait_s, "ask")
-                end = await in_thread(
-                    lambda: (
-                        None
-                        if not_created_yet(kb, name)
-                        else collect(self.drain.watch(target.reader.ask(question, name, typed)))
-                    )
-                )
-            out = _answer_out(question, name, end, settings.max_result_chars)
-            out.indexing = indexing_out(kb)
-            return tool_result(_answer_markdown(out), out)
+        call = this_call()
+        kb, name = call.kb, str(call.collection)
+        typed = check_filters(filters)
+        end = await in_thread(
+            lambda: (
+                None
+                if not_created_yet(kb, name)
+                else collect(self.drain.watch(call.handle().ask(question, typed)))
+            )
+        )
+        out = _answer_out(question, name, end, self.settings.max_result_chars)
+        out.indexing = indexing_out(kb)
+        return tool_result(_answer_markdown(out), out)
 
 
 def _answer_out(

@@ -1,21 +1,32 @@
-"""What every tool group shares: registration, the call's target, and the error boundary.
+"""What every tool group shares: registration, and the one wrapper every call goes through.
 
 A group is a class whose methods are the tools; the server
-(:class:`~knowhub.interfaces.mcp.toolserver.ToolServer`) registers them with the SDK's own
-``add_tool``, which derives each input schema from the method's signature, and offers each
-caller the tools it may call (:attr:`Tool.refuses`).
-Every failure inside a call becomes a tool error that says what went wrong
-(:func:`tool_errors`); the server keeps serving.
+(:class:`~knowhub.interfaces.mcp.toolserver.ToolServer`) registers each through
+:func:`wrapped` with the SDK's own ``add_tool``, which derives each input schema from the
+method's signature (the wrapper keeps it), and offers each caller the tools it may call
+(:attr:`Tool.refuses`). The wrapper is the ceremony of every call, so no tool repeats it:
+it opens a data tool's call (:class:`Opening`: the caller's target; the collection its
+``collection`` argument means, refused if the caller may not read it; the wait for the
+served folder's first sync) and turns every failure into a tool error that says what went
+wrong (:func:`tool_errors`), counted; the server keeps serving. A tool reads its opened
+call with :func:`this_call`.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractAsyncContextManager, contextmanager
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    contextmanager,
+    nullcontext,
+)
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Protocol, TypeVar
+from typing import Annotated, Any, Literal, Protocol, TypeVar
 
 import anyio.from_thread
 import anyio.to_thread
@@ -27,12 +38,16 @@ from pydantic import BaseModel, Field
 
 from knowhub.app import App
 from knowhub.caller import Caller
-from knowhub.checks import check_collection_name
+from knowhub.collection import Collection
 from knowhub.config import IngestSettings, ServerSettings
-from knowhub.default_collection import default_collection
 from knowhub.errors import KnowhubError
 from knowhub.ingest.progress import Progress
-from knowhub.interfaces.mcp.indexing import Indexed, indexing_note
+from knowhub.interfaces.mcp.indexing import (
+    Indexed,
+    indexing_note,
+    noting_indexing,
+    wait_for_first_sync,
+)
 from knowhub.interfaces.mcp.kb import KnowledgeBase
 from knowhub.interfaces.mcp.metrics import Metrics
 from knowhub.interfaces.progress import Notifier, ProgressView
@@ -40,8 +55,10 @@ from knowhub.interfaces.progress import Notifier, ProgressView
 __all__ = [
     "READ",
     "WRITE",
+    "Call",
     "CollectionName",
     "DataTools",
+    "Opening",
     "Refusal",
     "Resolve",
     "Target",
@@ -51,8 +68,10 @@ __all__ = [
     "in_thread",
     "inside_root",
     "progress_reporter",
+    "this_call",
     "tool_errors",
     "tool_result",
+    "wrapped",
     "writers",
 ]
 
@@ -99,6 +118,7 @@ class Tool:
     description: str
     annotations: ToolAnnotations
     refuses: Refusal = anyone
+    opening: Opening | None = None  # how a data tool's call is opened; None: a control tool
 
 
 class ToolGroup(Protocol):
@@ -128,20 +148,7 @@ class Target:
         :mod:`knowhub.default_collection` (the served folder's; for a token limited to one
         collection, that one); either way one the caller may read. It may read the store:
         call it in a worker thread."""
-        kb = self.kb
-        resolved = (
-            check_collection_name(name)
-            if name
-            else default_collection(
-                kb.reader.store,
-                kb.settings,
-                self.principal.collections,
-                writing=writing,
-                served=lambda: kb.collection,
-            )
-        )
-        self.principal.check_read(resolved)
-        return resolved
+        return self.reader.named(name, writing=writing)
 
 
 CollectionName = Annotated[
@@ -159,12 +166,97 @@ Resolve = Callable[[Context], AbstractAsyncContextManager[Target]]
 
 
 @dataclass(frozen=True)
+class Opening:
+    """How :func:`wrapped` opens a data tool's call before the tool runs."""
+
+    resolve: Resolve  # the call's target, held until the call ends
+    # The tool's ``collection`` argument, resolved (a missing one by the default rule) and
+    # refused if the caller may not read it: "read"; for an ingest's default: "write".
+    collection: Literal["read", "write"] | None = None
+    wait_s: float = 0.0  # waits up to this for the served folder's first sync
+    notes_indexing: bool = True  # a failure says an ingest is running (not found: "yet")
+
+
+@dataclass(frozen=True)
+class Call:
+    """A data tool's call as :func:`wrapped` opened it (:func:`this_call`)."""
+
+    target: Target
+    collection: str | None = None  # the collection the call is about (Opening.collection)
+
+    @property
+    def kb(self) -> KnowledgeBase:
+        return self.target.kb
+
+    @property
+    def reader(self) -> App:
+        return self.target.reader
+
+    def handle(self) -> Collection:
+        """The handle of :attr:`collection`, as the caller may use it."""
+        return self.reader.collection(self.collection)
+
+
+_CALL: ContextVar[Call] = ContextVar("knowhub_mcp_call")
+
+
+def this_call() -> Call:
+    """The data tool's call running in this task, opened by :func:`wrapped`."""
+    return _CALL.get()
+
+
+@dataclass(frozen=True)
 class DataTools:
     """What a data-tool group is bound to: each call's target, the limits, the metrics."""
 
     resolve: Resolve
     settings: ServerSettings
     metrics: Metrics
+
+    def opening(
+        self,
+        collection: Literal["read", "write"] | None = None,
+        waits: bool = False,
+        notes_indexing: bool = True,
+    ) -> Opening:
+        """How this group's tool is opened; ``waits``: for the first sync, as configured."""
+        wait_s = self.settings.first_sync_wait_s if waits else 0.0
+        return Opening(self.resolve, collection, wait_s, notes_indexing)
+
+
+def wrapped(tool: Tool, metrics: Metrics) -> Callable[..., Awaitable[CallToolResult]]:
+    """``tool.fn`` as the server registers it: the same signature (the SDK derives the
+    input schema from it), its call opened (:class:`Opening`) and its failures turned into
+    tool errors, counted in ``knowhub_tool_calls_total``."""
+
+    @functools.wraps(tool.fn)
+    async def call(**arguments: Any) -> CallToolResult:
+        shown = {k: v for k, v in arguments.items() if not isinstance(v, Context)}
+        with tool_errors(metrics, tool.name, **shown):
+            if tool.opening is None:
+                return await tool.fn(**arguments)
+            return await _opened(tool, tool.opening, arguments)
+
+    return call
+
+
+async def _opened(tool: Tool, opening: Opening, arguments: dict[str, Any]) -> CallToolResult:
+    ctx = next(v for v in arguments.values() if isinstance(v, Context))
+    async with opening.resolve(ctx) as target:
+        noting: AbstractContextManager[None] = (
+            noting_indexing(target.kb) if opening.notes_indexing else nullcontext()
+        )
+        with noting:
+            name = None
+            if opening.collection is not None:
+                wanted, writing = arguments.get("collection"), opening.collection == "write"
+                name = await in_thread(lambda: target.collection(wanted, writing=writing))
+            await wait_for_first_sync(target.kb, opening.wait_s, tool.name)
+            token = _CALL.set(Call(target, name))
+            try:
+                return await tool.fn(**arguments)
+            finally:
+                _CALL.reset(token)
 
 
 async def in_thread(fn: Callable[[], T]) -> T:

@@ -23,7 +23,6 @@ from knowhub.interfaces.mcp.tools.base import (
     Tool,
     in_thread,
     progress_reporter,
-    tool_errors,
     tool_result,
     writers,
 )
@@ -123,12 +122,11 @@ class ControlTools:
         ] = False,
     ) -> Annotated[CallToolResult, RegisterOut]:
         registry = self.registry
-        with tool_errors(registry.metrics, "register", path=path):
-            record, chunks, created = await in_thread(
-                lambda: registry.register(
-                    path, description, progress_reporter(ctx, registry.settings.ingest), create
-                )
+        record, chunks, created = await in_thread(
+            lambda: registry.register(
+                path, description, progress_reporter(ctx, registry.settings.ingest), create
             )
+        )
         out = RegisterOut(
             session_id=record.session_id,
             path=record.path,
@@ -148,14 +146,12 @@ class ControlTools:
     async def unregister(
         self, session_id: Annotated[str, Field(min_length=1)]
     ) -> Annotated[CallToolResult, UnregisterOut]:
-        with tool_errors(self.registry.metrics, "unregister", session_id=session_id):
-            record = await in_thread(lambda: self.registry.unregister(session_id))
+        record = await in_thread(lambda: self.registry.unregister(session_id))
         out = UnregisterOut(session_id=record.session_id, path=record.path)
         return tool_result(f"session {out.session_id} ({out.path}) unregistered", out)
 
     async def list_sessions(self) -> Annotated[CallToolResult, SessionsOut]:
-        with tool_errors(self.registry.metrics, "list"):
-            rows = await in_thread(self.registry.sessions)
+        rows = await in_thread(self.registry.sessions)
         out = SessionsOut(sessions=[_session_out(r, loaded, c) for r, loaded, c in rows])
         lines = [
             f"- {s.session_id} {s.state} {s.path}"
@@ -167,9 +163,18 @@ class ControlTools:
 
 
 def _control(tool: str) -> Refusal:
-    """The refusal of a control tool: a caller with a data scope or limited to sessions."""
+    """The refusal of a control tool: a caller limited to some collections, to a data scope
+    or to sessions."""
 
     def refuses(principal: Caller) -> str | None:
+        if "*" not in principal.collections:
+            # A session indexes its folder into the configured collection, whichever that
+            # is, and its chunk count and removal concern every collection of its index.
+            return (
+                f"token {principal.name!r} is limited to collections, so it may not call "
+                f"{tool!r}: the control tools (register, unregister, list) need a token with "
+                "collections ['*'] in server.tokens"
+            )
         if not principal.scope.unrestricted:
             # A session is a whole index: its chunk count, its removal, concern every scope.
             return (

@@ -9,7 +9,7 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
 
-from knowhub.interfaces.mcp.indexing import Indexed, indexing_out, noting_indexing
+from knowhub.interfaces.mcp.indexing import Indexed, indexing_out
 from knowhub.interfaces.mcp.kb import KnowledgeBase
 from knowhub.interfaces.mcp.tools.base import (
     READ,
@@ -17,7 +17,7 @@ from knowhub.interfaces.mcp.tools.base import (
     DataTools,
     Tool,
     in_thread,
-    tool_errors,
+    this_call,
     tool_result,
 )
 from knowhub.interfaces.mcp.tools.pictures import (
@@ -87,6 +87,7 @@ class DocumentTools(DataTools):
             name="list_collections",
             title="List collections",
             annotations=READ,
+            opening=self.opening(notes_indexing=False),
             description="The collections of the knowledge base with document and chunk counts.",
         )
         yield Tool(
@@ -94,6 +95,7 @@ class DocumentTools(DataTools):
             name="get_document_summary",
             title="Describe a document",
             annotations=READ,
+            opening=self.opening("read"),
             description="A document's source, status, chunk count and sizes, from the "
             "source_hash of a search hit (8 or more leading characters are enough).",
         )
@@ -102,35 +104,35 @@ class DocumentTools(DataTools):
             name="get_content",
             title="Read a passage",
             annotations=READ,
+            opening=self.opening(),
             description="The full text of one chunk (chunk_id from a search hit) with its "
             "line and character span in the source.",
         )
 
     async def list_collections(self, ctx: Context) -> Annotated[CallToolResult, CollectionsOut]:
-        async with self.resolve(ctx) as target:
-            with tool_errors(self.metrics, "list_collections"):
-                infos = await in_thread(target.reader.collections)
-            out = CollectionsOut(
-                indexing=indexing_out(target.kb),
-                collections=[
-                    CollectionOut(
-                        name=i.name,
-                        documents=i.documents,
-                        chunks=i.chunks,
-                        lexical_index=i.lexical_chunks == i.chunks,
-                        embedder=i.embedder,
-                        active_version=i.active_version,
-                    )
-                    for i in infos
-                ],
-            )
-            lines = [
-                f"- **{c.name}**: {c.documents} documents, {c.chunks} chunks, "
-                f"embedder {c.embedder}, version {c.active_version}"
-                f"{'' if c.lexical_index else ' (lexical index incomplete)'}"
-                for c in out.collections
-            ]
-            return tool_result("\n".join(lines) or "No collections yet.", out)
+        call = this_call()
+        infos = await in_thread(call.reader.collections)
+        out = CollectionsOut(
+            indexing=indexing_out(call.kb),
+            collections=[
+                CollectionOut(
+                    name=i.name,
+                    documents=i.documents,
+                    chunks=i.chunks,
+                    lexical_index=i.lexical_chunks == i.chunks,
+                    embedder=i.embedder,
+                    active_version=i.active_version,
+                )
+                for i in infos
+            ],
+        )
+        lines = [
+            f"- **{c.name}**: {c.documents} documents, {c.chunks} chunks, "
+            f"embedder {c.embedder}, version {c.active_version}"
+            f"{'' if c.lexical_index else ' (lexical index incomplete)'}"
+            for c in out.collections
+        ]
+        return tool_result("\n".join(lines) or "No collections yet.", out)
 
     async def get_document_summary(
         self,
@@ -138,41 +140,26 @@ class DocumentTools(DataTools):
         ctx: Context,
         collection: CollectionName = None,
     ) -> Annotated[CallToolResult, DocumentOut]:
-        async with self.resolve(ctx) as target:
-            with (
-                tool_errors(
-                    self.metrics,
-                    "get_document_summary",
-                    source_hash=source_hash,
-                    collection=collection,
-                ),
-                noting_indexing(target.kb),
-            ):
-                record = await in_thread(
-                    lambda: target.reader.document(source_hash, target.collection(collection))
-                )
-            out = _document_out(record, target.kb)
-            text = (
-                f"**{out.source}** ({out.format}, {out.title!r}): {out.chunk_count} chunks, "
-                f"{out.total_chars} chars (average {out.average_chunk_chars})"
-                + (f", {out.pages} pages" if out.pages else "")
-                + f"; ingested {out.ingested_at}; hash {out.source_hash}"
-                + images_line(out.images, out.images_total)
-            )
-            return tool_result(text, out)
+        call = this_call()
+        record = await in_thread(lambda: call.handle().document(source_hash))
+        out = _document_out(record, call.kb)
+        text = (
+            f"**{out.source}** ({out.format}, {out.title!r}): {out.chunk_count} chunks, "
+            f"{out.total_chars} chars (average {out.average_chunk_chars})"
+            + (f", {out.pages} pages" if out.pages else "")
+            + f"; ingested {out.ingested_at}; hash {out.source_hash}"
+            + images_line(out.images, out.images_total)
+        )
+        return tool_result(text, out)
 
     async def get_content(
         self, chunk_id: Annotated[str, Field(min_length=1, max_length=200)], ctx: Context
     ) -> Annotated[CallToolResult, ContentOut]:
-        async with self.resolve(ctx) as target:
-            with (
-                tool_errors(self.metrics, "get_content", chunk_id=chunk_id),
-                noting_indexing(target.kb),
-            ):
-                # One answer for missing and forbidden (the reader leaves out what the
-                # caller may not read): nothing to probe.
-                hit = (await in_thread(lambda: target.reader.chunk(chunk_id)))[0]
-            return tool_result(f"{cite(hit)}\n\n{hit.text}", _content_out(hit, target.kb))
+        call = this_call()
+        # One answer for missing and forbidden (the reader leaves out what the caller may
+        # not read): nothing to probe.
+        hit = (await in_thread(lambda: call.reader.chunk(chunk_id)))[0]
+        return tool_result(f"{cite(hit)}\n\n{hit.text}", _content_out(hit, call.kb))
 
 
 def _document_out(record: DocumentRecord, kb: KnowledgeBase) -> DocumentOut:

@@ -21,7 +21,7 @@ from knowhub.interfaces.mcp.tools.base import (
     in_thread,
     inside_root,
     progress_reporter,
-    tool_errors,
+    this_call,
     tool_result,
     writers,
 )
@@ -82,6 +82,7 @@ class IngestTools(DataTools):
             name="ingest",
             title="Index files",
             annotations=WRITE,
+            opening=self.opening("write", notes_indexing=False),
             description="Index a file or folder under the server's document root into a "
             "collection; unchanged files are skipped. Reports progress.",
             refuses=writers("ingest"),
@@ -94,30 +95,29 @@ class IngestTools(DataTools):
         collection: CollectionName = None,
         tags: Tags = None,
     ) -> Annotated[CallToolResult, IngestOut]:
-        async with self.resolve(ctx) as target:
-            with tool_errors(self.metrics, "ingest", path=path, collection=collection):
-                name = await in_thread(lambda: target.collection(collection, writing=True))
-                where = inside_root(target.root, path)
-                if not where.exists():
-                    raise KnowhubError(f"path {path!r} does not exist under the document root")
-                tag_map = parse_key_values(
-                    [f"{k}={v}" for k, v in (tags or {}).items()], "tags", empty=True
-                )
-                progress = progress_reporter(ctx, target.kb.settings.ingest)
-                report = await in_thread(
-                    lambda: target.kb.ingest(
-                        [where],
-                        name,
-                        tag_map,
-                        progress=progress,
-                        scope=target.principal.scope,  # only what it sees, within its scope
-                    )
-                )
-            self.metrics.record_ingest(report)
-            budget = target.kb.settings.server.max_result_chars
-            out = _ingest_out(report, target.kb, budget)
-            note = indexing_note(out.indexing) if out.indexing else ""  # tool_result adds it
-            return tool_result(_cut(_ingest_text(report), budget - len(note) - 2), out)
+        call = this_call()
+        target, name = call.target, str(call.collection)
+        where = inside_root(target.root, path)
+        if not where.exists():
+            raise KnowhubError(f"path {path!r} does not exist under the document root")
+        tag_map = parse_key_values(
+            [f"{k}={v}" for k, v in (tags or {}).items()], "tags", empty=True
+        )
+        progress = progress_reporter(ctx, target.kb.settings.ingest)
+        report = await in_thread(
+            lambda: target.kb.ingest(
+                [where],
+                name,
+                tag_map,
+                progress=progress,
+                scope=target.principal.scope,  # only what it sees, within its scope
+            )
+        )
+        self.metrics.record_ingest(report)
+        budget = target.kb.settings.server.max_result_chars
+        out = _ingest_out(report, target.kb, budget)
+        note = indexing_note(out.indexing) if out.indexing else ""  # tool_result adds it
+        return tool_result(_cut(_ingest_text(report), budget - len(note) - 2), out)
 
 
 _LISTS = ("added", "updated", "moved", "retagged", "removed", "failed", "skipped")

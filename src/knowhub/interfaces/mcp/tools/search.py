@@ -20,8 +20,6 @@ from knowhub.interfaces.mcp.indexing import (
     Indexed,
     indexing_out,
     not_created_yet,
-    noting_indexing,
-    wait_for_first_sync,
 )
 from knowhub.interfaces.mcp.metrics import Metrics
 from knowhub.interfaces.mcp.tools.base import (
@@ -30,7 +28,7 @@ from knowhub.interfaces.mcp.tools.base import (
     DataTools,
     Tool,
     in_thread,
-    tool_errors,
+    this_call,
     tool_result,
 )
 from knowhub.interfaces.mcp.tools.pictures import image_contents
@@ -112,6 +110,7 @@ class SearchTools(DataTools):
             name="query_knowledge_hub",
             title="Search the knowledge base",
             annotations=READ,
+            opening=self.opening("read", waits=True),
             description=(
                 "Hybrid (semantic + keyword) search over the knowledge base. Returns the best "
                 "passages with numbered citations: source file, page, section and line span. "
@@ -124,6 +123,7 @@ class SearchTools(DataTools):
                 name="search_docs",
                 title="Search the documents",
                 annotations=READ,
+                opening=self.opening("read", waits=True),
                 description="Search the indexed documents (the default collection); same "
                 "results as query_knowledge_hub, under the name mcp-doc-indexer clients use.",
             )
@@ -139,7 +139,7 @@ class SearchTools(DataTools):
         max_chars: MaxChars = None,
     ) -> Annotated[CallToolResult, SearchOut]:
         return await self._search(
-            ctx, "query_knowledge_hub", query, top_k, collection, filters, min_score, max_chars
+            ctx, "query_knowledge_hub", query, top_k, filters, min_score, max_chars
         )
 
     async def search_docs(
@@ -149,7 +149,7 @@ class SearchTools(DataTools):
         limit: Annotated[int, Field(ge=1, le=20, description="Passages to return.")] = 5,
         min_score: MinScore = 0.0,
     ) -> Annotated[CallToolResult, SearchOut]:
-        return await self._search(ctx, "search_docs", query, limit, None, None, min_score, None)
+        return await self._search(ctx, "search_docs", query, limit, None, min_score, None)
 
     async def _search(
         self,
@@ -157,39 +157,30 @@ class SearchTools(DataTools):
         tool: str,
         query: str,
         top_k: int,
-        collection: str | None,
         filters: dict[str, Any] | None,
         min_score: float,
         max_chars: int | None,
     ) -> CallToolResult:
-        metrics, settings = self.metrics, self.settings
-        async with self.resolve(ctx) as target:
-            started = time.perf_counter()
-            kb = target.kb
-            with (
-                tool_errors(metrics, tool, query=query, collection=collection),
-                noting_indexing(kb),
-            ):
-                name = await in_thread(lambda: target.collection(collection))
-                typed = check_filters(filters)
-                await wait_for_first_sync(kb, settings.first_sync_wait_s, tool)
-                hook = _stage_progress(ctx, metrics)
-                result = await in_thread(
-                    lambda: (
-                        None
-                        if not_created_yet(kb, name)
-                        else target.reader.search(query, name, top_k, typed, min_score, hook)
-                    )
-                )
-            metrics.searches.labels("mcp", tool).inc()
-            metrics.search_seconds.labels("mcp").observe(time.perf_counter() - started)
-            budget = min(max_chars or settings.max_result_chars, settings.max_result_chars)
-            hits, timings = (result.hits, result.timings_ms) if result else ([], {})
-            out = _search_out(query, name, hits, budget, timings)
-            out.indexing = indexing_out(kb)
-            shas = [hit.image for hit in out.hits if hit.image]
-            images = await in_thread(lambda: image_contents(shas, kb.settings.data_dir))
-            return tool_result(_search_markdown(out), out, images)
+        metrics, settings, call = self.metrics, self.settings, this_call()
+        started, kb, name = time.perf_counter(), call.kb, str(call.collection)
+        typed = check_filters(filters)
+        hook = _stage_progress(ctx, metrics)
+        result = await in_thread(
+            lambda: (
+                None
+                if not_created_yet(kb, name)
+                else call.handle().search(query, top_k, typed, min_score, hook)
+            )
+        )
+        metrics.searches.labels("mcp", tool).inc()
+        metrics.search_seconds.labels("mcp").observe(time.perf_counter() - started)
+        budget = min(max_chars or settings.max_result_chars, settings.max_result_chars)
+        hits, timings = (result.hits, result.timings_ms) if result else ([], {})
+        out = _search_out(query, name, hits, budget, timings)
+        out.indexing = indexing_out(kb)
+        shas = [hit.image for hit in out.hits if hit.image]
+        images = await in_thread(lambda: image_contents(shas, kb.settings.data_dir))
+        return tool_result(_search_markdown(out), out, images)
 
 
 def _stage_progress(ctx: Context, metrics: Metrics) -> Callable[[str, int, float], None]:
