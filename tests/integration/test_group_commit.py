@@ -11,20 +11,19 @@ import sqlite3
 import threading
 from concurrent.futures import CancelledError
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 from knowhub import App
 from knowhub.config import Settings
-from knowhub.ingest import pipeline
 from knowhub.ingest.embed import EmbedRunner, abort_all
 from knowhub.ingest.pipeline import IngestCancelledError
 from knowhub.models import Chunk, DocumentRecord
 from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.stores.base import DocumentWrite
 from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
+from knowhub.testing.failing_store import inject
 from tests.helpers import WAIT_S, fast_settings, write
 
 
@@ -88,27 +87,28 @@ def test_one_bad_document_in_a_group_leaves_the_others_written(tmp_path: Path) -
     store.close()
 
 
-def _fail_doc3(monkeypatch: pytest.MonkeyPatch, error: Exception, *, after_rows: bool) -> None:
-    """SQLite's write of doc3.md raises ``error``, before or after its rows went in."""
-    real = SQLiteStore._write
-
-    def write(self: SQLiteStore, db: Any, cid: int, w: DocumentWrite, *built: Any) -> None:
-        doc3 = w.record.source.endswith("doc3.md")
-        if doc3 and not after_rows:
-            raise error
-        real(self, db, cid, w, *built)
-        if doc3:
-            raise error
-
-    monkeypatch.setattr(SQLiteStore, "_write", write)
+def test_a_document_failing_after_its_rows_went_in_is_rolled_back_alone(tmp_path: Path) -> None:
+    # Its tokens hold a lone surrogate, which SQLite cannot encode: its document and chunk
+    # rows went in before the lexical index refused them, in the middle of its write.
+    store = SQLiteStore(tmp_path / DB_NAME)
+    cid = store.ensure_collection("c", "test-model", 4)
+    good, other = document("a.md", 4), document("c.md", 4)
+    bad = document("b.md", 4)
+    bad = DocumentWrite(bad.record, bad.chunks, bad.vectors, ["text \ud800"], bad.cache_keys)
+    errors = store.replace_documents(cid, [good, bad, other])
+    assert errors[0] is None and errors[2] is None
+    assert isinstance(errors[1], UnicodeEncodeError), errors[1]
+    assert {r.source for r in store.records(cid)} == {"a.md", "c.md"}  # b.md's rows rolled back
+    assert not any(store.integrity_report().values()), store.integrity_report()
+    store.close()
 
 
 def test_an_ingest_commits_each_document_whole_with_a_failing_one_among_them(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     docs, app = small_docs(tmp_path, 6)
-    # After its rows went in.
-    _fail_doc3(monkeypatch, OSError("disk full while writing doc3"), after_rows=True)
+    # doc0-2 are written, doc3's write fails (its rows rolled back: the test above).
+    inject(app, "replace_document", OSError("disk full while writing doc3"), after=3)
     report = app.collection().ingest([docs])
     assert len(report.failed) == 1, report.failed
     ((source, reason),) = report.failed
@@ -117,18 +117,18 @@ def test_an_ingest_commits_each_document_whole_with_a_failing_one_among_them(
     cid = app.store.collection_id("default")
     assert cid is not None
     sources = {Path(r.source).name for r in app.store.records(cid)}
-    assert sources == {f"doc{n}.md" for n in range(6) if n != 3}  # doc3's rows rolled back
+    assert sources == {f"doc{n}.md" for n in range(6) if n != 3}
     assert all(v == 0 for v in app.store.integrity_report().values())
     app.store.close()
 
 
 def test_a_full_disk_stops_the_run_counting_the_documents_its_group_did_write(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
-    # doc3's write hits ENOSPC after doc0-2 of its group were written (each in a savepoint
-    # of its own): the run stops, and the report keeps those three as written, not "not done".
+    # doc3's write hits ENOSPC, doc0-2 of its group written in the same commit: the run
+    # stops, and the report keeps those three as written, not "not done".
     docs, app = small_docs(tmp_path, 6)
-    _fail_doc3(monkeypatch, OSError(errno.ENOSPC, "No space left on device"), after_rows=False)
+    inject(app, "replace_document", OSError(errno.ENOSPC, "No space left on device"), after=3)
     with pytest.raises(IngestCancelledError, match="is full") as stopped:
         app.collection().ingest([docs])
     report = stopped.value.report
@@ -182,15 +182,10 @@ def test_a_shutdown_cancels_a_background_embedders_queued_batches(tmp_path: Path
     runner.close()
 
 
-def test_a_failed_commit_fails_its_documents_and_the_run_goes_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_failed_commit_fails_its_documents_and_the_run_goes_on(tmp_path: Path) -> None:
     docs, app = small_docs(tmp_path, 3)
-
-    def full_disk(*args: Any) -> list[Exception | None]:
-        raise sqlite3.OperationalError("database or disk is full")
-
-    monkeypatch.setattr(pipeline, "replace_documents", full_disk)
+    full_disk = sqlite3.OperationalError("database or disk is full")
+    inject(app, "replace_documents", full_disk, times=None)  # every commit
     report = app.collection().ingest([docs])
     assert not report.added and len(report.failed) == 3, report
     assert all("disk is full" in reason for _, reason in report.failed), report.failed

@@ -9,18 +9,17 @@ import signal
 from collections.abc import Sequence
 from contextlib import closing
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 from knowhub import build_app
-from knowhub.ingest import pipeline
 from knowhub.ingest.pipeline import IngestReport, IngestStopped, ingest
 from knowhub.providers.embedders.base import Vectors
 from knowhub.providers.embedders.hashing import HashingEmbedder
-from knowhub.providers.stores.base import DocumentWrite, Store
+from knowhub.providers.stores.base import DocumentWrite
 from knowhub.providers.stores.sqlite import SQLiteStore
+from knowhub.testing.failing_store import FailingStore, inject
 from tests.helpers import fast_settings, write
 
 BATCH = 4
@@ -106,12 +105,9 @@ def test_documents_embedded_and_not_yet_committed_are_cached_too(tmp_path: Path)
     assert report.embedded == 8 + 40 - embedded
 
 
-class _StoppedAgainWhileCaching(SQLiteStore):
-    """A store that gets a second Ctrl-C (a real SIGINT) as a stopped run caches its vectors."""
-
-    def cache_vectors(self, keys: Sequence[str], vectors: Vectors) -> None:
-        signal.raise_signal(signal.SIGINT)
-        super().cache_vectors(keys, vectors)
+def _ctrl_c(*call: object) -> None:
+    """A real SIGINT, as a second Ctrl-C (in the main thread: the handler runs there)."""
+    signal.raise_signal(signal.SIGINT)
 
 
 def test_a_second_ctrl_c_while_the_vectors_are_cached_loses_neither_them_nor_the_report(
@@ -120,7 +116,10 @@ def test_a_second_ctrl_c_while_the_vectors_are_cached_loses_neither_them_nor_the
     # The write was rolled back and the CLI said "stopped; re-run to continue", no report.
     docs = _corpus(tmp_path / "docs", notes=3)
     settings = fast_settings(tmp_path / "data")
-    store = _StoppedAgainWhileCaching(tmp_path / "data" / "store.db")
+    # A second Ctrl-C (a real SIGINT) as the stopped run caches its vectors.
+    store = FailingStore(
+        SQLiteStore(tmp_path / "data" / "store.db"), "cache_vectors", _ctrl_c, times=None
+    )
     stopped: BaseException | None = None
     # As in a terminal: Ctrl-C raises KeyboardInterrupt (an xdist worker ignores SIGINT).
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -150,22 +149,21 @@ def test_vectors_from_the_cache_are_counted_for_stored_documents_only(tmp_path: 
 
 
 def test_a_ctrl_c_as_a_commit_ends_is_reported_with_what_the_commit_wrote(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     """Ctrl-C the moment the store has committed a group: the report's documents kept are
     the ones the index holds, not one fewer (the CI run that found it: 12 listed, 11 told)."""
     assert callable(signal.getsignal(signal.SIGINT))  # Python's handler: Ctrl-C raises
     docs = _corpus(tmp_path / "docs", notes=6)
-    real, commits = pipeline.replace_documents, []
+    commits: list[int] = []
 
-    def commit_then_ctrl_c(store: Store, cid: int, writes: Sequence[DocumentWrite]) -> list[Any]:
-        errors = real(store, cid, writes)
+    def ctrl_c(cid: int, writes: Sequence[DocumentWrite]) -> None:
         commits.append(len(writes))
         signal.raise_signal(signal.SIGINT)  # lands at once, before the caller's next line
-        return errors
 
-    monkeypatch.setattr(pipeline, "replace_documents", commit_then_ctrl_c)
     with closing(build_app(fast_settings(tmp_path / "data"))) as app:
+        # Every commit is made, then Ctrl-C.
+        inject(app, "replace_documents", ctrl_c, times=None, landed=True)
         with pytest.raises(IngestStopped) as info:
             ingest(app.store, HashingEmbedder(64), app.settings, [docs], "default")
         cid = app.store.collection_id("default")

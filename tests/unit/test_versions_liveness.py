@@ -17,6 +17,7 @@ import pytest
 
 from knowhub.errors import StoreError
 from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
+from knowhub.testing.failing_store import FailingStore
 from knowhub.versions import liveness
 from knowhub.versions.liveness import (
     STALE_S,
@@ -142,31 +143,17 @@ def test_the_heartbeat_goes_on_until_another_build_takes_the_claim_over(
     assert read_claim(store, "kb", 2) == other  # not given up: it was not this build's
 
 
-class _Unreachable(SQLiteStore):
-    """A store whose next ``failures`` meta writes raise, as one briefly unreachable does;
-    ``landed`` says whether such a write was made all the same (its answer was lost)."""
-
-    failures = 0
-    landed = False
-
-    def set_meta(self, key: str, value: str | None, expected: str | None) -> bool:
-        if self.failures:
-            self.failures -= 1
-            if self.landed:
-                super().set_meta(key, value, expected)
-            raise StoreError("the store did not answer")
-        return super().set_meta(key, value, expected)
-
-
 @pytest.mark.parametrize("landed", [False, True], ids=["lost", "landed"])
 def test_a_heartbeat_that_fails_is_retried_and_the_build_goes_on(
     tmp_path: Path, landed: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = _Unreachable(tmp_path / DB_NAME)
+    store = FailingStore(SQLiteStore(tmp_path / DB_NAME))
     try:
         with Builder(store, "kb", 2, replacing=None, interval_s=0.01) as builder:
-            store.landed, store.failures = landed, 3
-            wait_until(lambda: store.failures == 0, timeout=60, interval=0.01)
+            # Three heartbeats fail, as a store briefly unreachable answers; with ``landed``,
+            # each was written all the same (its answer was lost).
+            store.fail("set_meta", StoreError("the store did not answer"), times=3, landed=landed)
+            wait_until(lambda: store.failed == 3, timeout=60, interval=0.01)
             failed = read_claim(store, "kb", 2)
             # A heartbeat after the failures is written (or the thread died: the test fails).
             wait_until(

@@ -9,6 +9,8 @@
 * :mod:`knowhub.testing.hits` — search results with plain values for every field a test
   does not name.
 * :mod:`knowhub.testing.memory_index` — an in-memory vector index that fails on demand.
+* :mod:`knowhub.testing.failing_store` — a real store whose chosen calls fail on demand
+  (a document write, a commit, a meta write…), put in an App's place with ``inject``.
 * :mod:`knowhub.testing.llm_server` — a scripted OpenAI/Azure/Ollama chat server over
   real HTTP.
 * :mod:`knowhub.testing.langsmith_server` — a LangSmith-compatible run collector over real
