@@ -17,7 +17,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, TextContent
 
-from tests.helpers import WAIT_S, cli_env, free_port, spawned, tls
+from tests.helpers import WAIT_S, cli_env, fast_settings, free_port, spawned, tls
 
 
 def stdio_params(*args: str, cwd: Path, env: dict[str, str] | None = None) -> StdioServerParameters:
@@ -154,3 +154,55 @@ async def eventually(check: Any, timeout: float = WAIT_S, interval: float = 0.25
 def text_of(result: CallToolResult) -> str:
     """A tool result's text blocks, joined."""
     return "\n".join(c.text for c in result.content if isinstance(c, TextContent))
+
+
+# The MCP tools an agent is offered, in tools/list's order: the data tools (search_docs as
+# by default; ingest last, absent with --read-only) and shared mode's control tools. The
+# one place a test names them all: test_mcp_memory.py pins the servers to exactly these;
+# every other test compares what a transport offers with what the server lists
+# (:func:`local_tools`, :func:`shared_tools`), so a tool added is pinned here once.
+DATA_TOOLS = (
+    "query_knowledge_hub",
+    "search_docs",
+    "list_collections",
+    "get_document_summary",
+    "get_content",
+    "ask",
+    "ingest",
+)
+CONTROL_TOOLS = ("register", "unregister", "list")
+
+
+async def local_tools(where: Path, *, read_only: bool = False) -> list[str]:
+    """The tools ``serve mcp``'s local server lists (default settings, ``--read-only``),
+    read from the server ``build_local`` builds, with no transport in between; ``where``
+    holds its empty folder and data dir."""
+    from knowhub.interfaces.mcp.metrics import Metrics
+    from knowhub.interfaces.mcp.server import ServeOptions, build_local
+
+    docs = where / "listed-docs"
+    docs.mkdir(parents=True, exist_ok=True)
+    options = ServeOptions(docs=docs, read_only=read_only)
+    server, service = build_local(fast_settings(where / "listed-data"), options, Metrics())
+    try:
+        return [tool.name for tool in await server.list_tools()]
+    finally:
+        service.close()
+
+
+async def shared_tools(where: Path) -> tuple[list[str], list[str]]:
+    """The tools shared mode's session server and control server list (default settings),
+    read from the servers ``build_shared`` builds; ``where`` holds their data dir."""
+    from knowhub.interfaces.mcp.metrics import Metrics
+    from knowhub.interfaces.mcp.server import ServeOptions, build_shared
+
+    root = where / "listed-root"
+    root.mkdir(parents=True, exist_ok=True)
+    options = ServeOptions(transport="http", mode="shared", path_root=root)
+    data, control, registry = build_shared(fast_settings(where / "listed-data"), options, Metrics())
+    try:
+        return [t.name for t in await data.list_tools()], [
+            t.name for t in await control.list_tools()
+        ]
+    finally:
+        registry.close()

@@ -15,22 +15,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from tests.helpers import FAST_ENV, ROOT, cli_env, write
-from tests.mcp_helpers import HttpServer, http_server
+from tests.mcp_helpers import HttpServer, http_server, local_tools
 
 INSPECTOR_ENV = "KNOWHUB_MCP_INSPECTOR"
 INSPECTOR_BIN = ROOT / ".cache" / "mcp-inspector" / "node_modules" / ".bin" / "mcp-inspector"
-TOOLS = {
-    "query_knowledge_hub",
-    "search_docs",
-    "list_collections",
-    "get_document_summary",
-    "get_content",
-    "ask",
-    "ingest",
-}
 # Exit statuses the Inspector CLI documents (EXIT_CODES in its source).
 AUTH_REQUIRED, TOOL_ERROR = 3, 5
 TOKEN_ENV = {"KNOWHUB_SERVER__TOKENS": '[{"name": "a", "token_env": "TOK_A"}]', "TOK_A": "secret"}
@@ -159,14 +151,21 @@ def stdio_server(docs: Path, tmp_path: Path) -> list[str]:
     return [*env_args, "--", *command]
 
 
+def _served_tools(tmp_path: Path) -> set[str]:
+    """The tools the server lists, read from the one ``serve mcp`` builds (in this process)."""
+    return set(anyio.run(local_tools, tmp_path / "listed"))
+
+
 def _sources(result: dict[str, Any]) -> list[str]:
     return [hit["source"] for hit in result["structuredContent"]["hits"]]
 
 
-def test_stdio_lists_tools_and_answers_a_query(inspect: Inspect, stdio_server: list[str]) -> None:
+def test_stdio_lists_tools_and_answers_a_query(
+    inspect: Inspect, stdio_server: list[str], tmp_path: Path
+) -> None:
     listed = inspect("--method", "tools/list", *stdio_server)
     assert listed.returncode == 0, listed
-    assert {tool["name"] for tool in listed.result["tools"]} == TOOLS
+    assert {tool["name"] for tool in listed.result["tools"]} == _served_tools(tmp_path)
 
     called = inspect(
         "--method",
@@ -204,7 +203,7 @@ def test_stdio_tool_error_is_reported_as_an_error(
 
 
 def test_http_with_token_lists_tools_and_answers_a_query(
-    inspect: Inspect, token_server: HttpServer
+    inspect: Inspect, token_server: HttpServer, tmp_path: Path
 ) -> None:
     target = [
         "--transport",
@@ -216,7 +215,7 @@ def test_http_with_token_lists_tools_and_answers_a_query(
     ]
     listed = inspect("--method", "tools/list", *target)
     assert listed.returncode == 0, listed
-    assert {tool["name"] for tool in listed.result["tools"]} == TOOLS
+    assert {tool["name"] for tool in listed.result["tools"]} == _served_tools(tmp_path)
 
     called = inspect(
         "--method",

@@ -21,20 +21,11 @@ from mcp import Client, MCPError
 from mcp_types import CallToolResult
 
 from tests.helpers import WAIT_S, write
-from tests.mcp_helpers import HttpServer, eventually, http_server, text_of
+from tests.mcp_helpers import HttpServer, eventually, http_server, shared_tools, text_of
 
 pytestmark = pytest.mark.anyio
 
 ADMIN = "admin-secret"
-DATA_TOOLS = {
-    "query_knowledge_hub",
-    "search_docs",
-    "list_collections",
-    "get_document_summary",
-    "get_content",
-    "ask",
-    "ingest",
-}
 UNKNOWN_ID = "0123456789abcdef"
 # An MCP initialize request, as a client's first POST sends it.
 INITIALIZE = {
@@ -197,11 +188,11 @@ class TestRegisterAndServeSessions:
             return await control.call_tool("register", {"path": "fresh/nested", "create": True})
 
     async def test_the_control_plane_offers_register_unregister_and_list(
-        self, shared: _Shared
+        self, shared: _Shared, tmp_path: Path
     ) -> None:
         async with shared.server.client("/mcp") as control:
-            tools = {t.name for t in (await control.list_tools()).tools}
-        assert tools == {"register", "unregister", "list"}
+            tools = [t.name for t in (await control.list_tools()).tools]
+        assert tools == (await shared_tools(tmp_path))[1]  # pinned in test_mcp_memory.py
 
     async def test_register_indexes_a_relative_folder_with_progress(self, shared: _Shared) -> None:
         result, alpha, sid_a = shared.registered, shared.alpha, shared.sid_a
@@ -283,10 +274,10 @@ class TestRegisterAndServeSessions:
         assert listed[shared.sid_a]["description"] == "animals"
         assert all(s["state"] == "Loaded" for s in listed.values())
 
-    async def test_a_session_serves_every_data_tool(self, shared: _Shared) -> None:
+    async def test_a_session_serves_every_data_tool(self, shared: _Shared, tmp_path: Path) -> None:
         async with shared.server.client(f"/mcp/{shared.sid_a}") as data:
-            tools = {t.name for t in (await data.list_tools()).tools}
-            assert tools == DATA_TOOLS
+            tools = [t.name for t in (await data.list_tools()).tools]
+            assert tools == (await shared_tools(tmp_path))[0]
             result = await data.call_tool("query_knowledge_hub", {"query": "zebra savanna"})
             assert not result.is_error, text_of(result)
             assert result.structured_content is not None
