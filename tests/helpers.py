@@ -6,6 +6,7 @@ import atexit
 import ctypes
 import functools
 import itertools
+import logging
 import os
 import random
 import signal
@@ -355,3 +356,42 @@ def stop_process(proc: subprocess.Popen[Any] | None, sig: int = signal.SIGTERM) 
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+class Caught(logging.Handler):
+    """The log records that ``match``, kept as they are emitted (in any thread), with
+    ``arrived`` set at the first: a test waits on that event, which wakes as the record is
+    logged, instead of polling caplog with sleeps."""
+
+    def __init__(self, match: Callable[[logging.LogRecord], bool]) -> None:
+        super().__init__(logging.NOTSET)
+        self.match = match
+        self.records: list[logging.LogRecord] = []
+        self.arrived = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.match(record):
+            self.records.append(record)
+            self.arrived.set()
+
+    def first(self, timeout: float = WAIT_S) -> logging.LogRecord:
+        """The first record that matched, once logged (waiting up to ``timeout`` for it)."""
+        assert self.arrived.wait(timeout), f"no such log record within {timeout} s"
+        return self.records[0]
+
+
+@contextmanager
+def catching(
+    logger: str, match: Callable[[logging.LogRecord], bool], level: int = logging.INFO
+) -> Iterator[Caught]:
+    """``logger``'s records from ``level`` up that ``match``, caught while the block runs
+    (the logger's level is set for it, as caplog.at_level sets it)."""
+    target = logging.getLogger(logger)
+    caught, previous = Caught(match), target.level
+    target.setLevel(level)
+    target.addHandler(caught)
+    try:
+        yield caught
+    finally:
+        target.removeHandler(caught)
+        target.setLevel(previous)

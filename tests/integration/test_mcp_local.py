@@ -7,13 +7,13 @@ call waits for it. Over stdio the same is covered in test_mcp_stdio.py.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
 from mcp import Client
 
@@ -21,7 +21,7 @@ from knowhub.errors import ConfigError
 from knowhub.interfaces.mcp.local import LocalService
 from knowhub.interfaces.mcp.metrics import Metrics
 from knowhub.interfaces.mcp.server import ServeOptions, build_local
-from tests.helpers import WAIT_S, fast_settings, write
+from tests.helpers import WAIT_S, catching, fast_settings, write
 from tests.mcp_helpers import eventually
 
 pytestmark = pytest.mark.anyio
@@ -62,10 +62,9 @@ async def test_a_search_before_the_first_sync_made_the_collection_says_so(tmp_pa
         }
 
 
-async def test_a_search_waits_for_the_first_sync_to_end(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    caplog.set_level(logging.INFO, logger="knowhub.mcp")
+async def test_a_search_waits_for_the_first_sync_to_end(tmp_path: Path) -> None:
+    said = f"query_knowledge_hub waits up to {WAIT_S:.1f} s for the first sync"
+    waits = catching("knowhub.mcp", lambda record: said in record.getMessage())
     # The setting under test, generous: the search must still wait when the sync starts.
     async with local(tmp_path, wait_s=WAIT_S) as (client, service), anyio.create_task_group() as tg:
         answers: list[dict[str, Any]] = []
@@ -75,14 +74,9 @@ async def test_a_search_waits_for_the_first_sync_to_end(
             assert not result.is_error and result.structured_content is not None
             answers.append(result.structured_content)
 
-        tg.start_soon(ask)
-
-        async def waiting() -> bool:
-            return (
-                f"query_knowledge_hub waits up to {WAIT_S:.1f} s for the first sync" in caplog.text
-            )
-
-        await eventually(waiting)
+        with waits as caught:
+            tg.start_soon(ask)
+            await anyio.to_thread.run_sync(caught.first)  # the search said it waits
         assert not answers
         service.start()  # only now: the search was waiting for it
 

@@ -8,7 +8,9 @@ one (its documents found again there, its old path gone) loses what was not foun
 
 from __future__ import annotations
 
+import itertools
 import logging
+import threading
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,7 @@ from knowhub.interfaces.mcp.metrics import Metrics
 from knowhub.interfaces.mcp.tools.base import Target
 from knowhub.interfaces.mcp.watch import FolderWatcher
 from knowhub.models import DocumentRecord
-from tests.helpers import fast_settings, write
+from tests.helpers import catching, fast_settings, write
 from tests.mcp_helpers import wait_until
 
 
@@ -168,24 +170,30 @@ def _count_records(kb: KnowledgeBase) -> dict[int, int]:
     return counts
 
 
-def test_a_sync_the_watcher_cannot_run_is_a_warning_without_traceback(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_a_sync_the_watcher_cannot_run_is_a_warning_without_traceback(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
+    called = threading.Event()
 
     def sync() -> None:
+        called.set()
         raise ConfigError("docs is indexed by the collections handbook, wiki: serve one")
 
-    def warned() -> list[logging.LogRecord]:
-        write(docs / "a.md", f"Edited {len(caplog.records)}.\n")  # a change while none came
-        return [r for r in caplog.records if r.getMessage().startswith("re-indexing")]
+    edits = itertools.count()
+
+    def edited() -> bool:
+        # The watcher starts watching in a thread of its own, so an edit may come before it
+        # watches: one more, until its sync is called.
+        write(docs / "a.md", f"Edited {next(edits)}.\n")
+        return called.is_set()
 
     watcher = FolderWatcher(docs, sync, debounce_ms=50)
-    with caplog.at_level(logging.INFO, logger="knowhub.mcp"):
+    re_indexing = catching("knowhub.mcp", lambda r: r.getMessage().startswith("re-indexing"))
+    with re_indexing as caught:
         watcher.start()
         try:
-            [record, *_] = wait_until(warned)
+            wait_until(edited)
+            record = caught.first()  # logged as the sync fails
         finally:
             watcher.stop()
     assert record.levelno == logging.WARNING and record.exc_info is None
