@@ -107,11 +107,9 @@ def test_a_missing_url_or_server_is_a_clear_error(tmp_path: Path) -> None:
     assert "s3cret" not in message
 
 
-def test_large_collections_search_through_the_hnsw_index(
-    pg_server: PgServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(postgres, "EXACT_SEARCH_MAX_CHUNKS", 10)  # every collection is "large"
-    store = postgres.PostgresStore(pg_server.create_database())
+def test_large_collections_search_through_the_hnsw_index(pg_server: PgServer) -> None:
+    # Every collection is "large".
+    store = postgres.PostgresStore(pg_server.create_database(), exact_search_max_chunks=10)
     try:
         cid = new_collection(store)
         doc = put(store, cid, make_doc("a.md", [f"chunk {i}" for i in range(60)], seed=3))

@@ -257,11 +257,8 @@ def test_a_snapshot_of_another_format_is_replaced(
         s.close()
 
 
-def test_an_index_older_than_the_pruned_log_reloads(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(live, "_MIN_TAIL_ROWS", 10)
-    options = IndexOptions(snapshot_min_chunks=10)
+def test_an_index_older_than_the_pruned_log_reloads(tmp_path: Path) -> None:
+    options = IndexOptions(snapshot_min_chunks=10, min_tail_rows=10)
     old = SQLiteStore(tmp_path / DB_NAME, options)
     cid = new_collection(old)
     _fill(old, cid, 15)
@@ -320,28 +317,35 @@ def test_big_collections_search_an_hnsw_graph_with_exact_scores(tmp_path: Path) 
 
 
 def test_indexes_past_the_byte_bound_are_dropped_least_recently_searched_first(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
-    store = SQLiteStore(tmp_path / DB_NAME)
-    cids = [new_collection(store, name) for name in ("a", "b", "c")]
+    roomy = SQLiteStore(tmp_path / DB_NAME)
+    cids = [new_collection(roomy, name) for name in ("a", "b", "c")]
     for n, cid in enumerate(cids):
-        put(store, cid, make_doc(f"{n}.md", ["one", "two"], collection="abc"[n], seed=n))
+        put(roomy, cid, make_doc(f"{n}.md", ["one", "two"], collection="abc"[n], seed=n))
     query = np.ones(DIM, dtype=np.float32) / np.sqrt(DIM)
-    found = [store.dense_search(cid, query, 5, {}) for cid in cids]
+    found = [roomy.dense_search(cid, query, 5, {}) for cid in cids]
+    assert list(roomy._derived._indexes) == cids  # all three fit in the default bound
+    size = roomy._derived._indexes[cids[0]].nbytes
+    roomy.close()
+
+    # Room for two (the three are alike), in a store that loads them as they are searched.
+    store = SQLiteStore(tmp_path / DB_NAME, IndexOptions(cache_bytes=2 * size + 1))
     cache = store._derived._indexes
-    assert list(cache) == cids  # all three fit in the default bound
-    monkeypatch.setattr(live, "_CACHE_BYTES", 2 * cache[cids[0]].nbytes + 1)
+    assert [store.dense_search(cid, query, 5, {}) for cid in cids[:2]] == found[:2]
     store.dense_search(cids[0], query, 5, {})  # now the most recently searched
-    store.dense_search(cids[2], query, 5, {})  # still cached (nothing loaded, none dropped)
-    assert list(cache) == [cids[1], cids[0], cids[2]]
-    cache.pop(cids[1])  # as if b were evicted: the next search reloads it
-    assert store.dense_search(cids[1], query, 5, {}) == found[1]
-    assert list(cache) == [cids[2], cids[1]]  # a, searched least lately, went
-    assert store.dense_search(cids[0], query, 5, {}) == found[0]
-    monkeypatch.setattr(live, "_CACHE_BYTES", 1)  # smaller than any one index
+    assert list(cache) == [cids[1], cids[0]]  # still cached (nothing loaded, none dropped)
     assert store.dense_search(cids[2], query, 5, {}) == found[2]
-    assert list(cache) == [cids[2]]  # the one just loaded stays, even over it
+    assert list(cache) == [cids[0], cids[2]]  # b, searched least lately, went
+    assert store.dense_search(cids[1], query, 5, {}) == found[1]  # reloaded
+    assert list(cache) == [cids[2], cids[1]]  # a, searched least lately, went
     store.close()
+
+    tight = SQLiteStore(tmp_path / DB_NAME, IndexOptions(cache_bytes=1))  # under any one index
+    for cid, want in zip(cids, found, strict=True):
+        assert tight.dense_search(cid, query, 5, {}) == want
+        assert list(tight._derived._indexes) == [cid]  # the one just loaded stays, even over it
+    tight.close()
 
 
 def test_verify_reports_a_damaged_index_snapshot_and_fix_rebuilds_it(tmp_path: Path) -> None:

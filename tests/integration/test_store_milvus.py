@@ -402,12 +402,12 @@ def test_a_chunk_too_long_for_milvus_is_refused_before_anything_is_written(
         store.close()
 
 
-def test_large_writes_deletes_and_listings_go_in_batches(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(milvus, "_BATCH_BYTES", 4_000)  # ~25 rows of 16 dims per upsert
-    monkeypatch.setattr(milvus, "_PAGE", 7)  # ids per delete, present and listing page
-    store = milvus.create(fast_settings(tmp_path, **{"store.provider": "milvus"}))
+def test_large_writes_deletes_and_listings_go_in_batches(tmp_path: Path) -> None:
+    store = milvus.create(
+        fast_settings(tmp_path, **{"store.provider": "milvus"}),
+        batch_bytes=4_000,  # ~25 rows of 16 dims per upsert
+        page=7,  # ids per delete, present and listing page
+    )
     try:
         cid = new_collection(store)
         texts = [f"passage {i} of a long document" for i in range(300)]

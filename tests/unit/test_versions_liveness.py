@@ -18,7 +18,6 @@ import pytest
 from knowhub.errors import StoreError
 from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
 from knowhub.testing.failing_store import FailingStore
-from knowhub.versions import liveness
 from knowhub.versions.liveness import (
     STALE_S,
     Builder,
@@ -76,23 +75,24 @@ def test_a_pid_reused_by_another_process_is_not_the_builder(store: SQLiteStore) 
 
 
 def test_a_live_builder_hidden_from_proc_is_judged_by_its_heartbeat(
-    store: SQLiteStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: SQLiteStore, tmp_path: Path
 ) -> None:
     with Builder(store, "kb", 2, replacing=None):
         raw = read_claim(store, "kb", 2)
     claim = builder_of(raw)
     assert claim is not None
     # /proc mounted with hidepid=2 (or a builder of another user): no /proc/<pid> to read.
-    monkeypatch.setattr(liveness, "_PROC", tmp_path / "hidden")
+    hidden = tmp_path / "hidden"
     # This process (which may be signalled) and pid 1 (EPERM unless root): both alive.
     for pid in (os.getpid(), 1):
         alive = replace(claim, pid=pid)
-        assert not interrupted(alive.to_json(), _long_ago()), pid
+        assert not interrupted(alive.to_json(), _long_ago(), proc=hidden), pid
         silent = replace(alive, heartbeat=alive.heartbeat - STALE_S - 1)
-        assert interrupted(silent.to_json(), _long_ago()), pid
+        assert interrupted(silent.to_json(), _long_ago(), proc=hidden), pid
     with spawned([sys.executable, "-c", "pass"]) as exited:
         exited.wait(WAIT_S)
-    assert interrupted(replace(claim, pid=exited.pid).to_json(), utc_now())  # gone: at once
+    gone = replace(claim, pid=exited.pid).to_json()
+    assert interrupted(gone, utc_now(), proc=hidden)  # at once
 
 
 def test_a_builder_on_another_machine_is_judged_by_its_heartbeat(store: SQLiteStore) -> None:

@@ -95,9 +95,10 @@ def builder_of(raw: str | None) -> Claim | None:
         return None  # half a claim: no better than none (its version's age decides)
 
 
-def interrupted(raw: str | None, created_at: str) -> bool:
+def interrupted(raw: str | None, created_at: str, *, proc: Path = _PROC) -> bool:
     """Whether a version marked building, created at ``created_at`` and claimed by ``raw``
-    (:func:`read_claim`), has lost its builder."""
+    (:func:`read_claim`), has lost its builder (``proc``: the process table read, the
+    default; a test hides it)."""
     claim = builder_of(raw)
     if claim is None:
         created = datetime.strptime(created_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
@@ -105,7 +106,7 @@ def interrupted(raw: str | None, created_at: str) -> bool:
     if claim.stopped:
         return True
     if claim.machine == _machine() and claim.started is not None:
-        alive = _is_running(claim.pid, claim.started)
+        alive = _is_running(claim.pid, claim.started, proc)
         if alive is not None:
             return not alive
     return time.time() - claim.heartbeat > STALE_S
@@ -256,10 +257,10 @@ def _machine() -> str:
         return ""
 
 
-def _stat(pid: int) -> list[str] | None:
+def _stat(pid: int, proc: Path = _PROC) -> list[str] | None:
     """``/proc/<pid>/stat``'s fields after the command name (None: no such file to read)."""
     try:
-        stat = (_PROC / str(pid) / "stat").read_text()
+        stat = (proc / str(pid) / "stat").read_text()
     except OSError:
         return None
     return stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
@@ -273,10 +274,10 @@ def _start_time(pid: int) -> str | None:
     return None if fields is None else fields[19]
 
 
-def _is_running(pid: int, started: str) -> bool | None:
+def _is_running(pid: int, started: str, proc: Path = _PROC) -> bool | None:
     """Whether process ``pid`` is the one that started at ``started``; None where that
     cannot be told (``/proc`` hides it: the heartbeat must say)."""
-    fields = _stat(pid)
+    fields = _stat(pid, proc)
     if fields is not None:
         return fields[0] not in ("Z", "X") and fields[19] == started  # Z, X: exited, unreaped
     try:

@@ -86,8 +86,12 @@ def display_url(url: str) -> str:
 class PostgresStore:
     """Transactional store of collections, documents, chunks, vectors and BM25 terms."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, exact_search_max_chunks: int = EXACT_SEARCH_MAX_CHUNKS) -> None:
+        """``exact_search_max_chunks``: collections up to this size are searched exactly,
+        larger ones through their HNSW index (the default; a test makes every collection
+        large)."""
         self.url = display_url(url)
+        self._exact_max = exact_search_max_chunks
         self._closed = False
         self._close_lock = threading.Lock()
         migrate(url, self.url, _CONNECT_TIMEOUT_S)
@@ -415,11 +419,11 @@ class PostgresStore:
         if row is None:
             raise self._no_collection(cid)
         chunks, dim = int(row[0]), int(row[1])
-        exact = chunks <= EXACT_SEARCH_MAX_CHUNKS or dim > HNSW_MAX_DIM
+        exact = chunks <= self._exact_max or dim > HNSW_MAX_DIM
         statement, params = dense_statement(filters, cid, dim, exact=exact)
         params.update(cid=cid, limit=limit, query=np.asarray(query, dtype=np.float32).ravel())
         with self._conn() as conn, conn.transaction():
-            if chunks > EXACT_SEARCH_MAX_CHUNKS:
+            if chunks > self._exact_max:
                 # Filtered kNN: keep walking the graph until enough rows pass the filter.
                 conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
                 conn.execute(

@@ -53,6 +53,9 @@ class IndexOptions:
     ann_min_chunks: int = 50000  # an HNSW graph for collections at least this big
     ann_ef_search: int = 256  # up to EF_SCALE_ROWS rows; in proportion above (ef_search)
     snapshot_min_chunks: int = 2000  # smaller ones rebuild from SQLite in < 0.1 s
+    # Not settings: sizes a test makes small, to compact or evict with a few rows.
+    min_tail_rows: int = _MIN_TAIL_ROWS
+    cache_bytes: int = _CACHE_BYTES
 
 
 def ef_search(options: IndexOptions, rows: int) -> int:
@@ -174,7 +177,7 @@ class DerivedIndexes:
         if index.version == version:
             return index
         changed = sorted(changes.changed_rows(db, cid, index.version, version))
-        if len(changed) > max(_MIN_TAIL_ROWS, _TAIL_SHARE * len(index.segments[0])):
+        if len(changed) > max(self.options.min_tail_rows, _TAIL_SHARE * len(index.segments[0])):
             return None
         wanted = np.asarray(changed, dtype=np.int64)
         live = []
@@ -207,7 +210,7 @@ class DerivedIndexes:
     def _due(self, index: CollectionIndex) -> bool:
         """Whether the index should be compacted into one segment now."""
         base = len(index.segments[0])
-        limit = max(_MIN_TAIL_ROWS, _TAIL_SHARE * base)
+        limit = max(self.options.min_tail_rows, _TAIL_SHARE * base)
         tail = sum(len(s) for s in index.segments[1:])
         dead = sum(len(m) - int(m.sum()) for m in index.live)
         wants_ann = index.ann is None and index.rows >= self.options.ann_min_chunks
@@ -271,7 +274,7 @@ class DerivedIndexes:
 
     def _evict(self) -> None:
         while len(self._indexes) > 1 and sum(i.nbytes for i in self._indexes.values()) > (
-            _CACHE_BYTES
+            self.options.cache_bytes
         ):
             self._indexes.popitem(last=False)
 

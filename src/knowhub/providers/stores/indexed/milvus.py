@@ -90,11 +90,17 @@ class MilvusIndex:
         lite: bool,
         gate: Gate | None = None,
         on_close: Callable[[], None] | None = None,
+        batch_bytes: int = _BATCH_BYTES,
+        page: int = _PAGE,
     ) -> None:
         """``client``: a connected ``MilvusClient``; ``lite``: it talks to milvus-lite;
         ``gate``: shared by every index of one embedded milvus-lite (none for a server);
-        ``on_close``: called once when the index closes (releases a milvus-lite server)."""
+        ``on_close``: called once when the index closes (releases a milvus-lite server);
+        ``batch_bytes``, ``page``: the most bytes one upsert sends, ids one request names
+        (the defaults; a test makes them small to see writes and reads go in parts)."""
         self._client = client
+        self._batch_bytes = batch_bytes
+        self._page = page
         self._lite = lite
         self._gate = gate
         self._on_close = on_close
@@ -183,7 +189,7 @@ class MilvusIndex:
         records = [_record(row, vector) for row, vector in zip(rows, vectors, strict=True)]
         if not self._exists(space):
             raise StoreError(f"milvus: collection {space} does not exist: reopen the store")
-        for batch in _batches(records):
+        for batch in _batches(records, self._batch_bytes):
             with self._writing(f"writing {len(batch)} rows to {space}"):
                 self._client.upsert(space, batch)
         if self._gate is not None:  # embedded milvus-lite; see _LITE_FLUSH_ROWS
@@ -200,8 +206,8 @@ class MilvusIndex:
     def delete(self, space: str, ids: Sequence[int]) -> None:
         if not ids or not self._exists(space):
             return
-        for start in range(0, len(ids), _PAGE):
-            part = [int(i) for i in ids[start : start + _PAGE]]
+        for start in range(0, len(ids), self._page):
+            part = [int(i) for i in ids[start : start + self._page]]
             with self._writing(f"deleting {len(part)} rows from {space}"):
                 self._client.delete(space, ids=part)
 
@@ -259,7 +265,7 @@ class MilvusIndex:
             return set()
         found: set[int] = set()
         with self._reading(f"listing the rows of {space}"):
-            pages = self._client.query_iterator(space, batch_size=_PAGE, output_fields=["id"])
+            pages = self._client.query_iterator(space, batch_size=self._page, output_fields=["id"])
             try:
                 while page := pages.next():
                     found.update(int(row["id"]) for row in page)
@@ -271,8 +277,8 @@ class MilvusIndex:
         if not ids or not self._exists(space):
             return set()
         found: set[int] = set()
-        for start in range(0, len(ids), _PAGE):
-            part = [int(i) for i in ids[start : start + _PAGE]]
+        for start in range(0, len(ids), self._page):
+            part = [int(i) for i in ids[start : start + self._page]]
             with self._reading(f"reading rows of {space}"):
                 rows = self._client.query(
                     space,
@@ -385,14 +391,14 @@ def _literal(text: str) -> str:
     return f'"{escaped}"'
 
 
-def _batches(records: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
-    """Records in batches of at most :data:`_BATCH_BYTES` (estimated), each non-empty."""
+def _batches(records: list[dict[str, Any]], limit: int) -> Iterator[list[dict[str, Any]]]:
+    """Records in batches of at most ``limit`` bytes (estimated), each non-empty."""
     batch: list[dict[str, Any]] = []
     size = 0
     for record in records:
         weight = 64 + 4 * len(record["vector"]) + len(record["tokens"]) * 3
         weight += sum(len(term) * 3 for term in record["terms"])
-        if batch and size + weight > _BATCH_BYTES:
+        if batch and size + weight > limit:
             yield batch
             batch, size = [], 0
         batch.append(record)
@@ -412,7 +418,9 @@ def _token(settings: Settings) -> str:
     return token
 
 
-def create(settings: Settings) -> Store:
+def create(settings: Settings, *, batch_bytes: int = _BATCH_BYTES, page: int = _PAGE) -> Store:
+    """The store ``settings`` name (``batch_bytes``, ``page``: as :class:`MilvusIndex`
+    takes them; the registry passes the settings alone)."""
     # Typed as the contract, so mypy proves IndexedStore keeps every method of it.
     options = settings.store.milvus
     if not _PREFIX.fullmatch(options.prefix):
@@ -426,10 +434,12 @@ def create(settings: Settings) -> Store:
     quiet_pymilvus()  # after pymilvus configured its loggers on import
     if options.uri:
         client, lite = open_server(options.uri, _token(settings), options.db_name)
-        index = MilvusIndex(client, lite=lite)
+        index = MilvusIndex(client, lite=lite, batch_bytes=batch_bytes, page=page)
     else:
         client, gate, release = lite_servers.open(data_dir / LITE_NAME, options.db_name)
-        index = MilvusIndex(client, lite=True, gate=gate, on_close=release)
+        index = MilvusIndex(
+            client, lite=True, gate=gate, on_close=release, batch_bytes=batch_bytes, page=page
+        )
     try:
         return IndexedStore(data_dir / CATALOG_NAME, index, options.prefix)
     except BaseException:
