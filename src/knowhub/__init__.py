@@ -1,10 +1,12 @@
 """knowhub: a self-hosted knowledge base for AI agents and people.
 
-The public API is small: build an :class:`App` from :class:`Settings` and call it.
+The public API is small: build an :class:`App` from :class:`Settings` and work on a
+collection's handle.
 
     >>> from knowhub import build_app, load_settings
     >>> app = build_app(load_settings(overrides={"data_dir": "/tmp/kb"}))  # doctest: +SKIP
-    >>> app.ingest([Path("docs")]); app.search("how are backups taken?")  # doctest: +SKIP
+    >>> handbook = app.collection("handbook")  # doctest: +SKIP
+    >>> handbook.ingest([Path("docs")]); handbook.search("how are backups taken?")  # doctest: +SKIP
 """
 
 from __future__ import annotations
