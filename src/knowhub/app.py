@@ -20,7 +20,7 @@ from knowhub.caller import LOCAL_USER, Caller
 from knowhub.checks import check_text, logical_name
 from knowhub.collection import Collection, checked_name, named, readable_views
 from knowhub.config import Settings
-from knowhub.errors import QueryError
+from knowhub.errors import AuthError, QueryError
 from knowhub.models import Hit
 from knowhub.providers.embedders.base import Embedder
 from knowhub.providers.llms.base import LLM
@@ -54,7 +54,8 @@ class App:
         caller: Caller = LOCAL_USER,
     ) -> None:
         """Over ``settings``' own new runtime (``embedder``: one already loaded, to share;
-        ``interface``: who calls, recorded in every trace), or over a runtime given."""
+        ``interface``: who calls, recorded in every trace), which :meth:`close` closes; or
+        over a runtime given (built with its own embedder and interface), left open."""
         self._owns = not isinstance(settings, Runtime)
         self.runtime = (
             settings if isinstance(settings, Runtime) else Runtime(settings, embedder, interface)
@@ -180,7 +181,22 @@ class App:
 
     def verify(self, collection: str | None = None, fix: bool = False) -> VerifyReport:
         """Check that the index matches its files (every collection unless one is named);
-        ``fix`` repairs what it can (re-ingest, remove, delete orphans), then checks again."""
+        ``fix`` repairs what it can (re-ingest, remove, delete orphans), then checks again:
+        a change of the knowledge base (one at a time, ``Runtime.writing``), for a caller
+        that may write and sees every data scope."""
+        if not fix:
+            return self._verify(collection, fix)
+        self.caller.check_write("repair the index")
+        if not self.scope.unrestricted:
+            raise AuthError(
+                "repairing the index needs an unrestricted data scope: it removes and reads "
+                "again documents of every scope (use a token without tenants, datasets, "
+                "roles or max_visibility limits)"
+            )
+        with self.runtime.writing:
+            return self._verify(collection, fix)
+
+    def _verify(self, collection: str | None, fix: bool) -> VerifyReport:
         from knowhub.ingest.uploads import Leftovers, Queue, QueuedUpload, leftovers
         from knowhub.ingest.verify import Uploads, verify_index
 

@@ -346,8 +346,8 @@ class Collection:
         """The collection an ingest through this handle writes to, and its handle: an
         unnamed handle reads the default collection but ingests into the writers' default
         (the configured one: an ingest never adds to a collection it guessed)."""
-        if self._requested:
-            return check_collection_name(self._requested), self
+        if self._requested:  # checked as the handle's target is, before any lock or trace
+            return checked_name(self.runtime, self.caller, self._requested), self
         name = checked_name(self.runtime, self.caller, None, writing=True)
         return name, Collection(self.runtime, self.caller, name, self._version)
 
@@ -362,7 +362,7 @@ class Collection:
         return [] if cid is None else failed_files(self.runtime.store, cid)
 
     def documents(self) -> list[DocumentRecord]:
-        """The documents of this version the App's scope sees."""
+        """The documents of this version the caller's data scope sees."""
         records = self.runtime.store.records(self.store_id())
         return [replace(r, collection=self.name) for r in records if self._sees(r)]
 
@@ -476,8 +476,10 @@ class Collection:
     def put_faq(self, cid: int, source: str, pairs: Sequence[tuple[str, str, int]]) -> None:
         """Replace ``source``'s entries with ``pairs`` (question, answer, line), embedded as
         queries: a user's question is compared with them as query to query."""
+        self.caller.check_write("import FAQ entries")
         vectors = np.stack([self.embedder.embed_query(question) for question, _, _ in pairs])
-        self.runtime.store.replace_faq(cid, source, list(pairs), vectors)
+        with self.runtime.writing:
+            self.runtime.store.replace_faq(cid, source, list(pairs), vectors)
 
     def faq_remove(self, source: str) -> int:
         self.caller.check_write("remove FAQ entries")

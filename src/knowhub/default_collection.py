@@ -1,8 +1,9 @@
 """Which collection a request that names none uses: one rule for every interface.
 
 The CLI, the HTTP API, the web console, the MCP tools, the chat agent's tools and ``knowhub
-bench load`` all ask :func:`default_collection` (through ``App.default_collection``), so a
-request without a collection means the same everywhere. For a caller that may read
+bench load`` all ask :func:`default_collection` (through the collection handle's
+``checked_name``: ``App.named``, ``App.collection``), so a request without a collection
+means the same everywhere. For a caller that may read
 ``allowed`` (a token's ``collections``; ``"*"``: all):
 
 1. the configured ``collection``, when the caller may read it and it was *chosen* (set in

@@ -1,4 +1,4 @@
-"""App.ask end to end on a real store, with a scripted chat model standing in for an LLM.
+"""Collection.ask end to end on a real store, with a scripted chat model standing in for an LLM.
 
 The model is registered as a provider, so the App builds it from configuration exactly
 as it builds the real ones (whose wire protocols are tested in test_llm_providers.py).

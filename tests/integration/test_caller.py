@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from knowhub import App, AuthError, QueryError
+from knowhub.agent.chat import open_agent
 from knowhub.caller import LOCAL_USER, Caller
+from knowhub.collection import Collection
 from knowhub.scope import Scope
 from tests.helpers import write
 
@@ -56,3 +58,58 @@ def test_the_owner_is_every_apps_caller_and_a_caller_view_shares_the_runtime(
     with pytest.raises(AuthError, match="token 'reader' is read-only: it may not ingest"):
         view.collection("kb").ingest([tmp_path / "kb"])  # the handle refuses, not the caller
     assert [r.source for r in app.collection("kb").documents()] == ["a.md"]
+
+
+def test_every_change_through_the_door_refuses_a_read_only_caller(app: App, tmp_path: Path) -> None:
+    """The handle's changes, the repair and an FAQ copy: none by a read-only caller, and
+    nothing changed (the interfaces' own refusals come first; this is the door's)."""
+    _with(app, tmp_path, "kb")
+    (tmp_path / "kb" / "a.md").unlink()  # verify --fix would remove its document
+    faq = write(tmp_path / "faq.csv", "question,answer\nWho?,Dana.\n")
+    reader = app.for_caller(Caller("reader", read_only=True))
+    kb = reader.collection("kb")
+    cid = app.collection("kb").store_id()
+    for use in (
+        lambda: kb.remove("a.md"),
+        lambda: kb.faq_import([faq]),
+        lambda: kb.put_faq(cid, str(faq), [("Who?", "Dana.", 2)]),
+        lambda: reader.verify("kb", fix=True),
+    ):
+        with pytest.raises(AuthError, match="token 'reader' is read-only"):
+            use()
+    assert [r.source for r in app.collection("kb").documents()] == ["a.md"]
+    assert app.collection("kb").faq() == []
+    scoped = app.scoped(Scope.of(["acme"], ["*"], "public", ["*"]))
+    with pytest.raises(AuthError, match="repairing the index needs an unrestricted data scope"):
+        scoped.verify("kb", fix=True)
+    assert [r.source for r in app.collection("kb").documents()] == ["a.md"]
+
+
+def test_a_handle_opened_by_hand_checks_its_name_before_it_writes_or_traces(
+    app: App, tmp_path: Path
+) -> None:
+    """``Collection(runtime, caller, name)`` built without the App checks the name the
+    same way: an ingest into a collection the caller may not read is refused before any
+    lock or trace."""
+    _with(app, tmp_path, "hr")
+    before = len(list(app.traces()))
+    limited = Caller("ops-bot", frozenset({"kb"}))
+    with pytest.raises(AuthError, match="token 'ops-bot' may not read collection 'hr'"):
+        Collection(app.runtime, limited, "hr").ingest([tmp_path / "hr"])
+    assert len(list(app.traces())) == before
+
+
+def test_a_chat_on_a_collection_the_caller_may_not_read_is_refused_before_the_model(
+    app: App, tmp_path: Path
+) -> None:
+    """The agent resolves its collection through the door: refused before any model is
+    asked for (this App has none: reaching it would be a ConfigError)."""
+    _with(app, tmp_path, "kb", "hr")
+    agent = open_agent(app)
+    try:
+        with pytest.raises(AuthError, match="token 'ops-bot' may not read collection 'hr'"):
+            agent.turn(
+                "Who runs backups?", collection="hr", caller=Caller("ops-bot", frozenset({"kb"}))
+            )
+    finally:
+        agent.close()

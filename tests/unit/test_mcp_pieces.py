@@ -147,7 +147,7 @@ async def test_an_unexpected_exception_is_a_tool_error_naming_the_call_and_the_f
 
     @server.tool(name="register")
     async def register(path: str) -> str:
-        with tool_errors(metrics, "register", path=path):
+        with tool_errors(metrics, "register", {"path": path}):
             Path(path).stat()  # ValueError: embedded null byte
         return "unreachable"
 

@@ -23,7 +23,7 @@ from knowhub.agent.mcp_config import ServerConfig, load_mcp_config
 from knowhub.agent.mcp_pool import McpPool
 from knowhub.agent.sources import SourceBook
 from knowhub.agent.toolbox import Tool, Toolbox
-from knowhub.checks import check_collection_name, check_query
+from knowhub.checks import check_query
 from knowhub.errors import ConfigError
 from knowhub.providers.llms.base import LLM, ChatMessage
 from knowhub.trace.record import Trace, new_trace, preview
@@ -91,7 +91,7 @@ class Agent:
         the trace."""
         check_query(question, "question")
         app = self.app if caller is None else self.app.for_caller(caller)
-        name = check_collection_name(collection or app.default_collection())
+        name = app.named(collection)
         limits = self._limits(max_steps)
         llm = self._llm()
         reach = _Reach(name, app)

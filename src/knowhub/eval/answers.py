@@ -79,7 +79,7 @@ CEILINGS = frozenset({"answerable_refused"})
 
 
 class Asker(Protocol):
-    """What the runner needs of :class:`knowhub.App`."""
+    """What the runner needs of a collection's handle (``knowhub.collection.Collection``)."""
 
     def ask(self, question: str) -> Iterable[AnswerEvent]: ...
 

@@ -179,7 +179,7 @@ def _evalset(
         default = re.sub(r"[^a-z0-9_-]", "-", f"eval-{folder.name}".lower())[:57]
         name = check_collection_name(collection or default + ("-subset" if docs else ""))
         return beir_set(folder, split, work / "corpora" / name, limit, docs), name
-    name = check_collection_name(collection or app.default_collection())
+    name = app.named(collection)
     return golden_set(dataset, name), name
 
 

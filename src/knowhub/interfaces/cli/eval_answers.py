@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from knowhub.checks import check_collection_name
 from knowhub.errors import ConfigError
 from knowhub.eval.answers import AnswerRun, Scoring, check_sources, run_answers
 from knowhub.eval.gate import answer_gate
@@ -28,7 +27,7 @@ def answer_report(app: App, golden: Path, collection: str | None) -> tuple[dict[
     """The report of answering ``golden``'s cases from ``collection`` (LLM-judged too when an
     LLM is configured), gate checked when ``eval.gates`` has one for the golden file's stem
     (a folder's name) or the collection, or for one of its groups; and its slug."""
-    name = check_collection_name(collection or app.default_collection())
+    name = app.named(collection)
     handle = app.collection(name)
     cases = _cases(app, golden, name)
     embedder = handle.embedder

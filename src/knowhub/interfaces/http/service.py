@@ -86,6 +86,7 @@ class Service:
     health: HealthState = field(init=False)
     workers: Gate = field(init=False)
     answers: Gate = field(init=False)
+    changes: Gate = field(init=False)
     chats: Chats = field(init=False)
 
     def __post_init__(self) -> None:
@@ -94,6 +95,9 @@ class Service:
         self.health = HealthState(self.app)
         self.workers = Gate("worker", opts.workers, opts.max_queued)
         self.answers = Gate("answer", opts.max_answers, opts.max_queued)
+        # A change waits its turn (Runtime.writing: an upload job may hold it for minutes)
+        # in the event loop, not in a worker thread the searches need.
+        self.changes = Gate("change", 1, opts.max_queued)
 
     @property
     def started(self) -> float:
@@ -123,6 +127,11 @@ class Service:
     async def run(self, call: Callable[[], T]) -> T:
         """``call()`` in one of ``server.workers`` threads (ServerBusyError past the queue)."""
         return await self.workers.run(call)
+
+    async def change(self, call: Callable[[], T]) -> T:
+        """``call()``, a change of the knowledge base, in the one thread changes run in
+        (ServerBusyError past the queue)."""
+        return await self.changes.run(call)
 
     async def failure(self, exc: BaseException, collection: str | None) -> dict[str, Any]:
         """The error body for ``exc``; 404 when the cause is a collection that does not exist

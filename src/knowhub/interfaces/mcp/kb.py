@@ -16,18 +16,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from knowhub.app import App
+from knowhub.caller import LOCAL_USER, Caller
 from knowhub.config import Settings
 from knowhub.default_collection import folder_collection
 from knowhub.errors import ConfigError
 from knowhub.ingest.progress import IngestProgress, Progress
 from knowhub.providers.embedders.base import Embedder
 from knowhub.runtime import Runtime
-from knowhub.scope import UNRESTRICTED, Scope
 
 if TYPE_CHECKING:  # ingest loads on the first sync, off the server's start (cold start)
     from knowhub.ingest.pipeline import IngestReport
@@ -58,7 +57,7 @@ class KnowledgeBase:
         self.settings = settings
         self.root = root  # every ingested file must resolve inside it
         # A call naming no collection means the served folder's (knowhub.default_collection).
-        self.reader = App(Runtime(settings, embedder, "mcp", served=lambda: self.collection))
+        self.reader = App(Runtime(settings, embedder, "mcp", served=self._served))
         # Set once the served folder has been indexed whole (``synced=False``: not yet).
         self.synced = threading.Event()
         if synced:
@@ -68,6 +67,11 @@ class KnowledgeBase:
         self._collection: str | None = None
         self._ambiguous: str | None = None  # why folder_collection could not tell
         self._collection_lock = threading.Lock()
+        self._writer: App | None = None  # built on the first ingest (it loads the embedder)
+        self._writer_lock = threading.Lock()
+
+    def _served(self) -> str:
+        return self.collection
 
     @property
     def collection(self) -> str:
@@ -90,10 +94,15 @@ class KnowledgeBase:
                 raise ConfigError(str(self._ambiguous))
             return self._collection
 
-    @cached_property
+    @property
     def writer(self) -> App:
-        runtime = Runtime(self.settings, self.reader.embedder, "mcp", lambda: self.collection)
-        return App(runtime)
+        """The App of the ingests' connection, built once (two at once would each take a
+        lock of their own)."""
+        with self._writer_lock:
+            if self._writer is None:
+                embedder = self.reader.embedder
+                self._writer = App(Runtime(self.settings, embedder, "mcp", self._served))
+            return self._writer
 
     def ingest(
         self,
@@ -103,10 +112,10 @@ class KnowledgeBase:
         prune: bool = False,
         progress: Progress | None = None,
         prune_renamed: bool = False,
-        scope: Scope = UNRESTRICTED,
+        caller: Caller = LOCAL_USER,
     ) -> IngestReport:
-        """Ingest into ``collection`` under the write lock; a caller's data ``scope`` limits
-        what it writes."""
+        """Ingest into ``collection`` as ``caller`` may (its handle refuses a read-only one,
+        its data scope limits what it writes), one change at a time."""
 
         def track(step: IngestProgress) -> None:
             self._indexing = Indexing(
@@ -125,7 +134,7 @@ class KnowledgeBase:
             self._indexing = Indexing(collection, first)
             try:
                 return (
-                    self.writer.scoped(scope)
+                    self.writer.for_caller(caller)
                     .collection(collection)
                     .ingest(
                         paths,
@@ -151,7 +160,9 @@ class KnowledgeBase:
 
     def close(self) -> None:
         """Close both connections, after the ingest running (if any) ends."""
-        if "writer" in self.__dict__:
-            with self.writer.runtime.writing:
-                self.writer.runtime.close()
+        with self._writer_lock:
+            writer = self._writer
+        if writer is not None:
+            with writer.runtime.writing:
+                writer.runtime.close()
         self.reader.runtime.close()

@@ -81,7 +81,9 @@ async def faq_import(
     paths = [r.path for r in sent.received]
     try:
         loaded = (
-            await service.run(lambda: service.app_for(principal).collection(name).faq_import(paths))
+            await service.change(
+                lambda: service.app_for(principal).collection(name).faq_import(paths)
+            )
             if paths
             else []
         )
@@ -107,7 +109,7 @@ async def faq_remove(
             f"source {source!r} holds a NUL character, so it is no FAQ file: pick one from "
             "the FAQ list"
         )
-    removed = await service.run(
+    removed = await service.change(
         lambda: service.app_for(principal).collection(name).faq_remove(source)
     )
     kept = Path(source)

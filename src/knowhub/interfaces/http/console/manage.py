@@ -161,7 +161,7 @@ async def delete(
         _forget_upload(service, name, Path(record.disk_path))
         return [r.source for r in removed]
 
-    sources = await service.run(remove)
+    sources = await service.change(remove)
     done = f"Removed {', '.join(sources)} from {name}."
     return page(request, "managed.html", collection=name, message=done)
 
@@ -195,7 +195,7 @@ async def reingest(
             outcome.append(f"{record.source}: {state} ({report.chunks} chunks)")
         return "; ".join(outcome) or f"{record.source}: nothing to read again"
 
-    done = await service.run(again)
+    done = await service.change(again)
     return page(request, "managed.html", collection=name, message=done)
 
 

@@ -82,7 +82,7 @@ async def switch(
     # Activating the version shown, not "whatever is previous now": a double submit or a
     # switch someone made meanwhile cannot turn this into another one.
     force = form.get("force") == "yes"
-    was = await service.run(lambda: activate_version(service.app, name, number, force))
+    was = await service.change(lambda: activate_version(service.app, name, number, force))
     query = urlencode({"collection": name, "now": number, "was": was})
     return RedirectResponse(f"/ui/versions?{query}", 303)
 

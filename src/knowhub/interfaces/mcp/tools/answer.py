@@ -29,6 +29,7 @@ from knowhub.interfaces.mcp.tools.base import (
     CollectionName,
     DataTools,
     Tool,
+    filters_given,
     in_thread,
     this_call,
     tool_result,
@@ -110,7 +111,7 @@ class AnswerTools(DataTools):
             name="ask",
             title="Answer from the knowledge base",
             annotations=READ,
-            opening=self.opening("read", waits=True),
+            opening=self.opening("read", waits=True, check=filters_given),
             description=(
                 "Answer a question from the knowledge base, citing its sources as [n] (file, "
                 "page, section, lines), with hit_type and confidence. When the documents do not "

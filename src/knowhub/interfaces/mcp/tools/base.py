@@ -15,8 +15,9 @@ call with :func:`this_call`.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import (
     AbstractAsyncContextManager,
     AbstractContextManager,
@@ -38,6 +39,7 @@ from pydantic import BaseModel, Field
 
 from knowhub.app import App
 from knowhub.caller import Caller
+from knowhub.checks import check_filters
 from knowhub.collection import Collection
 from knowhub.config import IngestSettings, ServerSettings
 from knowhub.errors import KnowhubError
@@ -65,6 +67,7 @@ __all__ = [
     "Tool",
     "ToolGroup",
     "anyone",
+    "filters_given",
     "in_thread",
     "inside_root",
     "progress_reporter",
@@ -175,6 +178,7 @@ class Opening:
     collection: Literal["read", "write"] | None = None
     wait_s: float = 0.0  # waits up to this for the served folder's first sync
     notes_indexing: bool = True  # a failure says an ingest is running (not found: "yet")
+    check: Callable[[Mapping[str, Any]], None] | None = None  # the arguments, before anything
 
 
 @dataclass(frozen=True)
@@ -218,10 +222,11 @@ class DataTools:
         collection: Literal["read", "write"] | None = None,
         waits: bool = False,
         notes_indexing: bool = True,
+        check: Callable[[Mapping[str, Any]], None] | None = None,
     ) -> Opening:
         """How this group's tool is opened; ``waits``: for the first sync, as configured."""
         wait_s = self.settings.first_sync_wait_s if waits else 0.0
-        return Opening(self.resolve, collection, wait_s, notes_indexing)
+        return Opening(self.resolve, collection, wait_s, notes_indexing, check)
 
 
 def wrapped(tool: Tool, metrics: Metrics) -> Callable[..., Awaitable[CallToolResult]]:
@@ -229,10 +234,13 @@ def wrapped(tool: Tool, metrics: Metrics) -> Callable[..., Awaitable[CallToolRes
     input schema from it), its call opened (:class:`Opening`) and its failures turned into
     tool errors, counted in ``knowhub_tool_calls_total``."""
 
+    if tool.opening is not None and "ctx" not in inspect.signature(tool.fn).parameters:
+        raise TypeError(f"tool {tool.name!r} is opened from its call's context: give it `ctx`")
+
     @functools.wraps(tool.fn)
     async def call(**arguments: Any) -> CallToolResult:
         shown = {k: v for k, v in arguments.items() if not isinstance(v, Context)}
-        with tool_errors(metrics, tool.name, **shown):
+        with tool_errors(metrics, tool.name, shown):
             if tool.opening is None:
                 return await tool.fn(**arguments)
             return await _opened(tool, tool.opening, arguments)
@@ -241,8 +249,9 @@ def wrapped(tool: Tool, metrics: Metrics) -> Callable[..., Awaitable[CallToolRes
 
 
 async def _opened(tool: Tool, opening: Opening, arguments: dict[str, Any]) -> CallToolResult:
-    ctx = next(v for v in arguments.values() if isinstance(v, Context))
-    async with opening.resolve(ctx) as target:
+    if opening.check is not None:
+        opening.check(arguments)  # told at once, not after a wait for the first sync
+    async with opening.resolve(arguments["ctx"]) as target:
         noting: AbstractContextManager[None] = (
             noting_indexing(target.kb) if opening.notes_indexing else nullcontext()
         )
@@ -259,13 +268,19 @@ async def _opened(tool: Tool, opening: Opening, arguments: dict[str, Any]) -> Ca
                 _CALL.reset(token)
 
 
+def filters_given(arguments: Mapping[str, Any]) -> None:
+    """Check a call's ``filters`` (an :class:`Opening` check: a mistake is told at once,
+    not after the wait for the first sync)."""
+    check_filters(arguments.get("filters"))
+
+
 async def in_thread(fn: Callable[[], T]) -> T:
     """``fn()`` in a worker thread: App calls block."""
     return await anyio.to_thread.run_sync(fn)
 
 
 @contextmanager
-def tool_errors(metrics: Metrics, tool: str, **arguments: object) -> Iterator[None]:
+def tool_errors(metrics: Metrics, tool: str, arguments: Mapping[str, object]) -> Iterator[None]:
     """Turn every failure inside the block into a tool error that says what went wrong.
 
     A :class:`KnowhubError` already names the value and the fix. Anything else (say a

@@ -110,7 +110,7 @@ class IngestTools(DataTools):
                 name,
                 tag_map,
                 progress=progress,
-                scope=target.principal.scope,  # only what it sees, within its scope
+                caller=target.principal,  # its handle: read-only refused, its scope kept
             )
         )
         self.metrics.record_ingest(report)

@@ -27,6 +27,7 @@ from knowhub.interfaces.mcp.tools.base import (
     CollectionName,
     DataTools,
     Tool,
+    filters_given,
     in_thread,
     this_call,
     tool_result,
@@ -110,7 +111,7 @@ class SearchTools(DataTools):
             name="query_knowledge_hub",
             title="Search the knowledge base",
             annotations=READ,
-            opening=self.opening("read", waits=True),
+            opening=self.opening("read", waits=True, check=filters_given),
             description=(
                 "Hybrid (semantic + keyword) search over the knowledge base. Returns the best "
                 "passages with numbered citations: source file, page, section and line span. "
@@ -123,7 +124,7 @@ class SearchTools(DataTools):
                 name="search_docs",
                 title="Search the documents",
                 annotations=READ,
-                opening=self.opening("read", waits=True),
+                opening=self.opening("read", waits=True, check=filters_given),
                 description="Search the indexed documents (the default collection); same "
                 "results as query_knowledge_hub, under the name mcp-doc-indexer clients use.",
             )
