@@ -2,7 +2,8 @@
 
 A snapshot is written into a temporary folder (every file fsynced), renamed into place and
 the parent fsynced, so a crash leaves the old snapshot or the new one, never half of one;
-older snapshots are then removed. A process opens one by mapping its arrays (100k chunks:
+older snapshots are then removed, each renamed out of the way first (a crash in the middle
+of deleting its files leaves a temporary folder, not a damaged snapshot). A process opens one by mapping its arrays (100k chunks:
 a few ms, against ~2 s rebuilding them from SQLite), and pages in only what it touches.
 Each file's size and CRC-32 are recorded: opening checks the sizes, ``verify`` the CRCs.
 """
@@ -80,7 +81,7 @@ def write(folder: Path, version: int, segment: Segment, ann: Ann | None) -> Path
             or _abandoned(old)
             or (_version_of(old) == version and not _usable(old))
         ):
-            shutil.rmtree(old, ignore_errors=True)
+            _discard(old)
     return final
 
 
@@ -144,6 +145,19 @@ def _abandoned(path: Path) -> bool:
         return path.name.startswith(".tmp-") and time.time() - path.stat().st_mtime > 3600
     except OSError:
         return False
+
+
+def _discard(path: Path) -> None:
+    """Remove a snapshot folder: renamed to a temporary name first (atomic), so that only a
+    temporary folder is ever half deleted; one already temporary is deleted where it is."""
+    if not path.name.startswith(".tmp-"):
+        gone = path.with_name(f".tmp-{secrets.token_hex(4)}-gone")
+        try:
+            path.rename(gone)
+        except OSError:  # another process removed it first
+            return
+        path = gone
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def remove_all(folder: Path) -> None:
