@@ -13,11 +13,20 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI
 from starlette.requests import HTTPConnection
 
+from knowhub.app import App
 from knowhub.caller import Caller
 from knowhub.interfaces.http.service import Service, principal_of
 from knowhub.interfaces.security import TokenBook
 
-__all__ = ["PrincipalDep", "ServiceDep", "TokensDep", "attach", "service_of", "writer"]
+__all__ = [
+    "DoorDep",
+    "PrincipalDep",
+    "ServiceDep",
+    "TokensDep",
+    "attach",
+    "service_of",
+    "writer",
+]
 
 
 def attach(api: FastAPI, service: Service, tokens: TokenBook) -> None:
@@ -40,6 +49,10 @@ async def _principal(connection: HTTPConnection) -> Caller:
     return principal_of(connection)
 
 
+async def _door(connection: HTTPConnection) -> App:
+    return service_of(connection).app_for(principal_of(connection))
+
+
 async def _tokens(connection: HTTPConnection) -> TokenBook:
     tokens: TokenBook = connection.app.state.tokens
     return tokens
@@ -47,6 +60,9 @@ async def _tokens(connection: HTTPConnection) -> TokenBook:
 
 ServiceDep = Annotated[Service, Depends(_service)]
 PrincipalDep = Annotated[Caller, Depends(_principal)]
+DoorDep = Annotated[App, Depends(_door)]
+"""The App as the request's caller may use it (``App.for_caller``): the door its
+collections' handles open from (``door.collection(name)``), refusing what it may not read."""
 TokensDep = Annotated[TokenBook, Depends(_tokens)]
 
 

@@ -17,7 +17,7 @@ from starlette.types import Receive, Scope, Send
 
 from knowhub.checks import check_filters
 from knowhub.errors import QueryError
-from knowhub.interfaces.http.deps import PrincipalDep, ServiceDep
+from knowhub.interfaces.http.deps import DoorDep, PrincipalDep, ServiceDep
 from knowhub.interfaces.http.errors import error_body
 from knowhub.interfaces.http.pump import EventPump
 from knowhub.interfaces.http.schemas import AskBody, ChatBody, DebugBody, SearchBody
@@ -58,17 +58,11 @@ def routers() -> list[APIRouter]:
 
 
 @_api.post("/api/search", summary="Hybrid search with citations")
-async def search(
-    body: SearchBody, request: Request, service: ServiceDep, principal: PrincipalDep
-) -> Any:
-    collection = note_collection(request, service.collection(principal, body.collection))
+async def search(body: SearchBody, request: Request, service: ServiceDep, door: DoorDep) -> Any:
+    collection = note_collection(request, door.named(body.collection))
     filters = check_filters(body.filters)
     result = await service.run(
-        lambda: (
-            service.app_for(principal)
-            .collection(collection)
-            .search(body.query, body.top_k, filters, body.min_score)
-        )
+        lambda: door.collection(collection).search(body.query, body.top_k, filters, body.min_score)
     )
     service.metrics.searches.labels("search").inc()
     service.metrics.observe_stages(result.timings_ms)
@@ -80,16 +74,12 @@ async def search(
 
 @_api.post("/api/retrieval/debug", summary="Every retrieval stage, without an LLM")
 async def retrieval_debug(
-    body: DebugBody, request: Request, service: ServiceDep, principal: PrincipalDep
+    body: DebugBody, request: Request, service: ServiceDep, door: DoorDep
 ) -> Any:
-    collection = note_collection(request, service.collection(principal, body.collection))
+    collection = note_collection(request, door.named(body.collection))
     filters = check_filters(body.filters)
     report = await service.run(
-        lambda: (
-            service.app_for(principal)
-            .collection(collection)
-            .debug_search(body.query, body.top_k, filters)
-        )
+        lambda: door.collection(collection).debug_search(body.query, body.top_k, filters)
     )
     service.metrics.searches.labels("retrieval_debug").inc()
     service.metrics.observe_stages(report["timings_ms"])
@@ -124,10 +114,10 @@ async def chat(
 
 
 @_api.get("/api/collections", summary="Collections this token may read")
-async def collections(service: ServiceDep, principal: PrincipalDep) -> Any:
-    infos = await service.run(service.app_for(principal).collections)
+async def collections(service: ServiceDep, door: DoorDep) -> Any:
+    infos = await service.run(door.collections)
     readable = [dataclasses.asdict(i) for i in infos]
-    if not principal.scope.unrestricted:
+    if not door.scope.unrestricted:
         # The store's write counter moves with every tenant's writes: not a scoped caller's
         # to watch (its counts are of what it sees).
         readable = [{k: v for k, v in info.items() if k != "version"} for info in readable]
@@ -138,11 +128,11 @@ async def collections(service: ServiceDep, principal: PrincipalDep) -> Any:
 async def documents(
     request: Request,
     service: ServiceDep,
-    principal: PrincipalDep,
+    door: DoorDep,
     collection: Annotated[str | None, Query(description="Default: the configured one.")] = None,
 ) -> Any:
-    name = note_collection(request, service.collection(principal, collection))
-    records = await service.run(lambda: service.app_for(principal).collection(name).documents())
+    name = note_collection(request, door.named(collection))
+    records = await service.run(lambda: door.collection(name).documents())
     return {"collection": name, "documents": [dataclasses.asdict(r) for r in records]}
 
 
@@ -151,9 +141,9 @@ async def documents(
     summary="The picture a chunk describes (a search hit's metadata.image)",
     response_class=Response,
 )
-async def chunk_image(chunk_id: str, service: ServiceDep, principal: PrincipalDep) -> Response:
+async def chunk_image(chunk_id: str, service: ServiceDep, door: DoorDep) -> Response:
     def read() -> tuple[bytes, str] | None:
-        hits = service.app_for(principal).chunk(chunk_id)
+        hits = door.chunk(chunk_id)
         sha = hits[0].metadata.get("image") if hits else None
         return image_store(service.settings.data_dir).get(sha) if isinstance(sha, str) else None
 

@@ -3,8 +3,9 @@
 A snapshot is written into a temporary folder (every file fsynced), renamed into place and
 the parent fsynced, so a crash leaves the old snapshot or the new one, never half of one;
 older snapshots are then removed, each renamed out of the way first (a crash in the middle
-of deleting its files leaves a temporary folder, not a damaged snapshot). A process opens one by mapping its arrays (100k chunks:
-a few ms, against ~2 s rebuilding them from SQLite), and pages in only what it touches.
+of deleting its files leaves a temporary folder, not a damaged snapshot). A process opens
+one by mapping its arrays (100k chunks: a few ms, against ~2 s rebuilding them from
+SQLite), and pages in only what it touches.
 Each file's size and CRC-32 are recorded: opening checks the sizes, ``verify`` the CRCs.
 """
 
