@@ -10,6 +10,8 @@ write on that connection failed with "database is locked").
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -119,3 +121,52 @@ def test_a_thread_that_ends_closes_its_connection_and_close_leaves_others_to_the
     assert store._connections.open == 0  # the worker closed its own on that use
     with pytest.raises(Exception, match="closed"):
         store.version(cid)
+
+
+# Run as a program: a daemon thread holds its connection while the interpreter exits.
+# The check runs after weakref's exit hook (atexit runs last-registered first, and this
+# one is registered before the first connection creates that hook).
+_EXIT_WHILE_A_THREAD_READS = """
+import atexit, sys, threading, weakref
+from pathlib import Path
+from knowhub.providers.stores.sqlite_connections import Connections
+
+assert not weakref.finalize._registered_with_atexit, "weakref's exit hook came first"
+connections = Connections(Path(sys.argv[1]))
+ready, asked, answered = threading.Event(), threading.Event(), threading.Event()
+state = []
+
+def reader():
+    db = connections.get()
+    db.execute("SELECT 1").fetchone()
+    ready.set()
+    asked.wait()
+    try:
+        db.execute("SELECT 1").fetchone()
+        state.append("open")
+    except Exception as exc:
+        state.append(repr(exc))
+    answered.set()
+
+def after_weakref_exit_hook():
+    asked.set()
+    answered.wait(60)
+    print(state)
+
+atexit.register(after_weakref_exit_hook)
+connections.get()
+threading.Thread(target=reader, daemon=True).start()
+ready.wait()
+"""
+
+
+def test_exiting_leaves_a_running_threads_connection_to_it(tmp_path: Path) -> None:
+    """CI crashed (SIGSEGV) when ``serve mcp`` exited while its warm-up thread was creating
+    the schema: at exit the main thread closed every thread's connection, one mid-statement."""
+    run = subprocess.run(
+        [sys.executable, "-c", _EXIT_WHILE_A_THREAD_READS, str(tmp_path / DB_NAME)],
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+    )
+    assert (run.returncode, run.stdout.strip()) == (0, "['open']"), run.stderr

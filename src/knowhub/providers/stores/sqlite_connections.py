@@ -10,7 +10,8 @@ and makes a transaction on one thread invisible to the others' reads until it co
 
 Connections are opened on a thread's first use and closed by that thread: when it ends
 (the HTTP and MCP servers' worker pools are bounded, so are they), or on its next use after
-:meth:`close`, which closes only the calling thread's own.
+:meth:`close`, which closes only the calling thread's own. A thread still running when the
+process exits keeps its connection open (SQLite needs no close to stay consistent).
 """
 
 from __future__ import annotations
@@ -80,7 +81,11 @@ class Connections:
             raise
         handle = _Handle(db)
         # Not a bound method: the finalizer must not keep the store alive.
-        weakref.finalize(handle, _release, self._guard, self._open, db)
+        finalizer = weakref.finalize(handle, _release, self._guard, self._open, db)
+        # At exit the main thread runs the finalizers still pending; a daemon thread's
+        # connection may be mid-statement then (a server's warm-up creating the schema):
+        # closing it under that thread crashed the interpreter. Exiting leaves it open.
+        finalizer.atexit = threading.current_thread() is threading.main_thread()
         self._local.handle = handle
         return db
 
