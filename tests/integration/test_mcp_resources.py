@@ -1,0 +1,314 @@
+"""Documents as MCP resources, ``read_document``, the generated instructions and the prompt,
+over stdio: a real ``knowhub serve mcp`` (local mode) and the official SDK client.
+
+The served folder holds a long handbook (small chunks, so it has many) and two notes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, MCPError
+from mcp.client.session import IncomingMessage
+from mcp.client.stdio import stdio_client
+from mcp.shared.subscriptions import ResourcesListChanged
+from mcp_types import BlobResourceContents, ResourceListChangedNotification, TextResourceContents
+
+from tests.helpers import WAIT_S, write
+from tests.mcp_helpers import eventually, stdio_params, text_of
+from tests.mcp_stdio_helpers import call, fails
+
+pytestmark = pytest.mark.anyio
+
+# Twelve numbered paragraphs: with 200-char chunks, a dozen chunks or so.
+HANDBOOK = "# Handbook\n\n" + "\n\n".join(
+    f"Paragraph {n}: the {word} rule says that every engineer files a {word} report "
+    f"before the {n}th review, and keeps a copy for a year."
+    for n, word in enumerate(
+        [
+            "amber",
+            "basil",
+            "cedar",
+            "dahlia",
+            "elder",
+            "fennel",
+            "ginger",
+            "hazel",
+            "iris",
+            "juniper",
+            "kelp",
+            "lotus",
+        ],
+        start=1,
+    )
+)
+NOTES = {
+    "backups.md": "# Backups\n\nDatabase backups run every six hours and are kept 35 days.\n",
+    "deploy.md": "# Deploys\n\nA canary takes five percent of the traffic for thirty minutes.\n",
+}
+SMALL_CHUNKS = {"KNOWHUB_CHUNKING__SIZE": "200", "KNOWHUB_CHUNKING__OVERLAP": "40"}
+
+
+def _corpus(root: Path) -> Path:
+    write(root / "docs" / "handbook.md", HANDBOOK)
+    for name, text in NOTES.items():
+        write(root / "docs" / name, text)
+    return root
+
+
+@asynccontextmanager
+async def _served(
+    root: Path, messages: list[IncomingMessage] | None = None, mode: str = "auto"
+) -> AsyncIterator[Client]:
+    """A stdio client of ``serve mcp --docs ROOT/docs``, the folder indexed; the
+    server's notifications go to ``messages``."""
+
+    async def keep(message: IncomingMessage) -> None:
+        if messages is not None:
+            messages.append(message)
+
+    params = stdio_params(
+        "--data-dir", str(root / "data"), "serve", "mcp", "--docs", str(root / "docs"),
+        cwd=root, env=SMALL_CHUNKS,
+    )  # fmt: skip
+    with (root / "stderr.log").open("a", encoding="utf-8") as errlog:
+        transport = stdio_client(params, errlog=errlog)
+        async with Client(transport, message_handler=keep, mode=mode) as client:
+            await _indexed(client, 1 + len(NOTES))
+            yield client
+
+
+async def _indexed(client: Client, count: int) -> None:
+    async def ready() -> bool:
+        out = await call(client, "list_collections")
+        return sum(c["documents"] for c in out["collections"]) == count
+
+    await eventually(ready)
+
+
+def _uri(resources: list[Any], name: str) -> str:
+    (found,) = [str(r.uri) for r in resources if r.name.endswith(name)]
+    return found
+
+
+async def test_documents_are_resources_read_whole_or_by_chunk(tmp_path: Path) -> None:
+    async with _served(_corpus(tmp_path)) as client:
+        listed = await client.list_resources()
+        names = sorted(Path(r.name).name for r in listed.resources)
+        assert names == ["backups.md", "deploy.md", "handbook.md"]
+        assert listed.next_cursor is None
+        uri = _uri(listed.resources, "handbook.md")
+        assert uri.startswith("knowhub://default/")
+        templates = {
+            t.uri_template for t in (await client.list_resource_templates()).resource_templates
+        }
+        assert templates == {
+            "knowhub://{collection}/{doc_id}",
+            "knowhub://{collection}/{doc_id}/chunks/{n}",
+        }
+
+        (whole,) = (await client.read_resource(uri)).contents
+        assert isinstance(whole, TextResourceContents)
+        assert " ".join(whole.text.split()) == " ".join(HANDBOOK.split())
+
+        first = (await client.read_resource(f"{uri}/chunks/0")).contents[0]
+        assert isinstance(first, TextResourceContents)
+        assert first.text.startswith("# Handbook") and len(first.text) < len(whole.text)
+        assert first.meta is not None and first.meta["chunk_id"].startswith(uri.rsplit("/")[-1])
+
+
+async def test_unknown_resources_are_errors_that_say_what_to_do(tmp_path: Path) -> None:
+    async with _served(_corpus(tmp_path)) as client:
+        uri = _uri((await client.list_resources()).resources, "backups.md")
+        cases = {
+            "https://example.com/x": "not a knowhub URI",
+            "knowhub://default/0123456789abcdef": "no document with id",
+            "knowhub://nosuch/0123456789abcdef": "resources/list",
+            f"{uri}/chunks/99": "it has 1 chunks",
+        }
+        for bad, expected in cases.items():
+            with pytest.raises(MCPError) as caught:
+                await client.read_resource(bad)
+            assert expected in str(caught.value), (bad, str(caught.value))
+        with pytest.raises(MCPError, match="nextCursor"):
+            await client.list_resources(cursor="garbage")
+        # The server goes on answering.
+        assert (await client.read_resource(uri)).contents
+
+
+async def test_resources_are_paginated_with_the_protocols_cursor(tmp_path: Path) -> None:
+    for n in range(105):
+        write(tmp_path / "docs" / f"note-{n:03d}.md", f"# Note {n}\n\nNote number {n}.\n")
+    params = stdio_params(
+        "--data-dir", str(tmp_path / "data"), "serve", "mcp", "--docs", str(tmp_path / "docs"),
+        cwd=tmp_path,
+    )  # fmt: skip
+    async with Client(stdio_client(params)) as client:
+        await _indexed(client, 105)
+        pages, cursor, seen = 0, None, []
+        while True:
+            listed = await client.list_resources(cursor=cursor)
+            pages += 1
+            seen += [Path(r.name).name for r in listed.resources]
+            cursor = listed.next_cursor
+            if cursor is None:
+                break
+        assert pages == 2
+        assert seen == [f"note-{n:03d}.md" for n in range(105)]
+
+
+async def test_a_new_document_is_announced_to_a_handshake_era_client(tmp_path: Path) -> None:
+    """Protocol 2025-11-25: ``notifications/resources/list_changed`` on the connection."""
+    messages: list[IncomingMessage] = []
+    async with _served(_corpus(tmp_path), messages, mode="legacy") as client:
+        capabilities = client.server_capabilities.resources
+        assert capabilities is not None and capabilities.list_changed
+        messages.clear()
+        write(tmp_path / "docs" / "oncall.md", "# On-call\n\nThe rota changes every Monday.\n")
+
+        async def told() -> bool:
+            return any(isinstance(m, ResourceListChangedNotification) for m in messages)
+
+        await eventually(told)
+        names = [Path(r.name).name for r in (await client.list_resources()).resources]
+        assert "oncall.md" in names
+
+
+async def test_a_removed_document_is_announced_to_a_listening_client(tmp_path: Path) -> None:
+    """Protocol 2026-07-28: a ``ResourcesListChanged`` event on ``subscriptions/listen``."""
+    async with _served(_corpus(tmp_path)) as client:
+        assert client.protocol_version == "2026-07-28"
+        async with client.listen(resources_list_changed=True) as events:
+            (tmp_path / "docs" / "deploy.md").unlink()
+            with anyio.fail_after(WAIT_S):
+                event = await events.__anext__()
+        assert isinstance(event, ResourcesListChanged)
+        names = [Path(r.name).name for r in (await client.list_resources()).resources]
+        assert names == ["backups.md", "handbook.md"]
+
+
+async def test_read_document_brings_a_hits_neighbours(tmp_path: Path) -> None:
+    async with _served(_corpus(tmp_path)) as client:
+        hits = (await call(client, "query_knowledge_hub", query="juniper report", top_k=1))["hits"]
+        assert "juniper" in hits[0]["text"]
+        out = await call(client, "read_document", chunk_id=hits[0]["chunk_id"], before=1, after=1)
+        passages = out["passages"]
+        assert len(passages) == 3 and [p["n"] for p in passages] == [1, 2, 3]
+        assert [p["hit"] for p in passages] == [False, True, False]
+        assert passages[1]["chunk_id"] == hits[0]["chunk_id"]
+        starts = [p["char_start"] for p in passages]
+        assert starts == sorted(starts) and passages[0]["char_end"] <= passages[1]["char_start"]
+        assert out["uri"].startswith("knowhub://default/") and out["source"].endswith("handbook.md")
+
+        # At the document's start there is nothing before; at its end nothing after.
+        first_chunk = await _chunk_at(client, out["uri"], 0)
+        start = await call(client, "read_document", chunk_id=first_chunk, before=3, after=0)
+        assert [p["hit"] for p in start["passages"]] == [True]
+        last = await _last_chunk(client, out["uri"])
+        end = await call(client, "read_document", chunk_id=last, before=0, after=3)
+        assert [p["hit"] for p in end["passages"]] == [True]
+        assert "lotus" in end["passages"][0]["text"]
+
+
+async def _chunk_at(client: Client, uri: str, n: int) -> str:
+    contents = (await client.read_resource(f"{uri}/chunks/{n}")).contents
+    return str((contents[0].meta or {})["chunk_id"])
+
+
+async def _last_chunk(client: Client, uri: str) -> str:
+    n = 0
+    while True:
+        try:
+            await client.read_resource(f"{uri}/chunks/{n + 1}")
+        except MCPError:
+            return await _chunk_at(client, uri, n)
+        n += 1
+
+
+async def test_read_document_pages_stitch_back_to_the_whole_text(tmp_path: Path) -> None:
+    async with _served(_corpus(tmp_path)) as client:
+        hit = (await call(client, "query_knowledge_hub", query="amber rule", top_k=1))["hits"][0]
+        pages, offset = [], 0
+        while offset is not None:
+            result = await client.call_tool(
+                "read_document",
+                {"document": hit["source_hash"], "offset": offset, "max_chars": 500},
+            )
+            assert not result.is_error, text_of(result)
+            assert len(text_of(result)) <= 500  # the whole result fits the budget
+            out = result.structured_content or {}
+            pages.append(out["text"])
+            assert out["offset"] == offset
+            offset = out["next_offset"]
+        assert len(pages) > 2
+        assert " ".join("".join(pages).split()) == " ".join(HANDBOOK.split())
+        # An offset is a hit's char_start: reading there starts with the hit's text.
+        there = await call(
+            client, "read_document", document=hit["source"], offset=hit["char_start"]
+        )
+        assert there["text"].startswith(hit["text"][:40])
+
+
+async def test_read_document_arguments_are_checked(tmp_path: Path) -> None:
+    async with _served(_corpus(tmp_path)) as client:
+        await fails(client, "read_document", {}, "give chunk_id", "or document")
+        both = {"chunk_id": "x", "document": "backups.md"}
+        await fails(client, "read_document", both, "not both")
+        await fails(client, "read_document", {"chunk_id": "nope"}, "no chunk with id")
+        await fails(client, "read_document", {"document": "nope.md"}, "document 'nope.md'")
+        far = {"document": "backups.md", "offset": 10**6}
+        await fails(client, "read_document", far, "offset 1000000", "past the end")
+        await fails(
+            client, "read_document", {"document": "backups.md", "max_chars": 5}, "max_chars"
+        )
+        await fails(client, "read_document", {"chunk_id": "x", "before": 99}, "before")
+
+
+async def test_instructions_say_what_the_server_holds_and_when_to_search(tmp_path: Path) -> None:
+    async with _served(_corpus(tmp_path)) as client:
+        pass
+    # Written at the handshake: a second client finds the folder indexed.
+    async with _served(tmp_path) as client:
+        text = client.instructions or ""
+    assert "default: 3 documents" in text
+    assert "'Handbook'" in text and "languages: en" in text
+    assert "query_knowledge_hub" in text and "read_document" in text
+    assert len(text) < 2000
+
+
+async def test_the_citation_prompt_names_the_tools_and_the_question(tmp_path: Path) -> None:
+    async with _served(_corpus(tmp_path)) as client:
+        (listed,) = (await client.list_prompts()).prompts
+        assert listed.name == "answer_with_citations"
+        got = await client.get_prompt(
+            "answer_with_citations", {"question": "How long are backups kept?"}
+        )
+        text = got.messages[0].content.text  # type: ignore[union-attr]
+        assert "How long are backups kept?" in text
+        for piece in ("query_knowledge_hub", "read_document", "[n]"):
+            assert piece in text
+        with pytest.raises(MCPError, match="question"):
+            await client.get_prompt("answer_with_citations", {})
+
+
+async def test_pictures_of_a_document_come_as_image_blobs(tmp_path: Path) -> None:
+    from tests.pictures_helpers import shapes_png, word_with_figure
+
+    _corpus(tmp_path)
+    word_with_figure(tmp_path / "docs" / "chart.docx", shapes_png(1), icon=False, alt="A chart")
+    params = stdio_params(
+        "--data-dir", str(tmp_path / "data"), "serve", "mcp", "--docs", str(tmp_path / "docs"),
+        cwd=tmp_path,
+    )  # fmt: skip
+    async with Client(stdio_client(params)) as client:
+        await _indexed(client, 2 + len(NOTES))
+        uri = _uri((await client.list_resources()).resources, "chart.docx")
+        with anyio.fail_after(WAIT_S):
+            contents = (await client.read_resource(uri)).contents
+        blobs = [c for c in contents if isinstance(c, BlobResourceContents)]
+        assert blobs and blobs[0].mime_type.startswith("image/")
