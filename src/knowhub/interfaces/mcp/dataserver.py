@@ -66,6 +66,7 @@ class DataServer(ToolServer):
         self._resolve = resolve
         self._sessions: dict[str, ServerSession] = {}  # by connection, to tell of changes
         self._loop: anyio.lowlevel.EventLoopToken | None = None
+        self._instructions_of = guide.Instructions()
         self._lowlevel_server.middleware.append(self._guide)
 
     async def _as_reader(self, ctx: ServerRequestContext[Any], fn: Callable[[App], T]) -> T:
@@ -123,7 +124,7 @@ class DataServer(ToolServer):
 
     async def _instructions(self, ctx: ServerRequestContext[Any]) -> str:
         try:
-            return await self._as_reader(ctx, guide.instructions)
+            return await self._as_reader(ctx, self._instructions_of)
         except Exception as exc:  # the handshake must not fail for want of a description
             log.warning("instructions not written (the static ones go out): %s", exc)
             return guide.FALLBACK

@@ -13,19 +13,22 @@ search, read around the hits and cite them as [n].
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
+from collections.abc import Sequence
 
 from mcp_types import GetPromptResult, Prompt, PromptArgument, PromptMessage, TextContent
 
 from knowhub.app import App
 from knowhub.models import DocumentRecord
+from knowhub.versions.record import CollectionView
 
-__all__ = ["FALLBACK", "MAX_CHARS", "PROMPTS", "instructions", "prompt"]
+__all__ = ["FALLBACK", "MAX_CHARS", "PROMPTS", "Instructions", "instructions", "prompt"]
 
-MAX_COLLECTIONS = 8
+MAX_COLLECTIONS = 6
 MAX_TITLES = 3
-MAX_TITLE_CHARS = 60
-MAX_CHARS = 2000  # what the text can reach at the limits above; a test holds it to this
+MAX_TITLE_CHARS = 50
+MAX_CHARS = 1500  # the most it may be: the last collections give way to fit
 
 FALLBACK = (
     "knowhub searches the user's own documents. Call query_knowledge_hub with the user's "
@@ -42,20 +45,47 @@ _WHEN = (
 )
 
 
-def instructions(reader: App) -> str:
-    """The instructions for ``reader``'s caller (it reads the store: call it in a thread)."""
-    views = reader.collections()
+class Instructions:
+    """:func:`instructions`, kept per caller until a collection it reads changes (each
+    connection asks; the titles and languages cost a read of the largest documents)."""
+
+    def __init__(self, size: int = 64) -> None:
+        self._size = size
+        self._kept: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, reader: App) -> str:
+        views = reader.collections()
+        key = repr((reader.caller, [(v.name, v.version, v.documents) for v in views]))
+        with self._lock:
+            if key in self._kept:
+                return self._kept[key]
+        text = instructions(reader, views)
+        with self._lock:
+            if len(self._kept) >= self._size:
+                self._kept.pop(next(iter(self._kept)))
+            self._kept[key] = text
+        return text
+
+
+def instructions(reader: App, views: Sequence[CollectionView] | None = None) -> str:
+    """The instructions for ``reader``'s caller (it reads the store: call it in a thread);
+    ``views``: its collections, if read already."""
+    views = reader.collections() if views is None else views
     if not views:
         return (
             "knowhub searches the user's own documents; nothing this client may read is "
             "indexed yet. " + _WHEN
         )
-    lines = [f"knowhub searches the user's own documents: {_count(len(views), 'collection')}."]
-    for view in views[:MAX_COLLECTIONS]:
-        lines.append(_about(reader, view.name))
-    if len(views) > MAX_COLLECTIONS:
-        lines.append(f"- and {len(views) - MAX_COLLECTIONS} more (list_collections)")
-    return "\n".join([*lines, _WHEN])
+    head = f"knowhub searches the user's own documents: {_count(len(views), 'collection')}."
+    about = [_about(reader, view.name) for view in views[:MAX_COLLECTIONS]]
+    while True:  # long names or titles: the last collections give way
+        more = len(views) - len(about)
+        tail = [f"- and {more} more (list_collections)"] if more else []
+        text = "\n".join([head, *about, *tail, _WHEN])
+        if len(text) <= MAX_CHARS or not about:
+            return text[:MAX_CHARS]
+        about.pop()
 
 
 def _about(reader: App, name: str) -> str:

@@ -71,12 +71,12 @@ def uri_of(record: DocumentRecord) -> str:
 
 
 def listed(reader: App, cursor: str | None) -> ListResourcesResult:
-    """One page of the documents ``reader``'s caller may read, by collection and path."""
+    """One page of the documents ``reader``'s caller may read, by collection and source."""
     start = _offset(cursor)
     records = [
         record
         for view in reader.collections()
-        for record in sorted(reader.collection(view.name).documents(), key=lambda r: r.path)
+        for record in sorted(reader.collection(view.name).documents(), key=lambda r: r.source)
     ]
     page = records[start : start + PAGE_SIZE]
     more = start + PAGE_SIZE < len(records)
@@ -89,7 +89,7 @@ def listed(reader: App, cursor: str | None) -> ListResourcesResult:
 def _resource(record: DocumentRecord) -> Resource:
     return Resource(
         uri=uri_of(record),
-        name=record.path,
+        name=record.source,
         title=record.title or record.source,
         description=f"{record.format}, {record.chunk_count} chunks, {record.char_count} chars"
         f"{f', {record.pages} pages' if record.pages else ''}; source_hash {record.doc_hash}",
