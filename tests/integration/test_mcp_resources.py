@@ -12,15 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2 as httpx
 import pytest
 from mcp import Client, MCPError
 from mcp.client.session import IncomingMessage
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.subscriptions import ResourcesListChanged
 from mcp_types import BlobResourceContents, ResourceListChangedNotification, TextResourceContents
 
 from tests.helpers import ROOT, WAIT_S, fast_settings, write
-from tests.mcp_helpers import eventually, stdio_params, text_of
+from tests.mcp_helpers import eventually, http_server, stdio_params, text_of
 from tests.mcp_stdio_helpers import call, fails
 
 pytestmark = pytest.mark.anyio
@@ -343,3 +345,42 @@ async def test_the_documented_examples_run(tmp_path: Path) -> None:
     assert str(seen["uri"]).startswith("knowhub://default/") and seen["text"].strip()
     assert seen["first"].meta["chunk_id"].startswith(str(seen["uri"]).rsplit("/", 1)[-1])
     assert "How long are backups kept?" in seen["prompt"].messages[0].content.text
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_over_http_a_changed_folder_is_announced(tmp_path: Path, mode: str) -> None:
+    """``serve mcp --transport http``: a handshake-era client is told on its session's
+    stream, a 2026-07-28 client on its ``subscriptions/listen`` stream."""
+    _corpus(tmp_path)
+    args = ("--docs", str(tmp_path / "docs"))
+    with http_server(*args, cwd=tmp_path, data_dir=tmp_path / "data", env=SMALL_CHUNKS) as srv:
+        messages: list[IncomingMessage] = []
+
+        async def keep(message: IncomingMessage) -> None:
+            messages.append(message)
+
+        async with srv.client() as first:
+            await _indexed(first, 1 + len(NOTES))
+        async with (
+            httpx.AsyncClient(timeout=WAIT_S) as http,
+            Client(
+                streamable_http_client(srv.url + "/mcp", http_client=http),
+                message_handler=keep,
+                mode=mode,  # type: ignore[arg-type]
+            ) as client,
+        ):
+            if mode == "legacy":  # a pinned 2026-07-28 client asks no server/discover
+                assert "default: 3 documents" in (client.instructions or "")
+                write(tmp_path / "docs" / "oncall.md", "# On-call\n\nMondays.\n")
+
+                async def told() -> bool:
+                    return any(isinstance(m, ResourceListChangedNotification) for m in messages)
+
+                await eventually(told)
+            else:
+                async with client.listen(resources_list_changed=True) as events:
+                    write(tmp_path / "docs" / "oncall.md", "# On-call\n\nMondays.\n")
+                    with anyio.fail_after(WAIT_S):
+                        assert isinstance(await events.__anext__(), ResourcesListChanged)
+            names = [Path(r.name).name for r in (await client.list_resources()).resources]
+            assert "oncall.md" in names

@@ -74,8 +74,8 @@ def instructions(reader: App, views: Sequence[CollectionView] | None = None) -> 
     views = reader.collections() if views is None else views
     if not views:
         return (
-            "knowhub searches the user's own documents; nothing this client may read is "
-            "indexed yet. " + _WHEN
+            "knowhub searches the user's own documents; nothing this client may read was "
+            "indexed when it connected (the first indexing may be running). " + _WHEN
         )
     head = f"knowhub searches the user's own documents: {_count(len(views), 'collection')}."
     about = [_about(reader, view.name) for view in views[:MAX_COLLECTIONS]]
