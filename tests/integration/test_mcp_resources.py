@@ -217,6 +217,20 @@ async def test_read_document_brings_a_hits_neighbours(tmp_path: Path) -> None:
         assert "lotus" in end["passages"][0]["text"]
 
 
+async def test_read_document_keeps_to_the_size_budget(tmp_path: Path) -> None:
+    async with _served(_corpus(tmp_path)) as client:
+        hit = (await call(client, "query_knowledge_hub", query="fennel report", top_k=1))["hits"][0]
+        wide = {"chunk_id": hit["chunk_id"], "before": 10, "after": 10}
+        whole = await client.call_tool("read_document", wide)
+        assert len((whole.structured_content or {})["passages"]) > 4
+        for budget in (200, 400, 700):
+            result = await client.call_tool("read_document", {**wide, "max_chars": budget})
+            assert not result.is_error, text_of(result)
+            assert len(text_of(result)) <= budget, (budget, text_of(result))
+            out = result.structured_content or {}
+            assert out["truncated"] and any(p["hit"] for p in out["passages"])
+
+
 async def _chunk_at(client: Client, uri: str, n: int) -> str:
     contents = (await client.read_resource(f"{uri}/chunks/{n}")).contents
     return str((contents[0].meta or {})["chunk_id"])
@@ -239,10 +253,10 @@ async def test_read_document_pages_stitch_back_to_the_whole_text(tmp_path: Path)
         while offset is not None:
             result = await client.call_tool(
                 "read_document",
-                {"document": hit["source_hash"], "offset": offset, "max_chars": 500},
+                {"document": hit["source_hash"], "offset": offset, "max_chars": 200},
             )
             assert not result.is_error, text_of(result)
-            assert len(text_of(result)) <= 500  # the whole result fits the budget
+            assert len(text_of(result)) <= 200  # the whole result fits the budget
             out = result.structured_content or {}
             pages.append(out["text"])
             assert out["offset"] == offset

@@ -130,7 +130,8 @@ def _around(chunk_id: str, before: int, after: int, budget: int) -> ReadOut:
     asked = next((i for i, p in enumerate(window) if p.hit.chunk_id == hit.chunk_id), None)
     if asked is None:  # wholly inside the chunk before it: the hit alone
         window, asked = [Piece(hit, hit.text, hit.char_start)], 0
-    kept, truncated = _fitted(window, asked, budget - 100, record.source)
+    fixed = len(_around_head(len(window), record.source, record.title)) + len(_CUT) + 4
+    kept, truncated = _fitted(window, asked, budget - fixed, record.source)
     passages = [
         _passage_out(n, part, part is window[asked], text)
         for n, (part, text) in enumerate(kept, start=1)
@@ -143,14 +144,14 @@ def _fitted(
     window: list[Piece], asked: int, room: int, source: str
 ) -> tuple[list[tuple[Piece, str]], bool]:
     """The asked piece (cut to ``room`` if need be), then its neighbours nearest first while
-    they fit whole; in document order."""
+    they fit whole; in document order. The text keeps to ``room`` however small it is."""
     order = sorted(range(len(window)), key=lambda i: (abs(i - asked), i))
     chosen: dict[int, str] = {}
     for i in order:
         text = window[i].text
         overhead = len(_heading(source, _passage_out(99, window[i], True, text))) + 4
         if i == asked:
-            text = text[: max(room - overhead, 80)]
+            text = text[: max(room - overhead, 0)]  # nothing, if even its heading fills it
         elif len(text) + overhead > room:
             break
         chosen[i] = text
@@ -170,7 +171,9 @@ def _page(key: str, collection: str | None, offset: int, budget: int) -> ReadOut
             f"offset {offset} is past the end of {record.source} ({len(whole)} chars): "
             "give an offset below it (0 reads from the start)"
         )
-    room = max(budget - len(record.source) - len(record.title) - 200, 100)
+    size = len(whole)  # the longest numbers the Markdown can hold
+    fixed = len(_page_head(record.source, record.title, size, size, size)) + len(_more(size))
+    room = max(budget - fixed - 2, 1)  # a character at least: each call reads on
     text = whole[offset : offset + room]
     end = offset + len(text)
     return _read_out(
@@ -214,11 +217,18 @@ def _passage_out(n: int, part: Piece, asked: bool, text: str) -> PassageOut:
 
 
 def _around_markdown(out: ReadOut) -> str:
-    blocks = [f"{len(out.passages)} passages of {out.source} ({out.title!r}) in order:"]
+    blocks = [_around_head(len(out.passages), out.source, out.title)]
     blocks += [f"{_heading(out.source, p)}\n\n{p.text}" for p in out.passages]
     if out.truncated:
-        blocks.append("(Cut to fit the size budget: ask for fewer neighbours, or read on.)")
+        blocks.append(_CUT)
     return "\n\n".join(blocks)
+
+
+_CUT = "(Cut to fit max_chars: ask for fewer neighbours.)"
+
+
+def _around_head(count: int, source: str, title: str) -> str:
+    return f"{count} passages of {source} ({title!r}) in order:"
 
 
 def _heading(source: str, p: PassageOut) -> str:
@@ -229,13 +239,17 @@ def _heading(source: str, p: PassageOut) -> str:
 def _page_markdown(out: ReadOut) -> str:
     start = out.offset or 0
     end = start + len(out.text or "")
-    head = f"**[1]** {out.source} ({out.title!r}), chars {start}–{end} of {out.total_chars}"
-    more = (
-        f"\n\n(More: call read_document with offset={out.next_offset}.)"
-        if out.next_offset is not None
-        else ""
-    )
+    head = _page_head(out.source, out.title, start, end, out.total_chars)
+    more = _more(out.next_offset) if out.next_offset is not None else ""
     return f"{head}\n\n{out.text}{more}"
+
+
+def _page_head(source: str, title: str, start: int, end: int, total: int) -> str:
+    return f"**[1]** {source} ({title!r}), chars {start}–{end} of {total}"
+
+
+def _more(next_offset: int) -> str:
+    return f"\n\n(More: call read_document with offset={next_offset}.)"
 
 
 class _Cited:
