@@ -5,7 +5,6 @@ hidden one as one that does not exist."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from mcp import MCPError
