@@ -398,3 +398,53 @@ async def test_over_http_a_changed_folder_is_announced(tmp_path: Path, mode: str
                         assert isinstance(await events.__anext__(), ResourcesListChanged)
             names = [Path(r.name).name for r in (await client.list_resources()).resources]
             assert "oncall.md" in names
+
+
+async def test_shared_mode_tells_a_sessions_clients_of_its_changes_only(tmp_path: Path) -> None:
+    """``serve mcp --mode shared``: a change in session a's folder is told to a's
+    (handshake-era) clients, not to b's; each session lists its own documents."""
+    for name in ("a", "b"):
+        write(tmp_path / "root" / name / "note.md", f"# Note {name}\n\nFolder {name}.\n")
+    args = ("--mode", "shared", "--path-root", str(tmp_path / "root"))
+    with http_server(*args, cwd=tmp_path, data_dir=tmp_path / "data") as srv:
+        ids = {}
+        async with srv.client("/mcp") as control:
+            for name in ("a", "b"):
+                made = await call(control, "register", path=name)
+                ids[name] = made["session_id"]
+        told: dict[str, list[IncomingMessage]] = {"a": [], "b": []}
+        async with (
+            _legacy(srv.url + f"/mcp/{ids['a']}", told["a"]) as a,
+            _legacy(srv.url + f"/mcp/{ids['b']}", told["b"]) as b,
+        ):
+            assert "default: 1 document" in (a.instructions or "")
+            for client, name in ((a, "a"), (b, "b")):  # each session's own, told from now on
+                listed = (await client.list_resources()).resources
+                assert [Path(r.name).name for r in listed] == ["note.md"], listed
+                assert (
+                    f"Folder {name}" in (await client.read_resource(listed[0].uri)).contents[0].text
+                )  # type: ignore[union-attr]
+            write(tmp_path / "root" / "a" / "more.md", "# More\n\nAnother note.\n")
+
+            async def changed() -> bool:
+                return any(isinstance(m, ResourceListChangedNotification) for m in told["a"])
+
+            await eventually(changed)
+            assert len((await a.list_resources()).resources) == 2
+            # b was told nothing (its stream took a's notification by now, had one been sent).
+            assert not any(isinstance(m, ResourceListChangedNotification) for m in told["b"])
+            assert len((await b.list_resources()).resources) == 1
+
+
+@asynccontextmanager
+async def _legacy(url: str, messages: list[IncomingMessage]) -> AsyncIterator[Client]:
+    async def keep(message: IncomingMessage) -> None:
+        messages.append(message)
+
+    async with (
+        httpx.AsyncClient(timeout=WAIT_S) as http,
+        Client(
+            streamable_http_client(url, http_client=http), message_handler=keep, mode="legacy"
+        ) as client,
+    ):
+        yield client

@@ -11,10 +11,12 @@ by a server middleware (the SDK passes every request, ``initialize`` and
 ``server/discover`` included, through its middleware; ``MCPServer`` has one static
 ``instructions`` string).
 
-When the served documents change, :meth:`DataServer.documents_changed` tells the clients:
+When the served documents change (an ingest of the served folder or a session's,
+``KnowledgeBase.on_change``), :meth:`DataServer.documents_changed` tells the clients:
 ``notifications/resources/list_changed`` on each connection of a handshake-era client
-(stdio, or an HTTP session's standing stream), and a ``ResourcesListChanged`` event on the
-subscription bus for ``subscriptions/listen`` (protocol 2026-07-28).
+(stdio, or an HTTP session's standing stream; in shared mode those on the session that
+changed), and in local mode a ``ResourcesListChanged`` event on the subscription bus for
+``subscriptions/listen`` (protocol 2026-07-28).
 """
 
 from __future__ import annotations
@@ -64,7 +66,8 @@ class DataServer(ToolServer):
         self._bus = InMemorySubscriptionBus()
         super().__init__(*args, instructions=guide.FALLBACK, subscriptions=self._bus, **kwargs)
         self._resolve = resolve
-        self._sessions: dict[str, ServerSession] = {}  # by connection, to tell of changes
+        # Handshake-era connections (and their shared-mode session), to tell of changes.
+        self._sessions: dict[str, tuple[ServerSession, str]] = {}
         self._loop: anyio.lowlevel.EventLoopToken | None = None
         self._instructions_of = guide.Instructions()
         self._lowlevel_server.middleware.append(self._guide)
@@ -130,6 +133,8 @@ class DataServer(ToolServer):
             return guide.FALLBACK
 
     def _remember(self, ctx: ServerRequestContext[Any]) -> None:
+        """Keep a handshake-era connection (stdio; an HTTP session, by its id) and the shared
+        mode session it is on, to tell it of changes."""
         self._loop = anyio.lowlevel.current_token()
         request = ctx.request
         headers = getattr(request, "headers", None)
@@ -137,21 +142,28 @@ class DataServer(ToolServer):
         if key and key not in self._sessions:
             if len(self._sessions) >= MAX_CONNECTIONS:
                 self._sessions.pop(next(iter(self._sessions)))
-            self._sessions[key] = ctx.session
+            path = getattr(request, "path_params", None) or {}
+            self._sessions[key] = (ctx.session, str(path.get("session_id", "")))
 
-    def documents_changed(self) -> None:
+    def documents_changed(self, session_id: str = "") -> None:
         """Tell the clients that the documents changed (from any thread; a server that has
-        not served a request yet has no one to tell)."""
+        not served a request yet has no one to tell). ``session_id``: shared mode's session
+        whose documents changed; only its clients are told, and only those of the
+        handshake era: the subscription bus is one for all sessions, and would tell every
+        session's listeners of another's changes."""
         if self._loop is None:
             return
         try:
-            anyio.from_thread.run(self._tell, token=self._loop)
+            anyio.from_thread.run(self._tell, session_id, token=self._loop)
         except RuntimeError as exc:  # the server stopped meanwhile
             log.debug("documents changed after the server stopped: %s", exc)
 
-    async def _tell(self) -> None:
-        await self._bus.publish(ResourcesListChanged())
-        for key, session in list(self._sessions.items()):
+    async def _tell(self, session_id: str) -> None:
+        if not session_id:
+            await self._bus.publish(ResourcesListChanged())
+        for key, (session, on) in list(self._sessions.items()):
+            if on != session_id:
+                continue
             try:
                 await session.send_resource_list_changed()
             except Exception as exc:  # the client left: no one to tell there any more

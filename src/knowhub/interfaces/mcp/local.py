@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 from pathlib import Path
 
 from knowhub.config import Settings
@@ -46,8 +45,6 @@ class LocalService:
             else None
         )
         self.ready = self.kb.synced
-        # Told after a sync that added, changed or removed documents (the resource list).
-        self.on_change: list[Callable[[], None]] = []
 
     def start(self) -> None:
         # Watching starts first, so that nothing changed during the first sync is missed.
@@ -77,9 +74,6 @@ class LocalService:
             progress=self._progress(),
         )
         self.metrics.record_ingest(report)
-        if report.added or report.updated or report.removed or report.moved:
-            for tell in self.on_change:
-                tell()
         log.info(
             "%s: %d added, %d updated, %d removed, %d unchanged, %d failed, %d embedded, %d moved",
             self.docs,

@@ -98,7 +98,7 @@ def build_local(
 
     server = _data_server(resolve, metrics)
     server.add_groups(*_data_tools(resolve, settings, metrics, options.read_only, drain))
-    service.on_change.append(server.documents_changed)
+    service.kb.on_change.append(server.documents_changed)
     return server, service
 
 
@@ -126,6 +126,7 @@ def build_shared(
 
     data = _data_server(resolve, metrics)
     data.add_groups(*_data_tools(resolve, settings, metrics, options.read_only, drain))
+    registry.on_change.append(data.documents_changed)
     control = ToolServer(
         "knowhub-control", instructions=CONTROL, version=version("knowhub"), metrics=metrics
     )

@@ -9,12 +9,14 @@ its folder (a stat per unchanged file, nothing re-embedded).
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import logging
 import secrets
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -72,6 +74,9 @@ class SessionRegistry:
         self._lock = threading.Lock()
         self._sessions = {r.session_id: _Session(r) for r in self._read()}
         self._embedder_app = App(settings)  # holds the one embedder every session shares
+        # Called with a session's id when its documents changed (the MCP server tells the
+        # session's clients).
+        self.on_change: list[Callable[[str], None]] = []
         metrics.track_sessions(lambda: len(self._sessions), self.loaded_count)
 
     # -- control plane ---------------------------------------------------------
@@ -253,6 +258,7 @@ class SessionRegistry:
             data_dir = Path(self.settings.data_dir) / "sessions" / record.session_id
             settings = self.settings.model_copy(update={"data_dir": data_dir})
             kb = KnowledgeBase(settings, folder, self._shared_embedder())
+            kb.on_change.append(functools.partial(self._changed, record.session_id))
             report = kb.ingest([folder], kb.collection, prune=True, progress=progress)
             self.metrics.record_ingest(report)
             log.info(
@@ -271,6 +277,10 @@ class SessionRegistry:
             session.kb, session.watcher = kb, watcher
             record.chunks = kb.chunks()
             return kb
+
+    def _changed(self, session_id: str) -> None:
+        for tell in self.on_change:
+            tell(session_id)
 
     def _resync(self, session: _Session) -> None:
         kb = session.kb
