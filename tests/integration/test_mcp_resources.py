@@ -65,7 +65,10 @@ def _corpus(root: Path) -> Path:
 
 @asynccontextmanager
 async def _served(
-    root: Path, messages: list[IncomingMessage] | None = None, mode: str = "auto"
+    root: Path,
+    messages: list[IncomingMessage] | None = None,
+    mode: str = "auto",
+    count: int = 1 + len(NOTES),
 ) -> AsyncIterator[Client]:
     """A stdio client of ``serve mcp --docs ROOT/docs``, the folder indexed; the
     server's notifications go to ``messages``."""
@@ -81,7 +84,7 @@ async def _served(
     with (root / "stderr.log").open("a", encoding="utf-8") as errlog:
         transport = stdio_client(params, errlog=errlog)
         async with Client(transport, message_handler=keep, mode=mode) as client:
-            await _indexed(client, 1 + len(NOTES))
+            await _indexed(client, count)
             yield client
 
 
@@ -283,6 +286,24 @@ async def test_read_document_arguments_are_checked(tmp_path: Path) -> None:
             client, "read_document", {"document": "backups.md", "max_chars": 5}, "max_chars"
         )
         await fails(client, "read_document", {"chunk_id": "x", "before": 99}, "before")
+
+
+async def test_read_document_tells_copies_of_one_file_apart(tmp_path: Path) -> None:
+    """Copies share a source hash, not an id: a chunk reads around in its own copy, and a
+    hash naming both asks for the path."""
+    _corpus(tmp_path)
+    write(tmp_path / "docs" / "copy.md", NOTES["backups.md"])
+    async with _served(tmp_path, count=2 + len(NOTES)) as client:
+        hits = (await call(client, "query_knowledge_hub", query="backups six hours"))["hits"]
+        copies = {h["source"]: h for h in hits if h["source"] in ("backups.md", "copy.md")}
+        assert len(copies) == 2 and len({h["source_hash"] for h in copies.values()}) == 1
+        for source, hit in copies.items():
+            out = await call(client, "read_document", chunk_id=hit["chunk_id"])
+            assert out["source"] == source
+        shared = copies["copy.md"]["source_hash"]
+        await fails(client, "read_document", {"document": shared}, "2 documents", "give the path")
+        out = await call(client, "read_document", document="copy.md")
+        assert out["source"] == "copy.md" and "six hours" in out["text"]
 
 
 async def test_instructions_say_what_the_server_holds_and_when_to_search(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from knowhub.collection import Collection
 from knowhub.errors import QueryError
 from knowhub.models import DocumentRecord, Hit
 
-__all__ = ["Piece", "find_document", "pieces", "stitched"]
+__all__ = ["Piece", "find_document", "of_chunk", "pieces", "stitched"]
 
 
 @dataclass(frozen=True)
@@ -66,16 +66,32 @@ def find_document(handle: Collection, key: str) -> DocumentRecord:
     (a resource URI's), or its source hash (8+ leading characters, as search hits show).
 
     Raises:
-        QueryError: none matches, or a hash prefix matches several.
+        QueryError: none matches, or a hash matches several (copies of one file).
     """
     wanted = key.strip()
-    for record in handle.documents():
+    records = handle.documents()
+    for record in records:
         if wanted in (record.path, record.source, record.doc_id):
             return record
-    try:
-        return handle.document(wanted)
-    except QueryError as exc:
+    hashed = [r for r in records if len(wanted) >= 8 and r.doc_hash.startswith(wanted.lower())]
+    if len(hashed) == 1:
+        return hashed[0]
+    if hashed:
+        sources = ", ".join(sorted(r.source for r in hashed)[:5])
         raise QueryError(
-            f"document {key!r}: no document with that source_hash, path or id in collection "
-            f"{handle.name!r}: copy source_hash (or source) from a search hit"
-        ) from exc
+            f"document {key!r}: {len(hashed)} documents have that source_hash (copies of one "
+            f"file: {sources}): give the path of the one to read"
+        )
+    raise QueryError(
+        f"document {key!r}: no document with that source_hash (8+ characters), path or id "
+        f"in collection {handle.name!r}: copy source_hash (or source) from a search hit"
+    )
+
+
+def of_chunk(handle: Collection, hit: Hit) -> DocumentRecord:
+    """The document ``hit`` is a chunk of: copies of one file share a source hash, not an
+    id (a chunk id starts with its document's)."""
+    for record in handle.documents():
+        if record.doc_hash == hit.doc_hash and hit.chunk_id.startswith(record.doc_id[:16]):
+            return record
+    return handle.document(hit.doc_hash)

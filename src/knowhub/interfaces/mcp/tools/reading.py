@@ -19,7 +19,7 @@ from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
 
 from knowhub.errors import QueryError
-from knowhub.interfaces.mcp.doctext import Piece, find_document, pieces, stitched
+from knowhub.interfaces.mcp.doctext import Piece, find_document, of_chunk, pieces, stitched
 from knowhub.interfaces.mcp.indexing import Indexed, indexing_out
 from knowhub.interfaces.mcp.resources import uri_of
 from knowhub.interfaces.mcp.tools.base import (
@@ -120,7 +120,7 @@ def _around(chunk_id: str, before: int, after: int, budget: int) -> ReadOut:
     call = this_call()
     hit = call.reader.chunk(chunk_id)[0]  # missing and forbidden alike: "no chunk"
     handle = call.reader.collection(hit.collection)
-    record = handle.document(hit.doc_hash)
+    record = of_chunk(handle, hit)
     ordered = sorted(handle.document_chunks(record), key=lambda h: (h.char_start, h.char_end))
     at = next((i for i, h in enumerate(ordered) if h.chunk_id == hit.chunk_id), None)
     if at is None:  # re-ingested between the two look-ups: the chunk alone
