@@ -1,6 +1,6 @@
-"""Documents as MCP resources under a data scope (SQLite, the scope matrix ingested with
-tags): each caller lists exactly the documents its scope sees, reads those, and reads a
-hidden one as one that does not exist."""
+"""Documents as MCP resources under a data scope (SQLite and PostgreSQL, the scope matrix
+ingested with tags): each caller lists exactly the documents its scope sees, reads those,
+and reads a hidden one as one that does not exist."""
 
 from __future__ import annotations
 
@@ -13,14 +13,23 @@ from knowhub import App, build_app
 from knowhub.interfaces.mcp import resources
 from knowhub.testing.scope_matrix import SCOPES, ingest_matrix, markers_in, visible
 from tests.helpers import fast_settings
+from tests.pg_server import shared_server
 
 COLLECTION = "scoped"
 
 
-@pytest.fixture(scope="module")
-def matrix_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
-    root = tmp_path_factory.mktemp("matrix")
-    app = build_app(fast_settings(root / "data"))
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def matrix_app(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[App]:
+    root = tmp_path_factory.mktemp(request.param)
+    extra: dict[str, object] = {}
+    if request.param == "postgres":
+        extra = {
+            "store.provider": "postgres",
+            "store.postgres.url": shared_server().create_database(),
+        }
+    app = build_app(fast_settings(root / "data", **extra))
     ingest_matrix(app, root / "docs", COLLECTION)
     yield app
     app.close()
