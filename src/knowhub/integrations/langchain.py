@@ -17,8 +17,8 @@ from pydantic import model_validator
 from knowhub.integrations.search import (
     ApiSearcher,
     AppSearcher,
-    Searcher,
     SearchArgs,
+    Searcher,
     hit_metadata,
     missing,
 )

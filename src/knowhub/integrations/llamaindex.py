@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from knowhub.integrations.search import (
     ApiSearcher,
     AppSearcher,
-    Searcher,
     SearchArgs,
+    Searcher,
     hit_metadata,
     missing,
 )
