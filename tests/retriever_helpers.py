@@ -4,12 +4,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import knowhub, write
+import pytest
+
+from knowhub import App, build_app
+from tests.helpers import fast_settings, finishes, knowhub, write
 from tests.http_helpers import ApiServer, api_server
 
 FULL = "retr-full-Hq3mZ8wL1cV6nB0x"
@@ -50,12 +54,32 @@ def build_handbook(root: Path) -> Path:
     return data
 
 
+@dataclass
+class Served:
+    """A server over :func:`build_handbook`'s data (answering the full token) and an App
+    over the same data dir, in this process."""
+
+    root: Path
+    server: ApiServer
+    app: App
+
+    def retriever(self, cls: Any, way: str, **options: Any) -> Any:
+        """A retriever of ``cls`` (either framework's) over the handbook: ``way`` "http"
+        asks the server with the full token, "app" the App."""
+        if way == "http":
+            return cls.from_url(self.server.url, token=self.server.token, **options)
+        return cls.from_app(self.app, **options)
+
+
 @contextmanager
-def handbook_server(root: Path) -> Iterator[ApiServer]:
-    """The server over :func:`build_handbook`'s data, answering the full token."""
+def handbook_served(root: Path) -> Iterator[Served]:
     data = build_handbook(root)
     with api_server(cwd=root, data_dir=data, env=TOKEN_ENV, token=FULL) as server:
-        yield server
+        app = build_app(fast_settings(data))
+        try:
+            yield Served(root, server, app)
+        finally:
+            app.close()
 
 
 def api_hits(server: ApiServer, **body: Any) -> list[dict[str, Any]]:
@@ -65,3 +89,21 @@ def api_hits(server: ApiServer, **body: Any) -> list[dict[str, Any]]:
     hits: list[dict[str, Any]] = reply.json()["hits"]
     assert hits, f"/api/search found nothing for {body}"
     return hits
+
+
+def served_fixture(name: str) -> Callable[[pytest.TempPathFactory], Iterator[Served]]:
+    """A module's ``served`` fixture: ``served = served_fixture("langchain")``."""
+
+    @pytest.fixture(scope="module")
+    def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+        with handbook_served(tmp_path_factory.mktemp(name)) as running:
+            yield running
+
+    return served
+
+
+def import_without(framework: str, module: str) -> str:
+    """What importing ``module`` says where the package ``framework`` is not installed."""
+    done = finishes(f"import sys; sys.modules[{framework!r}] = None\nimport {module}")
+    assert done.returncode != 0, done.stdout
+    return done.stderr

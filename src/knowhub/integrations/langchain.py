@@ -10,18 +10,11 @@ server (:meth:`KnowhubRetriever.from_url`, with a token) or an App in this proce
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
 from pydantic import model_validator
 
-from knowhub.integrations.search import (
-    ApiSearcher,
-    AppSearcher,
-    SearchArgs,
-    Searcher,
-    hit_metadata,
-    missing,
-)
+from knowhub.integrations.search import Made, SearchArgs, Searcher, hit_metadata, missing
 from knowhub.models import Hit
 
 try:
@@ -34,13 +27,10 @@ try:
 except ImportError as exc:  # the module is useless without it: say which extra installs it
     raise missing("LangChain (langchain-core)", "langchain", exc) from exc
 
-if TYPE_CHECKING:
-    from knowhub.app import App
-
 __all__ = ["KnowhubRetriever"]
 
 
-class KnowhubRetriever(BaseRetriever):
+class KnowhubRetriever(BaseRetriever, Made):
     """knowhub's hybrid search as a LangChain retriever.
 
     ``collection`` None searches the caller's default collection; ``top_k``, ``filters``
@@ -53,18 +43,6 @@ class KnowhubRetriever(BaseRetriever):
     top_k: int | None = None
     filters: dict[str, Any] | None = None
     min_score: float | None = None
-
-    @classmethod
-    def from_url(
-        cls, url: str, token: str | None = None, *, timeout_s: float = 60.0, **options: Any
-    ) -> KnowhubRetriever:
-        """Over ``url``'s ``/api/search`` (``knowhub serve http``), sending ``token``."""
-        return cls(searcher=ApiSearcher(url, token, timeout_s), **options)
-
-    @classmethod
-    def from_app(cls, app: App, **options: Any) -> KnowhubRetriever:
-        """Over an App in this process (``knowhub.build_app(settings)``)."""
-        return cls(searcher=AppSearcher(app), **options)
 
     @model_validator(mode="after")
     def _valid(self) -> Self:

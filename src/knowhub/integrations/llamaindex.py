@@ -11,16 +11,9 @@ an App in this process (:meth:`KnowhubRetriever.from_app`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from knowhub.integrations.search import (
-    ApiSearcher,
-    AppSearcher,
-    SearchArgs,
-    Searcher,
-    hit_metadata,
-    missing,
-)
+from knowhub.integrations.search import Made, SearchArgs, Searcher, hit_metadata, missing
 from knowhub.models import Hit
 
 try:
@@ -30,15 +23,12 @@ try:
 except ImportError as exc:  # the module is useless without it: say which extra installs it
     raise missing("LlamaIndex (llama-index-core)", "llamaindex", exc) from exc
 
-if TYPE_CHECKING:
-    from knowhub.app import App
-
 __all__ = ["KnowhubRetriever"]
 
 _SHOWN_TO_LLM = ("title", "citation")
 
 
-class KnowhubRetriever(BaseRetriever):
+class KnowhubRetriever(BaseRetriever, Made):
     """knowhub's hybrid search as a LlamaIndex retriever.
 
     ``collection`` None searches the caller's default collection; ``top_k``, ``filters``
@@ -60,18 +50,6 @@ class KnowhubRetriever(BaseRetriever):
         self.searcher = searcher
         self.args = SearchArgs.checked(collection, top_k, filters, min_score)
         super().__init__(callback_manager=callback_manager, verbose=verbose)
-
-    @classmethod
-    def from_url(
-        cls, url: str, token: str | None = None, *, timeout_s: float = 60.0, **options: Any
-    ) -> KnowhubRetriever:
-        """Over ``url``'s ``/api/search`` (``knowhub serve http``), sending ``token``."""
-        return cls(ApiSearcher(url, token, timeout_s), **options)
-
-    @classmethod
-    def from_app(cls, app: App, **options: Any) -> KnowhubRetriever:
-        """Over an App in this process (``knowhub.build_app(settings)``)."""
-        return cls(AppSearcher(app), **options)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return [_node(hit) for hit in self.searcher.search(query_bundle.query_str, self.args)]

@@ -12,7 +12,7 @@ import asyncio
 import functools
 import ssl
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 import httpx2
 
@@ -23,7 +23,15 @@ from knowhub.models import FilterValue, Hit, citation
 if TYPE_CHECKING:
     from knowhub.app import App
 
-__all__ = ["ApiSearcher", "AppSearcher", "SearchArgs", "Searcher", "hit_metadata", "missing"]
+__all__ = [
+    "ApiSearcher",
+    "AppSearcher",
+    "Made",
+    "SearchArgs",
+    "Searcher",
+    "hit_metadata",
+    "missing",
+]
 
 
 def missing(framework: str, extra: str, exc: ImportError) -> ImportError:
@@ -77,6 +85,28 @@ class Searcher(Protocol):
     def search(self, query: str, args: SearchArgs) -> list[Hit]: ...
 
     async def asearch(self, query: str, args: SearchArgs) -> list[Hit]: ...
+
+
+class Made:
+    """The two ways to make a retriever, for either framework's class (made as
+    ``cls(searcher=..., **options)``)."""
+
+    if TYPE_CHECKING:  # what the frameworks' classes take; their own __init__ runs
+
+        def __init__(self, *, searcher: Searcher, **options: Any) -> None: ...
+
+    @classmethod
+    def from_url(
+        cls, url: str, token: str | None = None, *, timeout_s: float = 60.0, **options: Any
+    ) -> Self:
+        """Over ``url``'s ``/api/search`` (``knowhub serve http``), sending ``token``."""
+        return cls(searcher=ApiSearcher(url, token, timeout_s), **options)
+
+    @classmethod
+    def from_app(cls, app: App, **options: Any) -> Self:
+        """Over an App in this process (``knowhub.build_app(settings)``), with its caller's
+        rights."""
+        return cls(searcher=AppSearcher(app), **options)
 
 
 class AppSearcher:
