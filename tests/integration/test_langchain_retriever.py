@@ -12,7 +12,7 @@ from langchain_core.runnables import RunnableLambda
 from knowhub.caller import Caller
 from knowhub.errors import AuthError, CollectionNotFound, KnowhubError, QueryError
 from knowhub.integrations.langchain import KnowhubRetriever
-from tests.helpers import free_port
+from tests.helpers import finishes, free_port
 from tests.retriever_helpers import (
     HANDBOOK_ONLY,
     MINUTES,
@@ -89,6 +89,13 @@ def test_a_token_limited_to_the_handbook_is_refused_private(served: Served) -> N
     assert found and all(MINUTES not in d.page_content for d in found)
 
 
+def test_a_wrong_token_is_an_auth_error_that_does_not_repeat_it(served: Served) -> None:
+    wrong = "not-a-token-Vb8sE3rT"
+    with pytest.raises(AuthError, match="401") as refused:
+        KnowhubRetriever.from_url(served.server.url, token=wrong).invoke(QUERY)
+    assert wrong not in str(refused.value)
+
+
 def test_an_app_for_a_limited_caller_is_refused_private(served: Served) -> None:
     limited = served.app.for_caller(Caller("handbook", frozenset({"handbook"})))
     with pytest.raises(AuthError, match="private"):
@@ -148,3 +155,14 @@ def test_without_langchain_the_error_names_the_extra() -> None:
     said = import_without("langchain_core", "knowhub.integrations.langchain")
     assert "LangChain (langchain-core) is not installed" in said, said
     assert "pip install 'knowhub[langchain]'" in said
+
+
+def test_a_retriever_over_http_never_loads_the_runtime() -> None:
+    done = finishes(
+        "import sys\n"
+        "from knowhub.integrations.langchain import KnowhubRetriever\n"
+        "KnowhubRetriever.from_url('http://127.0.0.1:9', token='t', filters={'team': 'ops'})\n"
+        "print(sorted(m for m in ('knowhub.app', 'knowhub.runtime', 'numpy') if m in sys.modules))"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "[]\n"
