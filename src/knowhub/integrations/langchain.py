@@ -46,7 +46,7 @@ class KnowhubRetriever(BaseRetriever, Made):
 
     @model_validator(mode="after")
     def _valid(self) -> Self:
-        self._args()
+        self._args()  # a bad option fails when the retriever is made, not at its first query
         return self
 
     def _args(self) -> SearchArgs:
