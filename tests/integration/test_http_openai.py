@@ -10,10 +10,14 @@ answers are extractive and ``knowhub-agent`` is not offered.
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx2 as httpx
 import openai
 import pytest
 from fastapi.testclient import TestClient
@@ -22,7 +26,7 @@ from knowhub import build_app, load_settings
 from knowhub.interfaces.http import create_app
 from knowhub.testing.llm_server import ANSWER, LlmServer, Reply, ToolReply, serve
 from knowhub.trace.jsonl import read_traces
-from tests.helpers import FAST_ENV, WAIT_S, fast_settings
+from tests.helpers import FAST_ENV, ROOT, WAIT_S, fast_settings
 from tests.http_helpers import (
     FULL,
     LIMITED,
@@ -229,6 +233,13 @@ def test_every_refusal_under_v1_is_in_openai_s_error_shape(
     assert invalid.status_code == 400
     assert set(invalid.json()["error"]) == {"message", "type", "param", "code"}
     assert "messages" in invalid.json()["error"]["message"]
+    too_big = server.post(
+        "/v1/chat/completions",
+        content=b" " * 1_048_577,  # server.max_body_bytes + 1
+        headers={"Content-Type": "application/json"},
+    )
+    assert too_big.status_code == 413
+    assert too_big.json()["error"]["code"] == "request_too_large"
     # The rest of the API keeps its own shape.
     assert server.post("/api/ask", json={}).json()["status"] == 400
 
@@ -251,3 +262,74 @@ def test_without_a_model_answers_are_extractive_and_there_is_no_agent(corpus: Pa
         text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
         assert "6 hours" in text and "[1]" in text
         assert chunks[-1]["choices"][0]["delta"]["citations"][0]["source"] == "ops.md"
+
+
+def test_a_model_failing_mid_stream_ends_it_with_an_openai_error_chunk(corpus: Path) -> None:
+    with serve(fail="error-chunk", times=None) as broken:
+        settings = load_settings(
+            env={**FAST_ENV, **llm_env(broken)}, overrides={"data_dir": corpus}
+        )
+        with (
+            TestClient(create_app(settings), base_url="http://127.0.0.1") as api,
+            api.stream("POST", "/v1/chat/completions", json={**ask(), "stream": True}) as got,
+        ):
+            assert got.status_code == 200  # the first token came: the status was sent
+            lines = [line for line in got.iter_lines() if line]
+    assert lines[-1] == "data: [DONE]"
+    failed = json.loads(lines[-2].removeprefix("data: "))
+    assert failed["error"]["type"] == "server_error" and failed["error"]["message"]
+    assert json.loads(lines[1].removeprefix("data: "))["choices"][0]["delta"]["content"]
+
+
+# -- the docs' examples ----------------------------------------------------------------------
+
+INTEGRATIONS = (ROOT / "docs" / "integrations.md").read_text(encoding="utf-8")
+OPENAI_CLIENTS = INTEGRATIONS.split("## OpenAI-compatible clients", 1)[1].split("\n## ", 1)[0]
+HTTP_DOCS = (ROOT / "docs" / "http.md").read_text(encoding="utf-8")
+OPENAI_API = HTTP_DOCS.split("## OpenAI-compatible API", 1)[1].split("\n## ", 1)[0]
+
+
+def blocks(section: str, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", section, flags=re.DOTALL)
+
+
+def test_the_python_example_of_the_integrations_page_runs(server: ApiServer) -> None:
+    [example] = blocks(OPENAI_CLIENTS, "python")
+    code = example.replace("http://127.0.0.1:8000", server.url).replace("YOUR-KNOWHUB-TOKEN", FULL)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=WAIT_S
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"{ANSWER}\n[1] ops.md\n{ANSWER}\n"
+
+
+def test_the_open_webui_connection_reaches_the_collections(server: ApiServer) -> None:
+    """What Open WebUI does with the documented connection: list the models with the key as
+    a bearer token, then stream a chat (with the options it sends along) from one."""
+    serve_cmd, docker = blocks(OPENAI_CLIENTS, "sh")
+    assert "--port 8000" in serve_cmd and "--host 0.0.0.0" in serve_cmd
+    settings = dict(re.findall(r"-e (OPENAI_API_\w+)=(\S+)", docker))
+    base = settings["OPENAI_API_BASE_URL"]
+    assert base == "http://host.docker.internal:8000/v1" and base in OPENAI_CLIENTS
+    assert settings["OPENAI_API_KEY"] == "YOUR-KNOWHUB-TOKEN"
+    url = base.replace("http://host.docker.internal:8000", server.url)
+    headers = {"Authorization": f"Bearer {FULL}"}
+    listed = httpx.get(f"{url}/models", headers=headers, timeout=WAIT_S).json()
+    assert "handbook" in [m["id"] for m in listed["data"]]
+    body = {**ask("handbook"), "stream": True, "temperature": 0.7, "user": "me", "params": {}}
+    with httpx.stream(
+        "POST", f"{url}/chat/completions", json=body, headers=headers, timeout=WAIT_S
+    ) as response:
+        lines = [line for line in response.iter_lines() if line]
+    assert lines[-1] == "data: [DONE]"
+    chunks = [json.loads(line.removeprefix("data: ")) for line in lines[:-1]]
+    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks) == ANSWER
+
+
+def test_the_curl_example_of_the_http_page_answers(server: ApiServer) -> None:
+    [curl] = blocks(OPENAI_API, "sh")
+    assert "/v1/chat/completions" in curl and "Bearer $TOKEN" in curl
+    body = json.loads(re.search(r"-d '(.*?)'", curl, flags=re.DOTALL).group(1))  # type: ignore[union-attr]
+    response = server.post("/v1/chat/completions", json=body)
+    assert response.status_code == 200, response.text
+    assert response.json()["choices"][0]["message"]["citations"][0]["source"] == "ops.md"
