@@ -22,6 +22,7 @@ from starlette.responses import JSONResponse, Response
 
 from knowhub.app import App
 from knowhub.caller import Caller
+from knowhub.collection import readable_views
 from knowhub.errors import CollectionNotFound, QueryError
 from knowhub.interfaces.http.deps import DoorDep, PrincipalDep, ServiceDep
 from knowhub.interfaces.http.openai_wire import AGENT_MODEL, Completion, model_entry
@@ -104,8 +105,11 @@ async def chat_completions(
 
 
 def _models(service: Service, door: App) -> list[dict[str, Any]]:
-    """Each collection ``door``'s caller may read, and the agent when there is a model."""
-    found = [model_entry(c.name, _epoch(c.created_at, service)) for c in door.collections()]
+    """Each collection ``door``'s caller may read, and the agent when there is a model.
+    Not ``door.collections()``: a scoped caller's counts, which a model needs not, read every
+    document record."""
+    views = readable_views(door.runtime, door.caller)
+    found = [model_entry(v.name, _epoch(v.created_at, service)) for v in views]
     if service.settings.llm.provider != "none":
         found.append(model_entry(AGENT_MODEL, int(service.started)))
     return found
