@@ -26,6 +26,7 @@ from knowhub import build_app, load_settings
 from knowhub.interfaces.http import create_app
 from knowhub.testing.llm_server import ANSWER, LlmServer, Reply, ToolReply, serve
 from knowhub.trace.jsonl import read_traces
+from tests.gated_model import gated_model
 from tests.helpers import FAST_ENV, ROOT, WAIT_S, fast_settings
 from tests.http_helpers import (
     FULL,
@@ -118,7 +119,9 @@ def test_each_readable_collection_is_a_model_and_the_agent_one_more(client: Clie
 # -- answers ---------------------------------------------------------------------------------
 
 
-def test_a_completion_is_the_cited_answer_of_the_collection(client: Client, corpus: Path) -> None:
+def test_a_completion_is_the_cited_answer_of_the_collection(
+    server: ApiServer, client: Client, corpus: Path
+) -> None:
     done = client().chat.completions.create(**ask("handbook"))
     message = done.choices[0].message
     assert message.role == "assistant" and message.content == ANSWER
@@ -131,6 +134,8 @@ def test_a_completion_is_the_cited_answer_of_the_collection(client: Client, corp
     assert done.usage.total_tokens == done.usage.prompt_tokens + done.usage.completion_tokens
     traces = [t for t in read_traces(corpus / "traces") if t.trace_id == done.trace_id]
     assert [(t.kind, t.interface, t.collection) for t in traces] == [("answer", "http", "handbook")]
+    counted = 'knowhub_http_requests_total{method="POST",route="/v1/chat/completions",status="200"}'
+    assert counted in server.get("/metrics").text
 
 
 def test_a_streamed_completion_sends_the_text_then_the_citations_and_usage(
@@ -152,6 +157,30 @@ def test_a_streamed_completion_sends_the_text_then_the_citations_and_usage(
     cited = last.choices[0].delta.citations
     assert [(c["n"], c["source"]) for c in cited] == [(1, "ops.md")]
     assert usage.choices == [] and usage.usage is not None and usage.usage.total_tokens > 0
+
+
+def test_tokens_stream_as_made_while_the_answer_holds_its_slot(corpus: Path) -> None:
+    """With one answer slot and no queue: the first token reaches the SDK while the model
+    holds the rest, and meanwhile a second completion is refused, 503 in OpenAI's shape."""
+    busy = {"KNOWHUB_SERVER__MAX_ANSWERS": "1", "KNOWHUB_SERVER__MAX_QUEUED": "0"}
+    with (
+        gated_model() as model,
+        api_server(
+            cwd=corpus.parent, data_dir=corpus, env={**TOKEN_ENV, **llm_env(model), **busy}
+        ) as server,
+        openai.OpenAI(base_url=server.url + "/v1", api_key=FULL, max_retries=0) as sdk,
+    ):
+        texts: list[str] = []
+        for chunk in sdk.chat.completions.create(**ask(), stream=True):
+            texts.append(chunk.choices[0].delta.content or "")
+            if len(texts) == 2:  # the role, then the first token: the model waits on
+                with pytest.raises(openai.InternalServerError) as refused:
+                    sdk.chat.completions.create(**ask())
+                model.go_on.set()
+    assert not model.waited_out, "no token reached the client before the model finished"
+    assert "".join(texts) == ANSWER
+    assert refused.value.status_code == 503 and refused.value.code == "server_busy"
+    assert "server.max_queued" in refused.value.message
 
 
 def test_the_earlier_turns_let_a_follow_up_be_understood(client: Client, llm: LlmServer) -> None:
