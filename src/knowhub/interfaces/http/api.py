@@ -29,6 +29,8 @@ from knowhub.interfaces.http.boundary import add_error_handlers
 from knowhub.interfaces.http.console.jobs import JobBook
 from knowhub.interfaces.http.deps import attach
 from knowhub.interfaces.http.metrics import ApiMetrics, MetricsMiddleware
+from knowhub.interfaces.http.openai_api import openai_router
+from knowhub.interfaces.http.openai_wire import OpenAIErrors
 from knowhub.interfaces.http.routes import routers
 from knowhub.interfaces.http.service import Service
 from knowhub.interfaces.http.sessions import Conversations
@@ -81,7 +83,7 @@ def create_app(
     )
     attach(api, service, tokens)
     api.state.jobs = jobs  # what console.manage.jobs_of finds
-    parts = [*routers(), console.console_router()]
+    parts = [*routers(), openai_router(), console.console_router()]
     for part in parts:
         api.include_router(part)
     add_error_handlers(api)
@@ -96,7 +98,7 @@ def create_app(
         console.UPLOAD_PATHS,
     )
     paths = _paths([*api.routes, *(route for part in parts for route in part.routes)])
-    return MetricsMiddleware(guarded, service.metrics, paths)
+    return MetricsMiddleware(OpenAIErrors(guarded), service.metrics, paths)
 
 
 def _service(
