@@ -93,7 +93,7 @@ class JobRecords:
         if view["finished"] or record["lease_until"] > now:
             return view
         for f in view["files"]:
-            if f["state"] not in ("done", "unchanged", "failed"):
+            if f["state"] not in ("indexed", "done", "unchanged", "failed"):  # not written
                 f["state"], f["reason"], f["fraction"] = "failed", INTERRUPTED, 1.0
         return {**view, "finished": True, "error": INTERRUPTED}
 
