@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from urllib.parse import quote
 
+import anyio.to_thread
 from starlette.datastructures import Headers, QueryParams
 from starlette.requests import cookie_parser
 from starlette.responses import RedirectResponse, Response
@@ -339,7 +340,7 @@ class Guard:
         principal: Caller | None = LOCAL_USER
         if self.tokens:
             try:
-                principal = self._principal(scope, headers)
+                principal = await self._principal(scope, headers)
             except ThrottledError as exc:
                 await _refuse(_throttled(exc), scope, receive, send)
                 return
@@ -349,8 +350,10 @@ class Guard:
         scope[PRINCIPAL_KEY] = principal
         await self.app(scope, receive, send)
 
-    def _principal(self, scope: Scope, headers: Headers) -> Caller | None:
-        """The caller by its token or, on a console page sent none, by its session cookie.
+    async def _principal(self, scope: Scope, headers: Headers) -> Caller | None:
+        """The caller by its token or, on a console page sent none, by its session cookie
+        (looked up in the store from a worker thread: a slow database holds that request
+        only, never the event loop).
 
         A wrong session id is not counted as a failed authentication: 256 random bits cannot
         be guessed, and a stale cookie after sign-out or a restart guesses nothing.
@@ -363,9 +366,10 @@ class Guard:
             and scope["type"] == "http"
             and login.covers(scope["path"])
         ):
-            return self.tokens.sessions.lookup(
-                cookie_parser(headers.get("cookie", "")).get(login.cookie)
-            )
+            session = cookie_parser(headers.get("cookie", "")).get(login.cookie)
+            if not session:
+                return None
+            return await anyio.to_thread.run_sync(self.tokens.sessions.lookup, session)
         return self.tokens.authenticate(authorization, client_address(scope), scope["path"])
 
     def _unauthenticated(self, scope: Scope) -> Response:
