@@ -1,6 +1,7 @@
 """The server-state contract (knowhub.providers.stores.state) on every kind of keeper: this
-process's memory, the SQLite store (whose catalog the Chroma and Milvus stores are too) and
-the PostgreSQL store; and the tables an existing store gains when it is next opened."""
+process's memory, the SQLite store, the Chroma store's SQLite catalog (the Milvus store's is
+the same class) and the PostgreSQL store; and the tables an existing store gains when it is
+next opened."""
 
 from __future__ import annotations
 
@@ -12,33 +13,41 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from knowhub.providers.stores.base import Store
+from knowhub.providers.stores.indexed import chroma
 from knowhub.providers.stores.pg_schema import PG_SCHEMA_VERSION
 from knowhub.providers.stores.postgres import PostgresStore
 from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
 from knowhub.providers.stores.state import Entry, MemoryState, ServerState, server_state_of
+from tests.helpers import fast_settings
 from tests.pg_server import PgServer
 
 Keeper = Callable[[], ServerState]  # every call: the same state, as another process sees it
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
+@pytest.fixture(params=["memory", "sqlite", "postgres", "chroma"])
 def keeper(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Keeper]:
     if request.param == "memory":
         memory = MemoryState()
         yield lambda: memory
         return
-    opened: list[SQLiteStore | PostgresStore] = []
-    if request.param == "sqlite":
-        path = tmp_path / DB_NAME
-
-        def open_store() -> SQLiteStore | PostgresStore:
-            return SQLiteStore(path)
-
-    else:
+    opened: list[Store] = []
+    if request.param == "postgres":
         url = request.getfixturevalue("pg_server").create_database()
 
-        def open_store() -> SQLiteStore | PostgresStore:
+        def open_store() -> Store:
             return PostgresStore(url)
+
+    elif request.param == "chroma":  # a SQLite catalog: the Milvus store's kind too
+        settings = fast_settings(tmp_path / "store", **{"store.provider": "chroma"})
+
+        def open_store() -> Store:
+            return chroma.create(settings)
+
+    else:
+
+        def open_store() -> Store:
+            return SQLiteStore(tmp_path / DB_NAME)
 
     def keep() -> ServerState:
         opened.append(open_store())
