@@ -3,8 +3,8 @@ the schema's additions, so an existing data dir gains it when it is next opened)
 
 Every change runs in a ``BEGIN IMMEDIATE`` transaction, which every process writing the file
 takes in turn: an update's read and write are one step for all of them. Recency is a counter
-taken inside that transaction (one past the largest), so it orders writes across processes
-as wall clocks of the same second cannot.
+taken inside that transaction (one past the kind's largest), so it orders writes across
+processes as wall clocks of the same second cannot.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from knowhub.providers.stores.state import Change, Entry, apply, doomed
 __all__ = ["SQLiteState"]
 
 _WHERE = "kind = ? AND owner = ? AND key = ?"
-_NEXT = "(SELECT coalesce(max(touched), 0) + 1 FROM server_state)"
+# Within the record's kind (what trim orders), found through the (kind, touched) index.
+_NEXT = "(SELECT coalesce(max(touched), 0) + 1 FROM server_state WHERE kind = ?)"
 _UPSERT = (
     "INSERT INTO server_state(kind, owner, key, value, size, touched, expires) "
     f"VALUES (?, ?, ?, ?, ?, {_NEXT}, ?) ON CONFLICT(kind, owner, key) DO UPDATE "
@@ -56,7 +57,7 @@ class SQLiteState:
             if found is not None:
                 db.execute(
                     f"UPDATE server_state SET expires = ?, touched = {_NEXT} WHERE {_WHERE}",
-                    (now + renew_s, kind, owner, key),
+                    (now + renew_s, kind, kind, owner, key),
                 )
         return None if found is None else str(found[0])
 
@@ -71,7 +72,9 @@ class SQLiteState:
                 ).fetchone(),
                 change,
                 lambda: db.execute(f"DELETE FROM server_state WHERE {_WHERE}", where),
-                lambda entry: db.execute(_UPSERT, (*where, entry.value, entry.size, now + ttl_s)),
+                lambda entry: db.execute(
+                    _UPSERT, (*where, entry.value, entry.size, kind, now + ttl_s)
+                ),
             )
 
     def delete(self, kind: str, owner: str, key: str) -> bool:
