@@ -37,6 +37,7 @@ from knowhub.interfaces.http.sessions import Conversations
 from knowhub.interfaces.index_metrics import IndexSize
 from knowhub.interfaces.ops_metrics import track_volume
 from knowhub.interfaces.security import LOOPBACK_HOSTS, Guard, TokenBook, check_bind
+from knowhub.providers.stores.state import server_state_of
 
 __all__ = ["PUBLIC_PATHS", "create_app"]
 
@@ -69,8 +70,13 @@ def create_app(
     """
     tokens = TokenBook(settings)
     loopback = check_bind(tokens, host, allow_unauthenticated)
-    service = _service(settings, app, conversations, drain or Drain())
-    jobs = jobs or JobBook(Queue(settings.data_dir))
+    served = app or build_app(settings, interface="http")
+    # Sign-ins, conversations and upload jobs live in the store: every replica of it
+    # serves every browser and conversation (docs/deployment.md).
+    shared = server_state_of(served.runtime.store)
+    tokens.sessions.share(shared)
+    service = _service(settings, served, conversations or Conversations(state=shared), drain)
+    jobs = jobs or JobBook(Queue(settings.data_dir), shared)
     jobs.turn = service.app.runtime.writing  # one change at a time, whoever asks
     api = FastAPI(
         title="knowhub",
@@ -102,15 +108,9 @@ def create_app(
 
 
 def _service(
-    settings: Settings, app: App | None, conversations: Conversations | None, drain: Drain
+    settings: Settings, app: App, conversations: Conversations, drain: Drain | None
 ) -> Service:
-    service = Service(
-        app or build_app(settings, interface="http"),
-        settings,
-        ApiMetrics(),
-        conversations or Conversations(),
-        drain,
-    )
+    service = Service(app, settings, ApiMetrics(), conversations, drain or Drain())
     service.metrics.track_index(lambda: [IndexSize.of(c) for c in service.app.collections()])
     track_volume(service.metrics.registry, Path(settings.data_dir))
     return service

@@ -176,7 +176,7 @@ async def health(request: Request, service: ServiceDep) -> Any:
         "embedder": service.settings.embedder.provider,
         "llm": service.settings.llm.provider,
         "reranker": service.settings.reranker.provider,
-        "sessions": len(service.conversations),
+        "sessions": service.conversations.last_count,
         "workers_busy": service.workers.busy,
         "answers_busy": service.answers.busy,
         "queued": service.workers.waiting + service.answers.waiting,

@@ -77,7 +77,8 @@ class _Conversation(_Body):
     session_id: str | None = Field(
         None,
         pattern=r"^[A-Za-z0-9_.:-]{1,128}$",
-        description="Keep the conversation under this id (per token, in this process's memory): "
+        description="Keep the conversation under this id (per token, in the store: any replica "
+        "goes on with it): "
         "each answer is remembered and earlier turns let follow-ups be understood.",
     )
     history: list[Turn] | None = Field(
