@@ -32,11 +32,18 @@ __all__ = ["build_http_app", "mcp_endpoint"]
 def mcp_endpoint(server: MCPServer, max_body_bytes: int) -> ASGIApp:
     """The server's streamable HTTP handler, for mounting on our own routes.
 
-    The SDK's own Host/Origin checks are off: :class:`Guard` does them for every route.
+    Stateless for every protocol revision, so that any replica answers any request: a
+    2026-07-28 request is one self-contained POST (the SDK routes it by its
+    ``MCP-Protocol-Version`` header), and an older client's ``initialize`` opens no session
+    either (no ``Mcp-Session-Id``: each POST is answered on its own, its progress on its own
+    response stream). What an older client loses is the standing GET stream, i.e. a
+    notification sent outside any request; see docs/decisions.md. The SDK's own Host/Origin
+    checks are off: :class:`Guard` does them for every route.
     """
     server.streamable_http_app(
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         max_request_body_size=max_body_bytes,
+        stateless_http=True,
     )
     return StreamableHTTPASGIApp(server.session_manager)
 

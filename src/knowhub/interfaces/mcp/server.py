@@ -330,7 +330,7 @@ class _SessionGate:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         session_id = scope.get("path_params", {}).get("session_id", "")
         principal: Caller | None = scope.get(PRINCIPAL_KEY)
-        known = self.registry.exists(session_id)
+        known = await anyio.to_thread.run_sync(self.registry.exists, session_id)
         if principal is None or not principal.may_use(session_id) or not known:
             response = Response(
                 '{"error": "unknown session: register the folder on /mcp first", "status": 404}',
