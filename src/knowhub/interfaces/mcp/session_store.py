@@ -101,9 +101,7 @@ class SessionStore:
 
     def set_chunks(self, session_id: str, chunks: int) -> None:
         with self._transaction() as db:
-            db.execute(
-                "UPDATE sessions SET chunks = ? WHERE session_id = ?", (chunks, session_id)
-            )
+            db.execute("UPDATE sessions SET chunks = ? WHERE session_id = ?", (chunks, session_id))
 
     def close(self) -> None:
         self._connections.close()
@@ -139,6 +137,7 @@ class SessionStore:
         # replica gets here first.
         with contextlib.suppress(FileNotFoundError):
             old.replace(old.with_name(old.name + ".migrated"))
+
 
 def _one(db: sqlite3.Connection, where: str, value: str) -> SessionRecord | None:
     row = db.execute(f"SELECT {_COLUMNS} FROM sessions WHERE {where}", (value,)).fetchone()

@@ -326,6 +326,7 @@ class SessionRegistry:
             if self._store.get(session_id) is None:
                 self._forget(session_id)
 
+
 def _missing(relative: str, folder: Path, root: Path) -> str:
     """A folder that does not exist, with the nearest names beside it (typos, mostly)."""
     try:
