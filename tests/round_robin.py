@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import anyio
 import httpx2 as httpx
 import uvicorn
 from starlette.types import Receive, Scope, Send
@@ -60,17 +61,34 @@ class RoundRobin:
         if scope["query_string"]:
             url += "?" + scope["query_string"].decode("latin-1")
         headers = [(k, v) for k, v in scope["headers"] if k.lower() not in _HOP]
-        async with (
-            httpx.AsyncClient(timeout=WAIT_S) as client,
-            client.stream(scope["method"], url, headers=headers, content=body) as response,
-        ):
-            relayed = [(k, v) for k, v in response.headers.raw if k.lower() not in _HOP]
-            await send(
-                {"type": "http.response.start", "status": response.status_code, "headers": relayed}
-            )
-            async for chunk in response.aiter_raw():
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        async with anyio.create_task_group() as group:
+            # A client that goes away (a listen stream closed) ends the relay, and with it
+            # the upstream request, as a load balancer does.
+            group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
+            await _relay(scope["method"], url, headers, body, send)
+            group.cancel_scope.cancel()
+
+
+async def _relay(
+    method: str, url: str, headers: list[tuple[bytes, bytes]], body: bytes, send: Send
+) -> None:
+    async with (
+        httpx.AsyncClient(timeout=WAIT_S) as client,
+        client.stream(method, url, headers=headers, content=body) as response,
+    ):
+        relayed = [(k, v) for k, v in response.headers.raw if k.lower() not in _HOP]
+        await send(
+            {"type": "http.response.start", "status": response.status_code, "headers": relayed}
+        )
+        async for chunk in response.aiter_raw():
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    scope.cancel()
 
 
 async def _body(receive: Receive) -> bytes:
@@ -98,7 +116,14 @@ def round_robin(*upstreams: str) -> Iterator[tuple[str, RoundRobin]]:
     proxy = RoundRobin(list(upstreams))
     port = free_port()
     server = uvicorn.Server(
-        uvicorn.Config(proxy, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+        uvicorn.Config(
+            proxy,
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            lifespan="off",
+            timeout_graceful_shutdown=5,
+        )
     )
     thread = threading.Thread(target=server.run, name="round-robin", daemon=True)
     thread.start()

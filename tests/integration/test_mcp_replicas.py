@@ -72,6 +72,12 @@ async def a_bad_argument_is_a_tool_error(client: Client) -> None:
     assert result.is_error and "top_k" in text_of(result), text_of(result)
 
 
+async def listens_for_list_changes(client: Client) -> None:
+    """2026-07-28's way to hear of changes (no standing GET stream): the stream opens."""
+    async with client.listen(tools_list_changed=True) as subscription:
+        assert subscription.honored is not None
+
+
 # A hook for what other parts of issue 39 add (reading a resource, reading around a hit):
 # append a step here and every test below runs it through both replicas.
 ALTERNATING_STEPS: list[Step] = [
@@ -155,7 +161,7 @@ async def test_a_pinned_client_is_answered_by_either_local_replica(
     with round_robin(a.url, b.url) as (url, proxy):
         async with connect(url + "/mcp", MODERN) as client:
             assert client.protocol_version == MODERN
-            await on_every_replica(client, proxy, ALTERNATING_STEPS)
+            await on_every_replica(client, proxy, [*ALTERNATING_STEPS, listens_for_list_changes])
             listed = [t.name for t in (await client.list_tools()).tools]
             assert listed == await local_tools(tmp_path / "listed")
     assert proxy.upstreams_of("initialize") == set()  # 2026-07-28: no handshake at all
@@ -224,7 +230,7 @@ async def test_a_session_registered_on_one_replica_is_served_by_the_other(
         await searches_with_progress(client)
     with round_robin(a.url, b.url) as (url, proxy):
         async with connect(f"{url}/mcp/{sid}", MODERN) as client:
-            await on_every_replica(client, proxy, ALTERNATING_STEPS)
+            await on_every_replica(client, proxy, [*ALTERNATING_STEPS, listens_for_list_changes])
 
     gone = await _call(a.url + "/mcp", "unregister", session_id=sid)
     assert gone["session_id"] == sid
