@@ -20,6 +20,7 @@ import pytest
 
 from tests.helpers import FAST_ENV, ROOT, cli_env, write
 from tests.mcp_helpers import HttpServer, http_server, local_tools
+from tests.round_robin import round_robin
 
 INSPECTOR_ENV = "KNOWHUB_MCP_INSPECTOR"
 INSPECTOR_BIN = ROOT / ".cache" / "mcp-inspector" / "node_modules" / ".bin" / "mcp-inspector"
@@ -254,3 +255,33 @@ def test_http_without_the_token_fails(
     assert not run.stdout.strip(), run
     assert run.error["code"] == "auth_required"
     assert "401" in run.error["message"] and "bearer token" in run.error["message"]
+
+
+def test_http_through_a_load_balancer_over_two_replicas(inspect: Inspect, tmp_path: Path) -> None:
+    """No session pins the Inspector (an older protocol revision, with ``initialize``) to the
+    replica that answered it: each of its requests may land on either."""
+    docs = write_docs(tmp_path / "docs")
+    data = tmp_path / "data"
+    with (
+        http_server("--docs", str(docs), cwd=tmp_path, data_dir=data, env=TOKEN_ENV) as a,
+        http_server("--docs", str(docs), cwd=tmp_path, data_dir=data, env=TOKEN_ENV) as b,
+        round_robin(a.url, b.url) as (url, proxy),
+    ):
+        target = ["--transport", "http", "--header", "Authorization: Bearer secret", "--"]
+        listed = inspect("--method", "tools/list", *target, f"{url}/mcp")
+        assert listed.returncode == 0, listed
+        assert {tool["name"] for tool in listed.result["tools"]} == _served_tools(tmp_path)
+        called = inspect(
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "query_knowledge_hub",
+            "--tool-args-json",
+            '{"query": "when do backups run", "top_k": 1}',
+            *target,
+            f"{url}/mcp",
+        )
+        assert called.returncode == 0, called
+        assert _sources(called.result) == ["guide.md"]
+    assert proxy.upstreams_of("initialize") and len({s.upstream for s in proxy.served}) == 2
+    assert {s.rpc for s in proxy.served} >= {"initialize", "tools/list", "tools/call"}

@@ -220,9 +220,10 @@ async def _call(url: str, tool: str, **arguments: Any) -> dict[str, Any]:
 
 
 async def test_a_session_registered_on_one_replica_is_served_by_the_other(
-    shared_replicas: tuple[HttpServer, HttpServer],
+    shared_replicas: tuple[HttpServer, HttpServer], tmp_path: Path
 ) -> None:
     a, b = shared_replicas
+    data_dir = tmp_path / "data"
     sid = (await _call(a.url + "/mcp", "register", path="alpha"))["session_id"]
     listed = (await _call(b.url + "/mcp", "list"))["sessions"]
     assert [(s["session_id"], s["state"]) for s in listed] == [(sid, "Unloaded")]  # not on b yet
@@ -235,10 +236,13 @@ async def test_a_session_registered_on_one_replica_is_served_by_the_other(
     gone = await _call(a.url + "/mcp", "unregister", session_id=sid)
     assert gone["session_id"] == sid
     assert (await _call(b.url + "/mcp", "list"))["sessions"] == []
-    # b had it loaded: its next request for it is refused as for any unknown session.
+    # b had it loaded: its next request for it is refused as for any unknown session, and
+    # b unloads it (then, or at its next idle check), its index gone with it.
     refused = b.post(f"/mcp/{sid}", json={}, headers={"Accept": "application/json"})
     assert refused.status_code == 404, refused.text
     assert "register the folder" in refused.text
+    assert f"session {sid} is no longer registered: unloading" in b.logs()
+    assert not (data_dir / "sessions" / sid).exists()
 
 
 async def test_replicas_registering_one_folder_at_once_end_with_one_session(

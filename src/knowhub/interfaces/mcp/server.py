@@ -294,8 +294,9 @@ def _http_shared(
         }
 
     metrics.track_index(registry.index_sizes)
-    background = [_reaper(registry)] if options.idle_timeout_s else []
-    return _Served([data, control], routes, status, registry, background)
+    # Even when sessions never idle out: one unregistered through another replica is
+    # unloaded here by it.
+    return _Served([data, control], routes, status, registry, [_reaper(registry)])
 
 
 def _serve_http(settings: Settings, options: ServeOptions) -> None:

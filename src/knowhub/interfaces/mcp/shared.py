@@ -122,8 +122,7 @@ class SessionRegistry:
         # Another replica that has it loaded unloads it on its next call for it, or when
         # its reaper next runs (:meth:`unload_idle`); its calls for it are refused now.
         self._forget(session_id)
-        # Its index goes too (the folder itself is kept): a new registration starts afresh.
-        shutil.rmtree(Path(self.settings.data_dir) / "sessions" / session_id, ignore_errors=True)
+        self._remove_index(session_id)
         return record
 
     def sessions(self) -> list[tuple[SessionRecord, bool, int | None]]:
@@ -162,7 +161,12 @@ class SessionRegistry:
     # -- data plane ------------------------------------------------------------
 
     def exists(self, session_id: str) -> bool:
-        return self._store.get(session_id) is not None
+        """Whether the session is registered (through any replica); one unregistered
+        through another is unloaded here now."""
+        if self._store.get(session_id) is not None:
+            return True
+        self._forget(session_id)
+        return False
 
     def acquire(self, session_id: str) -> tuple[SessionRecord, KnowledgeBase]:
         """The session's knowledge base, loading it (and syncing its folder) if unloaded,
@@ -210,7 +214,9 @@ class SessionRegistry:
         return sum(1 for s in self._sessions.values() if s.kb is not None)
 
     def unload_idle(self) -> list[str]:
-        """Unload sessions idle longer than the timeout; return their ids."""
+        """Unload sessions idle longer than the timeout, and those unregistered through
+        another replica; return the ids of the idle ones."""
+        self._forget_unregistered()
         if self.idle_timeout_s is None:
             return []
         cutoff = time.time() - self.idle_timeout_s
@@ -221,7 +227,6 @@ class SessionRegistry:
                 if s.kb is not None and not s.in_use and s.record.last_access < cutoff
             ]
         unloaded = [s for s in idle if self._unload(s, only_idle=True)]
-        self._forget_unregistered()
         return [s.record.session_id for s in unloaded]
 
     def close(self) -> None:
@@ -317,7 +322,16 @@ class SessionRegistry:
         with self._lock:
             session = self._sessions.pop(session_id, None)
         if session is not None:
+            log.info("session %s is no longer registered: unloading", session_id)
             self._unload(session)
+            # Again: a load here may have written the index after the unregistering
+            # replica removed it. (Only an id this process had from the store.)
+            self._remove_index(session_id)
+
+    def _remove_index(self, session_id: str) -> None:
+        """The session's index goes (the folder itself is kept): registering the folder
+        again starts afresh, under a new id."""
+        shutil.rmtree(Path(self.settings.data_dir) / "sessions" / session_id, ignore_errors=True)
 
     def _forget_unregistered(self) -> None:
         with self._lock:
