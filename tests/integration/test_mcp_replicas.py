@@ -244,7 +244,7 @@ async def test_a_session_registered_on_one_replica_is_served_by_the_other(
     refused = b.post(f"/mcp/{sid}", json={}, headers={"Accept": "application/json"})
     assert refused.status_code == 404, refused.text
     assert "register the folder" in refused.text
-    assert f"session {sid} is no longer registered: unloading" in b.logs()
+    assert f"session {sid} unregistered: unloading it" in b.logs()
     assert not (data_dir / "sessions" / sid).exists()
 
 

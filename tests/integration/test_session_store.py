@@ -12,7 +12,7 @@ import pytest
 
 from knowhub.errors import KnowhubError
 from knowhub.interfaces.mcp.session_store import SessionRecord, SessionStore
-from tests.helpers import WAIT_S
+from tests.helpers import WAIT_S, free_port, knowhub
 
 FOLDERS = [f"/srv/projects/p{i:02d}" for i in range(20)]
 
@@ -88,3 +88,23 @@ def test_an_unreadable_sessions_json_stops_the_start_naming_the_file(tmp_path: P
     (tmp_path / "sessions.json").write_text("[{", encoding="utf-8")
     with pytest.raises(KnowhubError, match=r"sessions\.json is unreadable .*fix or delete it"):
         SessionStore(tmp_path)
+
+
+def test_an_unreadable_session_store_stops_the_start_naming_the_file(tmp_path: Path) -> None:
+    (tmp_path / "sessions.sqlite3").write_bytes(b"not a database, " * 512)
+    with pytest.raises(KnowhubError, match=r"sessions\.sqlite3 is unreadable .*restore it"):
+        SessionStore(tmp_path)
+
+
+def test_serve_mcp_stops_at_start_on_an_unreadable_session_store(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "root").mkdir()
+    (tmp_path / "data" / "sessions.sqlite3").write_bytes(b"not a database, " * 512)
+    served = knowhub(
+        "--data-dir", "data", "serve", "mcp", "--transport", "http", "--mode", "shared",
+        "--path-root", "root", "--port", str(free_port()),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert served.returncode == 1, served.stderr
+    assert "sessions.sqlite3 is unreadable" in served.stderr
+    assert "Traceback" not in served.stderr

@@ -57,9 +57,16 @@ class SessionStore:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.path = data_dir / "sessions.sqlite3"
         self._connections = Connections(self.path)
-        with self._transaction() as db:
-            db.execute(_SCHEMA)
-            db.execute(_MIGRATED)
+        try:
+            with self._transaction() as db:
+                db.execute(_SCHEMA)
+                db.execute(_MIGRATED)
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise KnowhubError(
+                f"{self.path} is unreadable ({exc}): restore it from a backup, or move it "
+                "away (the folders are then registered anew)"
+            ) from exc
         self._migrate(data_dir / "sessions.json")
 
     def register(self, record: SessionRecord) -> SessionRecord:

@@ -322,7 +322,7 @@ class SessionRegistry:
         with self._lock:
             session = self._sessions.pop(session_id, None)
         if session is not None:
-            log.info("session %s is no longer registered: unloading", session_id)
+            log.info("session %s unregistered: unloading it", session_id)
             self._unload(session)
             # Again: a load here may have written the index after the unregistering
             # replica removed it. (Only an id this process had from the store.)
