@@ -230,6 +230,8 @@ async def test_a_session_registered_on_one_replica_is_served_by_the_other(
     sid = (await _call(a.url + "/mcp", "register", path="alpha"))["session_id"]
     listed = (await _call(b.url + "/mcp", "list"))["sessions"]
     assert [(s["session_id"], s["state"]) for s in listed] == [(sid, "Unloaded")]  # not on b yet
+    health = [server.get("/health").json() for server in (a, b)]
+    assert [(h["sessions"], h["loaded"]) for h in health] == [(1, 1), (1, 0)]
     async with connect(f"{b.url}/mcp/{sid}", MODERN) as client:
         await searches_with_progress(client)
     with round_robin(a.url, b.url) as (url, proxy):
