@@ -57,7 +57,7 @@ def replicas(root: Path, backend: str, llm: LlmServer | None = None) -> Iterator
         first, second = (
             stack.enter_context(api_server(cwd=root, data_dir=d, env=env, token=None)) for d in dirs
         )
-        proxy = stack.enter_context(round_robin(first.url, second.url))
+        _, proxy = stack.enter_context(round_robin(first.url, second.url))
         yield Replicas(first, second, proxy)
 
 
