@@ -120,8 +120,9 @@ HR = "# HR\n\n## Leave\n\nEmployees get 28 days of annual leave.\n"
 MINUTES = "# Board minutes\n\nThe orchid merger closes in spring; nobody outside the board knows.\n"
 
 
-def build_corpus(root: Path) -> Path:
-    """Index ops.md and hr.md into ``default`` and minutes.md into ``private``; the data dir."""
+def build_corpus(root: Path, **overrides: object) -> Path:
+    """Index ops.md and hr.md into ``default`` and minutes.md into ``private``; the data dir
+    (``overrides``: settings, such as another store)."""
     from knowhub import build_app
     from tests.helpers import fast_settings, write
 
@@ -129,7 +130,7 @@ def build_corpus(root: Path) -> Path:
     write(root / "docs/team/hr.md", HR)
     write(root / "private/minutes.md", MINUTES)
     data = root / "data"
-    app = build_app(fast_settings(data))
+    app = build_app(fast_settings(data, **overrides))
     try:
         for folder, collection in (("docs", "default"), ("private", "private")):
             report = app.collection(collection).ingest([root / folder])

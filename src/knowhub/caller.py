@@ -11,7 +11,7 @@ not read is refused with one message, and left out of listings and chunk look-up
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from knowhub.config import TokenSettings
@@ -35,6 +35,10 @@ class Caller:
     read_only: bool = False
     mcp_servers: frozenset[str] = frozenset({"*"})
     scope: DataScope = UNRESTRICTED  # the documents it sees inside what it may read
+    # Which configured token this is (a slow digest of its secret, set by the token book):
+    # what records in the store (console sign-ins, upload jobs) name their token by, so
+    # that every replica tells apart two tokens granting the same. "" for no token.
+    token_id: str = field(default="", compare=False, repr=False)
 
     @classmethod
     def of_token(cls, spec: TokenSettings) -> Caller:

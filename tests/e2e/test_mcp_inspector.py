@@ -20,6 +20,7 @@ import pytest
 
 from tests.helpers import FAST_ENV, ROOT, cli_env, write
 from tests.mcp_helpers import HttpServer, http_server, local_tools
+from tests.round_robin import round_robin
 
 INSPECTOR_ENV = "KNOWHUB_MCP_INSPECTOR"
 INSPECTOR_BIN = ROOT / ".cache" / "mcp-inspector" / "node_modules" / ".bin" / "mcp-inspector"
@@ -202,32 +203,32 @@ def test_stdio_tool_error_is_reported_as_an_error(
     assert run.error["code"] == "tool_is_error"
 
 
-def test_http_with_token_lists_tools_and_answers_a_query(
-    inspect: Inspect, token_server: HttpServer, tmp_path: Path
+def _http_target(url: str) -> list[str]:
+    """The Inspector's arguments for ``url`` over HTTP with the module's token."""
+    return ["--transport", "http", "--header", "Authorization: Bearer secret", "--", url]
+
+
+def _lists_and_queries(
+    inspect: Inspect, target: list[str], tmp_path: Path, query: str, source: str
 ) -> None:
-    target = [
-        "--transport",
-        "http",
-        "--header",
-        "Authorization: Bearer secret",
-        "--",
-        f"{token_server.url}/mcp",
-    ]
+    """tools/list offers the served tools; the top hit of ``query`` is ``source``."""
     listed = inspect("--method", "tools/list", *target)
     assert listed.returncode == 0, listed
     assert {tool["name"] for tool in listed.result["tools"]} == _served_tools(tmp_path)
-
+    arguments = json.dumps({"query": query, "top_k": 1})
     called = inspect(
-        "--method",
-        "tools/call",
-        "--tool-name",
-        "query_knowledge_hub",
-        "--tool-args-json",
-        '{"query": "how many days of paid leave", "top_k": 1}',
-        *target,
-    )
+        "--method", "tools/call", "--tool-name", "query_knowledge_hub",
+        "--tool-args-json", arguments, *target,
+    )  # fmt: skip
     assert called.returncode == 0, called
-    assert _sources(called.result) == ["hr.txt"]
+    assert _sources(called.result) == [source]
+
+
+def test_http_with_token_lists_tools_and_answers_a_query(
+    inspect: Inspect, token_server: HttpServer, tmp_path: Path
+) -> None:
+    target = _http_target(f"{token_server.url}/mcp")
+    _lists_and_queries(inspect, target, tmp_path, "how many days of paid leave", "hr.txt")
 
     collections = inspect("--method", "tools/call", "--tool-name", "list_collections", *target)
     assert collections.returncode == 0, collections
@@ -254,3 +255,19 @@ def test_http_without_the_token_fails(
     assert not run.stdout.strip(), run
     assert run.error["code"] == "auth_required"
     assert "401" in run.error["message"] and "bearer token" in run.error["message"]
+
+
+def test_http_through_a_load_balancer_over_two_replicas(inspect: Inspect, tmp_path: Path) -> None:
+    """No session pins the Inspector (an older protocol revision, with ``initialize``) to the
+    replica that answered it: each of its requests may land on either."""
+    docs = write_docs(tmp_path / "docs")
+    data = tmp_path / "data"
+    with (
+        http_server("--docs", str(docs), cwd=tmp_path, data_dir=data, env=TOKEN_ENV) as a,
+        http_server("--docs", str(docs), cwd=tmp_path, data_dir=data, env=TOKEN_ENV) as b,
+        round_robin(a.url, b.url) as (url, proxy),
+    ):
+        target = _http_target(f"{url}/mcp")
+        _lists_and_queries(inspect, target, tmp_path, "when do backups run", "guide.md")
+    assert proxy.upstreams_of("initialize") and len({s.upstream for s in proxy.served}) == 2
+    assert {s.rpc for s in proxy.served} >= {"initialize", "tools/list", "tools/call"}

@@ -153,6 +153,12 @@ def test_http_api_shows_each_token_only_its_scope(root: Path) -> None:
                 "/api/ask", token, json={"question": f"{WORD} handbook", "collection": COLLECTION}
             ).json()
             assert markers_in([json.dumps(answer)]) <= expected, name
+            asked = [{"role": "user", "content": f"{WORD} handbook"}]
+            completion = server.post(
+                "/v1/chat/completions", token, json={"model": COLLECTION, "messages": asked}
+            ).json()
+            assert completion["choices"][0]["message"]["citations"], name
+            assert markers_in([json.dumps(completion)]) <= expected, name
             metrics = server.get("/metrics", token).text
             assert ("knowhub_index_documents{" in metrics) == scope.unrestricted, name
             health = server.get("/health", token).json()

@@ -333,6 +333,33 @@ def _chat(doors: Doors) -> None:
     expect(not PRIVATE_NAME.search(rest), f"the chat's tools name 'private': {answer}")
 
 
+def _completion(model: str, stream: bool = False) -> dict[str, Any]:
+    """An OpenAI chat-completions body asking ``model`` (a collection) the question."""
+    question = [{"role": "user", "content": QUESTION["question"]}]
+    return {"model": model, "messages": question, "stream": stream}
+
+
+def _completions(doors: Doors) -> None:
+    """``/v1/chat/completions`` answers ``kbonly`` asking for ``private`` as it answers a
+    model that does not exist (404, the same words), plain and streamed; through
+    ``knowhub-agent``, whose model asks every tool for ``private``, it gets refusals."""
+    said: dict[str, str] = {}
+    for model in ("private", "nosuch"):
+        for stream in (False, True):
+            asked = _ask("POST", "/v1/chat/completions", 404, json=_completion(model, stream))
+            response = _knock(doors, asked)
+            _check(asked, response)
+            said[model] = str(response.json()["error"]["message"]).replace(model, "NAME")
+    expect(said["private"] == said["nosuch"], f"private is not refused as unknown: {said}")
+    agent = doors.request(
+        "POST", "/v1/chat/completions", KB_ONLY, json=_completion("knowhub-agent")
+    )
+    expect(agent.status_code == 200, f"knowhub-agent: {agent.status_code} {agent.text[:400]}")
+    answer = str(agent.json()["choices"][0]["message"]["content"])
+    expect(SECRET not in agent.text, f"knowhub-agent shows the private document: {answer}")
+    expect(REFUSED in answer, f"knowhub-agent's search of 'private' was not refused: {answer}")
+
+
 def _signed_in(doors: Doors) -> httpx.Response:
     """A console sign-in as ``kbonly``, and the page it lands on."""
     body = {"token": KB_ONLY, "next": "/ui"}
@@ -382,6 +409,8 @@ HTTP_PROBES: dict[str, Probe] = {
         check=_ask_in_a_session,
     ),
     "POST /api/chat": Probe(check=_chat),
+    "GET /v1/models": _listing("/v1/models"),
+    "POST /v1/chat/completions": Probe(check=_completions),
     "GET /api/collections": _listing("/api/collections"),
     "GET /api/documents": Probe((_ask("GET", "/api/documents", 403, params=PRIVATE),)),
     "GET /api/chunks/{chunk_id}/image": Probe(

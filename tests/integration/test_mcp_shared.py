@@ -10,8 +10,10 @@ import calendar
 import json
 import os
 import re
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -437,8 +439,9 @@ async def test_sessions_persist_across_restarts_and_tokens_limit_them(tmp_path: 
             alpha = await ok(control, "register", path="alpha")
             beta = await ok(control, "register", path="beta")
     sid_a, sid_b = alpha["session_id"], beta["session_id"]
-    stored = json.loads((tmp_path / "data" / "sessions.json").read_text(encoding="utf-8"))
-    assert {row["session_id"] for row in stored} == {sid_a, sid_b}
+    with closing(sqlite3.connect(tmp_path / "data" / "sessions.sqlite3")) as db:
+        stored = {row[0] for row in db.execute("SELECT session_id FROM sessions")}
+    assert stored == {sid_a, sid_b}
 
     env = {
         **token_env(

@@ -13,6 +13,7 @@ import pytest
 
 from knowhub.lang.tokenize import query_tokens
 from knowhub.models import Filters
+from knowhub.providers.stores.pg_schema import PG_SCHEMA_VERSION
 from knowhub.providers.stores.pg_search import dense_statement, lexical_statement
 from knowhub.providers.stores.postgres import PostgresStore
 from knowhub.testing.store_data import make_doc, new_collection, put
@@ -131,7 +132,7 @@ def test_opening_a_version_1_database_adds_the_filter_indexes(pg_server: PgServe
         indexes = {r[0] for r in reopened._all("SELECT indexname FROM pg_indexes")}
         assert {"chunks_metadata", "chunks_language", "documents_source"} <= indexes
         assert reopened._one("SELECT value FROM knowhub.meta WHERE key = 'schema_version'") == (
-            "2",
+            PG_SCHEMA_VERSION,  # and on: every later upgrade applies too
         )
         assert len(reopened.lexical_search(cid, query_tokens("shared"), 5, {"team": "a"})) == 1
     finally:

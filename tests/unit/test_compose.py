@@ -418,14 +418,16 @@ def test_the_proxy_sends_to_every_api_replica_on_its_port() -> None:
     }
 
 
-def test_the_proxy_keeps_each_client_on_one_replica_and_names_it_to_the_replica(
+def test_the_proxy_spreads_requests_round_robin_and_names_the_client_to_the_replica(
     tmp_path: Path,
 ) -> None:
     config = nginx_config()
-    # Console sign-ins and chat histories live in one replica's memory.
-    # By the whole address (ip_hash takes an IPv4 address's first three octets only).
-    assert re.search(r"^\s*hash \$remote_addr consistent;", config, flags=re.MULTILINE)
-    assert not re.search(r"^\s*ip_hash", config, flags=re.MULTILINE)
+    upstream = re.search(r"upstream \w+ \{(.*?)\}", config, flags=re.DOTALL)
+    assert upstream, "no upstream block"
+    # Console sign-ins, chat histories and upload jobs are in the store: no replica holds a
+    # client's state, so nothing pins a client to one (nginx's default is round robin).
+    for sticky in ("hash", "ip_hash", "sticky"):
+        assert not re.search(rf"^\s*{sticky}\b", upstream[1], flags=re.MULTILINE), sticky
     # The replicas trust X-Forwarded-For to count wrong tokens per client: it must be set to
     # the peer, never appended to what the client sent.
     assert re.search(r"proxy_set_header X-Forwarded-For \$remote_addr;", config)

@@ -160,8 +160,9 @@ def test_the_login_cookie_counts_under_ui_only(tokens: TokenBook) -> None:
 
 def test_sessions_end_at_sign_out_on_expiry_and_when_too_many() -> None:
     now = [0.0]
-    book = SessionBook(ttl_s=100.0, max_sessions=3, clock=lambda: now[0])
-    me = Caller("me")
+    me = Caller("me", token_id="me-token")
+    tokens = {me.token_id: me}
+    book = SessionBook(tokens.get, ttl_s=100.0, max_sessions=3, clock=lambda: now[0])
     first, second = book.open(me), book.open(me)
     assert first != second and len(first) >= 43  # 256 random bits, URL-safe
     assert book.lookup(first) == me and book.lookup("") is None and book.lookup(None) is None
@@ -172,6 +173,8 @@ def test_sessions_end_at_sign_out_on_expiry_and_when_too_many() -> None:
     kept = [book.open(me) for _ in range(4)]
     assert len(book) == 3 and book.lookup(kept[0]) is None  # the oldest sign-in went first
     assert all(book.lookup(s) == me for s in kept[1:])
+    del tokens[me.token_id]  # the token is no longer configured: its sign-ins end
+    assert book.lookup(kept[-1]) is None
 
 
 def test_a_page_without_a_token_redirects_to_the_login_form(tokens: TokenBook) -> None:

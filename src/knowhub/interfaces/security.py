@@ -20,9 +20,10 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from urllib.parse import quote
 
+import anyio.to_thread
 from starlette.datastructures import Headers, QueryParams
 from starlette.requests import cookie_parser
 from starlette.responses import RedirectResponse, Response
@@ -31,6 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from knowhub.caller import LOCAL_USER, Caller
 from knowhub.config import Settings, secret_unset
 from knowhub.errors import AuthError, ConfigError
+from knowhub.providers.stores.state import Entry, MemoryState, ServerState
 
 __all__ = [
     "LOOPBACK_HOSTS",
@@ -52,6 +54,8 @@ PRINCIPAL_KEY = "knowhub.principal"
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
 SESSION_TTL_S = 7 * 86400.0  # a console sign-in lasts a week, however much it is used
 MAX_SESSIONS = 10_000  # console sign-ins remembered; the oldest is forgotten first
+_SIGN_INS = "console-sign-in"  # their kind of server state
+_TOKEN_ID_ROUNDS = 50_000  # ~20 ms a token, once at the start
 
 
 class ThrottledError(AuthError):
@@ -135,58 +139,60 @@ class SessionBook:
     """Console sign-ins: a random session id for each, standing for the principal.
 
     The browser's cookie holds this id, never the bearer token: a copied cookie is worth
-    nothing after sign-out, after :data:`SESSION_TTL_S`, or once the server restarts (the
-    book lives in memory), and the token itself is never stored in a browser profile. Ids
-    are 256 random bits, kept only as SHA-256 digests; at most ``max_sessions`` are kept, the
-    oldest sign-in forgotten first (its browser is sent to the login form again).
+    nothing after sign-out or after :data:`SESSION_TTL_S`, and the token itself is never
+    stored in a browser profile. Ids are 256 random bits, kept only as SHA-256 digests; at
+    most ``max_sessions`` are kept, the oldest sign-in forgotten first (its browser is sent
+    to the login form again).
+
+    Sign-ins live in the server state (:mod:`knowhub.providers.stores.state`; this process's
+    memory until :meth:`share` gives the store's), so a browser signed in on one replica is
+    signed in on every replica of the store. A record holds the id's digest and the token's
+    :attr:`~knowhub.caller.Caller.token_id` (a slow digest of it), never a token:
+    ``resolve`` finds that token's principal, as configured now (a token since removed ends
+    its sign-ins).
     """
 
     def __init__(
         self,
+        resolve: Callable[[str], Caller | None],
         ttl_s: float = SESSION_TTL_S,
         max_sessions: int = MAX_SESSIONS,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        self.resolve = resolve
         self.ttl_s = ttl_s
         self.max_sessions = max_sessions
         self._clock = clock
-        # digest → (principal, expiry); insertion order is expiry order (one fixed ttl)
-        self._sessions: OrderedDict[bytes, tuple[Caller, float]] = OrderedDict()
-        self._lock = threading.Lock()
+        self.state: ServerState = MemoryState()
+
+    def share(self, state: ServerState) -> None:
+        """Keep sign-ins in ``state`` (the store's) from now on."""
+        self.state = state
 
     def __len__(self) -> int:
-        return len(self._sessions)
+        return self.state.count(_SIGN_INS, self._clock())
 
     def open(self, principal: Caller) -> str:
         """A new session for ``principal``: the id to put in the cookie."""
         session_id = secrets.token_urlsafe(32)
-        now = self._clock()
-        with self._lock:
-            while self._sessions and (
-                next(iter(self._sessions.values()))[1] <= now
-                or len(self._sessions) >= self.max_sessions
-            ):
-                self._sessions.popitem(last=False)
-            self._sessions[_digest(session_id.encode())] = (principal, now + self.ttl_s)
+        now, token = self._clock(), principal.token_id
+        self.state.update(
+            _SIGN_INS, "", _key(session_id), lambda _: Entry(token, 1), now, self.ttl_s
+        )
+        self.state.trim(_SIGN_INS, now, self.max_sessions)
         return session_id
 
     def lookup(self, session_id: str | None) -> Caller | None:
         """The principal of a live session, or None (unknown, ended or expired)."""
         if not session_id:
             return None
-        key = _digest(session_id.encode())
-        with self._lock:
-            found = self._sessions.get(key)
-            if found is not None and found[1] <= self._clock():
-                del self._sessions[key]
-                found = None
-        return None if found is None else found[0]
+        found = self.state.get(_SIGN_INS, "", _key(session_id), self._clock())
+        return None if found is None else self.resolve(found)
 
     def close(self, session_id: str | None) -> None:
         """End the session (sign-out); an unknown id is ignored."""
         if session_id:
-            with self._lock:
-                self._sessions.pop(_digest(session_id.encode()), None)
+            self.state.delete(_SIGN_INS, "", _key(session_id))
 
 
 class TokenBook:
@@ -205,8 +211,9 @@ class TokenBook:
             server.auth_tracked_clients,
             clock,
         )
-        self.sessions = SessionBook(clock=clock)  # console sign-ins with these tokens
         self._entries: list[tuple[bytes, Caller]] = []
+        self._principals: dict[str, Caller] = {}  # by token_id
+        self.sessions = SessionBook(self._principals.get)  # console sign-ins with these tokens
         for spec in settings.server.tokens:
             secret = settings.secret(spec.token_env)
             if not secret:
@@ -214,7 +221,9 @@ class TokenBook:
                     f"server.tokens[{spec.name!r}].token_env", spec.token_env, "the token"
                 )
                 raise ConfigError(f"{unset}, or remove the entry")
-            self._entries.append((_digest(secret.encode()), Caller.of_token(spec)))
+            principal = replace(Caller.of_token(spec), token_id=_token_id(secret))
+            self._entries.append((_digest(secret.encode()), principal))
+            self._principals[principal.token_id] = principal
 
     def __bool__(self) -> bool:
         return bool(self._entries)
@@ -331,7 +340,7 @@ class Guard:
         principal: Caller | None = LOCAL_USER
         if self.tokens:
             try:
-                principal = self._principal(scope, headers)
+                principal = await self._principal(scope, headers)
             except ThrottledError as exc:
                 await _refuse(_throttled(exc), scope, receive, send)
                 return
@@ -341,8 +350,10 @@ class Guard:
         scope[PRINCIPAL_KEY] = principal
         await self.app(scope, receive, send)
 
-    def _principal(self, scope: Scope, headers: Headers) -> Caller | None:
-        """The caller by its token or, on a console page sent none, by its session cookie.
+    async def _principal(self, scope: Scope, headers: Headers) -> Caller | None:
+        """The caller by its token or, on a console page sent none, by its session cookie
+        (looked up in the store from a worker thread: a slow database holds that request
+        only, never the event loop).
 
         A wrong session id is not counted as a failed authentication: 256 random bits cannot
         be guessed, and a stale cookie after sign-out or a restart guesses nothing.
@@ -355,9 +366,10 @@ class Guard:
             and scope["type"] == "http"
             and login.covers(scope["path"])
         ):
-            return self.tokens.sessions.lookup(
-                cookie_parser(headers.get("cookie", "")).get(login.cookie)
-            )
+            session = cookie_parser(headers.get("cookie", "")).get(login.cookie)
+            if not session:
+                return None
+            return await anyio.to_thread.run_sync(self.tokens.sessions.lookup, session)
         return self.tokens.authenticate(authorization, client_address(scope), scope["path"])
 
     def _unauthenticated(self, scope: Scope) -> Response:
@@ -411,6 +423,19 @@ def _throttled(exc: ThrottledError) -> Response:
 
 def _digest(secret: bytes) -> bytes:
     return hashlib.sha256(secret).digest()
+
+
+def _token_id(secret: str) -> str:
+    """What the store names a token by: the same on every replica, and slow to test a
+    guessed token against (PBKDF2), though the store holds no token (a low-entropy one
+    included) in a form quicker to guess from than the token's own check."""
+    derived = hashlib.pbkdf2_hmac("sha256", secret.encode(), b"knowhub token id", _TOKEN_ID_ROUNDS)
+    return derived.hex()[:32]
+
+
+def _key(session_id: str) -> str:
+    """What a sign-in is stored under: its id's digest, so the store holds no live id."""
+    return _digest(session_id.encode()).hex()
 
 
 def _matches(value: str, allowed: list[str]) -> bool:

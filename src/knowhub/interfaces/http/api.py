@@ -29,12 +29,15 @@ from knowhub.interfaces.http.boundary import add_error_handlers
 from knowhub.interfaces.http.console.jobs import JobBook
 from knowhub.interfaces.http.deps import attach
 from knowhub.interfaces.http.metrics import ApiMetrics, MetricsMiddleware
+from knowhub.interfaces.http.openai_api import openai_router
+from knowhub.interfaces.http.openai_wire import OpenAIErrors
 from knowhub.interfaces.http.routes import routers
 from knowhub.interfaces.http.service import Service
 from knowhub.interfaces.http.sessions import Conversations
 from knowhub.interfaces.index_metrics import IndexSize
 from knowhub.interfaces.ops_metrics import track_volume
 from knowhub.interfaces.security import LOOPBACK_HOSTS, Guard, TokenBook, check_bind
+from knowhub.providers.stores.state import server_state_of
 
 __all__ = ["PUBLIC_PATHS", "create_app"]
 
@@ -67,8 +70,13 @@ def create_app(
     """
     tokens = TokenBook(settings)
     loopback = check_bind(tokens, host, allow_unauthenticated)
-    service = _service(settings, app, conversations, drain or Drain())
-    jobs = jobs or JobBook(Queue(settings.data_dir))
+    served = app or build_app(settings, interface="http")
+    # Sign-ins, conversations and upload jobs live in the store: every replica of it
+    # serves every browser and conversation (docs/deployment.md).
+    shared = server_state_of(served.runtime.store)
+    tokens.sessions.share(shared)
+    service = _service(settings, served, conversations or Conversations(state=shared), drain)
+    jobs = jobs or JobBook(Queue(settings.data_dir), shared)
     jobs.turn = service.app.runtime.writing  # one change at a time, whoever asks
     api = FastAPI(
         title="knowhub",
@@ -81,7 +89,7 @@ def create_app(
     )
     attach(api, service, tokens)
     api.state.jobs = jobs  # what console.manage.jobs_of finds
-    parts = [*routers(), console.console_router()]
+    parts = [*routers(), openai_router(), console.console_router()]
     for part in parts:
         api.include_router(part)
     add_error_handlers(api)
@@ -96,19 +104,13 @@ def create_app(
         console.UPLOAD_PATHS,
     )
     paths = _paths([*api.routes, *(route for part in parts for route in part.routes)])
-    return MetricsMiddleware(guarded, service.metrics, paths)
+    return MetricsMiddleware(OpenAIErrors(guarded), service.metrics, paths)
 
 
 def _service(
-    settings: Settings, app: App | None, conversations: Conversations | None, drain: Drain
+    settings: Settings, app: App, conversations: Conversations, drain: Drain | None
 ) -> Service:
-    service = Service(
-        app or build_app(settings, interface="http"),
-        settings,
-        ApiMetrics(),
-        conversations or Conversations(),
-        drain,
-    )
+    service = Service(app, settings, ApiMetrics(), conversations, drain or Drain())
     service.metrics.track_index(lambda: [IndexSize.of(c) for c in service.app.collections()])
     track_volume(service.metrics.registry, Path(settings.data_dir))
     return service

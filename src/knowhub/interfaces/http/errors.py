@@ -80,7 +80,9 @@ def error_body(exc: BaseException | str, status: int | None = None) -> dict[str,
     if isinstance(exc, str):
         return {"error": exc, "status": status or 500}
     if isinstance(exc, KnowhubError):
-        return {"error": str(exc), "status": status or error_status(exc)}
+        body: dict[str, Any] = {"error": str(exc), "status": status or error_status(exc)}
+        param = getattr(exc, "param", None)  # the request field at fault, where one is
+        return {**body, "param": param} if isinstance(param, str) else body
     # Anything else is a bug: its text may hold internals, so it stays in the server log.
     return {"error": "internal error: see the server log", "status": status or 500}
 

@@ -12,17 +12,15 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, WebSocket
 from fastapi.security import HTTPBearer
-from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.types import Receive, Scope, Send
+from starlette.responses import JSONResponse, Response
 
 from knowhub.checks import check_filters
 from knowhub.errors import QueryError
 from knowhub.interfaces.http.deps import DoorDep, PrincipalDep, ServiceDep
 from knowhub.interfaces.http.errors import error_body
-from knowhub.interfaces.http.pump import EventPump
 from knowhub.interfaces.http.schemas import AskBody, ChatBody, DebugBody, SearchBody
 from knowhub.interfaces.http.service import Event, note_collection, sse
-from knowhub.interfaces.http.streamed import Streamed
+from knowhub.interfaces.http.streamed import PumpedResponse, Streamed
 from knowhub.interfaces.http.ws import answer_socket
 from knowhub.interfaces.render import explain_hits
 from knowhub.interfaces.security import PRINCIPAL_KEY
@@ -46,7 +44,6 @@ __all__ = [
 # Documents the bearer scheme in OpenAPI (the Authorize button of /docs); the guard in
 # front of the app is what actually checks tokens.
 BEARER = HTTPBearer(auto_error=False, description="A token from server.tokens.")
-SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 _api = APIRouter(dependencies=[Depends(BEARER)])
 _public = APIRouter()
@@ -179,7 +176,7 @@ async def health(request: Request, service: ServiceDep) -> Any:
         "embedder": service.settings.embedder.provider,
         "llm": service.settings.llm.provider,
         "reranker": service.settings.reranker.provider,
-        "sessions": len(service.conversations),
+        "sessions": service.conversations.last_count,
         "workers_busy": service.workers.busy,
         "answers_busy": service.answers.busy,
         "queued": service.workers.waiting + service.answers.waiting,
@@ -205,24 +202,7 @@ async def _respond(streamed: Streamed, stream: bool) -> Response:
     if not stream:
         return JSONResponse(await streamed.answer())
     first, pump = await streamed.begin()
-    return _AnswerStream(streamed.events(first, pump), pump)
-
-
-class _AnswerStream(StreamingResponse):
-    """An answer's Server-Sent Events, its pump closed however the response ends. A server
-    of ASGI 2.4 raises OSError from the response's start when the client has gone: the
-    body, whose ``finally`` closes the pump, then never starts, and the model would stream
-    on for nobody, holding an answer slot (and a server's stop) until it ended."""
-
-    def __init__(self, events: AsyncGenerator[Event, None], pump: EventPump) -> None:
-        super().__init__(_sse_body(events), media_type="text/event-stream", headers=SSE_HEADERS)
-        self.pump = pump
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            self.pump.close()
+    return PumpedResponse(_sse_body(streamed.events(first, pump)), pump)
 
 
 async def _sse_body(events: AsyncGenerator[Event, None]) -> AsyncIterator[str]:

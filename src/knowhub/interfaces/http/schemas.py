@@ -14,7 +14,17 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from knowhub.checks import check_text
 
-__all__ = ["AskBody", "ChatBody", "DebugBody", "QuestionBody", "SearchBody", "Turn", "WsQuestion"]
+__all__ = [
+    "AskBody",
+    "ChatBody",
+    "CompletionBody",
+    "CompletionMessage",
+    "DebugBody",
+    "QuestionBody",
+    "SearchBody",
+    "Turn",
+    "WsQuestion",
+]
 
 FILTERS = (
     'Metadata filters: a value to equal, or {"in": [...]} for any of several, e.g. '
@@ -67,7 +77,8 @@ class _Conversation(_Body):
     session_id: str | None = Field(
         None,
         pattern=r"^[A-Za-z0-9_.:-]{1,128}$",
-        description="Keep the conversation under this id (per token, in this process's memory): "
+        description="Keep the conversation under this id (per token, in the store: any replica "
+        "goes on with it): "
         "each answer is remembered and earlier turns let follow-ups be understood.",
     )
     history: list[Turn] | None = Field(
@@ -100,3 +111,43 @@ class ChatBody(_Conversation):
 
 class WsQuestion(QuestionBody):
     id: str | int | None = Field(None, description="Echoed in every event of this answer.")
+
+
+class CompletionMessage(BaseModel):
+    """One message of an OpenAI chat-completions request. ``content``: text, or a list of
+    parts of which the ``text`` ones are read. Other fields (``name``, ``tool_calls``…) are
+    ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: str | list[dict[str, Any]] | None = None
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        parts = self.content or []
+        return "\n".join(str(p.get("text", "")) for p in parts if p.get("type") == "text")
+
+
+class CompletionBody(_Body):
+    """``POST /v1/chat/completions`` (OpenAI's shape). Fields OpenAI clients send that do
+    not change what knowhub answers (``temperature``, ``max_tokens``, ``user``…) are
+    ignored, not refused: front ends send them unasked. Those that would (``n``,
+    ``tools``, ``response_format``) are checked by the route."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str = Field(description="A collection (GET /v1/models), or knowhub-agent.")
+    messages: list[CompletionMessage] = Field(
+        description="The conversation: its last user message is the question."
+    )
+    stream: bool = Field(False, description="OpenAI's Server-Sent Events (chat.completion.chunk).")
+    stream_options: dict[str, Any] | None = Field(
+        None, description='{"include_usage": true}: a last chunk with the usage.'
+    )
+    n: int | None = Field(None, description="Answers to make: 1 only.")
+    tools: list[Any] | None = Field(None, description="Not supported (see knowhub-agent).")
+    functions: list[Any] | None = Field(None, description="Not supported (see knowhub-agent).")
+    response_format: dict[str, Any] | None = Field(None, description='{"type": "text"} only.')

@@ -11,9 +11,12 @@ once, to ``ended``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from knowhub.interfaces.http.pump import CONTENT_EVENTS, EventPump
 from knowhub.interfaces.wire import failed
@@ -21,7 +24,9 @@ from knowhub.interfaces.wire import failed
 if TYPE_CHECKING:
     from knowhub.interfaces.http.service import Event, Service
 
-__all__ = ["Streamed"]
+__all__ = ["SSE_HEADERS", "PumpedResponse", "Streamed"]
+
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
 @dataclass(frozen=True)
@@ -86,3 +91,21 @@ class Streamed:
         if kind == "end":
             self.ended(payload)
         return kind, payload
+
+
+class PumpedResponse(StreamingResponse):
+    """A stream's Server-Sent Events (``body``, made from the events of ``pump``), its pump
+    closed however the response ends. A server of ASGI 2.4 raises OSError from the
+    response's start when the client has gone: the body, whose ``finally`` closes the pump,
+    then never starts, and the model would stream on for nobody, holding an answer slot (and
+    a server's stop) until it ended."""
+
+    def __init__(self, body: AsyncIterator[str], pump: EventPump) -> None:
+        super().__init__(body, media_type="text/event-stream", headers=SSE_HEADERS)
+        self.pump = pump
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.pump.close()

@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from knowhub.caller import Caller
 from knowhub.interfaces.mcp.metrics import Metrics
@@ -32,13 +32,37 @@ __all__ = ["build_http_app", "mcp_endpoint"]
 def mcp_endpoint(server: MCPServer, max_body_bytes: int) -> ASGIApp:
     """The server's streamable HTTP handler, for mounting on our own routes.
 
-    The SDK's own Host/Origin checks are off: :class:`Guard` does them for every route.
+    Stateless for every protocol revision, so that any replica answers any request: a
+    2026-07-28 request is one self-contained POST (the SDK routes it by its
+    ``MCP-Protocol-Version`` header), and an older client's ``initialize`` opens no session
+    either (no ``Mcp-Session-Id``: each POST is answered on its own, its progress on its own
+    response stream). What an older client loses is the standing GET stream, i.e. a
+    notification sent outside any request; see docs/decisions.md. The SDK's own Host/Origin
+    checks are off: :class:`Guard` does them for every route.
     """
     server.streamable_http_app(
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         max_request_body_size=max_body_bytes,
+        stateless_http=True,
     )
-    return StreamableHTTPASGIApp(server.session_manager)
+    return _NoStandingStream(StreamableHTTPASGIApp(server.session_manager))
+
+
+class _NoStandingStream:
+    """``GET`` answers 405, as the protocol has a server that offers no stream outside a
+    request answer it. The SDK's stateless transport would open an SSE response instead that
+    nothing is ever written to (no session ties a notification to it), held open by each
+    older client that asks for one (the TypeScript SDK's, the Inspector's) until it leaves."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET":
+            refused = Response(status_code=405, headers={"Allow": "POST"})
+            await refused(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 def build_http_app(

@@ -303,8 +303,9 @@ def _http_shared(
         }
 
     metrics.track_index(registry.index_sizes)
-    background = [_reaper(registry)] if options.idle_timeout_s else []
-    return _Served([data, control], routes, status, registry, background)
+    # Even when sessions never idle out: one unregistered through another replica is
+    # unloaded here by it.
+    return _Served([data, control], routes, status, registry, [_reaper(registry)])
 
 
 def _serve_http(settings: Settings, options: ServeOptions) -> None:
@@ -339,7 +340,7 @@ class _SessionGate:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         session_id = scope.get("path_params", {}).get("session_id", "")
         principal: Caller | None = scope.get(PRINCIPAL_KEY)
-        known = self.registry.exists(session_id)
+        known = await anyio.to_thread.run_sync(self.registry.exists, session_id)
         if principal is None or not principal.may_use(session_id) or not known:
             response = Response(
                 '{"error": "unknown session: register the folder on /mcp first", "status": 404}',

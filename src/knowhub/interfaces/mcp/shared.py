@@ -1,23 +1,23 @@
 """Shared mode: one process serving many folders, each a session with its own index.
 
-Sessions live in ``DATA_DIR/sessions.json`` (so they survive restarts) and each keeps its
-index in ``DATA_DIR/sessions/<id>/``. A loaded session holds an open store and a folder
-watcher; one idle past the timeout is unloaded and reloads on its next call, re-syncing
-its folder (a stat per unchanged file, nothing re-embedded).
+Sessions are registered in ``DATA_DIR/sessions.sqlite3`` (:class:`SessionStore`), which every
+replica serving the data dir reads: any replica answers any call for any session, loading
+its index (``DATA_DIR/sessions/<id>/``) on demand. A loaded session holds an open store and
+a folder watcher in this process; one idle past the timeout here is unloaded and reloads on
+its next call, re-syncing its folder (a stat per unchanged file, nothing re-embedded).
 """
 
 from __future__ import annotations
 
 import difflib
 import functools
-import json
 import logging
 import secrets
 import shutil
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,6 +28,7 @@ from knowhub.ingest.progress import Progress
 from knowhub.interfaces.index_metrics import IndexSize
 from knowhub.interfaces.mcp.kb import KnowledgeBase
 from knowhub.interfaces.mcp.metrics import Metrics
+from knowhub.interfaces.mcp.session_store import SessionRecord, SessionStore
 from knowhub.interfaces.mcp.tools.base import inside_root
 from knowhub.interfaces.mcp.watch import FolderWatcher
 from knowhub.providers.embedders.base import Embedder
@@ -38,19 +39,6 @@ if TYPE_CHECKING:  # not imported by the server's start (cold start)
 __all__ = ["SessionRecord", "SessionRegistry"]
 
 log = logging.getLogger("knowhub.mcp")
-
-
-@dataclass
-class SessionRecord:
-    session_id: str
-    path: str  # absolute
-    relative_path: str
-    description: str
-    created_at: float
-    last_access: float
-    # As of its last load or unload, so that ``list`` shows a size without loading it;
-    # None in a sessions.json written before this was kept.
-    chunks: int | None = None
 
 
 @dataclass
@@ -70,14 +58,16 @@ class SessionRegistry:
         self.root = path_root.resolve()
         self.idle_timeout_s = idle_timeout_s
         self.metrics = metrics
-        self._file = Path(settings.data_dir) / "sessions.json"
+        self._store = SessionStore(Path(settings.data_dir))
         self._lock = threading.Lock()
-        self._sessions = {r.session_id: _Session(r) for r in self._read()}
+        # The sessions this process has used: loaded, or unloaded since. The store is the
+        # truth of which exist; another replica may register or unregister any meanwhile.
+        self._sessions: dict[str, _Session] = {}
         self._embedder_app = App(settings)  # holds the one embedder every session shares
         # Called with a session's id when its documents changed (the MCP server tells the
         # session's clients).
         self.on_change: list[Callable[[str], None]] = []
-        metrics.track_sessions(lambda: len(self._sessions), self.loaded_count)
+        metrics.track_sessions(self._store.count, self.loaded_count)
 
     # -- control plane ---------------------------------------------------------
 
@@ -113,43 +103,44 @@ class SessionRegistry:
                 f"path {relative!r}: cannot use {folder} as a folder ({exc.strerror}): give a "
                 "folder (existing or new) relative to --path-root, not a file"
             ) from exc
-        with self._lock:
-            existing = next(
-                (s for s in self._sessions.values() if s.record.path == str(folder)), None
+        now = time.time()
+        record = self._store.register(
+            SessionRecord(
+                session_id=secrets.token_hex(8),
+                path=str(folder),
+                relative_path=str(folder.relative_to(self.root)),
+                description=description,
+                created_at=now,
+                last_access=now,
             )
-            if existing is None:
-                now = time.time()
-                record = SessionRecord(
-                    session_id=secrets.token_hex(8),
-                    path=str(folder),
-                    relative_path=str(folder.relative_to(self.root)),
-                    description=description,
-                    created_at=now,
-                    last_access=now,
-                )
-                existing = _Session(record)
-                self._sessions[record.session_id] = existing
-                self._write()
-            existing.record.last_access = time.time()
-        kb = self._load(existing, progress)
-        return existing.record, kb.chunks(), created
+        )
+        self._store.touch(record.session_id, now)
+        session = self._local(record)
+        session.record.last_access = now
+        kb = self._load(session, progress)
+        return session.record, kb.chunks(), created
 
     def unregister(self, session_id: str) -> SessionRecord:
-        with self._lock:
-            session = self._sessions.pop(session_id, None)
-            if session is None:
-                raise KnowhubError(self._unknown(session_id))
-            self._write()
-        self._unload(session)
-        # Its index goes too (the folder itself is kept): a new registration starts afresh.
-        shutil.rmtree(Path(self.settings.data_dir) / "sessions" / session_id, ignore_errors=True)
-        return session.record
+        record = self._store.remove(session_id)
+        if record is None:
+            raise KnowhubError(self._unknown(session_id))
+        # Another replica that has it loaded unloads it on its next call for it, or when
+        # its reaper next runs (:meth:`unload_idle`); its calls for it are refused now.
+        self._forget(session_id)
+        self._remove_index(session_id)
+        return record
 
     def sessions(self) -> list[tuple[SessionRecord, bool, int | None]]:
-        """Every session → (record, loaded, chunks: counted if loaded, else as stored)."""
-        with self._lock:
-            current = list(self._sessions.values())
-        return [(s.record, *self._counted(s)) for s in current]
+        """Every session → (record, loaded here, chunks: counted if loaded, else as stored)."""
+        rows = []
+        for record in self._store.all():
+            with self._lock:
+                session = self._sessions.get(record.session_id)
+            if session is None or session.kb is None:  # as the last unload anywhere stored
+                rows.append((record, False, record.chunks))
+            else:
+                rows.append((record, *self._counted(session)))
+        return rows
 
     def _counted(self, session: _Session) -> tuple[bool, int | None]:
         """Whether ``session`` is loaded, and its chunks (as stored when it is not)."""
@@ -175,17 +166,26 @@ class SessionRegistry:
     # -- data plane ------------------------------------------------------------
 
     def exists(self, session_id: str) -> bool:
-        return session_id in self._sessions
+        """Whether the session is registered (through any replica); one unregistered
+        through another is unloaded here now."""
+        if self._store.get(session_id) is not None:
+            return True
+        self._forget(session_id)
+        return False
 
     def acquire(self, session_id: str) -> tuple[SessionRecord, KnowledgeBase]:
         """The session's knowledge base, loading it (and syncing its folder) if unloaded,
         held until :meth:`release` so that no idle unload closes it mid-call."""
+        record = self._store.get(session_id)
+        if record is None:  # unregistered, perhaps through another replica
+            self._forget(session_id)
+            raise KnowhubError(self._unknown(session_id))
+        now = time.time()
+        self._store.touch(session_id, now)
         with self._lock:
-            session = self._sessions.get(session_id)
-            if session is None:
-                raise KnowhubError(self._unknown(session_id))
+            session = self._local_locked(record)
             session.in_use += 1
-            session.record.last_access = time.time()
+            session.record.last_access = now
         try:
             return session.record, self._load(session, None)
         except BaseException:
@@ -219,7 +219,9 @@ class SessionRegistry:
         return sum(1 for s in self._sessions.values() if s.kb is not None)
 
     def unload_idle(self) -> list[str]:
-        """Unload sessions idle longer than the timeout; return their ids."""
+        """Unload sessions idle longer than the timeout, and those unregistered through
+        another replica; return the ids of the idle ones."""
+        self._forget_unregistered()
         if self.idle_timeout_s is None:
             return []
         cutoff = time.time() - self.idle_timeout_s
@@ -230,16 +232,12 @@ class SessionRegistry:
                 if s.kb is not None and not s.in_use and s.record.last_access < cutoff
             ]
         unloaded = [s for s in idle if self._unload(s, only_idle=True)]
-        if unloaded:
-            with self._lock:
-                self._write()  # keeps last_access for the next start
         return [s.record.session_id for s in unloaded]
 
     def close(self) -> None:
         for session in list(self._sessions.values()):
             self._unload(session)
-        with self._lock:
-            self._write()
+        self._store.close()
         self._embedder_app.close()
 
     # -- internals -------------------------------------------------------------
@@ -276,6 +274,7 @@ class SessionRegistry:
             watcher.start()
             session.kb, session.watcher = kb, watcher
             record.chunks = kb.chunks()
+            self._store.set_chunks(record.session_id, record.chunks)
             return kb
 
     def _changed(self, session_id: str) -> None:
@@ -302,6 +301,7 @@ class SessionRegistry:
             if session.kb is not None:
                 try:
                     session.record.chunks = session.kb.chunks()  # for `list` while unloaded
+                    self._store.set_chunks(session.record.session_id, session.record.chunks)
                 except KnowhubError as exc:  # the store failing must not keep it open
                     log.warning(
                         "session %s: chunks not counted: %s", session.record.session_id, exc
@@ -316,25 +316,39 @@ class SessionRegistry:
     def _unknown(self, session_id: str) -> str:
         return f"unknown session {session_id!r}: register the folder first (tool 'register')"
 
-    def _read(self) -> list[SessionRecord]:
-        if not self._file.exists():
-            return []
-        try:
-            rows = json.loads(self._file.read_text(encoding="utf-8"))
-            return [SessionRecord(**row) for row in rows]
-        except (OSError, ValueError, TypeError) as exc:
-            raise KnowhubError(
-                f"{self._file} is unreadable ({exc}): fix or delete it (sessions are then "
-                "registered anew)"
-            ) from exc
+    def _local(self, record: SessionRecord) -> _Session:
+        with self._lock:
+            return self._local_locked(record)
 
-    def _write(self) -> None:
-        # Written whole to a temporary file and renamed: a crash leaves the old or new file.
-        self._file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self._file.with_suffix(".json.tmp")
-        rows = [asdict(s.record) for s in self._sessions.values()]
-        tmp.write_text(json.dumps(rows, indent=2), encoding="utf-8")
-        tmp.replace(self._file)
+    def _local_locked(self, record: SessionRecord) -> _Session:
+        """This process's handle on the stored ``record`` (under ``self._lock``)."""
+        session = self._sessions.get(record.session_id)
+        if session is None:
+            session = self._sessions[record.session_id] = _Session(replace(record))
+        return session
+
+    def _forget(self, session_id: str) -> None:
+        """Unload and drop this process's handle on a session no longer registered."""
+        with self._lock:
+            session = self._sessions.pop(session_id, None)
+        if session is not None:
+            log.info("session %s unregistered: unloading it", session_id)
+            self._unload(session)
+            # Again: a load here may have written the index after the unregistering
+            # replica removed it. (Only an id this process had from the store.)
+            self._remove_index(session_id)
+
+    def _remove_index(self, session_id: str) -> None:
+        """The session's index goes (the folder itself is kept): registering the folder
+        again starts afresh, under a new id."""
+        shutil.rmtree(Path(self.settings.data_dir) / "sessions" / session_id, ignore_errors=True)
+
+    def _forget_unregistered(self) -> None:
+        with self._lock:
+            held = list(self._sessions)
+        for session_id in held:
+            if self._store.get(session_id) is None:
+                self._forget(session_id)
 
 
 def _missing(relative: str, folder: Path, root: Path) -> str:

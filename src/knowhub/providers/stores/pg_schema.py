@@ -17,6 +17,7 @@ from typing import Any
 import psycopg
 
 from knowhub.errors import StoreError
+from knowhub.providers.stores.pg_state import STATE_TABLE
 
 __all__ = [
     "HNSW_MAX_DIM",
@@ -27,7 +28,7 @@ __all__ = [
     "migrate",
 ]
 
-PG_SCHEMA_VERSION = "2"
+PG_SCHEMA_VERSION = "3"
 # Serialises schema changes between processes opening a database at once.
 MIGRATION_LOCK = 0x6B6E6F77687562  # "knowhub"
 
@@ -113,9 +114,13 @@ _FILTER_INDEXES: tuple[str, ...] = (
     "CREATE INDEX IF NOT EXISTS documents_source ON knowhub.documents(collection_id, source)",
     "CREATE INDEX IF NOT EXISTS documents_format ON knowhub.documents(collection_id, format)",
 )
-PG_SCHEMA: tuple[str, ...] = _SCHEMA_V1 + _FILTER_INDEXES
+# Version 3: server state shared by replicas (pg_state.STATE_TABLE).
+PG_SCHEMA: tuple[str, ...] = _SCHEMA_V1 + _FILTER_INDEXES + STATE_TABLE
 # The statements that bring a database of each older version to the next one.
-_UPGRADES: dict[str, tuple[str, tuple[str, ...]]] = {"1": ("2", _FILTER_INDEXES)}
+_UPGRADES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "1": ("2", _FILTER_INDEXES),
+    "2": ("3", STATE_TABLE),
+}
 
 
 def hnsw_index(collection_id: int, dim: int) -> str:

@@ -57,6 +57,7 @@ from knowhub.providers.stores.pg_rows import (
 )
 from knowhub.providers.stores.pg_schema import HNSW_MAX_DIM, MIGRATION_LOCK, hnsw_index, migrate
 from knowhub.providers.stores.pg_search import dense_statement, lexical_statement
+from knowhub.providers.stores.pg_state import PgState
 
 __all__ = ["EXACT_SEARCH_MAX_CHUNKS", "PostgresStore", "create", "display_url"]
 
@@ -115,6 +116,9 @@ class PostgresStore:
             if not self._closed:
                 self._closed = True
                 self._pool.close()
+
+    def server_state(self) -> PgState:
+        return PgState(self._conn, self._transaction)
 
     # -- connections and schema ----------------------------------------------------
 

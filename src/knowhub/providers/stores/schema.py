@@ -78,10 +78,21 @@ ADDITIONS: tuple[str, ...] = (
     # (derived/changes.py): read from the index alone, not from the rows' text and vectors
     # (0.38 s at 100k chunks, 0.2 s with this index and ~0.1 s with the one-call digest).
     "CREATE INDEX IF NOT EXISTS chunks_fingerprint ON chunks(collection_id, document_id, chunk_id)",
+    # Server state shared by the processes serving this store (sqlite_state.py).
+    """CREATE TABLE IF NOT EXISTS server_state(
+        kind TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        touched INTEGER NOT NULL,
+        expires REAL NOT NULL,
+        PRIMARY KEY(kind, owner, key)) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS server_state_touched ON server_state(kind, touched)",
 )
 # What the store looks for to know whether any addition is missing (all of them, once
 # made, are there for good).
-ADDED_NAMES = ("faq", "changes", "chunks_fingerprint")
+ADDED_NAMES = ("faq", "changes", "chunks_fingerprint", "server_state", "server_state_touched")
 
 
 def fts_table(collection_id: int) -> str:

@@ -65,6 +65,7 @@ from knowhub.providers.stores.sqlite_rows import (
     record_of,
     vector_of,
 )
+from knowhub.providers.stores.sqlite_state import SQLiteState
 
 __all__ = ["DB_NAME", "SQLiteStore", "create"]
 
@@ -101,6 +102,9 @@ class SQLiteStore:
 
     def close(self) -> None:
         self._connections.close()
+
+    def server_state(self) -> SQLiteState:
+        return SQLiteState(self.transaction, self._connections.get)
 
     # -- schema and transactions -------------------------------------------------
 

@@ -4,19 +4,22 @@ move each file through ``queued → reading → embedding → indexed → done |
 
 Ingest reports chunks encoded for the whole run, not per file, so a file in ``embedding``
 shows the run's encoded share; every file's final state and failure reason come from the
-run's :class:`~knowhub.ingest.pipeline.IngestReport`. Jobs are kept in memory (the last
-:data:`KEPT` of them) and shown only to the token that started them: its
-:class:`~knowhub.interfaces.security.Caller` object itself, not its name (two tokens may
-share a name). The token book makes one principal per token, and a console session stands
-for that same object, so a token's header and its browser's session see one job, and no
-other token does. Past :data:`MAX_PENDING` jobs an upload is refused with 503 and
-``Retry-After`` (:class:`~knowhub.interfaces.http.limits.ServerBusyError`).
+run's :class:`~knowhub.ingest.pipeline.IngestReport`. A job runs in the process that
+received its files (they are on its disk), which keeps it in memory (the last :data:`KEPT`)
+and shows it only to the token that started it: its :class:`~knowhub.interfaces.security.
+Caller` object itself, not its name (two tokens may share a name). The token book makes one
+principal per token, and a console session stands for that same object, so a token's header
+and its browser's session see one job, and no other token does. Its record in the store
+(:mod:`.job_records`) tells other replicas how it stands, under the starter's token (its
+:attr:`~knowhub.caller.Caller.token_id`). Past :data:`MAX_PENDING` jobs (in this process) an
+upload is refused with 503 and ``Retry-After``
+(:class:`~knowhub.interfaces.http.limits.ServerBusyError`).
 
 A job is also queued on disk (:class:`~knowhub.ingest.uploads.Queue`) before the upload is
 answered, and its record deleted only once its ingest has ended: a server stopped or killed
 meanwhile resumes it at its next start (:meth:`JobBook.resume`), and a job that a stop cuts
-short keeps its files and its record rather than failing them. A failure's reason names each
-file as it was sent, never by the server's path.
+short keeps its files and its record rather than failing them (its view says so). A
+failure's reason names each file as it was sent, never by the server's path.
 """
 
 from __future__ import annotations
@@ -38,8 +41,10 @@ from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import IngestProgress, Progress
 from knowhub.ingest.report import count_by_type, types_text
 from knowhub.ingest.uploads import Held, Queue, QueuedFile, QueuedUpload, uploads_folder
+from knowhub.interfaces.http.console.job_records import INTERRUPTED, JobRecords
 from knowhub.interfaces.http.console.uploads import Received, as_sent, storage_error
 from knowhub.interfaces.http.limits import ServerBusyError
+from knowhub.providers.stores.state import MemoryState, ServerState
 from knowhub.scope import UNRESTRICTED, Scope
 
 __all__ = [
@@ -103,6 +108,9 @@ class Job:
     # The collection's uploads folder: no file elsewhere is ever deleted (None: a book with
     # no queue on disk, whose files are only those the receiver stored).
     folder: Path | None = field(default=None, repr=False)
+    # Writes the job's record for other replicas (None: nothing to tell them).
+    publish: Callable[[Job], None] | None = field(default=None, repr=False)
+    _told: tuple[float, tuple[str, ...]] = field(default=(0.0, ()), repr=False)
 
     def view(self) -> dict[str, Any]:
         """What ``GET /ui/upload/{job}`` answers."""
@@ -166,8 +174,21 @@ class Job:
                 self.held.done()
             else:  # cut short by a stop: the next start resumes it
                 self.held.release()
+        if not settled:
+            self.error = INTERRUPTED
         self.finished = True
+        self._tell(force=True)
         self.done.set()
+
+    def _tell(self, force: bool = False) -> None:
+        """Publish the job's view when a file changed state, else at most once a second."""
+        states, now = tuple(f.state for f in self.files), time.monotonic()
+        if self.publish is None or not (
+            force or states != self._told[1] or now - self._told[0] >= 1
+        ):
+            return
+        self._told = (now, states)
+        self.publish(self)
 
     def _delete(self, path: Path) -> None:
         """Delete a stored file that failed, if it is a file of this job's uploads folder."""
@@ -192,6 +213,7 @@ class Job:
         for f in self.files:
             if f.state == "embedding":  # never back below what its scan's pages moved it
                 f.fraction = max(f.fraction, round(0.1 + 0.85 * share, 3))
+        self._tell()
 
     @staticmethod
     def _read_page(f: FileState, page: int, pages: int) -> None:
@@ -232,11 +254,13 @@ class Job:
 
 
 class JobBook:
-    """The server's recent upload jobs, by id (the oldest forgotten past :data:`KEPT`), and
-    their queue on disk (none in tests of the jobs alone)."""
+    """The server's recent upload jobs, by id (the oldest forgotten past :data:`KEPT`),
+    their queue on disk (none in tests of the jobs alone) and their records in ``state``
+    (the store's, for other replicas: :mod:`.job_records`; none: this process's memory)."""
 
-    def __init__(self, queue: Queue | None = None) -> None:
+    def __init__(self, queue: Queue | None = None, state: ServerState | None = None) -> None:
         self.queue = queue
+        self.records = JobRecords(state if state is not None else MemoryState(), KEPT)
         self.stopping = threading.Event()
         self._jobs: OrderedDict[str, Job] = OrderedDict()
         self._lock = threading.Lock()
@@ -280,6 +304,7 @@ class JobBook:
         if not files:  # every file was refused: nothing to ingest
             job.finished = True
             job.done.set()
+            self.records.started(job, _owner(owner))
             return job
         try:
             job.held = self._queued(job, dict(tags or {}), scope)
@@ -337,11 +362,18 @@ class JobBook:
         self.stopping.set()
 
     def get(self, job_id: str, owner: Caller) -> Job | None:
-        """The job, if it exists and ``owner`` started it (else None: one answer for both)."""
+        """The job, if it runs here and ``owner`` started it (else None: one answer for
+        both)."""
         with self._lock:
             job = self._jobs.get(job_id)
         # ``is``, not ``==``: principals are values, and two tokens' may be equal field by field.
         return job if job is not None and job.owner is owner else None
+
+    def view(self, job_id: str, owner: Caller) -> dict[str, Any] | None:
+        """How ``owner``'s job stands: from this process if it runs here, else from its
+        record (another replica's job); None when there is none such for ``owner``."""
+        job = self.get(job_id, owner)
+        return job.view() if job is not None else self.records.view(job_id, _owner(owner))
 
     def _add(self, job: Job) -> None:
         self._jobs[job.id] = job
@@ -363,6 +395,10 @@ class JobBook:
         return self.queue.add(QueuedUpload(job.id, job.collection, tags, files, 1, scope))
 
     def _run(self, job: Job, ingest: Ingest) -> None:
+        owner = _owner(job.owner)
+        job.publish = lambda j: self.records.publish(j, owner)
+        self.records.started(job, owner)
+        self.records.keep_alive(self._running, self.stopping)
         run = threading.Thread(
             target=job.run,
             args=(ingest, self.turn, self.stopping),
@@ -370,6 +406,18 @@ class JobBook:
             daemon=True,
         )
         run.start()
+
+    def _running(self) -> list[tuple[Job, str]]:
+        """The jobs running here, with their records' owners (for their leases)."""
+        with self._lock:
+            jobs = [j for j in self._jobs.values() if not j.finished]
+        return [(j, _owner(j.owner)) for j in jobs]
+
+
+def _owner(caller: Caller) -> str:
+    """Whose a job's record is: its token's (the open console's caller has none, and is
+    everyone); nobody's ("") for a resumed job."""
+    return "" if caller is _NOBODY else caller.token_id or f"local:{caller.name}"
 
 
 def _forget(job: Job) -> None:

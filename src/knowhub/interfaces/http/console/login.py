@@ -6,6 +6,7 @@ limit per client address.
 
 from __future__ import annotations
 
+import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
@@ -54,14 +55,15 @@ async def login(request: Request, tokens: TokensDep) -> Response:
     if found is None:
         return _refused(request, target, 401, WRONG_TOKEN)
     response = RedirectResponse(target, 303)
-    remember_login(response, tokens.sessions.open(found), request)
+    # The store's write in a worker thread, as every sign-in's read (security.Guard).
+    remember_login(response, await anyio.to_thread.run_sync(tokens.sessions.open, found), request)
     return response
 
 
 @router.post("/logout")
 async def logout(request: Request, tokens: TokensDep) -> Response:
     check_same_origin(request)
-    tokens.sessions.close(request.cookies.get(CONSOLE_LOGIN.cookie))
+    await anyio.to_thread.run_sync(tokens.sessions.close, request.cookies.get(CONSOLE_LOGIN.cookie))
     response = RedirectResponse("/ui/login", 303)
     clear_login(response)
     return response

@@ -133,10 +133,10 @@ async def upload_job(
     request: Request, job_id: str, principal: Annotated[Caller, writer("upload documents")]
 ) -> Response:
     """A job's files and their states (JSON, polled by static/upload.js)."""
-    job = jobs_of(request).get(job_id, principal)
-    if job is None:
+    view = jobs_of(request).view(job_id, principal)
+    if view is None:
         raise NotFoundError(f"no upload job {job_id!r}: it ended long ago, or is not yours")
-    return JSONResponse(job.view(), headers={"Cache-Control": "no-store"})
+    return JSONResponse(view, headers={"Cache-Control": "no-store"})
 
 
 @router.post("/documents/{doc_hash}/delete")
