@@ -382,50 +382,51 @@ async def test_the_documented_examples_run(tmp_path: Path) -> None:
     assert "How long are backups kept?" in seen["prompt"].messages[0].content.text
 
 
-@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
-async def test_over_http_a_changed_folder_is_announced(tmp_path: Path, mode: str) -> None:
-    """``serve mcp --transport http``: a handshake-era client is told on its session's
-    stream, a 2026-07-28 client on its ``subscriptions/listen`` stream."""
+async def test_over_http_a_listening_client_is_told_of_a_changed_folder(tmp_path: Path) -> None:
+    """``serve mcp --transport http`` (stateless): a 2026-07-28 client hears of a change on
+    its ``subscriptions/listen`` stream."""
     _corpus(tmp_path)
     args = ("--docs", str(tmp_path / "docs"))
     with http_server(*args, cwd=tmp_path, data_dir=tmp_path / "data", env=SMALL_CHUNKS) as srv:
-        messages: list[IncomingMessage] = []
-
-        async def keep(message: IncomingMessage) -> None:
-            messages.append(message)
-
         async with srv.client() as first:
             await _indexed(first, 1 + len(NOTES))
         async with (
             httpx.AsyncClient(timeout=WAIT_S) as http,
             Client(
-                streamable_http_client(srv.url + "/mcp", http_client=http),
-                message_handler=keep,
-                mode=mode,  # type: ignore[arg-type]
+                streamable_http_client(srv.url + "/mcp", http_client=http), mode="2026-07-28"
             ) as client,
         ):
-            if mode == "legacy":  # a pinned 2026-07-28 client asks no server/discover
-                assert "default: 3 documents" in (client.instructions or "")
+            async with client.listen(resources_list_changed=True) as events:
                 write(tmp_path / "docs" / "oncall.md", "# On-call\n\nMondays.\n")
-
-                async def told() -> bool:
-                    return any(isinstance(m, ResourceListChangedNotification) for m in messages)
-
-                await eventually(told)
-            else:
-                async with client.listen(resources_list_changed=True) as events:
-                    write(tmp_path / "docs" / "oncall.md", "# On-call\n\nMondays.\n")
-                    with anyio.fail_after(WAIT_S):
-                        assert isinstance(await events.__anext__(), ResourcesListChanged)
+                with anyio.fail_after(WAIT_S):
+                    assert isinstance(await events.__anext__(), ResourcesListChanged)
             names = [Path(r.name).name for r in (await client.list_resources()).resources]
             assert "oncall.md" in names
 
 
-async def test_shared_mode_tells_a_sessions_clients_of_its_changes_only(tmp_path: Path) -> None:
-    """``serve mcp --mode shared``: a change in session a's folder is told to a's
-    (handshake-era) clients, not to b's; each session lists its own documents."""
+async def test_over_http_an_older_client_gets_resources_and_instructions(tmp_path: Path) -> None:
+    """A handshake-era client over HTTP reads the resources and gets the instructions, and
+    is not promised list changes: a stateless transport has no stream to tell it on."""
+    _corpus(tmp_path)
+    args = ("--docs", str(tmp_path / "docs"))
+    with http_server(*args, cwd=tmp_path, data_dir=tmp_path / "data", env=SMALL_CHUNKS) as srv:
+        async with srv.client() as first:
+            await _indexed(first, 1 + len(NOTES))
+        async with _legacy(srv.url + "/mcp", []) as client:
+            assert "default: 3 documents" in (client.instructions or "")
+            capabilities = client.server_capabilities.resources
+            assert capabilities is not None and not capabilities.list_changed
+            uri = _uri((await client.list_resources()).resources, "backups.md")
+            (text,) = (await client.read_resource(uri)).contents
+            assert "six hours" in text.text  # type: ignore[union-attr]
+
+
+async def test_shared_mode_sessions_serve_their_own_documents(tmp_path: Path) -> None:
+    """``serve mcp --mode shared``: each session lists and reads its own folder's
+    documents, and its instructions describe them."""
     for name in ("a", "b"):
         write(tmp_path / "root" / name / "note.md", f"# Note {name}\n\nFolder {name}.\n")
+    write(tmp_path / "root" / "b" / "more.md", "# More\n\nAnother note.\n")
     args = ("--mode", "shared", "--path-root", str(tmp_path / "root"))
     with http_server(*args, cwd=tmp_path, data_dir=tmp_path / "data") as srv:
         ids = {}
@@ -433,28 +434,14 @@ async def test_shared_mode_tells_a_sessions_clients_of_its_changes_only(tmp_path
             for name in ("a", "b"):
                 made = await call(control, "register", path=name)
                 ids[name] = made["session_id"]
-        told: dict[str, list[IncomingMessage]] = {"a": [], "b": []}
-        async with (
-            _legacy(srv.url + f"/mcp/{ids['a']}", told["a"]) as a,
-            _legacy(srv.url + f"/mcp/{ids['b']}", told["b"]) as b,
-        ):
-            assert "default: 1 document" in (a.instructions or "")
-            for client, name in ((a, "a"), (b, "b")):  # each session's own, told from now on
+        for name, count in (("a", 1), ("b", 2)):
+            async with srv.client(f"/mcp/{ids[name]}") as client:
+                assert f"default: {count} document" in (client.instructions or "")
                 listed = (await client.list_resources()).resources
-                assert [Path(r.name).name for r in listed] == ["note.md"], listed
-                assert (
-                    f"Folder {name}" in (await client.read_resource(listed[0].uri)).contents[0].text
-                )  # type: ignore[union-attr]
-            write(tmp_path / "root" / "a" / "more.md", "# More\n\nAnother note.\n")
-
-            async def changed() -> bool:
-                return any(isinstance(m, ResourceListChangedNotification) for m in told["a"])
-
-            await eventually(changed)
-            assert len((await a.list_resources()).resources) == 2
-            # b was told nothing (its stream took a's notification by now, had one been sent).
-            assert not any(isinstance(m, ResourceListChangedNotification) for m in told["b"])
-            assert len((await b.list_resources()).resources) == 1
+                assert len(listed) == count
+                uri = _uri(listed, "note.md")
+                (text,) = (await client.read_resource(uri)).contents
+                assert f"Folder {name}" in text.text  # type: ignore[union-attr]
 
 
 @asynccontextmanager

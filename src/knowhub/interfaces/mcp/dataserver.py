@@ -11,12 +11,15 @@ by a server middleware (the SDK passes every request, ``initialize`` and
 ``server/discover`` included, through its middleware; ``MCPServer`` has one static
 ``instructions`` string).
 
-When the served documents change (an ingest of the served folder or a session's,
-``KnowledgeBase.on_change``), :meth:`DataServer.documents_changed` tells the clients:
-``notifications/resources/list_changed`` on each connection of a handshake-era client
-(stdio, or an HTTP session's standing stream; in shared mode those on the session that
-changed), and in local mode a ``ResourcesListChanged`` event on the subscription bus for
-``subscriptions/listen`` (protocol 2026-07-28).
+When local mode's documents change (an ingest of the served folder: the watcher's, the
+``ingest`` tool's; ``KnowledgeBase.on_change``), :meth:`DataServer.documents_changed` tells
+the clients: a ``ResourcesListChanged`` event on the subscription bus for the 2026-07-28
+clients listening (``subscriptions/listen``), and ``notifications/resources/list_changed``
+to a handshake-era client on stdio. Over HTTP an older client cannot be told: the transport
+is stateless (no session, no standing stream: knowhub.interfaces.mcp.http), so its
+``initialize`` does not announce ``resources.listChanged``. Shared mode's data server,
+HTTP-only, tells no one: one bus serves every session, and would tell each session's
+listeners of another's changes.
 """
 
 from __future__ import annotations
@@ -56,7 +59,6 @@ __all__ = ["DataServer"]
 log = logging.getLogger("knowhub.mcp")
 
 T = TypeVar("T")
-MAX_CONNECTIONS = 1000  # handshake-era connections told of changes; the oldest give way
 
 
 class DataServer(ToolServer):
@@ -66,8 +68,7 @@ class DataServer(ToolServer):
         self._bus = InMemorySubscriptionBus()
         super().__init__(*args, instructions=guide.FALLBACK, subscriptions=self._bus, **kwargs)
         self._resolve = resolve
-        # Handshake-era connections (and their shared-mode session), to tell of changes.
-        self._sessions: dict[str, tuple[ServerSession, str]] = {}
+        self._stdio: ServerSession | None = None  # the stdio client, to tell of changes
         self._loop: anyio.lowlevel.EventLoopToken | None = None
         self._instructions_of = guide.Instructions()
         self._lowlevel_server.middleware.append(self._guide)
@@ -121,8 +122,6 @@ class DataServer(ToolServer):
         self._remember(ctx)
         if ctx.method in ("initialize", "server/discover") and isinstance(result, dict):
             result = {**result, "instructions": await self._instructions(ctx)}
-            if ctx.method == "initialize":
-                result["capabilities"] = _announcing_changes(result.get("capabilities"))
         return result
 
     async def _instructions(self, ctx: ServerRequestContext[Any]) -> str:
@@ -133,46 +132,28 @@ class DataServer(ToolServer):
             return guide.FALLBACK
 
     def _remember(self, ctx: ServerRequestContext[Any]) -> None:
-        """Keep a handshake-era connection (stdio; an HTTP session, by its id) and the shared
-        mode session it is on, to tell it of changes."""
+        """Keep a stdio client's connection, to tell it of changes. Over HTTP there is none
+        to keep: the transport is stateless (an older client has no standing stream; a
+        2026-07-28 one listens through the bus)."""
         self._loop = anyio.lowlevel.current_token()
-        request = ctx.request
-        headers = getattr(request, "headers", None)
-        key = headers.get("mcp-session-id") if headers is not None else "stdio"
-        if key and key not in self._sessions:
-            if len(self._sessions) >= MAX_CONNECTIONS:
-                self._sessions.pop(next(iter(self._sessions)))
-            path = getattr(request, "path_params", None) or {}
-            self._sessions[key] = (ctx.session, str(path.get("session_id", "")))
+        if ctx.request is None:
+            self._stdio = ctx.session
 
-    def documents_changed(self, session_id: str = "") -> None:
+    def documents_changed(self) -> None:
         """Tell the clients that the documents changed (from any thread; a server that has
-        not served a request yet has no one to tell). ``session_id``: shared mode's session
-        whose documents changed; only its clients are told, and only those of the
-        handshake era: the subscription bus is one for all sessions, and would tell every
-        session's listeners of another's changes."""
+        not served a request yet has no one to tell)."""
         if self._loop is None:
             return
         try:
-            anyio.from_thread.run(self._tell, session_id, token=self._loop)
+            anyio.from_thread.run(self._tell, token=self._loop)
         except RuntimeError as exc:  # the server stopped meanwhile
             log.debug("documents changed after the server stopped: %s", exc)
 
-    async def _tell(self, session_id: str) -> None:
-        if not session_id:
-            await self._bus.publish(ResourcesListChanged())
-        for key, (session, on) in list(self._sessions.items()):
-            if on != session_id:
-                continue
+    async def _tell(self) -> None:
+        await self._bus.publish(ResourcesListChanged())
+        if self._stdio is not None:  # a 2026-07-28 one drops it: it heard through the bus
             try:
-                await session.send_resource_list_changed()
+                await self._stdio.send_resource_list_changed()
             except Exception as exc:  # the client left: no one to tell there any more
-                log.debug("not told of the change (%s): %s", key, exc)
-                self._sessions.pop(key, None)
-
-
-def _announcing_changes(capabilities: Any) -> Any:
-    """``initialize``'s capabilities, saying the resource list may change (it is told)."""
-    if not isinstance(capabilities, dict) or not isinstance(capabilities.get("resources"), dict):
-        return capabilities
-    return {**capabilities, "resources": {**capabilities["resources"], "listChanged": True}}
+                log.debug("not told of the change: %s", exc)
+                self._stdio = None

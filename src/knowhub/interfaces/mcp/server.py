@@ -126,7 +126,6 @@ def build_shared(
 
     data = _data_server(resolve, metrics)
     data.add_groups(*_data_tools(resolve, settings, metrics, options.read_only, drain))
-    registry.on_change.append(data.documents_changed)
     control = ToolServer(
         "knowhub-control", instructions=CONTROL, version=version("knowhub"), metrics=metrics
     )

@@ -10,13 +10,11 @@ its next call, re-syncing its folder (a stat per unchanged file, nothing re-embe
 from __future__ import annotations
 
 import difflib
-import functools
 import logging
 import secrets
 import shutil
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -64,9 +62,6 @@ class SessionRegistry:
         # truth of which exist; another replica may register or unregister any meanwhile.
         self._sessions: dict[str, _Session] = {}
         self._embedder_app = App(settings)  # holds the one embedder every session shares
-        # Called with a session's id when its documents changed (the MCP server tells the
-        # session's clients).
-        self.on_change: list[Callable[[str], None]] = []
         metrics.track_sessions(self._store.count, self.loaded_count)
 
     # -- control plane ---------------------------------------------------------
@@ -256,7 +251,6 @@ class SessionRegistry:
             data_dir = Path(self.settings.data_dir) / "sessions" / record.session_id
             settings = self.settings.model_copy(update={"data_dir": data_dir})
             kb = KnowledgeBase(settings, folder, self._shared_embedder())
-            kb.on_change.append(functools.partial(self._changed, record.session_id))
             report = kb.ingest([folder], kb.collection, prune=True, progress=progress)
             self.metrics.record_ingest(report)
             log.info(
@@ -276,10 +270,6 @@ class SessionRegistry:
             record.chunks = kb.chunks()
             self._store.set_chunks(record.session_id, record.chunks)
             return kb
-
-    def _changed(self, session_id: str) -> None:
-        for tell in self.on_change:
-            tell(session_id)
 
     def _resync(self, session: _Session) -> None:
         kb = session.kb
