@@ -23,7 +23,7 @@ from mcp_types import BlobResourceContents, ResourceListChangedNotification, Tex
 
 from tests.helpers import ROOT, WAIT_S, fast_settings, write
 from tests.mcp_helpers import eventually, http_server, stdio_params, text_of
-from tests.mcp_stdio_helpers import call, fails
+from tests.mcp_stdio_helpers import call, fails, serve
 
 pytestmark = pytest.mark.anyio
 
@@ -77,15 +77,9 @@ async def _served(
         if messages is not None:
             messages.append(message)
 
-    params = stdio_params(
-        "--data-dir", str(root / "data"), "serve", "mcp", "--docs", str(root / "docs"),
-        cwd=root, env=SMALL_CHUNKS,
-    )  # fmt: skip
-    with (root / "stderr.log").open("a", encoding="utf-8") as errlog:
-        transport = stdio_client(params, errlog=errlog)
-        async with Client(transport, message_handler=keep, mode=mode) as client:
-            await _indexed(client, count)
-            yield client
+    async with serve(root, env=SMALL_CHUNKS, message_handler=keep, mode=mode) as client:
+        await _indexed(client, count)
+        yield client
 
 
 async def _indexed(client: Client, count: int) -> None:
