@@ -167,6 +167,7 @@ DATA_TOOLS = (
     "list_collections",
     "get_document_summary",
     "get_content",
+    "read_document",
     "ask",
     "ingest",
 )

@@ -80,8 +80,10 @@ async def serve(
     stderr: str = "stderr.log",
     env: dict[str, str] | None = None,
     docs: str = "docs",
+    **client: Any,
 ) -> AsyncIterator[Client]:
-    """A stdio client of ``knowhub serve mcp --docs ROOT/DOCS EXTRA``; stderr to a file."""
+    """A stdio client of ``knowhub serve mcp --docs ROOT/DOCS EXTRA``; stderr to a file;
+    ``client``: the SDK client's options (``mode``, ``message_handler``)."""
     params = stdio_params(
         "--data-dir",
         str(root / "data"),
@@ -94,8 +96,8 @@ async def serve(
         env=env,
     )
     with (root / stderr).open("a", encoding="utf-8") as errlog:
-        async with Client(stdio_client(params, errlog=errlog)) as client:
-            yield client
+        async with Client(stdio_client(params, errlog=errlog), **client) as connected:
+            yield connected
 
 
 async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client
+from mcp import Client, MCPError
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult
 
@@ -163,6 +163,17 @@ async def _summary(door: McpDoor) -> None:
     expect(result.is_error, f"kb holds no such document: {text_of(result)[:400]}")
 
 
+async def _read_document(door: McpDoor) -> None:
+    """A chunk of ``private`` reads as no chunk; its document, asked in ``private``, is
+    refused, and in ``kb`` is not there."""
+    result = await _quiet(door, "read_document", chunk_id=door.ids["private_chunk"])
+    expect(result.is_error and "no chunk" in text_of(result), text_of(result)[:400])
+    document = door.ids["private_doc"]
+    await _refused(door, KB_ONLY, "read_document", REFUSED, document=document, collection="private")
+    result = await _quiet(door, "read_document", document=document)  # kb's
+    expect(result.is_error, f"kb holds no such document: {text_of(result)[:400]}")
+
+
 async def _mcp_state(door: McpDoor) -> list[Any]:
     """What an ingest would change, read as ``full``: the collections' sizes, and whether
     the reader's probe tag (``probe=reader``) got onto ``kb``'s documents."""
@@ -194,6 +205,7 @@ DATA_TOOL_PROBES: dict[str, McpProbe] = {
     "list_collections": _list_collections,
     "get_document_summary": _summary,
     "get_content": _get_content,
+    "read_document": _read_document,
     "ask": lambda d: _refused(
         d, KB_ONLY, "ask", REFUSED, question="When does the merger close?", collection="private"
     ),
@@ -396,4 +408,69 @@ def test_mcp_health_and_metrics_tell_nothing_of_private(
                 failures[where] = f"{response.status_code}: {response.text[:300]}"
             elif SECRET in response.text or PRIVATE_NAME.search(response.text):
                 failures[where] = f"names 'private': {around(response.text, 'private')}"
+    assert not failures, "\n".join(f"{where}: {why}" for where, why in failures.items())
+
+
+# -- besides the tools: resources, prompts and instructions --------------------------------
+
+
+async def _private_uri(door: McpDoor) -> str:
+    """The URI of a private document, as ``full`` lists it."""
+    async with door.server.client(door.path, FULL) as client:
+        listed = (await client.list_resources()).resources
+    found = [str(r.uri) for r in listed if SECRET in r.name]
+    assert found, [r.name for r in listed]
+    return found[0]
+
+
+async def _resource_leaks(door: McpDoor) -> dict[str, str]:
+    """What ``kbonly`` learns of ``private`` from the instructions, the resource list and
+    templates, the prompts, and reading a private document's URI (whole, or a chunk)."""
+    uri = await _private_uri(door)
+    seen: dict[str, str] = {}
+    async with door.server.client(door.path, KB_ONLY) as client:
+        seen["instructions"] = client.instructions or ""
+        # Without the SDK's envelope: its cache_scope is "private" (to this caller).
+        listed = (await client.list_resources()).resources
+        seen["resources/list"] = json.dumps([r.model_dump(mode="json") for r in listed])
+        templates = (await client.list_resource_templates()).resource_templates
+        seen["resources/templates/list"] = json.dumps([t.model_dump() for t in templates])
+        prompts = (await client.list_prompts()).prompts
+        seen["prompts/list"] = json.dumps([p.model_dump() for p in prompts])
+        for asked in (uri, f"{uri}/chunks/0"):
+            try:
+                read = await client.read_resource(asked)
+                seen[f"read {asked}"] = f"NOT REFUSED {read.contents}"
+            except MCPError as exc:
+                seen[f"read {asked}"] = str(exc)
+        failures = await _kb_readable(client, [str(r.uri) for r in listed])
+    failures |= {
+        where: f"{around(text, SECRET)} {around(text, 'private')}"
+        for where, text in seen.items()
+        if SECRET in text or PRIVATE_NAME.search(text) or text.startswith("NOT REFUSED")
+    }
+    if "- kb: " not in seen["instructions"]:
+        failures["instructions"] = f"kb is not described: {seen['instructions'][:300]}"
+    return failures
+
+
+async def _kb_readable(client: Client, uris: list[str]) -> dict[str, str]:
+    """``kbonly`` lists ``kb``'s documents, and reads them."""
+    if not uris or not all(uri.startswith("knowhub://kb/") for uri in uris):
+        return {"resources/list": f"not kb's documents alone: {uris}"}
+    contents = (await client.read_resource(uris[0])).contents
+    text = getattr(contents[0], "text", "") if contents else ""
+    return {} if "Backups" in text else {f"read {uris[0]}": f"not kb's note: {contents}"}
+
+
+def test_mcp_resources_and_instructions_tell_nothing_of_private(
+    mcp_local: McpDoor, mcp_shared: tuple[McpDoor, McpDoor]
+) -> None:
+    """A token limited to ``kb`` lists only ``kb``'s documents as resources, cannot read a
+    private one (the error names nothing of it), and its instructions describe ``kb``
+    alone; in local mode and in a shared session."""
+    failures = {}
+    for door in (mcp_local, mcp_shared[1]):
+        for where, why in anyio.run(_resource_leaks, door).items():
+            failures[f"{door.path} {where}"] = why
     assert not failures, "\n".join(f"{where}: {why}" for where, why in failures.items())

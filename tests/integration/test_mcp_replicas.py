@@ -78,12 +78,29 @@ async def listens_for_list_changes(client: Client) -> None:
         assert subscription.honored is not None
 
 
-# A hook for what other parts of issue 39 add (reading a resource, reading around a hit):
-# append a step here and every test below runs it through both replicas.
+async def reads_a_resource(client: Client) -> None:
+    listed = (await client.list_resources()).resources
+    (uri,) = [str(r.uri) for r in listed if r.name.endswith("zebra.md")]
+    contents = (await client.read_resource(uri)).contents
+    assert "savanna" in getattr(contents[0], "text", ""), contents
+
+
+async def reads_around_a_hit(client: Client) -> None:
+    found = await client.call_tool("query_knowledge_hub", {"query": "zebra savanna herds"})
+    assert found.structured_content is not None, text_of(found)
+    hit = found.structured_content["hits"][0]
+    around = await client.call_tool("read_document", {"chunk_id": hit["chunk_id"], "after": 2})
+    assert not around.is_error and "savanna" in text_of(around), text_of(around)
+
+
+# A hook for what other parts of issue 39 add: append a step here and every test below runs
+# it through both replicas.
 ALTERNATING_STEPS: list[Step] = [
     lists_the_tools,
     searches_with_progress,
     a_bad_argument_is_a_tool_error,
+    reads_a_resource,
+    reads_around_a_hit,
 ]
 
 

@@ -21,7 +21,7 @@ import pytest
 from mcp import Client
 
 from tests.helpers import WAIT_S, cli_env, spawned, write
-from tests.mcp_helpers import eventually, local_tools, wait_until
+from tests.mcp_helpers import DATA_TOOLS, eventually, local_tools, wait_until
 from tests.mcp_stdio_helpers import (
     CORPUS,
     QUESTIONS,
@@ -438,7 +438,7 @@ def _talk_raw(process: subprocess.Popen[str]) -> tuple[list[str], list[str]]:
             }
         )
         tools = answer(2)["result"]["tools"]
-        assert len(tools) == 7
+        assert [tool["name"] for tool in tools] == list(DATA_TOOLS)
         called = answer(3)["result"]
         assert called.get("isError") is not True
         assert called["structuredContent"]["hits"][0]["source"] == "backups.md"

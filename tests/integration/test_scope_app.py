@@ -7,10 +7,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mcp import MCPError
 
 from knowhub import App, build_app
 from knowhub.answer.events import End
 from knowhub.errors import AuthError, IngestError
+from knowhub.interfaces.mcp import resources
 from knowhub.scope import record_scope
 from knowhub.testing.scope_matrix import (
     MATRIX,
@@ -135,3 +137,26 @@ def test_front_matter_never_sets_a_scope(app: App, tmp_path: Path) -> None:
     app.collection("c").ingest([doc])
     [hit] = app.collection("c").search("words").hits
     assert (hit.metadata["visibility"], "tenant" in hit.metadata) == ("internal", False)
+
+
+@pytest.mark.parametrize("name", SCOPES)
+def test_mcp_resources_list_and_read_only_what_the_scope_sees(matrix_app: App, name: str) -> None:
+    """Documents as MCP resources: listed exactly as the scope sees them, read alike; a
+    hidden one's URI reads as one that does not exist (whole, or a chunk)."""
+    scoped = matrix_app.scoped(SCOPES[name])
+    listed = resources.listed(scoped, None).resources
+    assert markers_in(r.name for r in listed) == visible(SCOPES[name])
+    for resource in listed:
+        (text, *_) = resources.read(scoped, str(resource.uri))
+        assert markers_in([text.text]) <= visible(SCOPES[name])  # type: ignore[union-attr]
+    hidden = [
+        str(r.uri)
+        for r in resources.listed(matrix_app, None).resources
+        if not markers_in([r.name]) <= visible(SCOPES[name])
+    ]
+    assert hidden or SCOPES[name].unrestricted
+    for uri in hidden:
+        with pytest.raises(MCPError, match="no document with id"):
+            resources.read(scoped, uri)
+        with pytest.raises(MCPError, match="no document with id"):
+            resources.read(scoped, f"{uri}/chunks/0")

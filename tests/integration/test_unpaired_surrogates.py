@@ -147,6 +147,8 @@ async def test_mcp_tools_refuse_a_surrogate_in_any_argument(tmp_path: Path) -> N
         (query, {"query": S}, INVALID + refusal("query")),
         ("search_docs", {"query": "ab" + S}, INVALID + refusal("query", 2)),
         ("get_content", {"chunk_id": S}, INVALID + refusal("chunk_id")),
+        ("read_document", {"document": S}, INVALID + refusal("document")),
+        ("read_document", {"document": "ops.md", "collection": S}, refusal("collection")),
         ("get_document_summary", {"source_hash": S * 8}, INVALID + refusal("source_hash")),
         ("ingest", {"path": S}, INVALID + refusal("path")),
     ]

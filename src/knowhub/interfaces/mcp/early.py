@@ -188,7 +188,11 @@ class Wire:
                 ):  # after the replayed notifications
                     self._checking = True
                     check = {"jsonrpc": "2.0", "id": CHECK_ID, "method": "tools/list"}
-                    self._lines.append(json.dumps(check).encode())
+                    # Before the client's first call: its answer could otherwise come
+                    # before the news that the tools changed (a call that reads a warm
+                    # store outruns tools/list).
+                    at = _handshake_end(self._lines)
+                    self._lines.insert(at, json.dumps(check).encode())
             while not self._lines:
                 self._lock.wait()
             line = self._lines.popleft()
@@ -307,6 +311,15 @@ def _claim() -> tuple[Any, Any]:
     os.close(null)
     os.dup2(2, 1)
     return os.fdopen(wire_in, "rb"), os.fdopen(wire_out, "wb")
+
+
+def _handshake_end(lines: deque[bytes | None]) -> int:
+    """Where the queued handshake (the replayed initialize, notifications) ends."""
+    for at, line in enumerate(lines):
+        message = _parsed(line) if line is not None else None
+        if message is None or ("id" in message and message.get("method") != "initialize"):
+            return at
+    return len(lines)
 
 
 def _parsed(line: bytes) -> dict[str, Any] | None:

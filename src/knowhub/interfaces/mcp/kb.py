@@ -14,7 +14,7 @@ configured one, or the one that already indexes the folder.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -69,6 +69,9 @@ class KnowledgeBase:
         self._collection_lock = threading.Lock()
         self._writer: App | None = None  # built on the first ingest (it loads the embedder)
         self._writer_lock = threading.Lock()
+        # Called after an ingest that added, changed, moved or removed documents (the MCP
+        # server tells its clients that the resource list changed).
+        self.on_change: list[Callable[[], None]] = []
 
     def _served(self) -> str:
         return self.collection
@@ -133,7 +136,7 @@ class KnowledgeBase:
             first = not self.synced.is_set()
             self._indexing = Indexing(collection, first)
             try:
-                return (
+                report = (
                     self.writer.for_caller(caller)
                     .collection(collection)
                     .ingest(
@@ -147,6 +150,10 @@ class KnowledgeBase:
                 )
             finally:
                 self._indexing = None
+        if report.added or report.updated or report.removed or report.moved:
+            for tell in self.on_change:  # after the turn: no ingest waits on the telling
+                tell()
+        return report
 
     def indexing(self) -> Indexing | None:
         """The ingest running now (or the first sync not begun yet); None when idle."""

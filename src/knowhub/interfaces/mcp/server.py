@@ -28,6 +28,7 @@ from knowhub.errors import ConfigError, KnowhubError
 from knowhub.interfaces.drain import Drain
 from knowhub.interfaces.index_metrics import IndexSize, counts
 from knowhub.interfaces.listen import bind
+from knowhub.interfaces.mcp.dataserver import DataServer
 from knowhub.interfaces.mcp.early import Wire
 from knowhub.interfaces.mcp.http import build_http_app, mcp_endpoint
 from knowhub.interfaces.mcp.local import LocalService
@@ -38,6 +39,7 @@ from knowhub.interfaces.mcp.tools.base import Resolve, Target, ToolGroup
 from knowhub.interfaces.mcp.tools.control import ControlTools
 from knowhub.interfaces.mcp.tools.documents import DocumentTools
 from knowhub.interfaces.mcp.tools.ingest import IngestTools
+from knowhub.interfaces.mcp.tools.reading import ReadTools
 from knowhub.interfaces.mcp.tools.search import SearchTools
 from knowhub.interfaces.mcp.toolserver import ToolServer, principal_of
 from knowhub.interfaces.ops_metrics import track_volume
@@ -56,10 +58,10 @@ __all__ = [
 
 log = logging.getLogger("knowhub.mcp")
 
-INSTRUCTIONS = (
-    "knowhub searches the user's own documents. Call query_knowledge_hub with the user's "
-    "question, answer from the passages it returns and cite them as [n]; use get_content "
-    "to read a passage in full and list_collections to see what is indexed."
+# Shared mode's /mcp: the data (and its instructions) are on each session's /mcp/<id>.
+CONTROL = (
+    "knowhub shared mode: register a folder with `register` to get its session, then "
+    "connect to /mcp/<session_id>, whose tools search that folder's documents."
 )
 
 
@@ -80,8 +82,9 @@ class ServeOptions:
     allow_unauthenticated: bool = False
 
 
-def _server(name: str, metrics: Metrics) -> ToolServer:
-    return ToolServer(name, instructions=INSTRUCTIONS, version=version("knowhub"), metrics=metrics)
+def _data_server(resolve: Resolve, metrics: Metrics) -> DataServer:
+    """The tools' server, with the documents as resources and instructions per caller."""
+    return DataServer("knowhub", version=version("knowhub"), metrics=metrics, resolve=resolve)
 
 
 def build_local(
@@ -93,8 +96,9 @@ def build_local(
     async def resolve(ctx: Context) -> AsyncIterator[Target]:
         yield Target(service.kb, principal_of(ctx), service.docs, "local")
 
-    server = _server("knowhub", metrics)
+    server = _data_server(resolve, metrics)
     server.add_groups(*_data_tools(resolve, settings, metrics, options.read_only, drain))
+    service.kb.on_change.append(server.documents_changed)
     return server, service
 
 
@@ -120,9 +124,11 @@ def build_shared(
         finally:
             registry.release(session_id)
 
-    data = _server("knowhub", metrics)
+    data = _data_server(resolve, metrics)
     data.add_groups(*_data_tools(resolve, settings, metrics, options.read_only, drain))
-    control = _server("knowhub-control", metrics)
+    control = ToolServer(
+        "knowhub-control", instructions=CONTROL, version=version("knowhub"), metrics=metrics
+    )
     control.add_groups(ControlTools(registry, options.read_only))
     return data, control, registry
 
@@ -135,6 +141,7 @@ def _data_tools(
     groups: list[ToolGroup] = [
         SearchTools(resolve, settings.server, metrics),
         DocumentTools(resolve, settings.server, metrics),
+        ReadTools(resolve, settings.server, metrics),
         AnswerTools(resolve, settings.server, metrics, drain or Drain()),
     ]
     if not read_only:
@@ -174,7 +181,8 @@ async def _run_stdio(server: MCPServer, wire: Wire) -> None:
     stdin = anyio.wrap_file(cast(IO[str], wire.sdk_stdin))
     stdout = anyio.wrap_file(cast(IO[str], wire.sdk_stdout))
     lowlevel = server._lowlevel_server
-    init = lowlevel.create_initialization_options(NotificationOptions(tools_changed=True))
+    changes = NotificationOptions(tools_changed=True, resources_changed=True)
+    init = lowlevel.create_initialization_options(changes)
     async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
         await lowlevel.run(read_stream, write_stream, init)
 
