@@ -10,15 +10,18 @@ write on that connection failed with "database is locked").
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from knowhub.errors import StoreError
 from knowhub.lang import query_tokens
 from knowhub.providers.stores.base import Store
 from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
@@ -170,3 +173,29 @@ def test_exiting_leaves_a_running_threads_connection_to_it(tmp_path: Path) -> No
         timeout=WAIT_S,
     )
     assert (run.returncode, run.stdout.strip()) == (0, "['open']"), run.stderr
+
+
+def test_a_collection_another_process_creates_meanwhile_is_taken_not_created_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two shared-mode replicas registering one folder both indexed it into one store, and
+    one failed (``UNIQUE constraint failed: collections.name``): each saw no collection,
+    then both created it. Here the other store creates it between this one's look and its
+    write."""
+    first, second = SQLiteStore(tmp_path / DB_NAME), SQLiteStore(tmp_path / DB_NAME)
+    writing = first.transaction
+
+    @contextmanager
+    def after_the_other(*args: object) -> Iterator[sqlite3.Connection]:
+        other = second.ensure_collection("docs", "e", 4)
+        with writing() as db:
+            yield db
+        assert first.collection_id("docs") == other
+
+    monkeypatch.setattr(first, "transaction", after_the_other)
+    assert first.ensure_collection("docs", "e", 4) == second.collection_id("docs")
+    assert [c.name for c in first.collections()] == ["docs"]
+    with pytest.raises(StoreError, match="built with embedder e"):
+        second.ensure_collection("docs", "f", 4)
+    first.close()
+    second.close()

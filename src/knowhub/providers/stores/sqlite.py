@@ -153,26 +153,36 @@ class SQLiteStore:
 
     def ensure_collection(self, name: str, embedder: str, dim: int) -> int:
         """Return the collection's id, creating it; refuse a different embedder."""
-        row = self._db.execute(
+        row = self._collection_row(self._db, name)
+        if row is None:
+            with self.transaction() as db:
+                # Again under the write lock: another process (a replica indexing the same
+                # folder) may have created it since, and the name is unique.
+                row = self._collection_row(db, name)
+                if row is None:
+                    cur = db.execute(
+                        "INSERT INTO collections(id, name, embedder, dim, created_at) "
+                        f"VALUES ({NEXT_COLLECTION_ID}, ?, ?, ?, "
+                        "strftime('%Y-%m-%dT%H:%M:%SZ','now'))",
+                        (name, embedder, dim),
+                    )
+                    cid = int(cur.lastrowid or 0)
+                    db.execute(f"CREATE VIRTUAL TABLE {fts_table(cid)} USING fts5(tokens)")
+                    return cid
+        if (row[1], row[2]) != (embedder, dim):
+            raise StoreError(
+                f"collection {name!r} was built with embedder {row[1]} (dim {row[2]}), "
+                f"but {embedder} (dim {dim}) is configured: switch back, or ingest into "
+                "a new collection with --collection"
+            )
+        return int(row[0])
+
+    @staticmethod
+    def _collection_row(db: sqlite3.Connection, name: str) -> tuple[int, str, int] | None:
+        found: tuple[int, str, int] | None = db.execute(
             "SELECT id, embedder, dim FROM collections WHERE name = ?", (name,)
         ).fetchone()
-        if row is not None:
-            if (row[1], row[2]) != (embedder, dim):
-                raise StoreError(
-                    f"collection {name!r} was built with embedder {row[1]} (dim {row[2]}), "
-                    f"but {embedder} (dim {dim}) is configured: switch back, or ingest into "
-                    "a new collection with --collection"
-                )
-            return int(row[0])
-        with self.transaction() as db:
-            cur = db.execute(
-                "INSERT INTO collections(id, name, embedder, dim, created_at) "
-                f"VALUES ({NEXT_COLLECTION_ID}, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%SZ','now'))",
-                (name, embedder, dim),
-            )
-            cid = int(cur.lastrowid or 0)
-            db.execute(f"CREATE VIRTUAL TABLE {fts_table(cid)} USING fts5(tokens)")
-        return cid
+        return found
 
     def embedder_of(self, cid: int) -> tuple[str, int]:
         """The (embedder id, dimension) the collection was built with."""
