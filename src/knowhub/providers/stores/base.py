@@ -28,6 +28,7 @@ __all__ = [
     "Orphan",
     "Store",
     "StoredChunk",
+    "check_embedder",
     "checked_meta_key",
     "checked_vectors",
     "moved_paths",
@@ -273,6 +274,17 @@ def checked_vectors(
             f"but the collection holds {embedder} vectors of dim {dim}: embed with {embedder}"
         )
     return np.asarray(vectors, dtype=np.float32).reshape(len(chunks), dim)
+
+
+def check_embedder(name: str, built: tuple[str, int], embedder: str, dim: int) -> None:
+    """What every backend's ``ensure_collection`` checks of an existing collection: that it
+    was built with the configured embedder (``built``: its embedder id and dimension)."""
+    if tuple(built) != (embedder, dim):
+        raise StoreError(
+            f"collection {name!r} was built with embedder {built[0]} (dim {built[1]}), "
+            f"but {embedder} (dim {dim}) is configured: switch back, or ingest into "
+            "a new collection with --collection"
+        )
 
 
 def moved_paths(record: DocumentRecord, previous: str | None) -> list[str]:

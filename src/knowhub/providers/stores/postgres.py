@@ -37,6 +37,7 @@ from knowhub.providers.stores.base import (
     Orphan,
     Store,
     StoredChunk,
+    check_embedder,
     checked_meta_key,
     checked_vectors,
     moved_paths,
@@ -172,12 +173,7 @@ class PostgresStore:
             row = self._one(
                 "SELECT id, embedder, dim FROM knowhub.collections WHERE name = %s", (name,)
             )
-        if (row[1], row[2]) != (embedder, dim):
-            raise StoreError(
-                f"collection {name!r} was built with embedder {row[1]} (dim {row[2]}), "
-                f"but {embedder} (dim {dim}) is configured: switch back, or ingest into "
-                "a new collection with --collection"
-            )
+        check_embedder(name, (row[1], row[2]), embedder, dim)
         return int(row[0])
 
     def _no_collection(self, cid: int) -> CollectionNotFound:

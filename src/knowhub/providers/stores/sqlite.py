@@ -33,6 +33,7 @@ from knowhub.providers.stores.base import (
     Orphan,
     Store,
     StoredChunk,
+    check_embedder,
     checked_meta_key,
     checked_vectors,
     moved_paths,
@@ -72,6 +73,8 @@ __all__ = ["DB_NAME", "SQLiteStore", "create"]
 DB_NAME = "knowhub.sqlite3"
 
 log = logging.getLogger("knowhub.store")
+
+_COLLECTION_ROW = "SELECT id, embedder, dim FROM collections WHERE name = ?"
 
 
 class SQLiteStore:
@@ -153,12 +156,12 @@ class SQLiteStore:
 
     def ensure_collection(self, name: str, embedder: str, dim: int) -> int:
         """Return the collection's id, creating it; refuse a different embedder."""
-        row = self._collection_row(self._db, name)
+        row = self._db.execute(_COLLECTION_ROW, (name,)).fetchone()
         if row is None:
             with self.transaction() as db:
                 # Again under the write lock: another process (a replica indexing the same
                 # folder) may have created it since, and the name is unique.
-                row = self._collection_row(db, name)
+                row = db.execute(_COLLECTION_ROW, (name,)).fetchone()
                 if row is None:
                     cur = db.execute(
                         "INSERT INTO collections(id, name, embedder, dim, created_at) "
@@ -169,20 +172,8 @@ class SQLiteStore:
                     cid = int(cur.lastrowid or 0)
                     db.execute(f"CREATE VIRTUAL TABLE {fts_table(cid)} USING fts5(tokens)")
                     return cid
-        if (row[1], row[2]) != (embedder, dim):
-            raise StoreError(
-                f"collection {name!r} was built with embedder {row[1]} (dim {row[2]}), "
-                f"but {embedder} (dim {dim}) is configured: switch back, or ingest into "
-                "a new collection with --collection"
-            )
+        check_embedder(name, (row[1], row[2]), embedder, dim)
         return int(row[0])
-
-    @staticmethod
-    def _collection_row(db: sqlite3.Connection, name: str) -> tuple[int, str, int] | None:
-        found: tuple[int, str, int] | None = db.execute(
-            "SELECT id, embedder, dim FROM collections WHERE name = ?", (name,)
-        ).fetchone()
-        return found
 
     def embedder_of(self, cid: int) -> tuple[str, int]:
         """The (embedder id, dimension) the collection was built with."""
