@@ -132,7 +132,7 @@ def round_robin(*upstreams: str) -> Iterator[tuple[str, RoundRobin]]:
             port=port,
             log_level="warning",
             lifespan="off",
-            timeout_graceful_shutdown=5,
+            timeout_graceful_shutdown=WAIT_S,
         )
     )
     thread = threading.Thread(target=server.run, name="round-robin", daemon=True)

@@ -199,7 +199,9 @@ async def test_an_older_client_is_answered_without_a_session(
     assert opened.status_code == 200, opened.text
     assert "mcp-session-id" not in opened.headers  # nothing to pin the client to a replica
     # No standing stream either: GET says so, as the protocol has it (not an idle SSE).
-    stream = httpx.get(a.url + "/mcp", headers={**a.headers(), "Accept": "text/event-stream"})
+    stream = httpx.get(
+        a.url + "/mcp", headers={**a.headers(), "Accept": "text/event-stream"}, timeout=WAIT_S
+    )
     assert (stream.status_code, stream.headers.get("allow")) == (405, "POST")
     async with connect(a.url + "/mcp", "legacy") as client:  # against one replica
         assert client.protocol_version == LEGACY

@@ -5,7 +5,6 @@ replica running it stopped, or died and let its lease run out."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -77,9 +76,12 @@ def test_another_replica_reports_a_running_job_to_its_starter_only(shared: Serve
 def test_a_job_whose_lease_ran_out_is_reported_interrupted(shared: ServerState) -> None:
     """Its replica died: nothing renews its lease, and past it another replica says so."""
     here, there, release = JobBook(state=shared), JobBook(state=shared), threading.Event()
-    job_id = _held_job(here, release)
-    clock = Clock(time.time() + LEASE_S / 2)  # the lease was taken before this
+    # The replica running it stands still (its renewals, however late, renew from then);
+    # the other's clock moves past the lease.
+    here.records = JobRecords(shared, KEPT, Clock(1_000_000_000.0))
+    clock = Clock(1_000_000_000.0 + LEASE_S / 2)
     there.records = JobRecords(shared, KEPT, clock)
+    job_id = _held_job(here, release)
     running = there.view(job_id, STARTER)
     assert running is not None and not running["finished"]
     clock.now += LEASE_S

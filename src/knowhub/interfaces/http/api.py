@@ -37,7 +37,7 @@ from knowhub.interfaces.http.sessions import Conversations
 from knowhub.interfaces.index_metrics import IndexSize
 from knowhub.interfaces.ops_metrics import track_volume
 from knowhub.interfaces.security import LOOPBACK_HOSTS, Guard, TokenBook, check_bind
-from knowhub.providers.stores.state import server_state_of
+from knowhub.providers.stores.state import OnFirstUse
 
 __all__ = ["PUBLIC_PATHS", "create_app"]
 
@@ -72,8 +72,9 @@ def create_app(
     loopback = check_bind(tokens, host, allow_unauthenticated)
     served = app or build_app(settings, interface="http")
     # Sign-ins, conversations and upload jobs live in the store: every replica of it
-    # serves every browser and conversation (docs/deployment.md).
-    shared = server_state_of(served.runtime.store)
+    # serves every browser and conversation (docs/deployment.md). Opened at first use: the
+    # start-up checks open the store, after these parts are built.
+    shared = OnFirstUse(lambda: served.runtime.store)
     tokens.sessions.share(shared)
     service = _service(settings, served, conversations or Conversations(state=shared), drain)
     jobs = jobs or JobBook(Queue(settings.data_dir), shared)

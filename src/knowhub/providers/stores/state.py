@@ -28,6 +28,7 @@ __all__ = [
     "Change",
     "Entry",
     "MemoryState",
+    "OnFirstUse",
     "ServerState",
     "StateHolder",
     "apply",
@@ -97,6 +98,43 @@ def server_state_of(store: object) -> ServerState:
         type(store).__name__,
     )
     return MemoryState()
+
+
+class OnFirstUse:
+    """The server state of a store opened at its first use (:func:`server_state_of`), not
+    when a server builds its parts: ``serve http`` checks that its data dir is writable
+    after building them, and a bad data dir must fail that check with its fix, not the
+    store's opening with a bare ``OSError``."""
+
+    def __init__(self, store: Callable[[], object]) -> None:
+        self._store = store
+        self._state: ServerState | None = None
+        self._lock = threading.Lock()
+
+    def _opened(self) -> ServerState:
+        with self._lock:
+            if self._state is None:
+                self._state = server_state_of(self._store())
+            return self._state
+
+    def get(
+        self, kind: str, owner: str, key: str, now: float, renew_s: float | None = None
+    ) -> str | None:
+        return self._opened().get(kind, owner, key, now, renew_s)
+
+    def update(
+        self, kind: str, owner: str, key: str, change: Change, now: float, ttl_s: float
+    ) -> Entry | None:
+        return self._opened().update(kind, owner, key, change, now, ttl_s)
+
+    def delete(self, kind: str, owner: str, key: str) -> bool:
+        return self._opened().delete(kind, owner, key)
+
+    def trim(self, kind: str, now: float, max_records: int, max_size: int | None = None) -> int:
+        return self._opened().trim(kind, now, max_records, max_size)
+
+    def count(self, kind: str, now: float) -> int:
+        return self._opened().count(kind, now)
 
 
 def victims(rows: list[tuple[str, str, int]], max_records: int, max_size: int | None) -> list[int]:
