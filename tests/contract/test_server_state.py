@@ -13,6 +13,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from knowhub.providers.stores import pg_state
+from knowhub.providers.stores import state as state_module
 from knowhub.providers.stores.base import Store
 from knowhub.providers.stores.indexed import chroma
 from knowhub.providers.stores.pg_schema import PG_SCHEMA_VERSION
@@ -181,3 +183,29 @@ def _keeps_state(store: SQLiteStore | PostgresStore) -> None:
 
 def test_a_store_without_state_tables_keeps_it_in_memory() -> None:
     assert isinstance(server_state_of(object()), MemoryState)
+
+
+def test_a_record_used_while_a_postgres_trim_chose_it_stays(
+    pg_server: PgServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replica recorded a turn in the least recently used conversation after another
+    replica's trim had chosen it, before that trim deleted it: the conversation just used
+    went. The other replica's update here comes between the choice and the deletion."""
+    url = pg_server.create_database()
+    stores = [PostgresStore(url), PostgresStore(url)]
+    trimming, other = (server_state_of(s) for s in stores)
+    trimming.update("chat", "t", "a", _put("x"), now=0.0, ttl_s=100.0)
+    trimming.update("chat", "t", "b", _put("x"), now=1.0, ttl_s=100.0)  # a is the oldest
+    chosen = state_module.victims
+
+    def then_used(rows: list[tuple[str, str, int]], most: int, size: int | None) -> list[int]:
+        found = chosen(rows, most, size)
+        other.update("chat", "t", "a", _put("used"), now=5.0, ttl_s=100.0)
+        return found
+
+    for module in (state_module, pg_state):
+        monkeypatch.setattr(module, "victims", then_used, raising=False)
+    trimming.trim("chat", now=6.0, max_records=1)
+    assert other.get("chat", "t", "a", now=6.0) == "used"
+    for store in stores:
+        store.close()

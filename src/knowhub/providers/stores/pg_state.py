@@ -14,7 +14,7 @@ from typing import Any
 
 import psycopg
 
-from knowhub.providers.stores.state import Change, Entry, apply, doomed
+from knowhub.providers.stores.state import Change, Entry, apply, victims
 
 __all__ = ["STATE_TABLE", "PgState"]
 
@@ -95,16 +95,20 @@ class PgState:
                 "DELETE FROM knowhub.server_state WHERE kind = %s AND expires <= %s", (kind, now)
             ).rowcount
             rows = conn.execute(
-                "SELECT owner, key, size FROM knowhub.server_state WHERE kind = %s "
+                "SELECT owner, key, size, touched FROM knowhub.server_state WHERE kind = %s "
                 "ORDER BY touched DESC",
                 (kind,),
             ).fetchall()
-            gone = doomed(rows, max_records, max_size)
-            if gone:
-                conn.cursor().executemany(
-                    f"DELETE FROM knowhub.server_state WHERE {_WHERE}", [(kind, *k) for k in gone]
-                )
-        return int(expired) + len(gone)
+            deleted = 0
+            for n in victims([row[:3] for row in rows], max_records, max_size):
+                owner, key, _, touched = rows[n]
+                # Only as read: a replica's update takes the record's own lock, not this
+                # trim's, so one renewed since (just used) is no longer the one to drop.
+                deleted += conn.execute(
+                    f"DELETE FROM knowhub.server_state WHERE {_WHERE} AND touched = %s",
+                    (kind, owner, key, touched),
+                ).rowcount
+        return int(expired) + deleted
 
     def count(self, kind: str, now: float) -> int:
         with self._conn() as conn:
