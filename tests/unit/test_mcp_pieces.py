@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import sqlite3
+import threading
 from pathlib import Path
+from typing import cast
 
+import anyio
 import pytest
 from fastapi.testclient import TestClient
 from mcp import Client
@@ -21,12 +25,15 @@ from knowhub.interfaces.index_metrics import IndexSize
 from knowhub.interfaces.listen import bind
 from knowhub.interfaces.mcp.http import build_http_app
 from knowhub.interfaces.mcp.metrics import Metrics
+from knowhub.interfaces.mcp.server import _reaper
+from knowhub.interfaces.mcp.shared import SessionRegistry
 from knowhub.interfaces.mcp.tools.base import inside_root, tool_errors
 from knowhub.interfaces.mcp.tools.search import _search_markdown, _search_out
 from knowhub.interfaces.mcp.toolserver import invalid_arguments
 from knowhub.interfaces.security import PRINCIPAL_KEY, TokenBook, _matches
 from knowhub.models import Hit
 from knowhub.testing.hits import hit
+from tests.helpers import WAIT_S
 
 TOKENS = (
     '[{"name": "admin", "token_env": "TOK_ADMIN"},'
@@ -236,3 +243,32 @@ def test_health_and_metrics_are_worked_out_off_the_event_loop() -> None:
         assert client.get("/health").json() == {"status": "ok"}
         assert client.get("/metrics").status_code == 200
     assert where == ["worker thread", "worker thread"]
+
+
+class _FailingOnce:
+    """A registry whose first idle check fails (sessions.sqlite3 locked), then counts."""
+
+    idle_timeout_s = 0.1  # the reaper's shortest interval: 1 s
+
+    def __init__(self) -> None:
+        self.checks = 0
+        self.again = threading.Event()
+
+    def unload_idle(self) -> None:
+        self.checks += 1
+        if self.checks == 1:
+            raise sqlite3.OperationalError("database is locked")
+        self.again.set()
+
+
+@pytest.mark.anyio
+async def test_a_failed_idle_check_leaves_the_shared_server_serving() -> None:
+    """Escaping the reaper, the error ended the lifespan's task group, and with it the MCP
+    session managers of every shared-mode request, while /health went on answering."""
+    registry = _FailingOnce()
+    async with anyio.create_task_group() as group:
+        group.start_soon(_reaper(cast(SessionRegistry, registry)))
+        # Abandoned on cancel: the reaper failing cancels this wait, and the error is raised.
+        await anyio.to_thread.run_sync(registry.again.wait, WAIT_S, abandon_on_cancel=True)
+        group.cancel_scope.cancel()
+    assert registry.checks >= 2

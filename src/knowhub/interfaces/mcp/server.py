@@ -357,6 +357,11 @@ def _reaper(registry: SessionRegistry) -> Callable[[], Coroutine[Any, Any, None]
     async def loop() -> None:
         while True:
             await anyio.sleep(interval)
-            await anyio.to_thread.run_sync(registry.unload_idle)
+            try:
+                await anyio.to_thread.run_sync(registry.unload_idle)
+            except Exception:  # sessions.sqlite3 locked or unreadable for now: next time
+                # Escaping, it would end the lifespan's task group and with it every MCP
+                # session manager, while /health went on answering.
+                log.exception("the idle-session check failed; it runs again in %.0f s", interval)
 
     return loop

@@ -13,6 +13,7 @@ import difflib
 import logging
 import secrets
 import shutil
+import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -292,7 +293,7 @@ class SessionRegistry:
                 try:
                     session.record.chunks = session.kb.chunks()  # for `list` while unloaded
                     self._store.set_chunks(session.record.session_id, session.record.chunks)
-                except KnowhubError as exc:  # the store failing must not keep it open
+                except (KnowhubError, sqlite3.Error) as exc:  # failing, it must still close
                     log.warning(
                         "session %s: chunks not counted: %s", session.record.session_id, exc
                     )
