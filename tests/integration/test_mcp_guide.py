@@ -51,3 +51,22 @@ def test_instructions_name_only_what_the_caller_may_read_and_follow_changes(
         assert "coll1: 5 documents" in kept(limited)
     finally:
         app.close()
+
+
+def test_two_data_dirs_alike_in_names_and_counts_get_their_own_instructions(
+    tmp_path: Path,
+) -> None:
+    """Shared mode's sessions are data dirs of their own whose collections share the default
+    name (and, alike in size, their counts and versions): one session's titles were given
+    to another's client."""
+    kept, apps = Instructions(), []
+    try:
+        for topic in ("Volcanoes", "Glaciers"):
+            write(tmp_path / topic / "a.md", f"# {topic}\n\nSome text.\n")
+            apps.append(App(fast_settings(tmp_path / topic / "data")))
+            apps[-1].collection("default").ingest([tmp_path / topic / "a.md"])
+        texts = [kept(app) for app in apps]
+    finally:
+        for app in apps:
+            app.close()
+    assert "Volcanoes" in texts[0] and "Glaciers" in texts[1], texts

@@ -56,7 +56,15 @@ class Instructions:
 
     def __call__(self, reader: App) -> str:
         views = reader.collections()
-        key = repr((reader.caller, [(v.name, v.version, v.documents) for v in views]))
+        # The data dir too: shared mode's sessions are data dirs of their own, whose
+        # collections may agree in name, write counter and size.
+        key = repr(
+            (
+                reader.caller,
+                str(reader.settings.data_dir),
+                [(v.name, v.active_version, v.version, v.documents) for v in views],
+            )
+        )
         with self._lock:
             if key in self._kept:
                 return self._kept[key]
