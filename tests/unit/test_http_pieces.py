@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import sqlite3
 import threading
 import time
 import warnings
@@ -19,6 +20,7 @@ from knowhub.interfaces.http.limits import Gate, ServerBusyError
 from knowhub.interfaces.http.pump import EventPump
 from knowhub.interfaces.http.sessions import Conversations
 from knowhub.providers.llms.base import ChatMessage
+from knowhub.providers.stores.state import Change, Entry, MemoryState
 from tests.helpers import WAIT_S
 
 Event = tuple[str, dict[str, Any]]
@@ -253,3 +255,21 @@ def test_an_event_for_a_loop_closing_meanwhile_leaves_no_coroutine_behind() -> N
         pump._send.close()  # what the producer's end would do: it never started here
         gc.collect()
     assert [w for w in seen if "never awaited" in str(w.message)] == []
+
+
+class _LockedState(MemoryState):
+    """A store whose writes fail (another replica holding SQLite's write lock too long)."""
+
+    def update(
+        self, kind: str, owner: str, key: str, change: Change, now: float, ttl_s: float
+    ) -> Entry | None:
+        raise sqlite3.OperationalError("database is locked")
+
+
+def test_a_turn_the_store_cannot_keep_loses_no_answer(caplog: pytest.LogCaptureFixture) -> None:
+    """The turn is recorded once the answer is made: raising, it turned a finished answer
+    into a 500 (a stream's last event into an error)."""
+    conversations = Conversations(state=_LockedState())
+    conversations.record("alice", "s1", "How often?", "Every 6 hours [1].")
+    assert conversations.history("alice", "s1") == []
+    assert "session s1: this turn was not remembered" in caplog.text

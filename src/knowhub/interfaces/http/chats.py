@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import anyio.to_thread
+
 from knowhub.agent.chat import Agent, open_agent
 from knowhub.caller import Caller
 from knowhub.checks import check_query
@@ -70,8 +72,12 @@ class Chats:
         if agent is not None:
             agent.close()
 
-    def question(self, principal: Caller, body: ChatBody) -> ChatQuestion:
-        """Check a chat request up front (its mistakes are a status, not a stream's end)."""
+    async def question(self, principal: Caller, body: ChatBody) -> ChatQuestion:
+        """Check a chat request up front (its mistakes are a status, not a stream's end);
+        in a thread: the collection's check and the conversation read the store."""
+        return await anyio.to_thread.run_sync(self._question, principal, body)
+
+    def _question(self, principal: Caller, body: ChatBody) -> ChatQuestion:
         if self.service.settings.llm.provider == "none":
             raise NotConfiguredError(
                 "/api/chat needs a model that calls tools, and this server has none: set "

@@ -94,7 +94,7 @@ async def chat_completions(
             f"model {body.model!r} does not exist or this token may not use it: use one of "
             f"{', '.join(models) or '(none)'} (GET /v1/models lists them)"
         )
-    streamed = _streamed(service, principal, body, question, history)
+    streamed = await _streamed(service, principal, body, question, history)
     note_collection(request, streamed.collection)
     completion = Completion(body.model, len(question) + sum(len(t.content) for t in history))
     if not body.stream:
@@ -124,15 +124,15 @@ def _epoch(iso: str, service: Service) -> int:
         return int(service.started)
 
 
-def _streamed(
+async def _streamed(
     service: Service, principal: Caller, body: CompletionBody, question: str, history: list[Turn]
 ) -> Streamed:
     """The answer (a chat with ``knowhub-agent``) as ``/api/ask`` (``/api/chat``) runs it."""
     if body.model == AGENT_MODEL:
         chat = ChatBody(question=question, history=history, stream=body.stream)
-        return service.chats.stream(service.chats.question(principal, chat), ROUTE)
+        return service.chats.stream(await service.chats.question(principal, chat), ROUTE)
     asked = QuestionBody(question=question, collection=body.model, history=history)
-    return service.stream(service.question(principal, asked), ROUTE)
+    return service.stream(await service.question(principal, asked), ROUTE)
 
 
 def _conversation(messages: list[CompletionMessage]) -> tuple[str, list[Turn]]:

@@ -91,7 +91,7 @@ async def retrieval_debug(
 async def ask(
     body: AskBody, request: Request, service: ServiceDep, principal: PrincipalDep
 ) -> Response:
-    question = service.question(principal, body)
+    question = await service.question(principal, body)
     note_collection(request, question.collection)
     return await _respond(service.stream(question, "/api/ask"), body.stream)
 
@@ -105,7 +105,7 @@ async def ask(
 async def chat(
     body: ChatBody, request: Request, service: ServiceDep, principal: PrincipalDep
 ) -> Response:
-    question = service.chats.question(principal, body)
+    question = await service.chats.question(principal, body)
     note_collection(request, question.collection)
     return await _respond(service.chats.stream(question), body.stream)
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import anyio.to_thread
 from starlette.requests import HTTPConnection
 
 from knowhub.app import App
@@ -146,8 +147,12 @@ class Service:
             )
         return error_body(exc)
 
-    def question(self, principal: Caller, body: QuestionBody) -> Question:
-        """Check an ask request up front, so its mistakes are answered before any stream."""
+    async def question(self, principal: Caller, body: QuestionBody) -> Question:
+        """Check an ask request up front, so its mistakes are answered before any stream;
+        in a thread: the collection's check and the conversation read the store."""
+        return await anyio.to_thread.run_sync(self._question, principal, body)
+
+    def _question(self, principal: Caller, body: QuestionBody) -> Question:
         text = check_query(body.question)
         collection = self.collection(principal, body.collection)
         filters = check_filters(body.filters)

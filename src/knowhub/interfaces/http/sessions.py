@@ -16,6 +16,7 @@ both keep their turn. Without a store (tests of the parts), this process's memor
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
 
@@ -25,6 +26,8 @@ from knowhub.providers.stores.state import Entry, MemoryState, ServerState
 __all__ = ["KIND", "Conversations"]
 
 KIND = "chat-history"
+
+log = logging.getLogger("knowhub.http")
 
 
 class Conversations:
@@ -62,10 +65,13 @@ class Conversations:
             return Entry(json.dumps(kept), sum(len(q) + len(a) for q, a in kept))
 
         now = self._clock()
-        self.state.update(KIND, owner, session_id, add, now, self.idle_s)
-        # The session just recorded stays, even alone over max_chars.
-        self.state.trim(KIND, now, self.max_sessions, self.max_chars)
-        self.last_count = self.state.count(KIND, now)
+        try:
+            self.state.update(KIND, owner, session_id, add, now, self.idle_s)
+            # The session just recorded stays, even alone over max_chars.
+            self.state.trim(KIND, now, self.max_sessions, self.max_chars)
+            self.last_count = self.state.count(KIND, now)
+        except Exception:  # the store locked or gone: the answer given is not lost for it
+            log.warning("session %s: this turn was not remembered", session_id, exc_info=True)
 
     def __len__(self) -> int:
         return self.state.count(KIND, self._clock())

@@ -15,6 +15,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import anyio.to_thread
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
@@ -57,7 +58,7 @@ class Streamed:
         try:
             async for kind, payload in pump:
                 if kind == "end":
-                    self.ended(payload)
+                    await self._ended(payload)
                     return payload
         finally:
             pump.close()
@@ -78,19 +79,23 @@ class Streamed:
         status is sent: the stream's last event is all that is left)."""
         try:
             for kind, payload in first:
-                yield self._seen(kind, payload)
+                yield await self._seen(kind, payload)
             async for kind, payload in pump:
-                yield self._seen(kind, payload)
+                yield await self._seen(kind, payload)
         except Exception as exc:
             self.service.metrics.errors.labels(self.route, type(exc).__name__).inc()
             yield failed(await self.service.failure(exc, self.collection))
         finally:
             pump.close()
 
-    def _seen(self, kind: str, payload: dict[str, Any]) -> Event:
+    async def _seen(self, kind: str, payload: dict[str, Any]) -> Event:
         if kind == "end":
-            self.ended(payload)
+            await self._ended(payload)
         return kind, payload
+
+    async def _ended(self, payload: dict[str, Any]) -> None:
+        # In a thread: recording a conversation's turn writes to the store.
+        await anyio.to_thread.run_sync(self.ended, payload)
 
 
 class PumpedResponse(StreamingResponse):

@@ -71,7 +71,7 @@ async def _answer(service: Service, websocket: WebSocket, principal: Caller, raw
     ref: dict[str, Any] = {} if body.id is None else {"id": body.id}
     collection = None
     try:
-        question = service.question(principal, body)
+        question = await service.question(principal, body)
         collection = question.collection
         streamed = service.stream(question, ROUTE)
         first, pump = await streamed.begin()

@@ -62,7 +62,7 @@ async def ask_submit(request: Request, service: ServiceDep, principal: Principal
     check_same_origin(request)
     form = await read_form(request)
     body = _ask_body(form, stream=False)
-    question = service.question(principal, body)
+    question = await service.question(principal, body)
     note_collection(request, question.collection)
     end = await service.stream(question, "/ui/ask").answer()
     context = await service.run(lambda: _context(service, principal, form))
@@ -183,7 +183,7 @@ async def _begin(
 ) -> AsyncGenerator[Event, None]:
     """The answer's (or chat's) events, started: errors before its content are raised."""
     if not data.get("tools"):
-        question = service.question(principal, _ask_body(data, stream=True))
+        question = await service.question(principal, _ask_body(data, stream=True))
         note_collection(request, question.collection)
         streamed = service.stream(question, STREAM)
         first, pump = await streamed.begin()
@@ -201,7 +201,7 @@ async def _begin(
         )
     except ValidationError as exc:
         raise QueryError(describe_invalid(exc.errors())) from exc
-    chat = service.chats.question(principal, body)
+    chat = await service.chats.question(principal, body)
     note_collection(request, chat.collection)
     streamed = service.chats.stream(chat, STREAM)
     first, pump = await streamed.begin()

@@ -117,7 +117,8 @@ async def upload(
     )
     try:
         name = chosen[0] if chosen else _collection(service, principal, sent.fields)
-        job = _start(service, jobs_of(request), principal, name, sent)
+        # In a thread: the job's record is written to the queue on disk and to the store.
+        job = await asyncio.to_thread(_start, service, jobs_of(request), principal, name, sent)
     finally:
         sent.release()  # its record written (or its files deleted): verify may see them
     if "application/json" in request.headers.get("accept", ""):
@@ -133,7 +134,7 @@ async def upload_job(
     request: Request, job_id: str, principal: Annotated[Caller, writer("upload documents")]
 ) -> Response:
     """A job's files and their states (JSON, polled by static/upload.js)."""
-    view = jobs_of(request).view(job_id, principal)
+    view = await asyncio.to_thread(jobs_of(request).view, job_id, principal)  # reads the store
     if view is None:
         raise NotFoundError(f"no upload job {job_id!r}: it ended long ago, or is not yours")
     return JSONResponse(view, headers={"Cache-Control": "no-store"})
