@@ -56,9 +56,11 @@ class Caller:
     def owner(self) -> str:
         """Who a conversation belongs to: the name and what it may see (two tokens of one
         name, as while rotating a secret, share their conversations only if they see alike:
-        a narrow one never reads answers built from what only a wide one sees)."""
+        a narrow one never reads answers built from what only a wide one sees, nor chat
+        turns built from MCP servers it may not call)."""
         collections = ",".join(sorted(self.collections))
-        return f"{self.name}|{collections}|{self.scope.digest()}"
+        servers = ",".join(sorted(self.mcp_servers))
+        return f"{self.name}|{collections}|{self.scope.digest()}|{servers}"
 
     def may_read(self, collection: str) -> bool:
         return "*" in self.collections or collection in self.collections

@@ -115,6 +115,9 @@ def test_two_tokens_of_one_name_share_conversations_only_if_they_see_alike() -> 
     wide, narrow = Caller("team"), Caller("team", scope=SCOPES["acme-public-sales"])
     rotated = Caller("team")  # the same token's next secret while rotating
     assert wide.owner != narrow.owner and wide.owner == rotated.owner
+    # A chat's turns hold what its MCP servers returned: one without them reads none.
+    without_jira = Caller("team", mcp_servers=frozenset())
+    assert without_jira.owner != wide.owner
 
 
 def test_a_document_shared_wider_than_the_writer_is_not_its_to_narrow_or_remove(
