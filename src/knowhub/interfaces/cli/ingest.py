@@ -6,7 +6,7 @@ import dataclasses
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +51,12 @@ __all__ = ["ingest", "remove"]
     "or the settings change.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="Then keep the collection in sync with PATHS until Ctrl-C: each burst of changes "
+    "is re-ingested with --prune once it settles (server.watch_debounce_ms).",
+)
 @click.pass_obj
 def ingest(
     obj: CliContext,
@@ -62,6 +68,7 @@ def ingest(
     prune: bool,
     list_failed: bool,
     as_json: bool,
+    watch: bool,
 ) -> None:
     """Index files or folders (recursively); unchanged files are skipped, and so are files
     that failed to load before and have not changed since (--failed lists them).
@@ -72,37 +79,28 @@ def ingest(
     alone.
 
     Ctrl-C (or SIGTERM) stops within moments: documents written so far are kept, whole,
-    and a re-run goes on from there."""
-    from knowhub.ingest.pipeline import IngestStopped
-
+    and a re-run goes on from there. With --watch, Ctrl-C while waiting for changes ends
+    the command cleanly (exit 0)."""
     if list_failed or not paths:
         _list_failed(obj, paths, collection, list_failed, as_json)
         return
     with _stoppable() as stop:
         app = obj.writer("ingest")
         exclusions = [*app.settings.ingest.exclude, *exclude]
-        try:
+        keys = parse_key_values(tags, "--tag", empty=True)
+
+        def run(pruning: bool) -> IngestReport:
             with ingest_progress(app.settings.ingest) as progress:
-                report = app.collection(collection).ingest(
-                    list(paths),
-                    parse_key_values(tags, "--tag", empty=True),
-                    include=list(include),
-                    exclude=exclusions,
-                    prune=prune,
-                    progress=progress,
-                )
-        except IngestStopped as stopped:
-            report = stopped.report
-            emit(report.to_dict() if as_json else render_report(report), as_json)
-            echo(f"stopped: {report.stop_summary()}; re-run to continue", err=True)
-            sys.exit(128 + stop.signum)
-        except KeyboardInterrupt:  # before or after the documents' loop
-            echo("stopped; re-run to continue", err=True)
-            sys.exit(128 + stop.signum)
-        emit(report.to_dict() if as_json else render_report(report), as_json)
-        for _, warning in report.warnings:  # indexed, but the user has something to fix
-            echo(f"warning: {warning}", err=True)
-        _exit_for(report)
+                return app.collection(collection).ingest(
+                    list(paths), keys, include=list(include), exclude=exclusions,
+                    prune=pruning, progress=progress,
+                )  # fmt: skip
+
+        report = _reported(lambda: run(prune), stop, as_json)
+        if not watch:
+            _exit_for(report)
+            return
+        _watched(paths, app.settings.server.watch_debounce_ms, lambda: run(True), stop, as_json)
 
 
 @click.command()
@@ -172,6 +170,45 @@ def _stoppable() -> Iterator[_Stop]:
         yield stop
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _reported(run: Callable[[], IngestReport], stop: _Stop, as_json: bool) -> IngestReport:
+    """``run()``'s report, printed; a stop (Ctrl-C, SIGTERM) ends the command, saying what
+    was kept."""
+    from knowhub.ingest.pipeline import IngestStopped
+
+    try:
+        report = run()
+    except IngestStopped as stopped:
+        report = stopped.report
+        emit(report.to_dict() if as_json else render_report(report), as_json)
+        echo(f"stopped: {report.stop_summary()}; re-run to continue", err=True)
+        sys.exit(128 + stop.signum)
+    except KeyboardInterrupt:  # before or after the documents' loop
+        echo("stopped; re-run to continue", err=True)
+        sys.exit(128 + stop.signum)
+    emit(report.to_dict() if as_json else render_report(report), as_json)
+    for _, warning in report.warnings:  # indexed, but the user has something to fix
+        echo(f"warning: {warning}", err=True)
+    return report
+
+
+def _watched(
+    paths: tuple[Path, ...],
+    debounce_ms: int,
+    sync: Callable[[], IngestReport],
+    stop: _Stop,
+    as_json: bool,
+) -> None:
+    """Re-ingest after each settled burst of changes under ``paths`` until Ctrl-C. In this
+    thread, not a watcher's: a stop mid-sync ends the command as a stop mid-ingest does."""
+    import watchfiles
+
+    echo(f"watching {', '.join(str(p) for p in paths)} for changes (Ctrl-C to stop)", err=True)
+    for changes in watchfiles.watch(*paths, debounce=debounce_ms, raise_interrupt=False):
+        echo(f"{len(changes)} change(s): re-indexing", err=True)
+        _reported(sync, stop, as_json)
+    echo("stopped watching", err=True)
 
 
 def _exit_for(report: IngestReport) -> None:
