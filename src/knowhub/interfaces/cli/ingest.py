@@ -204,9 +204,24 @@ def _watched(
     thread, not a watcher's: a stop mid-sync ends the command as a stop mid-ingest does."""
     import watchfiles
 
-    echo(f"watching {', '.join(str(p) for p in paths)} for changes (Ctrl-C to stop)", err=True)
-    for changes in watchfiles.watch(*paths, debounce=debounce_ms, raise_interrupt=False):
-        echo(f"{len(changes)} change(s): re-indexing", err=True)
+    watching = False
+    # The first yield (a change, or none within a second) comes once the watcher runs: then
+    # one more sync catches what changed since the first ingest read the paths.
+    for changes in watchfiles.watch(
+        *paths,
+        debounce=debounce_ms,
+        raise_interrupt=False,
+        yield_on_timeout=True,
+        rust_timeout=1000,
+    ):
+        if not watching:
+            watching = True
+            shown = ", ".join(str(p) for p in paths)
+            echo(f"watching {shown} for changes (Ctrl-C to stop)", err=True)
+        elif not changes:
+            continue
+        else:
+            echo(f"{len(changes)} change(s): re-indexing", err=True)
         _reported(sync, stop, as_json)
     echo("stopped watching", err=True)
 
