@@ -55,6 +55,7 @@ from knowhub.versions.record import (
 if TYPE_CHECKING:  # ingest's modules load only when ingesting
     from knowhub.ingest.bundle import BundleStats
     from knowhub.ingest.deadletters import FailedFile
+    from knowhub.ingest.origin import Origin
     from knowhub.ingest.pipeline import IngestReport, Progress
 
 __all__ = ["Collection", "checked_name", "named", "readable_views"]
@@ -293,14 +294,16 @@ class Collection:
         *,
         confine: Path | None = None,
         prune_renamed: bool = False,
+        origin: Origin | None = None,
     ) -> IngestReport:
         """Bring this version in line with ``paths``, embedded and chunked as it was built;
         with ``confine``, only files resolving inside that folder (a served folder: symlinks
         leading out are skipped); with ``prune_renamed``, a prune also removes the vanished
         documents of a folder renamed into ``paths`` (its files found there, its old path
-        gone). An unnamed handle ingests into the writers' default (:meth:`_written`); a
-        read-only caller is refused; one change of the knowledge base at a time
-        (``Runtime.writing``)."""
+        gone); with ``origin``, the files of a mirrored source take their sources from it
+        (:mod:`knowhub.ingest.origin`). An unnamed handle ingests into the writers' default
+        (:meth:`_written`); a read-only caller is refused; one change of the knowledge base at
+        a time (``Runtime.writing``)."""
         from knowhub.ingest.pipeline import IngestCancelledError, IngestStopped, ingest
         from knowhub.ingest.transforms import transforms_wanted
 
@@ -328,6 +331,7 @@ class Collection:
                     progress=progress,
                     confine=confine,
                     prune_renamed=prune_renamed,
+                    origin=origin,
                     # Built only when wanted: an LLM configured for answers must not be
                     # required (nor checked) to ingest.
                     llm=self.runtime.llm if transforms_wanted(where.settings) else None,

@@ -40,6 +40,7 @@ from knowhub.ingest.inplace import InPlace
 from knowhub.ingest.integrity import Changed, Integrity, gone_documents, renamed_folders
 from knowhub.ingest.loaders import READ_FORMATS, load, unsupported_reason
 from knowhub.ingest.loaders.budget import Deadline
+from knowhub.ingest.origin import Origin
 from knowhub.ingest.pictures import image_entries
 from knowhub.ingest.progress import IngestProgress, Progress, ProgressTracker
 from knowhub.ingest.report import IngestReport
@@ -133,6 +134,7 @@ def ingest(
     prune_renamed: bool = False,
     llm: LLM | None = None,
     scope: Scope = UNRESTRICTED,
+    origin: Origin | None = None,
 ) -> IngestReport:
     """Bring ``collection`` in line with the files under ``paths``.
 
@@ -141,7 +143,8 @@ def ingest(
     keep the others. ``prune`` removes documents under ``paths`` whose files are gone; with
     ``prune_renamed`` (a served folder), also those of a folder renamed into ``paths``. ``llm`` runs
     the transforms ``ingest.transforms`` turns on. A writer of a data ``scope`` touches only
-    documents it sees, and gives none a scope wider than its own.
+    documents it sees, and gives none a scope wider than its own. With ``origin`` (a mirrored
+    website or repository), each file under its root takes its source from it.
     """
     guard = WriteGuard(scope, settings)
     run = _Run(
@@ -150,7 +153,9 @@ def ingest(
     version = store.version(run.cid)
     started = time.perf_counter()
     exclusions = settings.ingest.exclude if exclude is None else exclude
-    candidates = _collect(paths, include or settings.ingest.include, exclusions, confine, run)
+    candidates = _collect(
+        paths, include or settings.ingest.include, exclusions, confine, run, origin
+    )
     try:
         run.tracker.started(len(candidates))
         for candidate in candidates:
@@ -195,12 +200,15 @@ def _collect(
     exclude: Sequence[str],
     confine: Path | None,
     run: _Run,
+    origin: Origin | None,
 ) -> list[Candidate]:
     """The files to ingest; what discovery passed over goes into ``run``'s report."""
     candidates: list[Candidate] = []
     for root in paths:
         try:
             for found in discover([root], include, exclude, confine):
+                if origin is not None:
+                    found = replace(found, source=origin.source(found.path, found.source))
                 if isinstance(found, Skipped):
                     run.pass_over(found)
                 else:
