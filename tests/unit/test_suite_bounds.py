@@ -78,6 +78,11 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ),
     ("tests/integration/test_http_answers.py", "", "{'llm.timeout_s': …}"): NEVER_ANSWERS,
     (
+        "tests/integration/test_ingest_git.py",
+        "test_a_host_that_never_answers_fails_after_the_timeout",
+        "{'ingest.git.timeout_s': …}",
+    ): NEVER_ANSWERS,
+    (
         "tests/integration/test_llm_providers.py",
         "test_a_hung_server_times_out_without_retries",
         "{'llm.timeout_s': …}",

@@ -10,7 +10,7 @@ from pydantic import Field, model_validator
 from knowhub.config.base import Section
 from knowhub.scope import SCOPE_KEYS, document_scope
 
-__all__ = ["ImageSettings", "IngestSettings", "TransformSettings"]
+__all__ = ["GitSettings", "ImageSettings", "IngestSettings", "TransformSettings"]
 
 
 class ImageSettings(Section):
@@ -27,6 +27,17 @@ class ImageSettings(Section):
         "",
         description="A model of llm.provider that takes images: it captions each picture once "
         "(cached by picture). Empty: OCR of the picture's text, else its alternative text.",
+    )
+
+
+class GitSettings(Section):
+    """Git repositories ingested by their clone URL (docs/sources.md, "Git repositories")."""
+
+    timeout_s: float = Field(
+        600.0,
+        gt=0,
+        description="A git command (a clone or fetch, above all) not done within this many "
+        "seconds fails the source: an unreachable or silent host, a repository too large.",
     )
 
 
@@ -118,6 +129,7 @@ class IngestSettings(Section):
     )
 
     transforms: TransformSettings = TransformSettings()
+    git: GitSettings = GitSettings()
 
     scope: dict[str, str] = Field(
         default_factory=dict,

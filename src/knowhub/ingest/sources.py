@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import import_module
 from pathlib import Path
 from typing import Protocol
 
@@ -57,6 +58,13 @@ def remote_source(spec: str, settings: Settings) -> RemoteSource | None:
     """The source ``spec`` names, or None when it is a path (a file or folder ingested as
     itself). Raises a :class:`~knowhub.errors.KnowhubError` for a spec of a known kind that
     is malformed or not allowed (naming the spec and the fix)."""
-    del settings  # each kind reads the settings it needs
-    del spec
+    for kind in _KINDS:
+        module, function = kind.split(":")
+        if (source := getattr(import_module(module), function)(spec, settings)) is not None:
+            return source  # type: ignore[no-any-return]
     return None
+
+
+# Each kind's ``function(spec, settings) -> RemoteSource | None``, as "module:function": the
+# kinds import this module (Fetched, mirror_root), so it names them rather than import them.
+_KINDS = ("knowhub.ingest.gitsource:git_source",)

@@ -6,7 +6,7 @@ import dataclasses
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,13 +21,17 @@ from knowhub.interfaces.render import render_report
 from knowhub.interfaces.terminal import echo
 
 if TYPE_CHECKING:  # ingest (loaders, worker pools) loads only when the command runs
+    from knowhub.app import App
+    from knowhub.ingest.origin import Origin
     from knowhub.ingest.pipeline import IngestReport
+    from knowhub.ingest.sources import Fetched
 
 __all__ = ["ingest", "remove"]
 
 
 @click.command()
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+# Strings: a source's spec (git://host/repo.git) is no path to normalise (// would become /).
+@click.argument("paths", nargs=-1)
 @click.option(
     "--collection",
     "-c",
@@ -60,7 +64,7 @@ __all__ = ["ingest", "remove"]
 @click.pass_obj
 def ingest(
     obj: CliContext,
-    paths: tuple[Path, ...],
+    paths: tuple[str, ...],
     collection: str | None,
     tags: tuple[str, ...],
     include: tuple[str, ...],
@@ -82,25 +86,28 @@ def ingest(
     and a re-run goes on from there. With --watch, Ctrl-C while waiting for changes ends
     the command cleanly (exit 0)."""
     if list_failed or not paths:
-        _list_failed(obj, paths, collection, list_failed, as_json)
+        _list_failed(obj, tuple(map(Path, paths)), collection, list_failed, as_json)
         return
     with _stoppable() as stop:
         app = obj.writer("ingest")
         exclusions = [*app.settings.ingest.exclude, *exclude]
         keys = parse_key_values(tags, "--tag", empty=True)
 
-        def run(pruning: bool) -> IngestReport:
+        def run(
+            pruning: bool, roots: list[Path] | None = None, origin: Origin | None = None
+        ) -> IngestReport:
             with ingest_progress(app.settings.ingest) as progress:
                 return app.collection(collection).ingest(
-                    list(paths), keys, include=list(include), exclude=exclusions,
-                    prune=pruning, progress=progress,
+                    roots or folders, keys, include=list(include), exclude=exclusions,
+                    prune=pruning, progress=progress, origin=origin,
                 )  # fmt: skip
 
-        report = _reported(lambda: run(prune), stop, as_json)
+        folders, remote_ok = _remote_run(app, paths, watch, run, stop, as_json)
+        report = _reported(lambda: run(prune), stop, as_json) if folders else None
         if not watch:
-            _exit_for(report)
+            _exit_for(report, remote_ok)
             return
-        _watched(paths, app.settings.server.watch_debounce_ms, lambda: run(True), stop, as_json)
+        _watched(folders, app.settings.server.watch_debounce_ms, lambda: run(True), stop, as_json)
 
 
 @click.command()
@@ -194,7 +201,7 @@ def _reported(run: Callable[[], IngestReport], stop: _Stop, as_json: bool) -> In
 
 
 def _watched(
-    paths: tuple[Path, ...],
+    paths: Sequence[Path],
     debounce_ms: int,
     sync: Callable[[], IngestReport],
     stop: _Stop,
@@ -226,6 +233,40 @@ def _watched(
     echo("stopped watching", err=True)
 
 
-def _exit_for(report: IngestReport) -> None:
-    if not report.ok:
+def _exit_for(report: IngestReport | None, remote_ok: bool = True) -> None:
+    if (report is not None and not report.ok) or not remote_ok:
         sys.exit(1)
+
+
+def _remote_run(
+    app: App,
+    paths: tuple[str, ...],
+    watch: bool,
+    run: Callable[[bool, list[Path], Origin], IngestReport],
+    stop: _Stop,
+    as_json: bool,
+) -> tuple[list[Path], bool]:
+    """Fetch and ingest (pruned: the source is the whole of its mirror) each of ``paths``
+    that names a remote source (``git+https://…``); the paths left, and whether every
+    source's run was ok."""
+    from knowhub.ingest.sources import remote_source
+
+    folders, ok = [], True
+    for spec in paths:
+        if (source := remote_source(spec, app.settings)) is None:
+            folders.append(Path(spec))
+            continue
+        if watch:
+            raise click.UsageError(
+                f"--watch follows folders: ingest {source.spec} again to refresh it"
+            )
+        fetched = source.fetch(app.settings, lambda line: echo(line, err=True))
+
+        def ingested(fetched: Fetched = fetched) -> IngestReport:
+            report = run(True, [fetched.origin.root], fetched.origin)
+            report.skipped += fetched.skipped
+            report.failed += fetched.failed
+            return report
+
+        ok = _reported(ingested, stop, as_json).ok and ok
+    return folders, ok

@@ -1,0 +1,243 @@
+"""Git repositories as sources: the tracked files of a branch or tag, each document citing
+``repo@commit:path``.
+
+The mirror (``DATA_DIR/sources/git/SLUG``) holds a bare repository fetched with the ``git``
+command, its commit alone (``--depth=1``), and ``tree/``: the commit's regular files, written
+from their blobs as committed. Only tracked files exist there, so ``.gitignore`` is respected
+by construction; no checkout runs, so no hook, filter (Git LFS) or attribute either.
+Symbolic links and submodules are not followed, Git LFS pointers are skipped (their content
+is not in the repository), and all are reported.
+
+A re-fetch compares the new commit's tree with the files written before (by blob id, as
+``git diff`` does): only changed files are written again, so the folder ingest that follows
+reads only them (the others keep their size and mtime), deleted ones are pruned, and a
+renamed one is a move. A document's source names the commit its text was read at: an
+unchanged file keeps the commit it was first read at (its bytes there are those of the new
+commit), so a new commit rewrites nothing but what it changed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from knowhub.config import Settings
+from knowhub.errors import IngestError
+from knowhub.ingest.gitrun import Entry, Git
+from knowhub.ingest.gitspec import GitSpec, parse_git_spec
+from knowhub.ingest.origin import Origin
+from knowhub.ingest.sources import Fetched, SourceNote, mirror_root
+
+__all__ = ["GitSource", "git_source"]
+
+_FETCHED = "refs/knowhub/fetched"
+_WRITTEN = "refs/knowhub/written"  # the commit tree/ holds: kept from garbage collection
+_STATE = "state.json"
+_SHORT = 12  # hex digits of a commit in sources: unambiguous in any repository seen yet
+_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+_LFS_MAX = 1024  # a pointer is some 130 bytes
+_REGULAR = ("100644", "100755")
+
+
+def git_source(spec: str, settings: Settings) -> GitSource | None:
+    """The git repository ``spec`` names, or None when it is no git spec; raises an
+    :class:`~knowhub.errors.IngestError` for a malformed one."""
+    del settings  # read when fetching
+    parsed = parse_git_spec(spec)
+    return None if parsed is None else GitSource(parsed)
+
+
+@dataclass
+class _State:
+    """What ``tree/`` holds: the commit written, and each file's blob id and the short
+    commit its bytes were first written at."""
+
+    commit: str = ""
+    files: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path) -> _State | None:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            files = {p: (blob, at) for p, (blob, at) in data["files"].items()}
+            return cls(str(data["commit"]), files)
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # none yet, or unreadable: the tree is written again whole
+
+    def save(self, path: Path) -> None:
+        temporary = path.with_name(f".{path.name}.tmp")
+        files = {p: list(pair) for p, pair in self.files.items()}
+        temporary.write_text(json.dumps({"commit": self.commit, "files": files}), "utf-8")
+        temporary.replace(path)
+
+
+@dataclass
+class _Sync:
+    """One fetch's changes to ``tree/``: paths written (``changed``, ``added``), removed,
+    and passed over with why."""
+
+    changed: list[str] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+class GitSource:
+    """A repository at a ref, as its spec named it (:mod:`knowhub.ingest.gitspec`)."""
+
+    def __init__(self, parsed: GitSpec) -> None:
+        self.parsed = parsed
+
+    @property
+    def spec(self) -> str:
+        """The spec without its credentials: they reach git and nothing else."""
+        return self.parsed.shown
+
+    def fetch(self, settings: Settings, note: SourceNote | None = None) -> Fetched:
+        """Fetch the ref's commit and bring ``tree/`` to it, writing only what changed."""
+        root = mirror_root(settings, "git", self.parsed.slug)
+        root.mkdir(parents=True, exist_ok=True)
+        tree = root / "tree"
+        git = Git(root / "repo.git", self.parsed, settings.ingest.git.timeout_s)
+        with _locked(root / "lock"):  # two fetches of one mirror wait for each other
+            git.init()
+            commit = git.fetch(self.parsed.ref, _FETCHED)
+            old = _State.load(root / _STATE)
+            if old is None:
+                shutil.rmtree(tree, ignore_errors=True)  # what an interrupted first fetch left
+            state, sync = _synced(
+                git, tree, old or _State(), commit, settings.ingest.max_file_bytes
+            )
+            state.save(root / _STATE)
+            git.keep(_WRITTEN, commit)
+        if note is not None:
+            note(self._summary(old, commit, sync, len(state.files)))
+        return Fetched(
+            Origin(tree, lambda relative: self._source(state, relative)),
+            skipped=[
+                (self._source(state, p), f"{self._source(state, p)}: {why}")
+                for p, why in sync.skipped
+            ],
+        )
+
+    def _source(self, state: _State, relative: str) -> str:
+        read_at = state.files.get(relative, ("", state.commit[:_SHORT]))[1]
+        return f"{self.parsed.repo}@{read_at}:{relative}"
+
+    def _summary(self, old: _State | None, commit: str, sync: _Sync, files: int) -> str:
+        short = commit[:_SHORT]
+        if old is None or not old.commit:
+            return f"{self.spec}: fetched commit {short}, {files} files"
+        if old.commit == commit and not (sync.changed or sync.added or sync.deleted):
+            return f"{self.spec}: still at commit {short}"
+        counts = (
+            f"{len(sync.changed)} changed, {len(sync.added)} added, {len(sync.deleted)} deleted"
+        )
+        return f"{self.spec}: commit {old.commit[:_SHORT]} → {short}: {counts}"
+
+
+def _synced(git: Git, tree: Path, old: _State, commit: str, max_bytes: int) -> tuple[_State, _Sync]:
+    """Bring ``tree`` from ``old`` to ``commit``: removals first (a file may become a
+    folder), then the blobs that differ."""
+    sync = _Sync()
+    wanted: dict[str, Entry] = {}
+    for path, entry in git.listing(commit).items():
+        if (why := _not_read(path, entry, max_bytes)) is not None:
+            sync.skipped.append((path, why))
+        else:
+            wanted[path] = entry
+    for path in sorted(set(old.files) - set(wanted)):
+        _remove(tree, path)
+        sync.deleted.append(path)
+    writes = {p: e.oid for p, e in wanted.items() if old.files.get(p, ("",))[0] != e.oid}
+    state = _State(commit, {p: old.files[p] for p in wanted if p not in writes})
+    by_blob: dict[str, list[str]] = {}
+    for path, oid in writes.items():
+        by_blob.setdefault(oid, []).append(path)
+    tree.mkdir(parents=True, exist_ok=True)
+    with git.blobs(list(by_blob)) as blobs:
+        for oid, size, stream in blobs:
+            paths = by_blob[oid]
+            if not _written(tree, paths, size, stream):
+                sync.skipped += [
+                    (p, "a Git LFS pointer: its content is not fetched") for p in paths
+                ]
+                for path in paths:
+                    _remove(tree, path)
+                continue
+            for path in paths:
+                state.files[path] = (oid, commit[:_SHORT])
+                (sync.changed if path in old.files else sync.added).append(path)
+    return state, sync
+
+
+def _not_read(path: str, entry: Entry, max_bytes: int) -> str | None:
+    """Why a tree entry is not written to the mirror, or None."""
+    parts = path.split("/")
+    if any(part in ("", ".", "..") or part.lower() == ".git" for part in parts):
+        return "a path that would lead out of the mirror: not read"
+    if entry.mode == "120000":
+        return "a symbolic link: not followed"
+    if entry.kind == "commit":
+        return "a submodule: not followed (ingest its repository as a source of its own)"
+    if entry.mode not in _REGULAR:
+        return f"not a regular file (mode {entry.mode}): not read"
+    if entry.size > max_bytes:
+        return f"{entry.size} bytes, over ingest.max_file_bytes ({max_bytes}): not read"
+    return None
+
+
+def _written(tree: Path, paths: list[str], size: int, stream: IO[bytes]) -> bool:
+    """Write a blob of ``size`` bytes from ``stream`` at each of ``paths`` (each replaced
+    whole: a run stopped midway leaves no half file); False for a Git LFS pointer."""
+    head = stream.read(min(size, _LFS_MAX))
+    if size < _LFS_MAX and head.startswith(_LFS_POINTER):
+        return False
+    first, *others = [tree / path for path in paths]
+    _write(first, head, size - len(head), stream)
+    for target in others:  # the same bytes at another path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(f".{target.name}.knowhub-tmp")
+        shutil.copyfile(first, temporary)
+        temporary.replace(target)
+    return True
+
+
+def _write(target: Path, head: bytes, rest: int, stream: IO[bytes]) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.knowhub-tmp")
+    with temporary.open("wb") as out:
+        out.write(head)
+        while rest > 0:
+            piece = stream.read(min(rest, 1 << 20))
+            if not piece:
+                raise IngestError(f"{target.name}: git cat-file ended early: fetch again")
+            out.write(piece)
+            rest -= len(piece)
+    temporary.replace(target)
+
+
+def _remove(tree: Path, path: str) -> None:
+    """Remove ``path`` and the folders it leaves empty."""
+    target = tree / path
+    target.unlink(missing_ok=True)
+    folder = target.parent
+    while folder != tree and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -1,0 +1,161 @@
+"""Git repositories ingested by their clone URL: a bare repository served by a real
+``git daemon`` on 127.0.0.1, and local ones by ``git+file://``; the tracked files at a ref,
+each document citing ``repo@commit:path``, a new commit re-ingesting only what it changed
+(real git, real SQLite files, hashing embedder)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from knowhub import App
+from knowhub.errors import IngestError
+from knowhub.ingest.report import IngestReport
+from knowhub.ingest.sources import Fetched, remote_source
+from tests.git_helpers import commit_all, git, git_daemon, new_repository, published, push
+from tests.helpers import fast_settings, free_port, write
+
+GUIDE = (
+    "# Guide\n\n## Install\n\nRun the quokkabeam installer first.\n\n"
+    "## Use\n\nThe zebrafinch command prints the report.\n"
+)
+FILES = {
+    "docs/guide.md": GUIDE,
+    "notes/alpha.md": "# Alpha\n\nThe marmoset plan, first draft.\n",
+    "notes/beta.md": "# Beta\n\nThe narwhal budget for next year.\n",
+    "notes/old-name.md": "# Renamed\n\nThe axolotl roadmap stays as it is.\n",
+    "README.md": "# Project\n\nAn overview of the pangolin project.\n",
+    ".gitignore": "secret.md\n",
+}
+
+
+def _fetched(app: App, spec: str, notes: list[str] | None = None) -> tuple[Fetched, IngestReport]:
+    source = remote_source(spec, app.settings)
+    assert source is not None
+    fetched = source.fetch(app.settings, (notes if notes is not None else []).append)
+    report = app.collection().ingest([fetched.origin.root], origin=fetched.origin, prune=True)
+    return fetched, report
+
+
+def test_a_repository_served_by_git_daemon_is_ingested_and_a_new_commit_only_its_changes(
+    app: App, tmp_path: Path
+) -> None:
+    work = new_repository(tmp_path / "work", FILES)
+    write(work / "secret.md", "# Secret\n\nThe ignored wombat password.\n")  # never committed
+    first = commit_all(work, "first")
+    bare = published(work, tmp_path / "served")
+    with git_daemon(tmp_path / "served") as host:
+        repo = f"{host}/repo.git"
+        notes: list[str] = []
+        _, report = _fetched(app, repo, notes)
+        assert sorted(report.added) == sorted(
+            f"{repo}@{first}:{name}" for name in FILES if name != ".gitignore"
+        )
+        assert notes == [f"{repo}: fetched commit {first}, 6 files"]
+        hit = app.collection().search("zebrafinch command").hits[0]
+        assert (hit.source, hit.line_start, hit.line_end) == (f"{repo}@{first}:docs/guide.md", 7, 9)
+        hits = app.collection().search("wombat password").hits
+        assert not [h for h in hits if "secret" in h.source]  # ignored: not in the repository
+
+        write(work / "notes/alpha.md", "# Alpha\n\nThe marmoset plan, second draft.\n")
+        write(work / "notes/gamma.md", "# Gamma\n\nThe okapi schedule.\n")
+        git(work, "rm", "--quiet", "notes/beta.md")
+        git(work, "mv", "notes/old-name.md", "notes/new-name.md")
+        second = commit_all(work, "second")
+        push(work, bare)
+        _, again = _fetched(app, repo, notes)
+
+    assert again.updated == [f"{repo}@{second}:notes/alpha.md"]
+    assert again.added == [f"{repo}@{second}:notes/gamma.md"]
+    assert again.removed == [f"{repo}@{first}:notes/beta.md"]
+    assert again.moved == [
+        (f"{repo}@{first}:notes/old-name.md", f"{repo}@{second}:notes/new-name.md")
+    ]
+    # Unchanged files are not read again: they keep the commit their text was read at.
+    assert sorted(again.unchanged) == [f"{repo}@{first}:README.md", f"{repo}@{first}:docs/guide.md"]
+    assert notes[1] == f"{repo}: commit {first} → {second}: 1 changed, 2 added, 2 deleted"
+    written = {r.source: r.chunk_count for r in app.collection().documents()}
+    changed = (
+        written[f"{repo}@{second}:notes/alpha.md"] + written[f"{repo}@{second}:notes/gamma.md"]
+    )
+    assert 0 < again.embedded <= changed  # the moved file's chunks come from the cache
+    assert again.chunks == changed + written[f"{repo}@{second}:notes/new-name.md"]
+    assert (
+        app.collection()
+        .search("okapi schedule")
+        .hits[0]
+        .source.endswith(f"@{second}:notes/gamma.md")
+    )
+
+
+def test_a_local_repository_is_read_at_a_tag_not_at_its_head(app: App, tmp_path: Path) -> None:
+    work = new_repository(tmp_path / "work", {"docs/guide.md": GUIDE})
+    tagged = commit_all(work, "first")
+    git(work, "tag", "--annotate", "-m", "release", "v1.0")
+    write(work / "docs/guide.md", GUIDE.replace("quokkabeam", "capybara"))
+    commit_all(work, "second")
+    spec = f"git+file://{work}@v1.0"
+    _, report = _fetched(app, spec)
+    assert report.added == [f"git+file://{work}@{tagged}:docs/guide.md"]
+    texts = " ".join(hit.text for hit in app.collection().search("installer first").hits)
+    assert "quokkabeam" in texts and "capybara" not in texts
+
+
+def test_links_submodules_and_lfs_pointers_are_skipped_and_said(app: App, tmp_path: Path) -> None:
+    pointer = "version https://git-lfs.github.com/spec/v1\noid sha256:" + "a" * 64 + "\nsize 9\n"
+    work = new_repository(tmp_path / "work", {"docs/guide.md": GUIDE, "docs/big.md": pointer})
+    (work / "docs" / "passwd.md").symlink_to("/etc/passwd")
+    git(work, "add", "--all")
+    git(work, "update-index", "--add", "--cacheinfo", f"160000,{'b' * 40},vendor/lib")
+    git(work, "commit", "--quiet", "-m", "first")  # not commit_all: `add --all` drops the link
+    head = git(work, "rev-parse", "HEAD")[:12]
+    fetched, report = _fetched(app, f"git+file://{work}")
+    assert report.added == [f"git+file://{work}@{head}:docs/guide.md"]
+    reasons = {name.rsplit(":", 1)[-1]: why for name, why in fetched.skipped}
+    assert "a Git LFS pointer" in reasons["docs/big.md"]
+    assert "a symbolic link: not followed" in reasons["docs/passwd.md"]
+    assert "a submodule: not followed" in reasons["vendor/lib"]
+    assert not (fetched.origin.root / "docs" / "passwd.md").exists()
+
+
+def test_an_unknown_ref_and_a_folder_that_is_no_repository_fail_naming_the_fix(
+    app: App, tmp_path: Path
+) -> None:
+    work = new_repository(tmp_path / "work", {"a.md": "# A\n"})
+    commit_all(work, "first")
+    source = remote_source(f"git+file://{work}@no-such-tag", app.settings)
+    assert source is not None
+    with pytest.raises(
+        IngestError, match="has no branch, tag or commit no-such-tag: check the name"
+    ):
+        source.fetch(app.settings)
+    nothing = remote_source(f"git+file://{tmp_path / 'nothing'}", app.settings)
+    assert nothing is not None
+    with pytest.raises(IngestError, match="is not a git repository"):
+        nothing.fetch(app.settings)
+
+
+def test_an_unreachable_host_fails_at_once_and_credentials_never_show(app: App) -> None:
+    spec = f"git+http://reader:s3cr3t-t0ken@127.0.0.1:{free_port()}/repo.git"
+    source = remote_source(spec, app.settings)
+    assert source is not None
+    assert "s3cr3t" not in source.spec and "reader" not in source.spec
+    with pytest.raises(IngestError, match="is unreachable: check the host") as failed:
+        source.fetch(app.settings)
+    assert "s3cr3t-t0ken" not in str(failed.value)
+    assert str(failed.value).startswith("git+http://127.0.0.1:")
+
+
+def test_a_host_that_never_answers_fails_after_the_timeout(tmp_path: Path) -> None:
+    settings = fast_settings(tmp_path / "data", **{"ingest.git.timeout_s": 1})
+    with socket.socket() as silent:  # connections queue, nothing is ever said
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        source = remote_source(f"git://127.0.0.1:{silent.getsockname()[1]}/repo.git", settings)
+        assert source is not None
+        with pytest.raises(
+            IngestError, match=r"did not finish within 1 s \(ingest.git.timeout_s\)"
+        ):
+            source.fetch(settings)
