@@ -32,6 +32,9 @@ MAN_PAGES := /usr/share/man/man1/at.1.gz /usr/share/man/man1/time.1.gz \
 # scans are then skipped, each with the fix.
 TESSDATA := /usr/share/tesseract-ocr/5/tessdata
 OCR_LANGS := $(TESSDATA)/eng.traineddata $(TESSDATA)/chi_sim.traineddata $(TESSDATA)/rus.traineddata
+# git, and its daemon (in Debian's git package): the git source's tests clone repositories
+# that `git daemon` serves on 127.0.0.1.
+GIT_DAEMON := /usr/lib/git-core/git-daemon
 # The container image is built and run with Debian's buildah (no Docker daemon here) on a
 # base made by debootstrap (tests/image/buildah.py).
 BUILDAH := /usr/bin/buildah
@@ -99,6 +102,10 @@ $(OCR_LANGS):
 	$(SUDO) apt-get install -y -q --no-install-recommends tesseract-ocr-eng tesseract-ocr-chi-sim \
 	  tesseract-ocr-rus
 
+$(GIT_DAEMON):
+	$(SUDO) apt-get update -q
+	$(SUDO) apt-get install -y -q --no-install-recommends git
+
 $(BUILDAH) $(DEBOOTSTRAP):
 	$(SUDO) apt-get update -q
 	$(SUDO) apt-get install -y -q --no-install-recommends buildah debootstrap
@@ -115,7 +122,7 @@ demo: $(VENV)/.installed
 	$(BIN)/python examples/demo.py --data-dir $(DEMO_DIR)/data
 
 test: $(VENV)/.installed-dev $(INSPECTOR) $(MCP_SERVERS) $(CHROMIUM) $(CJK_FONT) $(DEJAVU_FONT) $(PROMTOOL) \
-  $(OCR_LANGS) $(MAN) $(MAN_PAGES) $(REALDOCS_MAN)
+  $(OCR_LANGS) $(MAN) $(MAN_PAGES) $(REALDOCS_MAN) $(GIT_DAEMON)
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy

@@ -11,6 +11,8 @@ from pathlib import Path
 from tests.helpers import WAIT_S, free_port, spawned, write
 from tests.mcp_helpers import wait_until
 
+GIT_DAEMON = "/usr/lib/git-core/git-daemon"  # Debian's git package: the Makefile installs it
+
 # Commits of the same content on any machine: no user's config decides the author or date.
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "Test",
@@ -25,6 +27,7 @@ _IDENTITY = {
 
 def git(cwd: Path, *args: str) -> str:
     """``git ARGS`` in ``cwd``: its output; a failure fails the test, with git's words."""
+    assert Path(GIT_DAEMON).is_file(), f"{GIT_DAEMON} is missing: `make test` installs git"
     done = subprocess.run(
         ["git", *args], cwd=cwd, env=_IDENTITY, capture_output=True, text=True, timeout=WAIT_S
     )
@@ -49,11 +52,11 @@ def new_repository(work: Path, files: dict[str, str]) -> Path:
     return work
 
 
-def published(work: Path, served: Path) -> Path:
-    """A bare clone of ``work`` under ``served`` (``served/repo.git``), as a host keeps it."""
+def published(work: Path, served: Path, name: str = "repo.git") -> Path:
+    """A bare clone of ``work`` at ``served/name``, as a host keeps it."""
     served.mkdir(parents=True, exist_ok=True)
-    git(served, "clone", "--quiet", "--bare", str(work), "repo.git")
-    return served / "repo.git"
+    git(served, "clone", "--quiet", "--bare", str(work), name)
+    return served / name
 
 
 def push(work: Path, bare: Path) -> None:

@@ -103,6 +103,16 @@ def test_a_local_repository_is_read_at_a_tag_not_at_its_head(app: App, tmp_path:
     assert "quokkabeam" in texts and "capybara" not in texts
 
 
+def test_a_full_commit_hash_is_a_ref(app: App, tmp_path: Path) -> None:
+    work = new_repository(tmp_path / "work", {"docs/guide.md": GUIDE})
+    first = commit_all(work, "first")
+    full = git(work, "rev-parse", "HEAD")
+    write(work / "docs/later.md", "# Later\n\nWritten after.\n")
+    commit_all(work, "second")
+    _, report = _fetched(app, f"git+file://{work}@{full}")
+    assert report.added == [f"git+file://{work}@{first}:docs/guide.md"]
+
+
 def test_links_submodules_and_lfs_pointers_are_skipped_and_said(app: App, tmp_path: Path) -> None:
     pointer = "version https://git-lfs.github.com/spec/v1\noid sha256:" + "a" * 64 + "\nsize 9\n"
     work = new_repository(tmp_path / "work", {"docs/guide.md": GUIDE, "docs/big.md": pointer})
