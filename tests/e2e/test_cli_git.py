@@ -10,7 +10,7 @@ from pathlib import Path
 
 from knowhub.ingest.gitspec import parse_git_spec
 from tests.git_helpers import commit_all, git, git_daemon, new_repository, published, push
-from tests.helpers import ROOT, knowhub, write
+from tests.helpers import ROOT, free_port, knowhub, write
 
 DOC = (ROOT / "docs" / "sources-git.md").read_text(encoding="utf-8")
 HTTPS = "git+https://git.example.org/team/handbook.git"
@@ -84,3 +84,16 @@ def test_every_command_of_the_doc_ingests_its_repository(tmp_path: Path) -> None
             done = knowhub("--data-dir", str(tmp_path / "data"), *swapped, cwd=tmp_path)
             assert done.returncode == 0, done.stderr
             assert re.search(r": 3 added, .* 0 failed", done.stdout), done.stdout
+
+
+def test_a_token_in_the_url_reaches_no_message_of_a_failed_ingest(tmp_path: Path) -> None:
+    spec = f"git+http://reader:s3cr3t-t0ken@127.0.0.1:{free_port()}/team/handbook.git"
+    done = knowhub("--data-dir", str(tmp_path / "data"), "ingest", spec, cwd=tmp_path)
+    assert done.returncode != 0
+    assert "git+http://127.0.0.1:" in done.stderr and "is unreachable" in done.stderr
+    assert "s3cr3t" not in done.stdout + done.stderr
+    written = [p for p in (tmp_path / "data").rglob("*")]
+    assert written, "the mirror was not even made: nothing was checked"
+    for path in written:
+        assert "s3cr3t" not in str(path)
+        assert not path.is_file() or b"s3cr3t" not in path.read_bytes(), path

@@ -130,6 +130,20 @@ def test_links_submodules_and_lfs_pointers_are_skipped_and_said(app: App, tmp_pa
     assert not (fetched.origin.root / "docs" / "passwd.md").exists()
 
 
+def test_a_name_the_file_system_refuses_fails_alone(app: App, tmp_path: Path) -> None:
+    work = new_repository(tmp_path / "work", {"docs/guide.md": GUIDE})
+    blob = git(work, "hash-object", "-w", "docs/guide.md")
+    long = "docs/" + "n" * 300 + ".md"  # over NAME_MAX (255 bytes): no file can bear it
+    git(work, "add", "--all")
+    git(work, "update-index", "--add", "--cacheinfo", f"100644,{blob},{long}")
+    git(work, "commit", "--quiet", "-m", "first")
+    head = git(work, "rev-parse", "HEAD")[:12]
+    fetched, report = _fetched(app, f"git+file://{work}")
+    assert report.added == [f"git+file://{work}@{head}:docs/guide.md"]
+    assert [name for name, _ in fetched.failed] == [f"git+file://{work}@{head}:{long}"]
+    assert "not written to the mirror: File name too long" in fetched.failed[0][1]
+
+
 def test_an_unknown_ref_and_a_folder_that_is_no_repository_fail_naming_the_fix(
     app: App, tmp_path: Path
 ) -> None:

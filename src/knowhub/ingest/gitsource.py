@@ -18,6 +18,7 @@ commit), so a new commit rewrites nothing but what it changed.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import shutil
@@ -43,6 +44,8 @@ _SHORT = 12  # hex digits of a commit in sources: unambiguous in any repository 
 _LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 _LFS_MAX = 1024  # a pointer is some 130 bytes
 _REGULAR = ("100644", "100755")
+# A path that cannot be there: gone, a name no file can bear, a parent that is a file.
+_NO_SUCH_FILE = (errno.ENOENT, errno.ENAMETOOLONG, errno.ENOTDIR)
 
 
 def git_source(spec: str, settings: Settings) -> GitSource | None:
@@ -80,12 +83,13 @@ class _State:
 @dataclass
 class _Sync:
     """One fetch's changes to ``tree/``: paths written (``changed``, ``added``), removed,
-    and passed over with why."""
+    passed over and failed, with why."""
 
     changed: list[str] = field(default_factory=list)
     added: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
 
 
 class GitSource:
@@ -116,15 +120,19 @@ class GitSource:
             )
             state.save(root / _STATE)
             git.keep(_WRITTEN, commit)
+            (root / "received").unlink(missing_ok=True)
         if note is not None:
             note(self._summary(old, commit, sync, len(state.files)))
         return Fetched(
             Origin(tree, lambda relative: self._source(state, relative)),
-            skipped=[
-                (self._source(state, p), f"{self._source(state, p)}: {why}")
-                for p, why in sync.skipped
-            ],
+            skipped=[self._said(state, path, why) for path, why in sync.skipped],
+            failed=[self._said(state, path, why) for path, why in sync.failed],
         )
+
+    def _said(self, state: _State, path: str, why: str) -> tuple[str, str]:
+        """A report's entry: the path's source, and why (starting with it)."""
+        source = self._source(state, path)
+        return source, f"{source}: {why}"
 
     def _source(self, state: _State, relative: str) -> str:
         read_at = state.files.get(relative, ("", state.commit[:_SHORT]))[1]
@@ -164,16 +172,12 @@ def _synced(git: Git, tree: Path, old: _State, commit: str, max_bytes: int) -> t
     with git.blobs(list(by_blob)) as blobs:
         for oid, size, stream in blobs:
             paths = by_blob[oid]
-            if not _written(tree, paths, size, stream):
-                sync.skipped += [
-                    (p, "a Git LFS pointer: its content is not fetched") for p in paths
-                ]
-                for path in paths:
-                    _remove(tree, path)
-                continue
-            for path in paths:
+            placed = _placed(tree, paths, size, stream, sync)
+            for path in placed:
                 state.files[path] = (oid, commit[:_SHORT])
                 (sync.changed if path in old.files else sync.added).append(path)
+            for path in set(paths) - set(placed):  # no document of another commit's bytes
+                _remove(tree, path)
     return state, sync
 
 
@@ -193,40 +197,52 @@ def _not_read(path: str, entry: Entry, max_bytes: int) -> str | None:
     return None
 
 
-def _written(tree: Path, paths: list[str], size: int, stream: IO[bytes]) -> bool:
-    """Write a blob of ``size`` bytes from ``stream`` at each of ``paths`` (each replaced
-    whole: a run stopped midway leaves no half file); False for a Git LFS pointer."""
+def _placed(tree: Path, paths: list[str], size: int, stream: IO[bytes], sync: _Sync) -> list[str]:
+    """Write a blob of ``size`` bytes from ``stream`` at each of ``paths``, each replaced
+    whole (a run stopped midway leaves no half file): those written. A Git LFS pointer is
+    skipped, a path the file system refuses (a name too long) failed, in ``sync``."""
     head = stream.read(min(size, _LFS_MAX))
     if size < _LFS_MAX and head.startswith(_LFS_POINTER):
-        return False
-    first, *others = [tree / path for path in paths]
-    _write(first, head, size - len(head), stream)
-    for target in others:  # the same bytes at another path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_name(f".{target.name}.knowhub-tmp")
-        shutil.copyfile(first, temporary)
-        temporary.replace(target)
-    return True
+        sync.skipped += [(p, "a Git LFS pointer: its content is not fetched") for p in paths]
+        return []
+    received = tree.parent / "received"
+    _receive(received, head, size - len(head), stream)
+    placed = []
+    for path in paths:
+        target = tree / path
+        # Hidden (discovery skips it), short (a name near the limit must still fit), one
+        # name (one fetch of a mirror at a time).
+        temporary = target.with_name(".knowhub-writing")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(received, temporary)
+            temporary.replace(target)
+            placed.append(path)
+        except OSError as exc:
+            sync.failed.append((path, f"not written to the mirror: {exc.strerror or exc}"))
+    return placed
 
 
-def _write(target: Path, head: bytes, rest: int, stream: IO[bytes]) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.knowhub-tmp")
-    with temporary.open("wb") as out:
+def _receive(target: Path, head: bytes, rest: int, stream: IO[bytes]) -> None:
+    """The blob's bytes into ``target``: ``head``, then ``rest`` more from ``stream``."""
+    with target.open("wb") as out:
         out.write(head)
         while rest > 0:
             piece = stream.read(min(rest, 1 << 20))
             if not piece:
-                raise IngestError(f"{target.name}: git cat-file ended early: fetch again")
+                raise IngestError("git cat-file ended within a blob: run the ingest again")
             out.write(piece)
             rest -= len(piece)
-    temporary.replace(target)
 
 
 def _remove(tree: Path, path: str) -> None:
     """Remove ``path`` and the folders it leaves empty."""
     target = tree / path
-    target.unlink(missing_ok=True)
+    try:
+        target.unlink()
+    except OSError as exc:
+        if exc.errno not in _NO_SUCH_FILE:
+            raise
     folder = target.parent
     while folder != tree and folder.is_dir() and not any(folder.iterdir()):
         folder.rmdir()
