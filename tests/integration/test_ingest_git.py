@@ -113,6 +113,15 @@ def test_a_full_commit_hash_is_a_ref(app: App, tmp_path: Path) -> None:
     assert report.added == [f"git+file://{work}@{first}:docs/guide.md"]
 
 
+def test_a_file_lost_from_the_mirror_is_written_again(app: App, tmp_path: Path) -> None:
+    work = new_repository(tmp_path / "work", {"docs/guide.md": GUIDE})
+    head = commit_all(work, "first")
+    fetched, _ = _fetched(app, f"git+file://{work}")
+    (fetched.origin.root / "docs" / "guide.md").unlink()
+    _, again = _fetched(app, f"git+file://{work}")
+    assert (again.unchanged, again.removed) == ([f"git+file://{work}@{head}:docs/guide.md"], [])
+
+
 def test_links_submodules_and_lfs_pointers_are_skipped_and_said(app: App, tmp_path: Path) -> None:
     pointer = "version https://git-lfs.github.com/spec/v1\noid sha256:" + "a" * 64 + "\nsize 9\n"
     work = new_repository(tmp_path / "work", {"docs/guide.md": GUIDE, "docs/big.md": pointer})

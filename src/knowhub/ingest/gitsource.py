@@ -48,11 +48,12 @@ _REGULAR = ("100644", "100755")
 _NO_SUCH_FILE = (errno.ENOENT, errno.ENAMETOOLONG, errno.ENOTDIR)
 
 
-def git_source(spec: str, settings: Settings) -> GitSource | None:
-    """The git repository ``spec`` names, or None when it is no git spec; raises an
+def git_source(spec: str, settings: Settings, ref: str | None = None) -> GitSource | None:
+    """The git repository ``spec`` names (at ``ref``: a ``sources:`` entry's option, or
+    the spec's ``@ref``), or None when it is no git spec; raises an
     :class:`~knowhub.errors.IngestError` for a malformed one."""
     del settings  # read when fetching
-    parsed = parse_git_spec(spec)
+    parsed = parse_git_spec(spec, ref)
     return None if parsed is None else GitSource(parsed)
 
 
@@ -163,7 +164,12 @@ def _synced(git: Git, tree: Path, old: _State, commit: str, max_bytes: int) -> t
     for path in sorted(set(old.files) - set(wanted)):
         _remove(tree, path)
         sync.deleted.append(path)
-    writes = {p: e.oid for p, e in wanted.items() if old.files.get(p, ("",))[0] != e.oid}
+    # A file gone from the mirror behind its back (a cleanup, a disk repair) is written again.
+    writes = {
+        p: e.oid
+        for p, e in wanted.items()
+        if old.files.get(p, ("",))[0] != e.oid or not (tree / p).is_file()
+    }
     state = _State(commit, {p: old.files[p] for p in wanted if p not in writes})
     by_blob: dict[str, list[str]] = {}
     for path, oid in writes.items():

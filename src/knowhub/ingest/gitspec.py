@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import SplitResult, urlsplit
 
 from knowhub.errors import IngestError
@@ -72,12 +72,27 @@ class GitSpec:
         return re.sub(r"(\w+://)[^/@\s]+@", r"\1***@", text)
 
 
-def parse_git_spec(spec: str) -> GitSpec | None:
-    """The repository ``spec`` names, or None when it is no git spec (a path).
+def parse_git_spec(spec: str, ref: str | None = None) -> GitSpec | None:
+    """The repository ``spec`` names, or None when it is no git spec (a path). ``ref`` (a
+    ``sources:`` entry's option) stands for a ref the spec does not name.
 
     Raises:
-        IngestError: a git spec that is malformed (naming it, masked, and the forms).
+        IngestError: a git spec that is malformed (naming it, masked, and the forms), or
+            that names a ref besides ``ref``.
     """
+    parsed = _parsed(spec)
+    if parsed is None or ref is None:
+        return parsed
+    if parsed.ref is not None:
+        raise IngestError(
+            f"{parsed.shown}: the ref is named twice ({parsed.ref} in the spec, {ref} as its "
+            "option): keep one"
+        )
+    _split_ref(f"@{ref}", spec)  # checked as a spec's would be
+    return replace(parsed, ref=ref)
+
+
+def _parsed(spec: str) -> GitSpec | None:
     scheme = spec.split("://", 1)[0].lower() if "://" in spec else ""
     if scheme in _SCHEMES:
         return _url_spec(spec, _SCHEMES[scheme])

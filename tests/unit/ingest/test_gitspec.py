@@ -117,3 +117,16 @@ def test_a_malformed_spec_never_shows_its_credentials() -> None:
     with pytest.raises(IngestError) as refused:
         parse_git_spec("git+https://u:s3cr3t@host/r.git#x")
     assert "s3cr3t" not in str(refused.value)
+
+
+def test_a_ref_given_as_an_option_stands_for_the_spec_s_own() -> None:
+    parsed = parse_git_spec("git+https://host/r.git", ref="v2.0")
+    assert parsed is not None and (parsed.ref, parsed.shown) == (
+        "v2.0",
+        "git+https://host/r.git@v2.0",
+    )
+    with pytest.raises(IngestError, match="the ref is named twice"):
+        parse_git_spec("git+https://host/r.git@v1", ref="v2.0")
+    with pytest.raises(IngestError, match="no branch, tag or commit name"):
+        parse_git_spec("git+https://host/r.git", ref="--upload-pack=touch /tmp/x")
+    assert parse_git_spec("docs", ref="v1") is None
