@@ -32,8 +32,8 @@ MAN_PAGES := /usr/share/man/man1/at.1.gz /usr/share/man/man1/time.1.gz \
 # scans are then skipped, each with the fix.
 TESSDATA := /usr/share/tesseract-ocr/5/tessdata
 OCR_LANGS := $(TESSDATA)/eng.traineddata $(TESSDATA)/chi_sim.traineddata $(TESSDATA)/rus.traineddata
-# git, and its daemon (in Debian's git package): the git source's tests clone repositories
-# that `git daemon` serves on 127.0.0.1.
+# git, with its daemon and http-backend (all in Debian's git package): the git source's tests
+# clone repositories that `git daemon` and `git http-backend` serve on 127.0.0.1.
 GIT_DAEMON := /usr/lib/git-core/git-daemon
 # The container image is built and run with Debian's buildah (no Docker daemon here) on a
 # base made by debootstrap (tests/image/buildah.py).

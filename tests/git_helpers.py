@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.helpers import WAIT_S, free_port, spawned, write
+from tests.helpers import ROOT, WAIT_S, free_port, spawned, write
 from tests.mcp_helpers import wait_until
 
 GIT_DAEMON = "/usr/lib/git-core/git-daemon"  # Debian's git package: the Makefile installs it
@@ -82,3 +83,14 @@ def _answers(port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+@contextmanager
+def git_http(root: Path, user: str, password: str) -> Iterator[str]:
+    """``git http-backend`` serving ``root/repos`` over HTTP on 127.0.0.1 to requests with
+    ``user`` and ``password`` (tests/git_http_server.py): the base URL of its repositories."""
+    port = free_port()
+    argv = [sys.executable, "-m", "tests.git_http_server", str(root), str(port), user, password]
+    with spawned(argv, cwd=ROOT, stderr=subprocess.DEVNULL):
+        wait_until(lambda: _answers(port), WAIT_S)
+        yield f"http://127.0.0.1:{port}/git/backend"

@@ -14,7 +14,15 @@ from knowhub import App
 from knowhub.errors import IngestError
 from knowhub.ingest.report import IngestReport
 from knowhub.ingest.sources import Fetched, remote_source
-from tests.git_helpers import commit_all, git, git_daemon, new_repository, published, push
+from tests.git_helpers import (
+    commit_all,
+    git,
+    git_daemon,
+    git_http,
+    new_repository,
+    published,
+    push,
+)
 from tests.helpers import fast_settings, free_port, write
 
 GUIDE = (
@@ -160,14 +168,29 @@ def test_an_unknown_ref_and_a_folder_that_is_no_repository_fail_naming_the_fix(
     commit_all(work, "first")
     source = remote_source(f"git+file://{work}@no-such-tag", app.settings)
     assert source is not None
-    with pytest.raises(
-        IngestError, match="has no branch, tag or commit no-such-tag: check the name"
-    ):
+    with pytest.raises(IngestError, match="has no branch, tag or commit no-such-tag") as no:
         source.fetch(app.settings)
+    assert f"check the name (`git ls-remote file://{work}` lists them)" in str(no.value)
     nothing = remote_source(f"git+file://{tmp_path / 'nothing'}", app.settings)
     assert nothing is not None
     with pytest.raises(IngestError, match="is not a git repository"):
         nothing.fetch(app.settings)
+
+
+def test_credentials_in_the_url_reach_git_and_nothing_else(app: App, tmp_path: Path) -> None:
+    work = new_repository(tmp_path / "work", {"docs/guide.md": GUIDE})
+    head = commit_all(work, "first")
+    published(work, tmp_path / "http" / "repos", "handbook.git")
+    with git_http(tmp_path / "http", "reader", "s3cr3t-t0ken") as base:
+        plain = f"git+{base}/handbook.git"
+        _, report = _fetched(app, plain.replace("http://", "http://reader:s3cr3t-t0ken@"))
+        assert report.added == [f"{plain}@{head}:docs/guide.md"]
+        for spec in (plain, plain.replace("http://", "http://reader:wr0ng-t0ken@")):
+            source = remote_source(spec, app.settings)
+            assert source is not None
+            with pytest.raises(IngestError, match="refused access: give git its credentials") as no:
+                source.fetch(app.settings)
+            assert "t0ken" not in str(no.value)
 
 
 def test_an_unreachable_host_fails_at_once_and_credentials_never_show(app: App) -> None:

@@ -194,7 +194,7 @@ class Git:
         lowered = said.lower()
         for needles, cause in _CAUSES:
             if any(needle in lowered for needle in needles):
-                why = cause.format(ref=self.spec.ref or "HEAD", repo=self.spec.repo)
+                why = cause.format(ref=self.spec.ref or "HEAD", repo=self.spec.plain)
                 return IngestError(f"{self.spec.shown} {why} (git {action}: {said})")
         return IngestError(f"{self.spec.shown}: git {action} failed: {said}")
 

@@ -58,6 +58,11 @@ class GitSpec:
         return f"{self.repo}@{self.ref}" if self.ref else self.repo
 
     @property
+    def plain(self) -> str:
+        """The URL as git takes it, without credentials (for a command to suggest)."""
+        return self.repo.removeprefix("git+")
+
+    @property
     def slug(self) -> str:
         """The mirror folder's name: readable, and one per repository and ref."""
         readable = re.sub(r"[^A-Za-z0-9._-]+", "-", self.shown).strip("-.")[-60:]
