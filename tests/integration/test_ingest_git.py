@@ -39,6 +39,9 @@ FILES = {
 }
 
 
+FILES_OF_TWO = ["docs/guide.md", "notes.md"]
+
+
 def _fetched(app: App, spec: str, notes: list[str] | None = None) -> tuple[Fetched, IngestReport]:
     source = remote_source(spec, app.settings)
     assert source is not None
@@ -121,13 +124,20 @@ def test_a_full_commit_hash_is_a_ref(app: App, tmp_path: Path) -> None:
     assert report.added == [f"git+file://{work}@{first}:docs/guide.md"]
 
 
-def test_a_file_lost_from_the_mirror_is_written_again(app: App, tmp_path: Path) -> None:
-    work = new_repository(tmp_path / "work", {"docs/guide.md": GUIDE})
+def test_a_mirror_damaged_behind_its_back_is_repaired(app: App, tmp_path: Path) -> None:
+    work = new_repository(tmp_path / "work", {"docs/guide.md": GUIDE, "notes.md": "# N\n"})
     head = commit_all(work, "first")
     fetched, _ = _fetched(app, f"git+file://{work}")
-    (fetched.origin.root / "docs" / "guide.md").unlink()
+    (fetched.origin.root / "docs" / "guide.md").unlink()  # a file lost
     _, again = _fetched(app, f"git+file://{work}")
-    assert (again.unchanged, again.removed) == ([f"git+file://{work}@{head}:docs/guide.md"], [])
+    assert sorted(again.unchanged) == [f"git+file://{work}@{head}:{n}" for n in FILES_OF_TWO]
+    assert again.removed == []
+    (fetched.origin.root.parent / "state.json").unlink()  # as a first fetch stopped midway
+    write(fetched.origin.root / "stray.md", "# Stray\n\nNot in the repository.\n")
+    _, repaired = _fetched(app, f"git+file://{work}")
+    assert sorted(repaired.unchanged) == [f"git+file://{work}@{head}:{n}" for n in FILES_OF_TWO]
+    assert (repaired.added, repaired.removed) == ([], [])  # the stray file went with the tree
+    assert not (fetched.origin.root / "stray.md").exists()
 
 
 def test_links_submodules_and_lfs_pointers_are_skipped_and_said(app: App, tmp_path: Path) -> None:
