@@ -157,6 +157,20 @@ def test_links_submodules_and_lfs_pointers_are_skipped_and_said(app: App, tmp_pa
     assert not (fetched.origin.root / "docs" / "passwd.md").exists()
 
 
+def test_a_file_over_the_size_limit_is_not_even_written(tmp_path: Path) -> None:
+    big = "# Big\n\n" + "word " * 100
+    work = new_repository(tmp_path / "work", {"big.md": big, "a.md": "# A\n"})
+    commit_all(work, "first")
+    settings = fast_settings(tmp_path / "data", **{"ingest.max_file_bytes": 100})
+    source = remote_source(f"git+file://{work}", settings)
+    assert source is not None
+    fetched = source.fetch(settings)
+    assert sorted(p.name for p in fetched.origin.root.iterdir()) == ["a.md"]
+    assert [why.split(": ", 1)[1] for _, why in fetched.skipped] == [
+        f"{len(big)} bytes, over ingest.max_file_bytes (100): not read"
+    ]
+
+
 def test_a_name_the_file_system_refuses_fails_alone(app: App, tmp_path: Path) -> None:
     work = new_repository(tmp_path / "work", {"docs/guide.md": GUIDE})
     blob = git(work, "hash-object", "-w", "docs/guide.md")
