@@ -67,6 +67,9 @@ def test_a_repository_served_by_git_daemon_is_ingested_and_a_new_commit_only_its
         assert notes == [f"{repo}: fetched commit {first}, 6 files"]
         hit = app.collection().search("zebrafinch command").hits[0]
         assert (hit.source, hit.line_start, hit.line_end) == (f"{repo}@{first}:docs/guide.md", 7, 9)
+        # As docs/sources-git.md says: `git show COMMIT:PATH` shows the very text cited.
+        assert git(bare, "show", f"{first}:docs/guide.md") == GUIDE.strip()
+        assert hit.text in GUIDE
         hits = app.collection().search("wombat password").hits
         assert not [h for h in hits if "secret" in h.source]  # ignored: not in the repository
 
