@@ -39,6 +39,7 @@ from knowhub.ingest.loaders.image import IMAGE_EXTENSIONS, load_image
 from knowhub.ingest.loaders.jsonfile import load_json
 from knowhub.ingest.loaders.markdown import markdown_headings
 from knowhub.ingest.loaders.ocr import OcrOptions
+from knowhub.ingest.loaders.odf import load_odf
 from knowhub.ingest.loaders.pdf import load_pdf
 from knowhub.ingest.loaders.pptx import load_pptx
 from knowhub.ingest.loaders.reading import open_regular
@@ -74,6 +75,9 @@ _LOADERS: dict[str, Loader] = {
     ".csv": load_csv,
     ".xlsx": load_xlsx,
     ".json": load_json,
+    ".odt": load_odf,
+    ".ods": load_odf,
+    ".odp": load_odf,
 }
 # Loaders of pages that may need OCR: they report each page they read.
 _PAGED_LOADERS: dict[str, PagedLoader] = {

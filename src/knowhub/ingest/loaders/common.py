@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +26,7 @@ __all__ = [
     "file_too_large",
     "first_line_title",
     "is_placeholder_title",
+    "join_blocks",
     "loader_error",
     "not_office_file",
     "ocr_unavailable",
@@ -268,3 +269,18 @@ def not_office_file(path: Path, extension: str, cause: BaseException | None = No
         f"is not a valid {extension} (corrupt or not an Office file): re-save it from "
         "its application or give it the right extension",
     )
+
+
+def join_blocks(blocks: Iterable[tuple[str, bool]], budget: CharBudget) -> str:
+    """Join blocks with blank lines, keeping consecutive list items on adjacent lines;
+    stop once they pass the budget."""
+    parts: list[str] = []
+    previous_is_item = False
+    for text, is_item in blocks:
+        if not text:
+            continue
+        if parts:
+            parts.append("\n" if is_item and previous_is_item else "\n\n")
+        parts.append(budget.spend(text))
+        previous_is_item = is_item
+    return "".join(parts)

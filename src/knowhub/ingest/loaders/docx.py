@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +17,7 @@ from knowhub.ingest.loaders.common import (
     CharBudget,
     Limits,
     check_office_file,
+    join_blocks,
     not_office_file,
     pick_title,
 )
@@ -66,7 +67,7 @@ def load_docx(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
     budget = CharBudget(path, limits)
     figures = Figures(path, limits.images, Ocr(limits.ocr, limits.deadline))
     blocks = (block for item in document.iter_inner_content() for block in _blocks(item, figures))
-    text = _join_blocks(blocks, budget)
+    text = join_blocks(blocks, budget)
     headings = markdown_headings(text)
     properties = document.core_properties
     metadata: dict[str, Any] = {"author": properties.author} if properties.author else {}
@@ -135,18 +136,3 @@ def _heading_level(style: str) -> int:
         return 1
     match = _HEADING_STYLE.fullmatch(style)
     return min(int(match[1]), _MAX_MARKDOWN_LEVEL) if match else 0
-
-
-def _join_blocks(blocks: Iterable[tuple[str, bool]], budget: CharBudget) -> str:
-    """Join blocks with blank lines, keeping consecutive list items on adjacent lines;
-    stop once they pass the budget."""
-    parts: list[str] = []
-    previous_is_item = False
-    for text, is_item in blocks:
-        if not text:
-            continue
-        if parts:
-            parts.append("\n" if is_item and previous_is_item else "\n\n")
-        parts.append(budget.spend(text))
-        previous_is_item = is_item
-    return "".join(parts)

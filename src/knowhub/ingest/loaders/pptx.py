@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ from knowhub.ingest.loaders.markdown import escape_markdown, markdown_headings, 
 from knowhub.ingest.loaders.ocr import Ocr
 from knowhub.models import LoadedDocument
 
-__all__ = ["load_pptx"]
+__all__ = ["load_pptx", "slide_pages"]
 
 SLIDE_SEPARATOR = "\n\n"
 
@@ -60,18 +60,7 @@ def load_pptx(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         _slide(slide, budget, _Pictures(figures, number))
         for number, slide in enumerate(presentation.slides, start=1)
     ]
-    if not any(title or body for title, body in slides):
-        slides = []  # only generated "Slide N" lines: let the caller report it empty
-    pages = [
-        "\n\n".join([f"# {title or f'Slide {number}'}", *body])
-        for number, (title, body) in enumerate(slides, start=1)
-    ]
-    starts: list[int] = []
-    offset = 0
-    for page in pages:
-        starts.append(offset)
-        offset += len(page) + len(SLIDE_SEPARATOR)
-    text = SLIDE_SEPARATOR.join(pages)
+    text, starts = slide_pages(slides)
     properties = presentation.core_properties
     metadata: dict[str, Any] = {"slides": len(presentation.slides)}
     if properties.author:
@@ -82,12 +71,33 @@ def load_pptx(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         title=pick_title(path, properties.title, first_title),
         format="pptx",
         headings=markdown_headings(text),
-        page_starts=tuple(starts),
+        page_starts=starts,
         metadata=metadata,
         line_map=None,  # cited by slide
         warnings=figures.notes(),
         images=figures.images(text),
     )
+
+
+def slide_pages(slides: Sequence[tuple[str, list[str]]]) -> tuple[str, tuple[int, ...]]:
+    """The text of a deck, a page per slide (``# <title>``, ``# Slide N`` when it has none,
+    then its blocks), and where each page starts; ``""`` when no slide holds any text.
+
+    Args:
+        slides: each slide's title (``""`` if none) and body blocks, in order.
+    """
+    if not any(title or body for title, body in slides):
+        return "", ()  # only generated "Slide N" lines: let the caller report it empty
+    pages = [
+        "\n\n".join([f"# {title or f'Slide {number}'}", *body])
+        for number, (title, body) in enumerate(slides, start=1)
+    ]
+    starts: list[int] = []
+    offset = 0
+    for page in pages:
+        starts.append(offset)
+        offset += len(page) + len(SLIDE_SEPARATOR)
+    return SLIDE_SEPARATOR.join(pages), tuple(starts)
 
 
 @dataclass(frozen=True)

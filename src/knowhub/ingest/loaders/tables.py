@@ -28,7 +28,7 @@ from knowhub.ingest.loaders.encoding import decode_document
 from knowhub.ingest.loaders.markdown import markdown_headings, markdown_table
 from knowhub.models import LoadedDocument
 
-__all__ = ["load_csv", "load_xlsx"]
+__all__ = ["load_csv", "load_xlsx", "sheets_document"]
 
 _SNIFF_CHARS = 16384
 _DELIMITERS = ",;\t|"
@@ -62,7 +62,7 @@ def load_csv(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
             path, f"is not valid CSV ({exc}): fix the file or export it again"
         ) from exc
     return dataclasses.replace(
-        _document(path, "csv", [(path.stem, rows)], path.stem), warnings=warnings
+        sheets_document(path, "csv", [(path.stem, rows)], path.stem), warnings=warnings
     )
 
 
@@ -95,12 +95,14 @@ def load_xlsx(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         title = workbook.properties.title
     finally:
         workbook.close()  # read-only workbooks keep the archive open until closed
-    return _document(path, "xlsx", sheets, pick_title(path, title))
+    return sheets_document(path, "xlsx", sheets, pick_title(path, title))
 
 
-def _document(
+def sheets_document(
     path: Path, fmt: str, sheets: Sequence[tuple[str, list[list[str]]]], title: str
 ) -> LoadedDocument:
+    """A workbook's document: each sheet a ``# <name>`` section of Markdown tables (its
+    empty rows, and the empty columns right of its last value, left out); cited by sheet."""
     blocks: list[str] = []
     row_count = 0
     for name, rows in sheets:
