@@ -34,6 +34,7 @@ from knowhub.ingest.loaders.compressed import (
     text_check,
 )
 from knowhub.ingest.loaders.docx import load_docx
+from knowhub.ingest.loaders.epub import load_epub
 from knowhub.ingest.loaders.html import load_html
 from knowhub.ingest.loaders.image import IMAGE_EXTENSIONS, load_image
 from knowhub.ingest.loaders.jsonfile import load_json
@@ -75,6 +76,7 @@ _LOADERS: dict[str, Loader] = {
     ".csv": load_csv,
     ".xlsx": load_xlsx,
     ".json": load_json,
+    ".epub": load_epub,
     ".odt": load_odf,
     ".ods": load_odf,
     ".odp": load_odf,

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import io
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 from xml.etree import ElementTree
 
 from knowhub.errors import LoaderError
@@ -81,9 +83,11 @@ class Package:
         try:
             for start in range(0, len(data), _FEED_BYTES):
                 parser.feed(data[start : start + _FEED_BYTES])
-                for event, element in parser.read_events():
+                # Only start and end events are asked for: (name, element) pairs.
+                events = cast("Iterator[tuple[str, object]]", parser.read_events())
+                for event, element in events:
                     if not isinstance(element, ElementTree.Element):
-                        continue  # only start and end events are asked for
+                        continue
                     depth += 1 if event == "start" else -1
                     root = element if root is None else root
                     if depth > XML_DEPTH:
