@@ -129,9 +129,9 @@ def _refuse_encrypted(package: Package, spine: list[str]) -> None:
         return
     chapters = set(spine)
     for reference in encryption.iter():
-        if local_name(reference.tag) == "CipherReference":
-            if unquote(reference.get("URI", "")) in chapters:
-                raise package.encrypted()
+        uri = unquote(reference.get("URI", ""))
+        if local_name(reference.tag) == "CipherReference" and uri in chapters:
+            raise package.encrypted()
 
 
 def _toc_labels(package: Package, opf: Element, manifest: dict[str, _Item]) -> dict[str, str]:
@@ -152,7 +152,7 @@ def _nav_labels(data: bytes, base: str) -> dict[str, str]:
     """Labels of an EPUB 3 navigation document's ``<nav epub:type="toc">`` (read as HTML:
     books use HTML's entities, which XML does not know)."""
     soup = parse_html(data.decode("utf-8", "replace"))
-    toc = next((nav for nav in soup.find_all("nav") if "toc" in nav.get("epub:type", "")), None)
+    toc = next((nav for nav in soup.find_all("nav") if "toc" in str(nav.get("epub:type"))), None)
     labels: dict[str, str] = {}
     for link in toc.find_all("a", href=True) if toc is not None else []:
         _add_label(labels, base, str(link["href"]), link.get_text())
@@ -206,9 +206,9 @@ def _headed(page: LoadedDocument, title: str) -> str:
     """The chapter's text opening with its title: as it is when its first heading, at its
     start, says the title; else under a ``# title`` line, its headings one level lower."""
     first = page.headings[0] if page.headings else None
-    if first is not None and not page.text[: first.char_start].strip():
-        if " ".join(first.title.split()).casefold() == title.casefold():
-            return page.text
+    opening = first is not None and not page.text[: first.char_start].strip()
+    if opening and first is not None and _same(first.title, title):
+        return page.text
     pieces = [f"# {title}\n\n"]
     start = 0
     for heading in page.headings:
@@ -217,6 +217,10 @@ def _headed(page: LoadedDocument, title: str) -> str:
             start = heading.char_start
     pieces.append(page.text[start:])
     return "".join(pieces)
+
+
+def _same(one: str, other: str) -> bool:
+    return " ".join(one.split()).casefold() == " ".join(other.split()).casefold()
 
 
 def _properties(opf: Element) -> dict[str, str]:
