@@ -44,6 +44,7 @@ from knowhub.ingest.loaders.odf import load_odf
 from knowhub.ingest.loaders.pdf import load_pdf
 from knowhub.ingest.loaders.pptx import load_pptx
 from knowhub.ingest.loaders.reading import open_regular
+from knowhub.ingest.loaders.rtf import load_rtf
 from knowhub.ingest.loaders.tables import load_csv, load_xlsx
 from knowhub.ingest.loaders.text import load_markdown, load_plain_text, load_rst
 from knowhub.models import Heading, LoadedDocument
@@ -80,6 +81,7 @@ _LOADERS: dict[str, Loader] = {
     ".odt": load_odf,
     ".ods": load_odf,
     ".odp": load_odf,
+    ".rtf": load_rtf,
 }
 # Loaders of pages that may need OCR: they report each page they read.
 _PAGED_LOADERS: dict[str, PagedLoader] = {

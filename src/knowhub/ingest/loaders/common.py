@@ -271,9 +271,9 @@ def not_office_file(path: Path, extension: str, cause: BaseException | None = No
     )
 
 
-def join_blocks(blocks: Iterable[tuple[str, bool]], budget: CharBudget) -> str:
+def join_blocks(blocks: Iterable[tuple[str, bool]], budget: CharBudget | None) -> str:
     """Join blocks with blank lines, keeping consecutive list items on adjacent lines;
-    stop once they pass the budget."""
+    stop once they pass the budget (None: they were counted as they were read)."""
     parts: list[str] = []
     previous_is_item = False
     for text, is_item in blocks:
@@ -281,6 +281,6 @@ def join_blocks(blocks: Iterable[tuple[str, bool]], budget: CharBudget) -> str:
             continue
         if parts:
             parts.append("\n" if is_item and previous_is_item else "\n\n")
-        parts.append(budget.spend(text))
+        parts.append(budget.spend(text) if budget is not None else text)
         previous_is_item = is_item
     return "".join(parts)
