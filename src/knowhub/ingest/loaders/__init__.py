@@ -39,6 +39,7 @@ from knowhub.ingest.loaders.html import load_html
 from knowhub.ingest.loaders.image import IMAGE_EXTENSIONS, load_image
 from knowhub.ingest.loaders.jsonfile import load_json
 from knowhub.ingest.loaders.markdown import markdown_headings
+from knowhub.ingest.loaders.notebook import load_notebook
 from knowhub.ingest.loaders.ocr import OcrOptions
 from knowhub.ingest.loaders.odf import load_odf
 from knowhub.ingest.loaders.pdf import load_pdf
@@ -82,6 +83,7 @@ _LOADERS: dict[str, Loader] = {
     ".ods": load_odf,
     ".odp": load_odf,
     ".rtf": load_rtf,
+    ".ipynb": load_notebook,
 }
 # Loaders of pages that may need OCR: they report each page they read.
 _PAGED_LOADERS: dict[str, PagedLoader] = {
