@@ -35,6 +35,10 @@ OCR_LANGS := $(TESSDATA)/eng.traineddata $(TESSDATA)/chi_sim.traineddata $(TESSD
 # git, with its daemon and http-backend (all in Debian's git package): the git source's tests
 # clone repositories that `git daemon` and `git http-backend` serve on 127.0.0.1.
 GIT_DAEMON := /usr/lib/git-core/git-daemon
+# The document formats' test fixtures are made by real tools: pandoc writes EPUB, ODT and RTF,
+# LibreOffice (headless: the -nogui packages, no X libraries) converts to ODS, ODP and RTF.
+PANDOC := /usr/bin/pandoc
+SOFFICE := /usr/bin/soffice
 # The container image is built and run with Debian's buildah (no Docker daemon here) on a
 # base made by debootstrap (tests/image/buildah.py).
 BUILDAH := /usr/bin/buildah
@@ -106,6 +110,11 @@ $(GIT_DAEMON):
 	$(SUDO) apt-get update -q
 	$(SUDO) apt-get install -y -q --no-install-recommends git
 
+$(PANDOC) $(SOFFICE):
+	$(SUDO) apt-get update -q
+	$(SUDO) apt-get install -y -q --no-install-recommends pandoc libreoffice-writer-nogui \
+	  libreoffice-calc-nogui libreoffice-impress-nogui
+
 $(BUILDAH) $(DEBOOTSTRAP):
 	$(SUDO) apt-get update -q
 	$(SUDO) apt-get install -y -q --no-install-recommends buildah debootstrap
@@ -122,7 +131,7 @@ demo: $(VENV)/.installed
 	$(BIN)/python examples/demo.py --data-dir $(DEMO_DIR)/data
 
 test: $(VENV)/.installed-dev $(INSPECTOR) $(MCP_SERVERS) $(CHROMIUM) $(CJK_FONT) $(DEJAVU_FONT) $(PROMTOOL) \
-  $(OCR_LANGS) $(MAN) $(MAN_PAGES) $(REALDOCS_MAN) $(GIT_DAEMON)
+  $(OCR_LANGS) $(MAN) $(MAN_PAGES) $(REALDOCS_MAN) $(GIT_DAEMON) $(PANDOC) $(SOFFICE)
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy

@@ -11,6 +11,7 @@ import pytest
 from knowhub import App, build_app
 from tests import chroma_server as chroma
 from tests import milvus_server as milvus
+from tests.documents import Documents, make_documents
 from tests.helpers import fast_settings
 from tests.pg_server import PgServer, shared_server, stop_shared_server
 
@@ -64,6 +65,12 @@ def app(tmp_path: Path) -> Iterator[App]:
     application = build_app(fast_settings(tmp_path / "data"))
     yield application
     application.close()
+
+
+@pytest.fixture(scope="session")
+def documents(tmp_path_factory: pytest.TempPathFactory) -> Documents:
+    """EPUB, OpenDocument and RTF files made by pandoc and LibreOffice, once per session."""
+    return make_documents(tmp_path_factory.mktemp("documents"))
 
 
 @pytest.fixture(scope="session")

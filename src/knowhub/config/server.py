@@ -80,12 +80,13 @@ _TEXT_EXTENSIONS = (
     ".xhtml",
 )
 _IMAGE_EXTENSIONS = (".bmp", ".jpeg", ".jpg", ".png", ".tif", ".tiff", ".webp")  # read by OCR
+# Documents in zip packages (Office, OpenDocument, EPUB) and other formats with markup.
+_DOCUMENT_EXTENSIONS = (".docx", ".epub", ".ipynb", ".odp", ".ods", ".odt", ".pptx", ".rtf")
 UPLOAD_EXTENSIONS = (
     *_TEXT_EXTENSIONS,
     ".csv",
-    ".docx",
+    *_DOCUMENT_EXTENSIONS,
     ".pdf",
-    ".pptx",
     ".xlsx",
     *_IMAGE_EXTENSIONS,
 )

@@ -76,6 +76,12 @@ _RATIO_FLOOR = 1 << 20  # small entries may be as repetitive as they like
 _OLE_SIGNATURE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _XML_DEPTH = 256  # libxml2's limit without XML_PARSE_HUGE, which the Office libraries keep
 
+# Zip packages that are not Microsoft Office's, by what messages call them.
+_PACKAGE_KINDS = {
+    ".epub": "EPUB book",
+    **dict.fromkeys([".odt", ".ods", ".odp"], "OpenDocument file"),
+}
+
 # An obvious title line: at most this long, in the first few hundred characters.
 _TITLE_CHARS = 100
 _TITLE_WORDS = 14
@@ -241,7 +247,8 @@ def check_office_file(path: Path, data: bytes, extension: str, limits: Limits) -
             raise loader_error(
                 path,
                 f"looks like a zip bomb: {entry.filename} unpacks {entry.file_size} bytes "
-                f"from {entry.compress_size} (over {_MAX_RATIO}:1, Office files pack 5-30:1); "
+                f"from {entry.compress_size} (over {_MAX_RATIO}:1, {_kind(extension)}s pack "
+                "5-30:1); "
                 "if it is genuine, open it in its application and save it again",
             )
 
@@ -266,9 +273,14 @@ def not_office_file(path: Path, extension: str, cause: BaseException | None = No
         )
     return loader_error(
         path,
-        f"is not a valid {extension} (corrupt or not an Office file): re-save it from "
+        f"is not a valid {extension} (corrupt or not an {_kind(extension)}): re-save it from "
         "its application or give it the right extension",
     )
+
+
+def _kind(extension: str) -> str:
+    """What a zip package of ``extension`` is called in messages (after "an")."""
+    return _PACKAGE_KINDS.get(extension, "Office file")
 
 
 def join_blocks(blocks: Iterable[tuple[str, bool]], budget: CharBudget | None) -> str:

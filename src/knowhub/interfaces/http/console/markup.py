@@ -1,12 +1,13 @@
 """The passage of a document whose text a loader wrote, drawn rather than printed.
 
-The HTML, Word, PowerPoint, PDF and spreadsheet loaders write a document's structure as
-Markdown: headings as ``## Rates``, tables as ``| City | Rate |`` rows under a ``| --- |``
-line, code between ``````` fences. Those symbols are not in the document, so the source view
-draws them: a heading as a heading, a table row as a row of cells, fences and separator
-lines not at all. A Markdown, text or reStructuredText file is shown as it is written (its
-``##`` are its author's, and citations count its lines), as are formats whose loaders write
-no such structure. Every piece of text is escaped; the cited span keeps its ``<mark>``.
+The HTML, Word, PowerPoint, PDF, spreadsheet, EPUB, OpenDocument, RTF and notebook
+loaders write a document's structure as Markdown: headings as ``## Rates``, tables as
+``| City | Rate |`` rows under a ``| --- |`` line, code between ``````` fences. Those
+symbols are not in the document, so the source view draws them: a heading as a heading, a
+table row as a row of cells, fences and separator lines not at all. A Markdown, text or
+reStructuredText file is shown as it is written (its ``##`` are its author's, and citations
+count its lines), as are formats whose loaders write no such structure. Every piece of text
+is escaped; the cited span keeps its ``<mark>``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from knowhub.interfaces.http.console.passage import Block, Piece
 
 __all__ = ["DRAWN_FORMATS", "draw"]
 
-DRAWN_FORMATS = frozenset({"html", "docx", "pptx", "pdf", "xlsx", "csv"})
+DRAWN_FORMATS = frozenset(
+    {"html", "docx", "pptx", "pdf", "xlsx", "csv", "epub", "odt", "ods", "odp", "rtf", "ipynb"}
+)
 _HEADING = re.compile(r"(#{1,6})[ \t]+")
 # No two "\s*" meet: spaces either side of an optional "|" were split between them in every
 # way on a line that then failed (quadratic in its length); each run of spaces has one owner.
