@@ -11,9 +11,12 @@ from pathlib import Path
 import pytest
 
 from knowhub.errors import LoaderError
-from knowhub.ingest.loaders import load
+from knowhub.ingest.loaders import Limits, load
+from knowhub.ingest.loaders.figures import ImageOptions
 from knowhub.ingest.loaders.notebook import MAX_OUTPUT_CHARS
+from knowhub.providers.images import ImageStore
 from tests.documents import code_cell, markdown_cell, notebook
+from tests.pictures_helpers import shapes_png
 
 _STREAM = {"output_type": "stream", "name": "stdout", "text": ["rows: 3\n", "done\n"]}
 _FRAME = {
@@ -101,6 +104,28 @@ def test_a_50_mb_plot_is_passed_over_within_bounded_memory(tmp_path: Path) -> No
         tracemalloc.stop()
     assert document.text == "# Plot\n\nThe harbour trend.\n\n```python\nplot()\n```"
     assert peak < 4 * size, f"peak {peak:,} bytes for a file of {size:,}"
+
+
+def test_a_plot_is_a_picture_described_as_a_documents_pictures_are(tmp_path: Path) -> None:
+    def caption(sha256: str, data: bytes, mime: str) -> str:
+        assert data == plot and mime == "image/png"
+        return "A line chart of harbour sales by month"
+
+    plot = shapes_png(7)
+    figure = {
+        "output_type": "display_data",
+        "metadata": {},
+        "data": {"image/png": base64.b64encode(plot).decode(), "text/plain": ["<Figure>"]},
+    }
+    images = ImageOptions(ImageStore(tmp_path / "images"), caption=caption)
+    path = _write(tmp_path, notebook([code_cell("plot()", figure)]))
+    document = load(path, limits=Limits(images=images))
+    assert document.text == (
+        "```python\nplot()\n```\n\n[Image: A line chart of harbour sales by month]"
+    )
+    assert [image.description for image in document.images] == [
+        "A line chart of harbour sales by month"
+    ]
 
 
 def test_a_long_stream_output_is_passed_over(tmp_path: Path) -> None:

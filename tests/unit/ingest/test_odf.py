@@ -152,8 +152,12 @@ def test_a_corrupt_opendocument_file_is_refused(
 ) -> None:
     path = tmp_path / name
     path.write_bytes(documents.odt.read_bytes()[:3000])
-    with pytest.raises(LoaderError, match=rf"{name}: is not a valid \.od[tsp] \(corrupt"):
+    with pytest.raises(LoaderError) as error:
         load(path)
+    assert str(error.value) == (
+        f"{path}: is not a valid {path.suffix} (corrupt or not an OpenDocument file): re-save "
+        "it from its application or give it the right extension"
+    )
 
 
 def test_an_xml_bomb_in_content_xml_is_refused(tmp_path: Path) -> None:
