@@ -160,6 +160,20 @@ def test_a_corrupt_opendocument_file_is_refused(
     )
 
 
+@pytest.mark.parametrize("kind", ["odt", "ods", "odp"])
+def test_an_opendocument_file_packed_like_a_zip_bomb_is_refused(
+    documents: Documents, tmp_path: Path, kind: str
+) -> None:
+    zeros: dict[str, bytes | None] = {"Pictures/zeros.png": b"\0" * 20_000_000}
+    path = rezip(getattr(documents, kind), tmp_path / f"bomb.{kind}", zeros)
+    with pytest.raises(LoaderError) as error:
+        load(path)
+    assert f"bomb.{kind}: looks like a zip bomb: Pictures/zeros.png unpacks 20000000 bytes" in (
+        str(error.value)
+    )
+    assert "(over 100:1, OpenDocument files pack 5-30:1)" in str(error.value)
+
+
 def test_an_xml_bomb_in_content_xml_is_refused(tmp_path: Path) -> None:
     entities = "".join(
         f'<!ENTITY e{i} "{f"&e{i - 1};" * 10 if i else "lol" * 10}">' for i in range(10)

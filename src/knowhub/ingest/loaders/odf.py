@@ -158,7 +158,7 @@ def _presentation(
     path: Path, body: Element, reader: _Reader, title: str | None, properties: dict[str, Any]
 ) -> LoadedDocument:
     """A page per slide, titled by its title frame (``Slide N`` when it has none)."""
-    slides = [reader.slide(page) for page in body.iter(_PAGE)]
+    slides = [reader.slide(page) for page in body if page.tag == _PAGE]
     text, starts = slide_pages(slides)
     first_title = next((title for title, _ in slides if title), None)
     return LoadedDocument(
