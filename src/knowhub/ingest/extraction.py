@@ -43,9 +43,10 @@ _VERSIONS = {
     "docx": EXTRACTION_VERSION,
     "pptx": EXTRACTION_VERSION,
     "image": EXTRACTION_VERSION,
+    "ipynb": EXTRACTION_VERSION,  # its plots are pictures
     "text": TEXT_EXTRACTION_VERSION,
 }
-_WITH_PICTURES = frozenset({"pdf", "docx", "pptx"})
+_WITH_PICTURES = frozenset({"pdf", "docx", "pptx", "ipynb"})
 
 
 class Extraction:

@@ -64,6 +64,15 @@ def test_uncaptioned_pictures_wait_for_a_vision_model(tmp_path: Path) -> None:
     assert not unextracted.stale(_record("docx", {"extraction": none_kept}))
 
 
+def test_a_notebooks_uncaptioned_plots_wait_for_a_vision_model(tmp_path: Path) -> None:
+    plot = DocumentImage("b" * 64, "image/png", 640, 480, None, "", "", 0, 1)
+    facts = _extraction(tmp_path).record(_loaded("ipynb", images=(plot,)))
+    assert facts is not None and facts["uncaptioned"] == 1
+    vision = {"llm.provider": "ollama", "ingest.images.vision_model": "llava"}
+    assert _extraction(tmp_path, **vision).stale(_record("ipynb", {"extraction": facts}))
+    assert not _extraction(tmp_path).stale(_record("ipynb", {"extraction": facts}))
+
+
 def test_what_ocr_read_is_never_read_again_without_ocr(tmp_path: Path) -> None:
     picture = DocumentImage("a" * 64, "image/png", 80, 80, 1, "a chart", "ocr", 0, 1)
     on = _extraction(tmp_path)
