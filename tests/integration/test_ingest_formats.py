@@ -65,13 +65,24 @@ def test_a_notebook_hit_is_cited_by_its_markdown_section(app: App, tmp_path: Pat
     assert (hit.source, hit.section_path) == ("sales.ipynb", "Harbour sales > Выручка")
 
 
-def test_a_broken_book_fails_alone_beside_good_documents(
+def test_each_broken_file_fails_alone_beside_good_documents(
     app: App, documents: Documents, tmp_path: Path
 ) -> None:
     folder = _only(tmp_path, documents.odt)
+    shutil.copy(documents.epub, folder / "guide.epub")
     (folder / "cut.epub").write_bytes(documents.epub.read_bytes()[:2000])
+    (folder / "cut.ods").write_bytes(documents.ods.read_bytes()[:2000])
+    (folder / "notes.rtf").write_text("plain words saved as .rtf")
+    (folder / "cut.ipynb").write_bytes(b'{"cells": [')
     report = app.collection().ingest([folder])
-    assert report.added == ["guide.odt"]
-    [(source, reason)] = report.failed
-    assert source == "cut.epub"
-    assert "is not a valid .epub (corrupt or not an EPUB book)" in reason
+    assert sorted(report.added) == ["guide.epub", "guide.odt"]
+    assert {source: reason.split(": ", 1)[1] for source, reason in report.failed} == {
+        "cut.epub": "is not a valid .epub (corrupt or not an EPUB book): re-save it from its "
+        "application or give it the right extension",
+        "cut.ods": "is not a valid .ods (corrupt or not an OpenDocument file): re-save it from "
+        "its application or give it the right extension",
+        "notes.rtf": "is not an RTF document (it does not start with {\\rtf): give it the "
+        "extension of its format, or save it again as RTF",
+        "cut.ipynb": "is not a valid notebook (not JSON: Expecting value: line 1 column 12 "
+        "(char 11)): save it again from Jupyter",
+    }
