@@ -67,6 +67,7 @@ class Documents:
     ods: Path  # LibreOffice, from an openpyxl workbook
     odp: Path  # LibreOffice, from a python-pptx deck
     office_rtf: Path  # LibreOffice, from the ODT: heading styles, an \info title
+    office_odt: Path  # LibreOffice, from a python-docx document: its own styles and lists
 
 
 def make_documents(folder: Path) -> Documents:
@@ -82,11 +83,13 @@ def make_documents(folder: Path) -> Documents:
     _pandoc(source / "guide.md", out / "guide.rtf", "rtf")
     (source / "people.xlsx").write_bytes(_workbook())
     (source / "review.pptx").write_bytes(_deck())
+    (source / "backups.docx").write_bytes(_word())
     shutil.copy(out / "guide.odt", source / "office-guide.odt")
     profile = folder / "libreoffice-profile"
     _libreoffice([source / "people.xlsx"], "ods", out, profile)
     _libreoffice([source / "review.pptx"], "odp", out, profile)
     _libreoffice([source / "office-guide.odt"], "rtf", out, profile)
+    _libreoffice([source / "backups.docx"], "odt", out, profile)
     return Documents(
         folder=out,
         epub=out / "guide.epub",
@@ -96,6 +99,7 @@ def make_documents(folder: Path) -> Documents:
         ods=out / "people.ods",
         odp=out / "review.odp",
         office_rtf=out / "office-guide.rtf",
+        office_odt=out / "backups.odt",
     )
 
 
@@ -147,6 +151,29 @@ def _workbook() -> bytes:
     workbook.properties.title = "People and budget"
     buffer = io.BytesIO()
     workbook.save(buffer)
+    return buffer.getvalue()
+
+
+def _word() -> bytes:
+    from docx import Document
+
+    document = Document()
+    document.add_heading("Backup Guide", level=0)
+    document.add_paragraph("Backups run nightly at 02:00 to the tape library.")
+    document.add_heading("Restoring", level=1)
+    document.add_paragraph("Stop the service first.", style="List Bullet")
+    document.add_paragraph("Copy the snapshot back.", style="List Bullet")
+    table = document.add_table(rows=2, cols=2)
+    for cell, value in zip(table._cells, ["Tier", "Retention", "gold", "90 days"], strict=True):
+        cell.text = value
+    document.add_heading("Подробности", level=2)
+    document.add_paragraph("Снимки хранятся девяносто дней.")
+    document.add_heading("细节", level=2)
+    document.add_paragraph("快照保存九十天。")
+    document.core_properties.title = "Backups"
+    document.core_properties.author = "Lin"
+    buffer = io.BytesIO()
+    document.save(buffer)
     return buffer.getvalue()
 
 

@@ -54,6 +54,22 @@ def test_an_odt_is_titled_by_meta_xml_with_author_and_language(documents: Docume
     assert document.metadata == {"author": "Ada Lovelace", "language": "en"}
 
 
+def test_an_odt_made_by_libreoffice_keeps_its_title_style_headings_lists_and_tables(
+    documents: Documents,
+) -> None:
+    document = load(documents.office_odt)
+    assert [(h.level, h.title) for h in document.headings] == [
+        (1, "Backup Guide"),
+        (1, "Restoring"),
+        (2, "Подробности"),
+        (2, "细节"),
+    ]
+    assert "- Stop the service first.\n- Copy the snapshot back." in document.text
+    assert "| Tier | Retention |\n| --- | --- |\n| gold | 90 days |" in document.text
+    assert "快照保存九十天。" in document.text
+    assert (document.title, document.metadata["author"]) == ("Backups", "Lin")
+
+
 def test_an_ods_made_by_libreoffice_is_a_section_of_tables_per_sheet(documents: Documents) -> None:
     """LibreOffice declares a million empty rows of 16,384 cells after the last value:
     they are never made (the file loads at once)."""
