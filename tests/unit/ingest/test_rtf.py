@@ -65,6 +65,8 @@ def test_code_page_bytes_are_decoded_by_ansicpg_double_byte_pairs_together(
 def test_unicode_escapes_skip_their_fallbacks_and_join_surrogate_pairs(tmp_path: Path) -> None:
     body = r"\uc1\pard caf\u233\'e9 \u-10179?\u-8694? ok\uc2\u1044\'3f\'3f!\par"
     assert load(_rtf(tmp_path, body)).text == "café 😊 okД!"
+    wild = r"\pard a\u9999999999?b\u-70000?c\par"  # no 16-bit numbers: no characters
+    assert load(_rtf(tmp_path, wild)).text == "a\ufffdb\ufffdc"
 
 
 def test_pictures_fields_and_ignorable_destinations_are_left_out(tmp_path: Path) -> None:

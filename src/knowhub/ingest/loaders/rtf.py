@@ -117,9 +117,6 @@ _SKIPPED = frozenset(
 )
 _INFO_FIELDS = frozenset({"title", "author", "subject"})
 _SYMBOLS = {
-    "par": "\n\n",
-    "sect": "\n\n",
-    "page": "\n\n",
     "line": "\n",
     "tab": " ",
     "emdash": "\u2014",
@@ -133,6 +130,8 @@ _SYMBOLS = {
     "enspace": " ",
     "qmspace": " ",
 }
+_PARAGRAPH_ENDS = frozenset({"par", "sect", "page"})
+_START = re.compile(rb"\s*\{\\rtf")
 _CONTROL_SYMBOLS = {b"~": " ", b"_": "-", b"-": "", b"{": "{", b"}": "}", b"\\": "\\"}
 # \fcharsetN: the code page of a font's \'hh bytes (0 and 1: the document's \ansicpg).
 _CHARSETS = {
@@ -194,7 +193,7 @@ def load_rtf(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
         LoaderError: the file is no RTF (it does not start with ``{\\rtf``), nests groups
             deeper than :data:`MAX_GROUPS`, or is over a limit.
     """
-    if not data.lstrip()[:5] == b"{\\rtf":
+    if not _START.match(data):
         raise loader_error(
             path,
             "is not an RTF document (it does not start with {\\rtf): give it the "
@@ -296,7 +295,7 @@ class _Reader:
         elif destination == "stylesheet":
             self.style_word(word, number)
         elif word == "u" and number is not None:
-            self.emit(chr(number + 65536 if number < 0 else number))
+            self.emit(_character(number))
             self.skip = state.unicode_skip
         else:
             self.format_word(word, number)
@@ -314,7 +313,8 @@ class _Reader:
             # The first of each field: LibreOffice writes the author twice.
             taken = word not in _INFO_FIELDS or word in self.fields
             state.destination = "skip" if taken else word
-            self.fields.setdefault(word, [])
+            if not taken:
+                self.fields[word] = []
             return True
         else:
             return False
@@ -336,8 +336,10 @@ class _Reader:
 
     def format_word(self, word: str, number: int | None) -> None:
         state = self.state
-        if word in _SYMBOLS:
-            self.symbol_text(word)
+        if word in _PARAGRAPH_ENDS:
+            self.end_paragraph()
+        elif word in _SYMBOLS:
+            self.emit(_SYMBOLS[word])
         elif word in ("cell", "nestcell"):
             self.end_cell()
         elif word in ("row", "nestrow"):
@@ -365,12 +367,6 @@ class _Reader:
             self.codepage = _codec(f"cp{number}")
         elif word == "deff" and number is not None:
             self.default_font = number
-
-    def symbol_text(self, word: str) -> None:
-        if word in ("par", "sect", "page"):
-            self.end_paragraph()
-        else:
-            self.emit(_SYMBOLS[word])
 
     def symbol(self, symbol: bytes) -> None:
         state = self.state
@@ -480,6 +476,13 @@ class _Reader:
             name: " ".join(_fix_surrogates("".join(parts)).split())
             for name, parts in self.fields.items()
         }
+
+
+def _character(number: int) -> str:
+    """``\\uN``'s character: N is a signed 16-bit number (-4064 is U+F020); a number out of
+    that range (no writer's) is U+FFFD."""
+    code = number + 65536 if -32768 <= number < 0 else number
+    return chr(code) if 0 <= code <= 0xFFFF else "\ufffd"
 
 
 def _codec(name: str) -> str:
