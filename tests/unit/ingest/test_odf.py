@@ -204,6 +204,14 @@ def test_an_xml_bomb_in_content_xml_is_refused(tmp_path: Path) -> None:
         load(path)
 
 
+def test_xml_declaring_an_unknown_encoding_is_refused_with_the_reason(tmp_path: Path) -> None:
+    path = tmp_path / "odd.odt"
+    with zipfile.ZipFile(path, "w") as package:
+        package.writestr("content.xml", '<?xml version="1.0" encoding="UaF-8"?><d/>')
+    with pytest.raises(LoaderError, match=r"its part content.xml declares an unknown encoding"):
+        load(path)
+
+
 def test_xml_nested_past_256_levels_is_refused_with_the_reason(tmp_path: Path) -> None:
     deep = "<text:section>" * 300 + "<text:p>deep</text:p>" + "</text:section>" * 300
     path = _odf(tmp_path, "deep.odt", f"<office:text>{deep}</office:text>")

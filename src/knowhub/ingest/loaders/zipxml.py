@@ -96,6 +96,8 @@ class Package:
             parser.close()
         except ElementTree.ParseError as exc:
             raise self.bad_xml(name, exc) from exc
+        except LookupError as exc:  # its declaration names an encoding there is none of
+            raise self.invalid(f"its part {name} declares an unknown encoding ({exc})") from exc
         if root is None:
             raise self.invalid(f"its part {name} holds no XML")
         return root
@@ -107,7 +109,7 @@ class Package:
             "reader goes: no document nests so deep; re-save it from its application",
         )
 
-    def bad_xml(self, name: str, exc: ElementTree.ParseError) -> LoaderError:
+    def bad_xml(self, name: str, exc: Exception) -> LoaderError:
         if "amplification" in str(exc):
             return loader_error(
                 self.path,
