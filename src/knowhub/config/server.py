@@ -10,7 +10,7 @@ from pydantic import Field, field_validator, model_validator
 
 from knowhub.config.base import Section
 
-__all__ = ["UPLOAD_EXTENSIONS", "AgentSettings", "ServerSettings", "TokenSettings"]
+__all__ = ["UPLOAD_CONTAINERS", "UPLOAD_EXTENSIONS", "AgentSettings", "ServerSettings", "TokenSettings"]
 
 
 class TokenSettings(Section):
@@ -87,8 +87,11 @@ UPLOAD_EXTENSIONS = (
     ".pdf",
     ".pptx",
     ".xlsx",
+    ".eml",
     *_IMAGE_EXTENSIONS,
 )
+# Files whose members are documents (ingest.loaders' archives and mailboxes): accepted too.
+UPLOAD_CONTAINERS = (".zip", ".tar", ".tgz", ".mbox")
 
 
 class ServerSettings(Section):
@@ -155,7 +158,7 @@ class ServerSettings(Section):
         "refused (413) and none of its files kept.",
     )
     upload_extensions: list[str] = Field(
-        default_factory=lambda: list(UPLOAD_EXTENSIONS),
+        default_factory=lambda: [*UPLOAD_EXTENSIONS, *UPLOAD_CONTAINERS],
         description="File extensions the console accepts for upload (what the loaders read).",
     )
 
