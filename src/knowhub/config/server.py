@@ -10,7 +10,13 @@ from pydantic import Field, field_validator, model_validator
 
 from knowhub.config.base import Section
 
-__all__ = ["UPLOAD_CONTAINERS", "UPLOAD_EXTENSIONS", "AgentSettings", "ServerSettings", "TokenSettings"]
+__all__ = [
+    "UPLOAD_CONTAINERS",
+    "UPLOAD_EXTENSIONS",
+    "AgentSettings",
+    "ServerSettings",
+    "TokenSettings",
+]
 
 
 class TokenSettings(Section):

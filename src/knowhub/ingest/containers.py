@@ -47,7 +47,7 @@ from knowhub.models import DocumentRecord
 from knowhub.providers.stores.base import Store
 from knowhub.surrogates import escape_surrogates, restore_surrogates
 
-__all__ = ["Containers", "archive_limits", "is_document_too"]
+__all__ = ["Containers", "Ingesting", "archive_limits", "is_document_too"]
 
 log = logging.getLogger("knowhub.ingest")
 
