@@ -93,11 +93,13 @@ def test_a_usr_share_doc_folder_and_its_tarball_are_ingested_and_cited(tmp_path:
 
 def test_a_zip_bomb_is_refused_naming_the_archive_and_the_setting(tmp_path: Path) -> None:
     bomb = tmp_path / "bomb.zip"
-    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
-        with archive.open("zeros.txt", "w", force_zip64=True) as member:
-            zeros = bytes(1 << 20)
-            for _ in range(1024):  # 1 GB of zeros, ~1 MB packed
-                member.write(zeros)
+    zeros = bytes(1 << 20)
+    with (
+        zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive,
+        archive.open("zeros.txt", "w", force_zip64=True) as member,
+    ):
+        for _ in range(1024):  # 1 GB of zeros, ~1 MB packed
+            member.write(zeros)
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     result = knowhub("--data-dir", str(tmp_path / "data"), "ingest", str(bomb), cwd=tmp_path)
     peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
