@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import os
+import sqlite3
 import tarfile
 import zipfile
 from pathlib import Path
@@ -14,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from knowhub import App, build_app
+from knowhub.providers.stores.schema import fts_table
+from knowhub.providers.stores.sqlite import DB_NAME
 from tests.helpers import fast_settings
 
 GUIDE = "# Guide\n\nThe quokkabeam starts the turbine engine.\n"
@@ -197,3 +200,29 @@ def test_a_removed_archive_member_is_removed_by_its_source(app: App, tmp_path: P
     app.collection().ingest([tmp_path / "d"])
     removed = app.collection().remove("bundle.zip!/a.md")
     assert [r.source for r in removed] == ["bundle.zip!/a.md"]
+
+
+def test_verify_finds_members_whole_and_fix_rebuilds_them_under_their_names(
+    tmp_path: Path,
+) -> None:
+    make_zip(tmp_path / "d" / "bundle.zip", {"a.md": GUIDE.encode(), "b.md": NOTES.encode()})
+    app = build_app(fast_settings(tmp_path / "data"))
+    try:
+        app.collection("kb").ingest([tmp_path / "d"])
+        assert app.verify("kb").ok, app.verify("kb").to_dict()
+        record = next(r for r in app.collection("kb").documents() if r.source.endswith("b.md"))
+        app.store.remove_document(app.store.collection_id("kb") or 0, record.path)
+        again = app.collection("kb").ingest([tmp_path / "d"])  # its mark no longer holds
+        assert again.added == ["bundle.zip!/b.md"] and again.unchanged == ["bundle.zip!/a.md"]
+        cid = app.store.collection_id("kb")
+        with sqlite3.connect(tmp_path / "data" / DB_NAME) as raw:
+            raw.execute(f"DELETE FROM {fts_table(int(cid or 0))}")
+        fixed = app.verify("kb", fix=True)
+        assert fixed.ok, fixed.to_dict()
+        assert sorted(fixed.fixed) == [
+            "kb: bundle.zip!/a.md: re-ingested",
+            "kb: bundle.zip!/b.md: re-ingested",
+        ]
+        assert app.collection("kb").search("zebrafinch").hits[0].source == "bundle.zip!/b.md"
+    finally:
+        app.close()

@@ -166,7 +166,9 @@ class Containers:
         seen = {path for path, _ in members} | {entry[0] for entry in passed}
         self.gone.update(r.path for _, r in self._records_of(key) if r.path not in seen)
         mark = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "settings": self.digest}
-        self._pending[key] = ({**mark, "passed": [list(entry) for entry in passed]}, members)
+        passed_over = [list(entry) for entry in passed]
+        written = [path for path, _ in members]
+        self._pending[key] = ({**mark, "passed": passed_over, "members": written}, members)
 
     def _walk(
         self, top: Candidate, path: str, file: BinaryIO, stat: os.stat_result, depth: int
@@ -233,6 +235,8 @@ class Containers:
         ):
             return None
         records = [record for _, record in self._records_of(key)]
+        if not self._all_there(mark, records):
+            return None
         for record in records:
             same = (record.size, record.mtime_ns) == (stat.st_size, stat.st_mtime_ns)
             tags = stored_tags(record)
@@ -241,6 +245,14 @@ class Containers:
         passed = mark.get("passed")
         entries = passed if isinstance(passed, list) else []
         return records, [Skipped(*entry) for entry in entries if isinstance(entry, list)]
+
+    def _all_there(self, mark: dict[str, object], records: list[DocumentRecord]) -> bool:
+        """Each member the container was read with has its document, or failed for its own
+        fault (one removed since, by ``verify --fix`` or ``remove``, must be read again)."""
+        members = mark.get("members")
+        have = {record.path for record in records}
+        failed = self.dead_letters.known
+        return isinstance(members, list) and all(m in have or m in failed for m in members)
 
     def _records_of(self, key: str) -> list[tuple[str, DocumentRecord]]:
         """The collection's documents inside the container stored as ``key``."""
