@@ -1,5 +1,6 @@
 """A zip uploaded through the console goes through the same pipeline as a folder's: each
-member a document, cited inside the archive, its passage shown by the source view (the real
+member a document, cited inside the archive, its passage shown by the source view and its
+original served from the archive (the real
 app in process, through its guard and handlers; the zip written by Python's zipfile)."""
 
 from __future__ import annotations
@@ -53,3 +54,8 @@ def test_an_uploaded_zip_is_ingested_member_by_member_and_cited(tmp_path: Path) 
             f"/ui/source/{hits['hits'][0]['chunk_id']}", params={"collection": "default"}
         )
         assert shown.status_code == 200 and "reducing fire" in shown.text
+        doc_hash = hits["hits"][0]["doc_hash"]
+        original = client.get(f"/ui/documents/{doc_hash}/file", params={"collection": "default"})
+        assert original.status_code == 200, original.text
+        assert original.content == b"# Glaze\n\nCeladon glaze needs a reducing fire.\n"
+        assert 'filename="glaze.md"' in original.headers["content-disposition"]

@@ -40,14 +40,14 @@ from knowhub.ingest.loaders import (
     unsupported_reason,
 )
 from knowhub.ingest.loaders.reading import open_regular
-from knowhub.ingest.members import MEMBER_SEPARATOR
+from knowhub.ingest.members import MEMBER_SEPARATOR, container_path
 from knowhub.ingest.progress import ProgressTracker
 from knowhub.ingest.report import IngestReport
 from knowhub.models import DocumentRecord
 from knowhub.providers.stores.base import Store
 from knowhub.surrogates import escape_surrogates, restore_surrogates
 
-__all__ = ["Containers", "Ingesting", "archive_limits", "is_document_too"]
+__all__ = ["Containers", "Ingesting", "archive_limits", "is_document_too", "member_bytes"]
 
 log = logging.getLogger("knowhub.ingest")
 
@@ -304,6 +304,36 @@ class Containers:
             if self.store.set_meta(key, json.dumps(entries, ensure_ascii=False), raw):
                 return
         raise StoreError(f"{key}: written by another run during each of {_TRIES} tries")
+
+
+def member_bytes(path: str, limits: ArchiveLimits) -> bytes:
+    """The bytes of the member at ``path`` (``/docs/bundle.zip!/guide.md``, nested or not),
+    read from its container as ingest read them (to serve the original of a citation).
+
+    Raises:
+        FileNotFoundError: the container, or the member in it, is gone; LoaderError: the
+            container is corrupt or over a limit now.
+    """
+    container = container_path(path)
+    if container == path:
+        raise FileNotFoundError(f"{path}: no archive holds it")
+    names = path[len(container) + len(MEMBER_SEPARATOR) :].split(MEMBER_SEPARATOR)
+    with open_regular(Path(container)) as file:
+        raw = io.BufferedReader(io.FileIO(file.fd, closefd=False))
+        return _find(Path(container), raw, names, limits)
+
+
+def _find(path: Path, file: BinaryIO, names: list[str], limits: ArchiveLimits) -> bytes:
+    for entry in container_entries(path, file, limits):
+        if entry.name != names[0]:
+            continue
+        if entry.problem:
+            break
+        if len(names) == 1:
+            return entry.data
+        inner = Path(f"{path}{MEMBER_SEPARATOR}{names[0]}")
+        return _find(inner, io.BytesIO(entry.data), names[1:], limits)
+    raise FileNotFoundError(f"{path}: holds no readable member {names[0]!r} any more")
 
 
 def _passed(skipped: Skipped) -> _Passed:
