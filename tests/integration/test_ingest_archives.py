@@ -226,3 +226,44 @@ def test_verify_finds_members_whole_and_fix_rebuilds_them_under_their_names(
         assert app.collection("kb").search("zebrafinch").hits[0].source == "bundle.zip!/b.md"
     finally:
         app.close()
+
+
+def test_an_archive_named_alone_prunes_its_removed_members(app: App, tmp_path: Path) -> None:
+    bundle = make_zip(tmp_path / "bundle.zip", {"a.md": GUIDE.encode(), "b.md": NOTES.encode()})
+    assert sorted(app.collection().ingest([bundle]).added) == [
+        "bundle.zip!/a.md",
+        "bundle.zip!/b.md",
+    ]
+    make_zip(bundle, {"b.md": NOTES.encode()})
+    bump(bundle)
+    pruned = app.collection().ingest([bundle], prune=True)
+    assert pruned.removed == ["bundle.zip!/a.md"] and pruned.unchanged == ["bundle.zip!/b.md"]
+
+
+def test_new_tags_on_an_unchanged_archive_retag_its_members(app: App, tmp_path: Path) -> None:
+    make_zip(tmp_path / "d" / "bundle.zip", {"a.md": GUIDE.encode()})
+    app.collection().ingest([tmp_path / "d"], {"team": "ops"})
+    retagged = app.collection().ingest([tmp_path / "d"], {"team": "web"})
+    assert retagged.retagged == ["bundle.zip!/a.md"] and retagged.embedded == 0
+    (record,) = app.collection().documents()
+    assert record.metadata["tags"] == {"team": "web"}
+
+
+def test_a_message_in_a_zip_is_a_document_and_so_are_its_attachments(
+    app: App, tmp_path: Path
+) -> None:
+    from email.message import EmailMessage
+
+    mail = EmailMessage()
+    mail["Subject"] = "Kiln schedule"
+    mail.set_content("The kiln fires on Friday.")
+    mail.add_attachment(NOTES.encode(), maintype="text", subtype="markdown", filename="notes.md")
+    make_zip(tmp_path / "d" / "mail.zip", {"inbox/kiln.eml": mail.as_bytes()})
+    report = app.collection().ingest([tmp_path / "d"])
+    assert sorted(report.added) == [
+        "mail.zip!/inbox/kiln.eml",
+        "mail.zip!/inbox/kiln.eml!/notes.md",
+    ]
+    assert (
+        app.collection().search("zebrafinch").hits[0].source == "mail.zip!/inbox/kiln.eml!/notes.md"
+    )
