@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from knowhub import App, build_app
+from knowhub.errors import QueryError
 from knowhub.providers.stores.schema import fts_table
 from knowhub.providers.stores.sqlite import DB_NAME
 from tests.helpers import fast_settings
@@ -267,3 +268,15 @@ def test_a_message_in_a_zip_is_a_document_and_so_are_its_attachments(
     assert (
         app.collection().search("zebrafinch").hits[0].source == "mail.zip!/inbox/kiln.eml!/notes.md"
     )
+
+
+def test_removing_an_archive_removes_its_members_when_all_are_asked_for(
+    app: App, tmp_path: Path
+) -> None:
+    make_zip(tmp_path / "d" / "bundle.zip", {"a.md": GUIDE.encode(), "b.md": NOTES.encode()})
+    app.collection().ingest([tmp_path / "d"])
+    with pytest.raises(QueryError, match="matches 2 documents"):
+        app.collection().remove("bundle.zip")
+    removed = app.collection().remove(str(tmp_path / "d" / "bundle.zip"), all_matches=True)
+    assert sorted(r.source for r in removed) == ["bundle.zip!/a.md", "bundle.zip!/b.md"]
+    assert not list(app.collection().documents())
