@@ -58,6 +58,10 @@ def test_members_of_a_zip_a_tgz_and_an_mbox_are_ingested_and_cited(tmp_path: Pat
     assert _search(data, "zebrafinch release", tmp_path)[0]["source"] == (
         "team.mbox!/1-standup.eml"
     )
+    one = knowhub("--data-dir", data, "remove", "bundle.zip!/docs/guide.md", cwd=tmp_path)
+    assert one.stdout.startswith("removed bundle.zip!/docs/guide.md ("), one.stdout + one.stderr
+    all_of = knowhub("--data-dir", data, "remove", "site.tgz", "--all-matches", cwd=tmp_path)
+    assert all_of.stdout.startswith("removed site.tgz!/site/page.html ("), all_of.stderr
 
 
 def _distinctive_line(text: str) -> str:
