@@ -43,6 +43,7 @@ from knowhub.ingest.loaders.reading import open_regular
 from knowhub.ingest.members import MEMBER_SEPARATOR, container_path
 from knowhub.ingest.progress import ProgressTracker
 from knowhub.ingest.report import IngestReport
+from knowhub.ingest.stopping import stop_if_shutting_down
 from knowhub.models import DocumentRecord
 from knowhub.providers.stores.base import Store
 from knowhub.surrogates import escape_surrogates, restore_surrogates
@@ -115,6 +116,7 @@ class Containers:
                 self._report_known(candidate, run, *known)
             else:
                 for found in self.members(candidate):
+                    stop_if_shutting_down()  # between members, as between files
                     if isinstance(found, Skipped):
                         run.pass_over(found)
                     else:
@@ -337,7 +339,8 @@ def _find(path: Path, file: BinaryIO, names: list[str], limits: ArchiveLimits) -
 
 
 def _passed(skipped: Skipped) -> _Passed:
-    return (skipped.path, skipped.source, skipped.reason, skipped.explicit, skipped.unsupported)
+    path = escape_surrogates(skipped.path)  # as the store spells paths
+    return (path, skipped.source, skipped.reason, skipped.explicit, skipped.unsupported)
 
 
 def _source(top: Candidate, path: str) -> str:

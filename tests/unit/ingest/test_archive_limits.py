@@ -105,7 +105,7 @@ def test_a_tar_declaring_10_gb_is_refused_before_unpacking_it() -> None:
 def test_a_tgz_of_zeros_is_refused_by_its_ratio() -> None:
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w:gz") as archive:
-        for n in range(3):
+        for n in range(5):  # 100 MB: past the 64 MB a tar stream's ratio is measured from
             info = tarfile.TarInfo(f"zeros-{n}.txt")
             info.size = ZEROS
             archive.addfile(info, io.BytesIO(bytes(ZEROS)))
@@ -149,6 +149,21 @@ def test_an_archive_of_50000_members_is_refused_whole_with_bounded_memory(kind: 
     assert errors and "ingest.archive_max_members" in errors[0]
     assert errors[0].startswith(f"many.{kind}: ")
     assert peak < MEMORY_BOUND
+
+
+def test_a_plain_tar_of_a_large_member_is_no_bomb() -> None:
+    out = io.BytesIO()
+    large = bytes(range(256)) * (300 << 10)  # 75 MB, stored as is: 1:1
+    with tarfile.open(fileobj=out, mode="w") as archive:
+        for name in ("large.txt", "small.md"):
+            info = tarfile.TarInfo(name)
+            info.size = len(large) if name == "large.txt" else 3
+            archive.addfile(info, io.BytesIO(large if name == "large.txt" else b"# A"))
+    entries = _read_all(Path("plain.tar"), out.getvalue())
+    assert [(e.name, len(e.data), e.problem) for e in entries] == [
+        ("large.txt", len(large), ""),
+        ("small.md", 3, ""),
+    ]
 
 
 def test_member_limits_are_the_settings_given() -> None:
