@@ -187,3 +187,25 @@ def test_member_limits_are_the_settings_given() -> None:
 )
 def test_member_names_are_made_relative_and_harmless(name: str, safe: str) -> None:
     assert safe_member_name(name) == safe
+
+
+def test_a_mailbox_of_too_many_messages_is_refused_before_any_is_read(tmp_path: Path) -> None:
+    import mailbox
+    from email.message import EmailMessage
+
+    box = mailbox.mbox(tmp_path / "many.mbox")
+    for n in range(30):
+        mail = EmailMessage()
+        mail["Subject"] = f"Note {n}"
+        mail.set_content("From the start: a body line that mbox escapes.")
+        box.add(mail)
+    box.close()
+    data = (tmp_path / "many.mbox").read_bytes()
+    entries = _read_all(Path("many.mbox"), data)
+    assert len(entries) == 30 and entries[0].name == "1-note-0.eml"
+    read: list[Entry] = []
+    with pytest.raises(LoaderError, match=r"ingest\.archive_max_members"):
+        read.extend(
+            container_entries(Path("many.mbox"), io.BytesIO(data), ArchiveLimits(max_members=29))
+        )
+    assert not read

@@ -14,6 +14,7 @@ leaves the others' names as they were), and their attachments
 from __future__ import annotations
 
 import email
+import io
 import mimetypes
 import re
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from email.message import EmailMessage, Message
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from knowhub.errors import LoaderError
 from knowhub.ingest.loaders.archive import ArchiveLimits, Entry, safe_member_name
 from knowhub.ingest.loaders.common import Limits, loader_error
 from knowhub.ingest.loaders.html import load_html
@@ -169,17 +171,42 @@ def mail_entries(path: Path, file: BinaryIO, limits: ArchiveLimits) -> Iterator[
             ``ingest.archive_max_bytes``; the message names the setting.
     """
     if path.name.lower().endswith(".eml"):
-        entries = _attachments(_parse(file.read(limits.max_member_bytes + 1)), "", limits)
+        data = file.read(limits.max_member_bytes + 1)
+        if len(data) > limits.max_member_bytes:
+            raise loader_error(path, _too_large_message(limits))
+        entries = _attachments(_parse(data), "", limits)
     else:
+        _check_mailbox(path, file, limits)  # before any message is read
         entries = _mailbox(file, limits)
     for count, entry in enumerate(entries, 1):
         if count > limits.max_members:
-            raise loader_error(
-                path,
-                f"holds more than {limits.max_members:,} messages and attachments; refused "
-                "whole: raise ingest.archive_max_members if it is genuine",
-            )
+            raise _too_many(path, limits)
         yield entry
+
+
+def _too_many(path: Path, limits: ArchiveLimits) -> LoaderError:
+    return loader_error(
+        path,
+        f"holds more than {limits.max_members:,} messages and attachments; refused whole: "
+        "raise ingest.archive_max_members if it is genuine",
+    )
+
+
+def _check_mailbox(path: Path, file: BinaryIO, limits: ArchiveLimits) -> None:
+    """Refuse a mailbox of more messages or bytes than the limits, by a first pass that keeps
+    nothing (then read again from its start)."""
+    size = file.seek(0, io.SEEK_END)
+    if size > limits.max_bytes:
+        raise loader_error(
+            path,
+            f"holds {size:,} bytes, over {limits.max_bytes:,}; refused whole: raise "
+            "ingest.archive_max_bytes if it is genuine",
+        )
+    file.seek(0)
+    for count, _ in enumerate(_messages(file, 0), 1):
+        if count > limits.max_members:
+            raise _too_many(path, limits)
+    file.seek(0)
 
 
 def _mailbox(file: BinaryIO, limits: ArchiveLimits) -> Iterator[Entry]:
