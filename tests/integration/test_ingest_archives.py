@@ -15,7 +15,10 @@ from pathlib import Path
 import pytest
 
 from knowhub import App, build_app
+from knowhub.config import Settings
 from knowhub.errors import QueryError
+from knowhub.interfaces.mcp.local import LocalService
+from knowhub.interfaces.mcp.metrics import Metrics
 from knowhub.providers.stores.schema import fts_table
 from knowhub.providers.stores.sqlite import DB_NAME
 from tests.helpers import fast_settings
@@ -280,3 +283,30 @@ def test_removing_an_archive_removes_its_members_when_all_are_asked_for(
     removed = app.collection().remove(str(tmp_path / "d" / "bundle.zip"), all_matches=True)
     assert sorted(r.source for r in removed) == ["bundle.zip!/a.md", "bundle.zip!/b.md"]
     assert not list(app.collection().documents())
+
+
+def _served_sync(settings: Settings, folder: Path) -> list[str]:
+    """One sync of ``serve mcp --docs FOLDER`` (its service, in process), then its sources."""
+    service = LocalService(settings, folder, Metrics(), watch=False)
+    try:
+        service.sync()
+    finally:
+        service.close()
+    app = build_app(settings)
+    try:
+        return sorted(r.source for r in app.collection().documents())
+    finally:
+        app.close()
+
+
+def test_a_served_folder_follows_its_archives_and_serves_none_from_outside(
+    tmp_path: Path,
+) -> None:
+    served, settings = tmp_path / "served", fast_settings(tmp_path / "data")
+    bundle = make_zip(served / "bundle.zip", {"a.md": GUIDE.encode(), "b.md": NOTES.encode()})
+    outside = make_zip(tmp_path / "secret" / "secret.zip", {"s.md": b"# S\n\nSecret words.\n"})
+    (served / "linked.zip").symlink_to(outside)
+    assert _served_sync(settings, served) == ["bundle.zip!/a.md", "bundle.zip!/b.md"]
+    make_zip(bundle, {"a.md": GUIDE.encode()})
+    bump(bundle)
+    assert _served_sync(settings, served) == ["bundle.zip!/a.md"]
