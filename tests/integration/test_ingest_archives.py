@@ -9,6 +9,7 @@ import io
 import os
 import sqlite3
 import tarfile
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -310,3 +311,39 @@ def test_a_served_folder_follows_its_archives_and_serves_none_from_outside(
     make_zip(bundle, {"a.md": GUIDE.encode()})
     bump(bundle)
     assert _served_sync(settings, served) == ["bundle.zip!/a.md"]
+
+
+def test_a_second_member_of_one_name_is_a_warning_and_the_first_is_read(
+    app: App, tmp_path: Path
+) -> None:
+    path = tmp_path / "d" / "dup.zip"
+    path.parent.mkdir()
+    with warnings.catch_warnings(), zipfile.ZipFile(path, "w") as archive:
+        warnings.simplefilter("ignore")  # zipfile warns of the duplicate it writes
+        archive.writestr("a.md", GUIDE)
+        archive.writestr("a.md", NOTES)
+    report = app.collection().ingest([tmp_path / "d"], prune=True)
+    assert report.added == ["dup.zip!/a.md"] and not report.removed
+    assert report.warnings == [
+        ("dup.zip!/a.md", "dup.zip!/a.md: a second member of this name, not read (the first is)")
+    ]
+    assert app.collection().search("quokkabeam").hits[0].source == "dup.zip!/a.md"
+
+
+def test_a_member_grown_too_large_fails_and_keeps_its_document(tmp_path: Path) -> None:
+    settings = fast_settings(tmp_path / "data")
+    small = settings.model_copy(
+        update={"ingest": settings.ingest.model_copy(update={"max_file_bytes": 1000})}
+    )
+    bundle = make_zip(tmp_path / "d" / "bundle.zip", {"a.md": GUIDE.encode()})
+    app = build_app(small)
+    try:
+        app.collection().ingest([tmp_path / "d"])
+        make_zip(bundle, {"a.md": GUIDE.encode() + b"x" * 2000})
+        bump(bundle)
+        report = app.collection().ingest([tmp_path / "d"], prune=True)
+        assert [source for source, _ in report.failed] == ["bundle.zip!/a.md"]
+        assert "ingest.max_file_bytes" in report.failed[0][1] and not report.removed
+        assert [r.source for r in app.collection().documents()] == ["bundle.zip!/a.md"]
+    finally:
+        app.close()

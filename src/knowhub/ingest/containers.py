@@ -99,13 +99,17 @@ class Containers:
         self.limits = archive_limits(settings)
         self.exclude = list(exclude)
         self.dead_letters = dead_letters
-        self.digest = hashlib.sha256(
-            json.dumps([dead_letters.digest, self.exclude]).encode()
-        ).hexdigest()[:16]
         self._marks: dict[str, dict[str, object]] | None = None
         self._recorded: list[tuple[str, DocumentRecord]] | None = None
         self._pending: dict[str, tuple[dict[str, object], list[tuple[str, str]]]] = {}
         self.gone: set[str] = set()  # members of containers read now that are no more
+        self.warnings: list[tuple[str, str]] = []  # (source, warning) for the run's report
+
+    @property
+    def digest(self) -> str:
+        """What a container's reading depends on: the settings and the run's exclusions."""
+        facts = [self.dead_letters.digest, self.exclude]
+        return hashlib.sha256(json.dumps(facts).encode()).hexdigest()[:16]
 
     def expand(self, candidate: Candidate, run: Ingesting) -> None:
         """Put the container's members through ``run``: read, or reported as they were
@@ -118,13 +122,15 @@ class Containers:
                 for found in self.members(candidate):
                     stop_if_shutting_down()  # between members, as between files
                     if isinstance(found, Skipped):
-                        run.pass_over(found)
+                        _pass_over(run, found)
                     else:
                         run.tracker.found()
                         run.process(found)
         except (KnowhubError, OSError) as exc:
             reason = str(exc) if isinstance(exc, KnowhubError) else f"{type(exc).__name__}: {exc}"
             run.report.failed.append((candidate.source, reason))
+        run.report.warnings += self.warnings
+        self.warnings.clear()
         if not is_document_too(candidate.source):
             run.tracker.file_done(candidate.source)
 
@@ -142,7 +148,7 @@ class Containers:
             if path.startswith(prefix) and failed.settings == self.dead_letters.digest:
                 run.report.failed.append((failed.source, failed.skipped()))
         for skipped in passed:
-            run.pass_over(skipped)
+            _pass_over(run, skipped)
 
     # -- members ------------------------------------------------------------------------
 
@@ -181,8 +187,9 @@ class Containers:
             if _hidden(entry.name) or matches(entry.name, self.exclude):
                 continue
             where, source = prefix + entry.name, source_prefix + entry.name
-            if entry.name in taken:
-                yield Skipped(where, source, f"{source}: a second member of this name", False)
+            if entry.name in taken:  # zip allows it; unzip keeps the last, we the first
+                note = f"{source}: a second member of this name, not read (the first is)"
+                self.warnings.append((source, note))
                 continue
             taken.add(entry.name)
             if entry.problem:
@@ -336,6 +343,15 @@ def _find(path: Path, file: BinaryIO, names: list[str], limits: ArchiveLimits) -
         inner = Path(f"{path}{MEMBER_SEPARATOR}{names[0]}")
         return _find(inner, io.BytesIO(entry.data), names[1:], limits)
     raise FileNotFoundError(f"{path}: holds no readable member {names[0]!r} any more")
+
+
+def _pass_over(run: Ingesting, skipped: Skipped) -> None:
+    """A member passed over is pruned like a file passed over (a link now); one failed for
+    its own fault (too large) keeps its document, as a file that fails does."""
+    if skipped.explicit:
+        run.report.failed.append((skipped.source, skipped.reason))
+    else:
+        run.pass_over(skipped)
 
 
 def _passed(skipped: Skipped) -> _Passed:

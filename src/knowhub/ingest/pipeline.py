@@ -152,7 +152,7 @@ def ingest(
     run = _Run(
         store, embedder, settings, collection, dict(tags or {}), confine, progress, llm, guard
     )
-    run.containers = Containers(store, run.cid, settings, exclusions, confine, run.dead_letters)
+    run.containers.exclude = list(exclusions)  # members are excluded as the run's files are
     version = store.version(run.cid)
     started = time.perf_counter()
     candidates = _collect(
