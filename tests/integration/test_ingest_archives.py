@@ -347,3 +347,18 @@ def test_a_member_grown_too_large_fails_and_keeps_its_document(tmp_path: Path) -
         assert [r.source for r in app.collection().documents()] == ["bundle.zip!/a.md"]
     finally:
         app.close()
+
+
+def test_a_new_version_is_built_from_the_archives_members(app: App, tmp_path: Path) -> None:
+    from knowhub.versions.build import build_version
+    from knowhub.versions.switch import activate_version
+
+    make_zip(tmp_path / "d" / "bundle.zip", {"a.md": GUIDE.encode(), "b.md": NOTES.encode()})
+    app.collection("kb").ingest([tmp_path / "d"], {"team": "ops"})
+    report = build_version(app, "kb", chunk_size=200)
+    assert sorted(report.added) == ["bundle.zip!/a.md", "bundle.zip!/b.md"]
+    assert not report.missing and report.ok
+    activate_version(app, "kb", 2)
+    built = {r.source: r.metadata["tags"] for r in app.collection("kb").documents()}
+    assert built == {"bundle.zip!/a.md": {"team": "ops"}, "bundle.zip!/b.md": {"team": "ops"}}
+    assert app.collection("kb").search("zebrafinch").hits[0].source == "bundle.zip!/b.md"
