@@ -30,6 +30,7 @@ from knowhub.checks import check_collection_name, check_doc_hash_prefix, check_t
 from knowhub.config import Settings
 from knowhub.default_collection import ALL, default_collection
 from knowhub.errors import AuthError, CollectionNotFound, KnowhubError, QueryError
+from knowhub.ingest.members import MEMBER_SEPARATOR
 from knowhub.models import DocumentRecord, Filters, Hit
 from knowhub.providers.embedders.base import Embedder
 from knowhub.providers.embedders.cached import CachedVectors
@@ -432,12 +433,20 @@ class Collection:
         return [replace(r, collection=name) for r in found]
 
     def _documents_named(self, cid: int, key: str) -> list[DocumentRecord]:
-        """By path or source first; only a key that is none of these is a hash prefix.
+        """By path or source first (an archive's: its members'); only a key that is none of
+        these is a hash prefix.
         Paths are stored with undecodable name bytes escaped, so is the key."""
         store, name = self.runtime.store, self.name
         stored = escape_surrogates(key)
         absolute = escape_surrogates(str(Path(key).absolute()))
         found = store.find_records(cid, stored) or store.find_records(cid, absolute)
+        if not found:  # an archive or mail file: the documents of its members
+            inside = (stored + MEMBER_SEPARATOR, absolute + MEMBER_SEPARATOR)
+            found = [
+                r
+                for r in store.records(cid)
+                if r.source.startswith(inside) or r.path.startswith(inside)
+            ]
         found = [r for r in found if self._sees(r)]
         if found:
             return found

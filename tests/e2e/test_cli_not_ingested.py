@@ -17,7 +17,7 @@ from tests.helpers import knowhub, write
 def _folder(docs: Path) -> Path:
     write(docs / "style.css", "body { color: red }\n")
     (docs / "logo.gif").write_bytes(b"GIF89a\x01\x00\x01\x00")
-    (docs / "src.tar.gz").write_bytes(b"\x1f\x8b")  # skipped by its name, never opened
+    (docs / "src.rar").write_bytes(b"Rar!\x1a\x07")  # skipped by its name, never opened
     return docs
 
 
@@ -29,19 +29,18 @@ def test_a_folder_of_unread_types_is_listed_by_file_and_type_and_exits_0(tmp_pat
     assert "0 failed, 3 skipped (" in lines[0]
     assert lines[1:4] == [
         "  skipped logo.gif: unsupported file type .gif",
-        "  skipped src.tar.gz: a compressed tar archive: knowhub does not unpack archives; "
-        "extract it and ingest the folder",
+        "  skipped src.rar: unsupported file type .rar",
         "  skipped style.css: unsupported file type .css",
     ]
-    assert lines[4] == "  skipped by type: .css 1, .gif 1, .tar.gz 1"
+    assert lines[4] == "  skipped by type: .css 1, .gif 1, .rar 1"
     assert lines[5].startswith("  knowhub reads .bmp .csv .docx ")
     assert lines[-1] == "nothing ingested: 3 files found, none of a type knowhub reads"
 
     result = knowhub("--data-dir", data, "ingest", str(docs), "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert report["skipped_by_type"] == {".css": 1, ".gif": 1, ".tar.gz": 1}
-    assert [s["source"] for s in report["skipped"]] == ["logo.gif", "src.tar.gz", "style.css"]
+    assert report["skipped_by_type"] == {".css": 1, ".gif": 1, ".rar": 1}
+    assert [s["source"] for s in report["skipped"]] == ["logo.gif", "src.rar", "style.css"]
 
 
 def test_a_file_of_an_unread_type_named_on_the_command_line_fails(tmp_path: Path) -> None:

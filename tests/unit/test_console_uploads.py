@@ -13,9 +13,9 @@ import pytest
 
 from knowhub import build_app
 from knowhub.caller import Caller
-from knowhub.config.server import UPLOAD_EXTENSIONS, ServerSettings
+from knowhub.config.server import UPLOAD_CONTAINERS, UPLOAD_EXTENSIONS, ServerSettings
 from knowhub.errors import KnowhubError, QueryError
-from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS
+from knowhub.ingest.loaders import SUPPORTED_EXTENSIONS, is_container
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.progress import IngestProgress, Progress
 from knowhub.ingest.uploads import Leftovers, leftovers, uploads_folder
@@ -59,6 +59,7 @@ def test_a_long_name_is_capped_with_its_extension_kept() -> None:
 
 def test_the_default_extensions_are_what_the_loaders_read() -> None:
     assert set(UPLOAD_EXTENSIONS) == SUPPORTED_EXTENSIONS
+    assert all(is_container(f"x{suffix}") for suffix in UPLOAD_CONTAINERS)
     assert ServerSettings(upload_extensions=["PDF", ".Md"]).upload_extensions == [".pdf", ".md"]
     assert ServerSettings().max_upload_bytes == 50_000_000
 

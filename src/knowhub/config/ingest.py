@@ -73,6 +73,32 @@ class IngestSettings(Section):
     max_extracted_chars: int = Field(
         50_000_000, ge=1, description="A file whose text runs past this fails (bounds memory)."
     )
+    # Archives and mailboxes (docs/sources.md, "Archives and mailboxes"): read in memory,
+    # member by member, within these bounds, so a decompression bomb costs seconds.
+    archive_max_members: int = Field(
+        10_000,
+        ge=1,
+        description="An archive or mailbox with more members (files, messages, attachments) "
+        "is refused whole, before any member is read.",
+    )
+    archive_max_bytes: int = Field(
+        2_000_000_000,
+        ge=1,
+        description="An archive whose members unpack to more bytes in all (as declared, and "
+        "as counted while unpacking) is refused whole; each member also has max_file_bytes.",
+    )
+    archive_max_ratio: int = Field(
+        200,
+        ge=1,
+        description="A member (of a tar: the whole stream) unpacking past 1 MB to more than "
+        "this many times its compressed size is refused as a decompression bomb.",
+    )
+    archive_max_depth: int = Field(
+        2,
+        ge=1,
+        description="Archives inside archives are read this many levels deep (1: none); a "
+        "deeper one is passed over with a warning.",
+    )
     progress_interval_s: float = Field(
         10.0,
         ge=0,

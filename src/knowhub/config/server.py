@@ -10,7 +10,13 @@ from pydantic import Field, field_validator, model_validator
 
 from knowhub.config.base import Section
 
-__all__ = ["UPLOAD_EXTENSIONS", "AgentSettings", "ServerSettings", "TokenSettings"]
+__all__ = [
+    "UPLOAD_CONTAINERS",
+    "UPLOAD_EXTENSIONS",
+    "AgentSettings",
+    "ServerSettings",
+    "TokenSettings",
+]
 
 
 class TokenSettings(Section):
@@ -88,8 +94,11 @@ UPLOAD_EXTENSIONS = (
     *_DOCUMENT_EXTENSIONS,
     ".pdf",
     ".xlsx",
+    ".eml",
     *_IMAGE_EXTENSIONS,
 )
+# Files whose members are documents (ingest.loaders' archives and mailboxes): accepted too.
+UPLOAD_CONTAINERS = (".zip", ".tar", ".tgz", ".mbox")
 
 
 class ServerSettings(Section):
@@ -156,7 +165,7 @@ class ServerSettings(Section):
         "refused (413) and none of its files kept.",
     )
     upload_extensions: list[str] = Field(
-        default_factory=lambda: list(UPLOAD_EXTENSIONS),
+        default_factory=lambda: [*UPLOAD_EXTENSIONS, *UPLOAD_CONTAINERS],
         description="File extensions the console accepts for upload (what the loaders read).",
     )
 

@@ -24,7 +24,6 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from functools import cache, cached_property
 from importlib.metadata import version
-from pathlib import Path
 from typing import Any
 
 from knowhub.config import Settings
@@ -32,6 +31,7 @@ from knowhub.errors import StoreError
 from knowhub.ingest.discover import Candidate
 from knowhub.ingest.extraction import EXTRACTION_VERSION, TEXT_EXTRACTION_VERSION
 from knowhub.ingest.integrity import Changed
+from knowhub.ingest.members import container_path
 from knowhub.providers.stores.base import Store
 from knowhub.surrogates import escape_surrogates, restore_surrogates
 
@@ -94,7 +94,7 @@ class DeadLetters:
         if known is None or known.settings != self.digest:
             return None
         try:
-            stat = Path(candidate.path).stat()
+            stat = candidate.stat()
         except OSError:
             return None  # reading it will say what is wrong
         if (stat.st_size, stat.st_mtime_ns) != (known.size, known.mtime_ns):
@@ -138,7 +138,8 @@ class DeadLetters:
             entries = {
                 path: entry
                 for path, entry in _parse(raw).items()
-                if path not in self.done and os.path.lexists(restore_surrogates(path))
+                if path not in self.done
+                and os.path.lexists(container_path(restore_surrogates(path)))
             }
             entries.update(self.failed)
             value = _dump(entries) if entries else None

@@ -15,29 +15,50 @@ import fnmatch
 import os
 import stat
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from knowhub.ingest.loaders import unsupported_reason
 from knowhub.ingest.loaders.compressed import is_compressed
+from knowhub.ingest.members import container_path
 from knowhub.models import DocumentRecord
 from knowhub.surrogates import escape_surrogates, restore_surrogates
 
-__all__ = ["Candidate", "Rediscovery", "Skipped", "discover", "matches", "rediscover"]
+__all__ = ["Candidate", "Member", "Rediscovery", "Skipped", "discover", "matches", "rediscover"]
+
+
+@dataclass(frozen=True)
+class Member:
+    """Where a member of an archive or mail file comes from: its ``container`` (the file on
+    disk), its ``name`` inside, its bytes, and the container's ``stat`` (what integrity
+    compares: an unchanged archive means unchanged members)."""
+
+    container: str
+    name: str
+    data: bytes
+    stat: os.stat_result
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """A file to ingest: its absolute ``path`` and ``source`` (relative to the given root)."""
+    """A file to ingest: its absolute ``path`` and ``source`` (relative to the given root).
+
+    A ``member`` of an archive or mail file has the path and source of its container, then
+    ``!/`` and its name (:mod:`knowhub.ingest.members`), and its bytes in hand."""
 
     path: str
     source: str
     explicit: bool  # named on the command line, so an unsupported type is an error
+    member: Member | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # The source is shown, stored and traced: undecodable name bytes are escaped
         # (knowhub.surrogates); ``path`` keeps them, to open the file.
         object.__setattr__(self, "source", escape_surrogates(self.source))
+
+    def stat(self) -> os.stat_result:
+        """The file's stat (a member's: its container's); never blocks, opens nothing."""
+        return self.member.stat if self.member is not None else Path(self.path).stat()
 
 
 @dataclass(frozen=True)
@@ -261,12 +282,19 @@ def rediscover(records: Sequence[DocumentRecord]) -> list[Rediscovery]:
     found = []
     for (root, tags), group in groups.items():
         if root:  # a folder walk with each source as a literal pattern keeps "guide/a.md"
-            found.append(
-                Rediscovery([Path(root)], dict(tags), [_literal(r.source) for r in group], group)
-            )
+            include = sorted({_literal(_file_source(r)) for r in group})
+            found.append(Rediscovery([Path(root)], dict(tags), include, group))
         else:  # a file named on its own gets its file name as source, as it had
-            found.append(Rediscovery([Path(r.disk_path) for r in group], dict(tags), [], group))
+            files = sorted({container_path(r.disk_path) for r in group})
+            found.append(Rediscovery([Path(f) for f in files], dict(tags), [], group))
     return found
+
+
+def _file_source(record: DocumentRecord) -> str:
+    """The source of the file on disk that holds the document: a member's is its
+    archive's (``bundle.zip`` for ``bundle.zip!/guide.md``), found again by a walk."""
+    inside = len(record.disk_path) - len(container_path(record.disk_path))
+    return record.source[: len(record.source) - inside] if inside else record.source
 
 
 def _root(record: DocumentRecord) -> str:

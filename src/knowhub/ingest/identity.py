@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from os import stat_result
 from pathlib import Path, PurePosixPath
 
+from knowhub.ingest.members import container_path, is_member_path
 from knowhub.models import DocumentRecord
 from knowhub.providers.stores.base import Store
 
@@ -41,9 +42,10 @@ def merged_tags(stored: Mapping[str, str], given: Mapping[str, str]) -> dict[str
 
 
 def vanished(path: str) -> bool:
-    """The file is gone; an error that is not "no such file" (a folder that lost its
-    permissions, an I/O error) keeps the document rather than prune or move it."""
-    return _stat(path) is None
+    """The file is gone (a member's: its archive); an error that is not "no such file" (a
+    folder that lost its permissions, an I/O error) keeps the document rather than prune or
+    move it. A member gone from an archive still there is the run's to tell."""
+    return _stat(container_path(path)) is None
 
 
 def _stat(path: str) -> stat_result | bool | None:
@@ -72,10 +74,9 @@ class Identities:
             records = self._store.records(self._cid)
             self._taken = {r.doc_id for r in records}
             for record in records:
-                found = _stat(record.disk_path)
-                if found is None:
+                if vanished(record.disk_path):
                     self._gone.append(record)
-                elif isinstance(found, stat_result):
+                elif isinstance(found := _stat(record.disk_path), stat_result):
                     self.remember(found, record)
         return self._taken
 
@@ -83,7 +84,7 @@ class Identities:
         """``record`` is the document of the file ``stat`` describes (so another spelling of
         it later in the run finds it). Inode 0 is what some network and FUSE file systems
         give every file: no identity to go by."""
-        if stat.st_ino:
+        if stat.st_ino and not is_member_path(record.disk_path):  # a member has no inode
             self._files[(stat.st_dev, stat.st_ino)] = record
 
     def recorded_as(self, path: str, stat: stat_result) -> DocumentRecord | None:

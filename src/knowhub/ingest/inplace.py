@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -109,7 +108,7 @@ def _unchanged(old: DocumentRecord, candidate: Candidate) -> bool:
     """The file still has the size and mtime it was indexed with (a changed file is read
     again, whatever is lost: its old text is not its text any more)."""
     try:
-        stat = Path(candidate.path).stat()
+        stat = candidate.stat()
     except OSError:
         return False
     return (old.size, old.mtime_ns) == (stat.st_size, stat.st_mtime_ns)

@@ -73,8 +73,13 @@ class Integrity:
         # refuses lone surrogates); the file itself is opened by its real path.
         key, source = escape_surrogates(candidate.path), escape_surrogates(candidate.source)
         old = self.store.record(self.cid, key)
-        first = path.stat()  # a stat never blocks; an unchanged file is not even opened
-        if old is None and (old := self.identities.recorded_as(candidate.path, first)) is not None:
+        first = candidate.stat()  # a stat never blocks; an unchanged file is not even opened
+        member = candidate.member  # its bytes in hand; its stat its container's (no inode)
+        if (
+            old is None
+            and member is None
+            and (old := self.identities.recorded_as(candidate.path, first)) is not None
+        ):
             key = old.path  # the file, reached by another spelling: its document stays one
         tags = merged_tags(stored_tags(old), self.tags)
         if self.guard is not None:
@@ -82,12 +87,12 @@ class Integrity:
         same_tags = old is not None and stored_tags(old) == tags and not self.stale(old)
         if old and same_tags and S_ISREG(first.st_mode) and _same_file(old, first):
             return None
-        # Never blocks, even if it became a FIFO; still inside the served folder once open.
-        with open_regular(path, self.confine) as file:
-            stat = file.stat
-            if old and same_tags and _same_file(old, stat):
+        if member is not None:
+            stat, data = first, member.data
+        else:
+            stat, data = self._read(path, old if same_tags else None)
+            if not data and old and same_tags and _same_file(old, stat):
                 return None
-            data = file.read(self.max_bytes)
         doc_hash = hashlib.sha256(data).hexdigest()
         if old and same_tags and old.doc_hash == doc_hash:
             self.store.touch(self.cid, key, stat.st_size, stat.st_mtime_ns)
@@ -101,6 +106,14 @@ class Integrity:
         if outcome == "retagged" and old is not None and self.stale(old):
             outcome = "updated"  # read again for its scans or pictures, not for its tags
         return Changed(key, source, data, doc_hash, stat, tags, old, previous, outcome)
+
+    def _read(self, path: Path, old: DocumentRecord | None) -> tuple[os.stat_result, bytes]:
+        """The file's stat as opened, and its bytes (none when ``old`` has its size and mtime).
+        Never blocks, even if it became a FIFO; still inside the served folder once open."""
+        with open_regular(path, self.confine) as file:
+            if old is not None and _same_file(old, file.stat):
+                return file.stat, b""
+            return file.stat, file.read(self.max_bytes)
 
 
 def gone_documents(
@@ -132,7 +145,7 @@ def _inside(path: str, roots: Sequence[Path]) -> bool:
             (path, os.path.abspath(root)),
             (os.path.realpath(path), os.path.realpath(root)),
         ):
-            if where == folder or where.startswith(folder.rstrip(os.sep) + os.sep):
+            if where == folder or where.startswith((folder.rstrip(os.sep) + os.sep, folder + "!/")):
                 return True
     return False
 

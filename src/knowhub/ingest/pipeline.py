@@ -31,6 +31,7 @@ from knowhub.errors import (
 )
 from knowhub.ingest.chunk import ChunkingOptions, chunk_document
 from knowhub.ingest.cleanup import clean_document
+from knowhub.ingest.containers import Containers, is_document_too
 from knowhub.ingest.deadletters import DeadLetters
 from knowhub.ingest.discover import Candidate, Skipped, discover
 from knowhub.ingest.embed import EmbedRunner, cache_key
@@ -38,7 +39,7 @@ from knowhub.ingest.extraction import Extraction, run_limits
 from knowhub.ingest.identity import Identities
 from knowhub.ingest.inplace import InPlace
 from knowhub.ingest.integrity import Changed, Integrity, gone_documents, renamed_folders
-from knowhub.ingest.loaders import READ_FORMATS, load, unsupported_reason
+from knowhub.ingest.loaders import READ_FORMATS, is_container, load, unsupported_reason
 from knowhub.ingest.loaders.budget import Deadline
 from knowhub.ingest.origin import Origin
 from knowhub.ingest.pictures import image_entries
@@ -147,12 +148,13 @@ def ingest(
     website or repository), each file under its root takes its source from it.
     """
     guard = WriteGuard(scope, settings)
+    exclusions = settings.ingest.exclude if exclude is None else exclude
     run = _Run(
         store, embedder, settings, collection, dict(tags or {}), confine, progress, llm, guard
     )
+    run.containers.exclude = list(exclusions)  # members are excluded as the run's files are
     version = store.version(run.cid)
     started = time.perf_counter()
-    exclusions = settings.ingest.exclude if exclude is None else exclude
     candidates = _collect(
         paths, include or settings.ingest.include, exclusions, confine, run, origin
     )
@@ -162,6 +164,7 @@ def ingest(
             stop_if_shutting_down()
             run.process(candidate)
         run.flush_all()
+        run.containers.save(run.report)
         run.tracker.finished()
     except (KeyboardInterrupt, ShutdownRequestedError, DiskTroubleError) as exc:
         # Documents committed so far are whole (each in its own savepoint); those in flight
@@ -258,6 +261,9 @@ class _Run:
         )
         self.report = IngestReport(collection)
         self.dead_letters = DeadLetters(store, self.cid, settings)
+        self.containers = Containers(
+            store, self.cid, settings, settings.ingest.exclude, confine, self.dead_letters
+        )
         self.in_place = InPlace(
             store, self.cid, settings, tags, self.extraction, self._cache_key, guard
         )
@@ -281,6 +287,10 @@ class _Run:
             self.transforms.close()
 
     def process(self, candidate: Candidate) -> None:
+        if candidate.member is None and is_container(candidate.source):
+            self.containers.expand(candidate, self)  # its members, each processed here
+            if not is_document_too(candidate.source):  # a message is a document too
+                return
         try:
             pending = self._prepare(candidate)
         except HiddenDocumentError:  # not the writer's to touch, nor to hear of
@@ -569,7 +579,8 @@ class _Run:
         """Remove documents under ``roots`` (None: anywhere) whose files are gone or now
         passed over."""
         removed: set[str] = set()
-        for record in gone_documents(self.store, self.cid, roots, self.passed_over):
+        gone = self.passed_over | self.containers.gone  # members no longer in their archive
+        for record in gone_documents(self.store, self.cid, roots, gone):
             self.store.remove_document(self.cid, record.path)
             self.report.removed.append(record.source)
             removed.add(record.path)

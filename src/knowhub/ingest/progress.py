@@ -78,6 +78,10 @@ class ProgressTracker:
         self._files_total = files_total
         self._send("started", "")
 
+    def found(self, files: int = 1) -> None:
+        """``files`` more to handle than the run started with (an archive's members)."""
+        self._files_total += files
+
     def page_read(self, source: str, page: int, pages: int) -> None:
         """OCR read ``page`` of ``source``'s ``pages`` (it is still being loaded)."""
         self._send("page_read", source, page=page, pages=pages)

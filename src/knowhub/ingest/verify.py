@@ -24,6 +24,7 @@ import numpy as np
 from knowhub.errors import KnowhubError, LoaderError
 from knowhub.ingest.discover import rediscover
 from knowhub.ingest.loaders.reading import open_regular
+from knowhub.ingest.members import container_path
 from knowhub.ingest.pipeline import IngestReport
 from knowhub.ingest.uploads import Leftovers, Queue, QueuedUpload
 from knowhub.models import DocumentRecord
@@ -174,7 +175,7 @@ def _check(
         for record in store.records(cid):
             report.documents += 1
             report.chunks += _check_document(store, cid, record, built[1], report)
-            indexed.add(Path(record.disk_path).resolve())
+            indexed.add(Path(container_path(record.disk_path)).resolve())
         if uploads is not None:
             _check_uploads(name, uploads.leftovers(name, indexed), report)
     if uploads is not None:
@@ -289,14 +290,17 @@ def _check_document(
 
 
 def _file_state(record: DocumentRecord) -> str:
-    """``same``, ``touched`` (mtime/size moved, bytes same), ``changed`` or ``missing``."""
-    path = Path(record.disk_path)
+    """``same``, ``touched`` (mtime/size moved, bytes same), ``changed`` or ``missing``. A
+    member of an archive is as its archive is (whose size and mtime it records)."""
+    path = Path(container_path(record.disk_path))
     try:
         stat = path.stat()
     except OSError:
         return "missing"
     if (stat.st_size, stat.st_mtime_ns) == (record.size, record.mtime_ns):
         return "same"  # the ingest fast path trusts size+mtime too
+    if str(path) != record.disk_path:
+        return "changed"  # an archive: its member is read again by ingest, not here
     digest = hashlib.sha256()
     try:
         with open_regular(path) as file, open(file.fd, "rb", closefd=False) as handle:

@@ -261,9 +261,10 @@ def _rebuild(
     progress: Progress,
 ) -> None:
     from knowhub.ingest.discover import rediscover  # it loads the loaders: not at import
+    from knowhub.ingest.members import container_path
 
-    present = [r for r in records if Path(r.disk_path).is_file()]
-    report.missing = [r.source for r in records if not Path(r.disk_path).is_file()]
+    present = [r for r in records if Path(container_path(r.disk_path)).is_file()]
+    report.missing = [r.source for r in records if not Path(container_path(r.disk_path)).is_file()]
     done = 0
     groups = rediscover(present)
     for number, group in enumerate(groups, start=1):

@@ -148,12 +148,8 @@ def test_a_compressed_binary_is_not_read(write: Writer) -> None:
         ("style.css", "unsupported file type .css"),
         ("logo.gif", "unsupported file type .gif"),
         ("Makefile", None),  # read when it is text, as NEWS.gz is
-        (
-            "src.tar.gz",
-            "a compressed tar archive: knowhub does not unpack archives; "
-            "extract it and ingest the folder",
-        ),
-        ("src.tgz", "unsupported file type .tgz"),
+        ("src.tar.gz", None),  # an archive: its members are read
+        ("src.tgz", None),
         # A format of its own, compressed: what it would be unpacked (PostScript is text, but
         # no document text).
         ("manual.ps.gz", "unsupported file type .ps.gz"),

@@ -51,13 +51,19 @@ def _load_error(path: Path, data: bytes | None = None) -> LoaderError:
 
 def test_public_api_is_exactly_load_headings_extensions_and_options() -> None:
     assert sorted(loaders.__all__) == [
+        "ARCHIVE_EXTENSIONS",
+        "ArchiveLimits",
         "COMPRESSED_EXTENSIONS",
+        "Entry",
         "IMAGE_EXTENSIONS",
         "Limits",
+        "MAIL_EXTENSIONS",
         "OcrOptions",
         "PageProgress",
         "READ_FORMATS",
         "SUPPORTED_EXTENSIONS",
+        "container_entries",
+        "is_container",
         "load",
         "markdown_headings",
         "unsupported_reason",
@@ -83,9 +89,13 @@ def test_given_bytes_are_used_instead_of_reading_the_file(tmp_path: Path) -> Non
 
 
 def test_unsupported_extension_lists_the_supported_ones(write: Writer) -> None:
-    error = _load_error(write("archive.zip", b"PK"))
-    assert "unsupported file type '.zip'" in str(error)
+    error = _load_error(write("drawing.dwg", b"AC1032"))
+    assert "unsupported file type '.dwg'" in str(error)
     assert ".pdf" in str(error) and ".md" in str(error)
+
+
+def test_an_archive_is_not_a_document_its_members_are(write: Writer) -> None:
+    assert "its members are read" in str(_load_error(write("bundle.zip", b"PK")))
 
 
 @pytest.mark.parametrize("name", ["empty.md", "empty.pdf", "empty.docx", "blank.txt"])

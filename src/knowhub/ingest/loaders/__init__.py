@@ -5,16 +5,26 @@ what gets chunked and cited. Formats without their own markup (docx, pptx, html,
 tables, json) are rendered as Markdown so :func:`markdown_headings` finds their
 sections. Scanned PDF pages and image files are read by OCR, page by page
 (:mod:`~knowhub.ingest.loaders.ocr`). A compressed file is read as its inner name says
-(:mod:`~knowhub.ingest.loaders.compressed`). Heavy parsing libraries (and the OCR engine)
-are imported only when a file needs them.
+(:mod:`~knowhub.ingest.loaders.compressed`). An archive's or a mailbox's members are
+documents of their own (:func:`container_entries`); the ingest pipeline reads them one by
+one. Heavy parsing libraries (and the OCR engine) are imported only when a file needs them.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from knowhub.errors import UnsupportedFileError
+from knowhub.ingest.loaders.archive import (
+    ARCHIVE_EXTENSIONS,
+    ArchiveLimits,
+    Entry,
+    archive_entries,
+    is_archive,
+)
 from knowhub.ingest.loaders.common import (
     Limits,
     Loader,
@@ -38,6 +48,7 @@ from knowhub.ingest.loaders.epub import load_epub
 from knowhub.ingest.loaders.html import load_html
 from knowhub.ingest.loaders.image import IMAGE_EXTENSIONS, load_image
 from knowhub.ingest.loaders.jsonfile import load_json
+from knowhub.ingest.loaders.mail import MAIL_EXTENSIONS, is_mail, load_eml, mail_entries
 from knowhub.ingest.loaders.markdown import markdown_headings
 from knowhub.ingest.loaders.notebook import load_notebook
 from knowhub.ingest.loaders.ocr import OcrOptions
@@ -52,13 +63,19 @@ from knowhub.models import Heading, LoadedDocument
 from knowhub.surrogates import escape_surrogates, escape_surrogates_deep, replace_surrogates
 
 __all__ = [
+    "ARCHIVE_EXTENSIONS",
     "COMPRESSED_EXTENSIONS",
     "IMAGE_EXTENSIONS",
+    "MAIL_EXTENSIONS",
     "READ_FORMATS",
     "SUPPORTED_EXTENSIONS",
+    "ArchiveLimits",
+    "Entry",
     "Limits",
     "OcrOptions",
     "PageProgress",
+    "container_entries",
+    "is_container",
     "load",
     "markdown_headings",
     "unsupported_reason",
@@ -84,6 +101,7 @@ _LOADERS: dict[str, Loader] = {
     ".odp": load_odf,
     ".rtf": load_rtf,
     ".ipynb": load_notebook,
+    ".eml": load_eml,
 }
 # Loaders of pages that may need OCR: they report each page they read.
 _PAGED_LOADERS: dict[str, PagedLoader] = {
@@ -97,8 +115,9 @@ compressed: :data:`COMPRESSED_EXTENSIONS`)."""
 
 READ_FORMATS = (
     f"{' '.join(sorted(SUPPORTED_EXTENSIONS))}, each also compressed "
-    f"({' '.join(sorted(COMPRESSED_EXTENSIONS))}: README.md.gz), and text with no extension "
-    "(README)"
+    f"({' '.join(sorted(COMPRESSED_EXTENSIONS))}: README.md.gz), text with no extension "
+    f"(README), and the members of archives and mailboxes ({' '.join(ARCHIVE_EXTENSIONS)} "
+    f"{' '.join(MAIL_EXTENSIONS)})"
 )
 """What knowhub reads, as every message says it (``knowhub reads …``)."""
 
@@ -107,11 +126,29 @@ def unsupported_reason(name: str) -> str | None:
     """Why a file named ``name`` is not read, by its name alone; None when it is read (its
     content may still turn out unreadable, or, for a name that gives no format, not text)."""
     suffix = PurePosixPath(name).suffix.lower()
-    if suffix in SUPPORTED_EXTENSIONS or not suffix:
+    if suffix in SUPPORTED_EXTENSIONS or not suffix or is_container(name):
         return None
     if suffix in COMPRESSED_EXTENSIONS:
         return None if inner_suffix(name) in SUPPORTED_EXTENSIONS else inner_reason(name)
     return f"unsupported file type {suffix}"
+
+
+def is_container(name: str) -> bool:
+    """Whether a file named ``name`` holds documents of its own (an archive, a mailbox, a
+    message's attachments): :func:`container_entries` lists them."""
+    return is_archive(name) or is_mail(name)
+
+
+def container_entries(path: Path, file: BinaryIO, limits: ArchiveLimits) -> Iterator[Entry]:
+    """The members of the archive or mail file ``file`` (named ``path``), one at a time.
+
+    Raises:
+        LoaderError: it is corrupt, or over a limit that refuses it whole (the message
+            names the setting); a member over its own limit comes as a failed entry.
+    """
+    if is_archive(path.name):
+        return archive_entries(path, file, limits)
+    return mail_entries(path, file, limits)
 
 
 def _by_content(name: str) -> bool:
@@ -151,9 +188,11 @@ def load(
             encrypted, binary or empty, or a scan OCR is off for or cannot read. The
             message starts with the path. :class:`UnsupportedFileError` for a name that
             gives no format on a file that is no UTF-8 text (a man page's roff source, a
-            binary), or a compressed tar archive or file of a format not read.
+            binary), or a compressed file of a format not read.
     """
     limits = limits or Limits()
+    if is_archive(path.name) or path.name.lower().endswith(".mbox"):  # .eml: a message too
+        raise loader_error(path, "is an archive or mailbox: its members are read, not it")
     packed = is_compressed(path.name)
     if packed and (reason := unsupported_reason(path.name)) is not None:
         raise UnsupportedFileError(f"{escape_surrogates(str(path))}: {reason}", reason)

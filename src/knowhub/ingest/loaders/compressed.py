@@ -4,7 +4,7 @@ Most of a Linux system's documentation ships compressed (``/usr/share/doc/*/READ
 ``changelog.Debian.gz``): such a file is read as its inner name says (``README.md.gz`` as
 Markdown, ``guide.pdf.xz`` as a PDF). One whose inner name has a format of its own that
 knowhub does not read (``manual.ps.gz``, ``setup.py.xz``) is not read, as it would not be
-unpacked, nor is a tar archive (its files are not documents of their own here). One whose
+unpacked (a compressed tar archive is an archive: :mod:`.archive`). One whose
 inner name has no format (``NEWS.gz``, ``changelog.Debian.gz``, ``README.devmapper.gz``:
 Debian's and upstreams' documentation) is read as plain text when it unpacks to text; a man
 page's roff source (``tar.1.gz``) or a binary is not read, and says so.
@@ -95,14 +95,9 @@ def inner_suffix(name: str) -> str:
 
 def inner_reason(name: str) -> str | None:
     """Why a compressed ``name`` whose inner extension knowhub does not read is not read:
-    a tar archive, or a format of its own (``.ps``, ``.py``); None when the inner name
+    a format of its own (``.ps``, ``.py``); None when the inner name
     names no format (``NEWS``, ``changelog.Debian``), which is then read as text."""
     inner = inner_suffix(name)
-    if inner == ".tar":
-        return (
-            "a compressed tar archive: knowhub does not unpack archives; "
-            "extract it and ingest the folder"
-        )
     if inner and _known_types().guess_type(f"x{inner}", strict=False)[0] is not None:
         return f"unsupported file type {inner}{PurePosixPath(name).suffix.lower()}"
     return None

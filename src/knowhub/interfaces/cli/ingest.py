@@ -118,7 +118,9 @@ def ingest(
     help="Collection (default: the configured one; unset, the only one there is).",
 )
 @click.option(
-    "--all-matches", is_flag=True, help="Remove every document a doc-hash prefix matches."
+    "--all-matches",
+    is_flag=True,
+    help="Remove every document the key matches (a doc-hash prefix, an archive's members).",
 )
 @click.pass_obj
 def remove(
@@ -126,8 +128,9 @@ def remove(
 ) -> None:
     """Remove a document (by file path, source or doc-hash prefix) and all its chunks.
 
-    A doc-hash prefix is 8 or more hex digits; one matching several documents removes none
-    and lists them, unless --all-matches is given."""
+    A doc-hash prefix is 8 or more hex digits; an archive (bundle.zip) names its members'
+    documents (bundle.zip!/guide.md); a key matching several documents removes none and lists
+    them, unless --all-matches is given."""
     removed = (
         obj.writer("remove documents")
         .collection(collection)

@@ -22,8 +22,11 @@ from starlette.responses import Response
 
 from knowhub.caller import Caller
 from knowhub.errors import AuthError, KnowhubError, LoaderError, QueryError
+from knowhub.ingest.containers import member_bytes
+from knowhub.ingest.loaders import ArchiveLimits
 from knowhub.ingest.loaders.compressed import decompress, is_compressed
 from knowhub.ingest.loaders.reading import open_regular
+from knowhub.ingest.members import container_path, is_member_path
 from knowhub.interfaces.http.console.failure import NotFoundError
 from knowhub.interfaces.http.console.markup import DRAWN_FORMATS, draw
 from knowhub.interfaces.http.console.pages import gathered, pages_router
@@ -232,23 +235,30 @@ def _unchanged_bytes(record: DocumentRecord, max_bytes: int) -> bytes:
     """The file's bytes, checked cheaply: the size and mtime as indexed mean unchanged (as
     ingest trusts them); any other stat and the sha256 decides."""
     try:
-        info = Path(record.disk_path).stat()
+        info = Path(container_path(record.disk_path)).stat()  # a member's: its archive's
     except OSError:
         info = None
     if info is None or info.st_size != record.size or info.st_mtime_ns != record.mtime_ns:
         return _original(record, max_bytes)
     try:
-        with open_regular(Path(record.disk_path)) as file:
-            return file.read(max_bytes)
+        return _file_bytes(record, max_bytes)
     except (OSError, KnowhubError):
         return _original(record, max_bytes)  # gone in between: the same error as ever
+
+
+def _file_bytes(record: DocumentRecord, max_bytes: int) -> bytes:
+    """The document's file's bytes: a member's read from its archive (within the default
+    archive limits and ``max_bytes``: what serving one citation may cost)."""
+    if is_member_path(record.disk_path):
+        return member_bytes(record.disk_path, ArchiveLimits(max_member_bytes=max_bytes))
+    with open_regular(Path(record.disk_path)) as file:
+        return file.read(max_bytes)
 
 
 def _original(record: DocumentRecord, max_bytes: int) -> bytes:
     """The file's bytes, if they are still the ones indexed (sha256 = ``doc_hash``)."""
     try:
-        with open_regular(Path(record.disk_path)) as file:
-            data = file.read(max_bytes)
+        data = _file_bytes(record, max_bytes)
     except (OSError, KnowhubError) as exc:
         raise OriginalUnavailableError(
             f"{record.source} is gone from {record.path} (or cannot be read: {exc}): "
