@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,13 +22,16 @@ from knowhub.interfaces.render import render_report
 from knowhub.interfaces.terminal import echo
 
 if TYPE_CHECKING:  # ingest (loaders, worker pools) loads only when the command runs
+    from knowhub.app import App
+    from knowhub.config import Settings
     from knowhub.ingest.pipeline import IngestReport
+    from knowhub.ingest.sources import RemoteSource
 
 __all__ = ["ingest", "remove"]
 
 
 @click.command()
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, metavar="PATHS_OR_URLS")
 @click.option(
     "--collection",
     "-c",
@@ -40,8 +44,29 @@ __all__ = ["ingest", "remove"]
     metavar="KEY=VALUE",
     help="Metadata on every chunk, kept by later runs until changed; KEY= removes it.",
 )
-@click.option("--include", multiple=True, metavar="GLOB", help="Only files matching (repeatable).")
-@click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching (repeatable).")
+@click.option(
+    "--include",
+    multiple=True,
+    metavar="GLOB",
+    help="Only files matching (repeatable); with a URL, only pages whose URL matches.",
+)
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="GLOB",
+    help="Skip files matching (repeatable); with a URL, pages whose URL matches.",
+)
+@click.option(
+    "--depth",
+    type=click.IntRange(min=0),
+    help="With a URL: follow links this many steps from the start page (default 3; 0: that "
+    "page alone).",
+)
+@click.option(
+    "--max-pages",
+    type=click.IntRange(min=1),
+    help="With a URL: ask for this many pages at most (default 1000).",
+)
 @click.option("--prune", is_flag=True, help="Remove documents whose files are gone.")
 @click.option(
     "--failed",
@@ -60,11 +85,13 @@ __all__ = ["ingest", "remove"]
 @click.pass_obj
 def ingest(
     obj: CliContext,
-    paths: tuple[Path, ...],
+    paths: tuple[str, ...],
     collection: str | None,
     tags: tuple[str, ...],
     include: tuple[str, ...],
     exclude: tuple[str, ...],
+    depth: int | None,
+    max_pages: int | None,
     prune: bool,
     list_failed: bool,
     as_json: bool,
@@ -86,21 +113,64 @@ def ingest(
         return
     with _stoppable() as stop:
         app = obj.writer("ingest")
-        exclusions = [*app.settings.ingest.exclude, *exclude]
         keys = parse_key_values(tags, "--tag", empty=True)
+        crawl = {"depth": depth, "max_pages": max_pages, "include": include, "exclude": exclude}
+        remote, local = _split(paths, app.settings, crawl, watch)
+        reports = [
+            _reported(functools.partial(_fetched, app, collection, source, keys), stop, as_json)
+            for source in remote
+        ]
+        if not local:
+            _exit_for(*reports)
+            return
+        exclusions = [*app.settings.ingest.exclude, *exclude]
 
         def run(pruning: bool) -> IngestReport:
             with ingest_progress(app.settings.ingest) as progress:
                 return app.collection(collection).ingest(
-                    list(paths), keys, include=list(include), exclude=exclusions,
+                    local, keys, include=list(include), exclude=exclusions,
                     prune=pruning, progress=progress,
                 )  # fmt: skip
 
-        report = _reported(lambda: run(prune), stop, as_json)
+        reports.append(_reported(lambda: run(prune), stop, as_json))
         if not watch:
-            _exit_for(report)
+            _exit_for(*reports)
             return
-        _watched(paths, app.settings.server.watch_debounce_ms, lambda: run(True), stop, as_json)
+        _watched(local, app.settings.server.watch_debounce_ms, lambda: run(True), stop, as_json)
+
+
+def _split(
+    specs: tuple[str, ...], settings: Settings, crawl: Mapping[str, object], watch: bool
+) -> tuple[list[RemoteSource], list[Path]]:
+    """The websites (and other remote sources) among ``specs``, and the paths."""
+    from knowhub.ingest.remote import remote_source
+
+    options = {key: value for key, value in crawl.items() if value not in (None, ())}
+    remote = [s for s in (remote_source(spec, settings, options) for spec in specs) if s]
+    local = [Path(spec) for spec in specs if remote_source(spec, settings, options) is None]
+    if remote and watch:
+        raise click.UsageError(
+            "--watch follows folders: a website is refreshed by `knowhub sync` "
+            "(sources: in knowhub.yaml)"
+        )
+    if not remote and (crawl["depth"] is not None or crawl["max_pages"] is not None):
+        raise click.UsageError("--depth and --max-pages apply to a URL: give one")
+    return remote, local
+
+
+def _fetched(
+    app: App, collection: str | None, source: RemoteSource, tags: dict[str, str]
+) -> IngestReport:
+    """``source`` fetched and ingested, its fetch's progress and counts on stderr."""
+    from knowhub.ingest.remote import fetched_text
+
+    echo(f"fetching {source.spec}", err=True)
+    with ingest_progress(app.settings.ingest) as progress:
+        report = app.collection(collection).ingest_source(
+            source, tags, progress, lambda line: echo(line, err=True)
+        )
+    echo(f"{source.spec}: {fetched_text(report.fetched)}", err=True)
+    return report
 
 
 @click.command()
@@ -131,7 +201,7 @@ def remove(
 
 
 def _list_failed(
-    obj: CliContext, paths: tuple[Path, ...], collection: str | None, asked: bool, as_json: bool
+    obj: CliContext, paths: tuple[str, ...], collection: str | None, asked: bool, as_json: bool
 ) -> None:
     if not asked:
         raise click.UsageError("give the files or folders to ingest (or --failed)")
@@ -194,7 +264,7 @@ def _reported(run: Callable[[], IngestReport], stop: _Stop, as_json: bool) -> In
 
 
 def _watched(
-    paths: tuple[Path, ...],
+    paths: list[Path],
     debounce_ms: int,
     sync: Callable[[], IngestReport],
     stop: _Stop,
@@ -226,6 +296,6 @@ def _watched(
     echo("stopped watching", err=True)
 
 
-def _exit_for(report: IngestReport) -> None:
-    if not report.ok:
+def _exit_for(*reports: IngestReport) -> None:
+    if not all(report.ok for report in reports):
         sys.exit(1)
