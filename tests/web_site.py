@@ -33,8 +33,12 @@ class Site:
 
     def access_statuses(self) -> list[tuple[str, int]]:
         """``(path, status)`` of each request nginx logged, in order."""
+        return [(path, int(status)) for _, path, status, _, _ in self.access_log()]
+
+    def access_log(self) -> list[list[str]]:
+        """Each request nginx logged: method, path, status, host, X-Token header (``-``)."""
         lines = (self.logs / "access.log").read_text(encoding="utf-8").splitlines()
-        return [(line.split()[1], int(line.split()[2])) for line in lines if line.strip()]
+        return [line.split() for line in lines if line.strip()]
 
 
 def _required() -> None:
@@ -59,16 +63,20 @@ events {{ worker_connections 64; }}
 http {{
   include /etc/nginx/mime.types;
   types {{ text/markdown md; }}
-  log_format short '$request_method $uri $status';
+  log_format short '$request_method $uri $status $host $http_x_token';
   access_log {logs / "access.log"} short;
   {temp}
   server {{
     listen 127.0.0.1:{port};
+    listen 127.0.0.2:{port};
     root {site};
     etag on;
     location = /docs/tutorial/metadata.html {{ return 302 http://169.254.169.254/latest/; }}
     location = /docs/tutorial/intranet.html {{ return 302 http://10.0.0.1/secret.html; }}
     location = /docs/tutorial/hop.html {{ return 302 /docs/tutorial/controlflow.html; }}
+    location = /docs/tutorial/away.html {{
+      return 302 http://127.0.0.2:{port}/docs/tutorial/appetite.html;
+    }}
   }}
 }}
 """

@@ -58,7 +58,8 @@ def test_a_crawl_indexes_the_allowed_pages_and_cites_urls_with_anchors(
     assert site.url(START + "interpreter.html") in sources  # linked, and in the sitemap
     assert site.url(START + "notes.md") in sources  # Markdown by its content type
     assert not any("secret" in s for s in sources)  # robots.txt disallows private/
-    assert (site.url(START + "private/secret.html"), "disallowed by robots.txt") in report.skipped
+    secret = site.url(START + "private/secret.html")
+    assert (secret, f"{secret}: disallowed by robots.txt") in report.skipped
     assert ("/docs/tutorial/private/secret.html", 200) not in site.access_statuses()
     # The start page and index.html are one page: kept once.
     assert (
@@ -118,3 +119,21 @@ def test_redirects_to_private_addresses_are_refused_before_connecting(
     assert hopped.url == site.url(START + "controlflow.html") and hopped.status == 200
     # Only the test server was connected to: the refused addresses never were.
     assert set(client.connected) == {f"127.0.0.1:{site.port}"}
+
+
+def test_a_hosts_credentials_are_not_sent_to_another_host_after_a_redirect(
+    tmp_path: Path, site: Site
+) -> None:
+    settings = fast_settings(
+        tmp_path / "data2",
+        **{
+            "ingest.web.allow_private_networks": ["127.0.0.0/8"],
+            "ingest.web.headers": {"127.0.0.1": {"X-Token": "s3cret-token"}},
+        },
+    )
+    with WebClient(settings.ingest.web) as client:
+        reply = client.get(site.url(START + "away.html"))
+    assert reply.status == 200 and reply.url.startswith("http://127.0.0.2:")
+    sent = [(host, token) for _, _, _, host, token in site.access_log()]
+    assert sent == [("127.0.0.1", "s3cret-token"), ("127.0.0.2", "-")]
+    assert "s3cret-token" in settings.secret_values()  # scrubbed from traces

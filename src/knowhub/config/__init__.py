@@ -419,8 +419,10 @@ class Settings(Section):
         return self._secrets.get(env_name)
 
     def secret_values(self) -> list[str]:
-        """Every captured secret, for scrubbing them out of traces and logs."""
-        return list(self._secrets.values())
+        """Every captured secret, for scrubbing them out of traces and logs (with the
+        values of the headers sent to websites: their credentials)."""
+        sent = [value for host in self.ingest.web.headers.values() for value in host.values()]
+        return [*self._secrets.values(), *sent]
 
 
 def load_settings(

@@ -59,6 +59,6 @@ def ingest_remote(
 
 def fetched_text(counts: dict[str, int]) -> str:
     """``pages: 40 fetched, 2 not modified, 1 removed``: a fetch's counts as a line says."""
-    order = ["fetched", "not_modified", "removed", "skipped", "failed"]
+    order = ["fetched", "not_modified", "removed", "not_found", "skipped", "failed"]
     named = sorted(counts, key=lambda k: (order.index(k) if k in order else len(order), k))
     return "pages: " + ", ".join(f"{counts[k]} {k.replace('_', ' ')}" for k in named)

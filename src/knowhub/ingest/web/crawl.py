@@ -97,9 +97,7 @@ class _Crawl:
             return
         self.seen.add(url)
         if not self.robots.can_fetch(self.client.settings.user_agent, url):
-            self.result.skipped.append((url, "disallowed by robots.txt"))
-            self.result.count("skipped")
-            self._drop(url)  # a page robots.txt now disallows leaves the mirror
+            self._skip(url, "disallowed by robots.txt")  # and out of the mirror, if it was
             return
         self.frontier.append((url, depth))
 
@@ -110,9 +108,11 @@ class _Crawl:
             self.sources.add(entry.source)
             self.hashes.add(entry.sha256)
             self._follow(reply.url, depth, (self.pages / entry.file).read_bytes())
-        elif reply.status in _GONE:
+        elif reply.status in _GONE and url in self.manifest.pages:
             self.result.count("removed")
             self._drop(url)
+        elif reply.status in _GONE:  # a broken link
+            self._skip(url, f"not found ({reply.status})", "not_found")
         elif reply.status != 200:
             self.result.failed.append((url, f"the server answered {reply.status}; kept"))
             self.result.count("failed")
@@ -156,9 +156,9 @@ class _Crawl:
             for link in links:
                 self.add(link, depth + 1)
 
-    def _skip(self, url: str, reason: str) -> None:
-        self.result.skipped.append((url, reason))
-        self.result.count("skipped")
+    def _skip(self, url: str, reason: str, counted: str = "skipped") -> None:
+        self.result.skipped.append((url, f"{url}: {reason}"))  # as a file's: source first
+        self.result.count(counted)
         self._drop(url)
 
     def _drop(self, url: str) -> None:

@@ -143,8 +143,9 @@ def checked_address(target: WebTarget, allowed: bool | list[str]) -> Address:
     for address in addresses:
         reason = address_refused(address, allowed)
         if reason is not None:
+            resolved = "" if target.host == str(address) else f" ({target.host} resolves to it)"
             raise WebRefusedError(
-                f"{target.url}: refused: {target.host} resolves to {reason}; set "
+                f"{target.url}: refused: {reason}{resolved}; set "
                 "ingest.web.allow_private_networks (true, or a list of networks) to crawl "
                 "such addresses (only for sites you trust: see docs/sources.md)"
             )
