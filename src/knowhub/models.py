@@ -270,6 +270,7 @@ class Hit:
             "score": round(self.score, 6),
             "relevance": _rounded(self.relevance),
             "source": self.source,
+            "url": self.url,
             "title": self.title,
             "text": self.text,
             "page": self.page,
