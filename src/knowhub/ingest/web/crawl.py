@@ -20,6 +20,7 @@ import httpx2
 
 from knowhub.config.web import WebSettings
 from knowhub.errors import KnowhubError
+from knowhub.ingest.stopping import stop_if_shutting_down
 from knowhub.ingest.web.client import Reply, WebClient
 from knowhub.ingest.web.discovery import llms_links, page_links, read_robots, sitemap_urls
 from knowhub.ingest.web.mirror import Manifest, PageEntry, file_extension, mirror_name
@@ -195,9 +196,11 @@ def crawl(
             run.add(url, entry.depth)
         for url in set(manifest.pages) - run.seen:  # out of the crawl's scope now
             run._drop(url)
-        _fetch_all(run, rate, note)
-    manifest.refreshed_at = time.time()
-    manifest.write(manifest_path)
+        try:
+            _fetch_all(run, rate, note)
+            manifest.refreshed_at = time.time()
+        finally:  # stopped too: the pages fetched are in the mirror, their validators kept
+            manifest.write(manifest_path)
     return run.result
 
 
@@ -207,6 +210,7 @@ def _fetch_all(run: _Crawl, rate: RateLimit, note: Callable[[str], None]) -> Non
     with ThreadPoolExecutor(settings.max_concurrency, thread_name_prefix="knowhub-crawl") as pool:
         flying: dict[Future[Reply], tuple[str, int]] = {}
         while run.frontier or flying:
+            stop_if_shutting_down()  # a server's shutdown: the pages in flight land first
             while run.frontier and len(flying) < settings.max_concurrency:
                 if asked >= run.scope.options.max_pages:
                     run.frontier.clear()
