@@ -1,7 +1,9 @@
 """A website crawled into a collection, against a real nginx on 127.0.0.1 serving a copy of
 python3-doc's tutorial: robots.txt obeyed, pages cited by URL and section anchor, a re-run
 answered 304 and re-embedding nothing, a page gone pruned, redirects to private addresses
-refused before any connection (real SQLite files, hashing embedder)."""
+refused before any connection; a URL reaches the index only through a handle that may write
+there (the MCP ingest tool, a read-only caller refused before any request). Real SQLite
+files, hashing embedder."""
 
 from __future__ import annotations
 
@@ -11,11 +13,14 @@ from pathlib import Path
 import pytest
 
 from knowhub import App, build_app
+from knowhub.caller import Caller
+from knowhub.errors import AuthError, KnowhubError
 from knowhub.ingest.remote import remote_source
 from knowhub.ingest.web.client import WebClient
 from knowhub.ingest.web.policy import WebRefusedError
 from knowhub.models import citation
 from tests.helpers import fast_settings
+from tests.integration.test_mcp_memory import fails, local, ok
 from tests.web_site import Site, nginx_site
 
 START = "docs/tutorial/"
@@ -137,3 +142,39 @@ def test_a_hosts_credentials_are_not_sent_to_another_host_after_a_redirect(
     sent = [(host, token) for _, _, _, host, token in site.access_log()]
     assert sent == [("127.0.0.1", "s3cret-token"), ("127.0.0.2", "-")]
     assert "s3cret-token" in settings.secret_values()  # scrubbed from traces
+
+
+LOOPBACK = {"ingest.web.allow_private_networks": ["127.0.0.0/8"]}
+
+
+@pytest.mark.anyio
+async def test_the_mcp_ingest_tool_crawls_a_url(tmp_path: Path, site: Site) -> None:
+    async with local(tmp_path, **LOOPBACK) as client:
+        url = site.url("docs/tutorial/controlflow.html")
+        report, text = await ok(client, "ingest", path=url, collection="web")
+        assert url in report["added"]
+        assert report["fetched"]["fetched"] >= 1 and "\npages: " in text
+        found, _ = await ok(
+            client, "query_knowledge_hub", query="differs a bit from C or Pascal", collection="web"
+        )
+        assert any(h["url"].startswith(url + "#") for h in found["hits"])
+        refused = await fails(client, "ingest", path="http://good@10.0.0.1/", collection="web")
+    assert "ingest.web.headers" in refused
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        Caller("reader", read_only=True),
+        Caller("kb-only", collections=frozenset({"kb"})),
+    ],
+)
+def test_a_caller_that_may_not_write_there_is_refused_before_any_request(
+    web_app: App, site: Site, caller: Caller
+) -> None:
+    source = remote_source(site.url("docs/tutorial/"), web_app.settings)
+    assert source is not None
+    with pytest.raises((AuthError, KnowhubError)) as refused:
+        web_app.for_caller(caller).collection("private").ingest_source(source)
+    assert "may not" in str(refused.value)  # said as for any collection, existing or not
+    assert not (site.logs / "access.log").read_text().strip()  # nothing was asked of the site

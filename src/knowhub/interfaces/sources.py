@@ -106,36 +106,35 @@ def sync_source(
     return SourceRun(entry, report)
 
 
-class SourceRefresher:
+class SourceRefresher(threading.Thread):
     """A server's thread that refreshes each of ``sources:`` when it is due, through
     ``writer()`` (the owner's App); :meth:`stop` ends it between sources (a crawl in
     flight ends at the server's :func:`~knowhub.ingest.stopping.stop_ingests`)."""
 
     def __init__(self, settings: Settings, writer: Callable[[], App]) -> None:
+        super().__init__(name="sources refresh", daemon=True)
         self._settings = settings
         self._writer = writer
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
 
     def start(self) -> None:
-        if not any(entry.refresh_s > 0 for entry in self._settings.sources):
-            return  # nothing to refresh: no thread
-        self._thread = threading.Thread(target=self._run, name="sources refresh", daemon=True)
-        self._thread.start()
+        """Start refreshing, unless no source has an interval (no thread then)."""
+        if any(entry.refresh_s > 0 for entry in self._settings.sources):
+            super().start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        self._stopping.set()
+        if self.is_alive():
+            self.join(timeout=10)
 
-    def _run(self) -> None:
+    def run(self) -> None:
         refreshed = RefreshLog(self._settings.data_dir)
-        while not self._stop.is_set():
+        while not self._stopping.is_set():
             for entry in refreshed.due(self._settings.sources, time.time()):
-                if self._stop.is_set():
+                if self._stopping.is_set():
                     return
                 self._refresh(entry)
-            self._stop.wait(_CHECK_S)
+            self._stopping.wait(_CHECK_S)
 
     def _refresh(self, entry: SourceEntry) -> None:
         log.info("refreshing source %s", entry.name)
