@@ -82,7 +82,7 @@ http {{
 """
 
 
-def _site(root: Path, port: int) -> None:
+def _site(root: Path, port: int, traps: bool) -> None:
     tutorial = root / "docs" / "tutorial"
     tutorial.mkdir(parents=True)
     for page in TUTORIAL_PAGES:
@@ -93,7 +93,8 @@ def _site(root: Path, port: int) -> None:
         '<a href="notes.md">notes</a> <a href="hop.html">hop</a>'
     )
     index = tutorial / "index.html"
-    index.write_text(index.read_text(encoding="utf-8").replace("</body>", extra + "</body>"))
+    if traps:  # pages that fail or are refused: a crawl of the site then exits 1
+        index.write_text(index.read_text(encoding="utf-8").replace("</body>", extra + "</body>"))
     (tutorial / "private").mkdir()
     (tutorial / "private" / "secret.html").write_text(
         "<html><body><h1>Secret</h1><p>The wombatquartz is hidden.</p></body></html>"
@@ -130,13 +131,14 @@ def _listening(port: int, process: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def nginx_site(tmp: Path) -> Iterator[Site]:
-    """nginx serving the site under ``tmp/site`` for the block."""
+def nginx_site(tmp: Path, traps: bool = True) -> Iterator[Site]:
+    """nginx serving the site under ``tmp/site`` for the block; with ``traps``, its index
+    links to a page robots.txt disallows, a page too large, redirects to private addresses."""
     _required()
     port = free_port()
     root, logs = tmp / "site", tmp / "nginx"
     logs.mkdir(parents=True)
-    _site(root, port)
+    _site(root, port, traps)
     conf = logs / "nginx.conf"
     conf.write_text(_config(root, logs, port))
     argv = [str(NGINX), "-c", str(conf), "-p", str(logs), "-e", str(logs / "error.log")]
