@@ -8,9 +8,13 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from knowhub import build_app
 from tests.helpers import WAIT_S, fast_settings, knowhub, write
 from tests.http_helpers import FULL, TOKEN_ENV, api_server
+from tests.integration.test_mcp_memory import local, ok
+from tests.mcp_helpers import eventually
 from tests.web_site import Site, nginx_site
 
 
@@ -69,3 +73,22 @@ def test_serve_http_refreshes_sources_on_their_interval(tmp_path: Path) -> None:
     finally:
         app.close()
     assert site.url("docs/tutorial/controlflow.html") in sources
+
+
+@pytest.mark.anyio
+async def test_serve_mcp_local_mode_refreshes_sources_and_stops_cleanly(tmp_path: Path) -> None:
+    refreshed = tmp_path / "data" / "sources" / "refreshed.json"
+    with nginx_site(tmp_path, traps=False) as site:
+        sources = [{"url": site.url("docs/tutorial/"), "name": "tutorial", "refresh": "1h"}]
+        loopback = {"ingest.web.allow_private_networks": ["127.0.0.0/8"], "sources": sources}
+        async with local(tmp_path, **loopback) as client:
+
+            async def done() -> bool:
+                return refreshed.exists()
+
+            await eventually(done)
+            phrase = "differs a bit from what you may be used to in C or Pascal"
+            found, _ = await ok(client, "query_knowledge_hub", query=phrase)
+        hit = next(h for h in found["hits"] if phrase in " ".join(h["text"].split()))
+        assert hit["url"] == site.url("docs/tutorial/controlflow.html#for-statements")
+    assert set(json.loads(refreshed.read_text())) == {"tutorial"}
