@@ -73,6 +73,10 @@ http {{
     etag on;
     location = /docs/tutorial/metadata.html {{ return 302 http://169.254.169.254/latest/; }}
     location = /docs/tutorial/intranet.html {{ return 302 http://10.0.0.1/secret.html; }}
+    # Down for maintenance while the file `down` exists beside the site: a 503.
+    location = /docs/tutorial/interpreter.html {{
+      if (-f {site.parent / "down"}) {{ return 503; }}
+    }}
     location = /docs/tutorial/hop.html {{ return 302 /docs/tutorial/controlflow.html; }}
     location = /docs/tutorial/away.html {{
       return 302 http://127.0.0.2:{port}/docs/tutorial/appetite.html;

@@ -178,3 +178,23 @@ def test_a_caller_that_may_not_write_there_is_refused_before_any_request(
         web_app.for_caller(caller).collection("private").ingest_source(source)
     assert "may not" in str(refused.value)  # said as for any collection, existing or not
     assert not (site.logs / "access.log").read_text().strip()  # nothing was asked of the site
+
+
+def test_a_page_the_server_fails_to_serve_for_now_is_kept(web_app: App, site: Site) -> None:
+    page = site.url(START + "interpreter.html")
+    assert page in _crawl(web_app, site).added
+    (site.root.parent / "down").write_text("")  # the server answers 503 for it now
+    again = _crawl(web_app, site)
+    assert "the server answered 503; kept" in dict(again.failed)[page]
+    assert page not in again.removed
+    assert page in {r.source for r in web_app.collection().documents()}
+
+
+def test_depth_and_max_pages_bound_the_crawl(web_app: App, site: Site) -> None:
+    one = _crawl(web_app, site, depth=0)
+    assert one.fetched["fetched"] == 1  # the start page alone
+    logged = len(site.access_statuses())
+    _crawl(web_app, site, max_pages=3, exclude=["*/appetite.html"])
+    asked = [p for p, _ in site.access_statuses()[logged:] if p.endswith((".html", ".md"))]
+    assert len(asked) == 3  # the start page (nginx logs it as index.html) and two more
+    assert "/docs/tutorial/appetite.html" not in asked

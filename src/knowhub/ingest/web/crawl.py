@@ -190,8 +190,9 @@ def crawl(
             rate.at_least(float(delay))
         run = _Crawl(scope, root / "pages", manifest, client, robots)
         run.add(start, 0)
-        for url in _seeds(client, scope, robots, rate):
-            run.add(url, 0)
+        if options.depth > 0:  # what sitemaps and llms.txt list counts as linked from it
+            for url in _seeds(client, scope, robots, rate):
+                run.add(url, 1)
         for url, entry in list(manifest.pages.items()):
             run.add(url, entry.depth)
         for url in set(manifest.pages) - run.seen:  # out of the crawl's scope now
