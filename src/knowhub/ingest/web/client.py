@@ -45,14 +45,21 @@ class WebClient:
     connected: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def __post_init__(self) -> None:
-        # Environment proxies would connect somewhere the policy never checked.
-        self._http = httpx2.Client(
-            trust_env=False,
-            follow_redirects=False,
-            timeout=self.settings.timeout_s,
-            limits=httpx2.Limits(max_connections=self.settings.max_concurrency * 2),
-        )
+    _clients: dict[str, httpx2.Client] = field(default_factory=dict)
+
+    def _http(self, host: str) -> httpx2.Client:
+        """The connections to ``host``: its own pool, as connections go to an address (a
+        connection made, and verified by TLS, for one name never carries another's requests)."""
+        with self._lock:
+            if host not in self._clients:
+                # Environment proxies would connect somewhere the policy never checked.
+                self._clients[host] = httpx2.Client(
+                    trust_env=False,
+                    follow_redirects=False,
+                    timeout=self.settings.timeout_s,
+                    limits=httpx2.Limits(max_connections=self.settings.max_concurrency),
+                )
+            return self._clients[host]
 
     def __enter__(self) -> Self:
         return self
@@ -60,7 +67,8 @@ class WebClient:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._http.close()
+        for client in self._clients.values():
+            client.close()
 
     def get(self, url: str, conditional: dict[str, str] | None = None) -> Reply:
         """GET ``url``; a redirect is followed (at most ``max_redirects``) only once its
@@ -81,14 +89,15 @@ class WebClient:
         shown = f"[{address}]" if address.version == 6 else str(address)
         with self._lock:
             self.connected.append(f"{shown}:{target.port}")
-        request = self._http.build_request(
+        http = self._http(target.host)
+        request = http.build_request(
             "GET",
             httpx2.URL(target.url).copy_with(host=str(address)),
             headers=self._headers(target, conditional),
             # TLS is checked against the name, not the address connected to.
             extensions={"sni_hostname": target.host} if target.scheme == "https" else {},
         )
-        response = self._http.send(request, stream=True)
+        response = http.send(request, stream=True)
         try:
             if response.status_code in _REDIRECTS and "location" in response.headers:
                 return Reply(target.url, response.status_code), response.headers["location"]

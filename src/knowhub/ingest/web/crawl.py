@@ -111,7 +111,7 @@ class _Crawl:
             self._follow(reply.url, depth, (self.pages / entry.file).read_bytes())
         elif reply.status in _GONE and url in self.manifest.pages:
             self.result.count("removed")
-            self._drop(url)
+            self.drop(url)
         elif reply.status in _GONE:  # a broken link
             self._skip(url, f"not found ({reply.status})", "not_found")
         elif reply.status != 200:
@@ -138,7 +138,7 @@ class _Crawl:
             self.hashes.add(digest)
             name = mirror_name(source, extension)
             if entry.file and entry.file != name:
-                self._drop(url)
+                self.drop(url)
             path = self.pages / name
             if not path.is_file() or entry.sha256 != digest:  # same bytes: left as they are
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -160,9 +160,10 @@ class _Crawl:
     def _skip(self, url: str, reason: str, counted: str = "skipped") -> None:
         self.result.skipped.append((url, f"{url}: {reason}"))  # as a file's: source first
         self.result.count(counted)
-        self._drop(url)
+        self.drop(url)
 
-    def _drop(self, url: str) -> None:
+    def drop(self, url: str) -> None:
+        """Forget ``url``, and remove its file unless another URL's entry holds it."""
         entry = self.manifest.pages.pop(url, None)
         kept = {other.file for other in self.manifest.pages.values()}
         if entry is not None and entry.file and entry.file not in kept:  # not another URL's
@@ -196,7 +197,7 @@ def crawl(
         for url, entry in list(manifest.pages.items()):
             run.add(url, entry.depth)
         for url in set(manifest.pages) - run.seen:  # out of the crawl's scope now
-            run._drop(url)
+            run.drop(url)
         try:
             _fetch_all(run, rate, note)
             manifest.refreshed_at = time.time()
@@ -218,6 +219,8 @@ def _fetch_all(run: _Crawl, rate: RateLimit, note: Callable[[str], None]) -> Non
                     break
                 url, depth = run.frontier.popleft()
                 entry = run.manifest.pages.get(url)
+                if entry is not None and not (run.pages / entry.file).is_file():
+                    entry = None  # its file is gone from the mirror: asked for unconditionally
                 flying[pool.submit(_get, run.client, rate, url, entry)] = (url, depth)
                 asked += 1
             if not flying:
