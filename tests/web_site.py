@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.helpers import WAIT_S, free_port, spawned
+from tests.web_tls import Certificates, issue
 
 NGINX = Path("/usr/sbin/nginx")
 PYTHON_DOCS = Path("/usr/share/doc/python3.11-doc/html")
@@ -27,6 +28,8 @@ class Site:
     root: Path  # what nginx serves
     port: int
     logs: Path
+    tls_port: int = 0  # the same site over TLS, its certificate for `localhost` only
+    certificates: Certificates | None = None
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}/{path.lstrip('/')}"
@@ -50,7 +53,18 @@ def _required() -> None:
         )
 
 
-def _config(site: Path, logs: Path, port: int) -> str:
+def _tls_server(site: Path, tls: Certificates | None, port: int) -> str:
+    if tls is None:
+        return ""
+    return f"""
+  server {{
+    listen 127.0.0.1:{port} ssl;
+    ssl_certificate {tls.cert}; ssl_certificate_key {tls.key};
+    root {site};
+  }}"""
+
+
+def _config(site: Path, logs: Path, port: int, tls: Certificates | None, tls_port: int) -> str:
     user = "user root root;" if os.geteuid() == 0 else ""
     temp = " ".join(
         f"{kind}_temp_path {logs / kind};"
@@ -81,7 +95,7 @@ http {{
     location = /docs/tutorial/away.html {{
       return 302 http://127.0.0.2:{port}/docs/tutorial/appetite.html;
     }}
-  }}
+  }}{_tls_server(site, tls, tls_port)}
 }}
 """
 
@@ -135,17 +149,20 @@ def _listening(port: int, process: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def nginx_site(tmp: Path, traps: bool = True) -> Iterator[Site]:
+def nginx_site(tmp: Path, traps: bool = True, tls: bool = False) -> Iterator[Site]:
     """nginx serving the site under ``tmp/site`` for the block; with ``traps``, its index
-    links to a page robots.txt disallows, a page too large, redirects to private addresses."""
+    links to a page robots.txt disallows, a page too large, redirects to private addresses;
+    with ``tls``, it is served over TLS too, on ``tls_port``."""
     _required()
     port = free_port()
     root, logs = tmp / "site", tmp / "nginx"
     logs.mkdir(parents=True)
     _site(root, port, traps)
     conf = logs / "nginx.conf"
-    conf.write_text(_config(root, logs, port))
+    certificates = issue(logs / "tls", "localhost") if tls else None
+    tls_port = free_port() if tls else 0
+    conf.write_text(_config(root, logs, port, certificates, tls_port))
     argv = [str(NGINX), "-c", str(conf), "-p", str(logs), "-e", str(logs / "error.log")]
     with spawned(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as process:
         _listening(port, process)
-        yield Site(root, port, logs)
+        yield Site(root, port, logs, tls_port, certificates)

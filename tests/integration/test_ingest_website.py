@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx2
 import pytest
 
 from knowhub import App, build_app
@@ -198,3 +199,18 @@ def test_depth_and_max_pages_bound_the_crawl(web_app: App, site: Site) -> None:
     asked = [p for p, _ in site.access_statuses()[logged:] if p.endswith((".html", ".md"))]
     assert len(asked) == 3  # the start page (nginx logs it as index.html) and two more
     assert "/docs/tutorial/appetite.html" not in asked
+
+
+def test_https_connects_to_the_checked_address_and_verifies_the_name(tmp_path: Path) -> None:
+    settings = fast_settings(tmp_path / "data", **LOOPBACK).ingest.web
+    with nginx_site(tmp_path, traps=False, tls=True) as site:
+        assert site.certificates is not None
+        trusted = site.certificates.context()
+        with WebClient(settings, verify=trusted) as client:
+            page = f"https://localhost:{site.tls_port}/docs/tutorial/appetite.html"
+            reply = client.get(page)
+            assert reply.status == 200 and b"Whetting Your Appetite" in reply.body
+            # The certificate names localhost only: asked by address, TLS refuses it.
+            with pytest.raises(httpx2.ConnectError, match="certificate"):
+                client.get(f"https://127.0.0.1:{site.tls_port}/docs/tutorial/appetite.html")
+        assert client.connected == [f"127.0.0.1:{site.tls_port}"] * 2

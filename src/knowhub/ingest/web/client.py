@@ -4,6 +4,7 @@ their own host."""
 
 from __future__ import annotations
 
+import ssl
 import threading
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -13,7 +14,7 @@ import httpx2
 
 from knowhub.config.web import WebSettings
 from knowhub.errors import IngestError
-from knowhub.ingest.web.policy import WebRefusedError, WebTarget, checked_address, web_target
+from knowhub.ingest.web.policy import WebRefusedError, WebTarget, checked_addresses, web_target
 
 __all__ = ["PageTooLargeError", "Reply", "WebClient"]
 
@@ -43,6 +44,8 @@ class WebClient:
 
     settings: WebSettings
     connected: list[str] = field(default_factory=list)
+    # The certificates TLS trusts: the system's, or a context of one's own (a test's CA).
+    verify: ssl.SSLContext | bool = True
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     _clients: dict[str, httpx2.Client] = field(default_factory=dict)
@@ -55,6 +58,7 @@ class WebClient:
                 # Environment proxies would connect somewhere the policy never checked.
                 self._clients[host] = httpx2.Client(
                     trust_env=False,
+                    verify=self.verify,
                     follow_redirects=False,
                     timeout=self.settings.timeout_s,
                     limits=httpx2.Limits(max_connections=self.settings.max_concurrency),
@@ -84,20 +88,31 @@ class WebClient:
             f"{url}: more than {self.settings.max_redirects} redirects (ingest.web.max_redirects)"
         )
 
-    def _hop(self, target: WebTarget, conditional: dict[str, str]) -> tuple[Reply, str | None]:
-        address = checked_address(target, self.settings.allow_private_networks)
-        shown = f"[{address}]" if address.version == 6 else str(address)
-        with self._lock:
-            self.connected.append(f"{shown}:{target.port}")
+    def _send(self, target: WebTarget, conditional: dict[str, str]) -> httpx2.Response:
+        """The response of the first of the host's checked addresses that connects (every
+        one of them was checked before any is tried)."""
+        addresses = checked_addresses(target, self.settings.allow_private_networks)
         http = self._http(target.host)
-        request = http.build_request(
-            "GET",
-            httpx2.URL(target.url).copy_with(host=str(address)),
-            headers=self._headers(target, conditional),
-            # TLS is checked against the name, not the address connected to.
-            extensions={"sni_hostname": target.host} if target.scheme == "https" else {},
-        )
-        response = http.send(request, stream=True)
+        for address in addresses:
+            shown = f"[{address}]" if address.version == 6 else str(address)
+            with self._lock:
+                self.connected.append(f"{shown}:{target.port}")
+            request = http.build_request(
+                "GET",
+                httpx2.URL(target.url).copy_with(host=str(address)),
+                headers=self._headers(target, conditional),
+                # TLS is checked against the name, not the address connected to.
+                extensions={"sni_hostname": target.host} if target.scheme == "https" else {},
+            )
+            try:
+                return http.send(request, stream=True)
+            except httpx2.ConnectError:
+                if address == addresses[-1]:
+                    raise
+        raise AssertionError("unreachable: a host resolves to one address at least")
+
+    def _hop(self, target: WebTarget, conditional: dict[str, str]) -> tuple[Reply, str | None]:
+        response = self._send(target, conditional)
         try:
             if response.status_code in _REDIRECTS and "location" in response.headers:
                 return Reply(target.url, response.status_code), response.headers["location"]

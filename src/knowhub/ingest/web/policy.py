@@ -20,7 +20,7 @@ __all__ = [
     "WebRefusedError",
     "WebTarget",
     "address_refused",
-    "checked_address",
+    "checked_addresses",
     "normalized_url",
     "web_target",
 ]
@@ -130,11 +130,11 @@ def _kind(address: Address) -> str | None:
     return None
 
 
-def checked_address(target: WebTarget, allowed: bool | list[str]) -> Address:
-    """The address to connect to for ``target``: its host resolved once, every address it
-    resolves to checked (a name that also resolves to a private address is refused); the
-    first one is used. Raises :class:`WebRefusedError` naming the URL, the address and
-    ``ingest.web.allow_private_networks``."""
+def checked_addresses(target: WebTarget, allowed: bool | list[str]) -> list[Address]:
+    """The addresses to connect to for ``target``, in the resolver's order: its host
+    resolved once, every address it resolves to checked (a name that also resolves to a
+    private address is refused). Raises :class:`WebRefusedError` naming the URL, the
+    address and ``ingest.web.allow_private_networks``."""
     try:
         found = socket.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
@@ -149,4 +149,4 @@ def checked_address(target: WebTarget, allowed: bool | list[str]) -> Address:
                 "ingest.web.allow_private_networks (true, or a list of networks) to crawl "
                 "such addresses (only for sites you trust: see docs/sources.md)"
             )
-    return addresses[0]
+    return list(dict.fromkeys(addresses))

@@ -9,7 +9,7 @@ import pytest
 from knowhub.ingest.web.policy import (
     WebRefusedError,
     address_refused,
-    checked_address,
+    checked_addresses,
     normalized_url,
     web_target,
 )
@@ -76,7 +76,7 @@ def test_true_allows_private_networks_but_never_multicast_or_unspecified() -> No
 )
 def test_every_spelling_of_a_private_address_is_refused_after_resolution(url: str) -> None:
     with pytest.raises(WebRefusedError, match="allow_private_networks"):
-        checked_address(web_target(url), False)
+        checked_addresses(web_target(url), False)
 
 
 @pytest.mark.parametrize(
