@@ -33,8 +33,10 @@ MAN_PAGES := /usr/share/man/man1/at.1.gz /usr/share/man/man1/time.1.gz \
 TESSDATA := /usr/share/tesseract-ocr/5/tessdata
 OCR_LANGS := $(TESSDATA)/eng.traineddata $(TESSDATA)/chi_sim.traineddata $(TESSDATA)/rus.traineddata
 # The website crawl's tests (tests/web_site.py): Debian's nginx on 127.0.0.1 serving a copy of
-# python3-doc's tutorial (HTML made by Sphinx: a real documentation site).
+# python3-doc's tutorial (HTML made by Sphinx: a real documentation site), over TLS too with a
+# certificate openssl makes (tests/web_tls.py).
 NGINX := /usr/sbin/nginx
+OPENSSL := /usr/bin/openssl
 PYTHON_DOCS := /usr/share/doc/python3.11-doc/html/tutorial/index.html
 # The container image is built and run with Debian's buildah (no Docker daemon here) on a
 # base made by debootstrap (tests/image/buildah.py).
@@ -103,9 +105,9 @@ $(OCR_LANGS):
 	$(SUDO) apt-get install -y -q --no-install-recommends tesseract-ocr-eng tesseract-ocr-chi-sim \
 	  tesseract-ocr-rus
 
-$(NGINX) $(PYTHON_DOCS):
+$(NGINX) $(PYTHON_DOCS) $(OPENSSL):
 	$(SUDO) apt-get update -q
-	$(SUDO) apt-get install -y -q --no-install-recommends nginx python3.11-doc
+	$(SUDO) apt-get install -y -q --no-install-recommends nginx python3.11-doc openssl
 
 $(BUILDAH) $(DEBOOTSTRAP):
 	$(SUDO) apt-get update -q
@@ -123,7 +125,8 @@ demo: $(VENV)/.installed
 	$(BIN)/python examples/demo.py --data-dir $(DEMO_DIR)/data
 
 test: $(VENV)/.installed-dev $(INSPECTOR) $(MCP_SERVERS) $(CHROMIUM) $(CJK_FONT) $(DEJAVU_FONT) $(PROMTOOL) \
-  $(OCR_LANGS) $(MAN) $(MAN_PAGES) $(REALDOCS_MAN) $(NGINX) $(PYTHON_DOCS)
+  $(OCR_LANGS) $(MAN) $(MAN_PAGES) $(REALDOCS_MAN) $(NGINX) $(PYTHON_DOCS) \
+  $(OPENSSL)
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy
