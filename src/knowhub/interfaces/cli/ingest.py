@@ -146,8 +146,9 @@ def _split(
     from knowhub.ingest.remote import remote_source
 
     options = {key: value for key, value in crawl.items() if value not in (None, ())}
-    remote = [s for s in (remote_source(spec, settings, options) for spec in specs) if s]
-    local = [Path(spec) for spec in specs if remote_source(spec, settings, options) is None]
+    found = [(spec, remote_source(spec, settings, options)) for spec in specs]
+    remote = [source for _, source in found if source is not None]
+    local = [Path(spec) for spec, source in found if source is None]
     if remote and watch:
         raise click.UsageError(
             "--watch follows folders: a website is refreshed by `knowhub sync` "
