@@ -39,6 +39,12 @@ GIT_DAEMON := /usr/lib/git-core/git-daemon
 # LibreOffice (headless: the -nogui packages, no X libraries) converts to ODS, ODP and RTF.
 PANDOC := /usr/bin/pandoc
 SOFFICE := /usr/bin/soffice
+# The website crawl's tests (tests/web_site.py): Debian's nginx on 127.0.0.1 serving a copy of
+# python3-doc's tutorial (HTML made by Sphinx: a real documentation site), over TLS too with a
+# certificate openssl makes (tests/web_tls.py).
+NGINX := /usr/sbin/nginx
+OPENSSL := /usr/bin/openssl
+PYTHON_DOCS := /usr/share/doc/python3.11-doc/html/tutorial/index.html
 # The container image is built and run with Debian's buildah (no Docker daemon here) on a
 # base made by debootstrap (tests/image/buildah.py).
 BUILDAH := /usr/bin/buildah
@@ -115,6 +121,10 @@ $(PANDOC) $(SOFFICE):
 	$(SUDO) apt-get install -y -q --no-install-recommends pandoc libreoffice-writer-nogui \
 	  libreoffice-calc-nogui libreoffice-impress-nogui
 
+$(NGINX) $(PYTHON_DOCS) $(OPENSSL):
+	$(SUDO) apt-get update -q
+	$(SUDO) apt-get install -y -q --no-install-recommends nginx python3.11-doc openssl
+
 $(BUILDAH) $(DEBOOTSTRAP):
 	$(SUDO) apt-get update -q
 	$(SUDO) apt-get install -y -q --no-install-recommends buildah debootstrap
@@ -131,7 +141,8 @@ demo: $(VENV)/.installed
 	$(BIN)/python examples/demo.py --data-dir $(DEMO_DIR)/data
 
 test: $(VENV)/.installed-dev $(INSPECTOR) $(MCP_SERVERS) $(CHROMIUM) $(CJK_FONT) $(DEJAVU_FONT) $(PROMTOOL) \
-  $(OCR_LANGS) $(MAN) $(MAN_PAGES) $(REALDOCS_MAN) $(GIT_DAEMON) $(PANDOC) $(SOFFICE)
+  $(OCR_LANGS) $(MAN) $(MAN_PAGES) $(REALDOCS_MAN) $(GIT_DAEMON) $(PANDOC) $(SOFFICE) $(NGINX) \
+  $(PYTHON_DOCS) $(OPENSSL)
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy

@@ -13,6 +13,7 @@ follow activations (a request in flight keeps the version it started on).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -58,6 +59,7 @@ if TYPE_CHECKING:  # ingest's modules load only when ingesting
     from knowhub.ingest.deadletters import FailedFile
     from knowhub.ingest.origin import Origin
     from knowhub.ingest.pipeline import IngestReport, Progress
+    from knowhub.ingest.sources import RemoteSource, SourceNote
 
 __all__ = ["Collection", "checked_name", "named", "readable_views"]
 
@@ -346,6 +348,25 @@ class Collection:
             report.collection = target.collection
             record_ingest(trace, report)
         return report
+
+    def ingest_source(
+        self,
+        source: RemoteSource,
+        tags: Mapping[str, str] | None = None,
+        progress: Progress | None = None,
+        note: SourceNote | None = None,
+    ) -> IngestReport:
+        """Fetch a website or repository into its mirror and bring this version in line with
+        it, pruned (:mod:`knowhub.ingest.remote`). Refused before anything is fetched to a
+        read-only caller or one with a data scope (the mirror's gone pages are pruned)."""
+        from knowhub.ingest.remote import ingest_remote
+
+        self.caller.check_write("ingest")
+        self._unrestricted("ingesting a website or repository", "its gone pages are pruned")
+        _, where = self._written()
+        # Everything the fetch kept is the source's: no file globs; gone pages pruned.
+        mirror = functools.partial(self.ingest, tags=tags, include=["*"], exclude=[], prune=True)
+        return ingest_remote(source, where.settings, mirror, progress, note)
 
     def _written(self) -> tuple[str, Collection]:
         """The collection an ingest through this handle writes to, and its handle: an

@@ -42,11 +42,14 @@ class Heading:
         level: 1 for a top-level heading, 2 for its subsections, and so on.
         title: the heading text, without markup.
         char_start: offset of the heading line in ``LoadedDocument.text``.
+        anchor: the fragment that links to it in its page (an HTML heading's ``id``), or
+            ``""``: a page's chunks are cited at ``URL#anchor`` (:func:`citation`).
     """
 
     level: int
     title: str
     char_start: int
+    anchor: str = ""
 
 
 class LineSpan(NamedTuple):
@@ -243,6 +246,15 @@ class Hit:
     relevance: float | None = None
 
     @property
+    def url(self) -> str:
+        """Where a reader opens the hit: a web page's source with its section's anchor
+        (``https://…/guide.html#install``), else the source as it is."""
+        anchor = self.metadata.get("anchor")
+        if isinstance(anchor, str) and anchor and "://" in self.source and "#" not in self.source:
+            return f"{self.source}#{anchor}"
+        return self.source
+
+    @property
     def enrichment(self) -> dict[str, Any] | None:
         """What the LLM wrote about the chunk at ingest (``ingest.transforms.enrich``): its
         title, summary, keywords and a question it answers; None when not enriched."""
@@ -258,6 +270,7 @@ class Hit:
             "score": round(self.score, 6),
             "relevance": _rounded(self.relevance),
             "source": self.source,
+            "url": self.url,
             "title": self.title,
             "text": self.text,
             "page": self.page,
@@ -286,7 +299,7 @@ def _rounded(value: float | None) -> float | None:
 def citation(hit: Hit) -> str:
     """``source, p. 3, § A > B, lines 10-24`` — every part that is known (lines are the
     file's; a PDF or Office file has none, line 0, and is cited by page and section)."""
-    parts = [hit.source]
+    parts = [hit.url]
     if hit.page is not None:
         parts.append(f"p. {hit.page}")
     if hit.section_path:

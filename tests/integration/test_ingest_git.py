@@ -12,8 +12,9 @@ import pytest
 
 from knowhub import App
 from knowhub.errors import IngestError
+from knowhub.ingest.remote import remote_source
 from knowhub.ingest.report import IngestReport
-from knowhub.ingest.sources import Fetched, remote_source
+from knowhub.ingest.sources import Fetched
 from tests.git_helpers import (
     commit_all,
     git,

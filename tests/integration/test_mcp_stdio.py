@@ -46,6 +46,7 @@ HIT_FIELDS = {
     "relevance",
     "text",
     "source",
+    "url",
     "title",
     "page",
     "section_path",

@@ -63,6 +63,19 @@ def test_closest_sources_name_each_file_once() -> None:
     assert lines[start + 1 : start + 4] == ["  a.md", "  b.pptx", "  c.txt"]
 
 
+@pytest.mark.parametrize("cite", [citation, cite, _answer_sources])
+def test_a_web_pages_chunk_is_cited_at_its_url_with_its_sections_anchor(
+    cite: Callable[[Hit], str],
+) -> None:
+    page = "https://docs.example.org/guide/setup.html"
+    web = dataclasses.replace(NOTES, source=page, metadata={"anchor": "install"})
+    assert f"{page}#install, " in cite(web)
+    assert web.to_dict()["url"] == f"{page}#install"
+    # A file's anchor is not a link: its citation names the file as it is.
+    assert "#install" not in cite(dataclasses.replace(web, source="setup.html"))
+    assert f"{page}, " in cite(dataclasses.replace(web, metadata={}))
+
+
 # A DocBook page's chunk: its file is one long line (line 2), the chunk 700 characters of it.
 ONE_LINE = dataclasses.replace(
     NOTES,

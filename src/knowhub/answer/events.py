@@ -177,6 +177,7 @@ def source_dict(n: int, hit: Hit) -> dict[str, Any]:
     return {
         "n": n,
         "source": hit.source,
+        "url": hit.url,
         "title": hit.title,
         "page": hit.page,
         "section_path": hit.section_path,

@@ -27,6 +27,7 @@ from knowhub.config.answer import ProfileSettings, VerificationSettings
 from knowhub.config.base import Section
 from knowhub.config.ingest import ImageSettings, IngestSettings
 from knowhub.config.server import AgentSettings, ServerSettings, TokenSettings
+from knowhub.config.sources import SourceEntry
 from knowhub.errors import ConfigError
 
 __all__ = [
@@ -407,8 +408,18 @@ class Settings(Section):
     eval: EvalSettings = EvalSettings()
     server: ServerSettings = ServerSettings()
     agent: AgentSettings = AgentSettings()
+    # Websites and repositories followed (docs/sources.md): knowhub sync, the servers.
+    sources: list[SourceEntry] = Field(default_factory=list)
     # The secrets named by ``*_env`` settings (or their ``_FILE``), read once by load_settings.
     _secrets: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _sources_named_once(self) -> Settings:
+        names = [source.name for source in self.sources]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"sources: {', '.join(twice)} named twice: give each a name:")
+        return self
 
     def secret(self, env_name: str) -> str | None:
         """The secret of ``env_name`` if a ``*_env`` setting names it and it (or its file) is set.
@@ -419,8 +430,10 @@ class Settings(Section):
         return self._secrets.get(env_name)
 
     def secret_values(self) -> list[str]:
-        """Every captured secret, for scrubbing them out of traces and logs."""
-        return list(self._secrets.values())
+        """Every captured secret, for scrubbing them out of traces and logs (with the
+        values of the headers sent to websites: their credentials)."""
+        sent = [value for host in self.ingest.web.headers.values() for value in host.values()]
+        return [*self._secrets.values(), *sent]
 
 
 def load_settings(

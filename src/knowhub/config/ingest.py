@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from knowhub.config.base import Section
+from knowhub.config.web import WebSettings
 from knowhub.scope import SCOPE_KEYS, document_scope
 
 __all__ = ["GitSettings", "ImageSettings", "IngestSettings", "TransformSettings"]
@@ -156,6 +157,8 @@ class IngestSettings(Section):
 
     transforms: TransformSettings = TransformSettings()
     git: GitSettings = GitSettings()
+
+    web: WebSettings = WebSettings()
 
     scope: dict[str, str] = Field(
         default_factory=dict,

@@ -105,6 +105,7 @@ class _Section:
     end: int
     level: int  # 0 for the text before the first heading
     path: str
+    anchor: str = ""  # the innermost heading's with one (a web page's section link)
 
 
 def make_chunk_id(doc_id: str, index: int, text: str) -> str:
@@ -148,18 +149,18 @@ def chunk_document(
         (i.start, i.end, i.sha256) for i in doc.images if i.start is not None and i.end is not None
     )
     starts = [start for start, _, _ in pictures]
-    spans: list[tuple[_Span, str, str]] = []
+    spans: list[tuple[_Span, _Section, str]] = []
     for section in _sections(doc):
         section_spans = _chunk_section(text, section, options, measure, starts)
         # Once per section, not per chunk: detecting was half of chunking's time.
         languages = span_languages(text, section_spans, section.start, section.end)
         spans += [
-            (span, section.path, language)
+            (span, section, language)
             for span, language in zip(section_spans, languages, strict=True)
         ]
     lines = _line_finder(doc)
     chunks = []
-    for index, ((start, end), path, language) in enumerate(spans):
+    for index, ((start, end), section, language) in enumerate(spans):
         chunk_text = text[start:end]
         line_start, line_end = lines(start, end)
         chunks.append(
@@ -168,14 +169,14 @@ def chunk_document(
                 doc_hash=doc_hash,
                 index=index,
                 text=chunk_text,
-                section_path=path,
+                section_path=section.path,
                 page=_page(doc.page_starts, start),
                 line_start=line_start,
                 line_end=line_end,
                 char_start=start,
                 char_end=end,
                 language=language,
-                metadata=_with_picture(metadata, pictures, starts, start, end),
+                metadata=_with_picture(metadata, pictures, starts, start, end, section.anchor),
             )
         )
     return chunks
@@ -187,10 +188,13 @@ def _with_picture(
     starts: list[int],
     start: int,
     end: int,
+    anchor: str,
 ) -> dict[str, Any]:
     """The chunk's metadata; ``image``: the picture whose block it holds (or a piece of, a
-    long OCR reading being cut like prose)."""
+    long OCR reading being cut like prose); ``anchor``: its section's link in its page."""
     out = dict(metadata or {})
+    if anchor:
+        out["anchor"] = anchor
     index = bisect.bisect_right(starts, start) - 1  # the last block starting at or before
     if index >= 0 and pictures[index][1] > start:
         out["image"] = pictures[index][2]
@@ -266,18 +270,19 @@ def _heading_sections(doc: LoadedDocument) -> list[_Section]:
     text = doc.text
     body_start = min(max(doc.body_start, 0), len(text))
     sections = [_Section(body_start, body_start, len(text), 0, "")]
-    stack: list[tuple[int, str]] = []
+    stack: list[tuple[int, str, str]] = []
     for heading in doc.headings:
         # Clamped so sections stay in order and inside the text whatever the loader says.
         start = min(max(heading.char_start, sections[-1].start), len(text))
         while stack and stack[-1][0] >= heading.level:
             stack.pop()
-        stack.append((heading.level, heading.title.strip()))
+        stack.append((heading.level, heading.title.strip(), heading.anchor))
         line_end = text.find("\n", start)
         body = len(text) if line_end < 0 else line_end + 1
         sections[-1] = replace(sections[-1], end=start, body=min(sections[-1].body, start))
-        path = " > ".join(title for _, title in stack)
-        sections.append(_Section(start, body, len(text), heading.level, path))
+        path = " > ".join(title for _, title, _ in stack)
+        anchor = next((a for _, _, a in reversed(stack) if a), "")
+        sections.append(_Section(start, body, len(text), heading.level, path, anchor))
     return _fold_heading_only(text, sections)
 
 

@@ -22,7 +22,7 @@ import errno
 import fcntl
 import json
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,10 +30,11 @@ from typing import IO
 
 from knowhub.config import Settings
 from knowhub.errors import IngestError
+from knowhub.ingest.discover import matches
 from knowhub.ingest.gitrun import Entry, Git
 from knowhub.ingest.gitspec import GitSpec, parse_git_spec
 from knowhub.ingest.origin import Origin
-from knowhub.ingest.sources import Fetched, SourceNote, mirror_root
+from knowhub.ingest.sources import Fetched, SourceNote, SourceOptions, mirror_root
 
 __all__ = ["GitSource", "git_source"]
 
@@ -48,13 +49,23 @@ _REGULAR = ("100644", "100755")
 _NO_SUCH_FILE = (errno.ENOENT, errno.ENAMETOOLONG, errno.ENOTDIR)
 
 
-def git_source(spec: str, settings: Settings, ref: str | None = None) -> GitSource | None:
-    """The git repository ``spec`` names (at ``ref``: a ``sources:`` entry's option, or
-    the spec's ``@ref``), or None when it is no git spec; raises an
-    :class:`~knowhub.errors.IngestError` for a malformed one."""
-    del settings  # read when fetching
-    parsed = parse_git_spec(spec, ref)
-    return None if parsed is None else GitSource(parsed)
+def git_source(spec: str, options: SourceOptions | None = None) -> GitSource | None:
+    """The git repository ``spec`` names, or None when it is no git spec; raises an
+    :class:`~knowhub.errors.IngestError` for a malformed one or an option a repository does
+    not take. ``options``: ``ref`` (a ``sources:`` entry's, else the spec's ``@ref``),
+    ``include`` and ``exclude`` (globs on the repository's paths, as a folder's are)."""
+    given = dict(options or {})
+    ref = given.pop("ref", None)
+    parsed = parse_git_spec(spec, None if ref is None else str(ref))
+    if parsed is None:
+        return None
+    include, exclude = list(given.pop("include", ())), list(given.pop("exclude", ()))
+    if given:
+        raise IngestError(
+            f"{parsed.shown}: a git repository takes no {', '.join(sorted(given))} option "
+            "(those are a website's): leave it out"
+        )
+    return GitSource(parsed, include, exclude)
 
 
 @dataclass
@@ -96,8 +107,14 @@ class _Sync:
 class GitSource:
     """A repository at a ref, as its spec named it (:mod:`knowhub.ingest.gitspec`)."""
 
-    def __init__(self, parsed: GitSpec) -> None:
+    def __init__(
+        self, parsed: GitSpec, include: Sequence[str] = (), exclude: Sequence[str] = ()
+    ) -> None:
         self.parsed = parsed
+        self.include, self.exclude = (
+            list(include),
+            list(exclude),
+        )  # the run's, not yet the settings'
 
     @property
     def spec(self) -> str:
@@ -116,9 +133,12 @@ class GitSource:
             old = _State.load(root / _STATE)
             if old is None:
                 shutil.rmtree(tree, ignore_errors=True)  # what an interrupted first fetch left
-            state, sync = _synced(
-                git, tree, old or _State(), commit, settings.ingest.max_file_bytes
+            wanted = _Wanted(
+                self.include or settings.ingest.include,
+                [*settings.ingest.exclude, *self.exclude],
+                settings.ingest.max_file_bytes,
             )
+            state, sync = _synced(git, tree, old or _State(), commit, wanted)
             state.save(root / _STATE)
             git.keep(_WRITTEN, commit)
             (root / "received").unlink(missing_ok=True)
@@ -151,13 +171,29 @@ class GitSource:
         return f"{self.spec}: commit {old.commit[:_SHORT]} → {short}: {counts}"
 
 
-def _synced(git: Git, tree: Path, old: _State, commit: str, max_bytes: int) -> tuple[_State, _Sync]:
+@dataclass(frozen=True)
+class _Wanted:
+    """Which of a commit's files the mirror holds: those the globs keep (as a folder's
+    files are kept: a file left out goes unsaid, and its document is pruned), within the
+    size a file may have."""
+
+    include: Sequence[str]
+    exclude: Sequence[str]
+    max_bytes: int
+
+    def keeps(self, path: str) -> bool:
+        return (not self.include or matches(path, self.include)) and not matches(path, self.exclude)
+
+
+def _synced(git: Git, tree: Path, old: _State, commit: str, want: _Wanted) -> tuple[_State, _Sync]:
     """Bring ``tree`` from ``old`` to ``commit``: removals first (a file may become a
     folder), then the blobs that differ."""
     sync = _Sync()
     wanted: dict[str, Entry] = {}
     for path, entry in git.listing(commit).items():
-        if (why := _not_read(path, entry, max_bytes)) is not None:
+        if not want.keeps(path):
+            continue
+        if (why := _not_read(path, entry, want.max_bytes)) is not None:
             sync.skipped.append((path, why))
         else:
             wanted[path] = entry

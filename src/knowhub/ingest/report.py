@@ -84,6 +84,8 @@ class IngestReport:
     seconds: float = 0.0
     stopped: bool = False  # interrupted: ``not_done`` were left as they were
     not_done: list[str] = field(default_factory=list)
+    # A website's or repository's fetch, counted (``fetched``, ``not_modified`` …).
+    fetched: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -170,4 +172,4 @@ class IngestReport:
             "seconds": round(self.seconds, 3),
             "stopped": self.stopped,
             "not_done": self.not_done,
-        }
+        } | ({"fetched": self.fetched} if self.fetched else {})

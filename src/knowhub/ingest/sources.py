@@ -3,25 +3,35 @@ in knowhub.yaml and ``knowhub sync`` accept besides paths.
 
 Each kind (a website, a git repository) brings its documents into a mirror folder under
 ``DATA_DIR/sources/`` and says where each file lives (:class:`~knowhub.ingest.origin.Origin`);
-the mirror is then ingested, and pruned, as a folder is. :func:`remote_source` tells a spec
-of some kind from a path.
+the mirror is then ingested, and pruned, as a folder is.
+:func:`knowhub.ingest.remote.remote_source` tells a spec of some kind from a path (apart
+from this contract, which each kind's module imports: no import cycle).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from importlib import import_module
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from knowhub.config import Settings
 from knowhub.ingest.origin import Origin
 
-__all__ = ["Fetched", "RemoteSource", "SourceNote", "mirror_root", "remote_source"]
+__all__ = [
+    "Fetched",
+    "RemoteSource",
+    "SourceNote",
+    "SourceOptions",
+    "mirror_root",
+]
 
 SourceNote = Callable[[str], None]
 """Told a line of what a fetch is doing (``crawled 40 of 120 pages``): progress."""
+
+SourceOptions = Mapping[str, Any]
+"""A kind's own options (a website's ``depth``, ``max_pages``, ``include``, ``exclude``):
+from the command line or a ``sources:`` entry; a kind refuses a key it does not know."""
 
 
 @dataclass
@@ -33,6 +43,9 @@ class Fetched:
     origin: Origin
     skipped: list[tuple[str, str]] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
+    # What the fetch did, counted (``fetched``, ``not_modified``, ``removed`` …): progress
+    # lines and the report's ``fetched``.
+    counts: dict[str, int] = field(default_factory=dict)
 
 
 class RemoteSource(Protocol):
@@ -52,19 +65,3 @@ class RemoteSource(Protocol):
 def mirror_root(settings: Settings, kind: str, key: str) -> Path:
     """The mirror folder of source ``key`` (a slug of its spec) of ``kind``."""
     return settings.data_dir / "sources" / kind / key
-
-
-def remote_source(spec: str, settings: Settings) -> RemoteSource | None:
-    """The source ``spec`` names, or None when it is a path (a file or folder ingested as
-    itself). Raises a :class:`~knowhub.errors.KnowhubError` for a spec of a known kind that
-    is malformed or not allowed (naming the spec and the fix)."""
-    for kind in _KINDS:
-        module, function = kind.split(":")
-        if (source := getattr(import_module(module), function)(spec, settings)) is not None:
-            return source  # type: ignore[no-any-return]
-    return None
-
-
-# Each kind's ``function(spec, settings) -> RemoteSource | None``, as "module:function": the
-# kinds import this module (Fetched, mirror_root), so it names them rather than import them.
-_KINDS = ("knowhub.ingest.gitsource:git_source",)

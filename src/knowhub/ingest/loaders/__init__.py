@@ -59,7 +59,7 @@ from knowhub.ingest.loaders.reading import open_regular
 from knowhub.ingest.loaders.rtf import load_rtf
 from knowhub.ingest.loaders.tables import load_csv, load_xlsx
 from knowhub.ingest.loaders.text import load_markdown, load_plain_text, load_rst
-from knowhub.models import Heading, LoadedDocument
+from knowhub.models import LoadedDocument
 from knowhub.surrogates import escape_surrogates, escape_surrogates_deep, replace_surrogates
 
 __all__ = [
@@ -260,7 +260,7 @@ def _valid_unicode(document: LoadedDocument) -> LoadedDocument:
         text=replace_surrogates(document.text),
         title=replace_surrogates(document.title),
         headings=tuple(
-            Heading(h.level, replace_surrogates(h.title), h.char_start) for h in document.headings
+            dataclasses.replace(h, title=replace_surrogates(h.title)) for h in document.headings
         ),
         metadata=escape_surrogates_deep(document.metadata),
     )

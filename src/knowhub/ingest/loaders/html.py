@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from knowhub.ingest.loaders.common import Limits, loader_error, pick_title
 from knowhub.ingest.loaders.encoding import decode_document
+from knowhub.ingest.loaders.html_anchors import anchored, heading_anchor
 from knowhub.ingest.loaders.html_tree import MAX_DEPTH, TooDeepError, parse_html
 from knowhub.ingest.loaders.markdown import (
     escape_markdown,
@@ -107,8 +108,9 @@ def load_html(path: Path, data: bytes, limits: Limits) -> LoadedDocument:
     page_title = soup.title.get_text() if soup.title is not None else None
     _remove(soup, lambda tag: tag.name in _NOISE)
     _remove(soup, _is_navigation)  # link bars: they match every query about their pages
-    text, line_map = _join(_blocks(soup, check_time))
-    headings = markdown_headings(text)
+    anchors: list[tuple[str, str]] = []
+    text, line_map = _join(_blocks(soup, check_time, anchors))
+    headings = anchored(markdown_headings(text), anchors)
     return LoadedDocument(
         text=text,
         title=pick_title(path, page_title, heading_title(headings)),
@@ -323,9 +325,12 @@ class _Level:
     newlines: int = 0
 
 
-def _blocks(root: Tag, check_time: Callable[[], None]) -> Iterator[_Block]:
+def _blocks(
+    root: Tag, check_time: Callable[[], None], anchors: list[tuple[str, str]]
+) -> Iterator[_Block]:
     """Markdown blocks for the page, containers walked from an explicit stack (a page may
-    nest deeper than Python recurses); each element's text is read once."""
+    nest deeper than Python recurses); each element's text is read once. Each heading's
+    title and anchor (:func:`heading_anchor`) are added to ``anchors``."""
     from bs4.element import CData, NavigableString, PreformattedString, Tag
 
     levels = [_Level(root, iter(root.contents), _Inline(1))]
@@ -357,6 +362,8 @@ def _blocks(root: Tag, check_time: Callable[[], None]) -> Iterator[_Block]:
         elif isinstance(child, Tag):
             yield level.inline.flush()
             raw = _text(child)
+            if child.name in _HEADINGS:
+                anchors.append((_collapse(raw), heading_anchor(child)))
             yield from _block(child, raw)
             _after(level, child, raw.count("\n"))
 

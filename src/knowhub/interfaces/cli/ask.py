@@ -94,7 +94,7 @@ def flagged_lines(result: dict[str, Any]) -> list[str]:
 
 def where(source: dict[str, Any]) -> str:
     """``source, p. 3, § A > B, lines 10-24``: where a numbered source is, as known."""
-    parts = [source["source"]]
+    parts = [source.get("url") or source["source"]]  # url: absent from older servers' answers
     if source["page"]:
         parts.append(f"p. {source['page']}")
     if source["section_path"]:

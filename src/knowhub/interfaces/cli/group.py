@@ -45,6 +45,7 @@ class KnowhubGroup(click.Group):
         "search": "search:search",
         "serve": "serve:serve",
         "show": "browse:show",
+        "sync": "sync:sync",
         "traces": "traces:traces",
         "verify": "bundle:verify",
         "versions": "versions:versions",

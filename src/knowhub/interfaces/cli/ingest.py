@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,16 +23,15 @@ from knowhub.interfaces.terminal import echo
 
 if TYPE_CHECKING:  # ingest (loaders, worker pools) loads only when the command runs
     from knowhub.app import App
-    from knowhub.ingest.origin import Origin
+    from knowhub.config import Settings
     from knowhub.ingest.pipeline import IngestReport
-    from knowhub.ingest.sources import Fetched
+    from knowhub.ingest.sources import RemoteSource
 
 __all__ = ["ingest", "remove"]
 
 
 @click.command()
-# Strings: a source's spec (git://host/repo.git) is no path to normalise (// would become /).
-@click.argument("paths", nargs=-1)
+@click.argument("paths", nargs=-1, metavar="PATHS_OR_URLS")
 @click.option(
     "--collection",
     "-c",
@@ -44,8 +44,29 @@ __all__ = ["ingest", "remove"]
     metavar="KEY=VALUE",
     help="Metadata on every chunk, kept by later runs until changed; KEY= removes it.",
 )
-@click.option("--include", multiple=True, metavar="GLOB", help="Only files matching (repeatable).")
-@click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching (repeatable).")
+@click.option(
+    "--include",
+    multiple=True,
+    metavar="GLOB",
+    help="Only files matching (repeatable); with a URL, only pages whose URL matches.",
+)
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="GLOB",
+    help="Skip files matching (repeatable); with a URL, pages whose URL matches.",
+)
+@click.option(
+    "--depth",
+    type=click.IntRange(min=0),
+    help="With a URL: follow links this many steps from the start page (default 3; 0: that "
+    "page alone).",
+)
+@click.option(
+    "--max-pages",
+    type=click.IntRange(min=1),
+    help="With a URL: ask for this many pages at most (default 1000).",
+)
 @click.option("--prune", is_flag=True, help="Remove documents whose files are gone.")
 @click.option(
     "--failed",
@@ -69,6 +90,8 @@ def ingest(
     tags: tuple[str, ...],
     include: tuple[str, ...],
     exclude: tuple[str, ...],
+    depth: int | None,
+    max_pages: int | None,
     prune: bool,
     list_failed: bool,
     as_json: bool,
@@ -86,28 +109,69 @@ def ingest(
     and a re-run goes on from there. With --watch, Ctrl-C while waiting for changes ends
     the command cleanly (exit 0)."""
     if list_failed or not paths:
-        _list_failed(obj, tuple(map(Path, paths)), collection, list_failed, as_json)
+        _list_failed(obj, paths, collection, list_failed, as_json)
         return
     with _stoppable() as stop:
         app = obj.writer("ingest")
-        exclusions = [*app.settings.ingest.exclude, *exclude]
         keys = parse_key_values(tags, "--tag", empty=True)
+        crawl = {"depth": depth, "max_pages": max_pages, "include": include, "exclude": exclude}
+        remote, local = _split(paths, app.settings, crawl, watch)
+        reports = [
+            _reported(functools.partial(_fetched, app, collection, source, keys), stop, as_json)
+            for source in remote
+        ]
+        if not local:
+            _exit_for(*reports)
+            return
+        exclusions = [*app.settings.ingest.exclude, *exclude]
 
-        def run(
-            pruning: bool, roots: list[Path] | None = None, origin: Origin | None = None
-        ) -> IngestReport:
+        def run(pruning: bool) -> IngestReport:
             with ingest_progress(app.settings.ingest) as progress:
                 return app.collection(collection).ingest(
-                    roots or folders, keys, include=list(include), exclude=exclusions,
-                    prune=pruning, progress=progress, origin=origin,
+                    local, keys, include=list(include), exclude=exclusions,
+                    prune=pruning, progress=progress,
                 )  # fmt: skip
 
-        folders, remote_ok = _remote_run(app, paths, watch, run, stop, as_json)
-        report = _reported(lambda: run(prune), stop, as_json) if folders else None
+        reports.append(_reported(lambda: run(prune), stop, as_json))
         if not watch:
-            _exit_for(report, remote_ok)
+            _exit_for(*reports)
             return
-        _watched(folders, app.settings.server.watch_debounce_ms, lambda: run(True), stop, as_json)
+        _watched(local, app.settings.server.watch_debounce_ms, lambda: run(True), stop, as_json)
+
+
+def _split(
+    specs: tuple[str, ...], settings: Settings, crawl: Mapping[str, object], watch: bool
+) -> tuple[list[RemoteSource], list[Path]]:
+    """The websites (and other remote sources) among ``specs``, and the paths."""
+    from knowhub.ingest.remote import remote_source
+
+    options = {key: value for key, value in crawl.items() if value not in (None, ())}
+    found = [(spec, remote_source(spec, settings, options)) for spec in specs]
+    remote = [source for _, source in found if source is not None]
+    local = [Path(spec) for spec, source in found if source is None]
+    if remote and watch:
+        raise click.UsageError(
+            "--watch follows folders: a website is refreshed by `knowhub sync` "
+            "(sources: in knowhub.yaml)"
+        )
+    if not remote and (crawl["depth"] is not None or crawl["max_pages"] is not None):
+        raise click.UsageError("--depth and --max-pages apply to a URL: give one")
+    return remote, local
+
+
+def _fetched(
+    app: App, collection: str | None, source: RemoteSource, tags: dict[str, str]
+) -> IngestReport:
+    """``source`` fetched and ingested, its fetch's progress and counts on stderr."""
+    from knowhub.ingest.remote import fetched_text
+
+    echo(f"fetching {source.spec}", err=True)
+    with ingest_progress(app.settings.ingest) as progress:
+        report = app.collection(collection).ingest_source(
+            source, tags, progress, lambda line: echo(line, err=True)
+        )
+    echo(f"{source.spec}: {fetched_text(report.fetched)}", err=True)
+    return report
 
 
 @click.command()
@@ -118,9 +182,7 @@ def ingest(
     help="Collection (default: the configured one; unset, the only one there is).",
 )
 @click.option(
-    "--all-matches",
-    is_flag=True,
-    help="Remove every document the key matches (a doc-hash prefix, an archive's members).",
+    "--all-matches", is_flag=True, help="Remove every document a doc-hash prefix matches."
 )
 @click.pass_obj
 def remove(
@@ -128,9 +190,8 @@ def remove(
 ) -> None:
     """Remove a document (by file path, source or doc-hash prefix) and all its chunks.
 
-    A doc-hash prefix is 8 or more hex digits; an archive (bundle.zip) names its members'
-    documents (bundle.zip!/guide.md); a key matching several documents removes none and lists
-    them, unless --all-matches is given."""
+    A doc-hash prefix is 8 or more hex digits; one matching several documents removes none
+    and lists them, unless --all-matches is given."""
     removed = (
         obj.writer("remove documents")
         .collection(collection)
@@ -141,7 +202,7 @@ def remove(
 
 
 def _list_failed(
-    obj: CliContext, paths: tuple[Path, ...], collection: str | None, asked: bool, as_json: bool
+    obj: CliContext, paths: tuple[str, ...], collection: str | None, asked: bool, as_json: bool
 ) -> None:
     if not asked:
         raise click.UsageError("give the files or folders to ingest (or --failed)")
@@ -204,7 +265,7 @@ def _reported(run: Callable[[], IngestReport], stop: _Stop, as_json: bool) -> In
 
 
 def _watched(
-    paths: Sequence[Path],
+    paths: list[Path],
     debounce_ms: int,
     sync: Callable[[], IngestReport],
     stop: _Stop,
@@ -236,40 +297,6 @@ def _watched(
     echo("stopped watching", err=True)
 
 
-def _exit_for(report: IngestReport | None, remote_ok: bool = True) -> None:
-    if (report is not None and not report.ok) or not remote_ok:
+def _exit_for(*reports: IngestReport) -> None:
+    if not all(report.ok for report in reports):
         sys.exit(1)
-
-
-def _remote_run(
-    app: App,
-    paths: tuple[str, ...],
-    watch: bool,
-    run: Callable[[bool, list[Path], Origin], IngestReport],
-    stop: _Stop,
-    as_json: bool,
-) -> tuple[list[Path], bool]:
-    """Fetch and ingest (pruned: the source is the whole of its mirror) each of ``paths``
-    that names a remote source (``git+https://…``); the paths left, and whether every
-    source's run was ok."""
-    from knowhub.ingest.sources import remote_source
-
-    folders, ok = [], True
-    for spec in paths:
-        if (source := remote_source(spec, app.settings)) is None:
-            folders.append(Path(spec))
-            continue
-        if watch:
-            raise click.UsageError(
-                f"--watch follows folders: ingest {source.spec} again to refresh it"
-            )
-        fetched = source.fetch(app.settings, lambda line: echo(line, err=True))
-
-        def ingested(fetched: Fetched = fetched) -> IngestReport:
-            report = run(True, [fetched.origin.root], fetched.origin)
-            report.skipped += fetched.skipped
-            report.failed += fetched.failed
-            return report
-
-        ok = _reported(ingested, stop, as_json).ok and ok
-    return folders, ok

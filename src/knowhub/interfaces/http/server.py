@@ -11,6 +11,7 @@ from knowhub.config import Settings
 from knowhub.interfaces.drain import Drain
 from knowhub.interfaces.http.api import create_app
 from knowhub.interfaces.listen import bind
+from knowhub.interfaces.sources import SourceRefresher
 from knowhub.interfaces.warmup import preflight
 
 __all__ = ["serve", "uvicorn_options"]
@@ -40,9 +41,21 @@ def serve(settings: Settings, host: str, port: int, allow_unauthenticated: bool 
             shown = f"[{host}]" if ":" in host else host
             log.warning("knowhub HTTP API on http://%s:%d (docs: /docs)", shown, port)
             logging.getLogger("uvicorn.error").addFilter(_DeniedHandshakeNoise())
-            run(asgi, sock, settings.server, drain, **uvicorn_options(settings))
+            refresher = SourceRefresher(settings, lambda: app)  # sources: on their interval
+            refresher.start()
+            try:
+                run(asgi, sock, settings.server, drain, **uvicorn_options(settings))
+            finally:
+                _stop_ingests()  # a source's refresh in flight would hold the exit
+                refresher.stop()
         finally:
             app.close()
+
+
+def _stop_ingests() -> None:
+    from knowhub.ingest.stopping import stop_ingests  # ingest loads only when it is used
+
+    stop_ingests()
 
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:

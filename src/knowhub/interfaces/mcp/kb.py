@@ -29,7 +29,9 @@ from knowhub.providers.embedders.base import Embedder
 from knowhub.runtime import Runtime
 
 if TYPE_CHECKING:  # ingest loads on the first sync, off the server's start (cold start)
+    from knowhub.collection import Collection
     from knowhub.ingest.pipeline import IngestReport
+    from knowhub.ingest.sources import RemoteSource
 
 __all__ = ["Indexing", "KnowledgeBase"]
 
@@ -119,6 +121,46 @@ class KnowledgeBase:
     ) -> IngestReport:
         """Ingest into ``collection`` as ``caller`` may (its handle refuses a read-only one,
         its data scope limits what it writes), one change at a time."""
+        return self._turn(
+            caller,
+            collection,
+            progress,
+            lambda handle, track: handle.ingest(
+                paths,
+                tags,
+                prune=prune,
+                progress=track,
+                confine=self.root,
+                prune_renamed=prune_renamed,
+            ),
+        )
+
+    def ingest_source(
+        self,
+        source: RemoteSource,
+        collection: str,
+        tags: Mapping[str, str] | None = None,
+        progress: Progress | None = None,
+        caller: Caller = LOCAL_USER,
+    ) -> IngestReport:
+        """Fetch a website (or repository) and ingest it into ``collection`` through
+        ``caller``'s handle: refused, before anything is fetched, to one that may not write."""
+        return self._turn(
+            caller,
+            collection,
+            progress,
+            lambda handle, track: handle.ingest_source(source, tags, progress=track),
+        )
+
+    def _turn(
+        self,
+        caller: Caller,
+        collection: str,
+        progress: Progress | None,
+        run: Callable[[Collection, Progress], IngestReport],
+    ) -> IngestReport:
+        """``run(handle, track)`` on ``caller``'s handle of ``collection``, in its turn, what
+        :meth:`indexing` tells following its progress; those told of changes are told after."""
 
         def track(step: IngestProgress) -> None:
             self._indexing = Indexing(
@@ -136,18 +178,7 @@ class KnowledgeBase:
             first = not self.synced.is_set()
             self._indexing = Indexing(collection, first)
             try:
-                report = (
-                    self.writer.for_caller(caller)
-                    .collection(collection)
-                    .ingest(
-                        paths,
-                        tags,
-                        prune=prune,
-                        progress=track,
-                        confine=self.root,
-                        prune_renamed=prune_renamed,
-                    )
-                )
+                report = run(self.writer.for_caller(caller).collection(collection), track)
             finally:
                 self._indexing = None
         if report.added or report.updated or report.removed or report.moved:

@@ -13,6 +13,7 @@ from knowhub.interfaces.mcp.kb import KnowledgeBase
 from knowhub.interfaces.mcp.metrics import Metrics
 from knowhub.interfaces.mcp.watch import FolderWatcher
 from knowhub.interfaces.progress import LogLines, ProgressView
+from knowhub.interfaces.sources import SourceRefresher
 
 __all__ = ["LocalService"]
 
@@ -45,12 +46,15 @@ class LocalService:
             else None
         )
         self.ready = self.kb.synced
+        # sources: of knowhub.yaml refreshed on their interval, through the ingests' App.
+        self._sources = SourceRefresher(settings, lambda: self.kb.writer)
 
     def start(self) -> None:
         # Watching starts first, so that nothing changed during the first sync is missed.
         if self._watcher is not None:
             self._watcher.start()
         threading.Thread(target=self._first_sync, name="first sync", daemon=True).start()
+        self._sources.start()
 
     def _first_sync(self) -> None:
         try:
@@ -105,6 +109,7 @@ class LocalService:
         return LogLines(view, log.info, ingest.progress_interval_s, warn=log.warning)
 
     def close(self) -> None:
+        self._sources.stop()
         if self._watcher is not None:
             self._watcher.stop()
         self.kb.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import Context
@@ -29,6 +30,7 @@ from knowhub.interfaces.mcp.tools.base import (
 if TYPE_CHECKING:  # the pipeline and its loaders are not loaded by building the tools: a
     # read-only or shared server may never ingest (a served folder's first sync loads them)
     from knowhub.ingest.pipeline import IngestReport
+    from knowhub.ingest.sources import RemoteSource
 
 __all__ = ["IngestOut", "IngestTools"]
 
@@ -62,6 +64,10 @@ class IngestOut(Indexed):
     truncated: bool = Field(
         False, description="Lists cut to fit server.max_result_chars (counts has them whole)."
     )
+    fetched: dict[str, int] = Field(
+        default_factory=dict,
+        description="A website's pages: fetched, not_modified (304), removed, not_found …",
+    )
 
 
 Tags = Annotated[
@@ -83,41 +89,56 @@ class IngestTools(DataTools):
             title="Index files",
             annotations=WRITE,
             opening=self.opening("write", notes_indexing=False),
-            description="Index a file or folder under the server's document root into a "
-            "collection; unchanged files are skipped. Reports progress.",
+            description="Index a file or folder under the server's document root, or a "
+            "website by URL, into a collection; unchanged files (and pages) are skipped. "
+            "Reports progress.",
             refuses=writers("ingest"),
         )
 
     async def ingest(
         self,
-        path: Annotated[str, Field(min_length=1, description="Relative to the document root.")],
+        path: Annotated[
+            str,
+            Field(
+                min_length=1,
+                description="Relative to the document root; or an http(s) URL: the page, and "
+                "the pages under its folder it links to, crawled (docs/sources.md).",
+            ),
+        ],
         ctx: Context,
         collection: CollectionName = None,
         tags: Tags = None,
     ) -> Annotated[CallToolResult, IngestOut]:
         call = this_call()
         target, name = call.target, str(call.collection)
-        where = inside_root(target.root, path)
-        if not where.exists():
-            raise KnowhubError(f"path {path!r} does not exist under the document root")
+        kb = target.kb
         tag_map = parse_key_values(
             [f"{k}={v}" for k, v in (tags or {}).items()], "tags", empty=True
         )
-        progress = progress_reporter(ctx, target.kb.settings.ingest)
-        report = await in_thread(
-            lambda: target.kb.ingest(
-                [where],
-                name,
-                tag_map,
-                progress=progress,
-                caller=target.principal,  # its handle: read-only refused, its scope kept
+        progress = progress_reporter(ctx, kb.settings.ingest)
+        # Through the caller's handle either way: read-only refused, its scope kept.
+        if (source := _remote(path, kb)) is not None:  # fetched only once the handle allows
+            run = partial(kb.ingest_source, source, name, tag_map, progress, target.principal)
+        else:
+            where = inside_root(target.root, path)
+            if not where.exists():
+                raise KnowhubError(f"path {path!r} does not exist under the document root")
+            run = partial(
+                kb.ingest, [where], name, tag_map, progress=progress, caller=target.principal
             )
-        )
+        report = await in_thread(run)
         self.metrics.record_ingest(report)
         budget = target.kb.settings.server.max_result_chars
         out = _ingest_out(report, target.kb, budget)
         note = indexing_note(out.indexing) if out.indexing else ""  # tool_result adds it
         return tool_result(_cut(_ingest_text(report), budget - len(note) - 2), out)
+
+
+def _remote(path: str, kb: KnowledgeBase) -> RemoteSource | None:
+    """The website ``path`` names (an http(s) URL), or None for a path."""
+    from knowhub.ingest.remote import remote_source
+
+    return remote_source(path, kb.settings)
 
 
 _LISTS = ("added", "updated", "moved", "retagged", "removed", "failed", "skipped")
@@ -143,6 +164,7 @@ def _ingest_out(report: IngestReport, kb: KnowledgeBase, budget: int) -> IngestO
         seconds=round(report.seconds, 3),
         counts={name: len(getattr(report, name)) for name in _LISTS},
         indexing=indexing_out(kb),
+        fetched=report.fetched,
     )
     while len(out.model_dump_json()) > budget:
         longest: list[Any] = max((getattr(out, name) for name in _LISTS), key=len)
@@ -156,7 +178,8 @@ def _ingest_out(report: IngestReport, kb: KnowledgeBase, budget: int) -> IngestO
 def _ingest_text(report: IngestReport) -> str:
     """Counts, then a line per file moved, failed or skipped (five of a type), the skipped
     by type and the note."""
-    from knowhub.ingest.report import types_text  # here for the reason above; loaded by now
+    from knowhub.ingest.remote import fetched_text  # here for the reason above
+    from knowhub.ingest.report import types_text
 
     changes = (("moved", report.moved), ("retagged", report.retagged))
     changed = "".join(f"{len(items)} {what}, " for what, items in changes if items)
@@ -166,6 +189,8 @@ def _ingest_text(report: IngestReport) -> str:
         f"{len(report.skipped)} skipped ({report.chunks} chunks written) into "
         f"{report.collection!r}"
     )
+    if report.fetched:
+        text += f"\n{fetched_text(report.fetched)}"
     text += "".join(f"\n- moved {old} → {new}" for old, new in report.moved)
     text += "".join(f"\n- failed {source}: {reason}" for source, reason in report.failed)
     shown, left = report.skipped_sample()

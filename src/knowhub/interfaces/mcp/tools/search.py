@@ -47,6 +47,10 @@ class HitOut(BaseModel):
     )
     text: str
     source: str
+    url: str = Field(
+        description="Where a reader opens it: a web page's URL with its section's anchor "
+        "(#…); else the source."
+    )
     title: str
     page: int | None
     section_path: str
@@ -234,6 +238,7 @@ def _hit_out(n: int, hit: Hit, text: str, cut: bool) -> HitOut:
         relevance=None if hit.relevance is None else round(hit.relevance, 4),
         text=text,
         source=hit.source,
+        url=hit.url,
         title=hit.title,
         page=hit.page,
         section_path=hit.section_path,
@@ -269,8 +274,9 @@ class Cited(Protocol):
 
 
 def cite(hit: Cited) -> str:
-    """Where a passage is: its file, then page, section and lines where it has them."""
-    parts = [hit.source]
+    """Where a passage is: its file (a web page's URL with its section's anchor), then page,
+    section and lines where it has them."""
+    parts = [getattr(hit, "url", None) or hit.source]
     if hit.page:
         parts.append(f"p. {hit.page}")
     if hit.section_path:
