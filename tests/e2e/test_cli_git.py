@@ -1,4 +1,4 @@
-"""``knowhub ingest`` of git repositories as docs/sources-git.md shows it: its commands run
+"""``knowhub ingest`` of git repositories as docs/sources.md shows it: its commands run
 against a bare repository served by a real ``git daemon`` (the doc's host swapped for it),
 and its sample output is what a first run and a re-run after a commit print."""
 
@@ -12,7 +12,9 @@ from knowhub.ingest.gitspec import parse_git_spec
 from tests.git_helpers import commit_all, git, git_daemon, new_repository, published, push
 from tests.helpers import ROOT, free_port, knowhub, write
 
-DOC = (ROOT / "docs" / "sources-git.md").read_text(encoding="utf-8")
+# The git section of the sources page (from its heading to the next section's).
+DOC = (ROOT / "docs" / "sources.md").read_text(encoding="utf-8").split("\n## Git repositories\n")[1]
+DOC = DOC.split("\n## ")[0]
 HTTPS = "git+https://git.example.org/team/handbook.git"
 SCP = "git@git.example.org:team/handbook.git"
 LOCAL = "git+file:///srv/git/handbook.git"
@@ -20,7 +22,7 @@ LOCAL = "git+file:///srv/git/handbook.git"
 
 def _block(language: str, index: int = 0) -> str:
     blocks = re.findall(rf"```{language}\n(.*?)```", DOC, flags=re.S)
-    assert len(blocks) > index, f"docs/sources-git.md lost its {language} block"
+    assert len(blocks) > index, f"docs/sources.md lost its {language} block"
     return str(blocks[index])
 
 
@@ -49,7 +51,7 @@ def test_the_sample_run_and_rerun_are_what_ingest_prints(tmp_path: Path) -> None
     work, bare = _handbook(tmp_path)
     transcript = _block("text")
     runs = re.findall(r"^\$ knowhub (.*)$", transcript, flags=re.M)
-    assert len(runs) == 2, "docs/sources-git.md lost its sample run and re-run"
+    assert len(runs) == 2, "docs/sources.md lost its sample run and re-run"
     with git_daemon(tmp_path / "served") as host:
         served = f"{host}/team/handbook.git"
         outputs = []
@@ -71,7 +73,7 @@ def test_the_sample_run_and_rerun_are_what_ingest_prints(tmp_path: Path) -> None
 def test_every_command_of_the_doc_ingests_its_repository(tmp_path: Path) -> None:
     _, bare = _handbook(tmp_path)
     commands = [line for line in _block("bash").splitlines() if line.startswith("knowhub ")]
-    assert len(commands) == 4, "docs/sources-git.md lost its commands"
+    assert len(commands) == 4, "docs/sources.md lost its commands"
     with git_daemon(tmp_path / "served") as host:
         served = f"{host}/team/handbook.git"
         for command in commands:

@@ -65,10 +65,11 @@ def test_a_repository_served_by_git_daemon_is_ingested_and_a_new_commit_only_its
         assert sorted(report.added) == sorted(
             f"{repo}@{first}:{name}" for name in FILES if name != ".gitignore"
         )
-        assert notes == [f"{repo}: fetched commit {first}, 6 files"]
+        # .gitignore is tracked, but left out as a folder's dot files are (ingest.exclude)
+        assert notes == [f"{repo}: fetched commit {first}, 5 files"]
         hit = app.collection().search("zebrafinch command").hits[0]
         assert (hit.source, hit.line_start, hit.line_end) == (f"{repo}@{first}:docs/guide.md", 7, 9)
-        # As docs/sources-git.md says: `git show COMMIT:PATH` shows the very text cited.
+        # As docs/sources.md says: `git show COMMIT:PATH` shows the very text cited.
         assert git(bare, "show", f"{first}:docs/guide.md") == GUIDE.strip()
         assert hit.text in GUIDE
         hits = app.collection().search("wombat password").hits
@@ -116,6 +117,24 @@ def test_a_local_repository_is_read_at_a_tag_not_at_its_head(app: App, tmp_path:
     assert report.added == [f"git+file://{work}@{tagged}:docs/guide.md"]
     texts = " ".join(hit.text for hit in app.collection().search("installer first").hits)
     assert "quokkabeam" in texts and "capybara" not in texts
+
+
+def test_include_and_exclude_keep_a_repository_s_paths_and_a_narrower_run_prunes(
+    app: App, tmp_path: Path
+) -> None:
+    work = new_repository(tmp_path / "work", FILES)
+    first = commit_all(work, "first")
+    spec = f"git+file://{work}"
+    wide = remote_source(spec, app.settings, {"include": ["notes/*"], "exclude": ["*beta*"]})
+    assert wide is not None
+    report = app.collection().ingest_source(wide)
+    assert sorted(report.added) == [f"{spec}@{first}:notes/{n}.md" for n in ("alpha", "old-name")]
+    narrow = remote_source(spec, app.settings, {"include": ["notes/alpha.md"]})
+    assert narrow is not None
+    report = app.collection().ingest_source(narrow)
+    assert report.removed == [f"{spec}@{first}:notes/old-name.md"]
+    with pytest.raises(IngestError, match="takes no depth option"):
+        remote_source(spec, app.settings, {"depth": 2})
 
 
 def test_a_full_commit_hash_is_a_ref(app: App, tmp_path: Path) -> None:

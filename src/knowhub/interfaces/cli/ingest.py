@@ -170,7 +170,8 @@ def _fetched(
         report = app.collection(collection).ingest_source(
             source, tags, progress, lambda line: echo(line, err=True)
         )
-    echo(f"{source.spec}: {fetched_text(report.fetched)}", err=True)
+    if report.fetched:  # a website's page counts (a repository's fetch said its own)
+        echo(f"{source.spec}: {fetched_text(report.fetched)}", err=True)
     return report
 
 
