@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from knowhub.config import load_settings
-from knowhub.config.sources import interval_seconds
+from knowhub.config.sources import SourceEntry, interval_seconds
 from knowhub.errors import ConfigError
+from knowhub.ingest.gitspec import parse_git_spec
 from tests.helpers import write
 
 
@@ -53,6 +54,30 @@ def test_a_website_and_a_repository_with_their_options(tmp_path: Path) -> None:
     assert web.options() == {"depth": 2, "max_pages": 50, "exclude": ["*/old/*"]}
     assert git.spec == "git+https://example.org/team/handbook.git"
     assert (git.options(), git.collection) == ({"ref": "v2"}, "handbook")
+
+
+@pytest.mark.parametrize(
+    ("git", "spec"),
+    [
+        ("https://example.org/r.git", "git+https://example.org/r.git"),
+        ("ssh://git@example.org/r.git", "git+ssh://git@example.org/r.git"),
+        ("git+file:///srv/r.git", "git+file:///srv/r.git"),
+        ("/srv/git/handbook.git", "git+file:///srv/git/handbook.git"),
+        ("git://127.0.0.1:9418/r.git", "git://127.0.0.1:9418/r.git"),
+        ("deploy@example.org:team/r.git", "deploy@example.org:team/r.git"),
+        ("git@example.org:team/r.git", "git@example.org:team/r.git"),
+    ],
+)
+def test_a_git_entry_is_the_spec_knowhub_ingest_takes(git: str, spec: str) -> None:
+    entry = SourceEntry(git=git)
+    assert entry.spec == spec
+    assert parse_git_spec(entry.spec) is not None  # a spec the git kind reads
+
+
+def test_a_git_entry_named_by_default_shows_no_credentials() -> None:
+    entry = SourceEntry(git="https://ghp_SECRET@example.org/r.git")
+    assert entry.spec == "git+https://ghp_SECRET@example.org/r.git"  # git still gets it
+    assert entry.name == entry.shown == "git+https://example.org/r.git"
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,7 @@ _OPTIONS = {
 _COMMON = ("name", "collection", "refresh")
 _INTERVAL = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_USERINFO = re.compile(r"(://)[^/@]*@")
 
 
 def interval_seconds(text: str) -> float:
@@ -83,7 +84,7 @@ class SourceEntry(Section):
     def _interval(self) -> SourceEntry:
         interval_seconds(self.refresh)  # a bad one fails at load, naming the form
         if not self.name:
-            self.name = self.spec
+            self.name = self.shown  # names are printed, logged and kept: no credentials
         return self
 
     @property
@@ -97,7 +98,17 @@ class SourceEntry(Section):
         if self.url:
             return self.url
         git = self.git or ""
-        return git if git.startswith(("git+", "git@")) else f"git+{git}"
+        if git.startswith("/"):  # a repository on this machine
+            return f"git+file://{git}"
+        if git.startswith(("git+", "git://")) or "://" not in git:
+            return git  # already a spec: git+…, the daemon's git://, or scp-like user@host:path
+        return f"git+{git}"
+
+    @property
+    def shown(self) -> str:
+        """The spec as printed and logged: a URL's credentials (``https://TOKEN@host``) left
+        out (they reach git and nothing else)."""
+        return _USERINFO.sub(r"\1", self.spec)
 
     @property
     def refresh_s(self) -> float:

@@ -29,6 +29,7 @@ __all__ = ["RefreshLog", "SourceRefresher", "SourceRun", "selected_sources", "sy
 log = logging.getLogger("knowhub.sources")
 
 _CHECK_S = 60.0  # how often a server looks for a source that is due
+_RETRY_S = 900.0  # how long a source that failed waits before it is tried again
 
 
 @dataclass
@@ -98,7 +99,7 @@ def sync_source(
     try:
         source = remote_source(entry.spec, app.settings, entry.options())
         if source is None:
-            raise ConfigError(f"sources: {entry.spec} is not a URL or repository knowhub reads")
+            raise ConfigError(f"sources: {entry.shown} is not a URL or repository knowhub reads")
         report = app.collection(entry.collection).ingest_source(source, note=note)
     except KnowhubError as exc:
         return SourceRun(entry, error=str(exc))
@@ -116,6 +117,7 @@ class SourceRefresher(threading.Thread):
         self._settings = settings
         self._writer = writer
         self._stopping = threading.Event()
+        self._failed: dict[str, float] = {}  # when each source last failed, by name
 
     def start(self) -> None:
         """Start refreshing, unless no source has an interval (no thread then)."""
@@ -130,27 +132,39 @@ class SourceRefresher(threading.Thread):
     def run(self) -> None:
         refreshed = RefreshLog(self._settings.data_dir)
         while not self._stopping.is_set():
-            for entry in refreshed.due(self._settings.sources, time.time()):
-                if self._stopping.is_set():
-                    return
-                self._refresh(entry)
+            self.refresh_due(refreshed, time.time())
             self._stopping.wait(_CHECK_S)
 
-    def _refresh(self, entry: SourceEntry) -> None:
+    def refresh_due(self, refreshed: RefreshLog, now: float) -> None:
+        """Refresh each source due at ``now``; one that failed waits ``_RETRY_S`` (or its
+        interval, if shorter) before it is tried again: a site that is down is not asked
+        every minute."""
+        for entry in refreshed.due(self._settings.sources, now):
+            if self._stopping.is_set():
+                return
+            if now - self._failed.get(entry.name, -_RETRY_S) < min(entry.refresh_s, _RETRY_S):
+                continue
+            if self._refresh(entry):
+                self._failed.pop(entry.name, None)
+            else:
+                self._failed[entry.name] = now
+
+    def _refresh(self, entry: SourceEntry) -> bool:
         log.info("refreshing source %s", entry.name)
         try:
             run = sync_source(
                 self._writer(), entry, lambda line: log.info("%s: %s", entry.name, line)
             )
-        except Exception:  # a refresher must outlive one bad source (and retry it when due)
+        except Exception:  # a refresher must outlive one bad source (and retry it later)
             log.exception("refreshing source %s failed", entry.name)
-            return
+            return False
         if run.report is None:
             log.warning("source %s: %s", entry.name, run.error)
-            return
+            return False
         report = run.report
         log.info(
             "source %s: %d added, %d updated, %d removed, %d unchanged, %d failed; %s",
             entry.name, len(report.added), len(report.updated), len(report.removed),
             len(report.unchanged), len(report.failed), report.fetched,
         )  # fmt: skip
+        return True

@@ -48,7 +48,7 @@ def sync(obj: CliContext, names: tuple[str, ...], collection: str | None, as_jso
     if as_json:
         emit(
             [
-                {"name": r.entry.name, "spec": r.entry.spec, "error": r.error or None}
+                {"name": r.entry.name, "spec": r.entry.shown, "error": r.error or None}
                 | ({"report": r.report.to_dict()} if r.report else {})
                 for r in runs
             ],
