@@ -302,11 +302,10 @@ class Collection:
         """Bring this version in line with ``paths``, embedded and chunked as it was built;
         with ``confine``, only files resolving inside that folder (a served folder: symlinks
         leading out are skipped); with ``prune_renamed``, a prune also removes the vanished
-        documents of a folder renamed into ``paths`` (its files found there, its old path
-        gone); with ``origin``, the files of a mirrored source take their sources from it
-        (:mod:`knowhub.ingest.origin`). An unnamed handle ingests into the writers' default
-        (:meth:`_written`); a read-only caller is refused; one change of the knowledge base at
-        a time (``Runtime.writing``)."""
+        documents of a folder renamed into ``paths``; with ``origin``, a mirror's files take
+        their sources from it (:mod:`knowhub.ingest.origin`). An unnamed handle ingests into
+        the writers' default (:meth:`_written`); a read-only caller is refused; one change of
+        the knowledge base at a time (``Runtime.writing``)."""
         from knowhub.ingest.pipeline import IngestCancelledError, IngestStopped, ingest
         from knowhub.ingest.transforms import transforms_wanted
 
