@@ -6,7 +6,8 @@ minutes; a second would only wait on the same lock), each in its own daemon thre
 event loop never waits on it. The last run of each source is kept in memory: ``queued``,
 ``running`` (with the fetch's latest line: ``crawled 40 of 120 pages``), then ``done`` with
 the report's summary or ``failed`` with the error's text. A run is shown to whoever may read
-its collection, as the documents it brought are. A stopping server starts no queued run.
+its collection, as the documents it brought are, unless it has a data scope (an ingest has
+none: only an unrestricted caller sees one). A stopping server starts no queued run.
 """
 
 from __future__ import annotations
@@ -87,7 +88,10 @@ class SourceRuns:
         return True
 
     def visible(self, caller: Caller) -> dict[str, dict[str, Any]]:
-        """The runs of the collections ``caller`` may read, as views, by key."""
+        """The runs of the collections ``caller`` may read, as views, by key; none to a
+        caller with a data scope (a run's outcome names documents of every scope)."""
+        if not caller.may_see_scope(None):
+            return {}
         with self._lock:
             runs = list(self._runs.values())
         return {r.key: r.view() for r in caller.readable(runs, lambda r: r.collection)}
