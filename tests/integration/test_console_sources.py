@@ -154,7 +154,7 @@ def test_a_limited_token_cannot_reach_another_collections_source(served: Served)
         ({"spec": "ftp://example.org/docs/"}, "is not a website or repository"),
         ({"spec": "http://127.0.0.1:9/docs/"}, "allow_private_networks"),
         ({"spec": "https://example.org/", "depth": "deep"}, "depth: 'deep' is not a whole"),
-        ({"spec": "git+file:///srv/repo.git", "max_pages": "5"}, "spec: "),
+        ({"spec": "git+file:///srv/repo.git", "max_pages": "5"}, "max_pages: a website's"),
     ],
 )
 def test_a_bad_spec_is_answered_on_the_form_naming_the_field(

@@ -112,9 +112,14 @@ def _source(service: Service, spec: str, options: dict[str, Any]) -> RemoteSourc
     crawl checks every address again, redirects too)."""
     if not spec:
         raise _field("spec", "type a website's URL (https://…) or a git repository (git+https://…)")
+    web = spec.lower().startswith(("http://", "https://"))
+    if options and not web:
+        raise _field(
+            next(iter(options)), "a website's option: a repository takes none; leave it empty"
+        )
     try:
         source = remote_source(spec, service.settings, options)
-        if source is not None and spec.lower().startswith(("http://", "https://")):
+        if source is not None and web:
             from knowhub.ingest.web.policy import checked_addresses, web_target
 
             allowed = service.settings.ingest.web.allow_private_networks
@@ -191,8 +196,9 @@ async def _shown(
             "entries": entries,
         }
 
-    shown = await service.run(gather)
+    # The runs first: one shown ended has marked its refresh time before the log is read.
     runs = runs_of(request).visible(principal)
+    shown = await service.run(gather)
     configured = {e["name"] for e in shown["entries"]}
     added = [run for key, run in runs.items() if key not in configured]
     under_way = any(not run["finished"] for run in runs.values())
