@@ -6,8 +6,9 @@ minutes; a second would only wait on the same lock), each in its own daemon thre
 event loop never waits on it. The last run of each source is kept in memory: ``queued``,
 ``running`` (with the fetch's latest line: ``crawled 40 of 120 pages``), then ``done`` with
 the report's summary or ``failed`` with the error's text. A run is shown to whoever may read
-its collection, as the documents it brought are, unless it has a data scope (an ingest has
-none: only an unrestricted caller sees one). A stopping server starts no queued run.
+its collection, as the documents it brought are; to a caller with a data scope, only the runs
+it started (an ingest has no scope: only an unrestricted caller sees another's). A stopping
+server starts no queued run.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class SourceRun:
     key: str
     spec: str
     collection: str
+    owner: Caller  # who started it (its very object, as an upload job's)
     state: State = "queued"
     started: float = 0.0
     ended: float | None = None
@@ -51,7 +53,8 @@ class SourceRun:
 
     def view(self) -> dict[str, Any]:
         """The run as the page shows it, its times in UTC."""
-        return asdict(self) | {
+        shown = {k: v for k, v in asdict(self).items() if k != "owner"}
+        return shown | {
             "finished": self.finished,
             "started": when(self.started),
             "ended": when(self.ended),
@@ -73,13 +76,14 @@ class SourceRuns:
         self._one = threading.Lock()  # held by the run under way: one at a time
         self._stopping = threading.Event()
 
-    def start(self, key: str, spec: str, collection: str, work: Work) -> bool:
-        """Queue ``work`` as ``key``'s run; False (nothing queued) when one is under way."""
+    def start(self, key: str, spec: str, collection: str, work: Work, owner: Caller) -> bool:
+        """Queue ``work`` as ``key``'s run by ``owner``; False (nothing queued) when one is
+        under way."""
         with self._lock:
             current = self._runs.get(key)
             if current is not None and not current.finished:
                 return False
-            run = SourceRun(key, spec, collection, started=time.time())
+            run = SourceRun(key, spec, collection, owner, started=time.time())
             self._runs[key] = run
         thread = threading.Thread(
             target=self._run, args=(run, work), name=f"knowhub-source-{key}", daemon=True
@@ -88,13 +92,18 @@ class SourceRuns:
         return True
 
     def visible(self, caller: Caller) -> dict[str, dict[str, Any]]:
-        """The runs of the collections ``caller`` may read, as views, by key; none to a
-        caller with a data scope (a run's outcome names documents of every scope)."""
-        if not caller.may_see_scope(None):
-            return {}
+        """The runs of the collections ``caller`` may read, as views, by key; to a caller
+        with a data scope only its own (a run's outcome names documents of every scope;
+        its own can only be the door's refusal)."""
         with self._lock:
             runs = list(self._runs.values())
-        return {r.key: r.view() for r in caller.readable(runs, lambda r: r.collection)}
+        unscoped = caller.may_see_scope(None)
+        seen = [
+            r
+            for r in caller.readable(runs, lambda r: r.collection)
+            if unscoped or r.owner is caller
+        ]
+        return {r.key: r.view() for r in seen}
 
     def stop(self) -> None:
         """Start no queued run (the one under way ends at the server's stop of ingests)."""

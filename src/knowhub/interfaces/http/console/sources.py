@@ -73,7 +73,8 @@ async def refresh(request: Request, service: ServiceDep, principal: _Writer) -> 
                 raise QueryError(run.error)
             return _summary(service, run.report)
 
-        runs.start(entry.name, _shown_spec(entry.spec), _collection_of(service, entry), work)
+        shown = _shown_spec(entry.spec)
+        runs.start(entry.name, shown, _collection_of(service, entry), work, principal)
     return RedirectResponse("/ui/sources", status_code=303)
 
 
@@ -96,7 +97,8 @@ async def add(request: Request, service: ServiceDep, principal: _Writer) -> Resp
     def work(note: SourceNote) -> str:
         return _summary(service, handle.ingest_source(source, note=note))
 
-    runs_of(request).start(f"{name}:{_shown_spec(spec)}", _shown_spec(spec), name, work)
+    shown = _shown_spec(spec)
+    runs_of(request).start(f"{name}:{shown}", shown, name, work, principal)
     return RedirectResponse("/ui/sources", status_code=303)
 
 
