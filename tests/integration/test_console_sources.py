@@ -6,6 +6,7 @@ changed, and a bad spec answered on the form naming the field."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,12 +18,21 @@ import pytest
 
 from tests.git_helpers import commit_all, new_repository
 from tests.helpers import write
-from tests.http_helpers import FULL, LIMITED, READER, TOKEN_ENV, ApiServer, api_server
+from tests.http_helpers import (
+    FULL,
+    LIMITED,
+    READER,
+    TOKEN_ENV,
+    TOKENS,
+    ApiServer,
+    api_server,
+)
 from tests.mcp_helpers import wait_until
 from tests.upload_helpers import FROM_PAGE
 
 GUIDE = "# Guide\n\nInstall the quokkabeam package first.\n"
 SECRET = "# Minutes\n\nThe orchid merger is secret.\n"
+SCOPED = "acme-Vb8nQ2wE5rT1yU4i"  # a token with a data scope (tenant acme)
 NOTES = "# Notes\n\nAsk the zebrafinch team.\n"
 
 
@@ -54,7 +64,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         f"  - git: file://{secret}\n    name: secret\n    collection: private\n"
         "    refresh: manual\n",
     )
-    env = {**TOKEN_ENV, "KNOWHUB_INGEST__WEB__ALLOW_PRIVATE_NETWORKS": "false"}
+    tokens = [*TOKENS, {"name": "acme", "token_env": "KH_TEST_ACME", "tenants": ["acme"]}]
+    env = {
+        **TOKEN_ENV,
+        "KNOWHUB_SERVER__TOKENS": json.dumps(tokens),
+        "KH_TEST_ACME": SCOPED,
+        "KNOWHUB_INGEST__WEB__ALLOW_PRIVATE_NETWORKS": "false",
+    }
     with api_server(cwd=root, data_dir=root / "data", env=env) as server:
         yield Served(server, handbook, secret, notes)
 
@@ -144,6 +160,20 @@ def test_a_limited_token_cannot_reach_another_collections_source(served: Served)
     assert refresh.status_code == 404 and "no source named 'secret'" in unescape(refresh.text)
     assert add.status_code == 403 and "private" in add.text
     assert "orchid" not in refresh.text + add.text
+
+
+def test_a_token_with_a_data_scope_is_refused_by_the_door(
+    served: Served,
+) -> None:
+    spec = f"git+file://{served.notes}"
+    started = _post(served, "/ui/sources/add", SCOPED, spec=spec, collection="scoped")
+    assert started.status_code == 303, started.text
+    marker = f"<code>{spec}</code> into scoped"
+    page = unescape(_finished(served, SCOPED, marker))
+    assert _run_of(page, marker) == "failed" and "data scope" in page, page
+    assert marker not in served.server.get("/ui/sources", LIMITED).text  # not its collection
+    listed = served.server.get("/api/collections", FULL).json()
+    assert "scoped" not in str(listed)  # nothing was fetched into it
 
 
 @pytest.mark.parametrize(
