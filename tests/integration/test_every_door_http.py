@@ -46,7 +46,7 @@ from tests.door_helpers import (
     gist,
     route_keys,
 )
-from tests.helpers import WAIT_S, fast_settings
+from tests.helpers import WAIT_S, fast_settings, write
 from tests.http_helpers import ApiServer, api_server, llm_env
 from tests.mcp_helpers import wait_until
 from tests.upload_helpers import FROM_PAGE, SCRIPT, content_type, form
@@ -56,8 +56,14 @@ from tests.upload_helpers import FROM_PAGE, SCRIPT, content_type, form
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The doors' corpus (:func:`tests.door_helpers.build_corpus`), built once here."""
-    return build_corpus(tmp_path_factory)
+    """The doors' corpus (:func:`tests.door_helpers.build_corpus`), built once here, with
+    a source of ``private`` in its knowhub.yaml (never fetched: refreshed by hand only)."""
+    root = build_corpus(tmp_path_factory)
+    source = "  - git: file:///nonexistent/archive.git\n    name: archive\n"
+    write(
+        root / "knowhub.yaml", f"sources:\n{source}    collection: private\n    refresh: manual\n"
+    )
+    return root
 
 
 def _traces(root: Path) -> dict[str, str]:
@@ -479,6 +485,18 @@ HTTP_PROBES: dict[str, Probe] = {
     # A job is its uploader's: another token's (full's, into private) is no job at all.
     "GET /ui/upload/{job_id}": Probe(
         (_ask("GET", "/ui/upload/{job}", 404), _read_only("GET", "/ui/upload/{job}"))
+    ),
+    # A source of private is no source at all to kbonly; an add into private is refused
+    # before its spec is read (the spec would be a valid one).
+    "GET /ui/sources": Probe(
+        (_ask("GET", "/ui/sources", 200, quiet=True), _read_only("GET", "/ui/sources"))
+    ),
+    "POST /ui/sources/refresh": _form_write("/ui/sources/refresh", 404, {"name": "archive"}, {}),
+    "POST /ui/sources/add": _form_write(
+        "/ui/sources/add",
+        403,
+        {**PRIVATE, "spec": "git+file:///nonexistent/archive.git"},
+        {"collection": "kb", "spec": "git+file:///nonexistent/archive.git"},
     ),
     "POST /ui/faq/import": Probe(
         (

@@ -27,6 +27,7 @@ from knowhub.interfaces.drain import Drain
 from knowhub.interfaces.http import console
 from knowhub.interfaces.http.boundary import add_error_handlers
 from knowhub.interfaces.http.console.jobs import JobBook
+from knowhub.interfaces.http.console.source_runs import SourceRuns
 from knowhub.interfaces.http.deps import attach
 from knowhub.interfaces.http.metrics import ApiMetrics, MetricsMiddleware
 from knowhub.interfaces.http.openai_api import openai_router
@@ -79,17 +80,19 @@ def create_app(
     service = _service(settings, served, conversations or Conversations(state=shared), drain)
     jobs = jobs or JobBook(Queue(settings.data_dir), shared)
     jobs.turn = service.app.runtime.writing  # one change at a time, whoever asks
+    runs = SourceRuns()  # the console's websites and repositories, fetched in the background
     api = FastAPI(
         title="knowhub",
         version=version("knowhub"),
         description=DESCRIPTION,
-        lifespan=_lifespan(service, jobs, owned=app is None),
+        lifespan=_lifespan(service, jobs, runs, owned=app is None),
         max_body_size=settings.server.max_body_bytes,
         # Nothing leaves the machine unless asked: no OpenTelemetry from FastAPI itself.
         telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
     )
     attach(api, service, tokens)
     api.state.jobs = jobs  # what console.manage.jobs_of finds
+    api.state.source_runs = runs  # what console.sources.runs_of finds
     parts = [*routers(), openai_router(), console.console_router()]
     for part in parts:
         api.include_router(part)
@@ -118,7 +121,7 @@ def _service(
 
 
 def _lifespan(
-    service: Service, jobs: JobBook, owned: bool
+    service: Service, jobs: JobBook, runs: SourceRuns, owned: bool
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     """Warm up and resume the uploads a stop cut short before serving; close the App on
     shutdown if ``create_app`` built it."""
@@ -133,6 +136,7 @@ def _lifespan(
             yield
         finally:
             jobs.stop()  # before the App closes under their ingest: they resume next start
+            runs.stop()  # no queued source run starts (the one under way: stop_ingests)
             await anyio.to_thread.run_sync(service.chats.close)  # the chats' MCP servers
             if owned:
                 service.app.close()

@@ -26,6 +26,7 @@ NAV = (  # (href, label, shown only to a token that may write)
     ("/ui/search", "Search", False),
     ("/ui/documents", "Documents", False),
     ("/ui/upload", "Upload", True),
+    ("/ui/sources", "Sources", True),
     ("/ui", "Overview", False),
     ("/ui/ingestion", "Ingestion", False),
     ("/ui/versions", "Versions", False),
