@@ -118,6 +118,17 @@ class Caller:
         if (why := self.write_refusal(what)) is not None:
             raise AuthError(why)
 
+    def check_reach(self, spec: str, local_reach: bool) -> None:
+        """A source fetched with the server's own reach (a git repository: the server's
+        files, its SSH keys, any address) is ingested only for a caller limited in nothing:
+        it would let a token that may write one collection read what the server can."""
+        if local_reach and not self.unlimited:
+            raise AuthError(
+                f"token {self.name!r} may not ingest {spec}: a repository is fetched with the "
+                "server's own access; list it under sources: in knowhub.yaml, or use a token "
+                "limited in nothing"
+            )
+
 
 LOCAL_USER = Caller("local")
 """The caller on stdio or on an HTTP server with no tokens (localhost only)."""

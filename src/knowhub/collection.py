@@ -357,13 +357,13 @@ class Collection:
     ) -> IngestReport:
         """Fetch a website or repository into its mirror and bring this version in line with
         it, pruned (:mod:`knowhub.ingest.remote`). Refused before anything is fetched to a
-        read-only caller or one with a data scope (the mirror's gone pages are pruned)."""
+        read-only caller, one with a data scope, and a repository to a limited one."""
         from knowhub.ingest.remote import ingest_remote
 
         self.caller.check_write("ingest")
         self._unrestricted("ingesting a website or repository", "its gone pages are pruned")
-        _, where = self._written()
-        # Everything the fetch kept is the source's: no file globs; gone pages pruned.
+        self.caller.check_reach(source.spec, source.local_reach)
+        _, where = self._written()  # the mirror holds what the source keeps: no file globs
         mirror = functools.partial(self.ingest, tags=tags, include=["*"], exclude=[], prune=True)
         return ingest_remote(source, where.settings, mirror, progress, note)
 

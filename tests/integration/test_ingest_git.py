@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from knowhub import App
-from knowhub.errors import IngestError
+from knowhub.caller import Caller
+from knowhub.errors import AuthError, IngestError
 from knowhub.ingest.remote import remote_source
 from knowhub.ingest.report import IngestReport
 from knowhub.ingest.sources import Fetched
@@ -262,3 +263,20 @@ def test_a_host_that_never_answers_fails_after_the_timeout(tmp_path: Path) -> No
             IngestError, match=r"did not finish within 1 s \(ingest.git.timeout_s\)"
         ):
             source.fetch(settings)
+
+
+def test_a_repository_is_ingested_only_for_a_caller_limited_in_nothing(
+    app: App, tmp_path: Path
+) -> None:
+    # A token that may write one collection must not read what the server can (its disk,
+    # its SSH keys) through git: refused before anything is fetched.
+    work = new_repository(tmp_path / "work", {"secret.md": "# Secret\n\nThe wombat key.\n"})
+    commit_all(work, "first")
+    source = remote_source(f"git+file://{work}", app.settings)
+    assert source is not None
+    kb_only = Caller("kb-only", collections=frozenset({"kb"}))
+    with pytest.raises(AuthError, match="fetched with the server's own access"):
+        app.for_caller(kb_only).collection("kb").ingest_source(source)
+    assert not (app.settings.data_dir / "sources" / "git").exists()
+    report = app.collection("kb").ingest_source(source)  # the owner's (limited in nothing)
+    assert [source.rsplit(":", 1)[1] for source in report.added] == ["secret.md"]

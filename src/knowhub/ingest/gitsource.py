@@ -121,6 +121,10 @@ class GitSource:
         """The spec without its credentials: they reach git and nothing else."""
         return self.parsed.shown
 
+    @property
+    def local_reach(self) -> bool:
+        return True  # git reads this machine's repositories, with its keys, at any address
+
     def fetch(self, settings: Settings, note: SourceNote | None = None) -> Fetched:
         """Fetch the ref's commit and bring ``tree/`` to it, writing only what changed."""
         root = mirror_root(settings, "git", self.parsed.slug)

@@ -56,6 +56,12 @@ class RemoteSource(Protocol):
         """The source as the user wrote it (a URL, ``git+https://…``)."""
         ...
 
+    @property
+    def local_reach(self) -> bool:
+        """Whether fetching it runs with the server's own reach (its files, its SSH keys,
+        any address): then only a caller limited in nothing may ingest it."""
+        ...
+
     def fetch(self, settings: Settings, note: SourceNote | None = None) -> Fetched:
         """Bring the mirror up to date (only what changed since the last fetch), or raise a
         :class:`~knowhub.errors.KnowhubError` naming the source and the fix."""

@@ -23,6 +23,7 @@ from knowhub.errors import ConfigError, KnowhubError
 if TYPE_CHECKING:
     from knowhub.app import App
     from knowhub.ingest.report import IngestReport
+    from knowhub.ingest.sources import Fetched, RemoteSource, SourceNote
 
 __all__ = ["RefreshLog", "SourceRefresher", "SourceRun", "selected_sources", "sync_source"]
 
@@ -100,11 +101,31 @@ def sync_source(
         source = remote_source(entry.spec, app.settings, entry.options())
         if source is None:
             raise ConfigError(f"sources: {entry.shown} is not a URL or repository knowhub reads")
-        report = app.collection(entry.collection).ingest_source(source, note=note)
+        configured = _Configured(source)  # its reach chosen by the owner, not by the caller
+        report = app.collection(entry.collection).ingest_source(configured, note=note)
     except KnowhubError as exc:
         return SourceRun(entry, error=str(exc))
     RefreshLog(app.settings.data_dir).mark(entry.name, started)
     return SourceRun(entry, report)
+
+
+@dataclass(frozen=True)
+class _Configured:
+    """A source of knowhub.yaml: the owner chose what it reaches (a repository on this
+    machine, with its keys), so any caller that may write its collection refreshes it."""
+
+    source: RemoteSource
+
+    @property
+    def spec(self) -> str:
+        return self.source.spec
+
+    @property
+    def local_reach(self) -> bool:
+        return False
+
+    def fetch(self, settings: Settings, note: SourceNote | None = None) -> Fetched:
+        return self.source.fetch(settings, note)
 
 
 class SourceRefresher(threading.Thread):

@@ -35,6 +35,10 @@ class WebSource:
     spec: str
     options: CrawlOptions
 
+    @property
+    def local_reach(self) -> bool:
+        return False  # every address is checked by the web policy
+
     @classmethod
     def from_spec(cls, spec: str, options: Mapping[str, Any] | None = None) -> WebSource:
         """The source a URL and its options name; a URL the policy refuses by its form

@@ -92,6 +92,7 @@ async def add(request: Request, service: ServiceDep, principal: _Writer) -> Resp
     name = service.collection(principal, typed or None, writing=True)
     spec = form.get("spec", "").strip()
     source = await service.run(lambda: _source(service, spec, _options(form)))
+    principal.check_reach(source.spec, source.local_reach)  # said now, not in the run
     handle = await service.run(lambda: service.app_for(principal).collection(name))
 
     def work(note: SourceNote) -> str:

@@ -117,7 +117,7 @@ class IngestTools(DataTools):
         )
         progress = progress_reporter(ctx, kb.settings.ingest)
         # Through the caller's handle either way: read-only refused, its scope kept.
-        if (source := _remote(path)) is not None:  # fetched only once the handle allows
+        if (source := _remote(path, kb)) is not None:  # fetched only once the handle allows
             run = partial(kb.ingest_source, source, name, tag_map, progress, target.principal)
         else:
             where = inside_root(target.root, path)
@@ -134,13 +134,12 @@ class IngestTools(DataTools):
         return tool_result(_cut(_ingest_text(report), budget - len(note) - 2), out)
 
 
-def _remote(path: str) -> RemoteSource | None:
-    """The website ``path`` names (an http(s) URL), or None for a path. A website only: a
-    git spec from a caller would read any repository on the server's disk (``git+file://``)
-    and reach hosts with no address policy and the server's own SSH keys."""
-    from knowhub.ingest.web.source import WebSource, is_web_url
+def _remote(path: str, kb: KnowledgeBase) -> RemoteSource | None:
+    """The website or repository ``path`` names, or None for a path (a repository only for
+    a caller limited in nothing: ``Collection.ingest_source`` refuses it to the others)."""
+    from knowhub.ingest.remote import remote_source
 
-    return WebSource.from_spec(path) if is_web_url(path) else None
+    return remote_source(path, kb.settings)
 
 
 _LISTS = ("added", "updated", "moved", "retagged", "removed", "failed", "skipped")
