@@ -18,7 +18,7 @@ import pytest
 
 from knowhub.errors import LoaderError
 from knowhub.ingest.loaders import ArchiveLimits, Entry, container_entries
-from tests.helpers import WAIT_S
+from tests.helpers import WAIT_S, long_name_tgz
 
 LONG = 200 << 20  # a 200 MB name of one repeated byte: ~200 kB of gzip
 MEMORY_BOUND_KB = 150 * 1024  # the interpreter and knowhub's loaders, not the name
@@ -47,27 +47,8 @@ def _header(name: str, size: int, kind: bytes = tarfile.REGTYPE) -> bytes:
     return info.tobuf(format=tarfile.GNU_FORMAT)
 
 
-def _padded(size: int) -> bytes:
-    return bytes(-size % tarfile.BLOCKSIZE)
-
-
-def _long_name_tgz(path: Path, length: int) -> Path:
-    """A .tar.gz whose one member's GNU long name is ``length`` bytes of 'a', built a
-    megabyte at a time (the name is never held here either)."""
-    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
-    with path.open("wb") as out:
-        out.write(packer.compress(_header("././@LongLink", length, tarfile.GNUTYPE_LONGNAME)))
-        chunk = b"a" * (1 << 20)
-        for start in range(0, length, len(chunk)):
-            out.write(packer.compress(chunk[: length - start]))
-        out.write(packer.compress(_padded(length) + _header("short.md", 3) + b"# A"))
-        out.write(packer.compress(_padded(3) + bytes(2 * tarfile.BLOCKSIZE)))
-        out.write(packer.flush())
-    return path
-
-
 def test_a_tgz_with_a_200_mb_long_name_is_refused_in_bounded_memory(tmp_path: Path) -> None:
-    bomb = _long_name_tgz(tmp_path / "name.tar.gz", LONG)
+    bomb = long_name_tgz(tmp_path / "name.tar.gz", LONG)
     assert bomb.stat().st_size < 1 << 20
     result = subprocess.run(
         [sys.executable, "-c", READ, str(bomb)],
