@@ -6,10 +6,10 @@ What an archive may cost is bounded before and while it is read, as Office files
 (:func:`~knowhub.ingest.loaders.common.check_office_file`): the member count and the
 sizes its directory (zip) or headers (tar) declare, then the bytes actually unpacked
 (:mod:`zipfile` never unpacks a member past its declared size; a tar member's data is its
-declared size), and the ratio of unpacked to packed bytes (a compressed tar's whole stream,
-checked piece by piece as :mod:`.tarstream` unpacks it, headers too). A zip's member count is read
-from its end record before :mod:`zipfile` parses the directory, so a 50,000-member
-archive is refused in moments, whatever it holds.
+declared size), and the ratio of unpacked to packed bytes (a compressed tar's whole
+stream, checked piece by piece as :mod:`.tarstream` unpacks it, headers too). A zip's
+member count is read from its end record before :mod:`zipfile` parses the directory, so a
+50,000-member archive is refused in moments, whatever it holds.
 """
 
 from __future__ import annotations
