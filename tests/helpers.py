@@ -14,6 +14,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 import zlib
@@ -74,6 +75,27 @@ def gzip_of_zeros(path: Path, megabytes: int) -> Path:
     with path.open("wb") as out:
         for _ in range(megabytes):
             out.write(packer.compress(bytes(1 << 20)))
+        out.write(packer.flush())
+    return path
+
+
+def long_name_tgz(path: Path, length: int) -> Path:
+    """A .tar.gz whose one member, ``short.md``, has a GNU long name record of ``length``
+    bytes of 'a' (some 1 kB a MB packed), written a megabyte at a time."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    record = tarfile.TarInfo("././@LongLink")
+    record.size, record.type = length, tarfile.GNUTYPE_LONGNAME
+    member = tarfile.TarInfo("short.md")
+    member.size = 3
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as out:
+        out.write(packer.compress(record.tobuf(format=tarfile.GNU_FORMAT)))
+        chunk = b"a" * (1 << 20)
+        for start in range(0, length, len(chunk)):
+            out.write(packer.compress(chunk[: length - start]))
+        out.write(packer.compress(bytes(-length % tarfile.BLOCKSIZE)))
+        out.write(packer.compress(member.tobuf(format=tarfile.GNU_FORMAT) + b"# A"))
+        out.write(packer.compress(bytes(tarfile.BLOCKSIZE - 3 + 2 * tarfile.BLOCKSIZE)))
         out.write(packer.flush())
     return path
 

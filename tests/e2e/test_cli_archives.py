@@ -1,7 +1,7 @@
 """`knowhub ingest` reads archives, mailboxes and a /usr/share/doc-style folder (this machine's
 own gzip-compressed Markdown, changelog and HTML), and `knowhub search` cites each member
-inside its archive; a zip bomb is refused, naming the archive and the setting, with the
-process's memory bounded."""
+inside its archive; a zip bomb and a tar.gz of a 200 MB member name are refused, naming the
+archive and the setting or header, with the process's memory bounded."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import zipfile
 from email.message import EmailMessage
 from pathlib import Path
 
-from tests.helpers import WAIT_S, cli_env, knowhub
+from tests.helpers import WAIT_S, cli_env, knowhub, long_name_tgz
 
 # Debian's documentation of packages every Debian system (and this test image) has: apt, and
 # SQLite's library, which Python's sqlite3 module links.
@@ -105,6 +105,26 @@ def test_a_zip_bomb_is_refused_naming_the_archive_and_the_setting(tmp_path: Path
     ):
         for _ in range(1024):  # 1 GB of zeros, ~1 MB packed
             member.write(zeros)
+    peak_kb, returncode, output = _ingest_measured(tmp_path, bomb)
+    assert returncode == "1", output
+    assert "bomb.zip!/zeros.txt" in output
+    assert (
+        "unpacks to 1,073,741,824 bytes > limit 200,000,000; raise ingest.max_file_bytes" in output
+    )
+    assert int(peak_kb) < 300 * 1024  # kB: the interpreter and knowhub, not 1 GB more
+
+
+def test_a_tgz_of_a_200_mb_long_name_is_refused_in_bounded_memory(tmp_path: Path) -> None:
+    # tarfile read such a name whole before any limit was checked: 449 MB for this 204 kB file.
+    bomb = long_name_tgz(tmp_path / "name.tar.gz", 200 << 20)
+    peak_kb, returncode, output = _ingest_measured(tmp_path, bomb)
+    assert returncode == "1", output
+    assert int(peak_kb) < 150 * 1024, output  # kB: 62 MB measured; it was 486 MB
+    assert "name.tar.gz: holds a header of 209,715,200 bytes" in output
+
+
+def _ingest_measured(tmp_path: Path, archive: Path) -> tuple[str, str, str]:
+    """``knowhub ingest archive``'s peak RSS (kB), exit status and output."""
     # Measured by a process of its own, whose only child is the ingest: RUSAGE_CHILDREN of
     # this one counts every child it ever had (other tests' servers too).
     measure = (
@@ -112,11 +132,11 @@ def test_a_zip_bomb_is_refused_naming_the_archive_and_the_setting(tmp_path: Path
         "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
         "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
         "print(done.returncode)\n"
-        "print(done.stdout)\n"
+        "print(done.stdout + done.stderr)\n"
     )
     argv = [sys.executable, "-m", "knowhub", "--data-dir", str(tmp_path / "data"), "ingest"]
     result = subprocess.run(
-        [sys.executable, "-c", measure, *argv, str(bomb)],
+        [sys.executable, "-c", measure, *argv, str(archive)],
         cwd=tmp_path,
         env=cli_env(),
         capture_output=True,
@@ -124,9 +144,4 @@ def test_a_zip_bomb_is_refused_naming_the_archive_and_the_setting(tmp_path: Path
         timeout=WAIT_S,
     )
     peak_kb, returncode, output = result.stdout.split("\n", 2)
-    assert returncode == "1", result.stdout + result.stderr
-    assert "bomb.zip!/zeros.txt" in output
-    assert (
-        "unpacks to 1,073,741,824 bytes > limit 200,000,000; raise ingest.max_file_bytes" in output
-    )
-    assert int(peak_kb) < 300 * 1024  # kB: the interpreter and knowhub, not 1 GB more
+    return peak_kb, returncode, output + result.stderr

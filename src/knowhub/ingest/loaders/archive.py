@@ -6,25 +6,36 @@ What an archive may cost is bounded before and while it is read, as Office files
 (:func:`~knowhub.ingest.loaders.common.check_office_file`): the member count and the
 sizes its directory (zip) or headers (tar) declare, then the bytes actually unpacked
 (:mod:`zipfile` never unpacks a member past its declared size; a tar member's data is its
-declared size), and the ratio of unpacked to packed bytes. A zip's member count is read
-from its end record before :mod:`zipfile` parses the directory, so a 50,000-member
-archive is refused in moments, whatever it holds.
+declared size), and the ratio of unpacked to packed bytes (a compressed tar's whole
+stream, checked piece by piece as :mod:`.tarstream` unpacks it, headers too). A zip's
+member count is read from its end record before :mod:`zipfile` parses the directory, so a
+50,000-member archive is refused in moments, whatever it holds.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import stat
 import struct
 import tarfile
 import zipfile
 from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from knowhub.errors import LoaderError
 from knowhub.ingest.loaders.common import loader_error
+from knowhub.ingest.loaders.compressed import unpack_errors
+from knowhub.ingest.loaders.tarstream import (
+    MAX_HEADER_BYTES,
+    BoundedTarInfo,
+    HeaderTooLargeError,
+    TarStream,
+    compression,
+)
 
 __all__ = [
     "ARCHIVE_EXTENSIONS",
@@ -41,8 +52,9 @@ ARCHIVE_EXTENSIONS: tuple[str, ...] = (".zip", *_TAR_SUFFIXES)
 
 _RATIO_FLOOR = 1 << 20  # what may unpack as tightly as it likes (a small file of blanks)
 # A tar stream's ratio is what it unpacked so far over what it read so far, which runs up to a
-# read buffer (128 kB for gzip) ahead: measured past 64 MB, that error is under 1:2.
+# piece read (64 kB) ahead: measured past 64 MB, that error is under 1:2.
 _TAR_RATIO_FLOOR = 64 << 20
+_HEADER_ROOM = 4096  # a member's headers and padding, beyond the bytes it declares
 _EOCD = b"PK\x05\x06"
 _EOCD64_LOCATOR = b"PK\x06\x07"
 
@@ -210,37 +222,70 @@ def _member_limits(size: int, packed: int, limits: ArchiveLimits) -> str:
 
 def _tar_entries(path: Path, file: BinaryIO, limits: ArchiveLimits) -> Iterator[Entry]:
     """Two passes: the headers first (every limit checked before a member is read, each
-    before the data it declares is unpacked), then the members in order."""
-    try:
-        archive = tarfile.open(fileobj=file, mode="r:*")  # noqa: SIM115 - closed below
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise loader_error(path, f"is not a valid tar archive ({exc}): download it again") from exc
-    with archive:
-        infos = _tar_listing(path, archive, file, limits)
+    before the data it declares is unpacked), then the members in order. A compressed tar is
+    unpacked by a bounded reader (:mod:`.tarstream`) that checks the ratio and the total as
+    it goes, so no header is read past them."""
+    suffix = compression(file)
+    stream: BinaryIO = file  # a plain tar is read as it is: its ratio is 1:1
+    unpacking: AbstractContextManager[None] = nullcontext()
+    if suffix:
+        check = functools.partial(_check_stream, path, limits)
+        stream = cast("BinaryIO", TarStream(file, suffix, check))
+        unpacking = unpack_errors(path, suffix)
+    with (
+        unpacking,
+        _header_errors(path),
+        tarfile.open(fileobj=stream, mode="r:", tarinfo=BoundedTarInfo) as archive,
+    ):
+        infos = _tar_listing(path, archive, limits)
         for info in infos:
             entry = _tar_entry(path, archive, info, limits)
             if entry.name:
                 yield entry
 
 
+@contextmanager
+def _header_errors(path: Path) -> Iterator[None]:
+    """What reading a tar's headers raises, said as a :class:`LoaderError` (tarfile reads
+    the first at open)."""
+    try:
+        yield
+    except HeaderTooLargeError as exc:
+        raise loader_error(
+            path,
+            f"holds a header of {exc.size:,} bytes (a file name or attributes), over "
+            f"{MAX_HEADER_BYTES:,}: no genuine name is that long; refused whole",
+        ) from exc
+    except (tarfile.TarError, OSError, EOFError, ValueError) as exc:
+        # ValueError: tarfile's parse of a sparse map or pax record cut short.
+        raise _invalid(path, exc) from exc
+
+
+def _invalid(path: Path, exc: BaseException) -> LoaderError:
+    return loader_error(path, f"is not a valid tar archive ({exc}): download it again")
+
+
 def _tar_listing(
-    path: Path, archive: tarfile.TarFile, raw: BinaryIO, limits: ArchiveLimits
+    path: Path, archive: tarfile.TarFile, limits: ArchiveLimits
 ) -> list[tarfile.TarInfo]:
     infos: list[tarfile.TarInfo] = []
     total = 0
-    try:
-        while (info := archive.next()) is not None:
-            infos.append(info)
-            if len(infos) > limits.max_members:
-                raise _too_many(path, len(infos), limits)
-            total += info.size if info.isfile() else 0
-            if total > limits.max_bytes:
-                raise _too_large(path, total, limits)
-            _check_ratio(path, info.offset_data, raw.tell(), limits)  # unpacked to reach it
-        _check_ratio(path, archive.offset, raw.tell(), limits)
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise loader_error(path, f"is not a valid tar archive ({exc}): download it again") from exc
+    while (info := archive.next()) is not None:
+        infos.append(info)
+        if len(infos) > limits.max_members:
+            raise _too_many(path, len(infos), limits)
+        total += info.size if info.isfile() else 0
+        if total > limits.max_bytes:
+            raise _too_large(path, total, limits)
     return infos
+
+
+def _check_stream(path: Path, limits: ArchiveLimits, unpacked: int, packed: int) -> None:
+    """Refuse a compressed tar once its stream unpacks past the ratio or past the total its
+    members may hold (with room for their headers)."""
+    _check_ratio(path, unpacked, packed, limits)
+    if unpacked > limits.max_bytes + limits.max_members * _HEADER_ROOM:
+        raise _too_large(path, unpacked, limits)
 
 
 def _check_ratio(path: Path, unpacked: int, packed: int, limits: ArchiveLimits) -> None:
@@ -265,9 +310,6 @@ def _tar_entry(
         return Entry(name, problem="a device, FIFO or other special file: only files are read")
     if problem := _member_limits(info.size, info.size, limits):
         return Entry(name, problem=problem, failed=True)
-    try:
-        member = archive.extractfile(info)
-        data = member.read(info.size) if member is not None else b""
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise loader_error(path, f"is not a valid tar archive ({exc}): download it again") from exc
+    member = archive.extractfile(info)  # what it raises: _header_errors
+    data = member.read(info.size) if member is not None else b""
     return Entry(name, data)

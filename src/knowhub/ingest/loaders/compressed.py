@@ -24,9 +24,10 @@ import lzma
 import mimetypes
 import re
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 from knowhub.errors import UnsupportedFileError
 from knowhub.ingest.loaders.common import loader_error
@@ -36,12 +37,14 @@ __all__ = [
     "COMPRESSED_EXTENSIONS",
     "MAX_STREAMS",
     "SNIFF_BYTES",
+    "Unpacking",
     "decompress",
     "format_suffix",
     "inner_reason",
     "inner_suffix",
     "is_compressed",
     "text_check",
+    "unpack_errors",
 ]
 
 _FORMATS = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
@@ -127,12 +130,25 @@ def decompress(
             it is over the bounds above.
     """
     suffix = path.suffix.lower()
-    unpacking = _Unpacking(suffix, data)
-    try:
+    unpacking = Unpacking(suffix, io.BytesIO(data))  # shares data's buffer: no copy
+    with unpack_errors(path, suffix):
         if check is not None:
             unpacking.fill(SNIFF_BYTES - 1)
             check(unpacking.out.getvalue())
         unpacking.fill(max_bytes)
+    if unpacking.out.tell() > max_bytes:
+        raise loader_error(
+            path, f"decompresses to more than {max_bytes} bytes; raise ingest.max_file_bytes"
+        )
+    return unpacking.out.getvalue()
+
+
+@contextmanager
+def unpack_errors(path: Path, suffix: str) -> Iterator[None]:
+    """Turn what unpacking ``path`` (compressed as ``suffix`` says) raises into a
+    :class:`LoaderError` saying what is wrong and what to do."""
+    try:
+        yield
     except lzma.LZMAError as exc:
         if "memory usage limit" not in str(exc).lower():
             raise loader_error(path, _corrupt(suffix, exc)) from exc
@@ -150,11 +166,6 @@ def decompress(
             f"document needs: unpack it and compress it again as one "
             f"({_CAT[suffix]} {path.name} | {_FORMATS[suffix]} > new{suffix})",
         ) from exc
-    if unpacking.out.tell() > max_bytes:
-        raise loader_error(
-            path, f"decompresses to more than {max_bytes} bytes; raise ingest.max_file_bytes"
-        )
-    return unpacking.out.getvalue()
 
 
 def _corrupt(suffix: str, exc: BaseException) -> str:
@@ -212,40 +223,62 @@ def _decoder(suffix: str) -> _Decoder:
     return lzma.LZMADecompressor(memlimit=_XZ_MEMORY)
 
 
-class _Unpacking:
-    """A compressed file's bytes, unpacked into ``out`` as far as asked, stream by stream."""
+class Unpacking:
+    """A compressed file's bytes (``source``, compressed as ``suffix`` says), unpacked stream
+    by stream as far as asked: a piece at a time (:meth:`unpack`), or into ``out``
+    (:meth:`fill`). ``packed`` counts the compressed bytes read so far."""
 
-    def __init__(self, suffix: str, data: bytes) -> None:
+    def __init__(self, suffix: str, source: BinaryIO) -> None:
         self.out = io.BytesIO()
-        self._suffix, self._data = suffix, memoryview(data)
-        self._position = 0  # of the next compressed byte to unpack
+        self.packed = 0
+        self._suffix, self._source = suffix, source
+        self._pending = b""  # compressed bytes read and not yet given to a decoder
         self._streams = 0
         self._decoder: _Decoder | None = None  # the stream being unpacked
 
     def fill(self, limit: int) -> None:
-        """Unpack until more than ``limit`` bytes are out, or all are."""
+        """Unpack into ``out`` until more than ``limit`` bytes are out, or all are."""
         while self.out.tell() <= limit:
+            piece = self.unpack(limit + 1 - self.out.tell())
+            if not piece:
+                return
+            self.out.write(piece)
+
+    def unpack(self, size: int) -> bytes:
+        """The next at most ``size`` (> 0) unpacked bytes; b'' at the end of the last stream."""
+        while True:
             decoder = self._decoder or self._next_stream()
             if decoder is None:
-                return
-            piece: bytes | memoryview = b""
+                return b""
+            piece = b""
             if decoder.needs_input:
-                # A bounded piece at a time: what a decompressor keeps of its input is a copy.
-                piece = self._data[self._position : self._position + _IN_CHUNK]
+                piece = self._read()
                 if not piece:
                     raise EOFError("compressed file ended before the end-of-stream marker")
-                self._position += len(piece)
-            self.out.write(decoder.decompress(piece, min(limit + 1 - self.out.tell(), _CHUNK)))
+            out = decoder.decompress(piece, min(size, _CHUNK))
             if decoder.eof:
-                self._position -= len(decoder.unused_data)
+                self._pending = decoder.unused_data
                 self._decoder = None
+            if out:
+                return out
+
+    def _read(self) -> bytes:
+        # A bounded piece at a time: what a decompressor keeps of its input is a copy.
+        piece, self._pending = self._pending, b""
+        if not piece:
+            piece = self._source.read(_IN_CHUNK)
+            self.packed += len(piece)
+        return piece
 
     def _next_stream(self) -> _Decoder | None:
         # Between streams: zero padding (gzip's, xz's), skipped at C speed, not a byte a call.
-        found = _NOT_PADDING.search(self._data, self._position)
-        if found is None:
+        while piece := self._read():
+            found = _NOT_PADDING.search(piece)
+            if found is not None:
+                self._pending = piece[found.start() :]
+                break
+        else:
             return None
-        self._position = found.start()
         self._streams += 1
         if self._streams > MAX_STREAMS:
             raise _TooManyStreamsError
