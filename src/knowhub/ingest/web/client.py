@@ -83,7 +83,13 @@ class WebClient:
             reply, location = self._hop(target, conditional or {})
             if location is None:
                 return reply
-            target = web_target(httpx2.URL(target.url).join(location).__str__())
+            try:
+                joined = str(httpx2.URL(target.url).join(location))
+            except httpx2.InvalidURL as exc:  # the page fails alone, not the crawl
+                raise WebRefusedError(
+                    f"{url}: redirected to {location!r}, which is not a URL ({exc})"
+                ) from exc
+            target = web_target(joined)
         raise WebRefusedError(
             f"{url}: more than {self.settings.max_redirects} redirects (ingest.web.max_redirects)"
         )
