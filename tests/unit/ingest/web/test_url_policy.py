@@ -6,6 +6,7 @@ import ipaddress
 
 import pytest
 
+from knowhub.config.web import WebSettings
 from knowhub.ingest.web.policy import (
     WebRefusedError,
     address_refused,
@@ -151,3 +152,11 @@ def test_a_non_ascii_host_is_asked_for_by_its_idna_name() -> None:
 def test_a_malformed_url_is_refused_not_raised() -> None:
     with pytest.raises(WebRefusedError, match="not a URL"):
         web_target("http://[::1")
+
+
+def test_credentials_are_keyed_by_the_host_as_a_crawl_names_it() -> None:
+    settings = WebSettings(headers={"Bücher.Example.": {"X-Token": "t"}})
+    assert settings.headers == {"xn--bcher-kva.example": {"X-Token": "t"}}
+    assert web_target("https://bücher.example/").host in settings.headers
+    with pytest.raises(ValueError, match=r"ingest\.web\.headers: 'a\.\.b' is not a host name"):
+        WebSettings(headers={"a..b": {}})
