@@ -137,7 +137,7 @@ def test_a_hosts_credentials_are_not_sent_to_another_host_after_a_redirect(
             "ingest.web.headers": {"127.0.0.1": {"X-Token": "s3cret-token"}},
         },
     )
-    with WebClient(settings.ingest.web) as client:
+    with WebClient(settings.ingest.web, origin=site.url(START)) as client:
         reply = client.get(site.url(START + "away.html"))
     assert reply.status == 200 and reply.url.startswith("http://127.0.0.2:")
     sent = [(host, token) for _, _, _, host, token in site.access_log()]

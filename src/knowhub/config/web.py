@@ -36,8 +36,9 @@ class WebSettings(Section):
     )
     headers: dict[str, dict[str, str]] = Field(
         default_factory=dict,
-        description="Headers sent to one host only (its name, lower-case: credentials such as "
-        "Authorization); never sent to another host after a redirect, never logged or traced.",
+        description="Headers by host (credentials such as Authorization), sent only to a "
+        "crawl's own origin (its start URL's scheme, host and port): never to another host or "
+        "port, nor to plain http, after a redirect; never logged or traced.",
     )
     allow_private_networks: bool | list[str] = Field(
         False,
@@ -65,4 +66,16 @@ class WebSettings(Section):
     @field_validator("headers")
     @classmethod
     def _hosts(cls, value: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
-        return {host.lower().rstrip("."): headers for host, headers in value.items()}
+        return {_host(host): headers for host, headers in value.items()}
+
+
+def _host(name: str) -> str:
+    """``name`` as a crawl names a host: lower-case, an internationalized name in its
+    ``xn--`` form (the Host header's)."""
+    try:
+        return name.lower().rstrip(".").encode("idna").decode("ascii")
+    except UnicodeError as exc:
+        raise ValueError(
+            f"ingest.web.headers: {name!r} is not a host name; write the host as the URL "
+            "names it (docs.example.org)"
+        ) from exc

@@ -19,11 +19,9 @@ commit), so a new commit rewrites nothing but what it changed.
 from __future__ import annotations
 
 import errno
-import fcntl
 import json
 import shutil
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -34,7 +32,7 @@ from knowhub.ingest.discover import matches
 from knowhub.ingest.gitrun import Entry, Git
 from knowhub.ingest.gitspec import GitSpec, parse_git_spec
 from knowhub.ingest.origin import Origin
-from knowhub.ingest.sources import Fetched, SourceNote, SourceOptions, mirror_root
+from knowhub.ingest.sources import Fetched, SourceNote, SourceOptions, mirror_lock, mirror_root
 
 __all__ = ["GitSource", "git_source"]
 
@@ -131,7 +129,7 @@ class GitSource:
         root.mkdir(parents=True, exist_ok=True)
         tree = root / "tree"
         git = Git(root / "repo.git", self.parsed, settings.ingest.git.timeout_s)
-        with _locked(root / "lock"):  # two fetches of one mirror wait for each other
+        with mirror_lock(root):  # two fetches of one mirror wait for each other
             git.init()
             commit = git.fetch(self.parsed.ref, _FETCHED)
             old = _State.load(root / _STATE)
@@ -293,13 +291,3 @@ def _remove(tree: Path, path: str) -> None:
     while folder != tree and folder.is_dir() and not any(folder.iterdir()):
         folder.rmdir()
         folder = folder.parent
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)

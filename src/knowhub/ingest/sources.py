@@ -10,7 +10,9 @@ from this contract, which each kind's module imports: no import cycle).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import fcntl
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,6 +25,7 @@ __all__ = [
     "RemoteSource",
     "SourceNote",
     "SourceOptions",
+    "mirror_lock",
     "mirror_root",
 ]
 
@@ -71,3 +74,16 @@ class RemoteSource(Protocol):
 def mirror_root(settings: Settings, kind: str, key: str) -> Path:
     """The mirror folder of source ``key`` (a slug of its spec) of ``kind``."""
     return settings.data_dir / "sources" / kind / key
+
+
+@contextmanager
+def mirror_lock(root: Path) -> Iterator[None]:
+    """Hold the mirror under ``root`` for the block: two fetches of one source (two
+    processes, or two threads) wait for each other instead of writing it at once."""
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / "lock").open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

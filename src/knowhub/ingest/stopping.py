@@ -15,6 +15,7 @@ __all__ = [
     "IngestCancelledError",
     "IngestStopped",
     "ShutdownRequestedError",
+    "sleep_unless_shutting_down",
     "stop_if_shutting_down",
     "stop_ingests",
 ]
@@ -58,6 +59,13 @@ def stop_ingests() -> None:
 
 def stop_if_shutting_down() -> None:
     if _shutting_down.is_set():
+        raise ShutdownRequestedError
+
+
+def sleep_unless_shutting_down(seconds: float) -> None:
+    """Sleep ``seconds``, or raise :class:`ShutdownRequestedError` as soon as
+    :func:`stop_ingests` is called (a crawl waiting out a robots.txt Crawl-delay)."""
+    if _shutting_down.wait(seconds):
         raise ShutdownRequestedError
 
 

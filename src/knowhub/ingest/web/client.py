@@ -46,6 +46,9 @@ class WebClient:
     connected: list[str] = field(default_factory=list)
     # The certificates TLS trusts: the system's, or a context of one's own (a test's CA).
     verify: ssl.SSLContext | bool = True
+    # The crawl's start URL: ingest.web.headers go to its scheme, host and port only (not
+    # to plain http, nor another port, after a redirect); empty: to none.
+    origin: str = ""
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     _clients: dict[str, httpx2.Client] = field(default_factory=dict)
@@ -83,7 +86,13 @@ class WebClient:
             reply, location = self._hop(target, conditional or {})
             if location is None:
                 return reply
-            target = web_target(httpx2.URL(target.url).join(location).__str__())
+            try:
+                joined = str(httpx2.URL(target.url).join(location))
+            except httpx2.InvalidURL as exc:  # the page fails alone, not the crawl
+                raise WebRefusedError(
+                    f"{url}: redirected to {location!r}, which is not a URL ({exc})"
+                ) from exc
+            target = web_target(joined)
         raise WebRefusedError(
             f"{url}: more than {self.settings.max_redirects} redirects (ingest.web.max_redirects)"
         )
@@ -131,8 +140,8 @@ class WebClient:
     def _headers(self, target: WebTarget, conditional: dict[str, str]) -> dict[str, str]:
         headers = {"Host": target.host_header, "User-Agent": self.settings.user_agent}
         headers.update(conditional)
-        # Credentials of this host only: a redirect to another host does not carry them.
-        headers.update(self.settings.headers.get(target.host, {}))
+        if self.origin and _same_origin(web_target(self.origin), target):
+            headers.update(self.settings.headers.get(target.host, {}))
         return headers
 
     def _body(self, target: WebTarget, response: httpx2.Response) -> bytes:
@@ -148,6 +157,10 @@ class WebClient:
                 raise _too_large(target, limit)
             parts.append(part)
         return b"".join(parts)
+
+
+def _same_origin(one: WebTarget, other: WebTarget) -> bool:
+    return (one.scheme, one.host, one.port) == (other.scheme, other.host, other.port)
 
 
 def _too_large(target: WebTarget, limit: int) -> PageTooLargeError:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import itertools
 import time
 from collections import deque
 from collections.abc import Callable
@@ -19,17 +20,21 @@ from urllib.robotparser import RobotFileParser
 import httpx2
 
 from knowhub.config.web import WebSettings
-from knowhub.errors import KnowhubError
+from knowhub.errors import IngestError, KnowhubError
 from knowhub.ingest.stopping import stop_if_shutting_down
 from knowhub.ingest.web.client import Reply, WebClient
 from knowhub.ingest.web.discovery import llms_links, page_links, read_robots, sitemap_urls
 from knowhub.ingest.web.mirror import Manifest, PageEntry, file_extension, mirror_name
-from knowhub.ingest.web.policy import normalized_url, web_target
+from knowhub.ingest.web.policy import web_target
 from knowhub.ingest.web.rate import RateLimit
 
 __all__ = ["CrawlOptions", "CrawlResult", "Scope", "crawl"]
 
 _GONE = frozenset({404, 410})
+MAX_CRAWL_DELAY_S = 60.0  # a robots.txt Crawl-delay beyond it: it (a day per page is no crawl)
+# Sitemap URLs read as seeds, at most: max(SEEDS_PER_PAGE × max_pages, MIN_SEEDS).
+SEEDS_PER_PAGE = 10
+MIN_SEEDS = 10_000
 
 
 @dataclass(frozen=True)
@@ -184,15 +189,13 @@ def crawl(
     manifest_path = root / "manifest.json"
     manifest = Manifest.read(manifest_path)
     rate = RateLimit(settings.requests_per_second)
-    with WebClient(settings) as client:
-        robots = _robots(client, start, rate)
-        delay = robots.crawl_delay(settings.user_agent)
-        if delay:
-            rate.at_least(float(delay))
+    with WebClient(settings, origin=start) as client:
+        robots = _robots(client, start, rate)  # not answered: raised, the mirror untouched
+        _obey_crawl_delay(robots, settings.user_agent, rate, note)
         run = _Crawl(scope, root / "pages", manifest, client, robots)
         run.add(start, 0)
         if options.depth > 0:  # what sitemaps and llms.txt list counts as linked from it
-            for url in _seeds(client, scope, robots, rate):
+            for url in _seeds(client, scope, robots, rate, note):
                 run.add(url, 1)
         for url, entry in list(manifest.pages.items()):
             run.add(url, entry.depth)
@@ -250,17 +253,49 @@ def _landed(run: _Crawl, url: str, depth: int, future: Future[Reply]) -> None:
 
 
 def _robots(client: WebClient, start: str, rate: RateLimit) -> RobotFileParser:
-    origin = "{0.scheme}://{0.netloc}".format(urlsplit(start))
+    """robots.txt's rules (a 4xx: none). Not answered (a server error, no connection, a
+    refusal), :class:`IngestError` before the mirror is touched: RFC 9309 says to fetch
+    nothing then, and a crawl that fetched nothing must not empty the collection."""
+    url = "{0.scheme}://{0.netloc}/robots.txt".format(urlsplit(start))
     rate.wait()
     try:
-        reply = client.get(origin + "/robots.txt")
-    except (httpx2.HTTPError, OSError):
-        return read_robots(None, 0)
+        reply = client.get(url)
+    except (KnowhubError, httpx2.HTTPError, OSError) as exc:
+        raise _unanswered(url, f"{type(exc).__name__}: {exc}") from exc
+    if reply.status != 200 and not 400 <= reply.status < 500:
+        raise _unanswered(url, f"the server answered {reply.status}")
     return read_robots(reply.body.decode("utf-8", errors="replace"), reply.status)
 
 
-def _seeds(client: WebClient, scope: Scope, robots: RobotFileParser, rate: RateLimit) -> list[str]:
-    """The pages sitemaps and llms.txt list, in the crawl's scope."""
+def _unanswered(url: str, why: str) -> IngestError:
+    return IngestError(
+        f"{url} was not answered ({why}): a site is crawled only once its robots.txt is "
+        "read (RFC 9309); nothing changed; try again later"
+    )
+
+
+def _obey_crawl_delay(
+    robots: RobotFileParser, agent: str, rate: RateLimit, note: Callable[[str], None]
+) -> None:
+    delay = float(robots.crawl_delay(agent) or 0)
+    if delay > MAX_CRAWL_DELAY_S:
+        note(
+            f"robots.txt asks for {delay:g} s between requests: {MAX_CRAWL_DELAY_S:g} s are "
+            "waited (the most a crawl waits)"
+        )
+    if delay:
+        rate.at_least(min(delay, MAX_CRAWL_DELAY_S))
+
+
+def _seeds(
+    client: WebClient,
+    scope: Scope,
+    robots: RobotFileParser,
+    rate: RateLimit,
+    note: Callable[[str], None],
+) -> list[str]:
+    """The pages sitemaps and llms.txt list, in the crawl's scope; the sitemaps' first
+    ``max(SEEDS_PER_PAGE × max_pages, MIN_SEEDS)`` URLs only."""
     origin = "{0.scheme}://{0.netloc}".format(urlsplit(scope.start))
 
     def read(url: str) -> bytes | None:
@@ -272,7 +307,11 @@ def _seeds(client: WebClient, scope: Scope, robots: RobotFileParser, rate: RateL
         return reply.body if reply.status == 200 else None
 
     sitemaps = list(dict.fromkeys([*(robots.site_maps() or []), origin + "/sitemap.xml"]))
-    found = [normalized_url(url) for url in sitemap_urls(sitemaps, read)]
+    most = max(SEEDS_PER_PAGE * scope.options.max_pages, MIN_SEEDS)
+    found = list(itertools.islice(sitemap_urls(sitemaps, read), most + 1))
+    if len(found) > most:
+        del found[most:]
+        note(f"the sitemaps list more than {most} pages: the first {most} are read as seeds")
     for llms in dict.fromkeys([scope.prefix + "llms.txt", origin + "/llms.txt"]):
         text = read(llms)
         if text is not None:

@@ -15,6 +15,7 @@ __all__ = ["PageLinks", "llms_links", "page_links", "read_robots", "sitemap_urls
 
 MAX_SITEMAPS = 50  # sitemap files read per crawl (an index may name thousands)
 MAX_SITEMAP_URLS = 50_000  # the sitemap protocol's own limit per file
+_NOT_PAGES = ("#", "mailto:", "javascript:", "tel:", "data:")
 _MARKDOWN_LINK = re.compile(r"\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 
 
@@ -32,9 +33,10 @@ def read_robots(text: str | None, status: int) -> RobotFileParser:
 
 
 def sitemap_urls(first: list[str], read: Callable[[str], bytes | None]) -> Iterator[str]:
-    """Page URLs listed by the sitemaps ``first`` names, sitemap index files followed
-    (at most :data:`MAX_SITEMAPS` files, :data:`MAX_SITEMAP_URLS` URLs each); ``read``
-    gives a sitemap's bytes, or None when it could not be read."""
+    """Page URLs listed by the sitemaps ``first`` names, normalized (one that is not a URL
+    left out), sitemap index files followed (at most :data:`MAX_SITEMAPS` files,
+    :data:`MAX_SITEMAP_URLS` URLs each); ``read`` gives a sitemap's bytes, or None when
+    it could not be read."""
     queue, seen = list(first), set(first)
     read_count = 0
     while queue and read_count < MAX_SITEMAPS:
@@ -47,21 +49,33 @@ def sitemap_urls(first: list[str], read: Callable[[str], bytes | None]) -> Itera
         except ET.ParseError:
             continue
         nested = root.tag.endswith("sitemapindex")
-        for count, node in enumerate(root.iter()):
-            if count > MAX_SITEMAP_URLS * 4:
+        locations = (node.text for node in root.iter() if node.tag.endswith("loc") and node.text)
+        for count, text in enumerate(locations):
+            url = _absolute(text)
+            if count >= MAX_SITEMAP_URLS:
                 break
-            if node.tag.endswith("loc") and node.text:
-                url = node.text.strip()
-                if not nested:
-                    yield url
-                elif url not in seen:
-                    seen.add(url)
-                    queue.append(url)
+            if url is None or (nested and url in seen):
+                continue
+            if not nested:
+                yield url
+            else:
+                seen.add(url)
+                queue.append(url)
 
 
 def llms_links(text: str, base: str) -> list[str]:
     """The links of an llms.txt file (Markdown), absolute."""
-    return [normalized_url(m[1], base) for m in _MARKDOWN_LINK.finditer(text)]
+    links = (_absolute(m[1], base) for m in _MARKDOWN_LINK.finditer(text))
+    return [link for link in links if link is not None]
+
+
+def _absolute(href: str, base: str | None = None) -> str | None:
+    """``href`` normalized, or None when it is not a URL (``http://[oops/``): a link a
+    crawl leaves, where raising would end the whole crawl."""
+    try:
+        return normalized_url(href, base)
+    except ValueError:
+        return None
 
 
 class PageLinks(HTMLParser):
@@ -80,7 +94,7 @@ class PageLinks(HTMLParser):
         if not href:
             return
         if tag == "base":
-            self.base = normalized_url(href, self.base)
+            self.base = _absolute(href, self.base) or self.base
         elif tag == "a" and "nofollow" not in (found.get("rel") or "").lower():
             self.links.append(href)
         elif tag == "link" and "canonical" in (found.get("rel") or "").lower().split():
@@ -97,8 +111,8 @@ def page_links(html: bytes, url: str) -> tuple[list[str], str | None]:
         pass
     links = []
     for href in parser.links:
-        if href.startswith(("#", "mailto:", "javascript:", "tel:", "data:")):
-            continue
-        links.append(normalized_url(href, parser.base))
-    canonical = normalized_url(parser.canonical, parser.base) if parser.canonical else None
+        link = _absolute(href, parser.base)
+        if link is not None and not href.startswith(_NOT_PAGES):
+            links.append(link)
+    canonical = _absolute(parser.canonical, parser.base) if parser.canonical else None
     return links, canonical

@@ -42,18 +42,18 @@ def file_extension(content_type: str, url: str) -> str | None:
 
 
 def mirror_name(url: str, extension: str) -> str:
-    """The mirror's relative file name for ``url``: ``host/path`` made safe, ``index`` for a
-    folder's URL, ``~hash`` for a query or a segment changed to be safe."""
+    """The mirror's relative file name for ``url``: ``host/path`` made safe (``~hash`` for a
+    segment changed to be safe). A name that is not the URL's path as it is (an extension
+    or ``index`` added, a query) ends in ``~`` and a hash of the whole URL: ``/x`` and
+    ``/x.html``, ``/d/`` and ``/d/index.html`` are two pages, in two files."""
     parts = urlsplit(url)
-    segments = [_safe(unquote(s)) for s in parts.path.split("/")[1:]]
-    if not segments or not segments[-1]:
-        segments = [*segments[:-1], "index"]
-    segments = [s or "_" for s in segments]
-    stem = segments[-1]
+    segments = [_safe(unquote(s)) or "_" for s in (parts.path or "/").split("/")[1:]]
+    stem = "" if parts.path.endswith("/") else segments[-1]
+    if stem and stem.lower().endswith(extension) and not parts.query:
+        return "/".join([_safe(parts.netloc), *segments])
     if stem.lower().endswith(extension):
         stem = stem[: -len(extension)]
-    if parts.query:
-        stem += "~" + hashlib.sha256(parts.query.encode()).hexdigest()[:10]
+    stem = f"{stem or 'index'}~{hashlib.sha256(url.encode()).hexdigest()[:12]}"
     return "/".join([_safe(parts.netloc), *segments[:-1], stem + extension])
 
 

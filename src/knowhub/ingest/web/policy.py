@@ -30,6 +30,11 @@ Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 _PORTS = {"http": 80, "https": 443}
 # Not global, yet not flagged by any of ipaddress's is_* but is_global (Python 3.11).
 _CGNAT = ipaddress.ip_network("100.64.0.0/10")
+# IPv6 addresses that reach an IPv4 address (RFC 6052 NAT64, RFC 3056 6to4): checked as it.
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_SIX_TO_FOUR = ipaddress.ip_network("2002::/16")
+# Local-use NAT64 (RFC 8215): translated by this network's own gateway, to anywhere.
+_LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")
 
 
 class WebRefusedError(IngestError):
@@ -76,7 +81,10 @@ def web_target(url: str) -> WebTarget:
     """The parts of a URL a crawl may ask for, or :class:`WebRefusedError` saying why not:
     only ``http``/``https``, a host, no user name or password in it (credentials come from
     ``ingest.web.headers``, for one host)."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # http://[::1 (an IPv6 address not closed)
+        raise WebRefusedError(f"{url}: not a URL ({exc})") from exc
     scheme = parts.scheme.lower()
     if scheme not in _PORTS:
         raise WebRefusedError(f"{url}: only http:// and https:// URLs are fetched")
@@ -92,6 +100,10 @@ def web_target(url: str) -> WebTarget:
     host = (parts.hostname or "").rstrip(".")
     if not host:
         raise WebRefusedError(f"{url}: the URL names no host")
+    try:  # the name as DNS, the Host header and TLS know it (bücher.example: xn--bcher-kva…)
+        host = host.encode("idna").decode("ascii")
+    except UnicodeError as exc:
+        raise WebRefusedError(f"{url}: the host {host} is not a valid domain name") from exc
     return WebTarget(normalized_url(url), scheme, host, port)
 
 
@@ -101,8 +113,7 @@ def address_refused(address: Address, allowed: bool | list[str]) -> str | None:
     ``allowed`` is ``ingest.web.allow_private_networks``: True lets every private,
     loopback, link-local, unique-local and CGNAT address through; a list of CIDR networks
     only the addresses in them. Multicast and unspecified addresses are never fetched."""
-    mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
-    address = mapped or address
+    address = _embedded_ipv4(address) or address
     if address.is_multicast or address.is_unspecified:
         return f"{address} is a multicast or unspecified address"
     kind = _kind(address)
@@ -116,6 +127,15 @@ def address_refused(address: Address, allowed: bool | list[str]) -> str | None:
     return f"{address} is {kind}"
 
 
+def _embedded_ipv4(address: Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one reaches (mapped, NAT64, 6to4), or None."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return None
+    if address in _NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return address.ipv4_mapped or address.sixtofour
+
+
 def _kind(address: Address) -> str | None:
     if address.is_loopback:
         return "a loopback address"
@@ -123,6 +143,8 @@ def _kind(address: Address) -> str | None:
         return "a link-local address (cloud metadata services live there)"
     if isinstance(address, ipaddress.IPv4Address) and address in _CGNAT:
         return "a shared (CGNAT) address"
+    if address in _LOCAL_NAT64:
+        return "a local-use NAT64 address"
     if address.is_private:
         return "a private address"
     if not address.is_global:

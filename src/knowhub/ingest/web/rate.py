@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 import time
 
+from knowhub.ingest.stopping import sleep_unless_shutting_down
+
 __all__ = ["RateLimit"]
 
 
@@ -22,10 +24,11 @@ class RateLimit:
         self._interval = max(self._interval, seconds)
 
     def wait(self) -> None:
-        """Return when the next request may start."""
+        """Return when the next request may start (raises
+        :class:`~knowhub.ingest.stopping.ShutdownRequestedError` as soon as ingests stop)."""
         with self._lock:
             now = time.monotonic()
             start = max(now, self._next)
             self._next = start + self._interval
         if start > now:
-            time.sleep(start - now)
+            sleep_unless_shutting_down(start - now)

@@ -12,7 +12,7 @@ from typing import Any
 from knowhub.config import Settings
 from knowhub.errors import ConfigError
 from knowhub.ingest.origin import Origin
-from knowhub.ingest.sources import Fetched, SourceNote, mirror_root
+from knowhub.ingest.sources import Fetched, SourceNote, mirror_lock, mirror_root
 from knowhub.ingest.web.crawl import CrawlOptions, crawl
 from knowhub.ingest.web.mirror import Manifest
 from knowhub.ingest.web.policy import web_target
@@ -65,8 +65,9 @@ class WebSource:
         """Crawl the site into its mirror (only what changed since the last crawl)."""
         root = mirror_root(settings, "web", self.key())
         (root / "pages").mkdir(parents=True, exist_ok=True)
-        result = crawl(self.spec, self.options, settings.ingest.web, root, note or _quiet)
-        sources = Manifest.read(root / "manifest.json").sources()
+        with mirror_lock(root):  # two crawls of one site wait for each other
+            result = crawl(self.spec, self.options, settings.ingest.web, root, note or _quiet)
+            sources = Manifest.read(root / "manifest.json").sources()
         origin = Origin(root / "pages", lambda relative: sources.get(relative, relative))
         return Fetched(origin, result.skipped, result.failed, counts=result.counts)
 

@@ -17,13 +17,29 @@ def test_a_page_is_mirrored_under_a_name_with_its_content_types_extension() -> N
     assert file_extension("text/plain", "https://x.org/notes") == ".txt"
     assert file_extension("application/pdf", "https://x.org/paper") == ".pdf"
     assert file_extension("image/png", "https://x.org/logo.png") is None
-    assert mirror_name("https://x.org/guide/", ".html") == "x.org/guide/index.html"
     assert mirror_name("https://x.org/guide/setup.html", ".html") == "x.org/guide/setup.html"
-    assert mirror_name("https://x.org/guide/setup", ".html") == "x.org/guide/setup.html"
+    folder = mirror_name("https://x.org/guide/", ".html")
+    assert folder.startswith("x.org/guide/index~") and folder.endswith(".html")
+    bare = mirror_name("https://x.org/guide/setup", ".html")
+    assert bare.startswith("x.org/guide/setup~") and bare.endswith(".html")
     queried = mirror_name("https://x.org/page?id=1", ".html")
     assert queried.startswith("x.org/page~") and queried != mirror_name(
         "https://x.org/page?id=2", ".html"
     )
+
+
+def test_two_urls_never_share_a_mirror_file() -> None:
+    urls = [
+        "https://x.org/d/x",
+        "https://x.org/d/x.html",
+        "https://x.org/d/x?q=1",
+        "https://x.org/d/x.html?q=1",
+        "https://x.org/d/",
+        "https://x.org/d/index.html",
+        "https://x.org/d",
+        "https://x.org/d.html",
+    ]
+    assert len({mirror_name(url, ".html") for url in urls}) == len(urls)
     unsafe = mirror_name("https://x.org/../a b/..%2f/", ".html")
     assert ".." not in unsafe.split("/") and " " not in unsafe
 
@@ -51,6 +67,18 @@ def test_sitemap_index_files_are_followed_and_bounded() -> None:
     assert list(sitemap_urls(["https://x.org/bad"], lambda _u: b"<not xml")) == []
 
 
+def test_a_sitemap_file_is_read_up_to_the_protocols_50000_urls() -> None:
+    urls = b"".join(b"<url><loc>https://x.org/p%d</loc></url>" % n for n in range(50_010))
+    found = list(
+        sitemap_urls(["https://x.org/s.xml"], lambda _u: b"<urlset>" + urls + b"</urlset>")
+    )
+    assert len(found) == 50_000 and found[-1] == "https://x.org/p49999"
+    broken = b"<urlset><url><loc>http://[oops/</loc></url><url><loc>https://x.org/ok</loc></url>"
+    assert list(sitemap_urls(["https://x.org/s.xml"], lambda _u: broken + b"</urlset>")) == [
+        "https://x.org/ok"
+    ]
+
+
 def test_llms_txt_links_are_seeds() -> None:
     text = '# Project\n\n- [Guide](/docs/guide.md): the guide\n- [API](https://x.org/api/ "API")\n'
     assert llms_links(text, "https://x.org/llms.txt") == [
@@ -66,6 +94,9 @@ def test_a_pages_links_and_canonical_url_are_normalized() -> None:
     links, canonical = page_links(html, "https://x.org/guide/index.html")
     assert links == ["https://x.org/guide/setup.html"]
     assert canonical == "https://x.org/guide/"
+    broken = b'<a href="http://[oops/">x</a> <a href="ok.html">ok</a> [x](http://[oops/)'
+    assert page_links(broken, "https://x.org/")[0] == ["https://x.org/ok.html"]
+    assert llms_links(broken.decode(), "https://x.org/llms.txt") == []
 
 
 def test_robots_txt_answers_follow_rfc_9309() -> None:

@@ -6,6 +6,7 @@ import ipaddress
 
 import pytest
 
+from knowhub.config.web import WebSettings
 from knowhub.ingest.web.policy import (
     WebRefusedError,
     address_refused,
@@ -30,6 +31,12 @@ REFUSED = [
     "::ffff:169.254.169.254",
     "::",
     "ff02::1",
+    "64:ff9b::a9fe:a9fe",  # NAT64 of 169.254.169.254
+    "64:ff9b::7f00:1",  # NAT64 of 127.0.0.1
+    "64:ff9b::a00:1",  # NAT64 of 10.0.0.1
+    "64:ff9b:1::a00:1",  # local-use NAT64: this network's own translator
+    "2002:a9fe:a9fe::1",  # 6to4 of 169.254.169.254
+    "2002:7f00:1::1",  # 6to4 of 127.0.0.1
 ]
 
 
@@ -38,7 +45,15 @@ def test_private_and_special_addresses_are_refused(address: str) -> None:
     assert address_refused(ipaddress.ip_address(address), False) is not None
 
 
-@pytest.mark.parametrize("address", ["93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "93.184.215.14",
+        "2606:2800:21f:cb07:6820:80da:af6b:8b2c",
+        "64:ff9b::5db8:d70e",  # NAT64 of 93.184.215.14
+        "2002:5db8:d70e::1",  # 6to4 of 93.184.215.14
+    ],
+)
 def test_public_addresses_are_allowed(address: str) -> None:
     assert address_refused(ipaddress.ip_address(address), False) is None
 
@@ -116,3 +131,32 @@ def test_the_host_header_keeps_a_port_that_is_not_the_schemes() -> None:
     assert web_target("http://example.org:8080/").host_header == "example.org:8080"
     assert web_target("https://example.org/").host_header == "example.org"
     assert web_target("http://[::1]:81/").host_header == "[::1]:81"
+
+
+def test_an_ipv6_address_reaching_an_ipv4_one_is_checked_as_it() -> None:
+    nat64 = ipaddress.ip_address("64:ff9b::7f00:1")
+    assert address_refused(nat64, False) == "127.0.0.1 is a loopback address"
+    assert address_refused(nat64, ["127.0.0.0/8"]) is None  # allowed as the IPv4 address is
+    local = ipaddress.ip_address("64:ff9b:1::1")
+    assert address_refused(local, ["64:ff9b:1::/48"]) is None
+
+
+def test_a_non_ascii_host_is_asked_for_by_its_idna_name() -> None:
+    target = web_target("https://Bücher.example/a")
+    assert target.host == "xn--bcher-kva.example"
+    assert target.host_header == "xn--bcher-kva.example"
+    with pytest.raises(WebRefusedError, match="not a valid domain name"):
+        web_target("https://a..b/")
+
+
+def test_a_malformed_url_is_refused_not_raised() -> None:
+    with pytest.raises(WebRefusedError, match="not a URL"):
+        web_target("http://[::1")
+
+
+def test_credentials_are_keyed_by_the_host_as_a_crawl_names_it() -> None:
+    settings = WebSettings(headers={"Bücher.Example.": {"X-Token": "t"}})
+    assert settings.headers == {"xn--bcher-kva.example": {"X-Token": "t"}}
+    assert web_target("https://bücher.example/").host in settings.headers
+    with pytest.raises(ValueError, match=r"ingest\.web\.headers: 'a\.\.b' is not a host name"):
+        WebSettings(headers={"a..b": {}})
