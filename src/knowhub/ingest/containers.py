@@ -18,6 +18,7 @@ an archive that was read are pruned as deleted files are (``--prune``, served fo
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import io
 import json
@@ -28,7 +29,7 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Protocol
 
 from knowhub.config import Settings
-from knowhub.errors import KnowhubError, LoaderError, StoreError
+from knowhub.errors import KnowhubError, LoaderError
 from knowhub.ingest.deadletters import DeadLetters
 from knowhub.ingest.discover import Candidate, Member, Skipped, matches
 from knowhub.ingest.identity import merged_tags, stored_tags
@@ -45,14 +46,13 @@ from knowhub.ingest.progress import ProgressTracker
 from knowhub.ingest.report import IngestReport
 from knowhub.ingest.stopping import stop_if_shutting_down
 from knowhub.models import DocumentRecord
-from knowhub.providers.stores.base import Store
+from knowhub.providers.stores.base import Store, change_meta
 from knowhub.surrogates import escape_surrogates, restore_surrogates
 
 __all__ = ["Containers", "Ingesting", "archive_limits", "is_document_too", "member_bytes"]
 
 log = logging.getLogger("knowhub.ingest")
 
-_TRIES = 5  # compare-and-set rounds for the marks (another run writing them)
 _Passed = tuple[str, str, str, bool, bool]  # path, source, reason, explicit, unsupported
 
 
@@ -296,23 +296,9 @@ class Containers:
         if not marks:
             return
         try:
-            self._save(marks)
+            change_meta(self.store, _key(self.cid), functools.partial(_marked, marks))
         except Exception as exc:  # whatever the store raised: the run stands
             log.warning("the marks of unchanged archives were not saved (%s): read again", exc)
-
-    def _save(self, marks: dict[str, dict[str, object]]) -> None:
-        key = _key(self.cid)
-        for _ in range(_TRIES):
-            raw = self.store.get_meta(key)
-            entries = {
-                path: mark
-                for path, mark in _parse(raw).items()
-                if Path(restore_surrogates(path)).is_file()
-            }
-            entries.update(marks)
-            if self.store.set_meta(key, json.dumps(entries, ensure_ascii=False), raw):
-                return
-        raise StoreError(f"{key}: written by another run during each of {_TRIES} tries")
 
 
 def member_bytes(path: str, limits: ArchiveLimits) -> bytes:
@@ -378,6 +364,15 @@ def _problem(exc: LoaderError, where: str) -> str:
 
 def _key(cid: int) -> str:
     return f"ingest-archives:{cid}"
+
+
+def _marked(marks: dict[str, dict[str, object]], raw: str | None) -> str:
+    """The stored marks of archives still there, with this run's."""
+    entries = {
+        path: mark for path, mark in _parse(raw).items() if Path(restore_surrogates(path)).is_file()
+    }
+    entries.update(marks)
+    return json.dumps(entries, ensure_ascii=False)
 
 
 def _parse(raw: str | None) -> dict[str, dict[str, object]]:

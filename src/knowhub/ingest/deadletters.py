@@ -27,12 +27,11 @@ from importlib.metadata import version
 from typing import Any
 
 from knowhub.config import Settings
-from knowhub.errors import StoreError
 from knowhub.ingest.discover import Candidate
 from knowhub.ingest.extraction import EXTRACTION_VERSION, TEXT_EXTRACTION_VERSION
 from knowhub.ingest.integrity import Changed
 from knowhub.ingest.members import container_path
-from knowhub.providers.stores.base import Store
+from knowhub.providers.stores.base import Store, change_meta
 from knowhub.surrogates import escape_surrogates, restore_surrogates
 
 __all__ = ["DeadLetters", "FailedFile", "failed_files"]
@@ -41,7 +40,6 @@ log = logging.getLogger("knowhub.ingest")
 
 # Settings that say how a run reports, not how a file is read: changing them retries nothing.
 _NOT_READING = {"progress_interval_s", "long_file_warning_s", "include", "exclude", "scope"}
-_TRIES = 5  # compare-and-set rounds before giving up (another run writing the list)
 
 
 @dataclass(frozen=True)
@@ -127,25 +125,19 @@ class DeadLetters:
         if not self.failed and not self.done.intersection(self.known):
             return
         try:
-            self._save()
+            change_meta(self.store, _key(self.cid), self._merged)
         except Exception as exc:  # whatever the store raised (a full disk): the run stands
             log.warning("the list of failed files was not saved (%s): they are read again", exc)
 
-    def _save(self) -> None:
-        key = _key(self.cid)
-        for _ in range(_TRIES):
-            raw = self.store.get_meta(key)
-            entries = {
-                path: entry
-                for path, entry in _parse(raw).items()
-                if path not in self.done
-                and os.path.lexists(container_path(restore_surrogates(path)))
-            }
-            entries.update(self.failed)
-            value = _dump(entries) if entries else None
-            if self.store.set_meta(key, value, raw):
-                return
-        raise StoreError(f"{key}: written by another run during each of {_TRIES} tries")
+    def _merged(self, raw: str | None) -> str | None:
+        """The stored list with this run's changes (another run's kept)."""
+        entries = {
+            path: entry
+            for path, entry in _parse(raw).items()
+            if path not in self.done and os.path.lexists(container_path(restore_surrogates(path)))
+        }
+        entries.update(self.failed)
+        return _dump(entries) if entries else None
 
 
 def _settings_digest(settings: Settings) -> str:

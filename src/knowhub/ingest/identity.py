@@ -74,10 +74,11 @@ class Identities:
             records = self._store.records(self._cid)
             self._taken = {r.doc_id for r in records}
             for record in records:
-                if vanished(record.disk_path):
+                found = _stat(container_path(record.disk_path))  # once: as vanished() would
+                if found is None:
                     self._gone.append(record)
-                elif isinstance(found := _stat(record.disk_path), stat_result):
-                    self.remember(found, record)
+                elif isinstance(found, stat_result):
+                    self.remember(found, record)  # a member's is its archive's: not kept
         return self._taken
 
     def remember(self, stat: stat_result, record: DocumentRecord) -> None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from knowhub.config import Settings
 from knowhub.config.sources import SourceEntry
 from knowhub.errors import ConfigError, KnowhubError
+from knowhub.providers.files import write_atomically
 
 if TYPE_CHECKING:
     from knowhub.app import App
@@ -76,8 +77,6 @@ class RefreshLog:
         return {str(k): float(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
     def mark(self, name: str, when: float) -> None:
-        from knowhub.ingest.web.mirror import write_atomically
-
         with self._lock:
             data = self.read() | {name: when}
             write_atomically(self.path, json.dumps(data, indent=1, sort_keys=True).encode())

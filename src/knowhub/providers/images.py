@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import re
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from knowhub.models import DocumentRecord
+from knowhub.providers.files import write_atomically
 
 __all__ = ["IMAGE_MIMES", "ImageStore", "image_store", "listed_images"]
 
@@ -49,7 +48,7 @@ class ImageStore:
         sha = hashlib.sha256(data).hexdigest()
         path = self._path(sha, ext)
         if not path.exists():
-            _write_atomically(path, data)
+            write_atomically(path, data)
         return sha
 
     def get(self, sha: str) -> tuple[bytes, str] | None:
@@ -103,7 +102,7 @@ class ImageStore:
 
     def keep_note(self, sha: str, key: str, text: str) -> None:
         """Keep ``text`` for picture ``sha`` under ``key``, replacing any earlier one."""
-        _write_atomically(self._note_path(sha, key), text.encode("utf-8"))
+        write_atomically(self._note_path(sha, key), text.encode("utf-8"))
 
     def _path(self, sha: str, ext: str) -> Path:
         return self.root / sha[:2] / f"{sha}.{ext}"
@@ -132,17 +131,6 @@ def _scaled(picture: Any, side: int) -> tuple[bytes, str]:
         copy = copy.convert("RGBA")
     copy.save(out, "PNG")
     return out.getvalue(), IMAGE_MIMES["png"]
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Two ingests (or two threads of one) may keep the same picture at once: each its own.
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with temporary.open("wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    temporary.replace(path)
 
 
 def listed_images(record: DocumentRecord) -> list[dict[str, Any]]:

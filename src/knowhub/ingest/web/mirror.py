@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["Manifest", "PageEntry", "file_extension", "mirror_name", "write_atomically"]
+from knowhub.providers.files import write_atomically
+
+__all__ = ["Manifest", "PageEntry", "file_extension", "mirror_name"]
 
 # Content types read, and the extension their loader is chosen by.
 _TYPES = {
@@ -118,16 +118,3 @@ class Manifest:
     def sources(self) -> dict[str, str]:
         """Each mirror file's source: the URL it is cited by."""
         return {entry.file: entry.source for entry in self.pages.values() if entry.file}
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` in one rename (a reader sees the old or the new)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".part-")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        Path(temporary).replace(path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

@@ -9,7 +9,7 @@ version or the new one, never a mix.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -28,6 +28,7 @@ __all__ = [
     "Orphan",
     "Store",
     "StoredChunk",
+    "change_meta",
     "check_embedder",
     "checked_meta_key",
     "checked_vectors",
@@ -291,3 +292,15 @@ def moved_paths(record: DocumentRecord, previous: str | None) -> list[str]:
     """The paths whose records a ``replace_document`` of ``record`` replaces: its own, and
     the one it moved from."""
     return [record.path] if previous in (None, record.path) else [record.path, str(previous)]
+
+
+def change_meta(
+    store: Store, key: str, change: Callable[[str | None], str | None], tries: int = 5
+) -> None:
+    """Store ``change(value)`` under ``key`` by compare-and-set (None deletes it), reading it
+    again while another writer changes it first; a StoreError after ``tries`` rounds."""
+    for _ in range(tries):
+        raw = store.get_meta(key)
+        if store.set_meta(key, change(raw), raw):
+            return
+    raise StoreError(f"{key}: written by another run during each of {tries} tries")
