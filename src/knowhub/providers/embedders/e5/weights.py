@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from knowhub.errors import ConfigError
 
-__all__ = ["BLOCK", "E5Weights", "default_path", "dequantize", "load"]
+__all__ = ["BLOCK", "E5Weights", "Lookup", "default_path", "dequantize", "load"]
 
 BLOCK = 32  # weights per Q4_0 block
 _BLOCK_BYTES = 2 + BLOCK // 2
@@ -66,6 +66,26 @@ class E5Weights:
     def f32(self, name: str) -> F32:
         array: F32 = self.tensors[name]
         return array
+
+
+class Lookup:
+    """A window's input: word + position + type embeddings of ``<s> ids </s>``.
+
+    The word table stays 4-bit: only the rows a window uses are dequantised."""
+
+    def __init__(self, weights: E5Weights) -> None:
+        self._bos, self._eos = weights.bos, weights.eos
+        self._word = weights.q4("emb.word")
+        self._position = weights.f32("emb.pos").reshape(weights.positions, weights.hidden)
+        self._type = weights.f32("emb.type").reshape(-1, weights.hidden)[0]
+
+    def window(self, ids: list[int]) -> F32:
+        """``(1, len(ids) + 2, hidden)`` float32."""
+        tokens = np.array([self._bos, *ids, self._eos], dtype=np.int64)
+        unique, inverse = np.unique(tokens, return_inverse=True)
+        words = dequantize(self._word[unique])[inverse]
+        out: F32 = (words + self._position[: len(tokens)] + self._type).astype(np.float32)
+        return out[None]
 
 
 def default_path() -> Path:
