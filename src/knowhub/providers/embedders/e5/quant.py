@@ -63,6 +63,15 @@ def int8_linear(
     return outs
 
 
+def _centres(g: Builder, step: str) -> str:
+    """The zero points of a blocked QuantizeLinear: 128 in the shape of its scale,
+    ``(1, length, 1)`` everywhere in a run, so made once per graph."""
+    if g.centres is None:
+        centre = g.helper.make_tensor("centre", 2, [1], [128])  # uint8
+        g.centres = g.op("ConstantOfShape", [g.op("Shape", [step])], value=centre)
+    return g.centres
+
+
 def _quantise(g: Builder, x: str, width: int) -> tuple[str, str, str]:
     """uint8 codes of ``x`` around 128 (the operand order x86's int8 kernels take), each
     row's step, and the zero point's constant."""
@@ -71,8 +80,5 @@ def _quantise(g: Builder, x: str, width: int) -> tuple[str, str, str]:
     low = g.op("ReduceMin", [x, axis], keepdims=1)
     peak = g.op("Max", [high, g.op("Neg", [low]), g.const(np.array(1e-12, np.float32))])
     step = g.op("Mul", [peak, g.const(np.array(1.0 / 127.0, np.float32))])
-    helper = g.helper
-    centre = helper.make_tensor("centre", 2, [1], [128])  # uint8
-    zeros = g.op("ConstantOfShape", [g.op("Shape", [step])], value=centre)
-    codes = g.op("QuantizeLinear", [x, step, zeros], axis=-1, block_size=width)
+    codes = g.op("QuantizeLinear", [x, step, _centres(g, step)], axis=-1, block_size=width)
     return codes, step, g.const(np.array(128, np.uint8))
