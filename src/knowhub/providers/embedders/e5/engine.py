@@ -15,6 +15,7 @@ own core: ONNX Runtime spreading one ~190-token run over two threads kept the se
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -60,7 +61,7 @@ class E5Engine:
         self.window = weights.positions - 2
         self.dim = weights.hidden
         self._lookup = Lookup(weights)
-        self._threads = max(threads, 1)
+        self._threads = threads or os.cpu_count() or 1  # 0: one per core
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         options = ort.SessionOptions()
