@@ -39,8 +39,8 @@ class Embedder(ABC):
     batch_size: int = 16
     # Whether ingest may fan batches out to worker processes (False when encoding is cheap).
     parallel: bool = True
-    # Whether encoding releases the GIL and uses the cores itself: ingest then encodes on
-    # one background thread, overlapping the loading and chunking of the next files.
+    # Whether encoding releases the GIL: ingest then encodes on one background thread per
+    # core, overlapping the loading and chunking of the next files.
     background: bool = False
 
     @abstractmethod
