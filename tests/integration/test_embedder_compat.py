@@ -106,7 +106,7 @@ def test_a_collection_of_the_first_int8_graph_keeps_it(tmp_path: Path) -> None:
     embedder = app.collection("older").embedder
     assert embedder.model_id == INT8_V1_ID
     vector = embedder.embed_query("how often are backups taken")
-    assert vector.shape == (1, 384) and abs(float((vector**2).sum()) - 1) < 1e-4
+    assert vector.shape == (384,) and abs(float((vector**2).sum()) - 1) < 1e-4
 
 
 def test_the_c_engine_serves_exact_collections_as_they_are(tmp_path: Path) -> None:

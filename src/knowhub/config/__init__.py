@@ -343,9 +343,9 @@ class TraceSettings(Section):
 
 def _default_gates() -> dict[str, dict[str, float]]:
     # The project's quality targets (docs/benchmarks.md, "Quality"): `make eval` runs these.
-    # scifact: 0.7228 with the exact model, 0.7138 with the int8 default (issue 14) measured
-    # on all of it (issue 22); the minimum guards that, with 0.004 for platform noise.
-    gates: dict[str, dict[str, float]] = {"scifact": {"ndcg@10": 0.71}}
+    # scifact: 0.7279 with the smoothed int8 default (issue 41; the first int8 graph 0.7238)
+    # measured on all of it; the minimum guards that, with ~0.004 for platform noise.
+    gates: dict[str, dict[str, float]] = {"scifact": {"ndcg@10": 0.72}}
     for name in ("xquad-en", "xquad-ru", "xquad-zh", "cmrc2018-zh"):
         gates[name] = {"ndcg@10": 0.95}
     # Cross-lingual XQuAD, the test half of the articles (benchmarks/crosslingual.py; `make
