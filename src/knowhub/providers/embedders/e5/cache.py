@@ -21,7 +21,7 @@ __all__ = ["GRAPH_FORMAT", "entry", "read_or_build", "store"]
 
 log = logging.getLogger(__name__)
 
-GRAPH_FORMAT = 3  # bump whenever graph.py or the tokenizer build something different
+GRAPH_FORMAT = 4  # bump whenever graph.py or the tokenizer build something different
 
 
 def entry(root: Path | None, weights: Path, mode: str) -> Path | None:

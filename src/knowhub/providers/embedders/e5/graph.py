@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from knowhub.errors import ConfigError
-from knowhub.providers.embedders.e5.quant import Calibration, int8_linear, smoothing
+from knowhub.providers.embedders.e5.quant import GELU_FLOOR, Calibration, int8_linear, smoothing
 from knowhub.providers.embedders.e5.weights import BLOCK, E5Weights, dequantize
 
 __all__ = ["MODES", "Builder", "build", "nbits", "onnx_modules"]
@@ -122,45 +122,45 @@ class _Layer:
 
     def run(self, x: str) -> str:
         g, w, p = self.g, self.w, self.p
-        q, k, v = self.linear(["q", "k", "v"], x, bias=False)
-        q = g.op("Add", [q, g.const(w.f32(p + "q.b"))])
+        q, k, v = self.linear(["q", "k", "v"], x, [w.f32(p + "q.b"), None, None])
         context = g.op("Attention", [q, k, v], q_num_heads=w.heads, kv_num_heads=w.heads)
         out_bias = w.f32(p + "ao.b") + dequantize(w.q4(p + "ao.w")) @ w.f32(p + "v.b")
-        (attended,) = self.linear(["ao"], context, bias=True, bias_value=out_bias)
+        (attended,) = self.linear(["ao"], context, [out_bias])
         x = _norm(g, w, p + "aln", g.op("Add", [x, attended]))
-        (inner,) = self.linear(["fi"], x, bias=False)
+        (inner,) = self.linear(["fi"], x, [None])
         inner = g.op("BiasGelu", [inner, g.const(w.f32(p + "fi.b"))], domain=MS)
-        (out,) = self.linear(["fo"], inner, bias=True)
+        (out,) = self.linear(["fo"], inner, [w.f32(p + "fo.b")], floor=GELU_FLOOR)
         return _norm(g, w, p + "oln", g.op("Add", [x, out]))
 
     def linear(
         self,
         names: list[str],
         x: str,
-        bias: bool,
-        bias_value: np.ndarray[Any, Any] | None = None,
+        biases: list[np.ndarray[Any, Any] | None],
+        floor: float | None = None,
     ) -> list[str]:
-        """``x @ W.T`` for each named matrix of this layer (they share the input ``x``)."""
+        """``x @ W.T (+ b)`` for each named matrix of this layer (they share the input
+        ``x``); ``floor``: the least value ``x`` can hold (int8 then uses all 256 codes)."""
         g, w = self.g, self.w
         keys = [self.p + name for name in names]
-        if self.mode == _FLOAT:
-            peak = g.op("ReduceMax", [g.op("Abs", [x]), g.const(np.array([0, 1], np.int64))])
-            g.expose(g.op("Reshape", [peak, g.const(np.array([-1], np.int64))]), "peak:" + keys[0])
-            outs = [g.op("MatMul", [x, g.const(dequantize(w.q4(k + ".w")).T)]) for k in keys]
-        elif self.mode == "exact":
-            outs = [nbits(g, x, w.q4(k + ".w")) for k in keys]
-        else:
+        if self.mode == "int8":
             assert self.calibration is not None
             dense = [dequantize(w.q4(k + ".w")) for k in keys]
             # Only LayerNorm outputs are smoothed: measured, smoothing the context or
             # GELU's output moves the vectors no closer to exact mode's.
             smooth = names[0] in ("q", "fi")
             factors = smoothing(self.calibration[keys[0]], dense) if smooth else None
-            outs = int8_linear(g, x, dense, factors)
-        if not bias:
-            return outs
-        value = w.f32(keys[0] + ".b") if bias_value is None else bias_value
-        return [g.op("Add", [outs[0], g.const(value.astype(np.float32))])]
+            return int8_linear(g, x, dense, biases, factors, floor)
+        if self.mode == _FLOAT:
+            peak = g.op("ReduceMax", [g.op("Abs", [x]), g.const(np.array([0, 1], np.int64))])
+            g.expose(g.op("Reshape", [peak, g.const(np.array([-1], np.int64))]), "peak:" + keys[0])
+            outs = [g.op("MatMul", [x, g.const(dequantize(w.q4(k + ".w")).T)]) for k in keys]
+        else:
+            outs = [nbits(g, x, w.q4(k + ".w")) for k in keys]
+        return [
+            out if bias is None else g.op("Add", [out, g.const(bias.astype(np.float32))])
+            for out, bias in zip(outs, biases, strict=True)
+        ]
 
 
 def _norm(g: Builder, w: E5Weights, name: str, x: str) -> str:

@@ -25,9 +25,10 @@ import numpy as np
 if TYPE_CHECKING:
     from knowhub.providers.embedders.e5.graph import Builder
 
-__all__ = ["ALPHA", "Calibration", "int8_linear", "smoothing"]
+__all__ = ["ALPHA", "GELU_FLOOR", "Calibration", "int8_linear", "smoothing"]
 
 ALPHA = 0.7
+GELU_FLOOR = -0.17  # GELU's least value: -0.16997, at x = -0.75
 Calibration = Mapping[str, np.ndarray[Any, Any]]  # matrix name -> its input's channel peaks
 _MS = "com.microsoft"
 
@@ -41,17 +42,23 @@ def smoothing(peaks: np.ndarray[Any, Any], dense: list[np.ndarray[Any, Any]]) ->
 
 
 def int8_linear(
-    g: Builder, x: str, dense: list[np.ndarray[Any, Any]], factors: Any | None
+    g: Builder,
+    x: str,
+    dense: list[np.ndarray[Any, Any]],
+    biases: list[np.ndarray[Any, Any] | None],
+    factors: Any | None,
+    floor: float | None = None,
 ) -> list[str]:
-    """``x @ W.T`` for each ``W`` of ``dense`` on one quantisation of ``x`` (divided by
-    ``factors`` first, which each ``W``'s columns are multiplied by)."""
+    """``x @ W.T (+ b)`` for each ``W`` of ``dense`` (and its ``b`` of ``biases``) on one
+    quantisation of ``x``: divided by ``factors`` first (each ``W``'s columns multiplied by
+    them), or, where ``x`` never goes below ``floor``, shifted to start at 0."""
     if factors is not None:
         x = g.op("Mul", [x, g.const((1.0 / factors).astype(np.float32))])
         dense = [matrix * factors[None, :] for matrix in dense]
-    codes, step, zero = _quantise(g, x, dense[0].shape[1])
+    codes, step, zero = _quantise(g, x, dense[0].shape[1], floor)
     one = g.const(np.array(1.0, np.float32))
     outs = []
-    for matrix in dense:
+    for matrix, bias in zip(dense, biases, strict=True):
         scale = (np.maximum(np.abs(matrix).max(axis=1), 1e-12) / 127.0).astype(np.float32)
         weights = np.clip(np.rint(matrix / scale[:, None]), -127, 127).astype(np.int8)
         product = g.op(
@@ -59,7 +66,11 @@ def int8_linear(
             [codes, g.const(weights.T), one, g.const(scale), zero],
             domain=_MS,
         )
-        outs.append(g.op("Mul", [product, step]))
+        out = g.op("Mul", [product, step])
+        if floor is not None:  # x @ W.T = (x - floor) @ W.T + floor * (row sums of W)
+            shift = floor * (weights * scale[:, None]).sum(axis=1)
+            bias = shift if bias is None else bias + shift
+        outs.append(out if bias is None else g.op("Add", [out, g.const(bias.astype(np.float32))]))
     return outs
 
 
@@ -72,13 +83,21 @@ def _centres(g: Builder, step: str) -> str:
     return g.centres
 
 
-def _quantise(g: Builder, x: str, width: int) -> tuple[str, str, str]:
-    """uint8 codes of ``x`` around 128 (the operand order x86's int8 kernels take), each
-    row's step, and the zero point's constant."""
+def _quantise(g: Builder, x: str, width: int, floor: float | None) -> tuple[str, str, str]:
+    """uint8 codes of ``x``, each row's step and the zero point's constant: symmetric
+    around 128, or, above a ``floor``, ``x - floor`` over all 256 codes from 0 (twice the
+    resolution for GELU's output, which never goes below -0.17)."""
     axis = g.const(np.array([-1], np.int64))
+    eps = g.const(np.array(1e-12, np.float32))
+    if floor is not None:
+        x = g.op("Sub", [x, g.const(np.array(floor, np.float32))])
+        peak = g.op("Max", [g.op("ReduceMax", [x, axis], keepdims=1), eps])
+        step = g.op("Mul", [peak, g.const(np.array(1.0 / 255.0, np.float32))])
+        codes = g.op("QuantizeLinear", [x, step], axis=-1, block_size=width)  # uint8 from 0
+        return codes, step, g.const(np.array(0, np.uint8))
     high = g.op("ReduceMax", [x, axis], keepdims=1)
     low = g.op("ReduceMin", [x, axis], keepdims=1)
-    peak = g.op("Max", [high, g.op("Neg", [low]), g.const(np.array(1e-12, np.float32))])
+    peak = g.op("Max", [high, g.op("Neg", [low]), eps])
     step = g.op("Mul", [peak, g.const(np.array(1.0 / 127.0, np.float32))])
     codes = g.op("QuantizeLinear", [x, step, _centres(g, step)], axis=-1, block_size=width)
     return codes, step, g.const(np.array(128, np.uint8))
