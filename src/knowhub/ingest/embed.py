@@ -5,8 +5,8 @@ re-encoded. An embedder that holds the GIL while it encodes (``parallel``, nanoe
 engine) fans out to one worker process per core, each with one thread; one that releases
 it (``background``, ONNX Runtime) encodes on one background thread per core, while this
 one loads and chunks the next files: a document's batch is small (scifact: ~3 chunks), and
-one thread alone left the cores idle while it cut the next batch's tokens (37 chunks/s on
-2 cores against 61 with two batches in flight).
+one thread alone left the cores idle while it cut the next batch's tokens (a scifact
+ingest on 2 cores: 37 chunks/s; 48 with a thread per core and the Rust tokenizer).
 
 Workers die with the process that started them, however it ends (a signal,
 ``kill -9``): they hold a model's memory and must never outlive their run.

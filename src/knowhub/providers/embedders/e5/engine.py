@@ -105,8 +105,10 @@ class E5Engine:
         return out
 
     def _map(self, windows: list[list[int]]) -> list[F32]:
-        """Each window's pooled vector, in order; ORT's run releases the GIL."""
-        if self._threads == 1 or len(windows) == 1:
+        """Each window's pooled vector, in order; ORT's run releases the GIL. With more
+        than one thread every run goes through the pool, so however many callers (ingest's
+        batches in flight, a server's queries) no more than ``threads`` run at once."""
+        if self._threads == 1:
             return [self._run(ids) for ids in windows]
         with self._pool_lock:
             if self._pool is None:

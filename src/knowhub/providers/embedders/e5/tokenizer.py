@@ -43,8 +43,8 @@ class E5Tokenizer:
     """Content token ids (no ``<s>``/``</s>``) of texts, for one weight file.
 
     A few short texts (a query) are cut by :class:`UnigramCutter`, which loads in ~30 ms;
-    more go to HF's Rust tokenizer, built on first need (~0.75 s), which is ~6x faster a
-    character and releases the GIL; once it is loaded (an ingest), everything goes to it.
+    more go to HF's Rust tokenizer, built on first need (~0.75 s), which is ~6x cheaper a
+    character; once it is loaded (an ingest), everything goes to it.
     Both give the same ids.
     """
 
