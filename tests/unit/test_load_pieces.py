@@ -156,13 +156,24 @@ def test_port_nobody_listens_on_is_a_clear_error() -> None:
 
 
 def test_sampler_reads_this_process_rss_and_cpu() -> None:
+    own = _own_rss_bytes()
     sampler = ProcSampler(os.getpid())
     first = sampler.sample()
     sum(i * i for i in range(200_000))  # some CPU time between the two readings
     second = sampler.sample()
-    assert 10 * 2**20 < first.rss_bytes < 4 * 2**30
+    # The tree's RSS holds this process's own (VmRSS); what else a test worker holds varies
+    # (ONNX sessions of earlier tests: 4.7 GB seen), so no absolute ceiling but a unit
+    # error's (pages or KiB read as bytes would be off by 1,000x and more).
+    assert 0.9 * own <= first.rss_bytes < max(own, 2**30) * 64
     assert first.cpu_pct == 0.0 and second.cpu_pct >= 0.0
     assert second.at_s >= first.at_s
+
+
+def _own_rss_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS in /proc/self/status")
 
 
 def test_summary_counts_outcomes_and_finds_the_longest_stall() -> None:
