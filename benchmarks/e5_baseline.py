@@ -15,6 +15,7 @@ import numpy as np
 
 from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.embedders.e5 import graph_v1
+from knowhub.providers.embedders.e5.engine import windows
 from knowhub.providers.embedders.e5.graph import nbits
 from knowhub.providers.embedders.e5.tokenizer import E5Tokenizer
 from knowhub.providers.embedders.e5.weights import Lookup, default_path, load
@@ -83,21 +84,17 @@ class Baseline(Embedder):
         session = self.session
         prefix = "query: " if is_query else "passage: "
         content = self.tokenizer.encode([prefix + text for text in texts])
-        windows = [
-            (row, ids[start : start + self._window])
-            for row, ids in enumerate(content)
-            for start in range(0, max(len(ids), 1), self._window)
-        ]
+        cut = windows(content, self._window)
         sums = np.zeros((len(texts), self.dim))
-        order = sorted(range(len(windows)), key=lambda i: len(windows[i][1]))
+        order = sorted(range(len(cut)), key=lambda i: len(cut[i][1]))
         start = 0
         while start < len(order):
             end = start + 1
-            while end < len(order) and (end - start + 1) * (len(windows[order[end]][1]) + 2) <= (
+            while end < len(order) and (end - start + 1) * (len(cut[order[end]][1]) + 2) <= (
                 _BUDGET
             ):
                 end += 1
-            chosen = [windows[i] for i in order[start:end]]
+            chosen = [cut[i] for i in order[start:end]]
             length = max(len(ids) for _, ids in chosen) + 2
             embeddings = np.zeros((len(chosen), length, self.dim), np.float32)
             mask = np.zeros((len(chosen), length), np.float32)

