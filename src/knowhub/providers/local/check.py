@@ -1,0 +1,145 @@
+"""``knowhub models check PATH``: is this folder a model knowhub can run, and how?
+
+Step by step, each on what the previous one found: the folder's files, the graph's opset
+and operators (``onnx.checker``), ONNX Runtime loading it, its inputs and outputs, the
+dimension its configuration declares against the one it gives, and a test encode (or a
+test score, for a cross-encoder). The first failure ends the check with what to do.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from knowhub.config.models import OnnxCrossEncoderOptions, OnnxEmbedderOptions
+from knowhub.errors import ConfigError, KnowhubError
+from knowhub.providers.local.folder import ModelFolder, open_folder
+
+__all__ = ["MIN_OPSET", "Report", "check_folder"]
+
+MIN_OPSET = 7  # ONNX Runtime guarantees nothing below
+_SAMPLE = ["How often is the database backed up?", "The backup runs every night at two."]
+
+
+@dataclass
+class Report:
+    """What the check found: one line per step, the kind of model, its settings."""
+
+    kind: str = ""
+    lines: list[str] = field(default_factory=list)
+    error: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+
+def check_folder(path: Path, file: str = "", kind: str = "auto") -> Report:
+    """Check the model folder ``path`` (``kind``: embedder, cross-encoder or auto)."""
+    report = Report()
+    try:
+        folder = open_folder(path, file)
+        report.lines.append(f"files: {folder.graph.relative_to(folder.root)}, tokenizer.json")
+        report.lines.append(_opset(folder))
+        report.kind = kind if kind != "auto" else _kind(folder)
+        if report.kind == "cross-encoder":
+            _cross_encoder(folder, report)
+        else:
+            _embedder(folder, report)
+    except KnowhubError as exc:
+        report.error = str(exc)
+    return report
+
+
+def _opset(folder: ModelFolder) -> str:
+    """The graph's opset, and that every operator exists at it."""
+    import onnx
+
+    model = onnx.load(str(folder.graph), load_external_data=False)
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if opset < MIN_OPSET:
+        raise ConfigError(
+            f"{folder.graph} declares opset {opset}; ONNX Runtime runs {MIN_OPSET} and above: "
+            "re-export it (optimum-cli export onnx --opset 17 --model NAME FOLDER)"
+        )
+    try:
+        onnx.checker.check_model(str(folder.graph))
+    except onnx.checker.ValidationError as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise ConfigError(
+            f"{folder.graph} (opset {opset}) is not a valid graph: {first} — an operator "
+            "newer than the opset it declares, or a damaged file: re-export it "
+            "(optimum-cli export onnx --opset 17 --model NAME FOLDER)"
+        ) from exc
+    return f"graph: opset {opset}, {len(model.graph.node)} nodes, operators valid"
+
+
+def _kind(folder: ModelFolder) -> str:
+    architectures = folder.config("config.json").get("architectures") or []
+    if any("SequenceClassification" in str(a) for a in architectures):
+        return "cross-encoder"
+    return "embedder"
+
+
+def _embedder(folder: ModelFolder, report: Report) -> None:
+    from knowhub.providers.embedders.onnx_local import OnnxEmbedder
+
+    embedder = OnnxEmbedder(OnnxEmbedderOptions(path=folder.root, file=_file(folder)))
+    start = time.perf_counter()
+    raw = embedder.pooled(_SAMPLE, is_query=False)
+    took = (time.perf_counter() - start) * 1000 / len(_SAMPLE)
+    engine = embedder.load()
+    report.lines.append(f"inputs: {', '.join(engine.inputs)}; output: {embedder.output}")
+    declared = folder.dim()
+    if declared is not None and declared != raw.shape[1]:
+        raise ConfigError(
+            f"{folder.root}'s configuration says {declared} dimensions (config.json hidden_size "
+            f"/ 1_Pooling word_embedding_dimension), the graph gives {raw.shape[1]}: fix the "
+            "files, or the export is of another model"
+        )
+    if not np.all(np.isfinite(raw)) or not np.all(np.linalg.norm(raw, axis=1) > 0):
+        raise ConfigError(f"{folder.graph} gives non-finite or zero vectors: re-export it")
+    pooling = "the graph's own" if embedder.output == "sentence_embedding" else None
+    prefixes = embedder.prefixes
+    report.lines += [
+        f"vectors: {raw.shape[1]} dimensions, pooling "
+        f"{pooling or folder.pooling() or 'mean'}, up to {embedder.max_length} tokens",
+        f"prompts: query {prefixes[True]!r}, passage {prefixes[False]!r}",
+        f"a test encode: {took:.1f} ms a text; embedder id {embedder.model_id}",
+    ]
+    report.settings = {"embedder": {"provider": "onnx", "onnx": _location(folder)}}
+
+
+def _cross_encoder(folder: ModelFolder, report: Report) -> None:
+    from knowhub.providers.rerankers.onnx_cross import OnnxCrossEncoder
+
+    reranker = OnnxCrossEncoder(OnnxCrossEncoderOptions(path=folder.root, file=_file(folder)))
+    start = time.perf_counter()
+    reranker.score(  # checks one finite score a pair
+        _SAMPLE[0], [_SAMPLE[1], _SAMPLE[0]]
+    )
+    took = (time.perf_counter() - start) * 1000 / 2
+    engine = reranker.load()
+    report.lines += [
+        f"inputs: {', '.join(engine.inputs)}; output: {reranker.output}, one score a pair",
+        f"a test score: {took:.1f} ms a pair, up to {reranker.max_length} tokens",
+    ]
+    report.settings = {
+        "reranker": {"provider": "onnx-cross-encoder", "onnx_cross_encoder": _location(folder)}
+    }
+
+
+def _file(folder: ModelFolder) -> str:
+    return folder.graph.relative_to(folder.root).as_posix()
+
+
+def _location(folder: ModelFolder) -> dict[str, str]:
+    where = {"path": str(folder.root.resolve())}
+    if _file(folder) not in ("model.onnx", "onnx/model.onnx"):
+        where["file"] = _file(folder)
+    return where
