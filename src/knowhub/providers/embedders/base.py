@@ -36,6 +36,9 @@ class Embedder(ABC):
     # Whether a query may be debiased towards passages in other languages
     # (knowhub.query.crosslingual): only for models where that was measured to help.
     cross_lingual: bool = False
+    # Whether its relevance range is measured on each collection instead
+    # (knowhub.query.calibration): a model knowhub has no measurement of.
+    derives_relevance: bool = False
     batch_size: int = 16
     # Whether ingest may fan batches out to worker processes (False when encoding is cheap).
     parallel: bool = True

@@ -36,6 +36,7 @@ class OnnxEmbedder(Embedder):
 
     parallel = False
     background = True  # ORT's run releases the GIL
+    derives_relevance = True  # no range was measured for it (knowhub.query.calibration)
 
     def __init__(self, options: OnnxEmbedderOptions) -> None:
         if options.path is None:
