@@ -15,6 +15,7 @@ import yaml
 
 from knowhub.config import Settings
 from tests.helpers import ROOT, cli_env
+from tests.minilm_export import export_minilm
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 # The reference pages (measurements and decisions are records, not instructions to run).
@@ -83,6 +84,7 @@ def test_every_console_command_runs(tmp_path: Path) -> None:
     shutil.copy(ROOT / "examples" / "golden.json", tmp_path / "golden.json")
     shutil.copy(ROOT / "examples" / "faq.csv", tmp_path / "faq.csv")
     shutil.copy(ROOT / "examples" / "golden-answers.json", tmp_path / "golden-answers.json")
+    export_minilm(tmp_path / "minilm")  # docs/embedders.md checks it: `models check minilm/`
     env = cli_env({"KNOWHUB_DATA_DIR": str(tmp_path / "data")})
     chunk_id = ""
     commands = [ln[2:] for b in blocks("console") for ln in b.splitlines() if ln.startswith("$ ")]

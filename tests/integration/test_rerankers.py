@@ -288,7 +288,15 @@ def test_cross_encoder_missing_extra_names_the_install_command(
 
 
 def test_registry_knows_every_reranker(tmp_path: Path) -> None:
-    assert registry.known("reranker") == ["cross-encoder", "http", "llm", "none"]
+    assert registry.known("reranker") == [
+        "cross-encoder",
+        "http",
+        "llm",
+        "none",
+        "onnx-cross-encoder",
+    ]
     assert registry.create("reranker", "none", fast_settings(tmp_path)) is None
-    with pytest.raises(ConfigError, match="known: cross-encoder, http, llm, none"):
+    with pytest.raises(
+        ConfigError, match="known: cross-encoder, http, llm, none, onnx-cross-encoder"
+    ):
         registry.create("reranker", "colbert", fast_settings(tmp_path))
