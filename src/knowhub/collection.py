@@ -350,6 +350,7 @@ class Collection:
             report.collection = target.collection
             record_ingest(trace, report)
             recalibrate(self.runtime.store, target.physical, where.embedder)
+            where.__dict__.pop("embedder", None)  # its next search sees the range measured
         return report
 
     def ingest_source(

@@ -63,8 +63,12 @@ def test_check_reports_a_runnable_embedder_and_cross_encoder(tmp_path: Path) -> 
         (lambda folder: break_opset(folder, 16), "(opset 16) is not a valid graph"),
         (drop_tokenizer, "has no tokenizer.json: export the model with its tokenizer"),
         (lambda folder: set_config_dim(folder, 48), "configuration says 48 dimensions"),
+        (
+            lambda folder: (folder / "model.onnx").write_bytes(b"\x08\x07junk"),
+            "is not an ONNX model",
+        ),
     ],
-    ids=["old-opset", "op-newer-than-opset", "no-tokenizer", "dimension"],
+    ids=["old-opset", "op-newer-than-opset", "no-tokenizer", "dimension", "damaged"],
 )
 def test_check_names_what_is_wrong_and_the_fix(tmp_path: Path, breaking: Any, said: str) -> None:
     folder = build_encoder(tmp_path / "m").folder
@@ -83,7 +87,7 @@ def test_an_onnx_embedder_and_reranker_serve_ingest_search_and_eval(tmp_path: Pa
     ingested = knowhub("ingest", "docs", "--collection", "kb", cwd=tmp_path, env=env)
     assert ingested.returncode == 0, ingested.stderr
     [view] = ok_json("collections", cwd=tmp_path, env=env)
-    assert view["embedder"].startswith("onnx:embedder:"), view
+    assert view["embedder"].startswith("onnx:bert:"), view
     hits = ok_json("search", "weekly database backup", "-c", "kb", cwd=tmp_path, env=env)
     assert Path(hits[0]["source"]).name == "backup.md"
     assert hits[0]["rerank_score"] is not None, "the cross-encoder rescored the hits"
@@ -113,7 +117,7 @@ def test_switching_to_an_onnx_model_builds_a_version_beside_the_active_one(
     built = ok_json(
         "versions", "build", "--collection", "kb", "--embedder", "onnx", cwd=tmp_path, env=env
     )
-    assert built["version"]["embedder_id"].startswith("onnx:embedder:") and not built["activated"]
+    assert built["version"]["embedder_id"].startswith("onnx:bert:") and not built["activated"]
     rows = ok_json("versions", "list", "--collection", "kb", cwd=tmp_path)
     assert [(r["number"], r["embedder_id"][:5], r["active"]) for r in rows] == [
         (1, "hashi", True),
@@ -123,3 +127,13 @@ def test_switching_to_an_onnx_model_builds_a_version_beside_the_active_one(
     assert activated.returncode == 0, activated.stderr
     hits = ok_json("search", "espresso coffee", "-c", "kb", cwd=tmp_path)
     assert Path(hits[0]["source"]).name == "coffee.md", "version 2 answers with its own model"
+    model.rename(tmp_path / "moved")
+    lost = knowhub("search", "espresso coffee", "-c", "kb", cwd=tmp_path)
+    assert lost.returncode == 1 and "not found" in lost.stderr, lost.stderr
+    moved = ok_json(
+        "search", "espresso", "-c", "kb", cwd=tmp_path, env=onnx_env(tmp_path / "moved")
+    )
+    assert Path(moved[0]["source"]).name == "coffee.md", "the configured path finds the model"
+    other = build_encoder(tmp_path / "other", seed=5).folder
+    wrong = knowhub("search", "espresso", "-c", "kb", cwd=tmp_path, env=onnx_env(other))
+    assert wrong.returncode == 1 and "was built with embedder onnx:bert:" in wrong.stderr

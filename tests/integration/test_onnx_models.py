@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from knowhub.config.models import OnnxCrossEncoderOptions, OnnxEmbedderOptions
-from knowhub.errors import ConfigError, ProviderError
+from knowhub.errors import ConfigError
 from knowhub.providers.embedders.onnx_local import OnnxEmbedder
 from knowhub.providers.rerankers.onnx_cross import OnnxCrossEncoder
 from tests.helpers import write
@@ -78,15 +78,17 @@ def test_a_text_is_its_own_whatever_runs_beside_it_and_long_ones_are_cut(tmp_pat
 
 def test_the_id_follows_the_models_content_and_how_it_is_used(tmp_path: Path) -> None:
     first = embedder(build_encoder(tmp_path / "a" / "m", seed=0).folder).model_id
-    assert first.startswith("onnx:m:")
-    shutil.copytree(tmp_path / "a" / "m", tmp_path / "b" / "m")
-    assert embedder(tmp_path / "b" / "m").model_id == first, "the same files, the same model"
+    assert first.startswith("onnx:bert:")
+    shutil.copytree(tmp_path / "a" / "m", tmp_path / "b" / "renamed")
+    assert embedder(tmp_path / "b" / "renamed").model_id == first, "the same files, the same model"
     assert embedder(tmp_path / "a" / "m", pooling="cls").model_id != first
     other = embedder(build_encoder(tmp_path / "c" / "m", seed=1).folder).model_id
     assert other != first, "other weights must make another collection version"
-    config = tmp_path / "b" / "m" / "sentence_bert_config.json"
+    config = tmp_path / "b" / "renamed" / "sentence_bert_config.json"
     config.write_text(config.read_text().replace("128", "64"))
-    assert embedder(tmp_path / "b" / "m").model_id != first
+    assert embedder(tmp_path / "b" / "renamed").model_id != first
+    (tmp_path / "a" / "m" / "weights.bin").write_bytes(b"external data under any name")
+    assert embedder(tmp_path / "a" / "m").model_id != first
 
 
 def test_a_folder_that_cannot_run_says_what_to_do(tmp_path: Path) -> None:
@@ -123,5 +125,46 @@ def test_the_cross_encoder_scores_pairs_as_the_model_does(tmp_path: Path) -> Non
     np.testing.assert_allclose(scores, expected, atol=1e-4)
     assert reranker.model_id == "onnx-cross-encoder:ce"
     labels = build_cross_encoder(tmp_path / "three", num_labels=3)
-    with pytest.raises(ProviderError, match="one label"):
-        OnnxCrossEncoder(OnnxCrossEncoderOptions(path=labels.folder)).score("q", TEXTS)
+    with pytest.raises(ConfigError, match="gives 3 scores a pair: a reranker needs"):
+        OnnxCrossEncoder(OnnxCrossEncoderOptions(path=labels.folder)).warm()
+
+
+def test_a_changed_tokenizer_is_another_model_even_in_a_running_process(tmp_path: Path) -> None:
+    fixture = build_encoder(tmp_path / "m")
+    before = embedder(fixture.folder)
+    vectors = before.embed_documents(TEXTS)
+    tokenizer = fixture.folder / "tokenizer.json"
+    spec = json.loads(tokenizer.read_text())
+    spec["normalizer"] = None  # no lower-casing: "Weekly" is no longer "weekly"
+    tokenizer.write_text(json.dumps(spec))
+    after = embedder(fixture.folder)
+    assert after.model_id != before.model_id
+    upper = [text.upper() for text in TEXTS]
+    assert not np.allclose(after.embed_documents(upper), vectors, atol=1e-3)
+
+
+def test_a_dense_layer_sets_the_width_and_needs_the_graphs_pooling(tmp_path: Path) -> None:
+    fixture = build_encoder(tmp_path / "m", output="sentence_embedding")
+    modules = fixture.folder / "modules.json"
+    dense = {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"}
+    write(modules, json.dumps([*json.loads(modules.read_text())[:2], dense]))
+    write(fixture.folder / "2_Dense" / "config.json", json.dumps({"out_features": 32}))
+    model = embedder(fixture.folder)
+    assert model.dim == 32 and model.embed_documents(TEXTS).shape == (3, 32)
+    with pytest.raises(ConfigError, match="Dense layer after pooling"):
+        embedder(fixture.folder, pooling="mean").embed_documents(TEXTS)
+    write(fixture.folder / "2_Dense" / "config.json", json.dumps({"out_features": 16}))
+    with pytest.raises(ConfigError, match="gives vectors of 32 dimensions, its configuration"):
+        embedder(fixture.folder).embed_documents(TEXTS)
+
+
+def test_settings_the_model_cannot_take_are_refused_up_front(tmp_path: Path) -> None:
+    fixture = build_encoder(tmp_path / "m", max_positions=64)
+    with pytest.raises(ConfigError, match="max_length 100 is past the 64 positions"):
+        embedder(fixture.folder, max_length=100)
+    pooling = fixture.folder / "1_Pooling" / "config.json"
+    write(pooling, json.dumps({**json.loads(pooling.read_text()), "pooling_mode_max_tokens": True}))
+    with pytest.raises(ConfigError, match="pooling_mode_max_tokens: knowhub pools mean"):
+        embedder(fixture.folder).embed_documents(TEXTS)
+    with pytest.raises(ConfigError, match="no file inside"):
+        embedder(fixture.folder, file="/etc/hostname")

@@ -113,8 +113,26 @@ def test_calibrate_measures_it_now_and_a_built_in_model_needs_none(
     assert shown.returncode == 0, shown.stderr
     assert "relevance 0 at cosine" in shown.stdout and "from 30 headings" in shown.stdout
     as_json = json.loads(knowhub("calibrate", "-c", "kb", "--json", cwd=tmp_path, env=env).stdout)
-    assert as_json["pairs"] == 30 and as_json["embedder"].startswith("onnx:model:")
+    assert as_json["pairs"] == 30 and as_json["embedder"].startswith("onnx:bert:")
     write(tmp_path / "other" / "a.md", "# Alpha\n\nThe alpha release ships on monday.\n")
     assert knowhub("ingest", "other", "-c", "plain", cwd=tmp_path).returncode == 0
     refused = knowhub("calibrate", "-c", "plain", cwd=tmp_path)
     assert refused.returncode == 1 and "nothing to calibrate" in refused.stderr
+
+
+def test_a_collection_too_small_to_measure_is_remembered_and_said(tmp_path: Path) -> None:
+    model = build_encoder(tmp_path / "model").folder
+    write_docs(tmp_path / "docs", topics(0, 5))
+    settings = fast_settings(
+        tmp_path / "data", **{"embedder.provider": "onnx", "embedder.onnx.path": str(model)}
+    )
+    app = build_app(settings)
+    app.collection("kb").ingest([tmp_path / "docs"])
+    handle = app.collection("kb")
+    found = stored(app.store, handle.store_id(), handle.embedder.model_id)
+    assert found is not None and found.range is None and found.chunks == 5
+    assert "5 chunks under a heading or title, fewer than 16" in found.reason
+    assert handle.embedder.calibration("en") is None, "relevance on words alone"
+    env = {"KNOWHUB_EMBEDDER__PROVIDER": "onnx", "KNOWHUB_EMBEDDER__ONNX__PATH": str(model)}
+    said = knowhub("--data-dir", "data", "calibrate", "-c", "kb", cwd=tmp_path, env=env)
+    assert said.returncode == 1 and "fewer than 16; relevance is judged on words" in said.stderr

@@ -35,8 +35,8 @@ def one_thread_options(ort: Any) -> Any:
 
 
 class Runs:
-    """Up to ``threads`` runs at once (0: one per core), however many callers (ingest's
-    batches in flight, a server's queries) ask."""
+    """Up to ``threads`` runs of one engine at once (0: one per core), however many callers
+    (ingest's batches in flight, a server's queries) ask; each engine has its own."""
 
     def __init__(self, threads: int) -> None:
         self.threads = threads or os.cpu_count() or 1

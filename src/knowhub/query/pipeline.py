@@ -131,7 +131,7 @@ def search(
     report = on_stage or _silent
     clock = time.perf_counter()
     cid, request = _validate(store, request, caches)
-    key = _result_key(store, cid, request)
+    key = _result_key(store, cid, request, embedder)
     cached: SearchResult | None = caches.results.get(key) if caches is not None else None
     if cached is not None:
         report("cache", len(cached.hits), _lap(clock))
@@ -164,11 +164,16 @@ def search(
     return result
 
 
-def _result_key(store: Store, cid: int, request: SearchRequest) -> tuple[Any, ...]:
-    """The result cache's key: the collection's version in it, so any write invalidates."""
+def _result_key(
+    store: Store, cid: int, request: SearchRequest, embedder: Embedder
+) -> tuple[Any, ...]:
+    """The result cache's key: the collection's version in it, so any write invalidates,
+    and the relevance range (one measured on the collection changes without a write)."""
     return (
         cid,
         store.version(cid),
+        embedder.relevance_range,
+        tuple(sorted(embedder.relevance_by_language.items())),
         request.query.strip(),
         tuple(sorted(request.filters.items())),
         request.top_k,

@@ -254,6 +254,9 @@ def embedder_spec(settings: Settings) -> dict[str, Any]:
 # Options of an embedder that set how fast it runs, not which vectors it makes: a version
 # recorded with one thread (the C engine's best) runs on every core once the engine is ONNX.
 _SPEED_OPTIONS = frozenset({"threads", "batch_size"})
+# Where a model folder is, once configured: a folder moved keeps its versions (the embedder
+# id, from its content, still refuses another model's vectors).
+_PLACE_OPTIONS = frozenset({"path", "file"})
 
 
 def target_settings(store: Store, settings: Settings, target: Target) -> Settings:
@@ -304,7 +307,10 @@ def version_settings(settings: Settings, version: Version | None) -> Settings:
         current, recorded = settings.embedder.model_dump(), dict(version.embedder)
         for key, section in recorded.items():  # how fast stays as configured (threads…)
             if isinstance(section, dict) and isinstance(current.get(key), dict):
-                kept = {k: v for k, v in section.items() if k not in _SPEED_OPTIONS}
+                configured = _SPEED_OPTIONS | (
+                    _PLACE_OPTIONS if current[key].get("path") else set()
+                )
+                kept = {k: v for k, v in section.items() if k not in configured}
                 recorded[key] = {**current[key], **kept}
         changes["embedder"] = EmbedderSettings.model_validate({**current, **recorded})
     if version.chunking is not None:

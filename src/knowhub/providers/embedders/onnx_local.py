@@ -32,7 +32,8 @@ _TOKENS = ("last_hidden_state", "token_embeddings")
 
 
 class OnnxEmbedder(Embedder):
-    """A bi-encoder in a local ONNX folder; the session is built on first use."""
+    """A bi-encoder in a local ONNX folder; the session is built on first use (at once
+    when the folder's configuration does not say the vectors' width)."""
 
     parallel = False
     background = True  # ORT's run releases the GIL
@@ -53,7 +54,7 @@ class OnnxEmbedder(Embedder):
             True: query if options.query_prefix is None else options.query_prefix,
             False: passage if options.passage_prefix is None else options.passage_prefix,
         }
-        self.max_length = options.max_length or self.folder.max_length()
+        self.max_length = self.folder.length(options.max_length)
         self.languages = frozenset(options.languages) if options.languages else None
         self.batch_size = options.batch_size
         self._engine: OnnxEngine | None = None
@@ -69,7 +70,10 @@ class OnnxEmbedder(Embedder):
         digest = hashlib.sha256(
             (content_hash(self.folder) + json.dumps(settings, sort_keys=True)).encode()
         ).hexdigest()
-        self.model_id = f"onnx:{self.folder.root.name}:{digest[:12]}"
+        # The model's kind and its content, not the folder's name: a folder moved or
+        # renamed keeps its collections (versions take its new path from knowhub.yaml).
+        kind = str(self.folder.config("config.json").get("model_type") or "model")
+        self.model_id = f"onnx:{kind}:{digest[:12]}"
 
     def _probe(self) -> int:
         """The width of a vector, where the folder's configuration does not say."""
@@ -111,11 +115,12 @@ def _output(found: OnnxEngine, pooling: str, folder: ModelFolder) -> str:
     the tokens' hidden states."""
     if pooling == "auto" and _POOLED in found.outputs:
         return _POOLED
-    if "Dense" in folder.modules() and _POOLED not in found.outputs:
+    if "Dense" in folder.modules():  # pooled here, the Dense layer would be left out
         raise ConfigError(
-            f"{folder.root} has a Dense layer after pooling (modules.json) that "
-            f"{folder.graph.name} lacks: export it with `optimum-cli export onnx --library "
-            "sentence_transformers`, which puts the whole model in the graph"
+            f"{folder.root} has a Dense layer after pooling (modules.json): set "
+            "embedder.onnx.pooling: auto and export the whole model into the graph "
+            "(optimum-cli export onnx --library sentence_transformers: output "
+            "sentence_embedding)"
         )
     names: list[str] = [*_TOKENS, *found.outputs]
     for name in names:

@@ -47,10 +47,16 @@ def check_folder(path: Path, file: str = "", kind: str = "auto") -> Report:
         report.lines.append(f"files: {folder.graph.relative_to(folder.root)}, tokenizer.json")
         report.lines.append(_opset(folder))
         report.kind = kind if kind != "auto" else _kind(folder)
-        if report.kind == "cross-encoder":
-            _cross_encoder(folder, report)
-        else:
-            _embedder(folder, report)
+        test = _cross_encoder if report.kind == "cross-encoder" else _embedder
+        try:
+            test(folder, report)
+        except KnowhubError:
+            raise
+        except Exception as exc:  # ONNX Runtime failing the test run: a graph of fixed shapes…
+            raise ConfigError(
+                f"a test run of {folder.graph} failed ({type(exc).__name__}: {exc}): "
+                "re-export it with dynamic batch and sequence axes (optimum-cli does)"
+            ) from exc
     except KnowhubError as exc:
         report.error = str(exc)
     return report
@@ -60,7 +66,13 @@ def _opset(folder: ModelFolder) -> str:
     """The graph's opset, and that every operator exists at it."""
     import onnx
 
-    model = onnx.load(str(folder.graph), load_external_data=False)
+    try:
+        model = onnx.load(str(folder.graph), load_external_data=False)
+    except Exception as exc:  # protobuf's DecodeError, an OSError: not an ONNX file
+        raise ConfigError(
+            f"{folder.graph} is not an ONNX model ({type(exc).__name__}: {exc}): the file is "
+            "damaged or of another format; export the model again"
+        ) from exc
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     if opset < MIN_OPSET:
         raise ConfigError(

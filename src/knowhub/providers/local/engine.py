@@ -10,19 +10,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from knowhub.errors import ConfigError
-from knowhub.providers.local.folder import ModelFolder
+from knowhub.providers.local.folder import ModelFolder, content_hash
 from knowhub.providers.onnxrun import Runs, one_thread_options
 
 __all__ = ["INPUTS", "Encoded", "OnnxEngine", "shared"]
 
 # The inputs a Hugging Face export takes, all filled here; any other is refused.
-INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+INPUTS = ("input_ids", "attention_mask", "token_type_ids", "position_ids")
 Encoded = tuple[list[int], list[int]]  # token ids, token type ids
 
 
@@ -31,7 +30,9 @@ class OnnxEngine:
     tokens (longer ones are cut, as sentence-transformers cuts them)."""
 
     def __init__(self, folder: ModelFolder, max_length: int, threads: int) -> None:
-        ort, tokenizers = _modules()
+        import onnxruntime as ort
+        import tokenizers
+
         self.folder = folder
         try:
             self.tokenizer = tokenizers.Tokenizer.from_file(str(folder.tokenizer))
@@ -81,6 +82,8 @@ class OnnxEngine:
                 feeds["attention_mask"] = np.ones_like(row)
             if "token_type_ids" in self.inputs:
                 feeds["token_type_ids"] = np.array([types], dtype=np.int64)
+            if "position_ids" in self.inputs:  # decoder exports; unpadded, so 0..n-1
+                feeds["position_ids"] = np.arange(len(ids), dtype=np.int64)[None]
             (result,) = self.session.run([output], feeds)
             value: np.ndarray[Any, Any] = result[0]
             return value
@@ -89,27 +92,15 @@ class OnnxEngine:
 
 
 def shared(folder: ModelFolder, max_length: int, threads: int) -> OnnxEngine:
-    """One engine per graph (as it is on disk), length and thread count in a process,
-    however many embedders or rerankers ask (each MCP session's App, a server's versions)."""
-    stat = folder.graph.stat()
-    key = (folder.graph.resolve(), stat.st_size, stat.st_mtime_ns, max_length, threads)
+    """One engine per model (its folder's content: graph and tokenizer), length and thread
+    count in a process, however many embedders or rerankers ask (each MCP session's App,
+    a server's versions)."""
+    key = (content_hash(folder), max_length, threads)
     with _ENGINES_LOCK:  # concurrent first searches must build one session
         if key not in _ENGINES:
             _ENGINES[key] = OnnxEngine(folder, max_length, threads)
         return _ENGINES[key]
 
 
-_ENGINES: dict[tuple[Path, int, int, int, int], OnnxEngine] = {}
+_ENGINES: dict[tuple[str, int, int], OnnxEngine] = {}
 _ENGINES_LOCK = threading.Lock()
-
-
-def _modules() -> tuple[Any, Any]:
-    try:
-        import onnxruntime
-        import tokenizers
-    except ImportError as exc:
-        raise ConfigError(
-            "a local ONNX model needs onnxruntime and tokenizers: pip install onnxruntime "
-            "tokenizers (both come with knowhub)"
-        ) from exc
-    return onnxruntime, tokenizers

@@ -29,6 +29,14 @@ CONFIGS = (
     "1_Pooling/config.json",
 )
 _GRAPH_PLACES = ("model.onnx", "onnx/model.onnx")
+_POOLINGS = {
+    "pooling_mode_cls_token": "cls",
+    "pooling_mode_lasttoken": "last",
+    "pooling_mode_mean_tokens": "mean",
+}
+# Files beside a graph that are not its weights (another framework's, or text): any other
+# file there may be external data, whatever its name (onnx.save(location=...)).
+_NOT_WEIGHTS = (".onnx", ".safetensors", ".pt", ".pth", ".h5", ".msgpack", ".md", ".txt")
 _CHUNK = 1 << 20
 
 
@@ -49,19 +57,34 @@ class ModelFolder:
     def modules(self) -> list[str]:
         """The kinds of sentence-transformers' modules (``Transformer``, ``Pooling``,
         ``Dense``, ``Normalize``…) in order, from modules.json ([] when absent)."""
+        return [kind for kind, _ in self._modules()]
+
+    def dense_configs(self) -> list[str]:
+        """The config files of its Dense layers (``2_Dense/config.json``), in order."""
+        return [f"{path}/config.json" for kind, path in self._modules() if kind == "Dense"]
+
+    def _modules(self) -> list[tuple[str, str]]:
         raw = self.configs.get("modules.json")
-        entries = raw if isinstance(raw, list) else []
-        kinds = [str(e.get("type", "")) for e in entries if isinstance(e, dict)]
-        return [kind.rsplit(".", 1)[-1] for kind in kinds]
+        entries = [e for e in raw if isinstance(e, dict)] if isinstance(raw, list) else []
+        return [
+            (str(e.get("type", "")).rsplit(".", 1)[-1], str(e.get("path", ""))) for e in entries
+        ]
 
     def dim(self) -> int | None:
-        """The width its configuration declares for a token's hidden state, if any."""
+        """The width its configuration declares for a sentence vector, if any: the last
+        Dense layer's output, else a token's hidden state."""
+        dense = [self.config(place).get("out_features") for place in self.dense_configs()]
         pooling = self.config("1_Pooling/config.json").get("word_embedding_dimension")
         hidden = self.config("config.json").get("hidden_size")
-        for value in (pooling, hidden):
+        for value in (*dense[-1:], pooling, hidden):
             if isinstance(value, int) and value > 0:
                 return value
         return None
+
+    def positions(self) -> int | None:
+        """How many positions the model's table holds, if its config says."""
+        value = self.config("config.json").get("max_position_embeddings")
+        return value if isinstance(value, int) and value > 0 else None
 
     def max_length(self) -> int:
         """Tokens per text the model takes: sentence-transformers' setting, else the
@@ -74,22 +97,40 @@ class ModelFolder:
                 return value
         return 512
 
+    def length(self, asked: int) -> int:
+        """Tokens per text: ``asked`` (0: :meth:`max_length`), never past the position
+        table (an error naming the bound, not ONNX Runtime's index error mid-ingest)."""
+        length = asked or self.max_length()
+        positions = self.positions()
+        if positions is not None and length > positions:
+            raise ConfigError(
+                f"max_length {length} is past the {positions} positions of {self.root}'s "
+                f"model (config.json max_position_embeddings): set it to {positions} or less"
+            )
+        return length
+
     def pooling(self) -> str | None:
-        """mean, cls or last from sentence-transformers' pooling file, if it says."""
+        """mean, cls or last from sentence-transformers' pooling file, if it says.
+
+        Raises:
+            ConfigError: it asks for a pooling knowhub does not do (max, weighted…).
+        """
         pooling = self.config("1_Pooling/config.json")
-        for key, mode in (
-            ("pooling_mode_cls_token", "cls"),
-            ("pooling_mode_lasttoken", "last"),
-            ("pooling_mode_mean_tokens", "mean"),
-        ):
-            if pooling.get(key):
-                return mode
-        return None
+        asked = [key for key, on in pooling.items() if key.startswith("pooling_mode") and on]
+        other = [key for key in asked if key not in _POOLINGS]
+        if other:
+            raise ConfigError(
+                f"{self.root}/1_Pooling/config.json asks for {', '.join(other)}: knowhub pools "
+                "mean, CLS or last token; export the model with its pooling in the graph "
+                "(optimum-cli export onnx --library sentence_transformers)"
+            )
+        return next((_POOLINGS[key] for key in asked), None)
 
     def prompts(self) -> dict[str, str]:
         """sentence-transformers' named prompts (``query``, ``passage``/``document``)."""
-        raw = self.config("config_sentence_transformers.json").get("prompts") or {}
-        return {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, str)}
+        raw = self.config("config_sentence_transformers.json").get("prompts")
+        pairs = raw.items() if isinstance(raw, dict) else []
+        return {k: v for k, v in pairs if isinstance(k, str) and isinstance(v, str)}
 
 
 def open_folder(root: Path, file: str = "") -> ModelFolder:
@@ -99,7 +140,7 @@ def open_folder(root: Path, file: str = "") -> ModelFolder:
         ConfigError: no such folder, no graph or several, no tokenizer.json, or a
             configuration file that is not JSON; each message says what to do.
     """
-    root = Path(root).expanduser()
+    root = Path(root).expanduser().resolve()
     if not root.is_dir():
         raise ConfigError(
             f"model folder {str(root)!r} not found: give the folder of an ONNX export"
@@ -111,24 +152,33 @@ def open_folder(root: Path, file: str = "") -> ModelFolder:
             f"{root} has no tokenizer.json: export the model with its tokenizer (optimum-cli "
             "export onnx writes it), or save it with AutoTokenizer.save_pretrained(folder)"
         )
-    configs = {}
+    configs: dict[str, Any] = {}
     for name in CONFIGS:
-        path = root / name
-        if path.is_file():
-            try:
-                configs[name] = json.loads(path.read_text(encoding="utf-8"))
-            except (ValueError, UnicodeDecodeError) as exc:
-                raise ConfigError(
-                    f"{path} is not JSON ({exc}): restore it from the export"
-                ) from exc
-    return ModelFolder(root, graph, tokenizer, configs)
+        configs |= _json(root, name)
+    folder = ModelFolder(root, graph, tokenizer, configs)
+    for place in folder.dense_configs():  # a Dense layer's config holds its output width
+        configs |= _json(root, place)
+    return folder
+
+
+def _json(root: Path, name: str) -> dict[str, Any]:
+    """``{name: parsed}`` for the file ``name`` of ``root``, {} when there is none."""
+    path = root / name
+    if not path.is_file():
+        return {}
+    try:
+        return {name: json.loads(path.read_text(encoding="utf-8"))}
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not JSON ({exc}): restore it from the export") from exc
 
 
 def _graph(root: Path, file: str) -> Path:
     if file:
-        path = root / file
-        if not path.is_file():
-            raise ConfigError(f"{path} not found: set the file option to a .onnx file of {root}")
+        path = (root / file).resolve()
+        if not path.is_file() or not path.is_relative_to(root):
+            raise ConfigError(
+                f"{file} is no file inside {root}: set the file option to a .onnx file of it"
+            )
         return path
     for place in _GRAPH_PLACES:
         if (root / place).is_file():
@@ -147,10 +197,11 @@ def _graph(root: Path, file: str) -> Path:
 
 
 def content_hash(folder: ModelFolder) -> str:
-    """sha256 of everything in the folder that makes the vectors: the graph, its external
-    weights, the tokenizer and the configuration files, by relative path."""
+    """sha256 of everything in the folder that makes the vectors: the graph, the files
+    beside it that may be its external weights, the tokenizer and the configuration files
+    read, by relative path."""
     paths = [folder.graph, folder.tokenizer, *_external(folder.graph)]
-    paths += [folder.root / name for name in CONFIGS if (folder.root / name).is_file()]
+    paths += [folder.root / name for name in folder.configs]
     digest = hashlib.sha256()
     for path in sorted(set(paths)):
         digest.update(path.relative_to(folder.root).as_posix().encode() + b"\0")
@@ -159,8 +210,18 @@ def content_hash(folder: ModelFolder) -> str:
 
 
 def _external(graph: Path) -> list[Path]:
-    """The external-data files exported beside a graph (``model.onnx_data``…)."""
-    return sorted(p for p in graph.parent.glob(graph.name + "*") if p != graph and p.is_file())
+    """The files beside a graph that may hold its external data (``model.onnx_data``, or
+    any name ``onnx.save`` was given): all but other graphs, other frameworks' weights and
+    text; those of another graph named after it (``other.onnx_data``) left out."""
+    graphs = [p.name for p in graph.parent.glob("*.onnx") if p != graph]
+    return sorted(
+        p
+        for p in graph.parent.iterdir()
+        if p.is_file()
+        and p != graph
+        and not p.name.endswith(_NOT_WEIGHTS)
+        and not any(p.name.startswith(other) for other in graphs)
+    )
 
 
 def _file_hash(path: Path) -> str:

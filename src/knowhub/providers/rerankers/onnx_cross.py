@@ -29,7 +29,7 @@ class OnnxCrossEncoder(Reranker):
                 "folder of a cross-encoder exported to ONNX (see docs/embedders.md)"
             )
         self.folder = open_folder(options.path, options.file)
-        self.max_length = options.max_length or self.folder.max_length()
+        self.max_length = self.folder.length(options.max_length)
         self.threads = options.threads
         self.model_id = f"onnx-cross-encoder:{self.folder.root.name}"
         self._engine: OnnxEngine | None = None
@@ -39,6 +39,12 @@ class OnnxCrossEncoder(Reranker):
         if self._engine is None:
             found = shared(self.folder, self.max_length, self.threads)
             self.output = "logits" if "logits" in found.outputs else next(iter(found.outputs))
+            labels = (found.outputs[self.output] or [None])[-1]
+            if isinstance(labels, int) and labels != 1:
+                raise ConfigError(
+                    f"{self.folder.graph} gives {labels} scores a pair: a reranker needs a "
+                    "sequence-classification model with one label (a cross-encoder)"
+                )
             self._engine = found
         return self._engine
 
