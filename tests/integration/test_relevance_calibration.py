@@ -42,16 +42,21 @@ def write_docs(folder: Path, planted: list[Topic], first: int = 0) -> None:
         write(folder / f"d{i}.md", f"# {' '.join(heading).title()}\n\n{text}.\n")
 
 
-@pytest.fixture
-def app(tmp_path: Path) -> App:
+def ingested(tmp_path: Path, documents: int) -> App:
+    """An App on the fixture model with ``documents`` planted documents in collection kb."""
     model = build_encoder(tmp_path / "model").folder
-    write_docs(tmp_path / "docs", topics(0, 30))
+    write_docs(tmp_path / "docs", topics(0, documents))
     settings = fast_settings(
         tmp_path / "data", **{"embedder.provider": "onnx", "embedder.onnx.path": str(model)}
     )
     built = build_app(settings)
     built.collection("kb").ingest([tmp_path / "docs"])
     return built
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> App:
+    return ingested(tmp_path, 30)
 
 
 def test_the_range_is_derived_at_ingest_and_stored_with_the_version(app: App) -> None:
@@ -121,18 +126,13 @@ def test_calibrate_measures_it_now_and_a_built_in_model_needs_none(
 
 
 def test_a_collection_too_small_to_measure_is_remembered_and_said(tmp_path: Path) -> None:
-    model = build_encoder(tmp_path / "model").folder
-    write_docs(tmp_path / "docs", topics(0, 5))
-    settings = fast_settings(
-        tmp_path / "data", **{"embedder.provider": "onnx", "embedder.onnx.path": str(model)}
-    )
-    app = build_app(settings)
-    app.collection("kb").ingest([tmp_path / "docs"])
+    app = ingested(tmp_path, 5)
     handle = app.collection("kb")
     found = stored(app.store, handle.store_id(), handle.embedder.model_id)
     assert found is not None and found.range is None and found.chunks == 5
     assert "5 chunks under a heading or title, fewer than 16" in found.reason
     assert handle.embedder.calibration("en") is None, "relevance on words alone"
+    model = tmp_path / "model"
     env = {"KNOWHUB_EMBEDDER__PROVIDER": "onnx", "KNOWHUB_EMBEDDER__ONNX__PATH": str(model)}
     said = knowhub("--data-dir", "data", "calibrate", "-c", "kb", cwd=tmp_path, env=env)
     assert said.returncode == 1 and "fewer than 16; relevance is judged on words" in said.stderr

@@ -30,6 +30,7 @@ from types import MappingProxyType
 import numpy as np
 
 from knowhub.errors import KnowhubError
+from knowhub.models import DocumentRecord
 from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.stores.base import Store
 
@@ -109,20 +110,21 @@ def stored(store: Store, cid: int, model_id: str) -> Derived | None:
 def refresh(store: Store, cid: int, embedder: Embedder, force: bool = False) -> Derived:
     """The stored range, measured again first if ``force``, if there is none, or if the
     collection's size moved by :data:`STALE` since."""
-    chunks = sum(record.chunk_count for record in store.records(cid))
+    records = store.records(cid)
+    chunks = sum(record.chunk_count for record in records)
     found = stored(store, cid, embedder.model_id)
     if not force and found is not None and abs(chunks - found.chunks) <= STALE * found.chunks:
         return found
-    derived = derive(store, cid, embedder, chunks)
+    derived = derive(store, cid, embedder, records)
     before = store.get_meta(_key(cid))
     # Another process measuring the same collection at once wrote an equal range: keep it.
     store.set_meta(_key(cid), json.dumps(asdict(derived)), before)
     return derived
 
 
-def derive(store: Store, cid: int, embedder: Embedder, chunks: int) -> Derived:
-    """Measure the range on collection ``cid`` (of ``chunks`` chunks)."""
-    records = store.records(cid)
+def derive(store: Store, cid: int, embedder: Embedder, records: list[DocumentRecord]) -> Derived:
+    """Measure the range on collection ``cid``, whose documents are ``records``."""
+    chunks = sum(record.chunk_count for record in records)
     step = max(1, len(records) // SAMPLE)
     pairs: list[tuple[str, str, str]] = []  # heading, bare text, language
     for record in records[::step][:SAMPLE]:

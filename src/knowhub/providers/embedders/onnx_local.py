@@ -23,7 +23,7 @@ from knowhub.config.models import OnnxEmbedderOptions
 from knowhub.errors import ConfigError
 from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.local.engine import OnnxEngine, shared
-from knowhub.providers.local.folder import ModelFolder, content_hash, open_folder
+from knowhub.providers.local.folder import ModelFolder, open_folder
 
 __all__ = ["OnnxEmbedder", "create"]
 
@@ -68,7 +68,7 @@ class OnnxEmbedder(Embedder):
             "dim": self.dim,
         }
         digest = hashlib.sha256(
-            (content_hash(self.folder) + json.dumps(settings, sort_keys=True)).encode()
+            (self.folder.digest + json.dumps(settings, sort_keys=True)).encode()
         ).hexdigest()
         # The model's kind and its content, not the folder's name: a folder moved or
         # renamed keeps its collections (versions take its new path from knowhub.yaml).

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from knowhub.errors import ConfigError
-from knowhub.providers.local.folder import ModelFolder, content_hash
+from knowhub.providers.local.folder import ModelFolder
 from knowhub.providers.onnxrun import Runs, one_thread_options
 
 __all__ = ["INPUTS", "Encoded", "OnnxEngine", "shared"]
@@ -95,7 +95,7 @@ def shared(folder: ModelFolder, max_length: int, threads: int) -> OnnxEngine:
     """One engine per model (its folder's content: graph and tokenizer), length and thread
     count in a process, however many embedders or rerankers ask (each MCP session's App,
     a server's versions)."""
-    key = (content_hash(folder), max_length, threads)
+    key = (folder.digest, max_length, threads)
     with _ENGINES_LOCK:  # concurrent first searches must build one session
         if key not in _ENGINES:
             _ENGINES[key] = OnnxEngine(folder, max_length, threads)

@@ -12,12 +12,13 @@ import hashlib
 import json
 import threading
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from knowhub.errors import ConfigError
 
-__all__ = ["ModelFolder", "content_hash", "open_folder"]
+__all__ = ["ModelFolder", "open_folder"]
 
 # The configuration files read (relative paths), each optional.
 CONFIGS = (
@@ -37,7 +38,6 @@ _POOLINGS = {
 # Files beside a graph that are not its weights (another framework's, or text): any other
 # file there may be external data, whatever its name (onnx.save(location=...)).
 _NOT_WEIGHTS = (".onnx", ".safetensors", ".pt", ".pth", ".h5", ".msgpack", ".md", ".txt")
-_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,19 @@ class ModelFolder:
             if isinstance(value, int) and 0 < value <= 8192:
                 return value
         return 512
+
+    @cached_property
+    def digest(self) -> str:
+        """sha256 of everything in the folder that makes the vectors: the graph, the files
+        beside it that may be its external weights, the tokenizer and the configuration
+        files read, by relative path."""
+        paths = [self.graph, self.tokenizer, *_external(self.graph)]
+        paths += [self.root / name for name in self.configs]
+        digest = hashlib.sha256()
+        for path in sorted(set(paths)):
+            digest.update(path.relative_to(self.root).as_posix().encode() + b"\0")
+            digest.update(_file_hash(path).encode())
+        return digest.hexdigest()
 
     def length(self, asked: int) -> int:
         """Tokens per text: ``asked`` (0: :meth:`max_length`), never past the position
@@ -196,19 +209,6 @@ def _graph(root: Path, file: str) -> Path:
     )
 
 
-def content_hash(folder: ModelFolder) -> str:
-    """sha256 of everything in the folder that makes the vectors: the graph, the files
-    beside it that may be its external weights, the tokenizer and the configuration files
-    read, by relative path."""
-    paths = [folder.graph, folder.tokenizer, *_external(folder.graph)]
-    paths += [folder.root / name for name in folder.configs]
-    digest = hashlib.sha256()
-    for path in sorted(set(paths)):
-        digest.update(path.relative_to(folder.root).as_posix().encode() + b"\0")
-        digest.update(_file_hash(path).encode())
-    return digest.hexdigest()
-
-
 def _external(graph: Path) -> list[Path]:
     """The files beside a graph that may hold its external data (``model.onnx_data``, or
     any name ``onnx.save`` was given): all but other graphs, other frameworks' weights and
@@ -232,13 +232,11 @@ def _file_hash(path: Path) -> str:
     with _LOCK:
         if key in _HASHES:
             return _HASHES[key]
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        while block := handle.read(_CHUNK):
-            digest.update(block)
+        found = hashlib.file_digest(handle, "sha256").hexdigest()
     with _LOCK:
-        _HASHES[key] = digest.hexdigest()
-    return _HASHES[key]
+        _HASHES[key] = found
+    return found
 
 
 _HASHES: dict[tuple[str, int, int], str] = {}
