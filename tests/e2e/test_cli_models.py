@@ -5,6 +5,7 @@ folders, then an ONNX embedder and cross-encoder through ingest, search, eval an
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,20 @@ def test_check_reports_a_runnable_embedder_and_cross_encoder(tmp_path: Path) -> 
     report = ok_json("models", "check", str(cross), cwd=tmp_path)
     assert report["ok"] and report["kind"] == "cross-encoder"
     assert report["settings"]["reranker"]["provider"] == "onnx-cross-encoder"
+    int8 = ok_json("models", "check", str(cross), "--quantize", "int8", cwd=tmp_path)
+    assert "passage pairs in the float graph's order" in " ".join(int8["checks"]), int8
+    assert int8["settings"]["reranker"]["onnx_cross_encoder"]["quantize"] == "int8"
+
+
+def test_check_reports_the_int8_graphs_parity(tmp_path: Path) -> None:
+    model = build_encoder(tmp_path / "embedder").folder
+    shown = knowhub("models", "check", str(model), "--quantize", "int8", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    parity = re.search(
+        r"int8: 12 matrices quantised; cosine with the float graph mean ([0-9.]+)", shown.stdout
+    )
+    assert parity is not None and float(parity.group(1)) >= 0.999, shown.stdout
+    assert "ms a text against" in shown.stdout and "quantize: int8" in shown.stdout
 
 
 @pytest.mark.parametrize(
@@ -134,6 +149,15 @@ def test_switching_to_an_onnx_model_builds_a_version_beside_the_active_one(
         "search", "espresso", "-c", "kb", cwd=tmp_path, env=onnx_env(tmp_path / "moved")
     )
     assert Path(moved[0]["source"]).name == "coffee.md", "the configured path finds the model"
+    int8 = onnx_env(tmp_path / "moved") | {"KNOWHUB_EMBEDDER__ONNX__QUANTIZE": "int8"}
+    third = ok_json(
+        "versions", "build", "--collection", "kb", "--embedder", "onnx", cwd=tmp_path, env=int8
+    )
+    assert third["version"]["number"] == 3, "int8 vectors are another version"
+    assert third["version"]["embedder_id"] != rows[1]["embedder_id"]
+    assert knowhub("versions", "activate", "--collection", "kb", "3", cwd=tmp_path).returncode == 0
+    quantised = ok_json("search", "espresso coffee", "-c", "kb", cwd=tmp_path, env=int8)
+    assert Path(quantised[0]["source"]).name == "coffee.md"
     other = build_encoder(tmp_path / "other", seed=5).folder
     wrong = knowhub("search", "espresso", "-c", "kb", cwd=tmp_path, env=onnx_env(other))
     assert wrong.returncode == 1 and "was built with embedder onnx:bert:" in wrong.stderr

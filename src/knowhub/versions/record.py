@@ -305,13 +305,18 @@ def version_settings(settings: Settings, version: Version | None) -> Settings:
     changes: dict[str, Any] = {}
     if version.embedder is not None:
         current, recorded = settings.embedder.model_dump(), dict(version.embedder)
+        defaults = EmbedderSettings().model_dump()
         for key, section in recorded.items():  # how fast stays as configured (threads…)
             if isinstance(section, dict) and isinstance(current.get(key), dict):
                 configured = _SPEED_OPTIONS | (
                     _PLACE_OPTIONS if current[key].get("path") else set()
                 )
                 kept = {k: v for k, v in section.items() if k not in configured}
-                recorded[key] = {**current[key], **kept}
+                ours = {k: v for k, v in current[key].items() if k in configured}
+                # An option the record lacks is newer than the version, which was built
+                # as its default builds (an old float version stays float under
+                # today's `quantize: int8`), never as configured today.
+                recorded[key] = {**defaults.get(key, {}), **ours, **kept}
         changes["embedder"] = EmbedderSettings.model_validate({**current, **recorded})
     if version.chunking is not None:
         changes["chunking"] = ChunkingSettings.model_validate(version.chunking)

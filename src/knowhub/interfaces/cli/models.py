@@ -29,13 +29,20 @@ def models() -> None:
     show_default=True,
     help="auto: a cross-encoder when config.json names a sequence-classification model.",
 )
+@click.option(
+    "--quantize",
+    type=click.Choice(["none", "int8"]),
+    default="none",
+    show_default=True,
+    help="int8: also load it quantised and report the parity with the float graph.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def check(path: Path, file: str, kind: str, as_json: bool) -> None:
+def check(path: Path, file: str, kind: str, quantize: str, as_json: bool) -> None:
     """Check the model folder PATH: files, opset, inputs, dimension and a test encode;
     print the settings that use it. Exit status 1 when knowhub cannot run it."""
     from knowhub.providers.local.check import check_folder
 
-    report = check_folder(path, file, kind)
+    report = check_folder(path, file, kind, quantize)
     if as_json:
         payload = {"ok": report.ok, "kind": report.kind, "checks": report.lines}
         emit({**payload, "error": report.error, "settings": report.settings}, True)

@@ -4,7 +4,8 @@ The folder (see :mod:`knowhub.providers.local.folder`) says how to pool (its own
 ``sentence_embedding`` output, or sentence-transformers' pooling file: mean, CLS or last
 token), which prompts go before queries and passages, and how many tokens a text may
 have; ``embedder.onnx`` in knowhub.yaml overrides any of it, and ``dim`` keeps only the
-first dimensions of a Matryoshka model. Vectors are L2-normalised, as every knowhub
+first dimensions of a Matryoshka model, and ``quantize: int8`` runs it with int8
+products. Vectors are L2-normalised, as every knowhub
 embedder's (search ranks by cosine). The id records the folder's content hash and those
 settings: another model, or the same one pooled or prompted otherwise, is another
 collection version, never vectors of two kinds in one index.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,6 +26,7 @@ from knowhub.errors import ConfigError
 from knowhub.providers.embedders.base import Embedder, Vectors
 from knowhub.providers.local.engine import OnnxEngine, shared
 from knowhub.providers.local.folder import ModelFolder, open_folder
+from knowhub.providers.local.quantize import SCHEME
 
 __all__ = ["OnnxEmbedder", "create"]
 
@@ -39,7 +42,7 @@ class OnnxEmbedder(Embedder):
     background = True  # ORT's run releases the GIL
     derives_relevance = True  # no range was measured for it (knowhub.query.calibration)
 
-    def __init__(self, options: OnnxEmbedderOptions) -> None:
+    def __init__(self, options: OnnxEmbedderOptions, cache: Path | None = None) -> None:
         if options.path is None:
             raise ConfigError(
                 "embedder 'onnx' needs embedder.onnx.path, the folder of an ONNX export "
@@ -57,16 +60,19 @@ class OnnxEmbedder(Embedder):
         self.max_length = self.folder.length(options.max_length)
         self.languages = frozenset(options.languages) if options.languages else None
         self.batch_size = options.batch_size
+        self.cache = cache  # where an int8 graph is kept
         self._engine: OnnxEngine | None = None
         self.output = ""
         declared = self.folder.dim()
         self.dim = options.dim or declared or self._probe()
-        settings = {
+        settings: dict[str, Any] = {
             "pooling": options.pooling,
             "prefixes": [self.prefixes[True], self.prefixes[False]],
             "max_length": self.max_length,
             "dim": self.dim,
         }
+        if options.quantize != "none":  # absent otherwise: float models keep their ids
+            settings["quantize"] = f"{options.quantize}/{SCHEME}"
         digest = hashlib.sha256(
             (self.folder.digest + json.dumps(settings, sort_keys=True)).encode()
         ).hexdigest()
@@ -81,7 +87,10 @@ class OnnxEmbedder(Embedder):
 
     def load(self) -> OnnxEngine:
         if self._engine is None:
-            found = shared(self.folder, self.max_length, self.options.threads)
+            options = self.options
+            found = shared(
+                self.folder, self.max_length, options.threads, options.quantize, self.cache
+            )
             self.output = _output(found, self.options.pooling, self.folder)
             self._engine = found
         return self._engine
@@ -143,4 +152,4 @@ def _pool(out: np.ndarray[Any, Any], pooling: str) -> np.ndarray[Any, Any]:
 
 
 def create(settings: Settings) -> OnnxEmbedder:
-    return OnnxEmbedder(settings.embedder.onnx)
+    return OnnxEmbedder(settings.embedder.onnx, Path(settings.data_dir) / "models")

@@ -28,6 +28,10 @@ ENGLISH_ONLY = frozenset({"en"})
 class SentenceTransformerEmbedder(Embedder):
     """A sentence-transformers bi-encoder (no query/passage prefixes)."""
 
+    # No range was measured for any of its models: each collection measures its own
+    # (knowhub.query.calibration), as for a model brought as ONNX.
+    derives_relevance = True
+
     def __init__(self, model: str = BUNDLED, batch_size: int = 32, threads: int = 1) -> None:
         self.model_name = model
         self.batch_size = batch_size

@@ -9,6 +9,8 @@ query, and keeps the fused order when the model fails or runs over.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from knowhub.config import Settings
 from knowhub.config.models import OnnxCrossEncoderOptions
 from knowhub.errors import ConfigError, ProviderError
@@ -22,7 +24,7 @@ __all__ = ["OnnxCrossEncoder", "create"]
 class OnnxCrossEncoder(Reranker):
     """Scores (query, passage) pairs with a local ONNX cross-encoder's one logit."""
 
-    def __init__(self, options: OnnxCrossEncoderOptions) -> None:
+    def __init__(self, options: OnnxCrossEncoderOptions, cache: Path | None = None) -> None:
         if options.path is None:
             raise ConfigError(
                 "reranker 'onnx-cross-encoder' needs reranker.onnx_cross_encoder.path, the "
@@ -30,14 +32,18 @@ class OnnxCrossEncoder(Reranker):
             )
         self.folder = open_folder(options.path, options.file)
         self.max_length = self.folder.length(options.max_length)
-        self.threads = options.threads
-        self.model_id = f"onnx-cross-encoder:{self.folder.root.name}"
+        self.threads, self.quantize = options.threads, options.quantize
+        int8 = ":int8" if options.quantize == "int8" else ""
+        self.model_id = f"onnx-cross-encoder:{self.folder.root.name}{int8}"
+        self.cache = cache  # where an int8 graph is kept
         self._engine: OnnxEngine | None = None
         self.output = ""
 
     def load(self) -> OnnxEngine:
         if self._engine is None:
-            found = shared(self.folder, self.max_length, self.threads)
+            found = shared(
+                self.folder, self.max_length, self.threads, self.quantize, self.cache, pairs=True
+            )
             self.output = "logits" if "logits" in found.outputs else next(iter(found.outputs))
             labels = (found.outputs[self.output] or [None])[-1]
             if isinstance(labels, int) and labels != 1:
@@ -63,4 +69,5 @@ class OnnxCrossEncoder(Reranker):
 
 
 def create(settings: Settings) -> OnnxCrossEncoder:
-    return OnnxCrossEncoder(settings.reranker.onnx_cross_encoder)
+    cache = Path(settings.data_dir) / "models"
+    return OnnxCrossEncoder(settings.reranker.onnx_cross_encoder, cache)
