@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 from knowhub.caller import LOCAL_USER, Caller
 from knowhub.checks import check_text, logical_name
-from knowhub.collection import Collection, checked_name, readable_views
+from knowhub.collection import Collection
+from knowhub.collection_names import checked_name, readable_views
 from knowhub.config import Settings
 from knowhub.errors import AuthError, QueryError
 from knowhub.models import Hit

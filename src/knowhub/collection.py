@@ -27,9 +27,9 @@ from knowhub.answer.events import Answer, AnswerEvent, End, Token
 from knowhub.answer.faq import FaqMatch, match_faq
 from knowhub.answer.flow import Retrieved, answer
 from knowhub.caller import Caller
-from knowhub.checks import check_collection_name, check_doc_hash_prefix, check_text
-from knowhub.config import Settings
-from knowhub.default_collection import ALL, default_collection
+from knowhub.checks import check_doc_hash_prefix, check_text
+from knowhub.collection_names import checked_name, readable_views
+from knowhub.config import SearchSettings, Settings
 from knowhub.errors import AuthError, CollectionNotFound, KnowhubError, QueryError
 from knowhub.ingest.members import MEMBER_SEPARATOR
 from knowhub.models import DocumentRecord, Filters, Hit
@@ -41,20 +41,14 @@ from knowhub.providers.stores.base import FaqEntry
 from knowhub.query.calibration import recalibrate, with_range
 from knowhub.query.debug import diagnose
 from knowhub.query.pipeline import SearchRequest, SearchResult, StageHook, search, term_counts
+from knowhub.query.tuning import tuned
 from knowhub.runtime import Runtime
 from knowhub.scope import DocumentScope, Scope, chunk_scope, record_scope
 from knowhub.surrogates import escape_surrogates
 from knowhub.trace.build import record_answer, record_ingest, record_search
 from knowhub.trace.record import Trace, new_trace, preview
 from knowhub.trace.stream import traced_stream
-from knowhub.versions.record import (
-    CollectionView,
-    Target,
-    collection_views,
-    named,
-    resolve_target,
-    target_settings,
-)
+from knowhub.versions.record import Target, named, resolve_target, target_settings
 
 if TYPE_CHECKING:  # ingest's modules load only when ingesting
     from knowhub.ingest.bundle import BundleStats
@@ -63,7 +57,7 @@ if TYPE_CHECKING:  # ingest's modules load only when ingesting
     from knowhub.ingest.pipeline import IngestReport, Progress
     from knowhub.ingest.sources import RemoteSource, SourceNote
 
-__all__ = ["Collection", "checked_name", "readable_views"]
+__all__ = ["Collection"]
 
 
 class Collection:
@@ -107,6 +101,14 @@ class Collection:
     def embedder(self) -> Embedder:
         built = self.runtime.embedder_with(self.settings)
         return with_range(self.runtime.store, self.target.physical, built)
+
+    @cached_property
+    def search_settings(self) -> SearchSettings:
+        """The search settings, with the dense weight chosen for this version where one
+        was (:mod:`knowhub.query.tuning`)."""
+        store, model_id = self.runtime.store, self.embedder.model_id
+        cid = store.collection_id(self.target.physical)
+        return tuned(store, cid, model_id, self.runtime.settings.search)
 
     def store_id(self) -> int:
         """The store id of this version; an unknown collection is an error."""
@@ -176,7 +178,7 @@ class Collection:
     ) -> SearchResult:
         """The search without its own trace (a step of an answer, a gate's query)."""
         app, request = self.runtime, self._request(query, top_k, filters, min_score)
-        opts = app.settings.search
+        opts = self.search_settings
         found = search(app.store, self.embedder, opts, request, app.reranker, app.caches, on_stage)
         return replace(found, hits=named(found.hits, self.target))
 
@@ -192,7 +194,7 @@ class Collection:
     ) -> dict[str, Any]:
         """One search's every stage, candidates and timings (see ``knowhub.query.debug``)."""
         app, request = self.runtime, self._request(query, top_k, filters, None)
-        report = diagnose(app.store, self.embedder, app.settings.search, request, app.reranker)
+        report = diagnose(app.store, self.embedder, self.search_settings, request, app.reranker)
         report["collection"] = self.name
         for hit in report["hits"]:
             hit["collection"] = self.name
@@ -575,24 +577,3 @@ class Collection:
         pictures = image_store(self.runtime.settings.data_dir)
         with self.runtime.writing:
             return import_bundle(self.runtime.store, path, model, self.target.physical, pictures)
-
-
-def checked_name(
-    runtime: Runtime, caller: Caller, name: str | None, *, writing: bool = False
-) -> str:
-    """The collection a request on ``name`` means: ``name``, or for None the one rule of
-    :mod:`knowhub.default_collection` (an ingest's, with ``writing``), for the collections
-    ``caller`` may read; either way one it may read, else :class:`AuthError`."""
-    if not name:
-        allowed = ALL if "*" in caller.collections else caller.collections
-        name = default_collection(
-            runtime.store, runtime.settings, allowed, writing=writing, served=runtime.served
-        )
-    name = check_collection_name(name)
-    caller.check_read(name)
-    return name
-
-
-def readable_views(runtime: Runtime, caller: Caller) -> list[CollectionView]:
-    """Each collection ``caller`` may read, once, as its active version holds it."""
-    return caller.readable(collection_views(runtime.store), lambda view: view.name)

@@ -180,8 +180,14 @@ def test_drop_refuses_the_active_version_and_deletes_another_whole(
     with pytest.raises(QueryError, match=r"no version 7 \(known: 1, 2\)"):
         drop_version(app, "kb", 7)
     activate_version(app, "kb", 2)
+    first = app.store.collection_id("kb")
+    assert first is not None
+    for key in (f"calibration:{first}", f"fusion:{first}"):  # measured for version 1
+        app.store.set_meta(key, "{}", None)
     assert drop_version(app, "kb", 1).number == 1
     assert app.store.collection_id("kb") is None
+    assert app.store.get_meta(f"calibration:{first}") is None, "its measurements go with it"
+    assert app.store.get_meta(f"fusion:{first}") is None
     assert [(c.name, c.active_version, c.versions) for c in app.collections()] == [("kb", 2, 1)]
     assert _found(app) <= _chunk_ids(app, "kb@v2")
     with pytest.raises(QueryError, match="no previously active version"):

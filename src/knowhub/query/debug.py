@@ -18,7 +18,14 @@ from knowhub.providers.embedders.base import Embedder
 from knowhub.providers.stores.base import Store
 from knowhub.query import crosslingual
 from knowhub.query.cache import SearchCaches
-from knowhub.query.pipeline import Legs, SearchRequest, fuse_with_options, retrieve, search
+from knowhub.query.pipeline import (
+    Legs,
+    SearchRequest,
+    fuse_with_options,
+    fusion_weights,
+    retrieve,
+    search,
+)
 from knowhub.query.rerank import RerankStage
 
 __all__ = ["dense_decision", "diagnose"]
@@ -142,7 +149,7 @@ def _fused(
 def _fusion_method(settings: SearchSettings, legs: Legs) -> dict[str, Any]:
     if settings.fusion == "rrf":
         return {"method": "rrf", "rrf_k": settings.rrf_k}
-    base = {"dense": settings.dense_weight, "lexical": 1.0 - settings.dense_weight}
+    base = fusion_weights(settings, legs)
     live = {
         leg: w
         for leg, w in base.items()

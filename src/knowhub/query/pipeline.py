@@ -46,6 +46,7 @@ __all__ = [
     "StageHook",
     "fuse",
     "fuse_with_options",
+    "fusion_weights",
     "retrieve",
     "search",
     "term_counts",
@@ -131,7 +132,7 @@ def search(
     report = on_stage or _silent
     clock = time.perf_counter()
     cid, request = _validate(store, request, caches)
-    key = _result_key(store, cid, request, embedder)
+    key = _result_key(store, cid, request, embedder, settings.dense_weight)
     cached: SearchResult | None = caches.results.get(key) if caches is not None else None
     if cached is not None:
         report("cache", len(cached.hits), _lap(clock))
@@ -165,13 +166,15 @@ def search(
 
 
 def _result_key(
-    store: Store, cid: int, request: SearchRequest, embedder: Embedder
+    store: Store, cid: int, request: SearchRequest, embedder: Embedder, dense_weight: float
 ) -> tuple[Any, ...]:
     """The result cache's key: the collection's version in it, so any write invalidates,
-    and the relevance range (one measured on the collection changes without a write)."""
+    the relevance range and the dense weight (measured on the collection, they change
+    without a write)."""
     return (
         cid,
         store.version(cid),
+        dense_weight,
         embedder.relevance_range,
         tuple(sorted(embedder.relevance_by_language.items())),
         request.query.strip(),
@@ -406,7 +409,8 @@ def _check_embedder(store: Store, embedder: Embedder, cid: int, name: str) -> No
         raise QueryError(
             f"collection {name!r} was built with embedder {built_with} (dim {dim}), but "
             f"{embedder.model_id} (dim {embedder.dim}) is configured: switch embedder.provider "
-            "back, or re-ingest into a new collection"
+            "(or its settings, e.g. embedder.onnx.quantize) back, or re-ingest into a new "
+            "collection"
         )
 
 
@@ -426,7 +430,7 @@ def _query_vector(
 
 def fuse(settings: SearchSettings, legs: Legs) -> list[tuple[int, float]]:
     """Fuse the legs as configured: weighted min-max scores (default) or RRF."""
-    base = {"dense": settings.dense_weight, "lexical": 1.0 - settings.dense_weight}
+    base = fusion_weights(settings, legs)
     rankings = {"lexical": legs.lexical, "dense": legs.dense}
     live = {leg: ranking for leg, ranking in rankings.items() if ranking and base[leg] > 0}
     if not live:
@@ -437,6 +441,15 @@ def fuse(settings: SearchSettings, legs: Legs) -> list[tuple[int, float]]:
     total = sum(base[leg] for leg in live)
     # Weights renormalised over the legs that answered, so scores stay in [0, 1].
     return weighted_fusion(live, {leg: base[leg] / total for leg in live}, factors)
+
+
+def fusion_weights(settings: SearchSettings, legs: Legs) -> dict[str, float]:
+    """Each leg's configured weight; the lexical leg's is whole where the dense leg did not
+    run (a language the model does not know): a dense weight of 1 must not leave such a
+    query with nothing."""
+    if not legs.dense_used:
+        return {"dense": 0.0, "lexical": 1.0}
+    return {"dense": settings.dense_weight, "lexical": 1.0 - settings.dense_weight}
 
 
 def _distinct(hits: list[Hit]) -> list[Hit]:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from knowhub.errors import QueryError, StoreError
 from knowhub.providers.stores.base import Store
+from knowhub.query import calibration, tuning
 from knowhub.versions.liveness import INTERRUPTED, describe, interrupted, read_claim, release
 from knowhub.versions.record import (
     BUILDING,
@@ -173,6 +174,8 @@ def drop_version(app: App, collection: str | None, number: int, force: bool = Fa
     cid = app.store.collection_id(dropped.physical)
     if cid is not None:
         app.store.drop_collection(cid)
+        calibration.forget(app.store, cid)  # what was measured for it goes with it
+        tuning.forget(app.store, cid)
     return dropped
 
 

@@ -163,7 +163,7 @@ def _retrieval_report(
     with progress_bar("searching") as progress:
         result = run_queries(app.collection(name), evalset, name, top_k, progress)
     result.ingest = ingest
-    result.context = _context(app)
+    result.context = _context(app, name)
     report = result.to_dict()
     if app.settings.reranker.provider != "none":
         report["without_reranker"] = _without_reranker(app, evalset, name, top_k)
@@ -201,12 +201,13 @@ def _without_reranker(app: App, evalset: EvalSet, name: str, top_k: int) -> dict
     return {"metrics": result.metrics, "latency_ms": result.latency_ms}
 
 
-def _context(app: App) -> dict[str, Any]:
+def _context(app: App, name: str) -> dict[str, Any]:
     settings = app.settings
     return {
         "embedder": settings.embedder.provider,
         "fusion": settings.search.fusion,
-        "dense_weight": settings.search.dense_weight,
+        # The version's own where `knowhub calibrate --golden` chose one.
+        "dense_weight": app.collection(name).search_settings.dense_weight,
         "candidates": settings.search.candidates,
         "reranker": settings.reranker.provider,
     }

@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse, Response
 
 from knowhub.app import App
 from knowhub.caller import Caller
-from knowhub.collection import readable_views
+from knowhub.collection_names import readable_views
 from knowhub.errors import CollectionNotFound, QueryError
 from knowhub.interfaces.http.deps import DoorDep, PrincipalDep, ServiceDep
 from knowhub.interfaces.http.openai_wire import AGENT_MODEL, Completion, model_entry
