@@ -172,11 +172,11 @@ def test_the_int8_graph_is_built_once_and_read_back(
         raise AssertionError("the cached graph was built again")
 
     monkeypatch.setattr(OnnxEngine, "_int8", rebuilt)
-    again = OnnxEngine(built.folder, built.max_length, 1, "int8", cache)
+    again = OnnxEngine(built.spec)
     assert again.quantised == 12, "the count travels in the graph's metadata"
     row = again.run(again.encode(TEXTS[:1]), built.output)[0].mean(axis=0)
     np.testing.assert_allclose(row / np.linalg.norm(row), vectors[0], atol=1e-6)
     monkeypatch.undo()
     kept.write_bytes(b"\x08\x07damaged")  # a disk error: built again, kept again
-    mended = OnnxEngine(built.folder, built.max_length, 1, "int8", cache)
+    mended = OnnxEngine(built.spec)
     assert mended.quantised == 12 and kept.stat().st_size > 1000

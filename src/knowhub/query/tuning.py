@@ -29,6 +29,7 @@ __all__ = [
     "WEIGHTS",
     "Tuned",
     "choose",
+    "configured",
     "forget",
     "save",
     "stored",
@@ -101,12 +102,17 @@ def stored(store: Store, cid: int, model_id: str) -> Tuned | None:
 def tuned(store: Store, cid: int | None, model_id: str, settings: SearchSettings) -> SearchSettings:
     """``settings`` with the dense weight stored for the version, where one is and the
     configuration does not set its own."""
-    if cid is None or "dense_weight" in settings.model_fields_set:
+    if cid is None or configured(settings):
         return settings
     found = stored(store, cid, model_id)
     if found is None or found.dense_weight == settings.dense_weight:
         return settings
     return settings.model_copy(update={"dense_weight": found.dense_weight})
+
+
+def configured(settings: SearchSettings) -> bool:
+    """Whether the configuration sets ``search.dense_weight`` (which then wins)."""
+    return "dense_weight" in settings.model_fields_set
 
 
 def forget(store: Store, cid: int) -> None:

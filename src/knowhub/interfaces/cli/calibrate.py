@@ -115,15 +115,12 @@ def _fusion(app: App, handle: Collection, golden: Path, lines: list[str]) -> dic
         golden.name,
     )
     tuning.save(app.store, handle.store_id(), found)
+    configured = tuning.configured(settings)
     table = "  ".join(f"{w:.1f}: {s:.4f}" for w, s in scores.items())
     lines += [
         f"fusion on {len(queries)} questions of {golden.name}, nDCG@10 by dense weight:",
         f"  {table}",
         f"dense weight {chosen:.1f} for this version (configured {settings.dense_weight:.1f}"
-        + ("; search.dense_weight set in the configuration wins)" if _set(app) else ")"),
+        + ("; search.dense_weight set in the configuration wins)" if configured else ")"),
     ]
     return asdict(found)
-
-
-def _set(app: App) -> bool:
-    return "dense_weight" in app.settings.search.model_fields_set

@@ -24,7 +24,7 @@ from knowhub.config import Settings
 from knowhub.config.models import OnnxEmbedderOptions
 from knowhub.errors import ConfigError
 from knowhub.providers.embedders.base import Embedder, Vectors
-from knowhub.providers.local.engine import OnnxEngine, shared
+from knowhub.providers.local.engine import EngineSpec, OnnxEngine, shared
 from knowhub.providers.local.folder import ModelFolder, open_folder
 from knowhub.providers.local.quantize import SCHEME
 
@@ -60,7 +60,9 @@ class OnnxEmbedder(Embedder):
         self.max_length = self.folder.length(options.max_length)
         self.languages = frozenset(options.languages) if options.languages else None
         self.batch_size = options.batch_size
-        self.cache = cache  # where an int8 graph is kept
+        self.spec = EngineSpec(
+            self.folder, self.max_length, options.threads, options.quantize, cache
+        )
         self._engine: OnnxEngine | None = None
         self.output = ""
         declared = self.folder.dim()
@@ -87,10 +89,7 @@ class OnnxEmbedder(Embedder):
 
     def load(self) -> OnnxEngine:
         if self._engine is None:
-            options = self.options
-            found = shared(
-                self.folder, self.max_length, options.threads, options.quantize, self.cache
-            )
+            found = shared(self.spec)
             self.output = _output(found, self.options.pooling, self.folder)
             self._engine = found
         return self._engine

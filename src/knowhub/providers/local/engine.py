@@ -16,6 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from knowhub.providers.onnxrun import Runs, one_thread_options
 
 log = logging.getLogger(__name__)
 
-__all__ = ["INPUTS", "Encoded", "OnnxEngine", "shared"]
+__all__ = ["INPUTS", "Encoded", "EngineSpec", "OnnxEngine", "shared"]
 
 # The inputs a Hugging Face export takes, all filled here; any other is refused.
 INPUTS = ("input_ids", "attention_mask", "token_type_ids", "position_ids")
@@ -39,24 +40,36 @@ Encoded = tuple[list[int], list[int]]  # token ids, token type ids
 _MATRICES = "knowhub.int8_matrices"  # an int8 graph's metadata: how many it quantised
 
 
+@dataclass(frozen=True)
+class EngineSpec:
+    """Which engine: a model folder run on texts of at most ``max_length`` tokens,
+    ``threads`` runs at once, quantised (``"int8"``) or not, an int8 graph kept under
+    ``cache``; ``pairs``: the model reads (query, passage) pairs, which its int8 graph is
+    measured on."""
+
+    folder: ModelFolder
+    max_length: int
+    threads: int
+    quantize: str = "none"
+    cache: Path | None = None
+    pairs: bool = False
+
+    @property
+    def key(self) -> tuple[str, int, int, str, Path | None, bool]:
+        """The spec with the folder's content in place of the folder (unhashable)."""
+        folder = self.folder.digest
+        return (folder, self.max_length, self.threads, self.quantize, self.cache, self.pairs)
+
+
 class OnnxEngine:
     """The session and tokenizer of one model folder, for texts of at most ``max_length``
     tokens (longer ones are cut, as sentence-transformers cuts them)."""
 
-    def __init__(
-        self,
-        folder: ModelFolder,
-        max_length: int,
-        threads: int,
-        quantize: str = "none",
-        cache: Path | None = None,
-        pairs: bool = False,
-    ) -> None:
-        """``pairs``: the model reads (query, passage) pairs, which its int8 graph is
-        measured on."""
+    def __init__(self, spec: EngineSpec) -> None:
         import onnxruntime as ort
         import tokenizers
 
+        folder, max_length = spec.folder, spec.max_length
         self.folder = folder
         try:
             self.tokenizer = tokenizers.Tokenizer.from_file(str(folder.tokenizer))
@@ -67,13 +80,13 @@ class OnnxEngine:
             ) from exc
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length)  # longest_first, as HF truncates
-        self.max_length, self.pairs = max_length, pairs
-        self.session: Any = self._open(ort, quantize, cache)
+        self.max_length, self.pairs = max_length, spec.pairs
+        self.session: Any = self._open(ort, spec.quantize, spec.cache)
         made = self.session.get_modelmeta().custom_metadata_map.get(_MATRICES, "0")
         self.quantised = int(made)  # matrices made int8
         self.inputs = _fillable(folder, [i.name for i in self.session.get_inputs()])
         self.outputs = {o.name: o.shape for o in self.session.get_outputs()}
-        self._runs = Runs(threads)
+        self._runs = Runs(spec.threads)
 
     def _open(self, ort: Any, quantize: str, cache: Path | None) -> Any:
         """The session of the folder's graph, or of its int8 graph: built, and kept under
@@ -199,18 +212,11 @@ def _feeds(item: Encoded, inputs: set[str]) -> dict[str, np.ndarray[Any, Any]]:
     return feeds
 
 
-def shared(
-    folder: ModelFolder,
-    max_length: int,
-    threads: int,
-    quantize: str = "none",
-    cache: Path | None = None,
-    pairs: bool = False,
-) -> OnnxEngine:
-    """One engine per model (its folder's content: graph and tokenizer), length, thread
-    count and quantisation in a process, however many embedders or rerankers ask (each
-    MCP session's App, a server's versions); an int8 graph is kept under ``cache``."""
-    key = (folder.digest, max_length, threads, quantize, cache, pairs)
+def shared(spec: EngineSpec) -> OnnxEngine:
+    """One engine per spec (the folder by its content: graph and tokenizer) in a process,
+    however many embedders or rerankers ask (each MCP session's App, a server's
+    versions)."""
+    key = spec.key
     with _ENGINES_LOCK:
         found = _ENGINES.get(key)
         building = _BUILDING.setdefault(key, threading.Lock())
@@ -218,11 +224,10 @@ def shared(
         return found
     with building:  # concurrent first searches build one session; other models go on
         if key not in _ENGINES:
-            _ENGINES[key] = OnnxEngine(folder, max_length, threads, quantize, cache, pairs)
+            _ENGINES[key] = OnnxEngine(spec)
         return _ENGINES[key]
 
 
-_Key = tuple[str, int, int, str, Path | None, bool]
-_ENGINES: dict[_Key, OnnxEngine] = {}
-_BUILDING: dict[_Key, threading.Lock] = {}  # one per model: an int8 build takes seconds
+_ENGINES: dict[tuple[Any, ...], OnnxEngine] = {}
+_BUILDING: dict[tuple[Any, ...], threading.Lock] = {}  # one per model: int8 builds take s
 _ENGINES_LOCK = threading.Lock()

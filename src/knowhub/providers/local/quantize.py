@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from knowhub.errors import ConfigError
-from knowhub.providers.embedders.e5.quant import smoothing
+from knowhub.providers.embedders.e5.quant import divisors
 
 __all__ = ["MIN_OPSET", "SCHEME", "Peaks", "check", "inputs", "measure", "quantize"]
 
@@ -209,7 +209,7 @@ def _factors(peaks: np.ndarray[Any, Any], wpeak: np.ndarray[Any, Any]) -> Any:
     near 0, and once it fires it alone would set its token's scale, every other channel
     rounding to zero. At a tenth of the median peak its divisor stays within ~5x others'."""
     floored = np.maximum(peaks, _SILENT * float(np.median(peaks)))
-    return smoothing(floored, [wpeak[None, :]])  # a row of peaks stands for the matrices
+    return divisors(floored, wpeak)
 
 
 def inputs(model: Any) -> list[str]:

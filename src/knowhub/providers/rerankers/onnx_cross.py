@@ -14,7 +14,7 @@ from pathlib import Path
 from knowhub.config import Settings
 from knowhub.config.models import OnnxCrossEncoderOptions
 from knowhub.errors import ConfigError, ProviderError
-from knowhub.providers.local.engine import OnnxEngine, shared
+from knowhub.providers.local.engine import EngineSpec, OnnxEngine, shared
 from knowhub.providers.local.folder import open_folder
 from knowhub.providers.rerankers.base import Reranker
 
@@ -32,18 +32,17 @@ class OnnxCrossEncoder(Reranker):
             )
         self.folder = open_folder(options.path, options.file)
         self.max_length = self.folder.length(options.max_length)
-        self.threads, self.quantize = options.threads, options.quantize
         int8 = ":int8" if options.quantize == "int8" else ""
         self.model_id = f"onnx-cross-encoder:{self.folder.root.name}{int8}"
-        self.cache = cache  # where an int8 graph is kept
+        self.spec = EngineSpec(
+            self.folder, self.max_length, options.threads, options.quantize, cache, pairs=True
+        )
         self._engine: OnnxEngine | None = None
         self.output = ""
 
     def load(self) -> OnnxEngine:
         if self._engine is None:
-            found = shared(
-                self.folder, self.max_length, self.threads, self.quantize, self.cache, pairs=True
-            )
+            found = shared(self.spec)
             self.output = "logits" if "logits" in found.outputs else next(iter(found.outputs))
             labels = (found.outputs[self.output] or [None])[-1]
             if isinstance(labels, int) and labels != 1:

@@ -33,7 +33,15 @@ import numpy as np
 if TYPE_CHECKING:
     from knowhub.providers.embedders.e5.graph import Builder
 
-__all__ = ["ALPHA", "GELU_FLOOR", "Calibration", "smoothing", "token_linear", "window_linear"]
+__all__ = [
+    "ALPHA",
+    "GELU_FLOOR",
+    "Calibration",
+    "divisors",
+    "smoothing",
+    "token_linear",
+    "window_linear",
+]
 
 ALPHA = 0.7
 GELU_FLOOR = -0.17  # GELU's least value: -0.16997, at x = -0.75
@@ -48,7 +56,12 @@ _Array = np.ndarray[Any, Any]
 def smoothing(peaks: _Array, dense: list[_Array]) -> Any:
     """Per input channel divisors of one input shared by ``dense`` (each ``(out, in)``),
     normalised to a geometric mean of 1 so the activations keep their overall size."""
-    wpeak = np.max([np.abs(matrix).max(axis=0) for matrix in dense], axis=0)
+    return divisors(peaks, np.max([np.abs(matrix).max(axis=0) for matrix in dense], axis=0))
+
+
+def divisors(peaks: _Array, wpeak: _Array) -> Any:
+    """:func:`smoothing`'s divisors from the input channels' ``peaks`` and the largest
+    weight each channel meets (``wpeak``) in the matrices reading it."""
     factors = np.maximum(peaks, 1e-6) ** ALPHA / np.maximum(wpeak, 1e-6) ** (1 - ALPHA)
     return (factors / np.exp(np.mean(np.log(factors)))).astype(np.float32)
 
